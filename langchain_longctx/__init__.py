@@ -1,0 +1,24 @@
+"""LangChain adapters for longctx (``pip install longctx[langchain]``)."""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "MixPRRetriever": "langchain_longctx.mixpr_retriever",
+    "YouraCompressor": "langchain_longctx.youra_compressor",
+    "YouraRetriever": "langchain_longctx.youra_retriever",
+    "DiversityCompressor": "langchain_longctx.diversity_compressor",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'langchain_longctx' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,68 @@
+"""Top-k and token-budget selection shared by the scorers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from longctx._validate import check_int
+
+
+def select_top(
+    scores: np.ndarray,
+    *,
+    k: int | None = None,
+    token_budget: int | None = None,
+    token_counts: np.ndarray | None = None,
+) -> np.ndarray:
+    """Indices of the best-scoring units, returned in document (chronological) order.
+
+    Exactly one of ``k`` and ``token_budget`` is given. With ``k``: the ``k`` highest scores.
+    With ``token_budget``: units are taken greedily by descending score while they fit in the
+    budget; a unit that does not fit is skipped and smaller ones after it may still be taken, so
+    the budget is never exceeded. Ties go to the earlier unit.
+
+    Parameters
+    ----------
+    scores : (n,) array of float
+    k : int >= 1, optional
+    token_budget : int >= 1, optional
+        In tokens, as counted in ``token_counts``.
+    token_counts : (n,) array of int, required with ``token_budget``
+
+    Returns
+    -------
+    (m,) int64 array, sorted ascending.
+
+    Raises
+    ------
+    ValueError
+        If both or neither of ``k`` and ``token_budget`` are given, or shapes differ.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if (k is None) == (token_budget is None):
+        raise ValueError("give exactly one of k and token_budget")
+    order = np.argsort(-scores, kind="stable")
+    if k is not None:
+        k = check_int(k, "k", minimum=1)
+        return np.sort(order[:k]).astype(np.int64)
+    token_budget = check_int(token_budget, "token_budget", minimum=1)
+    if token_counts is None:
+        raise ValueError("token_counts is required with token_budget")
+    token_counts = np.asarray(token_counts, dtype=np.int64)
+    if token_counts.shape != scores.shape:
+        raise ValueError(
+            f"token_counts has shape {token_counts.shape}, scores has shape {scores.shape}"
+        )
+    counts = token_counts[order]
+    # Fast path: the prefix that fits; then a greedy pass for smaller units after it.
+    csum = np.cumsum(counts)
+    n_prefix = int(np.searchsorted(csum, token_budget, side="right"))
+    chosen = list(order[:n_prefix])
+    used = int(csum[n_prefix - 1]) if n_prefix else 0
+    for idx, c in zip(order[n_prefix:].tolist(), counts[n_prefix:].tolist()):
+        if used >= token_budget:
+            break
+        if used + c <= token_budget:
+            chosen.append(idx)
+            used += c
+    return np.sort(np.asarray(chosen, dtype=np.int64))

@@ -1,0 +1,106 @@
+import re
+
+import pytest
+
+from longctx.text import chunk_words, split_sentences
+
+
+def _nonspace_positions(text):
+    return [m.start() for m in re.finditer(r"\S", text)]
+
+
+def _covered(spans):
+    out = []
+    for a, b in spans:
+        out.extend(range(a, b))
+    return out
+
+
+def _assert_exact_cover(text, spans):
+    # sorted, non-overlapping, stripped, and every non-space char inside exactly one span
+    assert all(a < b for a, b in spans)
+    assert all(spans[i][1] <= spans[i + 1][0] for i in range(len(spans) - 1))
+    assert all(not text[a].isspace() and not text[b - 1].isspace() for a, b in spans)
+    covered = [i for i in _covered(spans) if not text[i].isspace()]
+    assert covered == _nonspace_positions(text)
+
+
+ABBREV = (
+    "Dr. Smith went to Washington, D.C. on Monday. He met e.g. the U.S. president there. "
+    'Mr. Jones said "Hi!" and left. The U.S. Army is big. It cost $3.50 in total.'
+)
+
+
+def test_split_sentences_abbreviations():
+    spans = split_sentences(ABBREV)
+    got = [ABBREV[a:b] for a, b in spans]
+    assert got == [
+        "Dr. Smith went to Washington, D.C. on Monday.",
+        "He met e.g. the U.S. president there.",
+        'Mr. Jones said "Hi!" and left.',
+        "The U.S. Army is big.",
+        "It cost $3.50 in total.",
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "one", "  Hello world.  Bye.  ", "a.\r\n\r\nb."])
+def test_split_sentences_edge_cases(text):
+    spans = split_sentences(text)
+    _assert_exact_cover(text, spans)
+
+
+def test_split_sentences_book_covers_every_char(alice_text):
+    spans = split_sentences(alice_text)
+    assert len(spans) > 1000
+    _assert_exact_cover(alice_text, spans)
+
+
+def test_split_sentences_bad_arguments():
+    with pytest.raises(TypeError, match="text"):
+        split_sentences(b"bytes")
+    with pytest.raises(ValueError, match="backend"):
+        split_sentences("Hi.", backend="spacy")
+
+
+def test_split_sentences_stanza_without_models_is_clear():
+    try:
+        import stanza  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError, match="stanza"):
+            split_sentences("Hello there. Bye.", backend="stanza")
+    else:  # pragma: no cover - stanza is not a dependency
+        pytest.skip("stanza installed")
+
+
+def test_chunk_words_limits_and_cover(alice_text):
+    chunks = chunk_words(alice_text, max_words=32)
+    _assert_exact_cover(alice_text, chunks)
+    counts = [len(alice_text[a:b].split()) for a, b in chunks]
+    assert max(counts) <= 32 and min(counts) >= 1
+
+
+def test_chunk_words_newlines_then_equal_pieces():
+    line1 = " ".join(f"w{i}" for i in range(10))
+    line2 = " ".join(f"x{i}" for i in range(70))  # 70 words on one line -> 3 pieces of 23/24
+    text = line1 + "\n" + line2
+    chunks = chunk_words(text, max_words=32)
+    pieces = [text[a:b] for a, b in chunks]
+    assert pieces[0] == line1
+    sizes = [len(p.split()) for p in pieces[1:]]
+    assert sizes == [23, 24, 23] or sorted(sizes) == [23, 23, 24]
+    assert " ".join(pieces[1:]) == line2
+
+
+def test_chunk_words_short_sentences_untouched():
+    text = "The cat sat on the mat. Then the dog ran away."
+    assert [text[a:b] for a, b in chunk_words(text)] == [
+        "The cat sat on the mat.",
+        "Then the dog ran away.",
+    ]
+
+
+def test_chunk_words_bad_max_words():
+    with pytest.raises(ValueError, match="max_words"):
+        chunk_words("hello", max_words=0)
+    with pytest.raises(TypeError, match="max_words"):
+        chunk_words("hello", max_words=2.5)
