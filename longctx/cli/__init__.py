@@ -129,7 +129,13 @@ def main(argv: list[str] | None = None) -> int:
             "pip install 'longctx[all]'"
         )
     try:
-        passages = module.run(text, args.query, args)
+        if args.diversify and args.method not in ("mmr", "fps"):
+            from longctx.cli.diversity import diversify_units
+
+            spans, scores, token_counts = module.score_units(text, args.query, args)
+            passages = diversify_units(text, spans, scores, token_counts, args.query, args)
+        else:
+            passages = module.run(text, args.query, args)
     except (ValueError, TypeError, RuntimeError, NotImplementedError) as exc:
         return _error(str(exc))
     _print_passages(passages, args, len(text))
