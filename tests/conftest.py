@@ -29,3 +29,20 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """SmolLM2-135M-Instruct's fast tokenizer (from the longctx cache; ~5 s the very first time)."""
+    from tests._tiny_models import smollm2_tokenizer as _load
+
+    return _load()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(smollm2_tokenizer):
+    """A random 2-layer Llama (hidden 64, 4 heads / 2 KV heads, eager, float32) with SmolLM2's
+    vocabulary, from ``tests._tiny_models.tiny_llama``."""
+    from tests._tiny_models import tiny_llama
+
+    return tiny_llama(len(smollm2_tokenizer))
