@@ -48,14 +48,12 @@ def load_gutenberg(data: Path, n_tokens: int) -> str:
     text = "\n\n".join(parts)
     # cut at the n_tokens-th token (count_tokens: words and punctuation marks)
     words = text.split(" ")
-    lo, hi = 0, len(words)
     ratio = n_tokens / max(total, 1)
     cut = int(len(words) * min(1.0, ratio))
     out = " ".join(words[:cut])
     while count_tokens(out) > n_tokens and cut > 0:
         cut = int(cut * 0.99)
         out = " ".join(words[:cut])
-    del lo, hi
     return out
 
 
