@@ -70,6 +70,7 @@ def bench_speed(data: Path, sizes: list[int], nx_max: int) -> None:
         f"{'rank':>6} {'total':>6} {'peakMB':>7} {'nx_s':>7} {'nx/ours':>8}"
     )
     mp = MixPR()
+    mp.rank(["warm up the imports.", "scikit-learn and scipy."], "imports?")  # not timed
     for n_tok in sizes:
         text = load_gutenberg(data, n_tok)
         query = "What did the captain say about the white whale?"
