@@ -1,0 +1,76 @@
+"""LangChain MixPRRetriever: the standard retriever suite plus ids, metadata and offsets."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from langchain_longctx.mixpr_retriever import MixPRRetriever
+
+STORY = (
+    "Mary moved to the bathroom. The moors were grey and cold that winter. "
+    "John went to the hallway. Mary got the milk there. The captain told stories of the sea. "
+    "Sandra journeyed to the garden. Mary travelled to the office. Daniel went to the kitchen."
+)
+DOCS = [
+    Document(page_content=STORY, id="story-1", metadata={"source": "babi", "page": 1}),
+    Document(
+        page_content="The milk was cold. The bathroom was tiled.\nDaniel took the apple.",
+        id="story-2",
+        metadata={"source": "babi", "page": 2},
+    ),
+]
+
+
+class TestMixPRRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[MixPRRetriever]:
+        return MixPRRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict:
+        return {"documents": DOCS, "k": 2}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "Where is the milk?"
+
+
+def test_documents_keep_id_metadata_and_offsets():
+    r = MixPRRetriever(documents=DOCS, k=3)
+    out = r.invoke("Where is the milk?")
+    assert len(out) == 3
+    by_id = {d.id: d for d in DOCS}
+    for doc in out:
+        src = by_id[doc.id]
+        a, b = doc.metadata["mixpr_start"], doc.metadata["mixpr_end"]
+        assert src.page_content[a:b] == doc.page_content
+        assert doc.metadata["source"] == "babi" and doc.metadata["page"] == src.metadata["page"]
+        assert doc.metadata["mixpr_score"] > 0
+    assert "Mary got the milk there." in [d.page_content for d in out]
+    idx = [d.metadata["mixpr_chunk_index"] for d in out]
+    assert idx == sorted(idx)  # chronological order
+    assert DOCS[0].metadata == {"source": "babi", "page": 1}  # user's metadata untouched
+
+
+async def test_async_and_kwargs():
+    r = MixPRRetriever.from_texts([STORY], metadatas=[{"t": 1}], ids=["x"], k=5)
+    out = await r.ainvoke("Where is the milk?", k=1)
+    assert [d.page_content for d in out] == ["Mary got the milk there."]
+    assert out[0].id == "x" and out[0].metadata["t"] == 1
+    budget = r.invoke("Where is the milk?", token_budget=12)
+    assert 0 < sum(len(d.page_content.split()) for d in budget) <= 12
+    glob = r.invoke("Summarize the story.", mode="global", k=3)
+    assert len(glob) == 3
+
+
+def test_bad_arguments():
+    r = MixPRRetriever.from_documents(DOCS)
+    with pytest.raises(ValueError, match="query"):
+        r.invoke("  ")
+    with pytest.raises(ValueError, match="mode"):
+        r.invoke("milk?", mode="both")
+    with pytest.raises(ValueError):
+        MixPRRetriever(documents=DOCS, k=0)
+    assert MixPRRetriever(documents=[]).invoke("milk?") == []
