@@ -29,7 +29,8 @@ class DiversityPostprocessor(BaseNodePostprocessor):
 
     Node embeddings are reused when the nodes carry them (``node.node.embedding``, all or none);
     otherwise the node texts are embedded with ``embed_model`` (a LlamaIndex ``BaseEmbedding``, or
-    the default all-MiniLM-L6-v2). The reward is the cosine similarity to the query
+    the default all-MiniLM-L6-v2). The query is embedded with ``embed_model`` too (unless the
+    ``QueryBundle`` carries its embedding), so pass the model that made the node embeddings. The reward is the cosine similarity to the query
     (``reward="similarity"``; without a query, to the mean node: summarization mode) or the
     retriever's node score (``reward="node_score"``, min-max rescaled to [0, 1]; a missing score
     counts as the lowest).

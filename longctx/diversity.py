@@ -31,16 +31,27 @@ Definitions used everywhere in this module
 
 Cost
 ----
-One matrix-vector product ``(n, d) @ (d,)`` per pick (memory bound: ~10-25 ms for 100k x 384
-float32 on one core of this machine), plus ``O(n)`` vector work. The window maximum is kept exactly:
-``window=None`` (or a window at least as long as the most items that can be picked) is a running
-maximum, ``window=1`` is the last pick's similarities, and any other window is a sliding-window
-maximum over vectors with two stacks (amortized ``O(n)`` per pick, ``2 * min(window, picks) * n``
-float32 of memory).
+``window=None`` (or a window at least as long as the most items that can be picked): exact lazy
+greedy. An item's objective only decreases as picks are added, so stale values are upper bounds;
+only a pool of the items with the highest bounds is kept exact (one ``(pool, d) @ (d,)`` product
+per pick) and the pool is rebuilt, and grown, when the best bound outside it could win. When
+relevance dominates (lambda >= ~0.8) few items ever enter the pool; when diversity dominates the
+pool grows to all items and the cost is that of the dense loop.
+
+Finite window (``window < picks``): the maximum over the last ``w`` picks can go *down* when an old
+pick leaves the window, so stale values are no bounds and every pick costs one matrix-vector
+product ``(n, d) @ (d,)`` (memory bound: ~10-25 ms for 100k x 384 float32 on one core of this
+machine) plus ``O(n)`` vector work. ``window=1`` is the last pick's similarities; other windows
+keep an exact sliding-window maximum over vectors with two stacks (amortized ``O(n)`` per pick,
+``2 * min(window, picks) * n`` float32 of memory) rather than a ring buffer (``O(w n)`` per pick).
+
+Similarities are float32: candidates whose objectives differ by less than ~1e-7 may be ordered
+differently by the two code paths (the result is the same within float32 precision).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Sequence
 
@@ -261,7 +272,16 @@ class _WindowMax:
         return self.back_max
 
 
-def _greedy(e, r, counts, budget, k, lambda_, window, metric) -> list[int]:
+def _objective(base, p, lambda_: float, metric: str):
+    """Eq. 1 / eq. 2 from the reward part ``base = lambda_ * r`` and the window's largest cosine."""
+    if metric == "mmr":
+        return base - (1.0 - lambda_) * p
+    # fps: the distance to the nearest item of W, from the largest cosine (normalized rows)
+    return base + (1.0 - lambda_) * np.sqrt(np.maximum(2.0 - 2.0 * p, 0.0))
+
+
+def _dense_greedy(e, r, counts, budget, k, lambda_, window, metric) -> list[int]:
+    """One matrix-vector product per pick; any window."""
     n = e.shape[0]
     if n == 0:
         return []
@@ -292,12 +312,133 @@ def _greedy(e, r, counts, budget, k, lambda_, window, metric) -> list[int]:
             obj = base.copy()
             continue
         wmax.push(e @ e[i])
-        p = wmax.value().astype(np.float64)
-        if metric == "mmr":
-            obj = base - (1.0 - lambda_) * p
-        else:  # fps: the distance to the nearest item of W, from the largest cosine
-            obj = base + (1.0 - lambda_) * np.sqrt(np.maximum(2.0 - 2.0 * p, 0.0))
+        obj = _objective(base, wmax.value().astype(np.float64), lambda_, metric)
     return picks
+
+
+def _lazy_greedy(e, r, counts, budget, k, lambda_, metric, max_picks) -> list[int]:
+    """Exact greedy for a window holding every pick (``window=None``), with a candidate pool.
+
+    With all picks in ``W`` an item's largest cosine to the picks only grows, so its objective only
+    shrinks: a value computed earlier is an upper bound. Only a *pool* of the items with the
+    highest bounds is kept exact (one ``(pool, d) @ (d,)`` product per pick); ``thr``, the largest
+    bound outside the pool, certifies the pool's best item as the exact argmax while it is above
+    ``thr`` (ties to the lowest index, as in the dense loop). When the certificate fails the pool
+    is rebuilt from the bounds (items coming in are brought up to date with one matrix product over
+    the picks they missed), twice as large when it failed right after a rebuild. In the worst case
+    the pool grows to every item and this is the dense loop.
+    """
+    n, d = e.shape
+    if n == 0:
+        return []
+    limit = n if k is None else k
+    remaining = None if budget is None else int(budget)
+    neg_inf = -np.inf
+    base = (lambda_ * r).astype(np.float64)
+    ub = base.copy()
+    if remaining is not None:
+        ub[counts > remaining] = neg_inf
+    i = int(np.argmax(ub))
+    if ub[i] == neg_inf:
+        return []
+    picks = [i]
+    no_div = lambda_ == 1.0
+    if remaining is not None:
+        remaining -= int(counts[i])
+    if no_div:
+        p = np.zeros(n)
+    else:
+        p = (e @ e[i]).astype(np.float64)  # exact for every item after the first pick
+        ub = _objective(base, p, lambda_, metric)
+    ub[i] = neg_inf
+    if remaining is not None:
+        ub[counts > remaining] = neg_inf
+    stamp = np.ones(n, dtype=np.int64)  # picks accounted for in p[j]
+    picked_emb = np.empty((max(1, max_picks), d), np.float32)
+    picked_emb[0] = e[i]
+    sorted_counts = np.sort(counts) if counts is not None else None
+    size = min(n, 256)
+    built_at = 0
+    pool = pool_e = None
+    thr = neg_inf
+    fresh = False  # the pool was (re)built for the current pick
+
+    def build(size):
+        alive = np.flatnonzero(ub > neg_inf)
+        if size >= alive.size:
+            pool, thr = alive, neg_inf
+        else:
+            part = np.argpartition(-ub[alive], size)
+            pool, thr = np.sort(alive[part[:size]]), float(ub[alive[part[size:]]].max())
+        t = len(picks)
+        if not no_div:
+            stale = pool[stamp[pool] < t]
+            if stale.size:
+                t0 = int(stamp[stale].min())
+                sims = (e[stale] @ picked_emb[t0:t].T).max(axis=1).astype(np.float64)
+                p[stale] = np.maximum(p[stale], sims)
+                stamp[stale] = t
+                ub[stale] = _objective(base[stale], p[stale], lambda_, metric)
+        return pool, (None if no_div else e[pool]), thr
+
+    while len(picks) < limit:
+        if pool is None:
+            pool, pool_e, thr = build(size)
+            fresh = True
+            built_at = len(picks)
+        vals = ub[pool]
+        j = int(np.argmax(vals)) if vals.size else -1
+        v = vals[j] if j >= 0 else neg_inf
+        if v == neg_inf and thr == neg_inf:
+            break  # nothing left that fits
+        if not (v > thr):  # the certificate fails: rebuild, larger if this pool served few picks
+            if fresh or len(picks) - built_at < 16:
+                size = min(n, 2 * size)
+            pool = None
+            continue
+        i = int(pool[j])
+        t = len(picks)
+        picks.append(i)
+        picked_emb[t] = e[i]
+        ub[i] = neg_inf
+        fresh = False
+        if remaining is not None:
+            before = remaining
+            remaining -= int(counts[i])
+            # kill the items that no longer fit, only when some count lies in (remaining, before]
+            if np.searchsorted(sorted_counts, before, "right") > np.searchsorted(
+                sorted_counts, remaining, "right"
+            ):
+                ub[counts > remaining] = neg_inf
+        if no_div or len(picks) >= limit:
+            continue
+        sims = (pool_e @ e[i]).astype(np.float64)
+        pp = np.maximum(p[pool], sims)
+        p[pool] = pp
+        stamp[pool] = t + 1
+        live = ub[pool] > neg_inf
+        ub[pool] = np.where(live, _objective(base[pool], pp, lambda_, metric), neg_inf)
+    return picks
+
+
+def _greedy(e, r, counts, budget, k, lambda_, window, metric) -> list[int]:
+    max_picks = _max_picks(counts, budget, k, e.shape[0])
+    # Many small BLAS calls: a multi-threaded BLAS spends more time waking threads than computing
+    # (20x slower on a busy 2-core machine), and the products are memory bound anyway.
+    with _one_blas_thread(e.shape[0]):
+        if window is None or window >= max_picks:
+            return _lazy_greedy(e, r, counts, budget, k, lambda_, metric, max_picks)
+        return _dense_greedy(e, r, counts, budget, k, lambda_, window, metric)
+
+
+def _one_blas_thread(n: int):
+    if n < 512:  # too small for BLAS threading to matter; skip threadpoolctl's overhead
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _select(metric, embeddings, rewards, token_counts, token_budget, **kw) -> list[int]:

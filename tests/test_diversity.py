@@ -229,3 +229,31 @@ def test_cli_diversify_units_uses_scores_as_rewards(monkeypatch):
     assert sum([2, 2, 2, 1][p.index] for p in ps) <= 3
     with pytest.raises(ValueError, match="scores"):
         cli.diversify_units(text, spans, np.ones(3), [2, 2, 2, 1], "q", args)
+
+
+@pytest.mark.parametrize("method", ["mmr", "fps"])
+def test_lazy_pool_path_equals_dense_loop(method):
+    """window=None runs the lazy candidate-pool greedy; it must pick what the dense loop picks."""
+    from longctx.diversity import _dense_greedy, _lazy_greedy, _max_picks, _prepare
+
+    rng = np.random.default_rng(7)
+    for lam in (0.0, 0.3, 0.6, 0.9, 1.0):
+        n = 1500  # > the initial pool of 256, so rebuilds and growth happen
+        centers = rng.normal(size=(6, 24))
+        e = centers[rng.integers(0, 6, n)] + 0.7 * rng.normal(size=(n, 24))
+        c = rng.integers(0, 20, n)
+        e, r, c, budget, k, lam, _ = _prepare(
+            e,
+            None,
+            c,
+            int(0.1 * c.sum()),
+            query_embedding=rng.normal(size=24),
+            ratio=None,
+            k=None,
+            lambda_=lam,
+            window=None,
+            rescale_rewards=True,
+        )
+        lazy = _lazy_greedy(e, r, c, budget, k, lam, method, _max_picks(c, budget, k, n))
+        assert lazy == _dense_greedy(e, r, c, budget, k, lam, None, method)
+        assert c[lazy].sum() <= budget
