@@ -375,8 +375,12 @@ def _lazy_greedy(e, r, counts, budget, k, lambda_, metric, max_picks) -> list[in
             stale = pool[stamp[pool] < t]
             if stale.size:
                 t0 = int(stamp[stale].min())
-                sims = (e[stale] @ picked_emb[t0:t].T).max(axis=1).astype(np.float64)
-                p[stale] = np.maximum(p[stale], sims)
+                missed = picked_emb[t0:t].T
+                step = max(1, (1 << 22) // missed.shape[1])  # <= 4M similarities at a time
+                for a in range(0, stale.size, step):
+                    rows = stale[a : a + step]
+                    sims = (e[rows] @ missed).max(axis=1).astype(np.float64)
+                    p[rows] = np.maximum(p[rows], sims)
                 stamp[stale] = t
                 ub[stale] = _objective(base[stale], p[stale], lambda_, metric)
         return pool, (None if no_div else e[pool]), thr
