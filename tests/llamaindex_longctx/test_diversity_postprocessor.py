@@ -1,0 +1,90 @@
+"""DiversityPostprocessor (LlamaIndex adapter of MMR/FPS)."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from llamaindex_longctx import DiversityPostprocessor
+from tests.test_diversity import HashEncoder
+
+_HASH = HashEncoder()
+
+
+class HashEmbedding(BaseEmbedding):
+    calls: int = 0
+
+    def _get_query_embedding(self, query: str):
+        return _HASH([query])[0].tolist()
+
+    async def _aget_query_embedding(self, query: str):
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str):
+        self.calls += 1
+        return _HASH([text])[0].tolist()
+
+
+TEXTS = [
+    "The cat sat on the mat.",
+    "The cat sat on the mat again.",
+    "The cat sat on a mat.",
+    "Paris is the capital of France.",
+    "Dogs bark at night.",
+]
+
+
+def _nodes(with_embedding=False):
+    out = []
+    for j, t in enumerate(TEXTS):
+        node = TextNode(text=t, id_=f"n{j}", metadata={"pos": j})
+        if with_embedding:
+            node.embedding = _HASH([t])[0].tolist()
+        out.append(NodeWithScore(node=node, score=1.0 - 0.1 * j))
+    return out
+
+
+def test_mmr_drops_near_duplicates_keeps_ids_metadata_scores():
+    emb = HashEmbedding()
+    pp = DiversityPostprocessor(top_n=2, lambda_=0.5, embed_model=emb)
+    assert DiversityPostprocessor.class_name() == "DiversityPostprocessor"
+    out = pp.postprocess_nodes(_nodes(), query_str="Where did the cat sit?")
+    assert len(out) == 2 and emb.calls > 0
+    assert sum("cat" in n.node.get_content() for n in out) == 1
+    for n in out:
+        j = int(n.node.node_id[1:])
+        assert n.node.metadata == {"pos": j} and n.score == pytest.approx(1.0 - 0.1 * j)
+    plain = DiversityPostprocessor(top_n=2, lambda_=1.0, embed_model=emb).postprocess_nodes(
+        _nodes(), query_str="Where did the cat sit?"
+    )
+    assert all("cat" in n.node.get_content() for n in plain)
+
+
+def test_reuses_node_embeddings_and_node_score_reward_and_budget():
+    emb = HashEmbedding()
+    pp = DiversityPostprocessor(
+        token_budget=14, reward="node_score", lambda_=1.0, order="document", embed_model=emb
+    )
+    out = pp.postprocess_nodes(_nodes(with_embedding=True), QueryBundle("unused"))
+    assert emb.calls == 0  # stored embeddings reused, query not embedded for node_score
+    # best node scores first while they fit (7 + 8 tokens > 14, so n0 then n2 (7 tokens))
+    assert [n.node.node_id for n in out] == ["n0", "n2"]
+    fps = DiversityPostprocessor(method="fps", top_n=3, window=1, order="2:1", embed_model=emb)
+    got = fps.postprocess_nodes(_nodes(with_embedding=True), query_str="cat")
+    assert len(got) == 3 and len({n.node.node_id for n in got}) == 3
+
+
+def test_validation_and_passthrough():
+    with pytest.raises(ValueError, match="method"):
+        DiversityPostprocessor(method="xyz")
+    with pytest.raises(ValueError, match="order"):
+        DiversityPostprocessor(order="sideways")
+    with pytest.raises(ValueError, match="reward"):
+        DiversityPostprocessor(reward="magic")
+    with pytest.raises(ValueError):
+        DiversityPostprocessor(lambda_=2.0)
+    pp = DiversityPostprocessor(embed_model=HashEmbedding())
+    nodes = _nodes()
+    assert pp.postprocess_nodes(nodes, query_str="q") == nodes  # no top_n / budget: unchanged
+    assert DiversityPostprocessor(top_n=2).postprocess_nodes([], query_str="q") == []
