@@ -28,6 +28,9 @@ _LAZY = {
     "mmr_select": "longctx.diversity",
     "fps_select": "longctx.diversity",
     "order_selection": "longctx.diversity",
+    "diversify": "longctx.diversity",
+    "get_encoder": "longctx.embeddings",
+    "load_tokenizer": "longctx.models",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

