@@ -51,7 +51,11 @@ _BLOCK_BYTES = 64 * 2**20
 
 def num_hidden_layers(model) -> int:
     """Number of decoder layers of a transformers causal LM (``config.num_hidden_layers``)."""
-    config = model.config
+    config = getattr(model, "config", None)
+    if config is None:
+        raise TypeError(
+            f"model must be a transformers model with a config, got {type(model).__name__}"
+        )
     text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
     n = getattr(text_config, "num_hidden_layers", None)
     if not isinstance(n, int) or n < 1:
