@@ -72,6 +72,10 @@ __all__ = [
     "ScoredSpan",
     "INSTRUCTION_SUFFIX",
     "GMEAN_EPS",
+    "select_in_texts",
+    "join_selected",
+    "check_select_args",
+    "scorer_from",
 ]
 
 BASELINES = ("paper", "instruction")
@@ -159,6 +163,58 @@ def _align_sentences(text: str, sentences, tokenizer):
         hi[-1] = len(ids)
         lo[1:] = hi[:-1]
     return ids, list(zip(lo.tolist(), hi.tolist()))
+
+
+def check_select_args(token_budget, top_n, max_fraction):
+    """Check the size arguments of a selection: exactly one of ``token_budget`` and ``top_n``
+    (ints >= 1) and ``max_fraction`` in (0, 1]; returns them normalized.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the argument.
+    """
+    if (token_budget is None) == (top_n is None):
+        raise ValueError("give exactly one of token_budget and top_n")
+    token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
+    top_n = check_int(top_n, "top_n", minimum=1, allow_none=True)
+    max_fraction = check_float(max_fraction, "max_fraction", low=0.0, high=1.0)
+    if max_fraction <= 0:
+        raise ValueError(f"max_fraction must be in (0, 1], got {max_fraction}")
+    return token_budget, top_n, max_fraction
+
+
+def scorer_from(scorer=None, model=None, tokenizer=None, **kwargs) -> ReactionScorer:
+    """``scorer`` if given (must be a :class:`ReactionScorer`), else a new one from ``model``,
+    ``tokenizer`` and the scorer options ``kwargs`` (used by the framework adapters)."""
+    if scorer is not None:
+        if not isinstance(scorer, ReactionScorer):
+            raise TypeError(f"scorer must be a ReactionScorer, got {type(scorer).__name__}")
+        return scorer
+    return ReactionScorer(model, tokenizer, **kwargs)
+
+
+def _check_sentences(sentences, text_len: int):
+    """Validate optional user sentence spans: sorted, non-overlapping, inside the text."""
+    if sentences is None:
+        return None
+    out = []
+    prev_end = 0
+    for i, span in enumerate(sentences):
+        try:
+            a, b = (int(x) for x in span)
+        except (TypeError, ValueError):
+            raise TypeError(f"sentences[{i}] must be a (start, end) pair, got {span!r}") from None
+        if not 0 <= a < b <= text_len or a < prev_end:
+            raise ValueError(
+                f"sentences[{i}] = {(a, b)} must be non-empty, sorted, non-overlapping and "
+                f"inside the context (length {text_len})"
+            )
+        out.append((a, b))
+        prev_end = b
+    if not out:
+        raise ValueError("sentences must not be empty")
+    return out
 
 
 def _window_bounds(token_spans, n_tokens: int, size: int) -> list[tuple[int, int]]:
@@ -359,12 +415,16 @@ class ReactionScorer:
         with self._lock:
             self._docs.clear()
 
-    def _get_doc(self, context: str, build: bool) -> _Doc:
-        key = hashlib.sha256(context.encode("utf-8", "surrogatepass")).hexdigest()
+    def _get_doc(self, context: str, build: bool, sentences=None) -> _Doc:
+        h = hashlib.sha256(context.encode("utf-8", "surrogatepass"))
+        if sentences is not None:
+            h.update(repr(sentences).encode())
+        key = h.hexdigest()
         with self._lock:
             doc = self._docs.get(key)
             if doc is None:
-                sentences = split_sentences(context)
+                if sentences is None:
+                    sentences = split_sentences(context)
                 ids, spans = _align_sentences(context, sentences, self.tokenizer)
                 if not ids:
                     raise ValueError("context has no tokens")
@@ -429,9 +489,10 @@ class ReactionScorer:
             )
         return ids
 
-    def _reaction(self, context: str, query: str):
+    def _reaction(self, context: str, query: str, sentences=None):
         check_text(context, "context")
         check_text(query, "query")
+        sentences = _check_sentences(sentences, len(context))
         self._setup()
         from longctx.attention import record_attention_stats
 
@@ -439,7 +500,7 @@ class ReactionScorer:
         q_ids = self._query_ids(query)
         q = len(q_ids)
         with self._lock:
-            doc = self._get_doc(context, build=True)
+            doc = self._get_doc(context, build=True, sentences=sentences)
             out = np.empty(len(doc.ids), dtype=np.float64)
             with (
                 torch.inference_mode(),
@@ -496,10 +557,11 @@ class ReactionScorer:
                 out.append(float(np.mean(v)))
         return out
 
-    def score_sentences(self, context: str, query: str) -> list[ScoredSpan]:
+    def score_sentences(self, context: str, query: str, *, sentences=None) -> list[ScoredSpan]:
         """Reaction score of every sentence of the context (eq. 6 / sec. 3.3).
 
-        Sentences come from :func:`longctx.text.split_sentences`. A sentence with no token of its
+        Sentences come from :func:`longctx.text.split_sentences`, or from ``sentences`` (sorted,
+        non-overlapping ``(start, end)`` character spans of ``context``). A sentence with no token of its
         own (it lies inside a token that began in the previous sentence) takes the value of that
         token.
 
@@ -513,7 +575,7 @@ class ReactionScorer:
         TypeError, ValueError
             As :meth:`reaction_vector`.
         """
-        doc, vec = self._reaction(context, query)
+        doc, vec = self._reaction(context, query, sentences)
         scores = self._scores(doc, vec)
         return [
             ScoredSpan(a, b, t0, t1, s, i)
@@ -528,6 +590,7 @@ class ReactionScorer:
         max_fraction: float = 0.8,
         *,
         top_n: int | None = None,
+        sentences=None,
     ) -> list[ScoredSpan]:
         """The most reactive sentences, in document order (sec. 3.3).
 
@@ -544,6 +607,8 @@ class ReactionScorer:
             In model tokens; a sentence costs its token span length (at least 1).
         max_fraction : float in (0, 1], default 0.8
         top_n : int >= 1, optional
+        sentences : list of (start, end), optional
+            Character spans to score instead of :func:`longctx.text.split_sentences`'s.
 
         Raises
         ------
@@ -552,14 +617,8 @@ class ReactionScorer:
         """
         check_text(context, "context")
         check_text(query, "query")
-        if (token_budget is None) == (top_n is None):
-            raise ValueError("give exactly one of token_budget and top_n")
-        token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
-        top_n = check_int(top_n, "top_n", minimum=1, allow_none=True)
-        max_fraction = check_float(max_fraction, "max_fraction", low=0.0, high=1.0)
-        if max_fraction <= 0:
-            raise ValueError(f"max_fraction must be in (0, 1], got {max_fraction}")
-        spans = self.score_sentences(context, query)
+        token_budget, top_n, max_fraction = check_select_args(token_budget, top_n, max_fraction)
+        spans = self.score_sentences(context, query, sentences=sentences)
         scores = np.asarray([s.score for s in spans])
         if top_n is not None:
             chosen = select_top(scores, k=top_n)
@@ -572,3 +631,88 @@ class ReactionScorer:
                 order = chosen[np.argsort(-scores[chosen], kind="stable")]
                 chosen = np.sort(order[:cap])
         return [spans[i] for i in chosen.tolist()]
+
+
+def select_in_texts(
+    scorer: ReactionScorer,
+    texts: list[str],
+    query: str,
+    *,
+    token_budget: int | None = None,
+    top_n: int | None = None,
+    max_fraction: float = 0.8,
+    separator: str = "\n\n",
+) -> list[tuple[int, ScoredSpan]]:
+    """YOURA over several texts read as one context (for retrieved nodes / documents).
+
+    The texts are joined with ``separator`` into one context, in the given order; sentences are
+    split inside each text (never across two), scored and selected together (one budget for all).
+
+    Returns
+    -------
+    list of (text_index, ScoredSpan)
+        In document order. ``ScoredSpan.start/end`` are character offsets into
+        ``texts[text_index]``; ``token_start/end`` and ``index`` refer to the joined context.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ``texts`` (not a list of str, or no text with non-space characters) or arguments
+        of :meth:`ReactionScorer.select`.
+    """
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise TypeError("texts must be a list of str")
+    check_text(query, "query")
+    sentences, owner, bases = [], [], []
+    parts, pos = [], 0
+    for i, t in enumerate(texts):
+        if i:
+            parts.append(separator)
+            pos += len(separator)
+        bases.append(pos)
+        for a, b in split_sentences(t):
+            sentences.append((pos + a, pos + b))
+            owner.append(i)
+        parts.append(t)
+        pos += len(t)
+    if not sentences:
+        raise ValueError("texts must contain some non-whitespace text")
+    context = "".join(parts)
+    chosen = scorer.select(
+        context,
+        query,
+        token_budget,
+        max_fraction,
+        top_n=top_n,
+        sentences=sentences,
+    )
+    out = []
+    for s in chosen:
+        i = owner[s.index]
+        base = bases[i]
+        out.append(
+            (
+                i,
+                ScoredSpan(
+                    s.start - base, s.end - base, s.token_start, s.token_end, s.score, s.index
+                ),
+            )
+        )
+    return out
+
+
+def join_selected(text: str, spans) -> str:
+    """The kept sentences of ``text`` as one string, in document order.
+
+    Runs of consecutive sentences (``index`` values that follow each other) keep the original text
+    between them (``text[first.start:last.end]``, whitespace and newlines included); separate runs
+    are joined with a single space. Nothing else is added or changed.
+    """
+    spans = sorted(spans, key=lambda s: s.start)
+    runs: list[list] = []
+    for s in spans:
+        if runs and s.index == runs[-1][-1].index + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return " ".join(text[r[0].start : r[-1].end] for r in runs)
