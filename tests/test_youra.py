@@ -274,3 +274,21 @@ def test_default_model_prefers_the_answer_sentence():
     chosen = scorer.select(text, "What colour was Marie's bicycle?", top_n=2)
     assert len(spans) == 5 and len(chosen) == 2
     assert any("bicycle" in s.text(text) for s in chosen)
+
+
+def test_cli_module(model, tok, monkeypatch):
+    import argparse
+
+    import longctx.cli.youra as cli
+
+    scorer = ReactionScorer(model, tok)
+    monkeypatch.setattr(cli, "_get_scorer", lambda args: scorer)
+    args = argparse.Namespace(model=None, device=None, progress=False, k=3, budget=None)
+    spans, scores, counts = cli.score_units(CONTEXT, QUERY, args)
+    assert len(spans) == len(scores) == len(counts) == 8
+    assert counts.sum() == len(tok(CONTEXT, add_special_tokens=False)["input_ids"])
+    passages = cli.run(CONTEXT, QUERY, args)
+    assert len(passages) == 3 and [p.index for p in passages] == sorted(p.index for p in passages)
+    assert all(CONTEXT[p.start : p.end] == p.text for p in passages)
+    args.k, args.budget = None, 20
+    assert sum(counts[p.index] for p in cli.run(CONTEXT, QUERY, args)) <= 20
