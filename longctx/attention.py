@@ -258,23 +258,26 @@ def _column_sums(
     cols = torch.arange(k_len, device=query.device)
     for r0 in range(0, q_len, row_block):
         r1 = min(q_len, r0 + row_block)
-        s = torch.matmul(qf[:, :, :, r0:r1], kf) * scaling  # (b, Hkv, n_rep, r, k)
-        s = s.reshape(b, h, r1 - r0, k_len)
+        # causal (mask None): rows r0..r1-1 see keys < r1 + offset only; skip the rest
+        k_hi = min(k_len, r1 + offset) if attention_mask is None else k_len
+        s = torch.matmul(qf[:, :, :, r0:r1], kf[..., :k_hi])  # (b, Hkv, n_rep, r, k_hi)
+        s = s.reshape(b, h, r1 - r0, k_hi).mul_(scaling)
         if softcap is not None:
             s = torch.tanh(s / softcap) * softcap
         if attention_mask is None:
             rows = torch.arange(r0, r1, device=query.device)[:, None] + offset
-            s = s.masked_fill(cols[None, :] > rows, float("-inf"))
+            s.masked_fill_(cols[None, :k_hi] > rows, float("-inf"))
         else:
             m = attention_mask[..., r0:r1, :k_len]
             if m.dtype == torch.bool:
-                s = s.masked_fill(~m, float("-inf"))
+                s.masked_fill_(~m, float("-inf"))
             else:
-                s = s + m.float()
+                s.add_(m.float())
         p = torch.softmax(s, dim=-1)
-        p = torch.nan_to_num(p, nan=0.0)  # rows with every key masked (padding) contribute 0
-        sums += p.sum(dim=2)
-        del s, p
+        del s
+        p = torch.nan_to_num_(p, nan=0.0)  # rows with every key masked (padding) contribute 0
+        sums[..., :k_hi] += p.sum(dim=2)
+        del p
     return sums
 
 
