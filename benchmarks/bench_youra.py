@@ -7,7 +7,8 @@ fresh subprocess (so peak memory is per size), it measures:
   kept, windows of the same size as YOURA's when N exceeds the model window),
 - ``youra``: ``ReactionScorer.score_sentences`` for a first query (context pass with attention
   statistics + query pass, sentence split and alignment included),
-- ``2nd query``: the same document with another query (cached KV: only the query tokens run),
+- ``2nd query``: the same document with another query (cached KV: only the query tokens run;
+  best of 3 queries),
 
 with the peak resident memory (VmRSS sampled every 20 ms in a thread; on CUDA also
 ``torch.cuda.max_memory_allocated``) of each phase, in GB.
@@ -35,7 +36,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 Q1 = "What did the Mock Turtle sing about?"
-Q2 = "Who was the Queen of Hearts angry with?"
+QS = [
+    "Who was the Queen of Hearts angry with?",
+    "Why did Alice follow the White Rabbit?",
+    "What did the Caterpillar smoke?",
+]
 
 
 class PeakRSS:
@@ -127,7 +132,9 @@ def run_one(size: int, device: str | None, dtype: str | None, layers: str, basel
         model(input_ids=torch.tensor([ids[:64]], device=dev), logits_to_keep=1)
     f_s, f_rss, f_gpu = phase(plain)
     y_s, y_rss, y_gpu = phase(lambda: scorer.score_sentences(text, Q1))
-    s_s, s_rss, s_gpu = phase(lambda: scorer.score_sentences(text, Q2))
+    # other queries on the cached document: best of 3 (small ops suffer most from CPU contention)
+    seconds = [phase(lambda q=q: scorer.score_sentences(text, q)) for q in QS]
+    s_s, s_rss = min(x[0] for x in seconds), max(x[1] for x in seconds)
     return {
         "tokens": len(ids),
         "windows": len(windows),

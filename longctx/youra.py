@@ -353,6 +353,11 @@ class ReactionScorer:
     def _setup(self) -> None:
         if self._setup_done:
             return
+        with self._lock:
+            if not self._setup_done:
+                self._setup_locked()
+
+    def _setup_locked(self) -> None:
         import torch
 
         if self.model is None:
