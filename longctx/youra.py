@@ -31,6 +31,12 @@ Baselines
 ``baseline="paper"`` (default): eq. 1 as written; every context row counts in both vectors. The
 query is appended as the tokens of ``"\\n" + query``.
 
+With a causal LM this vector carries a strong position bias: ``reaction_j = |q * colsum_C(j) / c
+- colsum_Q(j)| / (c + q)`` and ``colsum_C(j)`` grows towards the start of the context (early
+tokens are seen by every later row), so early sentences score high whatever the query. On
+SmolLM2-135M-Instruct its answer recall equals the "first sentences" baseline
+(benchmarks/bench_youra_recall.py); prefer ``baseline="instruction"``.
+
 ``baseline="instruction"``: what the authors' released code does. The context is followed by an
 instruction suffix ``S`` (``INSTRUCTION_SUFFIX``: "\\n\\nAnswer the question based on the text
 above.\\n\\nQuestion:"); the vector without the query is the mean attention of the suffix rows
