@@ -72,6 +72,19 @@ def build_parser() -> argparse.ArgumentParser:
     g = r.add_argument_group("youra")
     g.add_argument("--model", help="local path or cached name of a causal LM (default: SmolLM2)")
     g.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    g.add_argument(
+        "--baseline",
+        choices=["paper", "instruction"],
+        default="paper",
+        help="reaction baseline: eq. 1 of the paper, or the authors' instruction suffix",
+    )
+    g.add_argument("--layers", choices=["last", "all"], default="last", help="attention layers")
+    g.add_argument(
+        "--max-window",
+        type=_positive_int("--max-window"),
+        help="model tokens per scoring window (default: the model's window); smaller is faster "
+        "on CPU",
+    )
     g = r.add_argument_group("mmr / fps / --diversify")
     g.add_argument("--lambda", dest="lambda_", type=float, default=0.5, help="MMR/FPS lambda")
     g.add_argument("--window", type=_positive_int("--window"), help="MMR recent-selection window")

@@ -14,10 +14,17 @@ from longctx.types import Passage
 
 
 @lru_cache(maxsize=2)
-def _scorer(model: str | None, device: str | None, progress: bool):
+def _scorer(model, device, progress, baseline, layers, max_window):
     from longctx.youra import ReactionScorer
 
-    return ReactionScorer(model, device=device, show_progress=progress)
+    return ReactionScorer(
+        model,
+        device=device,
+        show_progress=progress,
+        baseline=baseline,
+        layers=layers,
+        max_window=max_window,
+    )
 
 
 def _get_scorer(args):
@@ -25,6 +32,9 @@ def _get_scorer(args):
         getattr(args, "model", None),
         getattr(args, "device", None),
         bool(getattr(args, "progress", False)),
+        getattr(args, "baseline", "paper"),
+        getattr(args, "layers", "last"),
+        getattr(args, "max_window", None),
     )
 
 
