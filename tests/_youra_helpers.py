@@ -10,6 +10,22 @@ import numpy as np
 from tests import _tiny_models
 from tests._tiny_models import smollm2_tokenizer  # noqa: F401  (re-exported for the tests)
 
+# Three short "documents" and a question whose answer sits in the second one (adapter tests).
+TEXTS = [
+    "Alice sat by her sister on the bank. She had nothing to do. The day was hot.",
+    "A White Rabbit with pink eyes ran close by her. It took a watch out of its pocket.",
+    "Alice ran across the field after it. She saw it pop down a large rabbit-hole.",
+]
+QUERY = "What colour were the Rabbit's eyes?"
+
+
+def tiny_scorer(**kwargs):
+    """A ReactionScorer on a tiny random Llama with SmolLM2's tokenizer."""
+    from longctx.youra import ReactionScorer
+
+    tok = smollm2_tokenizer()
+    return ReactionScorer(tiny_llama(len(tok)), tok, **kwargs)
+
 
 def tiny_llama(vocab_size: int = 49152, n_layers: int = 2, attn: str = "sdpa", seed: int = 0):
     """A random Llama: hidden 64, 4 query heads / 2 KV heads (GQA), float32, eval mode."""

@@ -12,21 +12,12 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 
 from langchain_longctx.youra_compressor import YouraCompressor  # noqa: E402
 from langchain_longctx.youra_retriever import YouraRetriever  # noqa: E402
-from longctx.youra import ReactionScorer  # noqa: E402
-from tests._youra_helpers import smollm2_tokenizer, tiny_llama  # noqa: E402
-
-TEXTS = [
-    "Alice sat by her sister on the bank. She had nothing to do. The day was hot.",
-    "A White Rabbit with pink eyes ran close by her. It took a watch out of its pocket.",
-    "Alice ran across the field after it. She saw it pop down a large rabbit-hole.",
-]
-QUERY = "What colour were the Rabbit's eyes?"
+from tests._youra_helpers import QUERY, TEXTS, tiny_scorer  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def scorer():
-    tok = smollm2_tokenizer()
-    return ReactionScorer(tiny_llama(len(tok)), tok)
+    return tiny_scorer()
 
 
 def _docs():
