@@ -82,8 +82,8 @@ def test_bad_k(capsys, k):
     with pytest.raises(SystemExit) as exc:
         main(["retrieve", "--sample", "alice", "-q", QUERY, "--k", k])
     assert exc.value.code != 0
-    err = capsys.readouterr().err
-    assert "--k must be >= 1" in err.strip().splitlines()[-1]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--k must be >= 1" in err[0]
 
 
 def test_console_script_subprocess(tmp_path):

@@ -40,8 +40,15 @@ def _positive_int(name: str):
     return parse
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr (``longctx: error: ...``), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"longctx: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="longctx", description="Long-context retrieval: keep only the parts that matter."
     )
     sub = parser.add_subparsers(dest="command", required=True)
