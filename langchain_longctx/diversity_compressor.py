@@ -14,6 +14,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from longctx._validate import check_choice
 from longctx.diversity import METHODS, _parse_order, fps_select, mmr_select, order_selection
 from longctx.embeddings import get_encoder
 from longctx.tokens import count_many
@@ -89,9 +90,7 @@ class DiversityCompressor(BaseDocumentCompressor):
     @field_validator("method")
     @classmethod
     def _check_method(cls, v):
-        if v not in METHODS:
-            raise ValueError(f"method must be one of {list(METHODS)}, got {v!r}")
-        return v
+        return check_choice(v, "method", METHODS)
 
     @field_validator("order")
     @classmethod

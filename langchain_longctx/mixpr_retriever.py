@@ -72,6 +72,7 @@ class MixPRRetriever(BaseRetriever):
     mixpr: MixPR | None = Field(default=None, description="A configured longctx MixPR scorer")
 
     _units: list[tuple[int, int, int]] | None = PrivateAttr(default=None)
+    _unit_token_counts: Any = PrivateAttr(default=None)
 
     @classmethod
     def from_documents(cls, documents: list[Document], **kwargs: Any) -> MixPRRetriever:
@@ -137,7 +138,11 @@ class MixPRRetriever(BaseRetriever):
         texts = [self.documents[d].page_content[a:b] for d, a, b in units]
         scores = self._scorer().rank(texts, query, mode)
         if token_budget is not None:
-            idx = select_top(scores, token_budget=token_budget, token_counts=count_many(texts))
+            if self._unit_token_counts is None:  # counted once, reused by later queries
+                self._unit_token_counts = count_many(texts)
+            idx = select_top(
+                scores, token_budget=token_budget, token_counts=self._unit_token_counts
+            )
         else:
             idx = select_top(scores, k=k)
         out = []

@@ -13,6 +13,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
+from longctx._validate import check_choice
 from longctx.diversity import (
     METHODS,
     _parse_order,
@@ -76,16 +77,12 @@ class DiversityPostprocessor(BaseNodePostprocessor):
     @field_validator("method")
     @classmethod
     def _check_method(cls, v):
-        if v not in METHODS:
-            raise ValueError(f"method must be one of {list(METHODS)}, got {v!r}")
-        return v
+        return check_choice(v, "method", METHODS)
 
     @field_validator("reward")
     @classmethod
     def _check_reward(cls, v):
-        if v not in ("similarity", "node_score"):
-            raise ValueError(f"reward must be 'similarity' or 'node_score', got {v!r}")
-        return v
+        return check_choice(v, "reward", ("similarity", "node_score"))
 
     @field_validator("order")
     @classmethod

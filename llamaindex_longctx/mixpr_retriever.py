@@ -99,6 +99,7 @@ class MixPRRetriever(BaseRetriever):
         else:
             self._units = [(d, 0, len(t)) for d, t in enumerate(texts) if t.strip()]
         self._unit_texts = [texts[d][a:b] for d, a, b in self._units]
+        self._unit_token_counts = None  # counted on the first token-budget query, then reused
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -116,8 +117,11 @@ class MixPRRetriever(BaseRetriever):
             return []
         scores = self._mixpr.rank(self._unit_texts, query, self.mode)
         if self.token_budget is not None:
-            counts = count_many(self._unit_texts)
-            idx = select_top(scores, token_budget=self.token_budget, token_counts=counts)
+            if self._unit_token_counts is None:
+                self._unit_token_counts = count_many(self._unit_texts)
+            idx = select_top(
+                scores, token_budget=self.token_budget, token_counts=self._unit_token_counts
+            )
         else:
             idx = select_top(scores, k=self.similarity_top_k)
         return [
