@@ -232,13 +232,19 @@ def test_cli_diversify_units_uses_scores_as_rewards(monkeypatch):
 
 
 @pytest.mark.parametrize("method", ["mmr", "fps"])
-def test_lazy_pool_path_equals_dense_loop(method):
+@pytest.mark.parametrize("pool_size", [64, 2048])
+def test_lazy_pool_path_equals_dense_loop(method, pool_size, monkeypatch):
     """window=None runs the lazy candidate-pool greedy; it must pick what the dense loop picks."""
+    from longctx import diversity
     from longctx.diversity import _dense_greedy, _lazy_greedy, _max_picks, _prepare
 
+    # a small pool and small catch-up chunks: many rebuilds, chunks of rows with mixed staleness
+    monkeypatch.setattr(diversity, "_POOL_SIZE", pool_size)
+    monkeypatch.setattr(diversity, "_CATCH_UP_ROWS", 16)
+    monkeypatch.setattr(diversity, "_PROBE_DIM", 8)  # probes on (24 > 2 * 8 dimensions)
     rng = np.random.default_rng(7)
-    for lam in (0.0, 0.3, 0.6, 0.9, 1.0):
-        n = 1500  # > the initial pool of 256, so rebuilds and growth happen
+    for lam in (0.0, 0.3, 0.5, 0.6, 0.9, 1.0):
+        n = 1500
         centers = rng.normal(size=(6, 24))
         e = centers[rng.integers(0, 6, n)] + 0.7 * rng.normal(size=(n, 24))
         c = rng.integers(0, 20, n)
@@ -254,6 +260,6 @@ def test_lazy_pool_path_equals_dense_loop(method):
             window=None,
             rescale_rewards=True,
         )
-        lazy = _lazy_greedy(e, r, c, budget, k, lam, method, _max_picks(c, budget, k, n))
+        lazy = _lazy_greedy(e, r, c, budget, k, lam, method, _max_picks(c, budget, k, n), 2)
         assert lazy == _dense_greedy(e, r, c, budget, k, lam, None, method)
         assert c[lazy].sum() <= budget
