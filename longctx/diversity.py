@@ -416,12 +416,18 @@ def _lazy_greedy(
         rest = float(ub[band[part[size:]]].max())
         return np.sort(band[part[:size]]), max(rest, band_thr)
 
-    def probe(rows, t):
+    def stale_chunks(rows, t):
+        """``rows`` by stamp, most recent first, in chunks of at most ``_CATCH_UP_ROWS`` rows (and
+        4M similarities), each with its stalest stamp: the chunk is compared with the picks from
+        there on (rows that had seen some of them just see them again: max is idempotent)."""
         rows = rows[np.argsort(-stamp[rows], kind="stable")]
         step = max(1, min(_CATCH_UP_ROWS, (1 << 22) // max(1, t - int(stamp[rows[-1]]))))
         for a in range(0, rows.size, step):
             chunk = rows[a : a + step]
-            s0 = int(stamp[chunk[-1]])
+            yield chunk, int(stamp[chunk[-1]])
+
+    def probe(rows, t):
+        for chunk, s0 in stale_chunks(rows, t):
             near = np.argmax(low[chunk] @ picked_low[s0:t].T, axis=1) + s0
             cos = np.einsum("ij,ij->i", e[chunk], picked_emb[near]).astype(np.float64)
             p[chunk] = np.maximum(p[chunk], cos)
@@ -441,15 +447,9 @@ def _lazy_greedy(
         if not no_div:
             stale = pool[stamp[pool] < t]
             if stale.size:
-                # most recent first: each chunk starts at its stalest row's stamp (rows that had
-                # seen some of those picks already just see them again: max is idempotent)
-                stale = stale[np.argsort(-stamp[stale], kind="stable")]
-                step = max(1, min(_CATCH_UP_ROWS, (1 << 22) // max(1, t - int(stamp[stale[-1]]))))
                 with _blas_threads(blas_threads):
-                    for a in range(0, stale.size, step):
-                        rows = stale[a : a + step]
-                        missed = picked_emb[int(stamp[rows[-1]]) : t]
-                        sims = (e[rows] @ missed.T).max(axis=1).astype(np.float64)
+                    for rows, s0 in stale_chunks(stale, t):
+                        sims = (e[rows] @ picked_emb[s0:t].T).max(axis=1).astype(np.float64)
                         p[rows] = np.maximum(p[rows], sims)
                 stamp[stale] = t
                 ub[stale] = _objective(base[stale], p[stale], lambda_, metric)
