@@ -42,7 +42,7 @@ PCA projection is checked exactly, and that one cosine often lowers its bound en
 out. The items that stay catch up on the picks they missed with matrix-matrix products (compute
 bound, all BLAS threads) instead of the memory-bound matrix-vector products of the dense loop.
 Measured on this project's 2-core CPU, 100k MiniLM sentence embeddings, 5% token budget (~5,000
-picks): 1.6 s at lambda 0.5, 1.0 s at 0.7, 0.5 s at 0.9, 2.1-2.3 s at 0.3 and 0
+picks): 1.6 s at lambda 0.5, 0.9-1.0 s at 0.7, 0.5 s at 0.9, 2.2-2.4 s at 0.3 and 0
 (``benchmarks/bench_diversity.py``). Results are exact: equal to the dense loop's.
 
 Finite window (``window < picks``): the maximum over the last ``w`` picks can go *down* when an old
