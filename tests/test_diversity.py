@@ -268,3 +268,16 @@ def test_lazy_pool_path_equals_dense_loop(method, pool_size, monkeypatch):
         lazy = _lazy_greedy(e, r, c, budget, k, lam, method, _max_picks(c, budget, k, n), 2)
         assert lazy == _dense_greedy(e, r, c, budget, k, lam, None, method)
         assert c[lazy].sum() <= budget
+
+
+def test_user_embeddings_are_never_modified():
+    """Unit rows are used without a copy (fast path); neither kind of input may be written to."""
+    rng = np.random.default_rng(3)
+    raw = rng.normal(size=(3000, 80)).astype(np.float32)
+    unit = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    for e in (raw, unit):
+        before = e.copy()
+        picks = mmr_select(e, token_counts=np.ones(3000, int), token_budget=300, lambda_=0.4)
+        assert len(picks) == 300 and np.array_equal(e, before)
+    # the no-copy path and the normalizing path pick the same items
+    assert mmr_select(raw, k=50, lambda_=0.4) == mmr_select(unit, k=50, lambda_=0.4)
