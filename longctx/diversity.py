@@ -43,7 +43,8 @@ out. The items that stay catch up on the picks they missed with matrix-matrix pr
 bound, all BLAS threads) instead of the memory-bound matrix-vector products of the dense loop.
 Measured on this project's 2-core CPU, 100k MiniLM sentence embeddings, 5% token budget (~5,000
 picks): 1.6 s at lambda 0.5, 0.9-1.0 s at 0.7, 0.5 s at 0.9, 2.2-2.4 s at 0.3 and 0
-(``benchmarks/bench_diversity.py``). Results are exact: equal to the dense loop's.
+(``benchmarks/bench_diversity.py``). The picks are the dense loop's, up to the float32 rounding
+described below.
 
 Finite window (``window < picks``): the maximum over the last ``w`` picks can go *down* when an old
 pick leaves the window, so stale values are no bounds and every pick costs one matrix-vector
@@ -502,11 +503,12 @@ def _greedy(e, r, counts, budget, k, lambda_, window, metric) -> list[int]:
     # Many small BLAS calls: a multi-threaded BLAS spends more time waking threads than computing
     # (20x slower on a busy 2-core machine), and the products are memory bound anyway.
     # The catch-up products of the lazy greedy are large: they get the threads back.
+    if window is not None and window < max_picks:
+        with _one_blas_thread(e.shape[0]):
+            return _dense_greedy(e, r, counts, budget, k, lambda_, window, metric)
     threads = _blas_thread_count() if e.shape[0] >= 512 else None
     with _one_blas_thread(e.shape[0]):
-        if window is None or window >= max_picks:
-            return _lazy_greedy(e, r, counts, budget, k, lambda_, metric, max_picks, threads)
-        return _dense_greedy(e, r, counts, budget, k, lambda_, window, metric)
+        return _lazy_greedy(e, r, counts, budget, k, lambda_, metric, max_picks, threads)
 
 
 def _one_blas_thread(n: int):
