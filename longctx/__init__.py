@@ -13,6 +13,10 @@ __version__ = "0.1.0"
 # public name -> module that defines it; resolved on first access (PEP 562)
 _LAZY = {
     "Passage": "longctx.types",
+    "SearchResult": "longctx.types",
+    "METADATA_KEYS": "longctx.types",
+    "RetrievalIndex": "longctx.index",
+    "PersistError": "longctx.persist",
     "split_sentences": "longctx.text",
     "chunk_words": "longctx.text",
     "count_tokens": "longctx.tokens",

@@ -66,3 +66,31 @@ def select_top(
             chosen.append(idx)
             used += c
     return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
+def check_size(
+    k: int | None, token_budget: int | None, *, default_k: int | None = None
+) -> tuple[int | None, int | None]:
+    """The one rule for the size of a selection, shared by every method, adapter and the CLI.
+
+    ``k`` (units) and ``token_budget`` (tokens) are each an int >= 1 or ``None``; at most one is
+    given; when neither is, ``k = default_k`` (``None`` there means the caller must give one).
+
+    Returns
+    -------
+    (k, token_budget), exactly one of them not ``None``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the argument: not an int, < 1, both given, or neither given without a default.
+    """
+    k = check_int(k, "k", minimum=1, allow_none=True)
+    token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
+    if k is not None and token_budget is not None:
+        raise ValueError("give at most one of k and token_budget")
+    if k is None and token_budget is None:
+        if default_k is None:
+            raise ValueError("give one of k and token_budget")
+        k = default_k
+    return k, token_budget

@@ -1,26 +1,48 @@
-"""Small value types shared by every method and adapter."""
+"""Value types shared by every method and adapter: one hit type, one result type, one set of
+metadata keys.
+
+Every method's ``search`` returns a :class:`SearchResult`; adapters map its ``hits`` to framework
+objects (LlamaIndex ``NodeWithScore``, LangChain ``Document``) with :func:`hit_metadata` and
+:func:`hit_id`, so the keys and ids are the same for every method and both frameworks.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Metadata keys added to every returned node / document, beside the user's own keys (never
+#: replacing them). Offsets are characters of the source text as given (Python ``str`` indices).
+META_START = "longctx_start_char_idx"
+META_END = "longctx_end_char_idx"
+META_UNIT_INDEX = "longctx_unit_index"
+META_SCORE = "longctx_score"
+META_METHOD = "longctx_method"
+#: Id of the source node / document a hit was cut from (also the LlamaIndex SOURCE relationship).
+META_SOURCE_ID = "longctx_source_id"
+
+METADATA_KEYS = (META_START, META_END, META_UNIT_INDEX, META_SCORE, META_METHOD, META_SOURCE_ID)
 
 
 @dataclass(frozen=True)
 class Passage:
-    """One selected piece of the user's text.
+    """One selected piece of the user's text (a *hit*).
 
     Attributes
     ----------
     start, end : int
-        Character offsets into the original text (``text[start:end] == passage.text``),
-        end exclusive. Units are characters, never tokens.
+        Character offsets into the source text (``texts[source][start:end] == passage.text``),
+        end exclusive. Units are characters (Python ``str`` indices), never tokens or bytes.
     text : str
-        The passage, exactly as it appears in the original text.
+        The passage, exactly as it appears in the source text.
     score : float
         The method's score for this passage (PageRank probability, reaction score, MMR reward...).
         Higher is more relevant.
     index : int
-        Position of the unit (chunk or sentence) among all units of the document, 0-based.
+        Position of the unit (chunk or sentence) among all units of its source text, 0-based.
+    source : int, default 0
+        Position of the source text among the texts the index was built from, 0-based.
     """
 
     start: int
@@ -28,12 +50,108 @@ class Passage:
     text: str
     score: float
     index: int
+    source: int = 0
 
     def to_dict(self) -> dict:
         return {
+            "source": self.source,
             "index": self.index,
             "start": self.start,
             "end": self.end,
             "score": self.score,
             "text": self.text,
         }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What one query returns, for every method: the hits plus what the caller needs to know.
+
+    Nothing about a query is kept on the index object that answered it: the mode the router chose,
+    the timings and the search trace travel here, so one index can serve many threads or asyncio
+    tasks at once.
+
+    Attributes
+    ----------
+    hits : tuple of Passage
+        In document order: by ``source``, then ``start``.
+    method : str
+        ``"mixpr"``, ``"youra"``, ``"mmr"``, ``"fps"``, ``"garlic"``...
+    mode : str or None
+        The variant actually used (MixPR: ``"local"``, ``"global"`` or ``"global-fallback"`` when
+        the query reaches no chunk; diversity: ``"query"`` or ``"summary"``).
+    timings : mapping str -> float
+        Seconds per stage of this query (``{"embed_query": ..., "rank": ..., "select": ...}``).
+    budget : mapping
+        The size asked for: ``{"k": int}`` or ``{"token_budget": int, "unit": "<counter>"}``.
+    trace : tuple of mappings
+        Per-step record for methods that search step by step (GARLIC); empty otherwise.
+    info : mapping
+        Method-specific extras (GARLIC: ``answer``, ``stop_reason``, ``tokens_run``...).
+    """
+
+    hits: tuple[Passage, ...]
+    method: str
+    mode: str | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+    budget: Mapping[str, Any] = field(default_factory=dict)
+    trace: tuple[Mapping[str, Any], ...] = ()
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __iter__(self):
+        return iter(self.hits)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (hits as dicts)."""
+        return {
+            "method": self.method,
+            "mode": self.mode,
+            "budget": dict(self.budget),
+            "timings": dict(self.timings),
+            "hits": [h.to_dict() for h in self.hits],
+            "trace": [dict(t) for t in self.trace],
+            "info": dict(self.info),
+        }
+
+
+def hit_metadata(hit: Passage, method: str, source_id: str | None = None) -> dict:
+    """The longctx metadata of one hit, under :data:`METADATA_KEYS` (to add beside the user's)."""
+    meta = {
+        META_START: int(hit.start),
+        META_END: int(hit.end),
+        META_UNIT_INDEX: int(hit.index),
+        META_SCORE: float(hit.score),
+        META_METHOD: method,
+    }
+    if source_id is not None:
+        meta[META_SOURCE_ID] = source_id
+    return meta
+
+
+def hit_id(source_id: str | None, hit: Passage) -> str:
+    """Deterministic id of a hit: the source id and the character span, ``"{source}#{start}-{end}"``.
+
+    Two hits of one source never share an id (their spans differ); the same chunk of the same
+    source always gets the same id, so results of different queries can be merged by id. A source
+    without id is named by its position, ``"source{n}"``.
+    """
+    src = source_id if source_id is not None else f"source{hit.source}"
+    return f"{src}#{hit.start}-{hit.end}"
+
+
+__all__ = [
+    "Passage",
+    "SearchResult",
+    "hit_metadata",
+    "hit_id",
+    "METADATA_KEYS",
+    "META_START",
+    "META_END",
+    "META_UNIT_INDEX",
+    "META_SCORE",
+    "META_METHOD",
+    "META_SOURCE_ID",
+]
