@@ -977,13 +977,17 @@ class MixPR:
         return self.config.threshold
 
     # -- one corpus, many queries -------------------------------------------------------------
-    def index(self, texts, *, token_counter: TokenCounter | None = None) -> MixPRIndex:
-        """A :class:`MixPRIndex` over ``texts`` with these settings and router."""
+    def index(
+        self, texts, *, token_counter: TokenCounter | None = None, chunk: bool = True
+    ) -> MixPRIndex:
+        """A :class:`MixPRIndex` over ``texts`` with these settings and router (``chunk=False``:
+        every text is one unit)."""
         return MixPRIndex.from_texts(
             texts,
             router=self.router,
             token_counter=token_counter,
             progress=self.progress,
+            chunk=chunk,
             **self.config.to_dict(),
         )
 
