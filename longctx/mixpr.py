@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
@@ -577,6 +578,9 @@ class MixPRIndex(RetrievalIndex):
         self._E_by_term = sp.csc_array(embeddings, dtype=np.float32)
         # S in float32 for the per-query products; column sums of S in float64.
         self._S = sp.csr_array(graph, dtype=np.float32)
+        if self._S.nnz < 2**31:  # int32 indices: less memory traffic per product
+            self._S.indices = self._S.indices.astype(np.int32)
+            self._S.indptr = self._S.indptr.astype(np.int32)
         self._colsum = np.bincount(
             self._S.indices, weights=self._S.data, minlength=self._S.shape[1]
         ).astype(np.float64)
@@ -673,7 +677,7 @@ class MixPRIndex(RetrievalIndex):
     def _pagerank_global(self) -> np.ndarray:
         n = self.n_units
         uniform = np.full(n, 1.0 / n)
-        return self._power_iteration(np.zeros((n, 0), np.float32), None, uniform, alpha=0.0)[:n]
+        return self._power_iteration(sp.csr_array((n, 0)), None, uniform, alpha=0.0)[:n]
 
     # -- searching ----------------------------------------------------------------------------
     def route(self, query: str) -> str:
@@ -704,14 +708,15 @@ class MixPRIndex(RetrievalIndex):
         qchunks = [query[a:b] for a, b in chunk_words(query, self.config.max_words)]
         if not qchunks:
             qchunks = [query]
-        Eq = sp.csr_array(self._vectorizer.transform(qchunks), dtype=np.float32)
+        Eq, Q = self._query_vectors(qchunks)
         thr = self.config.effective_query_threshold
         # (n, m) query-chunk similarities: only the columns of the query's terms are read.
         terms = np.unique(Eq.indices)
-        B = (self._E_by_term[:, terms] @ Eq[:, terms].T).toarray()
-        B = np.where(B >= thr, B, 0.0)
+        B = sp.csr_array(self._E_by_term[:, terms] @ Eq[:, terms].T, dtype=np.float64)
+        B.data[B.data < thr] = 0.0
+        B.eliminate_zeros()
         timings["embed_query"] = time.perf_counter() - t0
-        if not np.any(B):
+        if B.nnz == 0:
             logger.info(
                 "MixPR: no chunk reaches query_threshold=%.3g for query %.80r; "
                 "using PageRank (global mode)",
@@ -720,19 +725,68 @@ class MixPRIndex(RetrievalIndex):
             )
             return self._global.copy(), "global-fallback", timings
         t0 = time.perf_counter()
-        Q = (Eq @ Eq.T).toarray()
         Q = np.where(Q >= thr, Q, 0.0)
         m = len(qchunks)
         p_query = _personalization(m, qchunks)
         n = self.n_units
         if self.config.personalization == "similarity":
             w = B @ p_query
+            if w.sum() <= 0:  # the restart query chunk itself links nowhere
+                w = np.asarray(B.sum(axis=1)).ravel()
             p = np.concatenate([w / w.sum(), np.zeros(m)])
         else:
             p = np.concatenate([np.zeros(n), p_query])
         pi = self._power_iteration(B, Q, p, alpha=self.config.alpha_local)
         timings["rank"] = time.perf_counter() - t0
         return np.ascontiguousarray(pi[:n]), "local", timings
+
+    def _query_vectors(self, qchunks: list[str]) -> tuple[sp.csr_array, np.ndarray]:
+        """TF-IDF rows of the query chunks as the paper-literal pipeline weighs them, had the
+        query been one more document of the corpus: IDF with ``n + 1`` documents and the query
+        counted in its own terms' document frequency, and terms unseen in the text kept in the
+        L2 norm (they match no chunk, but a query full of them is less similar to every chunk).
+
+        Returns ``(Eq (m, V) float32 CSR over the fitted vocabulary, Q (m, m) float64 query-query
+        cosine similarities)``.
+        """
+        vec = self._vectorizer
+        analyzer = vec.build_analyzer()
+        vocab = vec.vocabulary_
+        n = self.n_units
+        use_idf, smooth = vec.use_idf, vec.smooth_idf
+        if use_idf:
+            idf = vec.idf_
+            # document frequencies recovered from the fitted IDF (smooth: ln((1+n)/(1+df)) + 1)
+            df = (1 + n) / np.exp(idf - 1) - 1 if smooth else n / np.exp(idf - 1)
+        weights = []
+        for chunk in qchunks:
+            tf = Counter(analyzer(chunk))
+            w = {}
+            for term, count in tf.items():
+                c = 1.0 if vec.binary else float(count)
+                if vec.sublinear_tf:
+                    c = 1.0 + np.log(c)
+                if use_idf:
+                    j = vocab.get(term)
+                    d = (df[j] if j is not None else 0.0) + 1.0  # the query is a document too
+                    c *= (np.log((2 + n) / (1 + d)) if smooth else np.log((n + 1) / d)) + 1.0
+                w[term] = c
+            norm = np.sqrt(sum(v * v for v in w.values())) or 1.0
+            weights.append({t: v / norm for t, v in w.items()})
+        m = len(qchunks)
+        rows, cols, vals = [], [], []
+        for i, w in enumerate(weights):
+            for term, v in w.items():
+                j = vocab.get(term)
+                if j is not None:
+                    rows.append(i)
+                    cols.append(j)
+                    vals.append(v)
+        Eq = sp.csr_array((vals, (rows, cols)), shape=(m, len(vocab)), dtype=np.float32)
+        Q = np.array(
+            [[sum(v * wj.get(t, 0.0) for t, v in wi.items()) for wj in weights] for wi in weights]
+        )
+        return Eq, Q
 
     def _power_iteration(self, B, Q, p, alpha: float) -> np.ndarray:
         """Personalized PageRank (eq. 2, networkx conventions as :func:`personalized_pagerank`)
@@ -741,9 +795,9 @@ class MixPRIndex(RetrievalIndex):
         n = S.shape[0]
         m = B.shape[1]
         N = n + m
-        Bsum_rows = B.sum(axis=1) if m else np.zeros(n)
+        Bsum_rows = np.asarray(B.sum(axis=1)).ravel() if m else np.zeros(n)
         col_c = self._colsum + Bsum_rows
-        col_q = (B.sum(axis=0) + Q.sum(axis=0)) if m else np.zeros(0)
+        col_q = (np.asarray(B.sum(axis=0)).ravel() + Q.sum(axis=0)) if m else np.zeros(0)
         col = np.concatenate([col_c, col_q])
         inv = np.divide(1.0, col, out=np.zeros_like(col), where=col > 0)
         dangling = col == 0
@@ -1111,6 +1165,8 @@ class MixPR:
         if mode == "local":
             if self.config.personalization == "similarity":
                 w = sp.csr_array(A[:n, n:]) @ p[n:]
+                if w.sum() <= 0:  # the restart query chunk itself links nowhere
+                    w = np.asarray(sp.csr_array(A[:n, n:]).sum(axis=1)).ravel()
                 p = np.concatenate([w / w.sum(), np.zeros(len(q))])
             cfg = self.config
             pi = personalized_pagerank(A, p, cfg.alpha_local, cfg.max_iter, cfg.tol)

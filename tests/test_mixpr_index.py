@@ -44,19 +44,20 @@ def test_search_agrees_with_paper_literal_path(alice_text, alice_index):
 
 
 def test_bordered_power_iteration_equals_pagerank_on_explicit_graph(alice_index):
-    q = "What did the Caterpillar smoke?"
+    q = "What did the Caterpillar smoke? Tell me"  # two query chunks, the last one short
     scores, mode, _ = alice_index.score(q, "local")
     assert mode == "local"
-    E = sp.vstack(
-        [
-            sp.csr_array(alice_index._E_by_term.tocsr(), dtype=np.float64),
-            sp.csr_array(alice_index._vectorizer.transform([q])),
-        ]
-    )
-    A = column_normalize(similarity_graph(E, 0.27))
+    qchunks = ["What did the Caterpillar smoke?", "Tell me"]
+    Eq, Q = alice_index._query_vectors(qchunks)
+    E = sp.csr_array(alice_index._E_by_term.tocsr(), dtype=np.float64)
+    B = (E @ Eq.T.astype(np.float64)).toarray()
+    S = similarity_graph(E, 0.27).toarray()
+    full = np.block([[S, B], [B.T, Q]])
+    full[full < 0.27] = 0
+    A = column_normalize(sp.csr_array(full))
     n = alice_index.n_units
-    p = np.zeros(n + 1)
-    p[-1] = 1
+    p = np.zeros(n + 2)
+    p[-2:] = 0.5  # sec. 4: the last query chunk has fewer than 3 words
     ref = personalized_pagerank(A, p, 0.6, 18, 1e-6)[:n]
     np.testing.assert_allclose(scores, ref, atol=1e-7)
 
