@@ -1,4 +1,4 @@
-"""LangChain retriever for MixPR (Rezazadeh et al., "Mixture-of-PageRanks: Replacing
+"""LangChain retriever for MixPR (Alonso and Millidge, "Mixture-of-PageRanks: Replacing
 Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078)."""
 
 from __future__ import annotations

@@ -497,7 +497,7 @@ class _LazyTexts(Sequence):
 
 
 class MixPRIndex(RetrievalIndex):
-    """MixPR built once per corpus, queried many times (Rezazadeh et al., "Mixture-of-PageRanks:
+    """MixPR built once per corpus, queried many times (Alonso and Millidge, "Mixture-of-PageRanks:
     Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4).
 
     Build (:meth:`from_texts`, query-independent): chunk every text (``chunk_words``), fit TF-IDF
@@ -971,7 +971,7 @@ def _stage(bar, desc: str) -> None:
 
 
 class MixPR:
-    """Mixture-of-PageRanks retrieval in one call (Rezazadeh et al., "Mixture-of-PageRanks:
+    """Mixture-of-PageRanks retrieval in one call (Alonso and Millidge, "Mixture-of-PageRanks:
     Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4 and
     appendix A.2).
 

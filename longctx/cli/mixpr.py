@@ -1,4 +1,4 @@
-"""``longctx retrieve --method mixpr``: MixPR (Rezazadeh et al., 2024, arXiv:2412.06078) from the
+"""``longctx retrieve --method mixpr``: MixPR (Alonso and Millidge, 2024, arXiv:2412.06078) from the
 command line, through the same :class:`longctx.MixPRIndex` as the Python API and the adapters."""
 
 from __future__ import annotations
