@@ -16,7 +16,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_longctx._documents import hit_to_document
-from longctx._validate import check_choice, check_text
+from longctx.checks import check_choice, check_text
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.selection import check_size
 

@@ -13,7 +13,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 
 from llamaindex_longctx._nodes import hit_to_node
-from longctx._validate import check_choice, check_int, check_text
+from longctx.checks import check_choice, check_int, check_text
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError, read_json, write_dir
 from longctx.selection import check_size

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from longctx._validate import check_choice, check_int, check_text
+from longctx.checks import check_choice, check_int, check_text
 
 Span = tuple[int, int]
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from longctx._validate import check_choice, check_float, check_int, check_text
+from longctx.checks import check_choice, check_float, check_int, check_text
 from longctx.index import RetrievalIndex, check_texts
 from longctx.persist import (
     PersistError,

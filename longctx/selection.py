@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from longctx._validate import check_int
+from longctx.checks import check_int
 
 
 def select_top(
