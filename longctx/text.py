@@ -128,6 +128,7 @@ def chunk_words(
     *,
     sentences: list[Span] | None = None,
     backend: str = "auto",
+    split_lines: bool = True,
 ) -> list[Span]:
     """MixPR's chunking: sentences, then newlines, then equal pieces along word boundaries.
 
@@ -135,6 +136,11 @@ def chunk_words(
     sentences. Any chunks that are greater than N words are then chunked along newline characters.
     If any chunks are still greater than N words, these are split into smaller chunks of roughly
     equal length along word boundaries. We set N=32." A word is a run of non-space characters.
+
+    ``split_lines=False`` skips the newline step: a sentence longer than N words is cut straight
+    into equal word pieces. Use it for hard-wrapped text (Project Gutenberg books, e-mails,
+    terminal output), where line breaks fall every ~70 characters inside sentences and the newline
+    step would return line fragments ("Prince", "It did not") instead of pieces of the sentence.
 
     Parameters
     ----------
@@ -146,6 +152,8 @@ def chunk_words(
         Precomputed :func:`split_sentences` spans, to avoid splitting twice.
     backend : str
         Sentence backend, as in :func:`split_sentences`.
+    split_lines : bool, default True
+        True: the paper's newline step for sentences over N words. False: equal word pieces only.
 
     Returns
     -------
@@ -156,10 +164,13 @@ def chunk_words(
     Raises
     ------
     TypeError, ValueError
-        If ``text`` is not a ``str`` or ``max_words`` is not an int >= 1.
+        If ``text`` is not a ``str``, ``max_words`` is not an int >= 1 or ``split_lines`` is not a
+        bool.
     """
     check_text(text, "text", allow_empty=True)
     max_words = check_int(max_words, "max_words", minimum=1)
+    if not isinstance(split_lines, bool):
+        raise TypeError(f"split_lines must be a bool, got {type(split_lines).__name__}")
     if sentences is None:
         sentences = split_sentences(text, backend=backend)
     if not sentences:
@@ -174,6 +185,10 @@ def chunk_words(
     for (a, b), n in zip(sentences, n_words.tolist()):
         if n <= max_words:
             chunks.append((a, b))
+            continue
+        if not split_lines:
+            words = [m.span() for m in _WORD_RE.finditer(text, a, b)]
+            chunks.extend(_equal_word_pieces(words, max_words))
             continue
         for line in _LINE_RE.finditer(text, a, b):
             words = [m.span() for m in _WORD_RE.finditer(text, line.start(), line.end())]
