@@ -21,6 +21,8 @@ SENTENCE_BACKENDS = ("auto", "nupunkt", "stanza")
 _NONSPACE_RE = re.compile(r"\S")
 _WORD_RE = re.compile(r"\S+")
 _LINE_RE = re.compile(r"[^\r\n]+")
+# A paragraph: text between blank lines (two line breaks with only spaces or tabs between).
+_PARAGRAPH_RE = re.compile(r"\S(?:[^\n]|\n(?![ \t\f\v\r]*\n))*")
 
 
 def _strip_span(text: str, start: int, end: int) -> Span | None:
@@ -137,10 +139,12 @@ def chunk_words(
     If any chunks are still greater than N words, these are split into smaller chunks of roughly
     equal length along word boundaries. We set N=32." A word is a run of non-space characters.
 
-    ``split_lines=False`` skips the newline step: a sentence longer than N words is cut straight
-    into equal word pieces. Use it for hard-wrapped text (Project Gutenberg books, e-mails,
-    terminal output), where line breaks fall every ~70 characters inside sentences and the newline
-    step would return line fragments ("Prince", "It did not") instead of pieces of the sentence.
+    ``split_lines=False`` unwraps hard-wrapped text: the newline step cuts a long sentence at
+    paragraph breaks (blank lines) only, a single line break counts as a space, and pieces still
+    over N words are cut into equal word pieces. Use it for hard-wrapped text (Project Gutenberg
+    books, e-mails, terminal output), where line breaks fall every ~70 characters inside
+    sentences and the paper's newline step returns line fragments ("Prince", "It did not")
+    instead of pieces of the sentence.
 
     Parameters
     ----------
@@ -153,7 +157,8 @@ def chunk_words(
     backend : str
         Sentence backend, as in :func:`split_sentences`.
     split_lines : bool, default True
-        True: the paper's newline step for sentences over N words. False: equal word pieces only.
+        True: the paper's newline step (every line break) for sentences over N words. False: split
+        them at blank lines only, then into equal word pieces.
 
     Returns
     -------
@@ -186,11 +191,7 @@ def chunk_words(
         if n <= max_words:
             chunks.append((a, b))
             continue
-        if not split_lines:
-            words = [m.span() for m in _WORD_RE.finditer(text, a, b)]
-            chunks.extend(_equal_word_pieces(words, max_words))
-            continue
-        for line in _LINE_RE.finditer(text, a, b):
+        for line in (_LINE_RE if split_lines else _PARAGRAPH_RE).finditer(text, a, b):
             words = [m.span() for m in _WORD_RE.finditer(text, line.start(), line.end())]
             if not words:
                 continue

@@ -142,3 +142,16 @@ def test_chunk_words_split_lines_false_keeps_short_sentences_and_cover(alice_tex
 def test_chunk_words_bad_split_lines():
     with pytest.raises(TypeError, match="split_lines"):
         chunk_words("hello", split_lines=1)
+
+
+def test_chunk_words_split_lines_false_still_cuts_at_blank_lines():
+    # nupunkt sees one 40-word "sentence" (no final stop before the blank line): cut at the
+    # paragraph break, never at the single line break inside the first paragraph.
+    para1 = "CHAPTER ONE THE\nBEGINNING OF ALL THINGS"
+    para2 = " ".join(["word"] * 34) + "."
+    text = para1 + "\n\n" + para2
+    got = [text[a:b] for a, b in chunk_words(text, max_words=32, split_lines=False)]
+    assert got[0] == para1
+    assert [len(p.split()) for p in got[1:]] == [17, 17]
+    paper = [text[a:b] for a, b in chunk_words(text, max_words=32)]
+    assert paper[:2] == ["CHAPTER ONE THE", "BEGINNING OF ALL THINGS"]
