@@ -457,6 +457,97 @@ def run_1m(data: Path, methods) -> None:
         )
 
 
+# -- router -------------------------------------------------------------------------------------
+# Global requests over Multi-LexSum case documents (the dataset gives documents and expert
+# summaries, not requests): one of these per document, in turn.
+GLOBAL_REQUESTS = [
+    "Summarize this case.",
+    "Write a short summary of the lawsuit.",
+    "Give me an overview of the document.",
+    "What are the main points of this case?",
+    "Summarize the complaint and how the case ended.",
+    "What is this document about?",
+    "Describe the whole case from filing to settlement.",
+    "Provide a brief synopsis of the litigation.",
+    "What are the key events of the case?",
+    "Can you sum up this court record in a paragraph?",
+    "TL;DR of this case please",
+    "Which words are most frequent in the document?",
+]
+
+
+def router_queries(data: Path, n_global: int = 48):
+    """[(query, chunks for the LLM prompt, expected mode)] over the QA sets and Multi-LexSum."""
+    out = []
+    for task in TASKS:
+        for doc in TASKS[task][0](data):
+            head = [doc.text[a:b] for a, b in chunk_words(doc.text[:2000], 32)]
+            out += [(q[0], head, "local") for q in doc.questions]
+    rng = random.Random(0)
+    for task in ("qa1_single-supporting-fact", "qa2_two-supporting-facts"):
+        qs = list(babi_questions(data / "babi" / "en" / f"{task}_test.txt"))
+        out += [(q, facts, "local") for facts, q, _ in rng.sample(qs, 25)]
+    lines = (data / "multilexsum" / "test.jsonl").read_text().splitlines()[:n_global]
+    for i, line in enumerate(lines):
+        text = json.loads(line)["document"]
+        head = [text[a:b] for a, b in chunk_words(text[:2000], 32)]
+        out.append((GLOBAL_REQUESTS[i % len(GLOBAL_REQUESTS)], head, "global"))
+    return out
+
+
+def smollm2_llm(logits: bool):
+    """SmolLM2-135M-Instruct as a ``str -> str`` completion (its chat template, greedy).
+
+    ``logits=True`` answers "y" or "n" by the larger next-token probability instead of parsing
+    generated text (the model is weak at writing yes/no, /work/shared/MODELS.md).
+    """
+    import torch
+
+    from longctx.models import load_causal_lm
+
+    model, tok = load_causal_lm(device="cpu")
+    y_id = tok.encode("y", add_special_tokens=False)[0]
+    n_id = tok.encode("n", add_special_tokens=False)[0]
+
+    def complete(prompt: str) -> str:
+        msgs = [{"role": "user", "content": prompt}]
+        ids = tok.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt")
+        ids = ids["input_ids"] if not torch.is_tensor(ids) else ids
+        with torch.no_grad():
+            if logits:
+                last = model(ids).logits[0, -1]
+                return "y" if last[y_id] > last[n_id] else "n"
+            gen = model.generate(ids, max_new_tokens=4, do_sample=False)
+        return tok.decode(gen[0, ids.shape[1] :], skip_special_tokens=True)
+
+    return complete
+
+
+def run_router(data: Path, n_llm: int) -> None:
+    from longctx.mixpr import KeywordRouter, LLMRouter
+
+    qs = router_queries(data)
+    kw = KeywordRouter()
+    print("== router: share routed right ==")
+    for want in ("local", "global"):
+        sub = [(q, c) for q, c, m in qs if m == want]
+        right = sum(kw(q, c) == want for q, c in sub)
+        wrong = [q for q, c in sub if kw(q, c) != want][:6]
+        print(f"keyword  {want:<6} {right}/{len(sub)} = {right / len(sub):.3f}  misses: {wrong}")
+    if n_llm <= 0:
+        return
+    rng = random.Random(1)
+    subs = {w: rng.sample([(q, c) for q, c, m in qs if m == w], n_llm) for w in ("local", "global")}
+    for logits in (False, True):
+        router = LLMRouter(smollm2_llm(logits))
+        for want, sub in subs.items():
+            t0 = time.perf_counter()
+            right = sum(router(q, c) == want for q, c in sub)
+            dt = (time.perf_counter() - t0) / len(sub)
+            how = "logit y/n" if logits else "generated"
+            print(f"LLM ({how}) {want:<6} {right}/{len(sub)}  {dt:.1f} s/query")
+
+
 # -- candidates -------------------------------------------------------------------------------
 DEFAULT = Cfg("default")
 BASELINES = [PAPER, "bm25", "tfidf"]
@@ -533,6 +624,8 @@ def main() -> None:
     ap.add_argument("--skip-babi", action="store_true")
     ap.add_argument("--skip-1m", action="store_true")
     ap.add_argument("--tasks", default="squad,nqa,hotpot")
+    ap.add_argument("--router", action="store_true", help="router accuracy (keyword and LLM)")
+    ap.add_argument("--llm-queries", type=int, default=8, help="LLM-routed queries per class")
     ap.add_argument("--only", default="", help="comma-separated method names to run (all if empty)")
     args = ap.parse_args()
     if not (args.data / "squad").is_dir():
@@ -555,6 +648,8 @@ def main() -> None:
     if not args.skip_babi:
         babi = [m for m in methods if method_name(m) != "tfidf"]
         run_babi(args.data, babi, [16_000, 128_000], args.babi_questions)
+    if args.router:
+        run_router(args.data, args.llm_queries)
     if not args.skip_1m:
         run_1m(args.data, [m for m in methods if method_name(m) in (PAPER, DEFAULT.name)])
 
