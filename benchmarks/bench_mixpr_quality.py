@@ -84,6 +84,8 @@ class Cfg:
     strip_accents: str | None = "unicode"
     sublinear_tf: bool = True
     stemmer: str | None = "english"  # "english": Snowball (Porter2) via PyStemmer
+    query_sim: str = "cosine"  # "cosine" (TF-IDF) | "bm25" (k1=1.2, b=bm25_b on the same terms)
+    bm25_b: float = 0.75
 
 
 PAPER = "paper"
@@ -132,6 +134,8 @@ class ProtoIndex:
         self.S = similarity_graph(self.E, cfg.threshold, n_jobs=1)
         self.A = column_normalize(self.S)
         self._pr = None
+        if cfg.query_sim == "bm25" and self.vec is not None:
+            self.W = bm25_weights(self.vec, chunks, b=cfg.bm25_b)
 
     def pagerank(self) -> np.ndarray:
         if self._pr is None:
@@ -143,6 +147,10 @@ class ProtoIndex:
         if self.vec is None:
             return np.zeros(self.n)
         q = sp.csr_array(self.vec.transform([query]))
+        if self.cfg.query_sim == "bm25":
+            q.data[:] = 1.0  # each query term once
+            s = (self.W @ q.T).toarray().ravel()
+            return s / s.max() if s.max() > 0 else s
         return (self.E @ q.T).toarray().ravel()
 
     def score(self, query: str) -> tuple[np.ndarray, bool]:
@@ -166,6 +174,23 @@ class ProtoIndex:
         p[-1] = 1.0
         pi = personalized_pagerank(A2, p, cfg.alpha_local, cfg.max_iter, cfg.tol)
         return pi[: self.n], False
+
+
+def bm25_weights(vec, chunks, k1: float = 1.2, b: float = 0.75) -> sp.csr_array:
+    """(n, V) BM25 term weights of the chunks over ``vec``'s vocabulary (Lucene idf)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    cv = CountVectorizer(analyzer=vec.build_analyzer(), vocabulary=vec.vocabulary_)
+    C = sp.csr_array(cv.transform(chunks), dtype=np.float64)
+    n = C.shape[0]
+    df = np.bincount(C.indices, minlength=C.shape[1])
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    dl = np.asarray(C.sum(axis=1)).ravel()
+    norm = k1 * (1 - b + b * dl / max(dl.mean(), 1e-9))
+    rows = np.repeat(np.arange(n), np.diff(C.indptr))
+    tf = C.data
+    C.data = idf[C.indices] * tf * (k1 + 1) / (tf + norm[rows])
+    return C
 
 
 class PaperIndex:
@@ -378,7 +403,7 @@ def print_qa(results: dict) -> None:
             continue
         for pct in pcts:
             heads.append(f"{task}{int(pct * 100)}" + ("(all/share)" if task == "hotpot" else ""))
-    print(f"{'method':<18}" + "".join(f"{h:>19}" for h in heads) + "   fallbacks s/q/sq")
+    print(f"{'method':<30}" + "".join(f"{h:>21}" for h in heads) + "   fallbacks s/q/sq")
     names = list(next(iter(results.values())).keys())
     for name in names:
         row, fbs = [], []
@@ -390,7 +415,7 @@ def print_qa(results: dict) -> None:
             for pct in pcts:
                 v = r[pct]
                 row.append(f"{v[0]:.1f}/{v[1]:.1f}" if np.ndim(v) else f"{float(v):.1f}")
-        print(f"{name:<18}" + "".join(f"{c:>19}" for c in row) + "   " + " ".join(fbs))
+        print(f"{name:<30}" + "".join(f"{c:>21}" for c in row) + "   " + " ".join(fbs))
 
 
 # -- bAbI ---------------------------------------------------------------------------------------
@@ -610,6 +635,8 @@ EXPLORE = [
     Cfg("default+split_lines", split_lines=True),
     Cfg("default+N24", max_words=24),
     Cfg("default+N48", max_words=48),
+    Cfg("default+bm25-personalization", query_sim="bm25"),
+    Cfg("default+bm25(b=.3)-pers.+a.8", query_sim="bm25", bm25_b=0.3, alpha_local=0.8),
     "bm25@paper",
     "tfidf@paper",
 ]
@@ -619,7 +646,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--explore", action="store_true", help="also run the candidate grid")
-    ap.add_argument("--babi-questions", type=int, default=20)
+    ap.add_argument("--babi-questions", type=int, default=30)
+    ap.add_argument("--explore-babi", action="store_true", help="bAbI for the grid too (slow)")
     ap.add_argument("--skip-qa", action="store_true")
     ap.add_argument("--skip-babi", action="store_true")
     ap.add_argument("--skip-1m", action="store_true")
@@ -646,7 +674,9 @@ def main() -> None:
         print("== single-hop QA: answer in the selection, % (budget = share of SmolLM2 tokens) ==")
         print_qa(results)
     if not args.skip_babi:
-        babi = [m for m in methods if method_name(m) != "tfidf"]
+        babi = [m for m in methods if method_name(m) in (PAPER, "bm25", DEFAULT.name)]
+        if args.explore_babi:
+            babi += [m for m in methods if isinstance(m, Cfg) and m is not DEFAULT]
         run_babi(args.data, babi, [16_000, 128_000], args.babi_questions)
     if args.router:
         run_router(args.data, args.llm_queries)
