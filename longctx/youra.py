@@ -67,8 +67,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from longctx._validate import check_choice, check_float, check_int, check_text
 from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
+from longctx.checks import check_choice, check_float, check_int, check_text
 from longctx.selection import select_top
 from longctx.text import split_sentences
 from longctx.types import Passage
