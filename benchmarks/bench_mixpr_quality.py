@@ -19,10 +19,13 @@ fills the same budget (a share of the document's SmolLM2 tokens, ``longctx.selec
   boundaries of Gutenberg text) at 16k and 128k tokens: all supporting facts in the top-100 chunks.
 - 1M tokens: build + one query, seconds.
 
-Methods: ``paper`` = today's ``MixPR()`` (query chunks appended before the TF-IDF fit, every edge
-thresholded at .27, one-hot personalization on the query node); MixPR candidates prototyped here
-with scipy/scikit-learn (TF-IDF fitted on the chunks only, the query transformed, its similarities
-bordered onto the chunk graph); ``bm25`` (rank-bm25's BM25Okapi, scikit-learn's English analyzer);
+Methods: ``paper`` = ``MixPR(preset="paper")`` (query chunks appended before the TF-IDF fit,
+every edge thresholded at .27, one-hot personalization on the query node, refitted per query);
+``default`` = ``MixPRIndex.from_texts(text)`` (the shipped default preset, built once per
+document, many queries); with ``--explore``: ``paper-graph-index`` (the paper's graph built once)
+and MixPR candidates prototyped here with scipy/scikit-learn (``Cfg``: TF-IDF fitted on the
+chunks only, the query transformed with it; ``default-prototype`` is the default's prototype);
+``bm25`` (rank-bm25's BM25Okapi, scikit-learn's English analyzer);
 ``tfidf`` (cosine of the question to each chunk); the baselines rank the default's chunks
 (``bm25@paper``: the paper chunker's). "fb" columns count the questions where MixPR
 found no query edge and fell back to query-independent PageRank.
