@@ -21,6 +21,8 @@ SENTENCE_BACKENDS = ("auto", "nupunkt", "stanza")
 _NONSPACE_RE = re.compile(r"\S")
 _WORD_RE = re.compile(r"\S+")
 _LINE_RE = re.compile(r"[^\r\n]+")
+# A paragraph: text between blank lines (two line breaks with only spaces or tabs between).
+_PARAGRAPH_RE = re.compile(r"\S(?:[^\n]|\n(?![ \t\f\v\r]*\n))*")
 
 
 def _strip_span(text: str, start: int, end: int) -> Span | None:
@@ -128,6 +130,7 @@ def chunk_words(
     *,
     sentences: list[Span] | None = None,
     backend: str = "auto",
+    split_lines: bool = True,
 ) -> list[Span]:
     """MixPR's chunking: sentences, then newlines, then equal pieces along word boundaries.
 
@@ -135,6 +138,13 @@ def chunk_words(
     sentences. Any chunks that are greater than N words are then chunked along newline characters.
     If any chunks are still greater than N words, these are split into smaller chunks of roughly
     equal length along word boundaries. We set N=32." A word is a run of non-space characters.
+
+    ``split_lines=False`` unwraps hard-wrapped text: the newline step cuts a long sentence at
+    paragraph breaks (blank lines) only, a single line break counts as a space, and pieces still
+    over N words are cut into equal word pieces. Use it for hard-wrapped text (Project Gutenberg
+    books, e-mails, terminal output), where line breaks fall every ~70 characters inside
+    sentences and the paper's newline step returns line fragments ("Prince", "It did not")
+    instead of pieces of the sentence.
 
     Parameters
     ----------
@@ -146,6 +156,9 @@ def chunk_words(
         Precomputed :func:`split_sentences` spans, to avoid splitting twice.
     backend : str
         Sentence backend, as in :func:`split_sentences`.
+    split_lines : bool, default True
+        True: the paper's newline step (every line break) for sentences over N words. False: split
+        them at blank lines only, then into equal word pieces.
 
     Returns
     -------
@@ -156,10 +169,13 @@ def chunk_words(
     Raises
     ------
     TypeError, ValueError
-        If ``text`` is not a ``str`` or ``max_words`` is not an int >= 1.
+        If ``text`` is not a ``str``, ``max_words`` is not an int >= 1 or ``split_lines`` is not a
+        bool.
     """
     check_text(text, "text", allow_empty=True)
     max_words = check_int(max_words, "max_words", minimum=1)
+    if not isinstance(split_lines, bool):
+        raise TypeError(f"split_lines must be a bool, got {type(split_lines).__name__}")
     if sentences is None:
         sentences = split_sentences(text, backend=backend)
     if not sentences:
@@ -175,7 +191,7 @@ def chunk_words(
         if n <= max_words:
             chunks.append((a, b))
             continue
-        for line in _LINE_RE.finditer(text, a, b):
+        for line in (_LINE_RE if split_lines else _PARAGRAPH_RE).finditer(text, a, b):
             words = [m.span() for m in _WORD_RE.finditer(text, line.start(), line.end())]
             if not words:
                 continue

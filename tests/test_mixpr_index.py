@@ -32,7 +32,8 @@ QUESTIONS = [
 
 @pytest.fixture(scope="module")
 def alice_index(alice_text):
-    return MixPRIndex.from_texts(alice_text)
+    # the paper's graph and personalization, built once (the literal path refits per query)
+    return MixPRIndex.from_texts(alice_text, preset="paper", fit_query=False)
 
 
 def test_search_agrees_with_paper_literal_path(alice_text, alice_index):
@@ -90,8 +91,16 @@ def test_many_texts_keep_their_source_and_offsets():
 
 def test_one_off_call_ranks_like_the_index(alice_text, alice_index):
     q = QUESTIONS[0]
-    a = [h.start for h in MixPR().retrieve(alice_text, q, k=20)]
+    a = [h.start for h in MixPR(preset="paper", fit_query=False).retrieve(alice_text, q, k=20)]
     assert a == [h.start for h in alice_index.search(q, k=20).hits]
+    # the default preset: one-off call and built index share settings and scoring code
+    default_index = MixPRIndex.from_texts(alice_text)
+    for q in QUESTIONS[:3]:
+        a = MixPR().search(alice_text, q, k=20)
+        b = default_index.search(q, k=20)
+        assert [h.start for h in a.hits] == [h.start for h in b.hits]
+        assert [h.score for h in a.hits] == [h.score for h in b.hits]
+        assert a.mode == b.mode == "local"
 
 
 def test_save_load_round_trip(tmp_path, alice_index):

@@ -104,3 +104,54 @@ def test_chunk_words_bad_max_words():
         chunk_words("hello", max_words=0)
     with pytest.raises(TypeError, match="max_words"):
         chunk_words("hello", max_words=2.5)
+
+
+# A hard-wrapped paragraph (Gutenberg style): one 50-word sentence over lines of ~60 characters.
+WRAPPED = (
+    "Prince Andrew looked at Natasha across the crowded ballroom and\n"
+    "thought that if she came to him first and then to her cousin, she\n"
+    "would be his wife, and he could not say why this idea struck\n"
+    "him so strongly on that bright evening in the city of St Petersburg."
+)
+
+
+def test_chunk_words_split_lines_false_gives_equal_pieces_not_line_fragments():
+    n_words = len(WRAPPED.split())
+    assert n_words == 50
+    paper = [WRAPPED[a:b] for a, b in chunk_words(WRAPPED, max_words=32)]
+    assert paper == WRAPPED.split("\n")  # the paper's newline step: one chunk per line
+    spans = chunk_words(WRAPPED, max_words=32, split_lines=False)
+    _assert_exact_cover(WRAPPED, spans)
+    pieces = [WRAPPED[a:b] for a, b in spans]
+    assert [len(p.split()) for p in pieces] == [25, 25]
+    assert pieces[0].startswith("Prince Andrew") and pieces[1].endswith("St Petersburg.")
+    assert "\n" in pieces[0]  # line breaks stay inside a piece
+
+
+def test_chunk_words_split_lines_false_keeps_short_sentences_and_cover(alice_text):
+    text = "The cat sat\non the mat. Then the dog ran away."
+    got = [text[a:b] for a, b in chunk_words(text, split_lines=False)]
+    assert got == ["The cat sat\non the mat.", "Then the dog ran away."]
+    spans = chunk_words(alice_text, max_words=32, split_lines=False)
+    _assert_exact_cover(alice_text, spans)
+    assert max(len(alice_text[a:b].split()) for a, b in spans) <= 32
+    # fewer, longer units than the paper's newline step on hard-wrapped text
+    assert len(spans) < len(chunk_words(alice_text, max_words=32))
+
+
+def test_chunk_words_bad_split_lines():
+    with pytest.raises(TypeError, match="split_lines"):
+        chunk_words("hello", split_lines=1)
+
+
+def test_chunk_words_split_lines_false_still_cuts_at_blank_lines():
+    # nupunkt sees one 40-word "sentence" (no final stop before the blank line): cut at the
+    # paragraph break, never at the single line break inside the first paragraph.
+    para1 = "CHAPTER ONE THE\nBEGINNING OF ALL THINGS"
+    para2 = " ".join(["word"] * 34) + "."
+    text = para1 + "\n\n" + para2
+    got = [text[a:b] for a, b in chunk_words(text, max_words=32, split_lines=False)]
+    assert got[0] == para1
+    assert [len(p.split()) for p in got[1:]] == [17, 17]
+    paper = [text[a:b] for a, b in chunk_words(text, max_words=32)]
+    assert paper[:2] == ["CHAPTER ONE THE", "BEGINNING OF ALL THINGS"]
