@@ -248,10 +248,12 @@ class DiversityIndex(RetrievalIndex):
             enc = get_encoder(encoder)
             if cache is True:
                 cache = default_cache()
+            elif cache is False:
+                cache = None
             emb = embed_texts(
                 enc,
                 units,
-                cache=cache or None,
+                cache=cache,
                 batch_size=batch_size,
                 progress=progress,
                 desc="embedding sentences",
@@ -301,6 +303,33 @@ class DiversityIndex(RetrievalIndex):
         return list(zip(self._source.tolist(), self._start.tolist(), self._end.tolist()))
 
     # -- query -----------------------------------------------------------------------------
+    def rewards(self, query: str | None = None, *, query_embedding=None) -> np.ndarray:
+        """Every unit's cosine similarity to the query (to the mean unit without one).
+
+        Returns
+        -------
+        (n_units,) float64 in ``[-1, 1]``, in unit order (the rewards :meth:`search` uses).
+        """
+        from longctx.diversity.objective import rewards_from
+
+        if query is not None and query_embedding is not None:
+            raise ValueError("give query or query_embedding, not both")
+        q = None
+        if query_embedding is not None:
+            q = self._check_query_dim(query_embedding)
+        elif query is not None:
+            q = self._embed_query(check_text(query, "query"))
+        return rewards_from(self._emb, q)
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        if self._encoder is None:
+            raise ValueError(
+                "this index has no encoder to embed the query (built from precomputed "
+                f"embeddings or loaded without one; encoder {self._identity.get('name')!r}): "
+                "pass encoder= to from_texts / load, or query_embedding= to search"
+            )
+        return self._check_query_dim(self._encoder.embed_query(query))
+
     def search(
         self,
         query: str | None = None,
@@ -389,13 +418,7 @@ class DiversityIndex(RetrievalIndex):
             q = self._check_query_dim(query_embedding)
             mode = "query"
         elif query is not None:
-            if self._encoder is None:
-                raise ValueError(
-                    "this index has no encoder to embed the query (built from precomputed "
-                    f"embeddings or loaded without one; encoder {self._identity.get('name')!r}): "
-                    "pass encoder= to from_texts / load, or query_embedding= to search"
-                )
-            q = self._check_query_dim(self._encoder.embed_query(query))
+            q = self._embed_query(query)
             mode = "query"
         t_embed = time.perf_counter() - t0
         t0 = time.perf_counter()
