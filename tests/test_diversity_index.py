@@ -199,15 +199,18 @@ def test_concurrent_searches_match_sequential(index):
 def test_large_index_concurrency_uses_blas_guard():
     """8 threads on an index big enough for the lazy greedy and BLAS thread control."""
     rng = np.random.default_rng(5)
-    e = rng.normal(size=(3000, 48)).astype(np.float32)
+    e = rng.normal(size=(3000, 80)).astype(np.float32)  # > 2048 rows, > 64 dims: probes on
     idx = DiversityIndex.from_texts(
         [f"s{j}." for j in range(3000)], unit="text", embeddings=e, token_counter=lambda t: 1
     )
-    qs = rng.normal(size=(8, 48))
+    qs = rng.normal(size=(8, 80))
     seq = [idx.search(query_embedding=q, token_budget=150, lambda_=0.5).hits for q in qs]
     with ThreadPoolExecutor(max_workers=8) as pool:
         par = list(pool.map(lambda q: idx.search(query_embedding=q, token_budget=150).hits, qs))
     assert par == seq
+    # the index keeps the probe projection; the picks are those of the plain function
+    picks = mmr_select(e, None, np.ones(3000, int), 150, query_embedding=qs[0], lambda_=0.5)
+    assert [h.source for h in seq[0]] == sorted(picks)
 
 
 def test_embedding_cache_by_content_hash():

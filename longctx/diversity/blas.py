@@ -21,26 +21,35 @@ _SMALL = 512  # items below which BLAS threading does not matter (skip threadpoo
 _lock = threading.Lock()
 _active = 0  # selections running with one BLAS thread
 _saved: int | None = None  # the user's BLAS thread count, restored when the last one ends
+_controller = None  # threadpoolctl.ThreadpoolController, made once (scanning libraries is slow)
+
+
+def _blas():
+    """The BLAS libraries' controller (``None`` without threadpoolctl)."""
+    global _controller
+    if _controller is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+            return None
+        _controller = ThreadpoolController().select(user_api="blas")
+    return _controller
 
 
 def blas_thread_count() -> int | None:
     """The BLAS thread count in effect now (``None`` without threadpoolctl or a BLAS it knows)."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+    ctrl = _blas()
+    if ctrl is None:  # pragma: no cover
         return None
-    counts = [m["num_threads"] for m in threadpool_info() if m.get("user_api") == "blas"]
+    counts = [m["num_threads"] for m in ctrl.info()]
     return max(counts) if counts else None
 
 
 def _set(limit: int | None) -> None:
-    if limit is None:
+    ctrl = _blas()
+    if limit is None or ctrl is None:
         return
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return
-    threadpool_limits(limits=limit, user_api="blas")
+    ctrl.limit(limits=limit)
 
 
 @contextmanager

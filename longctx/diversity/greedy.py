@@ -15,12 +15,13 @@ from longctx.diversity.lazy import lazy_greedy
 __all__ = ["mmr_select", "fps_select", "greedy", "select"]
 
 
-def greedy(e, r, counts, budget, k, lambda_, window, metric) -> list[int]:
+def greedy(e, r, counts, budget, k, lambda_, window, metric, projection=None) -> list[int]:
     """Run the selection on prepared inputs (:func:`longctx.diversity.inputs.prepare`).
 
     ``window=None`` (or a window at least as long as the most items that can be picked): the exact
     lazy greedy (:mod:`longctx.diversity.lazy`); otherwise the dense loop
     (:mod:`longctx.diversity.dense`). Both pick what eq. 1 / eq. 2 pick (up to float32 rounding).
+    ``projection``: the lazy greedy's probe projection of ``e``, when the caller keeps one.
     """
     n_max = max_picks(counts, budget, k, e.shape[0])
     if window is not None and window < n_max:
@@ -28,7 +29,7 @@ def greedy(e, r, counts, budget, k, lambda_, window, metric) -> list[int]:
             return dense_greedy(e, r, counts, budget, k, lambda_, window, metric)
     threads = blas_thread_count() if e.shape[0] >= 512 else None
     with one_blas_thread(e.shape[0]):
-        return lazy_greedy(e, r, counts, budget, k, lambda_, metric, n_max, threads)
+        return lazy_greedy(e, r, counts, budget, k, lambda_, metric, n_max, threads, projection)
 
 
 def select(metric, embeddings, rewards, token_counts, token_budget, **kw) -> list[int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -20,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from longctx.checks import check_choice, check_float, check_int, check_text
+from longctx.diversity.blas import one_blas_thread
 from longctx.diversity.greedy import greedy
-from longctx.diversity.inputs import as_embeddings, as_vector, prepare
-from longctx.diversity.objective import METHODS
+from longctx.diversity.inputs import as_embeddings, as_vector
+from longctx.diversity.lazy import probe_projection
+from longctx.diversity.objective import METHODS, rescale, rewards_from
 from longctx.diversity.ordering import check_order, order_selection
 from longctx.index import RetrievalIndex, check_texts
 from longctx.types import Passage, SearchResult
@@ -128,6 +131,8 @@ class DiversityIndex(RetrievalIndex):
         ident["dim"] = int(emb.shape[1])
         self._identity = ident
         self._config = dict(config or {})
+        self._proj = None  # probe projection for the lazy greedy, made on first use
+        self._proj_lock = threading.Lock()
 
     # -- build -----------------------------------------------------------------------------
     @classmethod
@@ -429,19 +434,22 @@ class DiversityIndex(RetrievalIndex):
         else:
             token_budget_eff = token_budget
         if n:
-            e, r, counts, budget, k_, lam, win = prepare(
+            # the stored rows are unit rows and the arguments were checked above: no `prepare`
+            if rewards is None:
+                r = rewards_from(self._emb, q)
+            else:
+                r = rescale(rewards) if rescale_rewards else rewards
+            picks = greedy(
                 self._emb,
-                rewards,
+                r,
                 self._counts,
                 token_budget_eff,
-                query_embedding=q,
-                ratio=None,
-                k=k,
-                lambda_=lambda_,
-                window=window,
-                rescale_rewards=rescale_rewards,
+                k,
+                lambda_,
+                window,
+                method,
+                projection=self._projection(),
             )
-            picks = greedy(e, r, counts, budget, k_, lam, win, method)
             shown = rewards if rewards is not None else r
             for i in order_selection(picks, None, order):
                 s, a, b = int(self._source[i]), int(self._start[i]), int(self._end[i])
@@ -475,6 +483,18 @@ class DiversityIndex(RetrievalIndex):
                 "tokens_selected": int(sum(self._counts[self._index_of(h)] for h in hits)),
             },
         )
+
+    def _projection(self) -> np.ndarray | None:
+        """The lazy greedy's probe projection of the embeddings, computed on the first search
+        that needs it and kept (query-independent; the picks do not depend on it)."""
+        if self._proj is None and len(self) > 2048 and self._emb.shape[1] > 64:
+            with self._proj_lock:
+                if self._proj is None:
+                    with one_blas_thread(len(self)):  # a busy BLAS pool is far slower
+                        proj = probe_projection(self._emb)
+                    proj.flags.writeable = False
+                    self._proj = proj
+        return self._proj
 
     def _index_of(self, hit: Passage) -> int:
         # units of one source are contiguous: position of the source's first unit + unit index

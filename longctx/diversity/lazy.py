@@ -21,15 +21,25 @@ import numpy as np
 from longctx.diversity.blas import blas_threads as use_blas_threads
 from longctx.diversity.objective import objective
 
-__all__ = ["lazy_greedy"]
+__all__ = ["lazy_greedy", "probe_projection"]
 
 _POOL_SIZE = 2048  # items kept exact by the lazy greedy (window=None)
 _CATCH_UP_ROWS = 512  # rows per matrix-matrix product when items catch up on missed picks
 _PROBE_DIM = 32  # dimensions of the projection that finds a close pick before a full catch-up
 
 
+def probe_projection(e: np.ndarray) -> np.ndarray:
+    """The ``(n, _PROBE_DIM)`` float32 PCA projection of ``e`` the probes use (query-independent,
+    so an index computes it once). It only decides which exact cosine is checked first: the picks
+    do not depend on it."""
+    n = e.shape[0]
+    sample = e[np.random.default_rng(0).choice(n, min(n, 4096), replace=False)]
+    basis = np.linalg.eigh(sample.T @ sample)[1][:, -_PROBE_DIM:]  # top principal axes
+    return np.ascontiguousarray(e @ basis, dtype=np.float32)
+
+
 def lazy_greedy(
-    e, r, counts, budget, k, lambda_, metric, max_picks, blas_threads=None
+    e, r, counts, budget, k, lambda_, metric, max_picks, blas_threads=None, projection=None
 ) -> list[int]:
     """Exact greedy for a window holding every pick (``window=None``), with a candidate pool.
 
@@ -42,7 +52,8 @@ def lazy_greedy(
     picks they missed (matrix-matrix products over row chunks sorted by staleness, with
     ``blas_threads`` threads). Each failed rebuild makes at least one more item exact, so
     rebuilding terminates; after 4 failures in a row right after a rebuild the pool doubles (in
-    the worst case to every item: the dense loop).
+    the worst case to every item: the dense loop). ``projection``: :func:`probe_projection` of
+    ``e``, when the caller keeps it (otherwise computed here).
     """
     n, d = e.shape
     if n == 0:
@@ -83,9 +94,10 @@ def lazy_greedy(
     # drops), sparing the catch-up. Any exact cosine to a pick is a valid lower bound of p.
     probing = not no_div and n > size and d > 2 * _PROBE_DIM
     if probing:
-        sample = e[np.random.default_rng(0).choice(n, min(n, 4096), replace=False)]
-        basis = np.linalg.eigh(sample.T @ sample)[1][:, -_PROBE_DIM:]  # top principal axes
-        low = np.ascontiguousarray(e @ basis, dtype=np.float32)  # (n, _PROBE_DIM)
+        if projection is not None and projection.shape == (n, _PROBE_DIM):
+            low = projection  # computed once by the caller (an index)
+        else:
+            low = probe_projection(e)  # (n, _PROBE_DIM)
         picked_low = np.empty((max(1, max_picks), _PROBE_DIM), np.float32)
         picked_low[0] = low[i]
         probed = np.zeros(n, dtype=np.int64)  # pick count at the last probe
