@@ -317,7 +317,7 @@ def _model_name(framework: str, obj) -> str:
     base = f"{framework}:{type(obj).__qualname__}"
     for attr in _NAME_ATTRS:
         v = getattr(obj, attr, None)
-        if isinstance(v, str) and v:
+        if isinstance(v, str) and v and v.lower() not in ("unknown", "none", "default"):
             return f"{base}:{v}"
     return base
 

@@ -267,6 +267,13 @@ class DiversityIndex(RetrievalIndex):
                 emb = np.zeros((0, enc.dim or 1), np.float32)
         if token_counts is None:
             counts = count_many(units, token_counter)
+        logger.info(
+            "DiversityIndex: %d texts, %d units, %d dimensions (encoder %s)",
+            len(texts),
+            n,
+            emb.shape[1],
+            None if enc is None else enc.name,
+        )
         identity = {"name": None if enc is None else enc.name}
         config = {"unit": _unit, "token_counter": _counter_name(token_counter)}
         return cls(
