@@ -314,7 +314,7 @@ _NAME_ATTRS = ("model_name", "model", "model_id", "model_path")
 
 def _model_name(framework: str, obj) -> str:
     """``"<framework>:<class>:<model name>"`` when the object names its model, else without it."""
-    base = f"{framework}:{type(obj).__qualname__}"
+    base = f"{framework}:{type(obj).__name__}"
     for attr in _NAME_ATTRS:
         v = getattr(obj, attr, None)
         if isinstance(v, str) and v and v.lower() not in ("unknown", "none", "default"):

@@ -128,7 +128,11 @@ def test_encoder_identity_and_cache_keys():
     assert a.name == "langchain:Named:my-model" and a.cache_key == b.cache_key
     u1, u2 = get_encoder(Unknown()), get_encoder(Unknown())
     assert u1.name == "llamaindex:Unknown" and u1.cache_key != u2.cache_key  # unnamed: per object
-    f = get_encoder(_vec)
-    assert f.name.endswith("._vec") and f.name.startswith("callable:")
+
+    def batch(texts):
+        return np.array([_vec(t) for t in texts])
+
+    f = get_encoder(batch)
+    assert f.name.endswith(".batch") and f.name.startswith("callable:tests.test_embeddings.")
     f.embed_documents(["abc"])
     assert f.identity()["dim"] == 3
