@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -131,8 +130,14 @@ class DiversityIndex(RetrievalIndex):
         ident["dim"] = int(emb.shape[1])
         self._identity = ident
         self._config = dict(config or {})
-        self._proj = None  # probe projection for the lazy greedy, made on first use
-        self._proj_lock = threading.Lock()
+        # the lazy greedy's probe projection (query-independent): made once, here, so that a
+        # search never writes to the index; the picks do not depend on it
+        self._proj = None
+        if emb.shape[0] > 2048 and emb.shape[1] > 64:
+            with one_blas_thread(emb.shape[0]):  # a busy BLAS pool is far slower
+                proj = probe_projection(emb)
+            proj.flags.writeable = False
+            self._proj = proj
 
     # -- build -----------------------------------------------------------------------------
     @classmethod
@@ -455,7 +460,7 @@ class DiversityIndex(RetrievalIndex):
                 lambda_,
                 window,
                 method,
-                projection=self._projection(),
+                projection=self._proj,
             )
             shown = rewards if rewards is not None else r
             for i in order_selection(picks, None, order):
@@ -490,18 +495,6 @@ class DiversityIndex(RetrievalIndex):
                 "tokens_selected": int(sum(self._counts[self._index_of(h)] for h in hits)),
             },
         )
-
-    def _projection(self) -> np.ndarray | None:
-        """The lazy greedy's probe projection of the embeddings, computed on the first search
-        that needs it and kept (query-independent; the picks do not depend on it)."""
-        if self._proj is None and len(self) > 2048 and self._emb.shape[1] > 64:
-            with self._proj_lock:
-                if self._proj is None:
-                    with one_blas_thread(len(self)):  # a busy BLAS pool is far slower
-                        proj = probe_projection(self._emb)
-                    proj.flags.writeable = False
-                    self._proj = proj
-        return self._proj
 
     def _index_of(self, hit: Passage) -> int:
         # units of one source are contiguous: position of the source's first unit + unit index
