@@ -244,3 +244,13 @@ def test_cli_run_returns_search_result(monkeypatch):
     spans, scores, counts = cli.score_units(BOOK[0], "cat", args)
     assert len(spans) == len(scores) == len(counts) == 6
     assert all(BOOK[0][a:b] for a, b in spans)
+
+
+def test_user_embeddings_stay_writeable_and_unchanged():
+    e = np.random.default_rng(1).normal(size=(4, 8)).astype(np.float32)
+    e /= np.linalg.norm(e, axis=1, keepdims=True)  # unit rows: used without a copy
+    before = e.copy()
+    idx = DiversityIndex.from_texts(["a.", "b.", "c.", "d."], unit="text", embeddings=e)
+    idx.search(k=2)
+    assert e.flags.writeable and np.array_equal(e, before)
+    assert not idx.embeddings.flags.writeable

@@ -68,6 +68,12 @@ def _check_spans(spans, texts: tuple[str, ...]) -> list[list[tuple[int, int]]]:
     return out
 
 
+def _frozen(a, dtype) -> np.ndarray:
+    view = np.ascontiguousarray(a, dtype=dtype).view()
+    view.flags.writeable = False
+    return view
+
+
 class DiversityIndex(RetrievalIndex):
     """Sentence (or text) embeddings of a corpus, computed once; MMR / FPS per query.
 
@@ -115,16 +121,12 @@ class DiversityIndex(RetrievalIndex):
     ):
         """Low level: use :meth:`from_texts`, :meth:`from_units` or :meth:`load`."""
         self._texts = tuple(texts)
-        arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in (source, start, end, unit_index)]
-        for a in arrays:
-            a.flags.writeable = False
-        self._source, self._start, self._end, self._unit = arrays
-        emb = np.ascontiguousarray(embeddings, dtype=np.float32)
-        emb.flags.writeable = False
-        self._emb = emb
-        counts = np.ascontiguousarray(token_counts, dtype=np.int64)
-        counts.flags.writeable = False
-        self._counts = counts
+        # read-only views: the caller's arrays keep their own flags
+        self._source, self._start, self._end, self._unit = (
+            _frozen(a, np.int64) for a in (source, start, end, unit_index)
+        )
+        emb = self._emb = _frozen(embeddings, np.float32)
+        self._counts = _frozen(token_counts, np.int64)
         self._encoder = encoder
         ident = dict(encoder_identity or {})
         ident["dim"] = int(emb.shape[1])
