@@ -25,8 +25,17 @@ Speed part
     Baseline: a naive loop over candidates (a Python loop per pick, running maximum kept),
     timed on its first picks and extrapolated linearly to the full selection.
 
+Index part (build once, query many; ``--skip-index`` to leave out)
+    :class:`longctx.DiversityIndex` on the first ``--index-chars`` (300,000) characters of War and
+    Peace with MiniLM: sentences, build time and the encoder's throughput (sentences/s), then the
+    per-query time after the build (query embedding + selection). The full book's build time is
+    extrapolated from that throughput (its sentences are only split and counted). The full book's
+    per-query time is measured on an index of the full book's sentences whose embeddings are the
+    measured ones resampled with noise (selection cost depends on the count, not the content),
+    with the real MiniLM query embedding; plus save / load of that index.
+
 Usage: ``python benchmarks/bench_diversity.py [--data ../shared/data] [--max-questions N]
-[--skip-recall] [--skip-speed] [--real-cache FILE.npz]``.
+[--skip-recall] [--skip-speed] [--skip-index] [--index-chars N] [--real-cache FILE.npz]``.
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from longctx.diversity import fps_select, mmr_select  # noqa: E402
+from longctx.diversity import DiversityIndex, fps_select, mmr_select  # noqa: E402
 from longctx.embeddings import get_encoder  # noqa: E402
 from longctx.text import split_sentences  # noqa: E402
 from longctx.tokens import count_many  # noqa: E402
@@ -254,12 +263,88 @@ def real_speed(data: Path, enc, cache: Path):
     return lines
 
 
+INDEX_QUERIES = (
+    "Who did Natasha marry?",
+    "What happened at the battle of Borodino?",
+    "Why did Pierre join the Freemasons?",
+    "How did Prince Andrew die?",
+    "What did Napoleon do in Moscow?",
+)
+
+
+def index_part(data: Path, enc, n_chars: int):
+    """Build once / query many on War and Peace (see the module docstring)."""
+    import tempfile
+
+    book = (data / "gutenberg" / "2600-0.txt").read_text(encoding="utf-8-sig")
+    part = book[:n_chars]
+    lines = []
+    enc.embed_query("warm up")  # model loading is not part of the throughput
+    t0 = time.perf_counter()
+    idx = DiversityIndex.from_texts(part, enc, progress=False)
+    t_build = time.perf_counter() - t0
+    n_part = len(idx)
+    rate = n_part / t_build
+    full_spans = split_sentences(book)
+    n_full = len(full_spans)
+    lines.append(
+        f"| build (embed every sentence once) | first {len(part):,} chars: {n_part:,} sentences "
+        f"| {t_build:.1f} s ({rate:.0f} sentences/s) | full book {n_full:,} sentences: "
+        f"~{n_full / rate / 60:.1f} min (extrapolated) |"
+    )
+    print(lines[-1], flush=True)
+
+    def queries(index, label):
+        total = int(index.token_counts.sum())
+        for size in ({"k": 50}, {"token_budget": 2000}, {"token_budget": int(0.05 * total)}):
+            times, emb_t, sel_t = [], [], []
+            for q in INDEX_QUERIES:
+                t0 = time.perf_counter()
+                res = index.search(q, lambda_=0.5, **size)
+                times.append(time.perf_counter() - t0)
+                emb_t.append(res.timings["embed_query"])
+                sel_t.append(res.timings["select"])
+            size_s = ", ".join(f"{k}={v:,}" for k, v in size.items())
+            lines.append(
+                f"| query after build | {label}, {size_s}, lambda 0.5 | median "
+                f"{np.median(times) * 1000:.0f} ms (embed query {np.median(emb_t) * 1000:.0f} ms, "
+                f"select {np.median(sel_t) * 1000:.0f} ms) | max {max(times) * 1000:.0f} ms |"
+            )
+            print(lines[-1], flush=True)
+
+    queries(idx, f"{n_part:,} sentences")
+    rng = np.random.default_rng(0)
+    src = rng.integers(0, n_part, n_full)
+    e = idx.embeddings[src] + rng.normal(scale=0.03, size=(n_full, idx.embeddings.shape[1]))
+    full = DiversityIndex.from_units([book], [full_spans], enc, embeddings=e)
+    queries(full, f"full book, {n_full:,} sentences (resampled embeddings)")
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        full.save(Path(tmp) / "idx")
+        t_save = time.perf_counter() - t0
+        size_mb = sum(f.stat().st_size for f in (Path(tmp) / "idx").iterdir()) / 1e6
+        t0 = time.perf_counter()
+        loaded = DiversityIndex.load(Path(tmp) / "idx", encoder=enc)
+        t_load = time.perf_counter() - t0
+        same = (
+            loaded.search(INDEX_QUERIES[0], k=50).hits == full.search(INDEX_QUERIES[0], k=50).hits
+        )
+    lines.append(
+        f"| save / load | full book | save {t_save:.2f} s, load {t_load:.2f} s, {size_mb:.0f} MB "
+        f"| same hits after load: {same} |"
+    )
+    print(lines[-1], flush=True)
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--max-questions", type=int, default=0, help="per dataset (0 = all)")
     ap.add_argument("--skip-recall", action="store_true")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--skip-index", action="store_true")
+    ap.add_argument("--index-chars", type=int, default=300_000, help="characters embedded")
     ap.add_argument("--real-cache", type=Path, help="also time 100k real sentences (cache .npz)")
     args = ap.parse_args(argv)
     if not args.data.is_dir():
@@ -298,6 +383,11 @@ def main(argv=None):
         out += speed(args.data, enc)
         if args.real_cache:
             out += real_speed(args.data, enc, args.real_cache)
+    if not args.skip_index:
+        out.append("\nBuild once, query many: DiversityIndex on War and Peace (MiniLM)")
+        out.append("| stage | input | time | note |")
+        out.append("|---|---|---|---|")
+        out += index_part(args.data, enc, args.index_chars)
     print("\n".join(out))
 
 

@@ -1,37 +1,66 @@
 """LangChain document compressor: keep a diverse, relevant subset of documents (MMR/FPS).
 
-Source: ``../shared/papers/002_1b3ce547c3231824.txt``, eq. 1 (MMR) and eq. 2 (FPS), with the
-recent-selection window ``w`` and the orderings of sec. 3.1.
+Source: Wang, Bi, Luo, Asur and Cheng, "Diversity Enhances an LLM's Performance in RAG and
+Long-context Task", 2025, arXiv:2502.09017 (https://arxiv.org/abs/2502.09017), eq. 1 (MMR) and
+eq. 2 (FPS), with the recent-selection window ``w`` and the orderings of sec. 3.1. The selection is
+:class:`longctx.DiversityIndex`; this class only translates documents to it and hits back.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from langchain_longctx._documents import hit_to_document
 from longctx.checks import check_choice
-from longctx.diversity import METHODS, _parse_order, fps_select, mmr_select, order_selection
-from longctx.embeddings import get_encoder
-from longctx.tokens import count_many
+from longctx.diversity import METHODS, DiversityIndex
+from longctx.diversity.ordering import check_order
+from longctx.embeddings import default_cache, embed_texts, get_encoder
+from longctx.selection import check_size
+
+#: documents kept when neither ``k`` nor ``token_budget`` is given
+DEFAULT_K = 5
 
 
 class DiversityCompressor(BaseDocumentCompressor):
     """Keep the documents that are relevant to the query and not redundant with each other.
 
     MMR (eq. 1 of the diversity paper) or FPS (eq. 2) over the documents' embeddings, with an
-    optional recent-selection window, stopping at ``top_n`` documents and/or ``token_budget``
-    tokens. Works after any retriever or another compressor (for example as the last step of a
-    ``DocumentCompressorPipeline``).
+    optional recent-selection window, stopping at ``k`` documents or ``token_budget`` tokens
+    (``k=5`` when neither is given). Works after any retriever or another compressor (for example
+    as the last step of a ``DocumentCompressorPipeline``). Each document is one unit (no
+    chunking); embeddings of texts seen before are reused from a bounded cache keyed by the
+    text's SHA-256 (:func:`longctx.embeddings.default_cache`). Documents without text are left
+    out.
 
     Setup:
         .. code-block:: bash
 
             pip install "longctx[langchain,models]"
+
+    Key init args:
+        method: str
+            ``"mmr"`` (default) or ``"fps"``.
+        lambda_: float
+            Weight of relevance against diversity, in [0, 1] (``1``: plain top-k by similarity).
+        window: int | None
+            Diversity against the last ``window`` picks only (``None``: all picks).
+        k: int | None
+            Most documents to keep (default 5 when no ``token_budget``).
+        token_budget: int | None
+            Most tokens to keep (counted by ``token_counter``), instead of ``k``.
+        order: str
+            ``"score"`` (selection order, default), ``"document"`` (input order) or ``"m:n"``.
+        reward_key: str | None
+            Metadata key holding the reward instead of the query similarity.
+        embeddings: Embeddings | None
+            Any LangChain ``Embeddings`` (default all-MiniLM-L6-v2).
 
     Instantiate:
         .. code-block:: python
@@ -48,25 +77,30 @@ class DiversityCompressor(BaseDocumentCompressor):
 
             docs = retriever.invoke("Who won the game?")
             kept = compressor.compress_documents(docs, "Who won the game?")
+            kept[0].metadata["longctx_score"]  # the cosine similarity to the query
             # rewards from an earlier step's scores instead of query similarity:
-            DiversityCompressor(reward_key="score", top_n=5).compress_documents(docs, query)
+            DiversityCompressor(reward_key="score", k=5).compress_documents(docs, query)
 
-    Returned documents are the input ``Document`` objects (same ``id``, ``page_content`` and
-    ``metadata``), in the ``order`` asked for; nothing is written into their metadata.
+    Returned documents keep the input documents' ``id``, ``page_content`` and ``metadata``, plus
+    the keys of ``longctx.types.METADATA_KEYS`` (``longctx_score`` is the reward used: cosine
+    similarity, or the ``reward_key`` value), in the ``order`` asked for.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     method: str = Field(default="mmr", description="'mmr' (cosine, eq. 1) or 'fps' (eq. 2).")
     lambda_: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="Weight of relevance vs diversity; 1 = top-n."
+        default=0.5, ge=0.0, le=1.0, description="Weight of relevance vs diversity; 1 = top-k."
     )
     window: int | None = Field(
         default=None, ge=1, description="Diversity against the last `window` picks; None = all."
     )
-    top_n: int | None = Field(default=None, ge=1, description="Most documents to keep.")
+    k: int | None = Field(
+        default=None, description=f"Most documents to keep (int >= 1); {DEFAULT_K} by default."
+    )
     token_budget: int | None = Field(
-        default=None, ge=0, description="Most tokens to keep (counted by `token_counter`)."
+        default=None,
+        description="Most tokens to keep (int >= 1, counted by `token_counter`), instead of k.",
     )
     order: str = Field(
         default="score",
@@ -76,6 +110,10 @@ class DiversityCompressor(BaseDocumentCompressor):
         default=None,
         description="metadata key holding the reward (e.g. 'score', 'reaction_score'), min-max "
         "rescaled to [0, 1]; None = cosine similarity to the query.",
+    )
+    cache: bool = Field(
+        default=True,
+        description="Reuse embeddings of texts seen before (bounded LRU by content hash).",
     )
     embeddings: Any = Field(
         default=None,
@@ -87,6 +125,21 @@ class DiversityCompressor(BaseDocumentCompressor):
     )
     _encoder: Any = PrivateAttr(default=None)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _top_n_is_k(cls, data):
+        if isinstance(data, dict) and "top_n" in data:
+            if data.get("k") is not None:
+                raise ValueError("give k (top_n is its old name), not both")
+            warnings.warn(
+                "DiversityCompressor(top_n=...) is now k=... (LangChain's name)",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            data = {**data, "k": data["top_n"]}
+            del data["top_n"]
+        return data
+
     @field_validator("method")
     @classmethod
     def _check_method(cls, v):
@@ -95,8 +148,12 @@ class DiversityCompressor(BaseDocumentCompressor):
     @field_validator("order")
     @classmethod
     def _check_order(cls, v):
-        _parse_order(v)
-        return v
+        return check_order(v, "order")
+
+    @model_validator(mode="after")
+    def _check_size(self):
+        check_size(self.k, self.token_budget, default_k=DEFAULT_K)
+        return self
 
     def _get_encoder(self):
         if self._encoder is None:
@@ -113,9 +170,8 @@ class DiversityCompressor(BaseDocumentCompressor):
         ValueError
             If ``reward_key`` is set and a document lacks it or holds a non-number.
         """
+        k, budget = check_size(self.k, self.token_budget, default_k=DEFAULT_K)
         docs = list(documents)
-        if not docs or (self.top_n is None and self.token_budget is None):
-            return docs
         rewards = None
         if self.reward_key is not None:
             vals = []
@@ -128,21 +184,26 @@ class DiversityCompressor(BaseDocumentCompressor):
                     )
                 vals.append(float(v))
             rewards = np.asarray(vals)
+        keep = [j for j, d in enumerate(docs) if d.page_content.strip()]
+        if not keep:
+            return []
         enc = self._get_encoder()
-        emb = enc.embed_documents([d.page_content for d in docs])
-        query_emb = enc.embed_query(query) if rewards is None and query else None
-        counts = None
-        if self.token_budget is not None:
-            counts = count_many([d.page_content for d in docs], self.token_counter)
-        select = mmr_select if self.method == "mmr" else fps_select
-        picks = select(
-            emb,
-            rewards,
-            counts,
-            self.token_budget,
-            query_embedding=query_emb,
-            k=self.top_n,
+        texts = [docs[j].page_content for j in keep]
+        emb = embed_texts(enc, texts, cache=default_cache() if self.cache else None)
+        query_emb = enc.embed_query(query) if rewards is None and query and query.strip() else None
+        index = DiversityIndex.from_texts(
+            texts, enc, token_counter=self.token_counter, unit="text", embeddings=emb
+        )
+        result = index.search(
+            k=k,
+            token_budget=budget,
+            method=self.method,
             lambda_=self.lambda_,
             window=self.window,
+            order=self.order,
+            query_embedding=query_emb,
+            rewards=None if rewards is None else rewards[keep],
         )
-        return [docs[i] for i in order_selection(picks, None, self.order)]
+        return [
+            hit_to_document(h, docs[keep[h.source]], result.method, whole=True) for h in result.hits
+        ]

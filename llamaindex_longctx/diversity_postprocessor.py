@@ -1,43 +1,50 @@
 """LlamaIndex node postprocessor: keep a diverse, relevant subset of the retrieved nodes (MMR/FPS).
 
-Source: ``../shared/papers/002_1b3ce547c3231824.txt``, eq. 1 (MMR) and eq. 2 (FPS), with the
-recent-selection window ``w`` and the orderings of sec. 3.1.
+Source: Wang, Bi, Luo, Asur and Cheng, "Diversity Enhances an LLM's Performance in RAG and
+Long-context Task", 2025, arXiv:2502.09017 (https://arxiv.org/abs/2502.09017), eq. 1 (MMR) and
+eq. 2 (FPS), with the recent-selection window ``w`` and the orderings of sec. 3.1. The selection is
+:class:`longctx.DiversityIndex`; this class only translates nodes to it and hits back.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import numpy as np
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator, model_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
+from llamaindex_longctx._nodes import hit_to_node
 from longctx.checks import check_choice
-from longctx.diversity import (
-    METHODS,
-    _parse_order,
-    fps_select,
-    mmr_select,
-    order_selection,
-)
-from longctx.embeddings import get_encoder
-from longctx.tokens import count_many
+from longctx.diversity import METHODS, DiversityIndex
+from longctx.diversity.ordering import check_order
+from longctx.embeddings import default_cache, embed_texts, get_encoder
+from longctx.selection import check_size
+
+#: nodes kept when neither ``top_n`` nor ``token_budget`` is given
+DEFAULT_TOP_N = 5
 
 
 class DiversityPostprocessor(BaseNodePostprocessor):
     """Select nodes by relevance *and* diversity (MMR or FPS), within ``top_n`` or a token budget.
 
-    Node embeddings are reused when the nodes carry them (``node.node.embedding``, all or none);
-    otherwise the node texts are embedded with ``embed_model`` (a LlamaIndex ``BaseEmbedding``, or
-    the default all-MiniLM-L6-v2). The query is embedded with ``embed_model`` too (unless the
-    ``QueryBundle`` carries its embedding), so pass the model that made the node embeddings. The reward is the cosine similarity to the query
-    (``reward="similarity"``; without a query, to the mean node: summarization mode) or the
+    With no size given, the ``DEFAULT_TOP_N`` (5) best nodes are kept. Each node is one unit (no
+    chunking). Node embeddings are reused when the nodes carry them (``node.node.embedding``, all
+    or none); otherwise the node texts (with their embed metadata) are embedded with
+    ``embed_model`` (a LlamaIndex ``BaseEmbedding``, or the default all-MiniLM-L6-v2), and the
+    vectors are kept in a bounded cache keyed by the text's SHA-256
+    (:func:`longctx.embeddings.default_cache`), so nodes seen again are not embedded again. The
+    query is embedded with ``embed_model`` too (unless the ``QueryBundle`` carries its embedding),
+    so pass the model that made the node embeddings. The reward is the cosine similarity to the
+    query (``reward="similarity"``; without a query, to the mean node: summarization mode) or the
     retriever's node score (``reward="node_score"``, min-max rescaled to [0, 1]; a missing score
-    counts as the lowest).
+    counts as the lowest). Nodes without text are left out.
 
-    Returned nodes are the input ``NodeWithScore`` objects' nodes (same ids and metadata) with their
-    original scores, in the ``order`` asked for.
+    Returned nodes are copies of the input nodes (same ids, content and relationships) whose
+    metadata holds the user's keys plus ``longctx.types.METADATA_KEYS`` (hidden from the LLM and
+    the embedder); their score is the reward used (cosine similarity, or the node score).
 
     Examples
     --------
@@ -52,17 +59,25 @@ class DiversityPostprocessor(BaseNodePostprocessor):
     window: int | None = Field(
         default=None, ge=1, description="Diversity against the last `window` picks; None = all."
     )
-    top_n: int | None = Field(default=None, ge=1, description="Most nodes to keep.")
+    top_n: int | None = Field(
+        default=None,
+        description=f"Most nodes to keep (int >= 1); {DEFAULT_TOP_N} when no token_budget.",
+    )
     token_budget: int | None = Field(
-        default=None, ge=0, description="Most tokens to keep (counted by `token_counter`)."
+        default=None,
+        description="Most tokens to keep (int >= 1, counted by `token_counter`), instead of top_n.",
     )
     order: str = Field(
         default="score",
         description="'score' (selection order), 'document' (by ref_doc_id then start_char_idx "
-        "when all kept nodes have it, else input order) or 'm:n' interleaving.",
+        "when all nodes have it, else input order) or 'm:n' interleaving.",
     )
     reward: str = Field(
         default="similarity", description="'similarity' to the query, or 'node_score'."
+    )
+    cache: bool = Field(
+        default=True,
+        description="Reuse embeddings of node texts seen before (bounded LRU by content hash).",
     )
     embed_model: Any = Field(
         default=None,
@@ -87,8 +102,12 @@ class DiversityPostprocessor(BaseNodePostprocessor):
     @field_validator("order")
     @classmethod
     def _check_order(cls, v):
-        _parse_order(v)
-        return v
+        return check_order(v, "order")
+
+    @model_validator(mode="after")
+    def _check_size(self):
+        check_size(self.top_n, self.token_budget, default_k=DEFAULT_TOP_N)
+        return self
 
     @classmethod
     def class_name(cls) -> str:
@@ -102,52 +121,58 @@ class DiversityPostprocessor(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        nodes = list(nodes)
-        if not nodes:
+        k, budget = check_size(self.top_n, self.token_budget, default_k=DEFAULT_TOP_N)
+        keep = [j for j, n in enumerate(nodes) if n.node.get_content().strip()]
+        if not keep:
             return []
-        if self.top_n is None and self.token_budget is None:
-            return nodes  # nothing asked to cut
-        texts = [n.node.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
-        stored = [n.node.embedding for n in nodes]
+        if self.order == "document":  # sources in document order: hits come back in it
+            start = {j: nodes[j].node.start_char_idx for j in keep}
+            if all(s is not None for s in start.values()):
+                keep.sort(key=lambda j: (str(nodes[j].node.ref_doc_id or ""), start[j]))
+        stored = [nodes[j].node.embedding for j in keep]
         enc = None
         if all(e is not None for e in stored) and len({len(e) for e in stored}) == 1:
             emb = np.asarray(stored, dtype=np.float32)
         else:
             enc = self._get_encoder()
-            emb = enc.embed_documents(texts)
-        query_emb = None
-        if query_bundle is not None and self.reward == "similarity":
-            if query_bundle.embedding is not None:
-                query_emb = np.asarray(query_bundle.embedding, dtype=np.float32)
-            else:
-                query_emb = (enc or self._get_encoder()).embed_query(query_bundle.query_str)
-        rewards = None
+            emb = embed_texts(
+                enc,
+                [nodes[j].node.get_content(metadata_mode=MetadataMode.EMBED) for j in keep],
+                cache=default_cache() if self.cache else None,
+            )
+        query_emb = rewards = None
         if self.reward == "node_score":
-            raw = np.array([np.nan if n.score is None else n.score for n in nodes], float)
-            rewards = np.where(np.isnan(raw), np.nanmin(raw) if (~np.isnan(raw)).any() else 0, raw)
-        counts = None
-        if self.token_budget is not None:
-            counts = count_many([n.node.get_content() for n in nodes], self.token_counter)
-        select = mmr_select if self.method == "mmr" else fps_select
-        picks = select(
-            emb,
-            rewards,
-            counts,
-            self.token_budget,
-            query_embedding=query_emb,
-            k=self.top_n,
+            raw = np.array([np.nan if nodes[j].score is None else nodes[j].score for j in keep])
+            missing = np.isnan(raw)
+            rewards = np.where(missing, np.nanmin(raw) if (~missing).any() else 0.0, raw)
+        elif query_bundle is not None and query_bundle.embedding is not None:
+            query_emb = query_bundle.embedding
+        elif query_bundle is not None and query_bundle.query_str.strip():
+            query_emb = (enc or self._get_encoder()).embed_query(query_bundle.query_str)
+        index = DiversityIndex.from_texts(
+            [nodes[j].node.get_content() for j in keep],
+            enc,
+            token_counter=self.token_counter,
+            unit="text",
+            embeddings=emb,
+        )
+        result = index.search(
+            k=k,
+            token_budget=budget,
+            method=self.method,
             lambda_=self.lambda_,
             window=self.window,
+            order=self.order,
+            query_embedding=query_emb,
+            rewards=rewards,
         )
-        if self.order == "document":
-            starts = [getattr(nodes[i].node, "start_char_idx", None) for i in picks]
-            if all(s is not None for s in starts):
-                key = {
-                    i: (str(nodes[i].node.ref_doc_id or ""), s, i) for i, s in zip(picks, starts)
-                }
-                picks = sorted(picks, key=key.__getitem__)
-            else:
-                picks = sorted(picks)
-        else:
-            picks = order_selection(picks, None, self.order)
-        return [nodes[i] for i in picks]
+        return [
+            hit_to_node(h, nodes[keep[h.source]].node, result.method, whole=True)
+            for h in result.hits
+        ]
+
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        # embedding and selection are model / CPU work: keep the event loop free
+        return await asyncio.to_thread(self._postprocess_nodes, nodes, query_bundle)

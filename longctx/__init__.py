@@ -35,6 +35,7 @@ _LAZY = {
     "fps_select": "longctx.diversity",
     "order_selection": "longctx.diversity",
     "diversify": "longctx.diversity",
+    "DiversityIndex": "longctx.diversity",
     "get_encoder": "longctx.embeddings",
     "load_tokenizer": "longctx.models",
 }

@@ -5,12 +5,23 @@ run with sentence-transformers, loaded lazily and once per (path, device). Any L
 ``BaseEmbedding`` or LangChain ``Embeddings`` object works too: they are recognised by their
 methods (``get_text_embedding_batch`` / ``get_query_embedding`` and ``embed_documents`` /
 ``embed_query``), so this module never imports either framework.
+
+Every encoder has an identity (:attr:`Encoder.name`, :attr:`Encoder.dim`), saved with an index
+and checked when it is loaded. :func:`embed_texts` embeds many texts in batches with a progress
+bar and logs the throughput; given an :class:`EmbeddingCache` (a bounded LRU keyed by the
+encoder's :attr:`~Encoder.cache_key` and the SHA-256 of each text) it embeds only the texts it has
+not seen, so the postprocessors that see the same nodes again do not embed them again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -25,7 +36,16 @@ __all__ = [
     "get_encoder",
     "default_model_path",
     "l2_normalize",
+    "EmbeddingCache",
+    "default_cache",
+    "embed_texts",
+    "DEFAULT_MODEL_NAME",
 ]
+
+logger = logging.getLogger(__name__)
+
+#: identity of the default encoder (all-MiniLM-L6-v2, 384 dimensions), as saved with an index
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 _MODEL_CACHE: dict[tuple[str, str], object] = {}
 _LOCK = threading.Lock()
@@ -68,6 +88,22 @@ class Encoder:
 
     dim: int | None = None
 
+    @property
+    def name(self) -> str:
+        """Identity of the model, saved with an index (e.g. ``"sentence-transformers/..."``)."""
+        return f"{type(self).__module__}.{type(self).__qualname__}"
+
+    @property
+    def cache_key(self) -> str:
+        """Key of this encoder in an :class:`EmbeddingCache`: the :attr:`name` when it names a
+        model; otherwise the name plus the object's ``id`` (two unnamed callables never share
+        cached vectors)."""
+        return f"{self.name}@{id(self):x}"
+
+    def identity(self) -> dict:
+        """``{"name": str, "dim": int | None}`` (``dim`` is known once something was embedded)."""
+        return {"name": self.name, "dim": self.dim}
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts``: ``(len(texts), dim) float32``, rows L2-normalized.
 
@@ -98,6 +134,35 @@ class Encoder:
 
     def _embed_query(self, query: str):
         return self._embed_documents([query])[0]
+
+
+_torch_lock = threading.Lock()
+_torch_active = 0
+_torch_saved: int | None = None
+
+
+@contextmanager
+def _one_torch_thread():
+    """One torch thread while a query is embedded (a few milliseconds of work): waking a second
+    thread costs more than it saves, and on a busy machine it turns ~20 ms into ~1 s (measured on
+    this project's shared 2-core machine). Process-wide like torch's setting: the first query to
+    start sets 1, the last one to end restores the user's count; a batch embedded meanwhile in
+    another thread runs with one thread too (speed only, never results)."""
+    global _torch_active, _torch_saved
+    import torch
+
+    with _torch_lock:
+        _torch_active += 1
+        if _torch_active == 1:
+            _torch_saved = torch.get_num_threads()
+            torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        with _torch_lock:
+            _torch_active -= 1
+            if _torch_active == 0 and _torch_saved is not None:
+                torch.set_num_threads(_torch_saved)
 
 
 def default_model_path() -> str:
@@ -144,6 +209,14 @@ class SentenceTransformerEncoder(Encoder):
         self.show_progress_bar = show_progress_bar
 
     @property
+    def name(self) -> str:
+        return self.model_path or DEFAULT_MODEL_NAME
+
+    @property
+    def cache_key(self) -> str:
+        return f"sentence-transformers:{self.name}"
+
+    @property
     def model(self):
         path = self.model_path or default_model_path()
         device = self.device
@@ -169,12 +242,27 @@ class SentenceTransformerEncoder(Encoder):
             show_progress_bar=self.show_progress_bar,
         )
 
+    def _embed_query(self, query):
+        model = self.model  # load outside the one-thread section
+        with _one_torch_thread():
+            return model.encode(
+                [query], convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            )[0]
+
 
 class LlamaIndexEncoder(Encoder):
     """A LlamaIndex ``BaseEmbedding`` (``get_text_embedding_batch`` / ``get_query_embedding``)."""
 
     def __init__(self, embed_model):
         self.embed_model = embed_model
+
+    @property
+    def name(self) -> str:
+        return _model_name("llamaindex", self.embed_model)
+
+    @property
+    def cache_key(self) -> str:
+        return _named_key(self.name, self.embed_model)
 
     def _embed_documents(self, texts):
         return self.embed_model.get_text_embedding_batch(texts)
@@ -189,6 +277,14 @@ class LangChainEncoder(Encoder):
     def __init__(self, embeddings):
         self.embeddings = embeddings
 
+    @property
+    def name(self) -> str:
+        return _model_name("langchain", self.embeddings)
+
+    @property
+    def cache_key(self) -> str:
+        return _named_key(self.name, self.embeddings)
+
     def _embed_documents(self, texts):
         return self.embeddings.embed_documents(texts)
 
@@ -202,6 +298,11 @@ class CallableEncoder(Encoder):
 
     def __init__(self, fn: Callable):
         self.fn = fn
+
+    @property
+    def name(self) -> str:
+        fn = self.fn
+        return f"callable:{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
 
     def _embed_documents(self, texts):
         return self.fn(texts)
@@ -243,3 +344,168 @@ def get_encoder(encoder=None, *, device: str | None = None) -> Encoder:
         "encoder must be None, a model path, a LlamaIndex BaseEmbedding, a LangChain Embeddings, "
         f"a sentence-transformers model or a callable, got {type(encoder).__name__}"
     )
+
+
+_NAME_ATTRS = ("model_name", "model", "model_id", "model_path")
+
+
+def _model_name(framework: str, obj) -> str:
+    """``"<framework>:<class>:<model name>"`` when the object names its model, else without it."""
+    base = f"{framework}:{type(obj).__name__}"
+    for attr in _NAME_ATTRS:
+        v = getattr(obj, attr, None)
+        if isinstance(v, str) and v and v.lower() not in ("unknown", "none", "default"):
+            return f"{base}:{v}"
+    return base
+
+
+def _named_key(name: str, obj) -> str:
+    # a model name identifies the vectors; a bare class name does not (two configurations of one
+    # class may differ), so those are keyed by object
+    return name if name.count(":") >= 2 else f"{name}@{id(obj):x}"
+
+
+class EmbeddingCache:
+    """A bounded, thread-safe LRU of text embeddings keyed by (encoder, SHA-256 of the text).
+
+    Parameters
+    ----------
+    max_entries : int >= 1, default 50_000
+        Most vectors kept (least recently used ones are dropped first); 50,000 MiniLM vectors
+        take 77 MB (384 float32 each).
+
+    Notes
+    -----
+    The key is ``(encoder.cache_key, sha256(text))``: the same text embedded by the same model
+    is reused whatever node or document it came from; a different model never sees another's
+    vectors.
+    """
+
+    def __init__(self, max_entries: int = 50_000):
+        from longctx.checks import check_int
+
+        self.max_entries = check_int(max_entries, "max_entries", minimum=1)
+        self._data: OrderedDict[tuple[str, bytes], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self.hits = self.misses = 0
+
+    def get(self, key: tuple[str, bytes]) -> np.ndarray | None:
+        with self._lock:
+            v = self._data.get(key)
+            if v is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return v
+
+    def put(self, key: tuple[str, bytes], vector: np.ndarray) -> None:
+        v = np.array(vector, dtype=np.float32, copy=True)
+        v.flags.writeable = False
+        with self._lock:
+            self._data[key] = v
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+
+
+_DEFAULT_CACHE = EmbeddingCache()
+
+
+def default_cache() -> EmbeddingCache:
+    """The process-wide :class:`EmbeddingCache` used by the diversity postprocessor and
+    compressor (50,000 vectors)."""
+    return _DEFAULT_CACHE
+
+
+def embed_texts(
+    encoder,
+    texts: Sequence[str],
+    *,
+    cache: EmbeddingCache | None = None,
+    batch_size: int = 256,
+    progress: bool | None = False,
+    desc: str = "embedding",
+) -> np.ndarray:
+    """Embed many texts once, in batches, with a progress bar; reuse cached vectors.
+
+    Parameters
+    ----------
+    encoder : anything :func:`get_encoder` accepts
+    texts : sequence of str
+    cache : EmbeddingCache, optional
+        Vectors already computed for the same encoder and text are taken from it; new ones are
+        added; a text repeated within ``texts`` is then embedded once.
+    batch_size : int >= 1, default 256
+        Texts per call of the encoder (the progress bar advances per batch).
+    progress : bool or None, default False
+        Show a tqdm bar on stderr; ``None``: tqdm decides (shown on a terminal).
+    desc : str
+        Label of the progress bar.
+
+    Returns
+    -------
+    (len(texts), dim) float32, rows L2-normalized.
+
+    Notes
+    -----
+    The throughput (texts per second) is logged at INFO level on ``longctx.embeddings``.
+    """
+    from tqdm.auto import tqdm
+
+    from longctx.checks import check_int
+
+    enc = get_encoder(encoder)
+    texts = _check_texts(texts)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    n = len(texts)
+    rows: list[np.ndarray | None] = [None] * n
+    todo = list(range(n))
+    keys = None
+    if cache is not None:
+        ck = enc.cache_key
+        keys = [(ck, hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest()) for t in texts]
+        first: dict[tuple[str, bytes], int] = {}
+        todo = []
+        for j, key in enumerate(keys):
+            v = cache.get(key)
+            if v is not None:
+                rows[j] = v
+            elif key not in first:
+                first[key] = j
+                todo.append(j)
+    t0 = time.perf_counter()
+    if todo:
+        with tqdm(total=len(todo), desc=desc, unit="text", disable=progress is False) as bar:
+            for a in range(0, len(todo), batch_size):
+                idx = todo[a : a + batch_size]
+                out = enc.embed_documents([texts[j] for j in idx])
+                for j, v in zip(idx, out):
+                    rows[j] = v
+                    if cache is not None:
+                        cache.put(keys[j], v)
+                bar.update(len(idx))
+        dt = time.perf_counter() - t0
+        logger.info(
+            "embedded %d texts in %.2f s (%.1f texts/s) with %s",
+            len(todo),
+            dt,
+            len(todo) / dt if dt > 0 else float("inf"),
+            enc.name,
+        )
+    if cache is not None and len(todo) < n:
+        for j in range(n):  # repeats of a text embedded in this call
+            if rows[j] is None:
+                rows[j] = rows[first[keys[j]]]
+    if n == 0:
+        return np.zeros((0, enc.dim or 0), np.float32)
+    return np.ascontiguousarray(np.stack(rows), dtype=np.float32)

@@ -235,13 +235,16 @@ def test_cli_diversify_units_uses_scores_as_rewards(monkeypatch):
 @pytest.mark.parametrize("pool_size", [64, 2048])
 def test_lazy_pool_path_equals_dense_loop(method, pool_size, monkeypatch):
     """window=None runs the lazy candidate-pool greedy; it must pick what the dense loop picks."""
-    from longctx import diversity
-    from longctx.diversity import _dense_greedy, _lazy_greedy, _max_picks, _prepare
+    from longctx.diversity import lazy
+    from longctx.diversity.dense import dense_greedy as _dense_greedy
+    from longctx.diversity.inputs import max_picks as _max_picks
+    from longctx.diversity.inputs import prepare as _prepare
+    from longctx.diversity.lazy import lazy_greedy as _lazy_greedy
 
     # a small pool and small catch-up chunks: many rebuilds, chunks of rows with mixed staleness
-    monkeypatch.setattr(diversity, "_POOL_SIZE", pool_size)
-    monkeypatch.setattr(diversity, "_CATCH_UP_ROWS", 16)
-    monkeypatch.setattr(diversity, "_PROBE_DIM", 8)  # probes on (24 > 2 * 8 dimensions)
+    monkeypatch.setattr(lazy, "_POOL_SIZE", pool_size)
+    monkeypatch.setattr(lazy, "_CATCH_UP_ROWS", 16)
+    monkeypatch.setattr(lazy, "_PROBE_DIM", 8)  # probes on (24 > 2 * 8 dimensions)
     rng = np.random.default_rng(7)
     for lam, noise in [(0.0, 0.7), (0.3, 0.7), (0.5, 0.7), (0.6, 0.7), (0.9, 0.7), (1.0, 0.7)] + [
         # near-duplicates: 40 tight groups (not tighter: FPS's sqrt(2 - 2 cos) magnifies float32

@@ -78,7 +78,7 @@ def test_bad_inputs_and_outputs():
 
 
 @pytest.mark.slow
-def test_minilm_default_encoder_and_diversify():
+def test_minilm_default_encoder_and_diversify(tmp_path):
     from longctx.diversity import diversify
 
     enc = get_encoder()
@@ -97,3 +97,42 @@ def test_minilm_default_encoder_and_diversify():
     mmr = diversify(text, "Where did the cat sit?", k=2, lambda_=0.5, encoder=enc)
     assert all("cat" in p.text for p in plain)
     assert sum("cat" in p.text for p in mmr) == 1
+    # an index built with the default encoder reloads it by name (identity saved, dim checked)
+    from longctx import DiversityIndex
+
+    index = DiversityIndex.from_texts(text)
+    index.save(tmp_path / "idx")
+    loaded = DiversityIndex.load(tmp_path / "idx")
+    assert loaded.encoder_identity == {"name": enc.name, "dim": 384}
+    q = "Where did the cat sit?"
+    assert loaded.search(q, k=2).hits == index.search(q, k=2).hits == tuple(mmr)
+
+
+def test_encoder_identity_and_cache_keys():
+    from longctx.embeddings import DEFAULT_MODEL_NAME
+
+    st = get_encoder(None)
+    assert st.name == DEFAULT_MODEL_NAME and st.identity() == {
+        "name": DEFAULT_MODEL_NAME,
+        "dim": None,
+    }
+    assert st.cache_key == get_encoder(None).cache_key  # same model, same cached vectors
+
+    class Named(FakeLangChain):
+        model_name = "my-model"
+
+    class Unknown(FakeLlamaIndex):
+        model_name = "unknown"
+
+    a, b = get_encoder(Named()), get_encoder(Named())
+    assert a.name == "langchain:Named:my-model" and a.cache_key == b.cache_key
+    u1, u2 = get_encoder(Unknown()), get_encoder(Unknown())
+    assert u1.name == "llamaindex:Unknown" and u1.cache_key != u2.cache_key  # unnamed: per object
+
+    def batch(texts):
+        return np.array([_vec(t) for t in texts])
+
+    f = get_encoder(batch)
+    assert f.name.endswith(".batch") and f.name.startswith("callable:tests.test_embeddings.")
+    f.embed_documents(["abc"])
+    assert f.identity()["dim"] == 3

@@ -1,25 +1,26 @@
 """``longctx retrieve --method mmr|fps`` and the ``--diversify`` step of the other methods.
 
-Units are sentences (:func:`longctx.text.split_sentences`), embedded with all-MiniLM-L6-v2;
-selection by :func:`longctx.diversity.mmr_select` / :func:`~longctx.diversity.fps_select`
-(``../shared/papers/002_1b3ce547c3231824.txt``, eq. 1 and 2), printed in document order.
+Units are sentences (:func:`longctx.text.split_sentences`), embedded once with all-MiniLM-L6-v2
+into a :class:`longctx.DiversityIndex`; selection by MMR / FPS (Wang, Bi, Luo, Asur and Cheng,
+"Diversity Enhances an LLM's Performance in RAG and Long-context Task", 2025, arXiv:2502.09017,
+eq. 1 and 2), hits in document order.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from longctx.diversity import compute_rewards, fps_select, mmr_select, order_selection
+from longctx.diversity import DiversityIndex
 from longctx.embeddings import SentenceTransformerEncoder
-from longctx.text import split_sentences
-from longctx.tokens import count_many
-from longctx.types import Passage
+from longctx.types import Passage, SearchResult
 
 
 def _encoder(args) -> SentenceTransformerEncoder:
-    return SentenceTransformerEncoder(
-        device=getattr(args, "device", None), show_progress_bar=bool(getattr(args, "progress", 0))
-    )
+    return SentenceTransformerEncoder(device=getattr(args, "device", None))
+
+
+def _progress(args) -> bool:
+    return bool(getattr(args, "progress", False))
 
 
 def _size(args) -> dict:
@@ -30,11 +31,9 @@ def _size(args) -> dict:
     return {"k": k} if budget is None else {"token_budget": budget}
 
 
-def _passages(text, spans, picks, shown) -> list[Passage]:
-    return [
-        Passage(spans[i][0], spans[i][1], text[spans[i][0] : spans[i][1]], float(shown[i]), i)
-        for i in order_selection(picks, None, "document")
-    ]
+def build_index(text: str, args) -> DiversityIndex:
+    """The sentences of ``text`` embedded once (progress bar when ``args.progress``)."""
+    return DiversityIndex.from_texts(text, _encoder(args), progress=_progress(args))
 
 
 def score_units(text: str, query: str, args):
@@ -49,34 +48,20 @@ def score_units(text: str, query: str, args):
     token_counts : (n,) int64
         :func:`longctx.tokens.count_tokens` of each sentence.
     """
-    spans = split_sentences(text)
-    texts = [text[a:b] for a, b in spans]
-    if not spans:
-        return spans, np.zeros(0), np.zeros(0, np.int64)
-    enc = _encoder(args)
-    emb = enc.embed_documents(texts)
-    return spans, compute_rewards(emb, enc.embed_query(query)), count_many(texts)
+    index = build_index(text, args)
+    spans = [(a, b) for _, a, b in index.spans()]
+    return spans, index.rewards(query), np.array(index.token_counts)
 
 
-def run(text: str, query: str, args) -> list[Passage]:
+def run(text: str, query: str, args) -> SearchResult:
     """MMR or FPS (``args.method``) over the sentences of ``text``, ``args.k`` or ``args.budget``.
 
-    Passages come in document order; ``score`` is the sentence's cosine similarity to the query.
+    Returns the :class:`~longctx.types.SearchResult`: hits in document order, ``score`` being the
+    sentence's cosine similarity to the query; ``timings`` of the query.
     """
     size = _size(args)
-    select = fps_select if args.method == "fps" else mmr_select
-    spans = split_sentences(text)
-    if not spans:
-        return []
-    texts = [text[a:b] for a, b in spans]
-    enc = _encoder(args)
-    emb = enc.embed_documents(texts)
-    q = enc.embed_query(query)
-    counts = count_many(texts)
-    picks = select(
-        emb, None, counts, query_embedding=q, lambda_=args.lambda_, window=args.window, **size
-    )
-    return _passages(text, spans, picks, compute_rewards(emb, q))
+    index = build_index(text, args)
+    return index.search(query, method=args.method, lambda_=args.lambda_, window=args.window, **size)
 
 
 def diversify_units(text: str, spans, scores, token_counts, query: str, args) -> list[Passage]:
@@ -116,7 +101,8 @@ def diversify_units(text: str, spans, scores, token_counts, query: str, args) ->
     size = _size(args)
     if not spans:
         return []
-    texts = [text[a:b] for a, b in spans]
-    emb = _encoder(args).embed_documents(texts)
-    picks = mmr_select(emb, scores, token_counts, lambda_=args.lambda_, window=args.window, **size)
-    return _passages(text, spans, picks, scores)
+    index = DiversityIndex.from_units(
+        [text], [spans], _encoder(args), token_counts=token_counts, progress=_progress(args)
+    )
+    result = index.search(rewards=scores, lambda_=args.lambda_, window=args.window, **size)
+    return list(result.hits)
