@@ -98,13 +98,13 @@ def test_cached_second_query_equals_fresh_and_costs_only_query(model, tok):
     counter = _Counter(model)
     try:
         second = cached.reaction_vector(CONTEXT, q2)
-        n_windows = len(cached._get_doc(CONTEXT, build=False).windows)
+        n_windows = len(cached._layout(CONTEXT).windows)
         assert n_windows > 1
         q_len = len(cached._query_ids(q2))
         assert counter.lengths == [q_len] * n_windows  # only the query tokens ran
     finally:
         counter.close()
-    fresh = ReactionScorer(model, tok, max_window=64, max_query_tokens=16, cache_size=0)
+    fresh = ReactionScorer(model, tok, max_window=64, max_query_tokens=16, cache_bytes=0)
     np.testing.assert_allclose(second, fresh.reaction_vector(CONTEXT, q2), atol=1e-7, rtol=1e-5)
     # and the first query again, after the cache was cropped back: same as before
     np.testing.assert_allclose(
@@ -115,13 +115,15 @@ def test_cached_second_query_equals_fresh_and_costs_only_query(model, tok):
     )
 
 
-def test_lru_cache_size(model, tok):
+def test_layout_lru_and_clear_cache(model, tok):
     scorer = ReactionScorer(model, tok, cache_size=1)
     scorer.reaction_vector(CONTEXT, QUERY)
     scorer.reaction_vector(CONTEXT + " The end.", QUERY)
-    assert len(scorer._docs) == 1
+    info = scorer.cache_info()
+    assert info["layouts"] == 1 and info["windows"] == 2 and info["misses"] == 2
     scorer.clear_cache()
-    assert len(scorer._docs) == 0
+    info = scorer.cache_info()
+    assert info["layouts"] == info["windows"] == info["bytes"] == info["misses"] == 0
 
 
 def test_scores_gmean_and_mean(model, tok):
@@ -149,24 +151,24 @@ def test_scores_gmean_and_mean(model, tok):
 
 
 def test_windows_cover_every_token_and_sentence(model, tok, eager):
-    scorer = ReactionScorer(model, tok, max_window=48, max_query_tokens=16)
+    scorer = ReactionScorer(model, tok, max_window=60, max_query_tokens=16)
     ids, sentences, spans = scorer.encode_context(CONTEXT)
     vec = scorer.reaction_vector(CONTEXT, QUERY)
-    doc = scorer._get_doc(CONTEXT, build=False)
-    assert len(doc.windows) >= 3
+    windows = scorer._layout(CONTEXT).windows
+    assert len(windows) >= 3
     assert vec.shape == (len(ids),) and np.all(np.isfinite(vec))
-    assert doc.windows[0].t0 == 0 and doc.windows[-1].t1 == len(ids)
+    assert windows[0][0] == 0 and windows[-1][1] == len(ids)
     starts = {s for s, _ in spans}
-    for w, nxt in zip(doc.windows, doc.windows[1:]):
-        assert w.t1 == nxt.t0 and w.t1 - w.t0 <= 32 and w.t1 in starts  # cut at sentence starts
+    for (a, b), (c, _) in zip(windows, windows[1:]):
+        assert b == c and b - a <= 32 and b in starts  # cut at sentence starts
     scored = scorer.score_sentences(CONTEXT, QUERY)
     assert [s.index for s in scored] == list(range(len(sentences)))
     assert [(s.start, s.end) for s in scored] == sentences
     # each window is eq. 1 on its own tokens
-    w = doc.windows[1]
+    a, b = windows[1]
     q_ids = scorer._query_ids(QUERY)
-    ref = naive_reaction(eager, ids[w.t0 : w.t1], q_ids, [1])
-    np.testing.assert_allclose(vec[w.t0 : w.t1], ref, atol=1e-7, rtol=1e-4)
+    ref = naive_reaction(eager, ids[a:b], q_ids, [1], scorer._suffix_ids)
+    np.testing.assert_allclose(vec[a:b], ref, atol=1e-7, rtol=1e-4)
 
 
 def test_sentence_longer_than_window_is_split_at_token_level(model, tok):
@@ -175,10 +177,10 @@ def test_sentence_longer_than_window_is_split_at_token_level(model, tok):
     scorer = ReactionScorer(model, tok, max_window=40, max_query_tokens=8)
     ids, sentences, spans = scorer.encode_context(text)
     vec = scorer.reaction_vector(text, "Who ran?")
-    doc = scorer._get_doc(text, build=False)
+    windows = scorer._layout(text).windows
     assert vec.shape == (len(ids),)
-    assert max(w.t1 - w.t0 for w in doc.windows) <= 32
-    assert len(doc.windows) >= 5
+    assert max(b - a for a, b in windows) <= 40 - 8 - len(scorer._suffix_ids)
+    assert len(windows) >= 5
     assert len(scorer.score_sentences(text, "Who ran?")) == len(sentences) == 3
 
 
