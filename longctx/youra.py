@@ -43,7 +43,8 @@ The cache holds, per window, its KV cache (``2 * layers * kv_heads * head_dim`` 
 about 46 kB a token for SmolLM2-135M in float32, 23 kB in bfloat16) and its baseline column sums
 (8 bytes a token). Its total stays under ``cache_bytes`` (default 2 GiB): when a new window does
 not fit, the least recently used windows are evicted; a window larger than the whole budget is
-not cached. **An evicted window is recomputed (one context pass) when a later query needs it**,
+not cached. Windows are keyed by their tokens, so identical windows (a text given twice, or
+the same text in two indexes on one scorer) share one entry. **An evicted window is recomputed (one context pass) when a later query needs it**,
 so the results never depend on the budget, only the time does. Windows already cached are scored
 first in each query, so with a corpus larger than the budget every query reuses a full budget of
 windows instead of evicting them before their turn (plain LRU over a sequential scan would reuse
@@ -399,7 +400,8 @@ class ReactionScorer:
         check_layers_spec(layers)
         check_choice(aggregate, "aggregate", AGGREGATES)
         check_choice(baseline, "baseline", BASELINES)
-        check_choice(cache_dtype, "cache_dtype", CACHE_DTYPES)
+        if cache_dtype is not None:
+            check_choice(cache_dtype, "cache_dtype", CACHE_DTYPES[1:])
         self.max_window = check_int(max_window, "max_window", minimum=4, allow_none=True)
         self.max_query_tokens = check_int(
             max_query_tokens, "max_query_tokens", minimum=1, allow_none=True

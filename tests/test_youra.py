@@ -296,3 +296,114 @@ def test_cli_module(model, tok, monkeypatch):
     assert all(CONTEXT[p.start : p.end] == p.text for p in passages)
     args.k, args.budget = None, 20
     assert sum(counts[p.index] for p in cli.run(CONTEXT, QUERY, args)) <= 20
+
+
+# -- the window cache under a byte budget ------------------------------------------------------
+
+# three copies told apart in every sentence, so that no two windows hold the same tokens
+LONG = " ".join(CONTEXT.replace(".", f" in {1860 + c}.") for c in range(3))
+QUERIES = [QUERY, "Where did the Rabbit go?"]
+
+
+def _window_bytes(scorer, text):
+    """Bytes one cached window of ``text`` takes (the largest), from an unbounded scorer."""
+    scorer.reaction_vector(text, QUERY)
+    return max(e.nbytes for e in scorer._windows.values())
+
+
+def test_eviction_under_tiny_budget_gives_the_unbounded_results(model, tok):
+    kw = dict(max_window=96, max_query_tokens=16)
+    full = ReactionScorer(model, tok, **kw)
+    one = _window_bytes(ReactionScorer(model, tok, **kw), LONG)
+    budget = int(2.5 * one)  # two windows of ~10 fit
+    small = ReactionScorer(model, tok, cache_bytes=budget, **kw)
+    n_windows = len(small._layout(LONG).windows)
+    assert n_windows >= 5
+    for _ in range(2):
+        for q in QUERIES:
+            ref = full.reaction_vector(LONG, q)
+            got = small.reaction_vector(LONG, q)
+            np.testing.assert_allclose(got, ref, atol=1e-7, rtol=1e-5)
+            info = small.cache_info()
+            assert info["bytes"] <= budget and info["peak_bytes"] <= budget
+            assert info["bytes"] == sum(e.nbytes for e in small._windows.values())
+    info = small.cache_info()
+    assert info["evictions"] > 0 and 2 <= info["windows"] < n_windows
+    # cached windows go first, so every query after the first reuses a full budget of windows
+    assert info["hits"] >= 2 * (2 * len(QUERIES) - 1)
+    assert full.cache_info()["evictions"] == 0
+    assert full.cache_info()["windows"] == n_windows
+
+
+def test_zero_budget_and_window_larger_than_budget(model, tok):
+    kw = dict(max_window=96, max_query_tokens=16)
+    ref = ReactionScorer(model, tok, **kw).reaction_vector(LONG, QUERY)
+    for budget in (0, 100):  # nothing fits
+        s = ReactionScorer(model, tok, cache_bytes=budget, **kw)
+        np.testing.assert_allclose(s.reaction_vector(LONG, QUERY), ref, atol=1e-7, rtol=1e-5)
+        info = s.cache_info()
+        assert info["windows"] == info["bytes"] == info["hits"] == 0
+        assert s.warm(LONG) == 0 or budget == 100
+
+
+def test_bfloat16_cache_halves_bytes_and_stays_close(model, tok):
+    kw = dict(max_window=96, max_query_tokens=16)
+    f32 = ReactionScorer(model, tok, **kw)
+    b16 = ReactionScorer(model, tok, cache_dtype="bfloat16", **kw)
+    ref = f32.reaction_vector(LONG, QUERY)
+    first = b16.reaction_vector(LONG, QUERY)
+    again = b16.reaction_vector(LONG, QUERY)  # from the cache: the same as the first query
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_allclose(first, ref, rtol=0.05, atol=5e-3 * ref.max())
+    kv32 = f32.cache_info()["bytes"] - sum(e.base_sums.nbytes for e in f32._windows.values())
+    kv16 = b16.cache_info()["bytes"] - sum(e.base_sums.nbytes for e in b16._windows.values())
+    assert kv16 * 2 == kv32
+    s32 = np.array([s.score for s in f32.score_sentences(LONG, QUERY)])
+    s16 = np.array([s.score for s in b16.score_sentences(LONG, QUERY)])
+    assert np.corrcoef(np.argsort(np.argsort(s32)), np.argsort(np.argsort(s16)))[0, 1] > 0.95
+
+
+def test_warm_fills_the_cache_up_to_the_budget(model, tok):
+    kw = dict(max_window=96, max_query_tokens=16)
+    s = ReactionScorer(model, tok, **kw)
+    n = len(s._layout(LONG).windows)
+    assert s.warm(LONG) == n and s.warm(LONG) == 0
+    counter = _Counter(model)
+    try:
+        s.reaction_vector(LONG, QUERY)
+        assert counter.n == n  # only query passes
+    finally:
+        counter.close()
+    one = max(e.nbytes for e in s._windows.values())
+    small = ReactionScorer(model, tok, cache_bytes=int(2.5 * one), **kw)
+    done = small.warm(LONG)
+    info = small.cache_info()
+    assert 2 <= info["windows"] < n and done <= info["windows"] + 1
+    assert info["bytes"] <= small.cache_bytes
+
+
+def test_progress_bar_total_is_the_windows(model, tok, capsys):
+    s = ReactionScorer(model, tok, max_window=96, max_query_tokens=16, show_progress=True)
+    s.reaction_vector(LONG, QUERY)
+    err = capsys.readouterr().err
+    n = len(s._layout(LONG).windows)
+    assert f"{n}/{n}" in err and "window" in err
+
+
+def test_bad_cache_arguments():
+    with pytest.raises(ValueError, match="cache_bytes"):
+        ReactionScorer(cache_bytes=-1)
+    with pytest.raises(TypeError, match="cache_bytes"):
+        ReactionScorer(cache_bytes=1.5)
+    with pytest.raises(ValueError, match="cache_dtype"):
+        ReactionScorer(cache_dtype="float16")
+    assert ReactionScorer().baseline == "instruction"
+
+
+def test_identical_windows_share_one_cache_entry(model, tok):
+    s = ReactionScorer(model, tok, max_window=64, max_query_tokens=16)
+    twice = CONTEXT + " " + CONTEXT
+    vec = s.reaction_vector(twice, QUERY)
+    lay = s._layout(twice)
+    assert len(set(lay.wkeys)) < len(lay.wkeys) and s.cache_info()["windows"] == len(set(lay.wkeys))
+    assert np.all(np.isfinite(vec))
