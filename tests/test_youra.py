@@ -407,3 +407,141 @@ def test_identical_windows_share_one_cache_entry(model, tok):
     lay = s._layout(twice)
     assert len(set(lay.wkeys)) < len(lay.wkeys) and s.cache_info()["windows"] == len(set(lay.wkeys))
     assert np.all(np.isfinite(vec))
+
+
+# -- YouraIndex: build once, query many ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus_index(model, tok):
+    from longctx.youra import YouraIndex
+    from tests._youra_helpers import TEXTS
+
+    return YouraIndex.from_texts(TEXTS + [CONTEXT], ReactionScorer(model, tok))
+
+
+def test_index_search_hits_sources_order_and_sizes(corpus_index):
+    from longctx.types import SearchResult
+
+    texts = corpus_index.texts
+    res = corpus_index.search(QUERY, k=5)
+    assert isinstance(res, SearchResult) and len(res) == 5
+    assert res.method == "youra" and res.mode == "instruction" and res.budget == {"k": 5}
+    assert {"score", "context", "query", "select"} <= set(res.timings)
+    keys = [(h.source, h.start) for h in res.hits]
+    assert keys == sorted(keys) and len({h.source for h in res.hits}) > 1
+    for h in res.hits:
+        assert texts[h.source][h.start : h.end] == h.text
+        spans, _ = corpus_index.units(h.source)
+        assert spans[h.index] == (h.start, h.end)
+    # the k best of one global ranking: every hit outscores every sentence left out
+    scores, _ = corpus_index.score_units(QUERY)
+    assert min(h.score for h in res.hits) >= np.sort(scores)[-5]
+    assert len(corpus_index.search(QUERY)) == 10  # DEFAULT_K
+    res = corpus_index.search(QUERY, token_budget=30)
+    used = sum(int(corpus_index.units(h.source)[1][h.index]) for h in res.hits)
+    assert 0 < used <= 30 and res.budget["token_budget"] == 30
+    capped = corpus_index.search(QUERY, token_budget=10_000, max_fraction=0.5)
+    assert len(capped) == corpus_index.n_sentences // 2
+    # the second query ran only query passes (the windows are cached)
+    assert res.info["cache_misses"] == 0 and res.info["cache_hits"] == res.info["windows"]
+
+
+def test_index_scores_are_the_scorers_times_the_window_length(corpus_index, model, tok):
+    from longctx.youra import YouraIndex
+
+    scorer = corpus_index.scorer
+    scores, _ = corpus_index.score_units(QUERY)
+    lay = corpus_index._layouts[3]
+    raw = [s.score for s in scorer.score_sentences(CONTEXT, QUERY)]
+    np.testing.assert_allclose(scores[-len(raw) :], np.asarray(raw) * len(lay.ids), rtol=1e-12)
+    # one text: the same sentences as ReactionScorer.select
+    one = YouraIndex.from_texts(CONTEXT, scorer, score_scale="none")
+    for kw, sel in (({"k": 3}, {"top_n": 3}), ({"token_budget": 25}, {"token_budget": 25})):
+        hits = one.search(QUERY, **kw).hits
+        chosen = scorer.select(CONTEXT, QUERY, **sel)
+        assert [(h.start, h.end, h.score) for h in hits] == [
+            (s.start, s.end, s.score) for s in chosen
+        ]
+
+
+def test_index_concurrent_searches_equal_sequential(corpus_index):
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = [QUERY, "Where did the Rabbit go?", "Who sat on the bank?", "What was hot?"] * 2
+    seq = [corpus_index.search(q, k=4).hits for q in queries]
+    with ThreadPoolExecutor(8) as pool:
+        par = list(pool.map(lambda q: corpus_index.search(q, k=4).hits, queries))
+    assert par == seq
+    assert not [a for a in vars(corpus_index) if "last" in a or "query" in a]
+
+
+def test_index_save_load_round_trip_and_errors(corpus_index, tmp_path):
+    import json
+
+    from longctx.persist import PersistError
+    from longctx.youra import YouraIndex
+
+    d = tmp_path / "idx"
+    corpus_index.save(d)
+    assert sorted(p.name for p in d.iterdir()) == [
+        "config.json",
+        "manifest.json",
+        "sentences.npz",
+        "texts.json",
+    ]
+    loaded = YouraIndex.load(d, scorer=corpus_index.scorer)
+    assert loaded.texts == corpus_index.texts
+    for kw in ({"k": 4}, {"token_budget": 20}):
+        assert loaded.search(QUERY, **kw).hits == corpus_index.search(QUERY, **kw).hits
+    cfg = json.loads((d / "config.json").read_text())
+    assert cfg["scorer"]["baseline"] == "instruction" and cfg["max_fraction"] == 0.8
+
+    def broken(name, how):
+        b = tmp_path / f"broken-{name}-{how}"
+        corpus_index.save(b)
+        f = b / name
+        if how == "missing":
+            f.unlink()
+        else:
+            f.write_bytes(f.read_bytes()[: len(f.read_bytes()) // 2])
+        return b, f
+
+    for name in ("config.json", "texts.json", "sentences.npz", "manifest.json"):
+        for how in ("missing", "truncated"):
+            b, f = broken(name, how)
+            with pytest.raises(PersistError, match=name.replace(".", r"\.")):
+                YouraIndex.load(b, scorer=corpus_index.scorer)
+    b = tmp_path / "version"
+    corpus_index.save(b)
+    m = json.loads((b / "manifest.json").read_text())
+    m["format_version"] = 99
+    (b / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(PersistError, match="version"):
+        YouraIndex.load(b, scorer=corpus_index.scorer)
+    b = tmp_path / "mismatch"
+    corpus_index.save(b)
+    (b / "texts.json").write_text(json.dumps(["only one text"]))
+    with pytest.raises(PersistError, match="sentences.npz"):
+        YouraIndex.load(b, scorer=corpus_index.scorer)
+
+
+def test_index_bad_arguments(corpus_index, model, tok):
+    from longctx.youra import YouraIndex
+
+    with pytest.raises(ValueError, match="texts"):
+        YouraIndex.from_texts([], ReactionScorer(model, tok))
+    with pytest.raises(TypeError, match="texts"):
+        YouraIndex.from_texts(3, ReactionScorer(model, tok))
+    with pytest.raises(ValueError, match="score_scale"):
+        YouraIndex.from_texts("Some text.", ReactionScorer(model, tok), score_scale="z")
+    with pytest.raises(ValueError, match="either scorer"):
+        YouraIndex.from_texts("Some text.", ReactionScorer(model, tok), baseline="paper")
+    with pytest.raises(ValueError, match="k"):
+        corpus_index.search(QUERY, k=0)
+    with pytest.raises(ValueError, match="at most one"):
+        corpus_index.search(QUERY, k=2, token_budget=5)
+    with pytest.raises(ValueError, match="query"):
+        corpus_index.search("  ")
+    with pytest.raises(ValueError, match="max_fraction"):
+        corpus_index.search(QUERY, token_budget=5, max_fraction=0)
