@@ -171,6 +171,77 @@ def bench_recall(data: Path, lengths: list[int], n_questions: int, n_questions_1
         print(f"{n_tok:>8} tokens, {nq} questions/task: " + "  ".join(row))
 
 
+WAR_AND_PEACE_QUESTIONS = [
+    "Whom did Natasha marry?",
+    "Why is Prince Andrew going to the war?",
+    "Who is Pierre's father?",
+    "What happened at the battle of Borodino?",
+    "Who burned Moscow?",
+    "What did Pierre inherit?",
+    "Who is Anatole Kuragin?",
+    "How did Prince Andrew die?",
+    "What did Nicholas lose at cards?",
+    "Who did Sonya love?",
+]
+INDEX_QUERIES = [
+    "What did the captain say about the white whale?",
+    "Who married the eldest daughter?",
+    "Where did the soldiers march after the battle?",
+    "Why was the ship late?",
+    "What did the letter say?",
+]
+
+
+def bench_index(data: Path, sizes: list[int]) -> None:
+    """Build once / query many: index build time and per-query time against the paper-literal
+    pipeline (query appended, TF-IDF refitted and graph rebuilt per query)."""
+    from longctx.mixpr import MixPRIndex
+
+    print("== build once, query many (seconds; 2-core CPU) ==")
+    print(
+        f"{'tokens':>9} {'chunks':>7} {'build':>7} {'query_ms':>9} {'query_max_ms':>13} "
+        f"{'literal_s':>10} {'speedup':>8} {'peakMB':>7}"
+    )
+    literal = MixPR(preset="paper")
+    for n_tok in sizes:
+        text = load_gutenberg(data, n_tok)
+        t0 = time.perf_counter()
+        index = MixPRIndex.from_texts(text)
+        build = time.perf_counter() - t0
+        index.search("warm up?", k=100)
+        times = []
+        for q in INDEX_QUERIES:
+            t0 = time.perf_counter()
+            index.search(q, k=100)
+            times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        literal.search(text, INDEX_QUERIES[0], k=100)
+        lit = time.perf_counter() - t0
+        med = float(np.median(times))
+        print(
+            f"{n_tok:>9} {index.n_units:>7} {build:7.2f} {med * 1e3:9.1f} {max(times) * 1e3:13.1f} "
+            f"{lit:10.2f} {lit / med:8.0f} {peak_rss_mb():7.0f}"
+        )
+
+
+def bench_agreement(data: Path) -> None:
+    """Top-100 overlap of the index path with the paper-literal path on War and Peace."""
+    from longctx.mixpr import MixPRIndex
+
+    text = (data / "gutenberg" / "2600-0.txt").read_text(encoding="utf-8-sig")
+    index = MixPRIndex.from_texts(text)
+    literal = MixPR(preset="paper")
+    print("== agreement with the paper-literal path, War and Peace, top-100 ==")
+    overlaps = []
+    for q in WAR_AND_PEACE_QUESTIONS:
+        a = index.search(q, k=100)
+        b = literal.search(text, q, k=100)
+        ov = len({h.start for h in a.hits} & {h.start for h in b.hits}) / 100
+        overlaps.append(ov)
+        print(f"  {ov:.2f}  {a.mode:>15} / {b.mode:<15} {q}")
+    print(f"  min {min(overlaps):.2f}  mean {np.mean(overlaps):.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
@@ -183,12 +254,18 @@ def main() -> None:
         help="run networkx only on graphs up to this many nodes",
     )
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--skip-index", action="store_true")
+    ap.add_argument("--skip-agreement", action="store_true")
     ap.add_argument("--skip-recall", action="store_true")
     args = ap.parse_args()
     if not (args.data / "gutenberg").is_dir():
         sys.exit(f"bench_mixpr: no Gutenberg data under {args.data} (use --data)")
     if not args.skip_speed:
         bench_speed(args.data, [10_000, 100_000, 1_000_000], args.nx_max_nodes)
+    if not args.skip_index:
+        bench_index(args.data, [10_000, 100_000, 1_000_000])
+    if not args.skip_agreement:
+        bench_agreement(args.data)
     if not args.skip_recall:
         bench_recall(args.data, [16_000, 128_000, 1_000_000], args.questions, args.questions_1m)
 

@@ -14,7 +14,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from longctx._validate import check_choice
+from longctx.checks import check_choice
 from longctx.diversity import METHODS, _parse_order, fps_select, mmr_select, order_selection
 from longctx.embeddings import get_encoder
 from longctx.tokens import count_many

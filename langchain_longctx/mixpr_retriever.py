@@ -1,4 +1,5 @@
-"""LangChain retriever for MixPR (003_66700b152cf6a0ed.txt, sec. 4)."""
+"""LangChain retriever for MixPR (Alonso and Millidge, "Mixture-of-PageRanks: Replacing
+Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078)."""
 
 from __future__ import annotations
 
@@ -14,38 +15,46 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from longctx._validate import check_choice, check_int, check_text
-from longctx.mixpr import MODES, MixPR
-from longctx.selection import select_top
-from longctx.text import chunk_words
-from longctx.tokens import count_many
+from langchain_longctx._documents import hit_to_document
+from longctx.checks import check_choice, check_text
+from longctx.mixpr import MODES, MixPR, MixPRIndex
+from longctx.selection import check_size
 
 
 class MixPRRetriever(BaseRetriever):
-    """Mixture-of-PageRanks retriever over a fixed set of long documents.
+    """Mixture-of-PageRanks retriever over a fixed set of long documents, indexed once.
 
-    Each document's ``page_content`` is cut into MixPR chunks (sentences, then newlines, then
-    equal word pieces of at most ``max_words`` words); all chunks, in the order of
-    ``documents``, form one TF-IDF similarity graph with the query appended; personalized
-    PageRank (local questions) or PageRank (global tasks) scores them and the top ``k`` chunks
-    (or ``token_budget`` tokens) come back in document order.
+    The documents' ``page_content`` are indexed at construction (:class:`longctx.MixPRIndex`:
+    MixPR chunks of at most ``max_words`` words, TF-IDF, the similarity graph); every
+    ``invoke`` only adds the query to the graph and runs personalized PageRank (local
+    questions) or uses the PageRank (global tasks). The top ``k`` chunks (or ``token_budget``
+    tokens) come back in document order.
 
     Setup:
         .. code-block:: bash
 
             pip install "longctx[langchain]"
 
+    Key init args:
+        documents: list[Document]
+            The long documents (indexed once).
+        k: int
+            Chunks returned (default 100, the paper's).
+        token_budget: int | None
+            Token budget instead of ``k`` (``longctx.tokens.count_tokens``).
+        mode: str
+            ``"auto"`` (router), ``"local"`` or ``"global"``.
+        mixpr: longctx.MixPR | None
+            Settings and router, e.g. ``MixPR(preset="paper")`` or
+            ``MixPR(router=LLMRouter(chat_model))``.
+
     Instantiate:
         .. code-block:: python
 
             from langchain_longctx import MixPRRetriever
 
-            retriever = MixPRRetriever.from_texts([book_text], k=100)
+            retriever = MixPRRetriever.from_texts([book_text], ids=["book"], k=100)
             # or MixPRRetriever(documents=[Document(page_content=..., id=..., metadata=...)])
-            # paper's LLM router with a chat model:
-            # from longctx.mixpr import LLMRouter, MixPR
-            # MixPRRetriever(documents=docs, mixpr=MixPR(router=LLMRouter(
-            #     lambda p: chat.invoke(p).content)))
 
     Usage:
         .. code-block:: python
@@ -54,10 +63,11 @@ class MixPRRetriever(BaseRetriever):
             docs = retriever.invoke("Summarize the book.", k=200)  # global: PageRank
             docs = retriever.invoke("Where is the milk?", token_budget=2000)
 
-    Each returned ``Document`` is one chunk: ``page_content`` the chunk text exactly, ``id`` and
-    ``metadata`` those of its source document, plus ``mixpr_score`` (PageRank probability),
-    ``mixpr_start`` / ``mixpr_end`` (character offsets in the source ``page_content``) and
-    ``mixpr_chunk_index`` (chunk number in the whole collection).
+    Each returned ``Document`` is one chunk: ``page_content`` the chunk text exactly, ``id``
+    ``"{source id}#{start}-{end}"``, ``metadata`` its source's plus ``longctx_start_char_idx`` /
+    ``longctx_end_char_idx`` (character offsets in the source ``page_content``),
+    ``longctx_unit_index``, ``longctx_score`` (PageRank probability), ``longctx_method`` and
+    ``longctx_source_id``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -69,10 +79,23 @@ class MixPRRetriever(BaseRetriever):
     )
     mode: str = Field(default="auto", description="'auto' (router), 'local' or 'global'")
     max_words: int = Field(default=32, ge=1, description="Most words per chunk (paper: N=32)")
-    mixpr: MixPR | None = Field(default=None, description="A configured longctx MixPR scorer")
+    mixpr: MixPR | None = Field(default=None, description="MixPR settings and router")
 
-    _units: list[tuple[int, int, int]] | None = PrivateAttr(default=None)
-    _unit_token_counts: Any = PrivateAttr(default=None)
+    _index: MixPRIndex | None = PrivateAttr(default=None)
+    _sources: list[int] = PrivateAttr(default_factory=list)
+
+    def model_post_init(self, context: Any) -> None:
+        check_choice(self.mode, "mode", MODES)
+        mixpr = self.mixpr if self.mixpr is not None else MixPR(max_words=self.max_words)
+        self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
+        if self._sources:
+            texts = [self.documents[i].page_content for i in self._sources]
+            self._index = mixpr.index(texts)
+
+    @property
+    def index(self) -> MixPRIndex | None:
+        """The core :class:`longctx.MixPRIndex` (``None`` when no document has text)."""
+        return self._index
 
     @classmethod
     def from_documents(cls, documents: list[Document], **kwargs: Any) -> MixPRRetriever:
@@ -99,20 +122,6 @@ class MixPRRetriever(BaseRetriever):
         ]
         return cls(documents=docs, **kwargs)
 
-    def _scorer(self) -> MixPR:
-        return self.mixpr if self.mixpr is not None else MixPR(max_words=self.max_words)
-
-    def _chunk_units(self) -> list[tuple[int, int, int]]:
-        """(document index, start, end) of every chunk, computed once."""
-        if self._units is None:
-            words = self._scorer().max_words
-            self._units = [
-                (d, a, b)
-                for d, doc in enumerate(self.documents)
-                for a, b in chunk_words(doc.page_content, words)
-            ]
-        return self._units
-
     def _get_relevant_documents(
         self,
         query: str,
@@ -124,40 +133,16 @@ class MixPRRetriever(BaseRetriever):
     ) -> list[Document]:
         check_text(query, "query")
         mode = check_choice(mode or self.mode, "mode", MODES)
-        k = check_int(k, "k", minimum=1, allow_none=True)
-        token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
         if k is None and token_budget is None:
-            k, token_budget = self.k, self.token_budget
-            if token_budget is not None:
-                k = None
-        elif k is not None and token_budget is not None:
-            raise ValueError("give at most one of k and token_budget")
-        units = self._chunk_units()
-        if not units:
+            k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
+        k, token_budget = check_size(k, token_budget)
+        if self._index is None:
             return []
-        texts = [self.documents[d].page_content[a:b] for d, a, b in units]
-        scores = self._scorer().rank(texts, query, mode)
-        if token_budget is not None:
-            if self._unit_token_counts is None:  # counted once, reused by later queries
-                self._unit_token_counts = count_many(texts)
-            idx = select_top(
-                scores, token_budget=token_budget, token_counts=self._unit_token_counts
-            )
-        else:
-            idx = select_top(scores, k=k)
-        out = []
-        for i in idx.tolist():
-            d, a, b = units[i]
-            src = self.documents[d]
-            meta = {
-                **src.metadata,
-                "mixpr_score": float(scores[i]),
-                "mixpr_start": a,
-                "mixpr_end": b,
-                "mixpr_chunk_index": i,
-            }
-            out.append(Document(page_content=texts[i], metadata=meta, id=src.id))
-        return out
+        result = self._index.search(query, k=k, token_budget=token_budget, mode=mode)
+        return [
+            hit_to_document(h, self.documents[self._sources[h.source]], "mixpr")
+            for h in result.hits
+        ]
 
     async def _aget_relevant_documents(
         self,

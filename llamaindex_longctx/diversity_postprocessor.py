@@ -13,7 +13,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from longctx._validate import check_choice
+from longctx.checks import check_choice
 from longctx.diversity import (
     METHODS,
     _parse_order,

@@ -1,47 +1,38 @@
-"""LlamaIndex retriever for MixPR (003_66700b152cf6a0ed.txt, sec. 4)."""
+"""LlamaIndex retriever for MixPR (Alonso and Millidge, "Mixture-of-PageRanks: Replacing
+Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import (
-    BaseNode,
-    MetadataMode,
-    NodeRelationship,
-    NodeWithScore,
-    QueryBundle,
-    TextNode,
-)
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 
-from longctx._validate import check_choice, check_int, check_text
-from longctx.mixpr import MODES, MixPR
-from longctx.selection import select_top
-from longctx.text import chunk_words
-from longctx.tokens import count_many
-
-_META_KEYS = [
-    "mixpr_start_char_idx",
-    "mixpr_end_char_idx",
-    "mixpr_chunk_index",
-    "mixpr_source_node_id",
-]
+from llamaindex_longctx._nodes import hit_to_node
+from longctx.checks import check_choice, check_int, check_text
+from longctx.mixpr import MODES, MixPR, MixPRIndex
+from longctx.persist import PersistError, read_json, write_dir
+from longctx.selection import check_size
 
 
 class MixPRRetriever(BaseRetriever):
-    """Mixture-of-PageRanks retriever over given nodes or documents.
+    """Mixture-of-PageRanks retriever over given nodes or documents, built once.
 
-    By default (``chunk_nodes=True``) each node's text (``get_content(MetadataMode.NONE)``) is cut
-    into MixPR chunks (sentences, newlines, then equal pieces of at most ``max_words`` words)
-    and every chunk of every node, in the given order, is a graph node. Each returned node is a
-    new ``TextNode`` holding the chunk text exactly, with the source's metadata plus
-    ``mixpr_start_char_idx`` / ``mixpr_end_char_idx`` (character offsets in the source text,
-    also set as ``start_char_idx`` / ``end_char_idx``), ``mixpr_chunk_index`` and
-    ``mixpr_source_node_id``; its SOURCE relationship (hence ``ref_doc_id``) points to the
-    source node, and the MixPR keys are hidden from the LLM and embedder. With
-    ``chunk_nodes=False`` the given nodes are the units and come back unchanged.
+    At construction the nodes' texts (``get_content(MetadataMode.NONE)``) are indexed once
+    (:class:`longctx.MixPRIndex`: chunks, TF-IDF, similarity graph); each query only adds its
+    own node to the graph. By default (``chunk_nodes=True``) every node is cut into MixPR chunks
+    (sentences, newlines, then equal pieces of at most ``max_words`` words) and each returned node
+    is a new ``TextNode`` holding the chunk text exactly, with id ``"{source id}#{start}-{end}"``,
+    the source's metadata plus ``longctx_start_char_idx`` / ``longctx_end_char_idx`` (character
+    offsets in the source text, also set as ``start_char_idx`` / ``end_char_idx``),
+    ``longctx_unit_index``, ``longctx_score``, ``longctx_method`` and ``longctx_source_id``
+    (hidden from the LLM and the embedder), and a SOURCE relationship (hence ``ref_doc_id``) to
+    the source node. With ``chunk_nodes=False`` every node is one unit and comes back as a copy of
+    itself (same id) with those keys added.
 
     Scores are PageRank probabilities; results are in document (chronological) order.
 
@@ -52,18 +43,26 @@ class MixPRRetriever(BaseRetriever):
     similarity_top_k : int, default 100
         Chunks returned (paper: k=100), unless ``token_budget`` is given.
     token_budget : int, optional
-        Most tokens returned (``longctx.tokens.count_tokens``).
+        Most tokens returned (``longctx.tokens.count_tokens``, counted once at construction).
     mode : {"auto", "local", "global"}
-        ``"auto"``: the MixPR router decides (keyword router unless ``mixpr`` has another, e.g.
-        ``MixPR(router=LLMRouter(lambda p: llm.complete(p).text))``).
+        ``"auto"``: the router decides (keyword router unless ``mixpr`` has another, e.g.
+        ``MixPR(router=LLMRouter(llm))``).
     max_words : int, default 32
+        Chunk size when no ``mixpr`` is given.
     chunk_nodes : bool, default True
-    mixpr : longctx.mixpr.MixPR, optional
+    mixpr : longctx.MixPR, optional
+        Settings and router (``MixPR(preset="paper")`` for the paper's exact setting).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad nodes or arguments, before the index is built.
 
     Examples
     --------
     >>> retriever = MixPRRetriever.from_documents(docs, similarity_top_k=50)  # doctest: +SKIP
     >>> retriever.retrieve("Where is the milk?")  # doctest: +SKIP
+    >>> retriever.persist("./mixpr"); MixPRRetriever.from_persist_dir("./mixpr")  # doctest: +SKIP
     """
 
     def __init__(
@@ -77,6 +76,8 @@ class MixPRRetriever(BaseRetriever):
         mixpr: MixPR | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        *,
+        _index: MixPRIndex | None = None,
     ) -> None:
         self._nodes = list(nodes)
         for i, node in enumerate(self._nodes):
@@ -88,18 +89,18 @@ class MixPRRetriever(BaseRetriever):
         self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
         self.mode = check_choice(mode, "mode", MODES)
         self.chunk_nodes = bool(chunk_nodes)
-        self._mixpr = mixpr if mixpr is not None else MixPR(max_words=max_words)
+        if mixpr is not None and not isinstance(mixpr, MixPR):
+            raise TypeError(f"mixpr must be a longctx MixPR, got {type(mixpr).__name__}")
+        mixpr = mixpr if mixpr is not None else MixPR(max_words=max_words)
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in self._nodes]
-        if self.chunk_nodes:
-            self._units = [
-                (d, a, b)
-                for d, t in enumerate(texts)
-                for a, b in chunk_words(t, self._mixpr.max_words)
-            ]
+        # nodes with text, in order: index source s is node self._sources[s]
+        self._sources = [i for i, t in enumerate(texts) if t.strip()]
+        if _index is not None:
+            self._index = _index
+        elif self._sources:
+            self._index = mixpr.index([texts[i] for i in self._sources], chunk=self.chunk_nodes)
         else:
-            self._units = [(d, 0, len(t)) for d, t in enumerate(texts) if t.strip()]
-        self._unit_texts = [texts[d][a:b] for d, a, b in self._units]
-        self._unit_token_counts = None  # counted on the first token-budget query, then reused
+            self._index = None
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -111,46 +112,75 @@ class MixPRRetriever(BaseRetriever):
         """Build from LlamaIndex ``Document`` objects (each one chunked, see the class doc)."""
         return cls(nodes=documents, **kwargs)
 
+    @property
+    def index(self) -> MixPRIndex | None:
+        """The core :class:`longctx.MixPRIndex` (``None`` when no node has text)."""
+        return self._index
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_text(query_bundle.query_str, "query")
-        if not self._units:
+        if self._index is None:
             return []
-        scores = self._mixpr.rank(self._unit_texts, query, self.mode)
-        if self.token_budget is not None:
-            if self._unit_token_counts is None:
-                self._unit_token_counts = count_many(self._unit_texts)
-            idx = select_top(
-                scores, token_budget=self.token_budget, token_counts=self._unit_token_counts
-            )
-        else:
-            idx = select_top(scores, k=self.similarity_top_k)
+        k, budget = check_size(
+            None if self.token_budget else self.similarity_top_k, self.token_budget
+        )
+        result = self._index.search(query, k=k, token_budget=budget, mode=self.mode)
         return [
-            NodeWithScore(node=self._make_node(i), score=float(scores[i])) for i in idx.tolist()
+            hit_to_node(
+                h, self._nodes[self._sources[h.source]], "mixpr", whole=not self.chunk_nodes
+            )
+            for h in result.hits
         ]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # CPU-bound sparse work: run it in a thread so the event loop stays free
         return await asyncio.to_thread(self._retrieve, query_bundle)
 
-    def _make_node(self, i: int) -> BaseNode:
-        d, a, b = self._units[i]
-        src = self._nodes[d]
-        if not self.chunk_nodes:
-            return src
-        meta = {
-            **src.metadata,
-            "mixpr_start_char_idx": a,
-            "mixpr_end_char_idx": b,
-            "mixpr_chunk_index": i,
-            "mixpr_source_node_id": src.node_id,
-        }
-        return TextNode(
-            id_=f"{src.node_id}:mixpr:{a}-{b}",
-            text=self._unit_texts[i],
-            metadata=meta,
-            start_char_idx=a,
-            end_char_idx=b,
-            excluded_llm_metadata_keys=list(src.excluded_llm_metadata_keys) + _META_KEYS,
-            excluded_embed_metadata_keys=list(src.excluded_embed_metadata_keys) + _META_KEYS,
-            relationships={NodeRelationship.SOURCE: src.as_related_node_info()},
+    # -- persistence --------------------------------------------------------------------------
+    def persist(self, persist_dir: str | os.PathLike) -> None:
+        """Save the nodes, the settings and the built index under ``persist_dir`` (JSON and
+        ``.npz``, no pickle). The router is not saved: pass it again to :meth:`from_persist_dir`."""
+        from llama_index.core.storage.docstore.utils import doc_to_json
+
+        d = Path(persist_dir)
+        write_dir(
+            d,
+            kind="llamaindex.mixpr_retriever",
+            version=1,
+            json_files={
+                "retriever": {
+                    "similarity_top_k": self.similarity_top_k,
+                    "token_budget": self.token_budget,
+                    "mode": self.mode,
+                    "chunk_nodes": self.chunk_nodes,
+                },
+                "nodes": [doc_to_json(n) for n in self._nodes],
+            },
         )
+        if self._index is not None:
+            self._index.save(d / "index")
+
+    @classmethod
+    def from_persist_dir(
+        cls, persist_dir: str | os.PathLike, *, router=None, **kwargs
+    ) -> MixPRRetriever:
+        """Load a retriever saved with :meth:`persist` (nothing is rebuilt).
+
+        Raises
+        ------
+        PersistError
+            A missing, damaged or foreign file, named.
+        """
+        from llama_index.core.storage.docstore.utils import json_to_doc
+
+        from longctx.persist import read_manifest
+
+        d = Path(persist_dir)
+        read_manifest(d, kind="llamaindex.mixpr_retriever", versions=(1,))
+        settings = read_json(d / "retriever.json")
+        try:
+            nodes = [json_to_doc(x) for x in read_json(d / "nodes.json")]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PersistError(f"{str(d / 'nodes.json')!r} is damaged: {exc}") from None
+        index = MixPRIndex.load(d / "index", router=router) if (d / "index").exists() else None
+        return cls(nodes=nodes, **{**settings, **kwargs}, _index=index)

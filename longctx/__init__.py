@@ -26,6 +26,8 @@ _LAZY = {
     "select_top": "longctx.selection",
     "personalized_pagerank": "longctx.mixpr",
     "MixPR": "longctx.mixpr",
+    "MixPRIndex": "longctx.mixpr",
+    "MixPRConfig": "longctx.mixpr",
     "load_causal_lm": "longctx.models",
     "ReactionScorer": "longctx.youra",
     "ScoredSpan": "longctx.youra",

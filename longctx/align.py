@@ -13,14 +13,17 @@ span from :func:`longctx.text.split_sentences`) needs a token span ``[t_start, t
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 
 import numpy as np
 
-from longctx._validate import check_choice, check_int, check_text
+from longctx.checks import check_choice, check_int, check_text
 
 Span = tuple[int, int]
+
+logger = logging.getLogger(__name__)
 
 ALIGN_METHODS = ("auto", "offsets", "easy")
 EASY_TOLERANCE = 30  # Algorithm 1: "tol <- 30, max wiggling tries"
@@ -366,6 +369,10 @@ def sentence_token_spans(text: str, sentences, tokenizer, method: str = "auto"):
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         ids = list(enc["input_ids"])
         return ids, offset_token_spans(spans.tolist(), enc["offset_mapping"], text=text)
+    logger.info(
+        "sentence alignment: EASY (Algorithm 1), %s",
+        "as asked" if method == "easy" else "the tokenizer gives no character offsets",
+    )
     ids = list(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
     sent_text = [text[a:b] for a, b in spans.tolist()]
     return ids, easy_token_spans(

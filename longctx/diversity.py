@@ -67,7 +67,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from longctx._validate import check_choice, check_float, check_int
+from longctx.checks import check_choice, check_float, check_int
 
 __all__ = [
     "mmr_select",

@@ -12,7 +12,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from longctx._validate import check_text
+from longctx.checks import check_text
 from longctx.types import SearchResult
 
 

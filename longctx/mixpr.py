@@ -16,20 +16,36 @@ Pipeline (all sparse, never an ``n x n`` dense matrix):
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-import warnings
+import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from longctx._validate import check_choice, check_float, check_int, check_text
-from longctx.selection import select_top
+from longctx.checks import check_choice, check_float, check_int, check_text
+from longctx.index import RetrievalIndex, check_texts
+from longctx.persist import (
+    PersistError,
+    read_arrays,
+    read_json,
+    read_manifest,
+    read_sparse,
+    write_dir,
+)
+from longctx.selection import check_size, select_top
 from longctx.text import chunk_words
 from longctx.tokens import TokenCounter, count_many
-from longctx.types import Passage
+from longctx.types import Passage, SearchResult
+
+logger = logging.getLogger(__name__)
 
 MODES = ("auto", "local", "global")
 
@@ -179,9 +195,14 @@ def similarity_graph(
     """
     threshold = check_float(threshold, "threshold", low=0.0)
     # float32 products: half the memory traffic; scipy releases the GIL, so threads help.
-    E32 = sp.csr_array(E, dtype=np.float32)
+    # Canonical (sorted, summed) copies: ``csr_array(E, dtype=...)`` may share E's index arrays,
+    # and sorting them in place would scramble the caller's matrix (its data stays unsorted).
+    E32 = sp.csr_array(E, dtype=np.float32, copy=True)
     E32.sum_duplicates()
-    ET = sp.csc_array(E32.T)  # column slices of E^T (= rows of E) are cheap in CSC
+    E32.sort_indices()
+    ET = sp.csc_array(E32.T, copy=True)  # column slices of E^T (= rows of E) are cheap in CSC
+    ET.sum_duplicates()
+    ET.sort_indices()
     n, n_features = E32.shape
     E = E32
     # Upper bound of the nnz of row i of E E^T: sum of document frequencies of its terms.
@@ -299,122 +320,799 @@ class LLMRouter:
         return self.fallback(query, chunks)
 
 
-class MixPR:
-    """Mixture-of-PageRanks retriever (003_66700b152cf6a0ed.txt, sec. 4 and appendix A.2).
+@dataclass(frozen=True)
+class MixPRConfig:
+    """Every MixPR setting, shared by :class:`MixPR` (one-off calls) and :class:`MixPRIndex`, so a
+    built index and a one-off call rank alike. Pick a preset with ``preset=`` and override fields
+    by keyword (``MixPRIndex.from_texts(texts, preset="paper", threshold=0.3)``).
 
-    Local queries (questions): personalized PageRank with ``alpha_local=0.6`` started from the
-    query node(s). Global queries (summaries): PageRank, ``alpha=0``. A router decides.
-
-    Parameters
+    Attributes
     ----------
-    threshold : float, default 0.27
-        Cosine similarities below it are dropped from the graph (appendix A.2).
+    threshold : float in [0, 1], default 0.27
+        Chunk-chunk cosine similarities below it are dropped from the graph (appendix A.2).
+    query_threshold : float in [0, 1] or None
+        Threshold of the query node's edges; ``None``: the same as ``threshold`` (the paper).
     alpha_local : float in (0, 1], default 0.6
-        Restart weight for local queries (eq. 2).
-    max_iter : int, default 18
+        Restart weight of personalized PageRank for local queries (eq. 2).
+    max_iter : int >= 1, default 18
         Power iterations (appendix A.2); stops earlier at ``tol``.
-    tol : float, default 1e-6
-    max_words : int, default 32
-        N of the chunker (sec. 4 "Chunking method"), used by :meth:`retrieve` and for the query.
+    tol : float >= 0, default 1e-6
+        Stop when ``||x_t - x_{t-1}||_1 < n * tol`` (networkx's rule).
+    max_words : int >= 1, default 32
+        N of the chunker (sec. 4 "Chunking method").
+    stop_words : "english", tuple of str or None
+        scikit-learn ``TfidfVectorizer`` stop words. The paper does not state its TF-IDF settings;
+        dropping English stop words keeps ``E E^T`` cheap on long texts (1M tokens of Gutenberg,
+        ~70k chunks: ~1.4e8 term-pair products instead of ~4.1e9, ~1.5 s instead of over a minute
+        here) and stops "the" / "is" from linking unrelated sentences.
+    strip_accents : None, "unicode" or "ascii"
+        ``TfidfVectorizer`` accent folding ("Natásha" == "Natasha").
+    sublinear_tf : bool
+        ``1 + log(tf)`` term frequencies.
+    personalization : {"query", "similarity"}
+        Restart distribution of local queries. ``"query"``: one-hot on the query node (the
+        paper, sec. 4 "Personalization vector"); ``"similarity"``: the query node's mass spread
+        over the chunks in proportion to their direct similarity to the query.
+    fit_query : bool
+        ``True``: the paper-literal pipeline, the query appended to the chunks *before* fitting
+        TF-IDF, so every query refits the vocabulary and IDF and rebuilds the graph (what a
+        one-off run of the paper does). ``False``: the vectorizer and the chunk graph are built
+        once from the chunks; the query is transformed with the fitted vectorizer (terms unseen in
+        the text are ignored, IDF excludes the query) and bordered onto the graph. Top-100
+        overlap with the literal path is >= 0.98 on real text (tests/test_mixpr.py,
+        benchmarks/bench_mixpr.py).
+    vectorizer_kwargs : tuple of (name, value)
+        More ``TfidfVectorizer`` arguments (given as a dict, stored as sorted pairs).
+    """
+
+    threshold: float = 0.27
+    query_threshold: float | None = None
+    alpha_local: float = 0.6
+    max_iter: int = 18
+    tol: float = 1e-6
+    max_words: int = 32
+    stop_words: str | tuple[str, ...] | None = "english"
+    strip_accents: str | None = None
+    sublinear_tf: bool = False
+    personalization: str = "query"
+    fit_query: bool = False
+    vectorizer_kwargs: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        set_(self, "threshold", check_float(self.threshold, "threshold", low=0.0, high=1.0))
+        set_(
+            self,
+            "query_threshold",
+            check_float(
+                self.query_threshold, "query_threshold", low=0.0, high=1.0, allow_none=True
+            ),
+        )
+        alpha = check_float(self.alpha_local, "alpha_local", low=0.0, high=1.0)
+        if alpha == 0:
+            raise ValueError("alpha_local must be > 0 (alpha=0 is the global expert)")
+        set_(self, "alpha_local", alpha)
+        set_(self, "max_iter", check_int(self.max_iter, "max_iter", minimum=1))
+        set_(self, "tol", check_float(self.tol, "tol", low=0.0))
+        set_(self, "max_words", check_int(self.max_words, "max_words", minimum=1))
+        sw = self.stop_words
+        if isinstance(sw, (list, tuple)):
+            if not all(isinstance(w, str) for w in sw):
+                raise TypeError("stop_words must be 'english', a list of str or None")
+            set_(self, "stop_words", tuple(sw))
+        elif sw is not None and sw != "english":
+            raise ValueError(f"stop_words must be 'english', a list of str or None, got {sw!r}")
+        check_choice(self.strip_accents, "strip_accents", (None, "unicode", "ascii"))
+        set_(self, "sublinear_tf", bool(self.sublinear_tf))
+        check_choice(self.personalization, "personalization", PERSONALIZATIONS)
+        set_(self, "fit_query", bool(self.fit_query))
+        kw = self.vectorizer_kwargs
+        if isinstance(kw, dict):
+            kw = tuple(sorted(kw.items()))
+        kw = tuple((str(k), v) for k, v in kw)
+        reserved = {"stop_words", "strip_accents", "sublinear_tf", "norm", "vocabulary"}
+        bad = reserved.intersection(k for k, _ in kw)
+        if bad:
+            raise ValueError(f"vectorizer_kwargs must not set {sorted(bad)}: use the fields")
+        set_(self, "vectorizer_kwargs", kw)
+        self.vectorizer()  # raises now (before any heavy work) on a bad vectorizer argument
+
+    @property
+    def effective_query_threshold(self) -> float:
+        return self.threshold if self.query_threshold is None else self.query_threshold
+
+    def vectorizer(self, vocabulary=None):
+        """A new (unfitted) ``TfidfVectorizer`` with these settings; parameters checked now.
+
+        Raises
+        ------
+        ValueError
+            A bad ``TfidfVectorizer`` argument (scikit-learn's message names it).
+        """
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        sw = list(self.stop_words) if isinstance(self.stop_words, tuple) else self.stop_words
+        try:
+            vec = TfidfVectorizer(
+                stop_words=sw,
+                strip_accents=self.strip_accents,
+                sublinear_tf=self.sublinear_tf,
+                norm="l2",
+                vocabulary=vocabulary,
+                **dict(self.vectorizer_kwargs),
+            )
+        except TypeError as exc:
+            raise ValueError(f"bad vectorizer_kwargs: {exc}") from None
+        vec._validate_params()
+        return vec
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["stop_words"] = (
+            list(self.stop_words) if isinstance(self.stop_words, tuple) else (self.stop_words)
+        )
+        d["vectorizer_kwargs"] = dict(self.vectorizer_kwargs)
+        return d
+
+    @classmethod
+    def from_preset(cls, preset: str = "default", **overrides) -> MixPRConfig:
+        """The preset's settings with ``overrides`` applied (unknown names raise ``TypeError``)."""
+        check_choice(preset, "preset", PRESETS)
+        return replace(PRESETS[preset], **overrides) if overrides else PRESETS[preset]
+
+
+PERSONALIZATIONS = ("query", "similarity")
+
+#: ``"paper"``: the exact setting of the paper's appendix A.2 as implemented before the index
+#: (the literal per-query pipeline). ``"default"``: the same graph, built once per corpus.
+PRESETS: dict[str, MixPRConfig] = {}
+PRESETS["paper"] = MixPRConfig(fit_query=True)
+PRESETS["default"] = MixPRConfig()
+
+
+def _personalization(n_query: int, query_chunks: Sequence[str]) -> np.ndarray:
+    """Restart weights over the query nodes (sec. 4 "Personalization vector"): one-hot on the last
+    query chunk, or .5 / .5 on the last two when the last one has fewer than 3 words."""
+    p = np.zeros(n_query)
+    if n_query >= 2 and len(query_chunks[-1].split()) < 3:
+        p[-2:] = 0.5
+    else:
+        p[-1] = 1.0
+    return p
+
+
+class _LazyTexts(Sequence):
+    """``texts[i]`` sliced on demand from the sources (the router sees the units without a copy)."""
+
+    def __init__(self, texts, source, starts, ends):
+        self._t, self._s, self._a, self._b = texts, source, starts, ends
+
+    def __len__(self):
+        return len(self._a)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self._t[self._s[i]][self._a[i] : self._b[i]]
+
+
+class MixPRIndex(RetrievalIndex):
+    """MixPR built once per corpus, queried many times (Alonso and Millidge, "Mixture-of-PageRanks:
+    Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4).
+
+    Build (:meth:`from_texts`, query-independent): chunk every text (``chunk_words``), fit TF-IDF
+    on the chunks, build the thresholded similarity graph ``S`` (:func:`similarity_graph`), its
+    column sums, the chunk token counts and the global PageRank. Search (:meth:`search`): the
+    query, split like the text into ``m`` query chunks, is transformed with the fitted vectorizer;
+    one sparse product gives its similarities ``B`` (``(n, m)``) to the chunks, thresholded at
+    ``query_threshold``; the graph is bordered with the query nodes,
+    ``[[S, B], [B^T, Q]]`` with column sums fixed for the affected columns, and personalized
+    PageRank runs on it as a matrix-free power iteration (one sparse product with ``S`` per
+    iteration). Nothing is rebuilt and nothing on the index changes, so it can be shared by
+    threads and asyncio tasks.
+
+    Global queries (the router says ``"global"``) use the PageRank of the chunk graph computed
+    at build time (``alpha=0``, query-independent, the query not in the graph). A local query
+    that reaches no chunk (no query edge above the threshold) falls back to it too; the result's
+    ``mode`` is then ``"global-fallback"`` and the fallback is logged.
+
+    How it differs from the paper-literal pipeline (``fit_query=True``, :class:`MixPR` with
+    ``preset="paper"``): there the query is appended before fitting TF-IDF, so its terms enter
+    the vocabulary and the IDF, and global PageRank runs with the query nodes in the graph. Here
+    query terms unseen in the text are ignored and IDF is the text's alone. On ten War and Peace
+    questions the top-100 overlap is >= 0.98 (``benchmarks/bench_mixpr.py``).
+
+    Parameters (of :meth:`from_texts`)
+    ----------------------------------
+    texts : str or sequence of str
+        The corpus; each text is chunked on its own, all chunks form one graph.
+    preset : {"default", "paper"}
+        Base settings (:data:`PRESETS`); any :class:`MixPRConfig` field overrides by keyword.
     router : callable ``(query, chunks) -> "local" | "global"``, optional
-        :class:`KeywordRouter` by default; :class:`LLMRouter` asks an LLM with the paper's prompt.
-    stop_words : "english", list of str or None, default "english"
-        Passed to scikit-learn's ``TfidfVectorizer``. The paper does not state its TF-IDF
-        settings; dropping English stop words keeps ``E E^T`` cheap on long texts (1M tokens of
-        Gutenberg, ~70k chunks: ~1.4e8 term-pair products instead of ~4.1e9, i.e. ~1.5 s instead
-        of over a minute here) and stops "the" / "is" from linking unrelated sentences.
-        ``None`` gives plain TF-IDF (exact paper setting when it is what they used; slow on
-        long texts).
-    vectorizer_kwargs : dict, optional
-        More ``TfidfVectorizer`` arguments (e.g. ``{"sublinear_tf": True}``).
-    progress : bool, default False
-        tqdm bars on stderr for the chunk / embed / graph / rank stages.
+        :class:`KeywordRouter` by default; :class:`LLMRouter` asks an LLM (appendix A.2 prompt).
+    token_counter : callable ``str -> int``, optional
+        Counts each chunk's tokens once for token budgets (``longctx.tokens.count_tokens``).
+    progress : bool
+        tqdm bar over the build stages on stderr.
 
     Examples
     --------
-    >>> mp = MixPR()
-    >>> passages = mp.retrieve(book_text, "Where is the milk?", k=100)  # doctest: +SKIP
-    >>> # the paper's LLM router, with any str -> str callable:
-    >>> mp = MixPR(router=LLMRouter(lambda p: llm.complete(p).text))  # doctest: +SKIP
+    >>> index = MixPRIndex.from_texts(book_text)  # doctest: +SKIP
+    >>> result = index.search("Who gave Alice the bottle?", k=20)  # doctest: +SKIP
+    >>> result.mode, [h.text for h in result.hits][:3]  # doctest: +SKIP
+    >>> index.save("alice.mixpr"); MixPRIndex.load("alice.mixpr")  # doctest: +SKIP
+    """
+
+    method = "mixpr"
+    FORMAT_VERSION = 1
+
+    def __init__(
+        self,
+        texts: tuple[str, ...],
+        config: MixPRConfig,
+        *,
+        vectorizer,
+        unit_source: np.ndarray,
+        unit_index: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        token_counts: np.ndarray,
+        graph: sp.csr_array,
+        embeddings: sp.csr_array,
+        router=None,
+        token_counter_name: str = "count_tokens",
+    ):
+        self._texts = texts
+        self.config = config
+        self._vectorizer = vectorizer
+        self.unit_source = unit_source
+        self.unit_index = unit_index
+        self.starts = starts
+        self.ends = ends
+        self.token_counts = token_counts
+        self.token_counter_name = token_counter_name
+        if router is not None and not callable(router):
+            raise TypeError(f"router must be callable, got {type(router).__name__}")
+        self.router = router if router is not None else KeywordRouter()
+        # E by term (CSC): a query reads only its terms' columns.
+        self._E_by_term = sp.csc_array(embeddings, dtype=np.float32)
+        # S in float32 for the per-query products; column sums of S in float64.
+        self._S = sp.csr_array(graph, dtype=np.float32)
+        if self._S.nnz < 2**31:  # int32 indices: less memory traffic per product
+            self._S.indices = self._S.indices.astype(np.int32)
+            self._S.indptr = self._S.indptr.astype(np.int32)
+        self._colsum = np.bincount(
+            self._S.indices, weights=self._S.data, minlength=self._S.shape[1]
+        ).astype(np.float64)
+        self._global = self._pagerank_global()
+
+    # -- building -----------------------------------------------------------------------------
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return self._texts
+
+    @property
+    def n_units(self) -> int:
+        return len(self.starts)
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts,
+        *,
+        preset: str = "default",
+        router=None,
+        token_counter: TokenCounter | None = None,
+        progress: bool = False,
+        chunk: bool = True,
+        **params,
+    ) -> MixPRIndex:
+        """Build the index (see the class docstring). With ``chunk=False`` every text is one unit
+        (for callers whose texts are already chunks, e.g. LlamaIndex nodes).
+
+        Raises
+        ------
+        TypeError, ValueError
+            Bad texts or settings (checked before any heavy work), or texts that hold no term to
+            index once stop words are removed.
+        """
+        config = MixPRConfig.from_preset(preset, **params)
+        texts = check_texts(texts)
+        if token_counter is not None and not callable(token_counter):
+            raise TypeError("token_counter must be a callable str -> int")
+        if router is not None and not callable(router):
+            raise TypeError(f"router must be callable, got {type(router).__name__}")
+        bar = _stage_bar(progress, 4, "mixpr chunk")
+        try:
+            units = [
+                (d, i, a, b)
+                for d, t in enumerate(texts)
+                for i, (a, b) in enumerate(
+                    chunk_words(t, config.max_words) if chunk else [(0, len(t))]
+                )
+            ]
+            if not units:
+                raise ValueError("texts hold no words to retrieve from")
+            src, idx, starts, ends = (np.asarray(c, dtype=np.int64) for c in zip(*units))
+            unit_texts = [texts[d][a:b] for d, _, a, b in units]
+            _stage(bar, "mixpr embed")
+            vec = config.vectorizer()
+            try:
+                E = sp.csr_array(vec.fit_transform(unit_texts))
+            except ValueError as exc:
+                if "empty vocabulary" not in str(exc):
+                    raise
+                raise ValueError(
+                    "texts hold no term to index once stop words are removed "
+                    f"(stop_words={config.stop_words!r})"
+                ) from None
+            _stage(bar, "mixpr graph")
+            S = similarity_graph(E, config.threshold)
+            _stage(bar, "mixpr count")
+            counts = count_many(unit_texts, token_counter)
+            _stage(bar, "mixpr done")
+        finally:
+            if bar is not None:
+                bar.close()
+        name = (
+            "count_tokens"
+            if token_counter is None
+            else getattr(token_counter, "__name__", "custom")
+        )
+        return cls(
+            texts,
+            config,
+            vectorizer=vec,
+            unit_source=src,
+            unit_index=idx,
+            starts=starts,
+            ends=ends,
+            token_counts=counts,
+            graph=S,
+            embeddings=E,
+            router=router,
+            token_counter_name=name,
+        )
+
+    def _pagerank_global(self) -> np.ndarray:
+        n = self.n_units
+        uniform = np.full(n, 1.0 / n)
+        return self._power_iteration(sp.csr_array((n, 0)), None, uniform, alpha=0.0)[:n]
+
+    # -- searching ----------------------------------------------------------------------------
+    def route(self, query: str) -> str:
+        """``"local"`` or ``"global"`` for ``query``, as the router decides (logged at INFO)."""
+        chunks = _LazyTexts(self._texts, self.unit_source, self.starts, self.ends)
+        mode = self.router(query, chunks)
+        if mode not in ("local", "global"):
+            raise RuntimeError(f"router returned {mode!r}, expected 'local' or 'global'")
+        logger.info("MixPR router: %s for query %.80r", mode, query)
+        return mode
+
+    def score(self, query: str, mode: str = "auto") -> tuple[np.ndarray, str, dict]:
+        """Scores of every unit for ``query``: ``(scores (n_units,) float64, mode used, timings)``.
+
+        ``mode`` used is ``"local"``, ``"global"`` or ``"global-fallback"`` (local asked, but no
+        chunk passes ``query_threshold``: PageRank is used and the fallback logged).
+        """
+        check_text(query, "query")
+        check_choice(mode, "mode", MODES)
+        timings = {}
+        t0 = time.perf_counter()
+        if mode == "auto":
+            mode = self.route(query)
+            timings["route"] = time.perf_counter() - t0
+        if mode == "global":
+            return self._global.copy(), mode, timings
+        t0 = time.perf_counter()
+        qchunks = [query[a:b] for a, b in chunk_words(query, self.config.max_words)]
+        if not qchunks:
+            qchunks = [query]
+        Eq, Q = self._query_vectors(qchunks)
+        thr = self.config.effective_query_threshold
+        # (n, m) query-chunk similarities: only the columns of the query's terms are read.
+        terms = np.unique(Eq.indices)
+        B = sp.csr_array(self._E_by_term[:, terms] @ Eq[:, terms].T, dtype=np.float64)
+        B.data[B.data < thr] = 0.0
+        B.eliminate_zeros()
+        timings["embed_query"] = time.perf_counter() - t0
+        if B.nnz == 0:
+            logger.info(
+                "MixPR: no chunk reaches query_threshold=%.3g for query %.80r; "
+                "using PageRank (global mode)",
+                thr,
+                query,
+            )
+            return self._global.copy(), "global-fallback", timings
+        t0 = time.perf_counter()
+        Q = np.where(Q >= thr, Q, 0.0)
+        m = len(qchunks)
+        p_query = _personalization(m, qchunks)
+        n = self.n_units
+        if self.config.personalization == "similarity":
+            w = B @ p_query
+            if w.sum() <= 0:  # the restart query chunk itself links nowhere
+                w = np.asarray(B.sum(axis=1)).ravel()
+            p = np.concatenate([w / w.sum(), np.zeros(m)])
+        else:
+            p = np.concatenate([np.zeros(n), p_query])
+        pi = self._power_iteration(B, Q, p, alpha=self.config.alpha_local)
+        timings["rank"] = time.perf_counter() - t0
+        return np.ascontiguousarray(pi[:n]), "local", timings
+
+    def _query_vectors(self, qchunks: list[str]) -> tuple[sp.csr_array, np.ndarray]:
+        """TF-IDF rows of the query chunks as the paper-literal pipeline weighs them, had the
+        query been one more document of the corpus: IDF with ``n + 1`` documents and the query
+        counted in its own terms' document frequency, and terms unseen in the text kept in the
+        L2 norm (they match no chunk, but a query full of them is less similar to every chunk).
+
+        Returns ``(Eq (m, V) float32 CSR over the fitted vocabulary, Q (m, m) float64 query-query
+        cosine similarities)``.
+        """
+        vec = self._vectorizer
+        analyzer = vec.build_analyzer()
+        vocab = vec.vocabulary_
+        n = self.n_units
+        use_idf, smooth = vec.use_idf, vec.smooth_idf
+        if use_idf:
+            idf = vec.idf_
+            # document frequencies recovered from the fitted IDF (smooth: ln((1+n)/(1+df)) + 1)
+            df = (1 + n) / np.exp(idf - 1) - 1 if smooth else n / np.exp(idf - 1)
+        weights = []
+        for chunk in qchunks:
+            tf = Counter(analyzer(chunk))
+            w = {}
+            for term, count in tf.items():
+                c = 1.0 if vec.binary else float(count)
+                if vec.sublinear_tf:
+                    c = 1.0 + np.log(c)
+                if use_idf:
+                    j = vocab.get(term)
+                    d = (df[j] if j is not None else 0.0) + 1.0  # the query is a document too
+                    c *= (np.log((2 + n) / (1 + d)) if smooth else np.log((n + 1) / d)) + 1.0
+                w[term] = c
+            norm = np.sqrt(sum(v * v for v in w.values())) or 1.0
+            weights.append({t: v / norm for t, v in w.items()})
+        m = len(qchunks)
+        rows, cols, vals = [], [], []
+        for i, w in enumerate(weights):
+            for term, v in w.items():
+                j = vocab.get(term)
+                if j is not None:
+                    rows.append(i)
+                    cols.append(j)
+                    vals.append(v)
+        Eq = sp.csr_array((vals, (rows, cols)), shape=(m, len(vocab)), dtype=np.float32)
+        Q = np.array(
+            [[sum(v * wj.get(t, 0.0) for t, v in wi.items()) for wj in weights] for wi in weights]
+        )
+        return Eq, Q
+
+    def _power_iteration(self, B, Q, p, alpha: float) -> np.ndarray:
+        """Personalized PageRank (eq. 2, networkx conventions as :func:`personalized_pagerank`)
+        on the bordered graph ``[[S, B], [B^T, Q]]``, matrix-free."""
+        S = self._S
+        n = S.shape[0]
+        m = B.shape[1]
+        N = n + m
+        Bsum_rows = np.asarray(B.sum(axis=1)).ravel() if m else np.zeros(n)
+        col_c = self._colsum + Bsum_rows
+        col_q = (np.asarray(B.sum(axis=0)).ravel() + Q.sum(axis=0)) if m else np.zeros(0)
+        col = np.concatenate([col_c, col_q])
+        inv = np.divide(1.0, col, out=np.zeros_like(col), where=col > 0)
+        dangling = col == 0
+        x = np.full(N, 1.0 / N)
+        damping = 1.0 - alpha
+        restart = alpha * p
+        for _ in range(self.config.max_iter):
+            x_last = x
+            v = x_last * inv
+            y = np.empty(N)
+            y[:n] = S @ v[:n].astype(np.float32)
+            if m:
+                y[:n] += B @ v[n:]
+                y[n:] = B.T @ v[:n] + Q @ v[n:]
+            if dangling.any():
+                y += x_last[dangling].sum() * p
+            x = damping * y + restart
+            if np.abs(x - x_last).sum() < N * self.config.tol:
+                break
+        return x
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        token_budget: int | None = None,
+        mode: str = "auto",
+    ) -> SearchResult:
+        """The best chunks for ``query``, in document order (by source, then position).
+
+        Parameters
+        ----------
+        query : str, non-empty
+        k : int >= 1, optional
+            Number of chunks (100 by default, as in the paper, when no ``token_budget``).
+        token_budget : int >= 1, optional
+            Most tokens of the selection, as counted at build time (``token_counter``).
+        mode : {"auto", "local", "global"}
+            ``"auto"`` asks the router.
+
+        Returns
+        -------
+        SearchResult
+            ``hits``: :class:`Passage` with ``score`` the PageRank probability, ``index`` the
+            chunk's position in ``chunk_words`` of its text, ``source`` the text's position;
+            ``mode``: ``"local"``, ``"global"`` or ``"global-fallback"``; ``timings`` in seconds.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Empty query, unknown mode, bad sizes (checked before any work).
+        """
+        check_text(query, "query")
+        check_choice(mode, "mode", MODES)
+        k, token_budget = check_size(k, token_budget, default_k=100)
+        scores, used, timings = self.score(query, mode)
+        t0 = time.perf_counter()
+        if token_budget is not None:
+            idx = select_top(scores, token_budget=token_budget, token_counts=self.token_counts)
+            budget = {"token_budget": token_budget, "unit": self.token_counter_name}
+        else:
+            idx = select_top(scores, k=k)
+            budget = {"k": k}
+        hits = tuple(self._hit(int(i), float(scores[i])) for i in idx.tolist())
+        timings["select"] = time.perf_counter() - t0
+        return SearchResult(hits, self.method, used, timings, budget)
+
+    def _hit(self, i: int, score: float) -> Passage:
+        d, a, b = int(self.unit_source[i]), int(self.starts[i]), int(self.ends[i])
+        return Passage(a, b, self._texts[d][a:b], score, int(self.unit_index[i]), d)
+
+    def units(self) -> list[Passage]:
+        """Every unit (chunk) of the index in document order, with score 0."""
+        return [self._hit(i, 0.0) for i in range(self.n_units)]
+
+    # -- persistence --------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the index to directory ``path``: ``config.json`` (settings), ``texts.json``,
+        ``vocabulary.json`` (terms by column), ``arrays.npz`` (IDF, unit offsets, token counts),
+        ``graph.npz`` and ``embeddings.npz`` (scipy.sparse). The router is not saved."""
+        vocab = self._vectorizer.get_feature_names_out().tolist()
+        write_dir(
+            path,
+            kind="mixpr",
+            version=self.FORMAT_VERSION,
+            json_files={
+                "config": {**self.config.to_dict(), "token_counter": self.token_counter_name},
+                "texts": list(self._texts),
+                "vocabulary": vocab,
+            },
+            arrays={
+                "arrays": {
+                    "idf": self._vectorizer.idf_,
+                    "unit_source": self.unit_source,
+                    "unit_index": self.unit_index,
+                    "starts": self.starts,
+                    "ends": self.ends,
+                    "token_counts": self.token_counts,
+                }
+            },
+            sparse={"graph": self._S, "embeddings": self._E_by_term.tocsr()},
+        )
+
+    @classmethod
+    def load(cls, path, *, router=None) -> MixPRIndex:
+        """Read an index written by :meth:`save` (pass the ``router`` again if it was not the
+        default keyword router).
+
+        Raises
+        ------
+        PersistError
+            A missing, truncated or damaged file (named), another index kind or format version,
+            or files that do not fit together.
+        """
+        d = Path(path)
+        read_manifest(d, kind="mixpr", versions=(cls.FORMAT_VERSION,))
+        cfg = read_json(d / "config.json")
+        texts = read_json(d / "texts.json")
+        vocab = read_json(d / "vocabulary.json")
+        keys = ("idf", "unit_source", "unit_index", "starts", "ends", "token_counts")
+        arrs = read_arrays(d / "arrays.npz", keys)
+        S = read_sparse(d / "graph.npz")
+        E = read_sparse(d / "embeddings.npz")
+        try:
+            counter = cfg.pop("token_counter")
+            config = MixPRConfig(**cfg)
+            texts = check_texts(texts, "texts.json")
+            n = len(arrs["starts"])
+            ok = (
+                isinstance(vocab, list)
+                and len(arrs["idf"]) == len(vocab) == E.shape[1]
+                and S.shape == (n, n)
+                and E.shape[0] == n
+                and all(len(arrs[k]) == n for k in keys[1:])
+            )
+            if not ok:
+                raise ValueError("array shapes do not fit together")
+            vec = config.vectorizer(vocabulary={t: i for i, t in enumerate(vocab)})
+            vec.idf_ = arrs["idf"]
+        except (TypeError, ValueError, KeyError) as exc:
+            raise PersistError(f"{str(d)!r} holds an inconsistent MixPR index: {exc}") from None
+        return cls(
+            texts,
+            config,
+            vectorizer=vec,
+            unit_source=arrs["unit_source"],
+            unit_index=arrs["unit_index"],
+            starts=arrs["starts"],
+            ends=arrs["ends"],
+            token_counts=arrs["token_counts"],
+            graph=S,
+            embeddings=E,
+            router=router,
+            token_counter_name=counter,
+        )
+
+
+def _stage_bar(progress: bool, total: int, desc: str):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="stage", leave=False)
+
+
+def _stage(bar, desc: str) -> None:
+    if bar is not None:
+        bar.update(1)
+        bar.set_description(desc)
+
+
+class MixPR:
+    """Mixture-of-PageRanks retrieval in one call (Alonso and Millidge, "Mixture-of-PageRanks:
+    Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4 and
+    appendix A.2).
+
+    Local queries (questions): personalized PageRank (``alpha_local=0.6``) restarting at the
+    query node(s). Global queries (summaries): PageRank (``alpha=0``). A router decides.
+
+    For many queries on one corpus, build a :class:`MixPRIndex` once (:meth:`index`) and call its
+    ``search``: a one-off :meth:`search` / :meth:`retrieve` builds one and throws it away, so both
+    rank alike. With ``preset="paper"`` (``fit_query=True``) the paper-literal pipeline runs
+    instead: the query is appended to the chunks before TF-IDF is fitted, so everything is
+    rebuilt per query.
+
+    Parameters
+    ----------
+    preset : {"default", "paper"}
+        Base settings (:data:`PRESETS`).
+    router : callable ``(query, chunks) -> "local" | "global"``, optional
+        :class:`KeywordRouter` by default; :class:`LLMRouter` asks an LLM.
+    progress : bool, default False
+        tqdm bars on stderr for the build stages.
+    **params
+        Any :class:`MixPRConfig` field (``threshold``, ``query_threshold``, ``alpha_local``,
+        ``max_iter``, ``tol``, ``max_words``, ``stop_words``, ``strip_accents``, ``sublinear_tf``,
+        ``personalization``, ``fit_query``, ``vectorizer_kwargs``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Unknown or bad settings (named), before any work.
+
+    Examples
+    --------
+    >>> passages = MixPR().retrieve(book_text, "Where is the milk?", k=100)  # doctest: +SKIP
+    >>> MixPR(router=LLMRouter(lambda p: llm.complete(p).text))  # doctest: +SKIP
     """
 
     def __init__(
         self,
         *,
-        threshold: float = 0.27,
-        alpha_local: float = 0.6,
-        max_iter: int = 18,
-        tol: float = 1e-6,
-        max_words: int = 32,
+        preset: str = "default",
         router: Callable[[str, Sequence[str]], str] | None = None,
-        stop_words: str | list[str] | None = "english",
-        vectorizer_kwargs: dict | None = None,
         progress: bool = False,
+        **params,
     ):
-        self.threshold = check_float(threshold, "threshold", low=0.0, high=1.0)
-        self.alpha_local = check_float(alpha_local, "alpha_local", low=0.0, high=1.0)
-        if self.alpha_local == 0:
-            raise ValueError("alpha_local must be > 0 (alpha=0 is the global expert)")
-        self.max_iter = check_int(max_iter, "max_iter", minimum=1)
-        self.tol = check_float(tol, "tol", low=0.0)
-        self.max_words = check_int(max_words, "max_words", minimum=1)
+        self.config = MixPRConfig.from_preset(preset, **params)
         if router is not None and not callable(router):
             raise TypeError(f"router must be callable, got {type(router).__name__}")
         self.router = router if router is not None else KeywordRouter()
-        self.stop_words = stop_words
-        self.vectorizer_kwargs = dict(vectorizer_kwargs or {})
         self.progress = bool(progress)
-        #: mode used by the last call of :meth:`rank` ("local" or "global")
-        self.last_mode_: str | None = None
-        self._bar = None
 
-    # -- stages -------------------------------------------------------------------------------
+    @property
+    def max_words(self) -> int:
+        return self.config.max_words
+
+    @property
+    def threshold(self) -> float:
+        return self.config.threshold
+
+    # -- one corpus, many queries -------------------------------------------------------------
+    def index(
+        self, texts, *, token_counter: TokenCounter | None = None, chunk: bool = True
+    ) -> MixPRIndex:
+        """A :class:`MixPRIndex` over ``texts`` with these settings and router (``chunk=False``:
+        every text is one unit)."""
+        return MixPRIndex.from_texts(
+            texts,
+            router=self.router,
+            token_counter=token_counter,
+            progress=self.progress,
+            chunk=chunk,
+            **self.config.to_dict(),
+        )
+
     def route(self, query: str, chunks: Sequence[str] = ()) -> str:
         """``"local"`` or ``"global"`` for ``query``, as the router decides."""
         mode = self.router(query, chunks)
         if mode not in ("local", "global"):
             raise RuntimeError(f"router returned {mode!r}, expected 'local' or 'global'")
+        logger.info("MixPR router: %s for query %.80r", mode, query)
         return mode
 
     def query_chunks(self, query: str) -> list[str]:
         """The query split like the text (``chunk_words``, ``max_words``): the query node(s)."""
-        return [query[a:b] for a, b in chunk_words(query, self.max_words)]
+        return [query[a:b] for a, b in chunk_words(query, self.config.max_words)]
 
     def embed(self, texts: Sequence[str]) -> sp.csr_array:
-        """TF-IDF rows, L2-normalized: ``(len(texts), V)`` float64 CSR (sec. 4, appendix A.2)."""
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        """TF-IDF rows fitted on ``texts``, L2-normalized: ``(len(texts), V)`` float64 CSR.
 
-        vec = TfidfVectorizer(stop_words=self.stop_words, norm="l2", **self.vectorizer_kwargs)
+        Raises
+        ------
+        ValueError
+            ``texts`` hold no term once stop words are removed.
+        """
         try:
-            return sp.csr_array(vec.fit_transform(texts))
-        except ValueError:  # empty vocabulary (only stop words / punctuation)
-            return sp.csr_array((len(texts), 1), dtype=np.float64)
+            return sp.csr_array(self.config.vectorizer().fit_transform(texts))
+        except ValueError as exc:
+            if "empty vocabulary" not in str(exc):
+                raise
+            raise ValueError(
+                "the text holds no term to index once stop words are removed "
+                f"(stop_words={self.config.stop_words!r})"
+            ) from None
 
     def graph(self, texts: Sequence[str]) -> sp.csr_array:
         """``A = normalize(E E^T)`` thresholded (eq. 3): column-stochastic ``(n, n)`` CSR."""
-        return column_normalize(similarity_graph(self.embed(texts), self.threshold))
+        return column_normalize(similarity_graph(self.embed(texts), self.config.threshold))
 
     # -- scoring ------------------------------------------------------------------------------
     def rank(self, chunks: Sequence[str], query: str, mode: str = "auto") -> np.ndarray:
-        """PageRank scores of ``chunks`` for ``query``.
+        """PageRank scores of the given ``chunks`` (each one unit, not re-chunked) for ``query``.
 
-        The query is appended after the chunks as the last node(s) (split like the text); the
-        personalization is one-hot on the last query chunk, or .5 / .5 on the last two when the
-        last one has fewer than 3 words (sec. 4 "Personalization vector"; the query's own chunks
-        only, never the text's). If the query shares no term with the text, a local query
-        cannot reach any chunk: a warning is given and PageRank (global) is used.
+        Returns
+        -------
+        (len(chunks),) float64 array; see :meth:`rank_with_mode`.
+        """
+        return self.rank_with_mode(chunks, query, mode)[0]
+
+    def rank_with_mode(
+        self, chunks: Sequence[str], query: str, mode: str = "auto"
+    ) -> tuple[np.ndarray, str | None]:
+        """PageRank scores of ``chunks`` for ``query`` and the mode used.
+
+        With ``fit_query=True`` (the paper): the query is appended after the chunks as the last
+        node(s) (split like the text) before TF-IDF is fitted; the personalization is one-hot on
+        the last query chunk, or .5 / .5 on the last two when the last one has fewer than 3 words
+        (sec. 4 "Personalization vector"). Otherwise the chunks are indexed
+        (:class:`MixPRIndex`) and the query bordered onto their graph. A local query that reaches
+        no chunk falls back to PageRank: mode ``"global-fallback"``, logged.
 
         Parameters
         ----------
         chunks : sequence of str, in document order
         query : str, non-empty
         mode : {"auto", "local", "global"}
-            ``"auto"`` asks the router.
 
         Returns
         -------
-        (len(chunks),) float64 array: stationary probabilities of the chunk nodes (query
-        node(s) excluded, so they sum to less than 1). Higher is more relevant.
+        scores : (len(chunks),) float64
+            Stationary probabilities of the chunk nodes (query nodes excluded, so they may sum
+            to less than 1). Higher is more relevant.
+        mode : "local", "global", "global-fallback", or None for no chunks
 
         Raises
         ------
@@ -429,73 +1127,112 @@ class MixPR:
         for i, c in enumerate(chunks):
             if not isinstance(c, str):
                 raise TypeError(f"chunks[{i}] must be a str, got {type(c).__name__}")
+        if not chunks:
+            return np.zeros(0, dtype=np.float64), None
+        if not self.config.fit_query:
+            keep = [i for i, c in enumerate(chunks) if c.strip()]
+            scores = np.zeros(len(chunks))
+            if not keep:
+                return scores, None
+            index = MixPRIndex.from_texts(
+                [chunks[i] for i in keep],
+                chunk=False,
+                router=self.router,
+                **self.config.to_dict(),
+            )
+            s, used, _ = index.score(query, mode)
+            scores[keep] = s
+            return scores, used
+        return self._rank_literal(chunks, query, mode)
+
+    def _rank_literal(self, chunks: list[str], query: str, mode: str):
         n = len(chunks)
-        if n == 0:
-            self.last_mode_ = None
-            return np.zeros(0, dtype=np.float64)
         if mode == "auto":
             mode = self.route(query, chunks)
-        q = self.query_chunks(query)
+        q = self.query_chunks(query) or [query]
         texts = chunks + q
-        bar = self._bar
-        if bar is not None:
-            bar.set_description("mixpr embed")
-        E = self.embed(texts)
-        if bar is not None:
-            bar.update(1)
-            bar.set_description("mixpr graph")
-        A = column_normalize(similarity_graph(E, self.threshold))
-        if bar is not None:
-            bar.update(1)
-            bar.set_description("mixpr rank")
+        A = self.graph(texts)
         N = len(texts)
         p = np.zeros(N)
-        if len(q) >= 2 and len(q[-1].split()) < 3:
-            p[-2:] = 0.5
-        else:
-            p[-1] = 1.0
+        p[n:] = _personalization(len(q), q)
+        if mode == "local" and A[:n, n:].nnz == 0:
+            logger.info(
+                "MixPR: no chunk reaches threshold=%.3g for query %.80r; using PageRank",
+                self.config.threshold,
+                query,
+            )
+            mode = "global-fallback"
         if mode == "local":
-            # Does any walk from the query reach a chunk of the text?
-            if A[:n, n:].nnz == 0:
-                warnings.warn(
-                    "MixPR: the query shares no term with the text; using PageRank (global mode)",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                mode = "global"
-        self.last_mode_ = mode
-        if mode == "local":
-            pi = personalized_pagerank(A, p, self.alpha_local, self.max_iter, self.tol)
+            if self.config.personalization == "similarity":
+                w = sp.csr_array(A[:n, n:]) @ p[n:]
+                if w.sum() <= 0:  # the restart query chunk itself links nowhere
+                    w = np.asarray(sp.csr_array(A[:n, n:]).sum(axis=1)).ravel()
+                p = np.concatenate([w / w.sum(), np.zeros(len(q))])
+            cfg = self.config
+            pi = personalized_pagerank(A, p, cfg.alpha_local, cfg.max_iter, cfg.tol)
         else:
             uniform = np.full(N, 1.0 / N)
-            pi = personalized_pagerank(A, uniform, 0.0, self.max_iter, self.tol)
-        if bar is not None:
-            bar.update(1)
-        return np.ascontiguousarray(pi[:n], dtype=np.float64)
+            pi = personalized_pagerank(A, uniform, 0.0, self.config.max_iter, self.config.tol)
+        return np.ascontiguousarray(pi[:n], dtype=np.float64), mode
 
     def score_text(
         self, text: str, query: str, mode: str = "auto"
     ) -> tuple[list[tuple[int, int]], np.ndarray]:
         """Chunk ``text`` (character spans) and score every chunk: ``(spans, scores)``."""
         check_text(text, "text")
+        spans = chunk_words(text, self.config.max_words)
+        scores = self.rank([text[a:b] for a, b in spans], query, mode)
+        return spans, scores
+
+    def search(
+        self,
+        texts,
+        query: str,
+        *,
+        k: int | None = None,
+        token_budget: int | None = None,
+        mode: str = "auto",
+        token_counter: TokenCounter | None = None,
+    ) -> SearchResult:
+        """The best chunks of ``texts`` (one or many) for ``query``, as a :class:`SearchResult`
+        (see :meth:`MixPRIndex.search`). Arguments are checked before any work."""
+        texts = check_texts(texts)
         check_text(query, "query")
         check_choice(mode, "mode", MODES)
-        bar = None
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=4, desc="mixpr chunk", unit="stage", leave=False)
-        try:
-            spans = chunk_words(text, self.max_words)
-            if bar is not None:
-                bar.update(1)
-            self._bar = bar
-            scores = self.rank([text[a:b] for a, b in spans], query, mode)
-        finally:
-            self._bar = None
-            if bar is not None:
-                bar.close()
-        return spans, scores
+        k, token_budget = check_size(k, token_budget, default_k=100)
+        if token_counter is not None and not callable(token_counter):
+            raise TypeError("token_counter must be a callable str -> int")
+        if not self.config.fit_query:
+            index = self.index(texts, token_counter=token_counter)
+            return index.search(query, k=k, token_budget=token_budget, mode=mode)
+        t0 = time.perf_counter()
+        units = [
+            (d, i, a, b)
+            for d, t in enumerate(texts)
+            for i, (a, b) in enumerate(chunk_words(t, self.config.max_words))
+        ]
+        unit_texts = [texts[d][a:b] for d, _, a, b in units]
+        scores, used = self.rank_with_mode(unit_texts, query, mode)
+        timings = {"rank": time.perf_counter() - t0}
+        if token_budget is not None:
+            counts = count_many(unit_texts, token_counter)
+            idx = select_top(scores, token_budget=token_budget, token_counts=counts)
+            name = (
+                "count_tokens"
+                if token_counter is None
+                else getattr(token_counter, "__name__", "custom")
+            )
+            budget = {"token_budget": token_budget, "unit": name}
+        else:
+            idx = select_top(scores, k=k)
+            budget = {"k": k}
+        hits = tuple(
+            Passage(
+                units[i][2], units[i][3], unit_texts[i], float(scores[i]), units[i][1], units[i][0]
+            )
+            for i in idx.tolist()
+        )
+        return SearchResult(hits, "mixpr", used, timings, budget)
 
     def retrieve(
         self,
@@ -525,7 +1262,8 @@ class MixPR:
         -------
         list of Passage
             ``text[p.start:p.end] == p.text`` (character offsets); ``p.score`` the PageRank
-            probability; ``p.index`` the chunk index.
+            probability; ``p.index`` the chunk index. (:meth:`search` also gives the mode used
+            and timings.)
 
         Raises
         ------
@@ -533,31 +1271,17 @@ class MixPR:
             Bad arguments (checked before any heavy work), or both ``k`` and ``token_budget``.
         """
         check_text(text, "text")
-        check_text(query, "query")
-        check_choice(mode, "mode", MODES)
-        check_int(k, "k", minimum=1, allow_none=True)
-        check_int(token_budget, "token_budget", minimum=1, allow_none=True)
-        if k is not None and token_budget is not None:
-            raise ValueError("give at most one of k and token_budget")
-        if token_counter is not None and not callable(token_counter):
-            raise TypeError("token_counter must be a callable str -> int")
-        if k is None and token_budget is None:
-            k = 100
-        spans, scores = self.score_text(text, query, mode)
-        texts = [text[a:b] for a, b in spans]
-        if token_budget is not None:
-            counts = count_many(texts, token_counter)
-            idx = select_top(scores, token_budget=token_budget, token_counts=counts)
-        else:
-            idx = select_top(scores, k=k)
-        return [
-            Passage(spans[i][0], spans[i][1], texts[i], float(scores[i]), int(i))
-            for i in idx.tolist()
-        ]
+        result = self.search(
+            text, query, k=k, token_budget=token_budget, mode=mode, token_counter=token_counter
+        )
+        return list(result.hits)
 
 
 __all__ = [
     "MixPR",
+    "MixPRIndex",
+    "MixPRConfig",
+    "PRESETS",
     "KeywordRouter",
     "LLMRouter",
     "ROUTER_PROMPT",

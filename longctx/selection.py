@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from longctx._validate import check_int
+from longctx.checks import check_int
 
 
 def select_top(
@@ -41,10 +41,16 @@ def select_top(
     scores = np.asarray(scores, dtype=np.float64)
     if (k is None) == (token_budget is None):
         raise ValueError("give exactly one of k and token_budget")
-    order = np.argsort(-scores, kind="stable")
     if k is not None:
         k = check_int(k, "k", minimum=1)
-        return np.sort(order[:k]).astype(np.int64)
+        if k >= len(scores) or np.isnan(scores).any():
+            return np.sort(np.argsort(-scores, kind="stable")[:k]).astype(np.int64)
+        # O(n): the k-th largest value, every score above it, then its earliest ties
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        above = np.flatnonzero(scores > kth)
+        ties = np.flatnonzero(scores == kth)[: k - len(above)]
+        return np.sort(np.concatenate([above, ties])).astype(np.int64)
+    order = np.argsort(-scores, kind="stable")
     token_budget = check_int(token_budget, "token_budget", minimum=1)
     if token_counts is None:
         raise ValueError("token_counts is required with token_budget")

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from longctx._validate import check_choice, check_int, check_text
+from longctx.checks import check_choice, check_int, check_text
 
 Span = tuple[int, int]
 

@@ -110,8 +110,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from longctx._validate import check_choice, check_float, check_int, check_text
 from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
+from longctx.checks import check_choice, check_float, check_int, check_text
 from longctx.index import RetrievalIndex, check_texts
 from longctx.selection import check_size, select_top
 from longctx.text import split_sentences

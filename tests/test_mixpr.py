@@ -100,33 +100,47 @@ CHUNKS = [
 
 
 def test_rank_local_prefers_query_related_chunks():
-    mp = MixPR()
-    scores = mp.rank(CHUNKS, "Where is the milk?", mode="local")
-    assert scores.shape == (len(CHUNKS),) and scores.dtype == np.float64
-    assert int(np.argmax(scores)) == 3  # "Mary got the milk there."
-    assert mp.last_mode_ == "local"
-    # multi-hop: in this tiny text "Mary" is common (low idf), so the Mary-Mary links
-    # (cosine ~.22) need a lower threshold; then the walk reaches Mary's other chunks.
-    scores = MixPR(threshold=0.2).rank(CHUNKS, "Where is the milk?", mode="local")
-    assert min(scores[0], scores[6]) > 10 * max(scores[1], scores[4])
+    for preset in ("paper", "default"):
+        mp = MixPR(preset=preset)
+        scores, mode = mp.rank_with_mode(CHUNKS, "Where is the milk?", mode="local")
+        assert scores.shape == (len(CHUNKS),) and scores.dtype == np.float64
+        assert int(np.argmax(scores)) == 3  # "Mary got the milk there."
+        assert mode == "local"
+        # multi-hop: in this tiny text "Mary" is common (low idf), so the Mary-Mary links
+        # (cosine ~.22) need a lower threshold; then the walk reaches Mary's other chunks.
+        scores = MixPR(preset=preset, threshold=0.2).rank(CHUNKS, "Where is the milk?", "local")
+        assert min(scores[0], scores[6]) > 10 * max(scores[1], scores[4])
 
 
 def test_rank_global_is_pagerank_and_router_picks_it():
-    mp = MixPR(threshold=0.2)
     query = "Summarize what Mary did in the whole story."
-    scores = mp.rank(CHUNKS, query)
-    assert mp.last_mode_ == "global"
+    # paper-literal: PageRank over the chunks and the query node(s)
+    mp = MixPR(preset="paper", threshold=0.2)
+    scores, mode = mp.rank_with_mode(CHUNKS, query)
+    assert mode == "global"
     texts = CHUNKS + mp.query_chunks(query)
     n = len(texts)
     ref = personalized_pagerank(mp.graph(texts), np.full(n, 1 / n), 0.0)
     assert np.allclose(scores, ref[: len(CHUNKS)])
     local = mp.rank(CHUNKS, "Where is the milk?", mode="local")
     assert not np.allclose(local, mp.rank(CHUNKS, "Where is the milk?", mode="global"))
+    # index path: PageRank of the chunk graph alone (query-independent)
+    mp = MixPR(threshold=0.2)
+    scores, mode = mp.rank_with_mode(CHUNKS, query)
+    assert mode == "global"
+    ref = personalized_pagerank(mp.graph(CHUNKS), np.full(len(CHUNKS), 1 / len(CHUNKS)), 0.0)
+    assert np.allclose(scores, ref)
 
 
-def test_rank_warns_and_falls_back_when_query_unrelated():
-    with pytest.warns(RuntimeWarning, match="shares no term"):
-        MixPR().rank(CHUNKS, "quantum chromodynamics?", mode="local")
+@pytest.mark.parametrize("preset", ["paper", "default"])
+def test_rank_falls_back_to_pagerank_when_query_reaches_no_chunk(preset, caplog):
+    with caplog.at_level("INFO", logger="longctx.mixpr"):
+        scores, mode = MixPR(preset=preset).rank_with_mode(
+            CHUNKS, "quantum chromodynamics?", mode="local"
+        )
+    assert mode == "global-fallback"
+    assert "using PageRank" in caplog.text
+    assert np.all(scores > 0)
 
 
 def test_keyword_router():
@@ -155,8 +169,7 @@ def test_llm_router_uses_paper_prompt_and_parses_answers():
     # unparseable answer: keyword fallback
     assert LLMRouter(lambda p: "maybe")("Summarize it.", []) == "global"
     mp = MixPR(router=LLMRouter(lambda p: "n"))
-    mp.rank(CHUNKS, "Summarize where Mary went.")
-    assert mp.last_mode_ == "local"
+    assert mp.rank_with_mode(CHUNKS, "Summarize where Mary went.")[1] == "local"
 
 
 def test_short_last_query_chunk_spreads_personalization():

@@ -28,3 +28,13 @@ def test_select_top_argument_errors():
         select_top(np.ones(3), token_budget=5)
     with pytest.raises(ValueError, match="shape"):
         select_top(np.ones(3), token_budget=5, token_counts=np.ones(2))
+
+
+def test_top_k_equals_stable_sort_with_ties():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 60))
+        scores = rng.integers(0, 5, n).astype(float)  # many ties
+        k = int(rng.integers(1, n + 3))
+        ref = np.sort(np.argsort(-scores, kind="stable")[:k])
+        assert select_top(scores, k=k).tolist() == ref.tolist()

@@ -43,14 +43,16 @@ def test_documents_keep_id_metadata_and_offsets():
     assert len(out) == 3
     by_id = {d.id: d for d in DOCS}
     for doc in out:
-        src = by_id[doc.id]
-        a, b = doc.metadata["mixpr_start"], doc.metadata["mixpr_end"]
+        src = by_id[doc.metadata["longctx_source_id"]]
+        a, b = doc.metadata["longctx_start_char_idx"], doc.metadata["longctx_end_char_idx"]
         assert src.page_content[a:b] == doc.page_content
+        assert doc.id == f"{src.id}#{a}-{b}"
         assert doc.metadata["source"] == "babi" and doc.metadata["page"] == src.metadata["page"]
-        assert doc.metadata["mixpr_score"] > 0
+        assert doc.metadata["longctx_score"] > 0 and doc.metadata["longctx_method"] == "mixpr"
     assert "Mary got the milk there." in [d.page_content for d in out]
-    idx = [d.metadata["mixpr_chunk_index"] for d in out]
-    assert idx == sorted(idx)  # chronological order
+    assert len({d.id for d in out}) == len(out)
+    order = [(d.metadata["page"], d.metadata["longctx_unit_index"]) for d in out]
+    assert order == sorted(order)  # chronological order
     assert DOCS[0].metadata == {"source": "babi", "page": 1}  # user's metadata untouched
 
 
@@ -58,7 +60,8 @@ async def test_async_and_kwargs():
     r = MixPRRetriever.from_texts([STORY], metadatas=[{"t": 1}], ids=["x"], k=5)
     out = await r.ainvoke("Where is the milk?", k=1)
     assert [d.page_content for d in out] == ["Mary got the milk there."]
-    assert out[0].id == "x" and out[0].metadata["t"] == 1
+    assert out[0].id.startswith("x#") and out[0].metadata["t"] == 1
+    assert out[0].metadata["longctx_source_id"] == "x"
     budget = r.invoke("Where is the milk?", token_budget=12)
     assert 0 < sum(len(d.page_content.split()) for d in budget) <= 12
     glob = r.invoke("Summarize the story.", mode="global", k=3)
@@ -74,3 +77,6 @@ def test_bad_arguments():
     with pytest.raises(ValueError):
         MixPRRetriever(documents=DOCS, k=0)
     assert MixPRRetriever(documents=[]).invoke("milk?") == []
+    index = r.index
+    r.invoke("milk?")
+    assert r.index is index  # built once, kept across invokes

@@ -30,18 +30,22 @@ def test_from_documents_chunks_and_keeps_source():
     texts = [n.node.get_content() for n in out]
     assert "Mary got the milk there." in texts
     by_id = {d.node_id: d for d in docs}
-    idx = [n.node.metadata["mixpr_chunk_index"] for n in out]
-    assert idx == sorted(idx)
+    order = [(n.node.ref_doc_id, n.node.metadata["longctx_unit_index"]) for n in out]
+    assert order == sorted(order, key=lambda x: ([d.node_id for d in docs].index(x[0]), x[1]))
+    assert len({n.node.node_id for n in out}) == len(out)
     for n in out:
         node = n.node
         src = by_id[node.ref_doc_id]
         assert node.relationships[NodeRelationship.SOURCE].node_id == src.node_id
-        a, b = node.metadata["mixpr_start_char_idx"], node.metadata["mixpr_end_char_idx"]
+        a, b = node.metadata["longctx_start_char_idx"], node.metadata["longctx_end_char_idx"]
         assert src.text[a:b] == node.text and (node.start_char_idx, node.end_char_idx) == (a, b)
-        assert n.score > 0
+        assert node.node_id == f"{src.node_id}#{a}-{b}"
+        assert node.metadata["longctx_method"] == "mixpr"
+        assert node.metadata["longctx_source_id"] == src.node_id
+        assert n.score > 0 and node.metadata["longctx_score"] == n.score
         if src.node_id == "doc-1":
             assert node.metadata["title"] == "babi"
-        assert "mixpr_chunk_index" not in node.get_content(metadata_mode="llm")
+        assert "longctx_unit_index" not in node.get_content(metadata_mode="llm")
     best = max(out, key=lambda n: n.score)
     assert best.node.text == "Mary got the milk there."
 
@@ -51,7 +55,8 @@ async def test_async_and_budget_and_units():
     r = MixPRRetriever(nodes=nodes, similarity_top_k=1, chunk_nodes=False)
     out = await r.aretrieve("Where is the milk?")
     assert [n.node.node_id for n in out] == ["n3"]
-    assert out[0].node is nodes[3]  # the user's node itself
+    assert out[0].node.node_id == "n3" and out[0].node.text == nodes[3].text  # the user's node
+    assert "longctx_score" not in nodes[3].metadata  # a copy carries the keys
     rb = MixPRRetriever(nodes=_docs(), token_budget=12)
     got = rb.retrieve("Where is the milk?")
     assert 0 < sum(len(n.node.text.split()) for n in got) <= 12
@@ -66,3 +71,16 @@ def test_bad_arguments():
         MixPRRetriever(nodes=["text"])
     with pytest.raises(ValueError, match="query"):
         MixPRRetriever(nodes=_docs()).retrieve("  ")
+
+
+def test_index_built_once_and_persist_round_trip(tmp_path):
+    r = MixPRRetriever.from_documents(_docs(), similarity_top_k=3)
+    index = r.index
+    first = r.retrieve("Where is the milk?")
+    r.retrieve("Who went to the garden?")
+    assert r.index is index  # not rebuilt per query
+    r.persist(tmp_path / "r")
+    loaded = MixPRRetriever.from_persist_dir(tmp_path / "r")
+    again = loaded.retrieve("Where is the milk?")
+    assert [(n.node.node_id, n.score) for n in again] == [(n.node.node_id, n.score) for n in first]
+    assert again[0].node.metadata.get("title") == "babi"

@@ -1,0 +1,20 @@
+"""Hits -> LangChain documents, the same way for every method (metadata keys and ids from
+``longctx.types``)."""
+
+from __future__ import annotations
+
+from langchain_core.documents import Document
+
+from longctx.types import Passage, hit_id, hit_metadata
+
+
+def hit_to_document(
+    hit: Passage, source: Document, method: str, *, whole: bool = False
+) -> Document:
+    """One hit of ``source`` as a new ``Document``: the hit's text exactly, the source's metadata
+    plus the longctx keys (``longctx_source_id`` holds the source's id). Its id is
+    ``hit_id(source.id, hit)``, or the source's own id when ``whole`` (the unit is the whole
+    source document)."""
+    meta = {**source.metadata, **hit_metadata(hit, method, source.id)}
+    doc_id = source.id if whole else hit_id(source.id, hit)
+    return Document(page_content=hit.text, metadata=meta, id=doc_id)

@@ -1,0 +1,173 @@
+"""MixPRIndex: build once, query many; agreement with the paper-literal path, persistence,
+concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from longctx.mixpr import (
+    MixPR,
+    MixPRIndex,
+    column_normalize,
+    personalized_pagerank,
+    similarity_graph,
+)
+from longctx.persist import PersistError
+from longctx.types import SearchResult
+
+QUESTIONS = [
+    "What did the Mock Turtle sing about?",
+    "Who is the Cheshire Cat?",
+    "Who stole the tarts?",
+    "Why did Alice cry a pool of tears?",
+    "What did the Caterpillar smoke?",
+]
+
+
+@pytest.fixture(scope="module")
+def alice_index(alice_text):
+    return MixPRIndex.from_texts(alice_text)
+
+
+def test_search_agrees_with_paper_literal_path(alice_text, alice_index):
+    literal = MixPR(preset="paper")
+    for q in QUESTIONS:
+        ours = {h.start for h in alice_index.search(q, k=100).hits}
+        ref = {h.start for h in literal.search(alice_text, q, k=100).hits}
+        assert len(ours & ref) >= 98, q
+
+
+def test_bordered_power_iteration_equals_pagerank_on_explicit_graph(alice_index):
+    q = "What did the Caterpillar smoke? Tell me"  # two query chunks, the last one short
+    scores, mode, _ = alice_index.score(q, "local")
+    assert mode == "local"
+    qchunks = ["What did the Caterpillar smoke?", "Tell me"]
+    Eq, Q = alice_index._query_vectors(qchunks)
+    E = sp.csr_array(alice_index._E_by_term.tocsr(), dtype=np.float64)
+    B = (E @ Eq.T.astype(np.float64)).toarray()
+    S = similarity_graph(E, 0.27).toarray()
+    full = np.block([[S, B], [B.T, Q]])
+    full[full < 0.27] = 0
+    A = column_normalize(sp.csr_array(full))
+    n = alice_index.n_units
+    p = np.zeros(n + 2)
+    p[-2:] = 0.5  # sec. 4: the last query chunk has fewer than 3 words
+    ref = personalized_pagerank(A, p, 0.6, 18, 1e-6)[:n]
+    np.testing.assert_allclose(scores, ref, atol=1e-7)
+
+
+def test_result_type_hits_and_budget(alice_text, alice_index):
+    r = alice_index.search("Who stole the tarts?", k=10)
+    assert isinstance(r, SearchResult) and r.method == "mixpr" and r.mode == "local"
+    assert len(r.hits) == 10 and r.budget == {"k": 10}
+    assert set(r.timings) >= {"route", "embed_query", "rank", "select"}
+    assert [h.start for h in r.hits] == sorted(h.start for h in r.hits)
+    for h in r.hits:
+        assert alice_text[h.start : h.end] == h.text and h.source == 0
+    r = alice_index.search("Who stole the tarts?", token_budget=60)
+    assert r.budget == {"token_budget": 60, "unit": "count_tokens"}
+    assert 0 < sum(int(alice_index.token_counts[h.index]) for h in r.hits) <= 60
+    assert len(alice_index.search("Who stole the tarts?")) == 100  # the paper's k
+    assert alice_index.search("Summarize the book.", k=5).mode == "global"
+    assert alice_index.search("zyzzyva qwxk?", k=5, mode="local").mode == "global-fallback"
+
+
+def test_many_texts_keep_their_source_and_offsets():
+    texts = ["Mary went to the kitchen. The cat slept.", "John took the milk. Mary got the milk."]
+    index = MixPRIndex.from_texts(texts, threshold=0.1)
+    r = index.search("Who got the milk?", k=4)
+    assert {h.source for h in r.hits} == {0, 1}
+    for h in r.hits:
+        assert texts[h.source][h.start : h.end] == h.text
+    assert [(h.source, h.start) for h in r.hits] == sorted((h.source, h.start) for h in r.hits)
+
+
+def test_one_off_call_ranks_like_the_index(alice_text, alice_index):
+    q = QUESTIONS[0]
+    a = [h.start for h in MixPR().retrieve(alice_text, q, k=20)]
+    assert a == [h.start for h in alice_index.search(q, k=20).hits]
+
+
+def test_save_load_round_trip(tmp_path, alice_index):
+    alice_index.save(tmp_path / "idx")
+    loaded = MixPRIndex.load(tmp_path / "idx")
+    for q in QUESTIONS[:3] + ["Summarize the book."]:
+        a, b = alice_index.search(q, k=50), loaded.search(q, k=50)
+        assert a.hits == b.hits and a.mode == b.mode
+    assert (
+        loaded.search(QUESTIONS[0], token_budget=80).hits
+        == alice_index.search(QUESTIONS[0], token_budget=80).hits
+    )
+    raw = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    assert raw["format"] == "longctx.mixpr" and raw["format_version"] == 1
+
+
+def test_damaged_saves_are_clear_errors(tmp_path, alice_index):
+    d = tmp_path / "idx"
+    alice_index.save(d)
+    graph = (d / "graph.npz").read_bytes()
+    (d / "graph.npz").write_bytes(graph[: len(graph) // 2])
+    with pytest.raises(PersistError, match="graph.npz"):
+        MixPRIndex.load(d)
+    alice_index.save(d)
+    (d / "vocabulary.json").unlink()
+    with pytest.raises(PersistError, match="vocabulary.json"):
+        MixPRIndex.load(d)
+    alice_index.save(d)
+    m = json.loads((d / "manifest.json").read_text())
+    m["format_version"] = 99
+    (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(PersistError, match="format version 99"):
+        MixPRIndex.load(d)
+    (d / "manifest.json").unlink()
+    with pytest.raises(PersistError, match="manifest.json"):
+        MixPRIndex.load(d)
+    with pytest.raises(PersistError, match="not a directory"):
+        MixPRIndex.load(tmp_path / "nothing")
+
+
+def test_concurrent_searches_equal_sequential(alice_index):
+    queries = QUESTIONS + ["Summarize the book.", "zyzzyva qwxk?", "Who is the Queen?"]
+    sequential = [alice_index.search(q, k=30) for q in queries]
+    with ThreadPoolExecutor(8) as pool:
+        threaded = list(pool.map(lambda q: alice_index.search(q, k=30), queries))
+
+    async def gather():
+        return await asyncio.gather(
+            *(asyncio.to_thread(alice_index.search, q, k=30) for q in queries)
+        )
+
+    for a, b, c in zip(sequential, threaded, asyncio.run(gather())):
+        assert a.hits == b.hits == c.hits and a.mode == b.mode == c.mode
+
+
+def test_bad_settings_raise_before_work(alice_text):
+    with pytest.raises(ValueError, match="stop_words"):
+        MixPRIndex.from_texts(alice_text, stop_words="englsh")
+    with pytest.raises(ValueError, match="vectorizer_kwargs"):
+        MixPRIndex.from_texts(alice_text, vectorizer_kwargs={"no_such_arg": 1})
+    with pytest.raises(ValueError, match="ngram_range"):
+        MixPRIndex.from_texts(alice_text, vectorizer_kwargs={"ngram_range": "x"})
+    with pytest.raises(ValueError, match="preset"):
+        MixPRIndex.from_texts(alice_text, preset="best")
+    with pytest.raises(TypeError):
+        MixPRIndex.from_texts(alice_text, no_such_setting=1)
+    with pytest.raises(ValueError, match="personalization"):
+        MixPRIndex.from_texts(alice_text, personalization="uniform")
+    with pytest.raises(ValueError, match="no term to index"):
+        MixPRIndex.from_texts("The and of. It is the.")
+    with pytest.raises(ValueError, match=r"texts\[1\]"):
+        MixPRIndex.from_texts(["fine text", "  "])
+    index = MixPRIndex.from_texts("Mary went home. John stayed.")
+    with pytest.raises(ValueError, match="at most one"):
+        index.search("Mary?", k=1, token_budget=3)
+    with pytest.raises(ValueError, match="token_budget must be >= 1"):
+        index.search("Mary?", token_budget=0)
+    with pytest.raises(ValueError, match="query"):
+        index.search(" ")
