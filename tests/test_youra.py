@@ -284,6 +284,7 @@ def test_cli_module(model, tok, monkeypatch):
     import argparse
 
     import longctx.cli.youra as cli
+    from longctx.types import SearchResult
 
     scorer = ReactionScorer(model, tok)
     monkeypatch.setattr(cli, "_get_scorer", lambda args: scorer)
@@ -291,11 +292,22 @@ def test_cli_module(model, tok, monkeypatch):
     spans, scores, counts = cli.score_units(CONTEXT, QUERY, args)
     assert len(spans) == len(scores) == len(counts) == 8
     assert counts.sum() == len(tok(CONTEXT, add_special_tokens=False)["input_ids"])
-    passages = cli.run(CONTEXT, QUERY, args)
+    assert scores.dtype == np.float64 and counts.dtype == np.int64
+    result = cli.run(CONTEXT, QUERY, args)
+    assert isinstance(result, SearchResult) and result.method == "youra"
+    passages = result.hits
     assert len(passages) == 3 and [p.index for p in passages] == sorted(p.index for p in passages)
     assert all(CONTEXT[p.start : p.end] == p.text for p in passages)
+    best = set(np.argsort(-scores, kind="stable")[:3].tolist())
+    assert {p.index for p in passages} == best  # the same scores as score_units
     args.k, args.budget = None, 20
-    assert sum(counts[p.index] for p in cli.run(CONTEXT, QUERY, args)) <= 20
+    assert sum(counts[p.index] for p in cli.run(CONTEXT, QUERY, args).hits) <= 20
+    # the scorer options come from the CLI arguments, instruction by default
+    cli._scorer.cache_clear()
+    monkeypatch.undo()
+    built = cli._get_scorer(argparse.Namespace(model=None, cache_bytes=1234))
+    assert built.baseline == "instruction" and built.cache_bytes == 1234
+    cli._scorer.cache_clear()
 
 
 # -- the window cache under a byte budget ------------------------------------------------------
