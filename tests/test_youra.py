@@ -508,6 +508,11 @@ def test_index_save_load_round_trip_and_errors(corpus_index, tmp_path):
         assert loaded.search(QUERY, **kw).hits == corpus_index.search(QUERY, **kw).hits
     cfg = json.loads((d / "config.json").read_text())
     assert cfg["scorer"]["baseline"] == "instruction" and cfg["max_fraction"] == 0.8
+    # without a scorer: the model is given like to from_texts, the saved options are used
+    scorer = corpus_index.scorer
+    fresh = YouraIndex.load(d, model=scorer.model, tokenizer=scorer.tokenizer)
+    assert fresh.scorer is not scorer and fresh.scorer.config() == scorer.config()
+    assert fresh.search(QUERY, k=4).hits == corpus_index.search(QUERY, k=4).hits
 
     def broken(name, how):
         b = tmp_path / f"broken-{name}-{how}"
