@@ -26,7 +26,9 @@ book (not run: about 40 minutes of CPU a query here).
 ``--bf16-effect``: how storing the cached keys/values in bfloat16 (``cache_dtype="bfloat16"``)
 changes SmolLM2's scores against a float32 cache, on ``--chars`` characters of War and Peace and
 five questions: relative error of the reaction vector, Spearman correlation of the sentence scores
-and overlap of the top-10 sentences.
+and overlap of the top-10 sentences. Measured (SmolLM2 float32, 8,000 characters = 2,186 tokens,
+``--max-window 1024``, two questions before the 10-minute limit of a loaded machine): relative
+error 0.0039 and 0.0074, Spearman 1.0000, top-10 overlap 10/10.
 
 Usage::
 
