@@ -1,35 +1,46 @@
-"""YOURA as a LangChain document compressor (000_ac75cd36fe64736e.txt, sec. 3.3)."""
+"""YOURA as a LangChain document compressor (Soh, Huang, Tian and Zhao, "You Only Use Reactive
+Attention Slice For Long Context Retrieval", 2024, arXiv:2409.13695, sec. 3.3)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from longctx.youra import check_select_args, join_selected, scorer_from, select_in_texts
+from langchain_longctx._documents import hit_to_document
+from longctx.checks import check_float, check_text
+from longctx.selection import check_size
+from longctx.youra import DEFAULT_BASELINE, DEFAULT_K, YouraIndex, scorer_from
 
 
 class YouraCompressor(BaseDocumentCompressor):
     """Keep only the sentences of the retrieved documents that react most to the query (YOURA).
 
-    The documents' ``page_content`` are read as one context, in the order received (joined with a
-    blank line), split into sentences inside each document, scored by reaction score with a
-    causal LM (000_ac75cd36fe64736e.txt, eq. 1-6) and selected under ``token_budget`` (model
-    tokens, greedy by score, at most ``max_fraction`` of the sentences) or ``top_n``, for all
-    documents together. Each document with a kept sentence comes back once, in the input order,
-    with its ``id`` and ``metadata`` kept, ``page_content`` replaced by its kept sentences
-    (consecutive sentences keep the original text between them; separate runs are joined by one
-    space) and extra metadata ``youra_score`` (best kept reaction score), ``youra_char_spans``
-    (``[start, end]`` of the kept sentences in the original ``page_content``) and
-    ``youra_sentence_scores``. Documents with no kept sentence are dropped.
+    Per call, the documents' ``page_content`` become a :class:`longctx.YouraIndex` (one text per
+    document, scored on its own and ranked together: :mod:`longctx.youra`, "Several texts") and
+    its hits come back as documents. A document set cannot be prebuilt, but the scorer's window
+    cache is keyed by tokens, so a document seen by an earlier query costs only the query pass.
 
     Setup:
         .. code-block:: bash
 
             pip install "longctx[langchain,models]"
+
+    Key init args:
+        k: int | None
+            Sentences kept (default ``longctx.youra.DEFAULT_K`` = 10 when no token_budget).
+        token_budget: int | None
+            Model tokens for all kept sentences instead (greedy by score, at most
+            ``max_fraction`` of the sentences).
+        baseline: str
+            ``"instruction"`` (default, the authors' code) or ``"paper"`` (eq. 1).
+        scorer: longctx.youra.ReactionScorer | None
+            A ready scorer (model, options, window cache), shared with other components.
 
     Instantiate:
         .. code-block:: python
@@ -49,24 +60,30 @@ class YouraCompressor(BaseDocumentCompressor):
             docs = retriever.invoke("What colour were the Rabbit's eyes?")
             # or directly:
             docs = compressor.compress_documents(documents, "What colour ...?")
+
+    Each returned ``Document`` is one kept sentence, in document order: ``page_content`` the
+    sentence exactly, ``id`` ``"{source id}#{start}-{end}"`` (the source's own id when the
+    sentence is the whole document), ``metadata`` the source's plus ``longctx_start_char_idx`` /
+    ``longctx_end_char_idx`` (characters in the source ``page_content``), ``longctx_unit_index``,
+    ``longctx_score``, ``longctx_method`` and ``longctx_source_id``. No id appears twice.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    token_budget: int | None = Field(
-        default=None, description="Token budget (model tokens) for the kept sentences."
+    k: int | None = Field(
+        default=None, description=f"Sentences kept (default {DEFAULT_K} without token_budget)."
     )
-    top_n: int | None = Field(default=None, description="Number of sentences to keep instead.")
+    token_budget: int | None = Field(
+        default=None, description="Model tokens for the kept sentences instead of k."
+    )
+    top_n: int | None = Field(default=None, description="Deprecated name of k.")
     max_fraction: float = Field(
         default=0.8, description="With token_budget, keep at most this fraction of sentences."
     )
     layers: Any = Field(default="last", description="'last', 'all' or a list of layer indices.")
     aggregate: Literal["gmean", "mean"] = Field(default="gmean", description="Sentence score.")
-    baseline: Literal["paper", "instruction"] = Field(
-        default="paper", description="Reaction baseline (paper eq. 1 or the authors' code)."
-    )
-    keep_full_text: bool = Field(
-        default=False, description="Keep whole documents (only filter and score)."
+    baseline: Literal["instruction", "paper"] = Field(
+        default=DEFAULT_BASELINE, description="Reaction baseline (authors' code or paper eq. 1)."
     )
     model: Any = Field(default=None, exclude=True, description="Causal LM or path (lazy).")
     tokenizer: Any = Field(default=None, exclude=True, description="Tokenizer of `model`.")
@@ -75,15 +92,28 @@ class YouraCompressor(BaseDocumentCompressor):
 
     @model_validator(mode="after")
     def _check(self):
-        check_select_args(self.token_budget, self.top_n, self.max_fraction)
-        self._scorer = scorer_from(
-            self.scorer,
-            self.model,
-            self.tokenizer,
-            layers=self.layers,
-            aggregate=self.aggregate,
-            baseline=self.baseline,
-        )
+        if self.top_n is not None:
+            warnings.warn(
+                "YouraCompressor(top_n=...) is deprecated: use k", DeprecationWarning, stacklevel=2
+            )
+            if self.k is not None:
+                raise ValueError("give k, not both k and top_n")
+            self.k, self.top_n = self.top_n, None
+        check_size(self.k, self.token_budget, default_k=DEFAULT_K)
+        check_float(self.max_fraction, "max_fraction", low=0.0, high=1.0)
+        if self.max_fraction <= 0:
+            raise ValueError(f"max_fraction must be in (0, 1], got {self.max_fraction}")
+        if self.scorer is not None:
+            self._scorer = scorer_from(self.scorer)
+        else:
+            self._scorer = scorer_from(
+                None,
+                self.model,
+                self.tokenizer,
+                layers=self.layers,
+                aggregate=self.aggregate,
+                baseline=self.baseline,
+            )
         return self
 
     def compress_documents(
@@ -92,35 +122,33 @@ class YouraCompressor(BaseDocumentCompressor):
         query: str,
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
-        """Documents reduced to their most reactive sentences (see the class docstring)."""
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query must contain some non-whitespace text")
+        """The most reactive sentences of ``documents`` (see the class docstring)."""
+        check_text(query, "query")
         docs = list(documents)
-        texts = [d.page_content for d in docs]
-        if not any(t.strip() for t in texts):
+        sources = [i for i, d in enumerate(docs) if d.page_content.strip()]
+        if not sources:
             return []
-        chosen = select_in_texts(
-            self._scorer,
-            texts,
-            query,
-            token_budget=self.token_budget,
-            top_n=self.top_n,
-            max_fraction=self.max_fraction,
+        k, budget = check_size(self.k, self.token_budget, default_k=DEFAULT_K)
+        index = YouraIndex.from_texts(
+            [docs[i].page_content for i in sources], self._scorer, max_fraction=self.max_fraction
         )
-        per_doc: dict[int, list] = {}
-        for i, span in chosen:
-            per_doc.setdefault(i, []).append(span)
-        out = []
-        for i, d in enumerate(docs):
-            spans = per_doc.get(i)
-            if not spans:
-                continue
-            content = d.page_content if self.keep_full_text else join_selected(texts[i], spans)
-            metadata = {
-                **d.metadata,
-                "youra_score": max(s.score for s in spans),
-                "youra_char_spans": [[s.start, s.end] for s in spans],
-                "youra_sentence_scores": [s.score for s in spans],
-            }
-            out.append(Document(page_content=content, metadata=metadata, id=d.id))
+        result = index.search(query, k=k, token_budget=budget)
+        out, seen = [], set()
+        for h in result.hits:
+            src = docs[sources[h.source]]
+            whole = h.start == 0 and h.end == len(src.page_content)
+            d = hit_to_document(h, src, "youra", whole=whole)
+            key = d.id if d.id is not None else (h.source, h.start, h.end)
+            if key not in seen:  # the same document given twice
+                seen.add(key)
+                out.append(d)
         return out
+
+    async def acompress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        # model work: in a worker thread, so the event loop stays free
+        return await run_in_executor(None, self.compress_documents, documents, query, callbacks)

@@ -1,36 +1,50 @@
-"""YOURA as a LangChain retriever over given long documents (000_ac75cd36fe64736e.txt)."""
+"""YOURA as a LangChain retriever over given long documents (Soh, Huang, Tian and Zhao, "You
+Only Use Reactive Attention Slice For Long Context Retrieval", 2024, arXiv:2409.13695)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, Field, PrivateAttr
 
-from longctx.youra import check_select_args, scorer_from
+from langchain_longctx._documents import hit_to_document
+from longctx.checks import check_text
+from longctx.selection import check_size
+from longctx.youra import DEFAULT_K, YouraIndex, scorer_from
 
 
 class YouraRetriever(BaseRetriever):
-    """Retrieve the sentences of long documents that react most to the query (YOURA).
+    """Retrieve the sentences of long documents that react most to the query (YOURA), built once.
 
-    Each document is one context: its sentences are scored by reaction score with a causal LM
-    (000_ac75cd36fe64736e.txt, eq. 1-6; long documents in windows, sec. 3.3) and selected under
-    ``token_budget`` (model tokens, greedy by score, at most ``max_fraction`` of the sentences) or
-    ``top_n``, per document. Each document's KV cache stays in the scorer's LRU cache, so another
-    query on the same documents costs only the query tokens.
-
-    Returns one ``Document`` per selected sentence, document by document in document order: the
-    sentence text exactly as in the source, the source's metadata plus ``youra_score``,
-    ``start_index``/``end_index`` (characters in the source), ``sentence_index`` and
-    ``source_id`` (the source document's ``id``, or its position when it has none); its ``id``
-    is ``"{source_id}:{start}-{end}"``.
+    The documents' ``page_content`` are indexed at construction (:class:`longctx.YouraIndex`:
+    sentences, token alignment, window layout) and the index is kept across ``invoke``s; the
+    model's query-independent work (each window's KV cache) stays in the scorer's window cache
+    under its memory budget, so later queries run only the query tokens over cached windows.
+    Sentences of all documents are ranked together (:mod:`longctx.youra`, "Several texts").
 
     Setup:
         .. code-block:: bash
 
             pip install "longctx[langchain,models]"
+
+    Key init args:
+        documents: list[Document]
+            The long documents (indexed once).
+        k: int
+            Sentences returned (default ``longctx.youra.DEFAULT_K`` = 10).
+        token_budget: int | None
+            Model tokens for all returned sentences instead of ``k``.
+        scorer: longctx.youra.ReactionScorer | None
+            A ready scorer; otherwise one from ``model``, ``tokenizer`` and ``scorer_kwargs``
+            (``baseline`` default ``"instruction"``, ``cache_bytes``, ``max_window``...).
 
     Instantiate:
         .. code-block:: python
@@ -39,67 +53,99 @@ class YouraRetriever(BaseRetriever):
             from langchain_longctx import YouraRetriever
 
             retriever = YouraRetriever(
-                documents=[Document(page_content=book_text, id="alice")], top_n=5
+                documents=[Document(page_content=book_text, id="alice")], k=5
             )
 
     Usage:
         .. code-block:: python
 
             docs = retriever.invoke("What colour were the Rabbit's eyes?")
+            docs = retriever.invoke("Who is the Queen?", k=3)  # per-call size
+            docs = retriever.invoke("Who is the Queen?", token_budget=200)
             for d in docs:
-                print(d.metadata["start_index"], d.metadata["youra_score"], d.page_content)
+                print(d.metadata["longctx_start_char_idx"], d.metadata["longctx_score"])
+
+    Each returned ``Document`` is one sentence, in document order: ``page_content`` the sentence
+    exactly, ``id`` ``"{source id}#{start}-{end}"`` (``"source{n}#..."`` for a source without id;
+    the source's own id when the sentence is the whole document), ``metadata`` the source's plus
+    ``longctx_start_char_idx`` / ``longctx_end_char_idx`` (characters in the source
+    ``page_content``), ``longctx_unit_index``, ``longctx_score``, ``longctx_method`` and
+    ``longctx_source_id``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     documents: list[Document] = Field(description="The long documents to retrieve from.")
-    token_budget: int | None = Field(default=None, description="Token budget per document.")
-    top_n: int | None = Field(default=None, description="Sentences per document instead.")
-    max_fraction: float = Field(default=0.8, description="Cap on the fraction of sentences.")
+    k: int = Field(default=DEFAULT_K, ge=1, description="Sentences returned.")
+    token_budget: int | None = Field(
+        default=None, ge=1, description="Model tokens for all returned sentences instead of k."
+    )
+    max_fraction: float = Field(
+        default=0.8, gt=0.0, le=1.0, description="With token_budget: cap on the sentences kept."
+    )
     scorer_kwargs: dict = Field(
-        default_factory=dict, description="ReactionScorer options (layers, aggregate, ...)."
+        default_factory=dict, description="ReactionScorer options (layers, baseline, ...)."
     )
     model: Any = Field(default=None, exclude=True, description="Causal LM or path (lazy).")
     tokenizer: Any = Field(default=None, exclude=True, description="Tokenizer of `model`.")
     scorer: Any = Field(default=None, exclude=True, description="A ready ReactionScorer.")
-    _scorer: Any = PrivateAttr(default=None)
 
-    @model_validator(mode="after")
-    def _check(self):
-        if not self.documents:
-            raise ValueError("documents must be a non-empty list of Document")
-        check_select_args(self.token_budget, self.top_n, self.max_fraction)
-        self._scorer = scorer_from(self.scorer, self.model, self.tokenizer, **self.scorer_kwargs)
-        return self
+    _index: YouraIndex | None = PrivateAttr(default=None)
+    _sources: list[int] = PrivateAttr(default_factory=list)
+
+    def model_post_init(self, context: Any) -> None:
+        self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
+        if not self._sources:
+            raise ValueError("documents must hold some text")
+        scorer = scorer_from(self.scorer, self.model, self.tokenizer, **self.scorer_kwargs)
+        self._index = YouraIndex.from_texts(
+            [self.documents[i].page_content for i in self._sources],
+            scorer,
+            max_fraction=self.max_fraction,
+        )
+
+    @property
+    def index(self) -> YouraIndex:
+        """The core :class:`longctx.YouraIndex`."""
+        return self._index
+
+    @classmethod
+    def from_documents(cls, documents: list[Document], **kwargs: Any) -> YouraRetriever:
+        return cls(documents=list(documents), **kwargs)
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun | None = None,
+        k: int | None = None,
+        token_budget: int | None = None,
     ) -> list[Document]:
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query must contain some non-whitespace text")
-        out = []
-        for pos, doc in enumerate(self.documents):
-            text = doc.page_content
-            if not text.strip():
-                continue
-            source_id = doc.id if doc.id is not None else str(pos)
-            chosen = self._scorer.select(
-                text, query, self.token_budget, self.max_fraction, top_n=self.top_n
-            )
-            for s in chosen:
-                metadata = {
-                    **doc.metadata,
-                    "youra_score": s.score,
-                    "start_index": s.start,
-                    "end_index": s.end,
-                    "sentence_index": s.index,
-                    "source_id": source_id,
-                }
-                out.append(
-                    Document(
-                        page_content=text[s.start : s.end],
-                        metadata=metadata,
-                        id=f"{source_id}:{s.start}-{s.end}",
-                    )
-                )
+        check_text(query, "query")
+        if k is None and token_budget is None:
+            k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
+        k, token_budget = check_size(k, token_budget)
+        result = self._index.search(query, k=k, token_budget=token_budget)
+        out, seen = [], set()
+        for h in result.hits:
+            src = self.documents[self._sources[h.source]]
+            whole = h.start == 0 and h.end == len(src.page_content)
+            d = hit_to_document(h, src, "youra", whole=whole)
+            key = d.id if d.id is not None else (h.source, h.start, h.end)
+            if key not in seen:  # two documents with one id
+                seen.add(key)
+                out.append(d)
         return out
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun | None = None,
+        k: int | None = None,
+        token_budget: int | None = None,
+    ) -> list[Document]:
+        # model work: in a worker thread, so the event loop stays free
+        return await run_in_executor(
+            None, partial(self._get_relevant_documents, query, k=k, token_budget=token_budget)
+        )

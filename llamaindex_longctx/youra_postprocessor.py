@@ -1,44 +1,57 @@
 """YOURA as a LlamaIndex node postprocessor: keep the sentences of the retrieved nodes that react
-most to the query (000_ac75cd36fe64736e.txt, sec. 3.3)."""
+most to the query (Soh, Huang, Tian and Zhao, "You Only Use Reactive Attention Slice For Long
+Context Retrieval", 2024, arXiv:2409.13695, sec. 3.3)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from longctx.youra import check_select_args, scorer_from
-
-#: Metadata keys added to each returned node (also hidden from the LLM and embedding text).
-SCORE_KEY = "youra_score"
-SPANS_KEY = "youra_char_spans"
-SENTENCE_SCORES_KEY = "youra_sentence_scores"
+from llamaindex_longctx._nodes import hit_to_node
+from longctx.checks import check_float, check_text
+from longctx.selection import check_size
+from longctx.youra import DEFAULT_BASELINE, DEFAULT_K, YouraIndex, scorer_from
 
 
 class YouraPostprocessor(BaseNodePostprocessor):
-    """Keep only the most reactive sentences of the retrieved nodes (YOURA).
+    """Keep the most reactive sentences of the retrieved nodes (YOURA), as nodes of their own.
 
-    The nodes' texts are read as one context, in the order received (joined with a blank line),
-    split into sentences inside each node, scored by reaction score with a causal LM and selected
-    under ``token_budget`` (model tokens, greedy by score, at most ``max_fraction`` of the
-    sentences) or ``top_n`` sentences, for all nodes together.
+    Per query, the nodes' texts (``get_content(MetadataMode.NONE)``) become a
+    :class:`longctx.YouraIndex` (one text per node, scored on its own and ranked together, see
+    :mod:`longctx.youra`, "Several texts"); its hits come back as nodes. A node set cannot be
+    prebuilt, but the scorer's window cache is keyed by tokens, so a node seen by an earlier query
+    costs only the query pass.
 
-    Returned nodes: each node with at least one kept sentence is returned once, in the input
-    order, as a copy whose text is replaced by its kept sentences (consecutive sentences keep the
-    original text between them, separate runs are joined by one space). The copy keeps the node's
-    ``id_``, relationships and metadata, with added metadata (excluded from LLM/embedding text):
-    ``youra_char_spans`` (``[start, end]`` character spans of the kept sentences in the original
-    node text), ``youra_sentence_scores`` and ``youra_score`` (the best kept reaction score, also
-    the ``NodeWithScore.score``). Nodes with no kept sentence are dropped. With
-    ``keep_full_text=True`` the node text is left whole (only filtering and scores).
+    Sizes: ``top_n`` sentences (default ``longctx.youra.DEFAULT_K`` = 10 when neither size is
+    given) or ``token_budget`` model tokens for all kept sentences (greedy by score, at most
+    ``max_fraction`` of the sentences).
+
+    Returned nodes, in document order (input node order, then position): one per kept sentence,
+    a ``TextNode`` holding the sentence exactly, id ``"{node id}#{start}-{end}"``,
+    ``start_char_idx`` / ``end_char_idx`` (characters in the source node's text), the source
+    node's metadata plus ``longctx_start_char_idx``, ``longctx_end_char_idx``,
+    ``longctx_unit_index`` (sentence index in its node), ``longctx_score``, ``longctx_method``
+    (``"youra"``) and ``longctx_source_id`` (hidden from the LLM and the embedder), and a SOURCE
+    relationship to the source node. A sentence that is the whole node text returns (a copy of)
+    the node itself, same id, with those keys added. No id appears twice.
+
+    Examples
+    --------
+    >>> pp = YouraPostprocessor(token_budget=300)  # SmolLM2 by default, loaded lazily
+    >>> pp.postprocess_nodes(retrieved, query_str="What colour ...?")  # doctest: +SKIP
     """
 
-    token_budget: int | None = Field(
-        default=None, description="Token budget (model tokens) for the kept sentences, all nodes."
+    top_n: int | None = Field(
+        default=None,
+        description=f"Sentences to keep (default {DEFAULT_K} when no token_budget is given).",
     )
-    top_n: int | None = Field(default=None, description="Number of sentences to keep instead.")
+    token_budget: int | None = Field(
+        default=None, description="Model tokens for the kept sentences, all nodes together."
+    )
     max_fraction: float = Field(
         default=0.8, description="With token_budget, keep at most this fraction of the sentences."
     )
@@ -46,32 +59,38 @@ class YouraPostprocessor(BaseNodePostprocessor):
     aggregate: Literal["gmean", "mean"] = Field(
         default="gmean", description="Sentence score: geometric or arithmetic mean."
     )
-    baseline: Literal["paper", "instruction"] = Field(
-        default="paper", description="Reaction baseline: the paper's eq. 1 or the authors' code."
-    )
-    keep_full_text: bool = Field(
-        default=False, description="Keep the whole node text instead of only kept sentences."
+    baseline: Literal["instruction", "paper"] = Field(
+        default=DEFAULT_BASELINE,
+        description="Reaction baseline: the authors' instruction suffix or the paper's eq. 1.",
     )
     model: Any = Field(
         default=None, exclude=True, description="Causal LM or path; None: SmolLM2 (lazy)."
     )
     tokenizer: Any = Field(default=None, exclude=True, description="Tokenizer of `model`.")
     scorer: Any = Field(
-        default=None, exclude=True, description="A ready longctx.youra.ReactionScorer to use."
+        default=None,
+        exclude=True,
+        description="A ready longctx.youra.ReactionScorer (its window cache is shared).",
     )
     _scorer: Any = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check(self):
-        check_select_args(self.token_budget, self.top_n, self.max_fraction)
-        self._scorer = scorer_from(
-            self.scorer,
-            self.model,
-            self.tokenizer,
-            layers=self.layers,
-            aggregate=self.aggregate,
-            baseline=self.baseline,
-        )
+        check_size(self.top_n, self.token_budget, default_k=DEFAULT_K)
+        check_float(self.max_fraction, "max_fraction", low=0.0, high=1.0)
+        if self.max_fraction <= 0:
+            raise ValueError(f"max_fraction must be in (0, 1], got {self.max_fraction}")
+        if self.scorer is not None:
+            self._scorer = scorer_from(self.scorer)
+        else:
+            self._scorer = scorer_from(
+                None,
+                self.model,
+                self.tokenizer,
+                layers=self.layers,
+                aggregate=self.aggregate,
+                baseline=self.baseline,
+            )
         return self
 
     @classmethod
@@ -81,45 +100,30 @@ class YouraPostprocessor(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        from longctx.youra import join_selected, select_in_texts
-
         if query_bundle is None:
             raise ValueError("YouraPostprocessor needs a query (query_bundle or query_str)")
-        if not nodes:
-            return []
+        query = check_text(query_bundle.query_str, "query")
         texts = [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
-        if not any(t.strip() for t in texts):
+        sources = [i for i, t in enumerate(texts) if t.strip()]
+        if not sources:
             return []
-        chosen = select_in_texts(
-            self._scorer,
-            texts,
-            query_bundle.query_str,
-            token_budget=self.token_budget,
-            top_n=self.top_n,
-            max_fraction=self.max_fraction,
+        k, budget = check_size(self.top_n, self.token_budget, default_k=DEFAULT_K)
+        index = YouraIndex.from_texts(
+            [texts[i] for i in sources], self._scorer, max_fraction=self.max_fraction
         )
-        per_node: dict[int, list] = {}
-        for i, span in chosen:
-            per_node.setdefault(i, []).append(span)
-        out = []
-        for i, nws in enumerate(nodes):
-            spans = per_node.get(i)
-            if not spans:
-                continue
-            node = nws.node.model_copy(deep=True)
-            best = max(s.score for s in spans)
-            node.metadata = {
-                **nws.node.metadata,
-                SCORE_KEY: best,
-                SPANS_KEY: [[s.start, s.end] for s in spans],
-                SENTENCE_SCORES_KEY: [s.score for s in spans],
-            }
-            for key in (SCORE_KEY, SPANS_KEY, SENTENCE_SCORES_KEY):
-                if key not in node.excluded_llm_metadata_keys:
-                    node.excluded_llm_metadata_keys = [*node.excluded_llm_metadata_keys, key]
-                if key not in node.excluded_embed_metadata_keys:
-                    node.excluded_embed_metadata_keys = [*node.excluded_embed_metadata_keys, key]
-            if not self.keep_full_text:
-                node.set_content(join_selected(texts[i], spans))
-            out.append(NodeWithScore(node=node, score=best))
+        result = index.search(query, k=k, token_budget=budget)
+        out, seen = [], set()
+        for h in result.hits:
+            i = sources[h.source]
+            whole = h.start == 0 and h.end == len(texts[i])
+            nws = hit_to_node(h, nodes[i].node, "youra", whole=whole)
+            if nws.node.node_id not in seen:  # the same node given twice
+                seen.add(nws.node.node_id)
+                out.append(nws)
         return out
+
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        # model work: in a worker thread, so the event loop stays free
+        return await asyncio.to_thread(self._postprocess_nodes, nodes, query_bundle)

@@ -1,47 +1,54 @@
-"""YOURA as a LlamaIndex retriever over long documents (000_ac75cd36fe64736e.txt, sec. 3.3)."""
+"""YOURA as a LlamaIndex retriever over long documents (Soh, Huang, Tian and Zhao, "You Only Use
+Reactive Attention Slice For Long Context Retrieval", 2024, arXiv:2409.13695, sec. 3.3)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import (
-    Document,
-    MetadataMode,
-    NodeRelationship,
-    NodeWithScore,
-    QueryBundle,
-    TextNode,
-)
+from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithScore, QueryBundle
 
-from longctx.youra import check_select_args, scorer_from
+from llamaindex_longctx._nodes import hit_to_node
+from longctx.checks import check_int, check_text
+from longctx.selection import check_size
+from longctx.youra import DEFAULT_K, ReactionScorer, YouraIndex, scorer_from
 
 
 class YouraRetriever(BaseRetriever):
-    """Retrieve the sentences of long documents that react most to the query (YOURA).
+    """Retrieve the sentences of long documents that react most to the query (YOURA), built once.
 
-    Each document is one context: its sentences are scored by reaction score with a causal LM
-    (long documents in windows) and selected under ``token_budget`` (model tokens, greedy by
-    score, at most ``max_fraction`` of the sentences) or ``top_n``, **per document**. The
-    document's KV cache is kept (LRU of the scorer), so later queries on the same documents cost
-    only the query tokens.
+    At construction the nodes' texts (``get_content(MetadataMode.NONE)``) become a
+    :class:`longctx.YouraIndex` (sentences, token alignment, window layout); the model's
+    query-independent work (each window's KV cache) is kept in the scorer's window cache under
+    its memory budget, on the first query or at once with ``retriever.index.warm()``. Sentences
+    of all documents are ranked together (:mod:`longctx.youra`, "Several texts").
 
-    Returns one ``NodeWithScore`` per selected sentence, document by document and in document
-    order: a ``TextNode`` with the sentence text exactly as in the document,
-    ``start_char_idx``/``end_char_idx`` (characters in the document), the document's metadata plus
-    ``youra_score`` and ``sentence_index``, a SOURCE relationship to the document, and an id
-    ``"{doc_id}:{start}-{end}"`` (stable across queries).
+    Returns, in document order, one ``NodeWithScore`` per selected sentence: a ``TextNode``
+    holding the sentence exactly, id ``"{source id}#{start}-{end}"``,
+    ``start_char_idx``/``end_char_idx`` (characters in the source text), the source's metadata
+    plus the ``longctx_*`` keys (``longctx_start_char_idx``, ``longctx_end_char_idx``,
+    ``longctx_unit_index``, ``longctx_score``, ``longctx_method``, ``longctx_source_id``; hidden
+    from the LLM and the embedder) and a SOURCE relationship to the source node. A sentence that
+    is the whole source text returns (a copy of) the source node itself.
 
     Parameters
     ----------
-    documents : list of llama_index Document, optional
+    nodes : sequence of BaseNode, optional
+        The long documents (``Document`` objects are nodes too).
     text : str, optional
-        Instead of ``documents``: one text (wrapped as a Document with id ``"text"``).
-    token_budget, top_n : int, exactly one
+        Instead of ``nodes``: one text (wrapped as a Document with id ``"text"``).
+    similarity_top_k : int, default ``longctx.youra.DEFAULT_K`` (10)
+        Sentences returned, unless ``token_budget`` is given.
+    token_budget : int, optional
+        Model tokens for all returned sentences (greedy by score, at most ``max_fraction`` of
+        the sentences).
     max_fraction : float, default 0.8
     scorer : longctx.youra.ReactionScorer, optional
-        Otherwise one is built from ``model``, ``tokenizer`` and ``scorer_kwargs``.
+        Otherwise one is built from ``model``, ``tokenizer`` and ``scorer_kwargs`` (``baseline``
+        default ``"instruction"``, ``cache_bytes``, ``max_window``...).
 
     Raises
     ------
@@ -51,68 +58,79 @@ class YouraRetriever(BaseRetriever):
 
     def __init__(
         self,
-        documents: list[Document] | None = None,
+        nodes: Sequence[BaseNode] | None = None,
         *,
+        documents: Sequence[BaseNode] | None = None,
         text: str | None = None,
+        similarity_top_k: int = DEFAULT_K,
         token_budget: int | None = None,
-        top_n: int | None = None,
         max_fraction: float = 0.8,
-        scorer: Any = None,
+        scorer: ReactionScorer | None = None,
         model: Any = None,
         tokenizer: Any = None,
         callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
         **scorer_kwargs: Any,
     ) -> None:
-        if (documents is None) == (text is None):
-            raise ValueError("give exactly one of documents and text")
+        if sum(x is not None for x in (nodes, documents, text)) != 1:
+            raise ValueError("give exactly one of nodes (documents) and text")
         if text is not None:
-            if not isinstance(text, str) or not text.strip():
-                raise ValueError("text must be a non-empty str")
-            documents = [Document(text=text, id_="text")]
-        if not isinstance(documents, list) or not documents:
-            raise ValueError("documents must be a non-empty list of Document")
-        check_select_args(token_budget, top_n, max_fraction)
-        self.documents = documents
-        self.token_budget = token_budget
-        self.top_n = top_n
-        self.max_fraction = max_fraction
-        self.scorer = scorer_from(scorer, model, tokenizer, **scorer_kwargs)
-        super().__init__(callback_manager=callback_manager)
+            check_text(text, "text")
+            nodes = [Document(text=text, id_="text")]
+        nodes = list(nodes if nodes is not None else documents)
+        for i, node in enumerate(nodes):
+            if not isinstance(node, BaseNode):
+                raise TypeError(
+                    f"nodes[{i}] must be a llama_index BaseNode, got {type(node).__name__}"
+                )
+        self.similarity_top_k = check_int(similarity_top_k, "similarity_top_k", minimum=1)
+        self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
+        self._nodes = nodes
+        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+        # nodes with text, in order: index source s is node self._sources[s]
+        self._sources = [i for i, t in enumerate(texts) if t.strip()]
+        if not self._sources:
+            raise ValueError("nodes must hold some text")
+        self._index = YouraIndex.from_texts(
+            [texts[i] for i in self._sources],
+            scorer_from(scorer, model, tokenizer, **scorer_kwargs),
+            max_fraction=max_fraction,
+        )
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
-    def from_documents(cls, documents: list[Document], **kwargs: Any) -> YouraRetriever:
-        return cls(documents, **kwargs)
+    def class_name(cls) -> str:
+        return "YouraRetriever"
+
+    @classmethod
+    def from_documents(cls, documents: Sequence[BaseNode], **kwargs: Any) -> YouraRetriever:
+        return cls(nodes=documents, **kwargs)
+
+    @property
+    def index(self) -> YouraIndex:
+        """The core :class:`longctx.YouraIndex`."""
+        return self._index
+
+    @property
+    def scorer(self) -> ReactionScorer:
+        return self._index.scorer
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        query = query_bundle.query_str
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query must contain some non-whitespace text")
-        out: list[NodeWithScore] = []
-        for doc in self.documents:
-            text = doc.get_content(metadata_mode=MetadataMode.NONE)
-            if not text.strip():
-                continue
-            chosen = self.scorer.select(
-                text, query, self.token_budget, self.max_fraction, top_n=self.top_n
-            )
-            for s in chosen:
-                node = TextNode(
-                    text=text[s.start : s.end],
-                    id_=f"{doc.id_}:{s.start}-{s.end}",
-                    start_char_idx=s.start,
-                    end_char_idx=s.end,
-                    metadata={**doc.metadata, "youra_score": s.score, "sentence_index": s.index},
-                    excluded_llm_metadata_keys=[
-                        *doc.excluded_llm_metadata_keys,
-                        "youra_score",
-                        "sentence_index",
-                    ],
-                    excluded_embed_metadata_keys=[
-                        *doc.excluded_embed_metadata_keys,
-                        "youra_score",
-                        "sentence_index",
-                    ],
-                )
-                node.relationships[NodeRelationship.SOURCE] = doc.as_related_node_info()
-                out.append(NodeWithScore(node=node, score=s.score))
+        query = check_text(query_bundle.query_str, "query")
+        k, budget = check_size(
+            None if self.token_budget else self.similarity_top_k, self.token_budget
+        )
+        result = self._index.search(query, k=k, token_budget=budget)
+        out, seen = [], set()
+        for h in result.hits:
+            i = self._sources[h.source]
+            whole = h.start == 0 and h.end == len(self._index.texts[h.source])
+            nws = hit_to_node(h, self._nodes[i], "youra", whole=whole)
+            if nws.node.node_id not in seen:  # two nodes with one id
+                seen.add(nws.node.node_id)
+                out.append(nws)
         return out
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # model work: in a worker thread, so the event loop stays free
+        return await asyncio.to_thread(self._retrieve, query_bundle)

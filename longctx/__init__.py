@@ -31,6 +31,7 @@ _LAZY = {
     "load_causal_lm": "longctx.models",
     "ReactionScorer": "longctx.youra",
     "ScoredSpan": "longctx.youra",
+    "YouraIndex": "longctx.youra",
     "mmr_select": "longctx.diversity",
     "fps_select": "longctx.diversity",
     "order_selection": "longctx.diversity",

@@ -98,13 +98,13 @@ def test_cached_second_query_equals_fresh_and_costs_only_query(model, tok):
     counter = _Counter(model)
     try:
         second = cached.reaction_vector(CONTEXT, q2)
-        n_windows = len(cached._get_doc(CONTEXT, build=False).windows)
+        n_windows = len(cached._layout(CONTEXT).windows)
         assert n_windows > 1
         q_len = len(cached._query_ids(q2))
         assert counter.lengths == [q_len] * n_windows  # only the query tokens ran
     finally:
         counter.close()
-    fresh = ReactionScorer(model, tok, max_window=64, max_query_tokens=16, cache_size=0)
+    fresh = ReactionScorer(model, tok, max_window=64, max_query_tokens=16, cache_bytes=0)
     np.testing.assert_allclose(second, fresh.reaction_vector(CONTEXT, q2), atol=1e-7, rtol=1e-5)
     # and the first query again, after the cache was cropped back: same as before
     np.testing.assert_allclose(
@@ -115,13 +115,15 @@ def test_cached_second_query_equals_fresh_and_costs_only_query(model, tok):
     )
 
 
-def test_lru_cache_size(model, tok):
+def test_layout_lru_and_clear_cache(model, tok):
     scorer = ReactionScorer(model, tok, cache_size=1)
     scorer.reaction_vector(CONTEXT, QUERY)
     scorer.reaction_vector(CONTEXT + " The end.", QUERY)
-    assert len(scorer._docs) == 1
+    info = scorer.cache_info()
+    assert info["layouts"] == 1 and info["windows"] == 2 and info["misses"] == 2
     scorer.clear_cache()
-    assert len(scorer._docs) == 0
+    info = scorer.cache_info()
+    assert info["layouts"] == info["windows"] == info["bytes"] == info["misses"] == 0
 
 
 def test_scores_gmean_and_mean(model, tok):
@@ -149,24 +151,24 @@ def test_scores_gmean_and_mean(model, tok):
 
 
 def test_windows_cover_every_token_and_sentence(model, tok, eager):
-    scorer = ReactionScorer(model, tok, max_window=48, max_query_tokens=16)
+    scorer = ReactionScorer(model, tok, max_window=60, max_query_tokens=16)
     ids, sentences, spans = scorer.encode_context(CONTEXT)
     vec = scorer.reaction_vector(CONTEXT, QUERY)
-    doc = scorer._get_doc(CONTEXT, build=False)
-    assert len(doc.windows) >= 3
+    windows = scorer._layout(CONTEXT).windows
+    assert len(windows) >= 3
     assert vec.shape == (len(ids),) and np.all(np.isfinite(vec))
-    assert doc.windows[0].t0 == 0 and doc.windows[-1].t1 == len(ids)
+    assert windows[0][0] == 0 and windows[-1][1] == len(ids)
     starts = {s for s, _ in spans}
-    for w, nxt in zip(doc.windows, doc.windows[1:]):
-        assert w.t1 == nxt.t0 and w.t1 - w.t0 <= 32 and w.t1 in starts  # cut at sentence starts
+    for (a, b), (c, _) in zip(windows, windows[1:]):
+        assert b == c and b - a <= 32 and b in starts  # cut at sentence starts
     scored = scorer.score_sentences(CONTEXT, QUERY)
     assert [s.index for s in scored] == list(range(len(sentences)))
     assert [(s.start, s.end) for s in scored] == sentences
     # each window is eq. 1 on its own tokens
-    w = doc.windows[1]
+    a, b = windows[1]
     q_ids = scorer._query_ids(QUERY)
-    ref = naive_reaction(eager, ids[w.t0 : w.t1], q_ids, [1])
-    np.testing.assert_allclose(vec[w.t0 : w.t1], ref, atol=1e-7, rtol=1e-4)
+    ref = naive_reaction(eager, ids[a:b], q_ids, [1], scorer._suffix_ids)
+    np.testing.assert_allclose(vec[a:b], ref, atol=1e-7, rtol=1e-4)
 
 
 def test_sentence_longer_than_window_is_split_at_token_level(model, tok):
@@ -175,10 +177,10 @@ def test_sentence_longer_than_window_is_split_at_token_level(model, tok):
     scorer = ReactionScorer(model, tok, max_window=40, max_query_tokens=8)
     ids, sentences, spans = scorer.encode_context(text)
     vec = scorer.reaction_vector(text, "Who ran?")
-    doc = scorer._get_doc(text, build=False)
+    windows = scorer._layout(text).windows
     assert vec.shape == (len(ids),)
-    assert max(w.t1 - w.t0 for w in doc.windows) <= 32
-    assert len(doc.windows) >= 5
+    assert max(b - a for a, b in windows) <= 40 - 8 - len(scorer._suffix_ids)
+    assert len(windows) >= 5
     assert len(scorer.score_sentences(text, "Who ran?")) == len(sentences) == 3
 
 
@@ -282,6 +284,7 @@ def test_cli_module(model, tok, monkeypatch):
     import argparse
 
     import longctx.cli.youra as cli
+    from longctx.types import SearchResult
 
     scorer = ReactionScorer(model, tok)
     monkeypatch.setattr(cli, "_get_scorer", lambda args: scorer)
@@ -289,8 +292,273 @@ def test_cli_module(model, tok, monkeypatch):
     spans, scores, counts = cli.score_units(CONTEXT, QUERY, args)
     assert len(spans) == len(scores) == len(counts) == 8
     assert counts.sum() == len(tok(CONTEXT, add_special_tokens=False)["input_ids"])
-    passages = cli.run(CONTEXT, QUERY, args)
+    assert scores.dtype == np.float64 and counts.dtype == np.int64
+    result = cli.run(CONTEXT, QUERY, args)
+    assert isinstance(result, SearchResult) and result.method == "youra"
+    passages = result.hits
     assert len(passages) == 3 and [p.index for p in passages] == sorted(p.index for p in passages)
     assert all(CONTEXT[p.start : p.end] == p.text for p in passages)
+    best = set(np.argsort(-scores, kind="stable")[:3].tolist())
+    assert {p.index for p in passages} == best  # the same scores as score_units
     args.k, args.budget = None, 20
-    assert sum(counts[p.index] for p in cli.run(CONTEXT, QUERY, args)) <= 20
+    assert sum(counts[p.index] for p in cli.run(CONTEXT, QUERY, args).hits) <= 20
+    # the scorer options come from the CLI arguments, instruction by default
+    cli._scorer.cache_clear()
+    monkeypatch.undo()
+    built = cli._get_scorer(argparse.Namespace(model=None, cache_bytes=1234))
+    assert built.baseline == "instruction" and built.cache_bytes == 1234
+    cli._scorer.cache_clear()
+
+
+# -- the window cache under a byte budget ------------------------------------------------------
+
+# three copies told apart in every sentence, so that no two windows hold the same tokens
+LONG = " ".join(CONTEXT.replace(".", f" in {1860 + c}.") for c in range(3))
+QUERIES = [QUERY, "Where did the Rabbit go?"]
+
+
+def _window_bytes(scorer, text):
+    """Bytes one cached window of ``text`` takes (the largest), from an unbounded scorer."""
+    scorer.reaction_vector(text, QUERY)
+    return max(e.nbytes for e in scorer._windows.values())
+
+
+def test_eviction_under_tiny_budget_gives_the_unbounded_results(model, tok):
+    kw = dict(max_window=96, max_query_tokens=16)
+    full = ReactionScorer(model, tok, **kw)
+    one = _window_bytes(ReactionScorer(model, tok, **kw), LONG)
+    budget = int(2.5 * one)  # two windows of ~10 fit
+    small = ReactionScorer(model, tok, cache_bytes=budget, **kw)
+    n_windows = len(small._layout(LONG).windows)
+    assert n_windows >= 5
+    for _ in range(2):
+        for q in QUERIES:
+            ref = full.reaction_vector(LONG, q)
+            got = small.reaction_vector(LONG, q)
+            np.testing.assert_allclose(got, ref, atol=1e-7, rtol=1e-5)
+            info = small.cache_info()
+            assert info["bytes"] <= budget and info["peak_bytes"] <= budget
+            assert info["bytes"] == sum(e.nbytes for e in small._windows.values())
+    info = small.cache_info()
+    assert info["evictions"] > 0 and 2 <= info["windows"] < n_windows
+    # cached windows go first, so every query after the first reuses a full budget of windows
+    assert info["hits"] >= 2 * (2 * len(QUERIES) - 1)
+    assert full.cache_info()["evictions"] == 0
+    assert full.cache_info()["windows"] == n_windows
+
+
+def test_zero_budget_and_window_larger_than_budget(model, tok):
+    kw = dict(max_window=96, max_query_tokens=16)
+    ref = ReactionScorer(model, tok, **kw).reaction_vector(LONG, QUERY)
+    for budget in (0, 100):  # nothing fits
+        s = ReactionScorer(model, tok, cache_bytes=budget, **kw)
+        np.testing.assert_allclose(s.reaction_vector(LONG, QUERY), ref, atol=1e-7, rtol=1e-5)
+        info = s.cache_info()
+        assert info["windows"] == info["bytes"] == info["hits"] == 0
+        assert s.warm(LONG) == 0 or budget == 100
+
+
+def test_bfloat16_cache_halves_bytes_and_stays_close(model, tok):
+    kw = dict(max_window=96, max_query_tokens=16)
+    f32 = ReactionScorer(model, tok, **kw)
+    b16 = ReactionScorer(model, tok, cache_dtype="bfloat16", **kw)
+    ref = f32.reaction_vector(LONG, QUERY)
+    first = b16.reaction_vector(LONG, QUERY)
+    again = b16.reaction_vector(LONG, QUERY)  # from the cache: the same as the first query
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_allclose(first, ref, rtol=0.05, atol=5e-3 * ref.max())
+    kv32 = f32.cache_info()["bytes"] - sum(e.base_sums.nbytes for e in f32._windows.values())
+    kv16 = b16.cache_info()["bytes"] - sum(e.base_sums.nbytes for e in b16._windows.values())
+    assert kv16 * 2 == kv32
+    s32 = np.array([s.score for s in f32.score_sentences(LONG, QUERY)])
+    s16 = np.array([s.score for s in b16.score_sentences(LONG, QUERY)])
+    assert np.corrcoef(np.argsort(np.argsort(s32)), np.argsort(np.argsort(s16)))[0, 1] > 0.95
+
+
+def test_warm_fills_the_cache_up_to_the_budget(model, tok):
+    kw = dict(max_window=96, max_query_tokens=16)
+    s = ReactionScorer(model, tok, **kw)
+    n = len(s._layout(LONG).windows)
+    assert s.warm(LONG) == n and s.warm(LONG) == 0
+    counter = _Counter(model)
+    try:
+        s.reaction_vector(LONG, QUERY)
+        assert counter.n == n  # only query passes
+    finally:
+        counter.close()
+    one = max(e.nbytes for e in s._windows.values())
+    small = ReactionScorer(model, tok, cache_bytes=int(2.5 * one), **kw)
+    done = small.warm(LONG)
+    info = small.cache_info()
+    assert 2 <= info["windows"] < n and done <= info["windows"] + 1
+    assert info["bytes"] <= small.cache_bytes
+
+
+def test_progress_bar_total_is_the_windows(model, tok, capsys):
+    s = ReactionScorer(model, tok, max_window=96, max_query_tokens=16, show_progress=True)
+    s.reaction_vector(LONG, QUERY)
+    err = capsys.readouterr().err
+    n = len(s._layout(LONG).windows)
+    assert f"{n}/{n}" in err and "window" in err
+
+
+def test_bad_cache_arguments():
+    with pytest.raises(ValueError, match="cache_bytes"):
+        ReactionScorer(cache_bytes=-1)
+    with pytest.raises(TypeError, match="cache_bytes"):
+        ReactionScorer(cache_bytes=1.5)
+    with pytest.raises(ValueError, match="cache_dtype"):
+        ReactionScorer(cache_dtype="float16")
+    assert ReactionScorer().baseline == "instruction"
+
+
+def test_identical_windows_share_one_cache_entry(model, tok):
+    s = ReactionScorer(model, tok, max_window=64, max_query_tokens=16)
+    twice = CONTEXT + " " + CONTEXT
+    vec = s.reaction_vector(twice, QUERY)
+    lay = s._layout(twice)
+    assert len(set(lay.wkeys)) < len(lay.wkeys) and s.cache_info()["windows"] == len(set(lay.wkeys))
+    assert np.all(np.isfinite(vec))
+
+
+# -- YouraIndex: build once, query many ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus_index(model, tok):
+    from longctx.youra import YouraIndex
+    from tests._youra_helpers import TEXTS
+
+    return YouraIndex.from_texts(TEXTS + [CONTEXT], ReactionScorer(model, tok))
+
+
+def test_index_search_hits_sources_order_and_sizes(corpus_index):
+    from longctx.types import SearchResult
+
+    texts = corpus_index.texts
+    res = corpus_index.search(QUERY, k=5)
+    assert isinstance(res, SearchResult) and len(res) == 5
+    assert res.method == "youra" and res.mode == "instruction" and res.budget == {"k": 5}
+    assert {"score", "context", "query", "select"} <= set(res.timings)
+    keys = [(h.source, h.start) for h in res.hits]
+    assert keys == sorted(keys) and len({h.source for h in res.hits}) > 1
+    for h in res.hits:
+        assert texts[h.source][h.start : h.end] == h.text
+        spans, _ = corpus_index.units(h.source)
+        assert spans[h.index] == (h.start, h.end)
+    # the k best of one global ranking: every hit outscores every sentence left out
+    scores, _ = corpus_index.score_units(QUERY)
+    assert min(h.score for h in res.hits) >= np.sort(scores)[-5]
+    assert len(corpus_index.search(QUERY)) == 10  # DEFAULT_K
+    res = corpus_index.search(QUERY, token_budget=30)
+    used = sum(int(corpus_index.units(h.source)[1][h.index]) for h in res.hits)
+    assert 0 < used <= 30 and res.budget["token_budget"] == 30
+    capped = corpus_index.search(QUERY, token_budget=10_000, max_fraction=0.5)
+    assert len(capped) == corpus_index.n_sentences // 2
+    # the second query ran only query passes (the windows are cached)
+    assert res.info["cache_misses"] == 0 and res.info["cache_hits"] == res.info["windows"]
+
+
+def test_index_scores_are_the_scorers_times_the_window_length(corpus_index, model, tok):
+    from longctx.youra import YouraIndex
+
+    scorer = corpus_index.scorer
+    scores, _ = corpus_index.score_units(QUERY)
+    lay = corpus_index._layouts[3]
+    raw = [s.score for s in scorer.score_sentences(CONTEXT, QUERY)]
+    np.testing.assert_allclose(scores[-len(raw) :], np.asarray(raw) * len(lay.ids), rtol=1e-12)
+    # one text: the same sentences as ReactionScorer.select
+    one = YouraIndex.from_texts(CONTEXT, scorer, score_scale="none")
+    for kw, sel in (({"k": 3}, {"top_n": 3}), ({"token_budget": 25}, {"token_budget": 25})):
+        hits = one.search(QUERY, **kw).hits
+        chosen = scorer.select(CONTEXT, QUERY, **sel)
+        assert [(h.start, h.end, h.score) for h in hits] == [
+            (s.start, s.end, s.score) for s in chosen
+        ]
+
+
+def test_index_concurrent_searches_equal_sequential(corpus_index):
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = [QUERY, "Where did the Rabbit go?", "Who sat on the bank?", "What was hot?"] * 2
+    seq = [corpus_index.search(q, k=4).hits for q in queries]
+    with ThreadPoolExecutor(8) as pool:
+        par = list(pool.map(lambda q: corpus_index.search(q, k=4).hits, queries))
+    assert par == seq
+    assert not [a for a in vars(corpus_index) if "last" in a or "query" in a]
+
+
+def test_index_save_load_round_trip_and_errors(corpus_index, tmp_path):
+    import json
+
+    from longctx.persist import PersistError
+    from longctx.youra import YouraIndex
+
+    d = tmp_path / "idx"
+    corpus_index.save(d)
+    assert sorted(p.name for p in d.iterdir()) == [
+        "config.json",
+        "manifest.json",
+        "sentences.npz",
+        "texts.json",
+    ]
+    loaded = YouraIndex.load(d, scorer=corpus_index.scorer)
+    assert loaded.texts == corpus_index.texts
+    for kw in ({"k": 4}, {"token_budget": 20}):
+        assert loaded.search(QUERY, **kw).hits == corpus_index.search(QUERY, **kw).hits
+    cfg = json.loads((d / "config.json").read_text())
+    assert cfg["scorer"]["baseline"] == "instruction" and cfg["max_fraction"] == 0.8
+    # without a scorer: the model is given like to from_texts, the saved options are used
+    scorer = corpus_index.scorer
+    fresh = YouraIndex.load(d, model=scorer.model, tokenizer=scorer.tokenizer)
+    assert fresh.scorer is not scorer and fresh.scorer.config() == scorer.config()
+    assert fresh.search(QUERY, k=4).hits == corpus_index.search(QUERY, k=4).hits
+
+    def broken(name, how):
+        b = tmp_path / f"broken-{name}-{how}"
+        corpus_index.save(b)
+        f = b / name
+        if how == "missing":
+            f.unlink()
+        else:
+            f.write_bytes(f.read_bytes()[: len(f.read_bytes()) // 2])
+        return b, f
+
+    for name in ("config.json", "texts.json", "sentences.npz", "manifest.json"):
+        for how in ("missing", "truncated"):
+            b, f = broken(name, how)
+            with pytest.raises(PersistError, match=name.replace(".", r"\.")):
+                YouraIndex.load(b, scorer=corpus_index.scorer)
+    b = tmp_path / "version"
+    corpus_index.save(b)
+    m = json.loads((b / "manifest.json").read_text())
+    m["format_version"] = 99
+    (b / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(PersistError, match="version"):
+        YouraIndex.load(b, scorer=corpus_index.scorer)
+    b = tmp_path / "mismatch"
+    corpus_index.save(b)
+    (b / "texts.json").write_text(json.dumps(["only one text"]))
+    with pytest.raises(PersistError, match="sentences.npz"):
+        YouraIndex.load(b, scorer=corpus_index.scorer)
+
+
+def test_index_bad_arguments(corpus_index, model, tok):
+    from longctx.youra import YouraIndex
+
+    with pytest.raises(ValueError, match="texts"):
+        YouraIndex.from_texts([], ReactionScorer(model, tok))
+    with pytest.raises(TypeError, match="texts"):
+        YouraIndex.from_texts(3, ReactionScorer(model, tok))
+    with pytest.raises(ValueError, match="score_scale"):
+        YouraIndex.from_texts("Some text.", ReactionScorer(model, tok), score_scale="z")
+    with pytest.raises(ValueError, match="either scorer"):
+        YouraIndex.from_texts("Some text.", ReactionScorer(model, tok), baseline="paper")
+    with pytest.raises(ValueError, match="k"):
+        corpus_index.search(QUERY, k=0)
+    with pytest.raises(ValueError, match="at most one"):
+        corpus_index.search(QUERY, k=2, token_budget=5)
+    with pytest.raises(ValueError, match="query"):
+        corpus_index.search("  ")
+    with pytest.raises(ValueError, match="max_fraction"):
+        corpus_index.search(QUERY, token_budget=5, max_fraction=0)

@@ -1,22 +1,27 @@
-"""``longctx retrieve --method youra``: sentences by YOURA reaction score (000_ac75cd36fe64736e.txt).
+"""``longctx retrieve --method youra``: sentences by YOURA reaction score (Soh, Huang, Tian and
+Zhao, "You Only Use Reactive Attention Slice For Long Context Retrieval", 2024, arXiv:2409.13695),
+through the same :class:`longctx.YouraIndex` as the Python API and the adapters.
 
 ``--model`` (path or cached name of a causal LM, default SmolLM2-135M-Instruct) and ``--device``
-choose the model; ``--budget`` is in that model's tokens; ``--k`` is the number of sentences.
+choose the model; ``--budget`` is in that model's tokens; ``--k`` is the number of sentences;
+``--baseline`` (``instruction`` by default in the scorer), ``--layers`` and ``--max-window`` are
+scorer options. ``args.cache_bytes`` (when the parser defines it) sets the window cache budget
+(default ``longctx.youra.DEFAULT_CACHE_BYTES``, 2 GiB).
 """
 
 from __future__ import annotations
 
+import argparse
 from functools import lru_cache
 
 import numpy as np
 
-from longctx.types import Passage
+from longctx.types import SearchResult
+from longctx.youra import DEFAULT_BASELINE, DEFAULT_CACHE_BYTES, ReactionScorer, YouraIndex
 
 
 @lru_cache(maxsize=2)
-def _scorer(model, device, progress, baseline, layers, max_window):
-    from longctx.youra import ReactionScorer
-
+def _scorer(model, device, progress, baseline, layers, max_window, cache_bytes) -> ReactionScorer:
     return ReactionScorer(
         model,
         device=device,
@@ -24,45 +29,52 @@ def _scorer(model, device, progress, baseline, layers, max_window):
         baseline=baseline,
         layers=layers,
         max_window=max_window,
+        cache_bytes=cache_bytes,
     )
 
 
-def _get_scorer(args):
+def _get_scorer(args: argparse.Namespace) -> ReactionScorer:
+    cache_bytes = getattr(args, "cache_bytes", None)
     return _scorer(
         getattr(args, "model", None),
         getattr(args, "device", None),
         bool(getattr(args, "progress", False)),
-        getattr(args, "baseline", "paper"),
-        getattr(args, "layers", "last"),
+        getattr(args, "baseline", None) or DEFAULT_BASELINE,
+        getattr(args, "layers", None) or "last",
         getattr(args, "max_window", None),
+        DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes,
     )
 
 
-def score_units(text: str, query: str, args):
-    """Every sentence of ``text`` with its reaction score.
+def _index(text: str, args: argparse.Namespace) -> YouraIndex:
+    return YouraIndex.from_texts(text, _get_scorer(args))
+
+
+def score_units(
+    text: str, query: str, args: argparse.Namespace
+) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
+    """Every sentence of ``text`` with its reaction score (for ``--diversify``).
 
     Returns
     -------
     spans : list of (start, end)
         Character spans of the sentences.
     scores : (n,) float64
-        Reaction scores (geometric mean of the reaction vector slice, sec. 3.3).
+        Reaction scores (geometric mean of the reaction vector slice, sec. 3.3; multiplied by
+        the text's mean window length, :class:`longctx.YouraIndex`).
     token_counts : (n,) int64
         Model tokens of each sentence (at least 1).
     """
-    scored = _get_scorer(args).score_sentences(text, query)
-    spans = [(s.start, s.end) for s in scored]
-    scores = np.asarray([s.score for s in scored], dtype=np.float64)
-    counts = np.asarray([s.n_tokens for s in scored], dtype=np.int64)
+    index = _index(text, args)
+    scores, _ = index.score_units(query)
+    spans, counts = index.units(0)
     return spans, scores, counts
 
 
-def run(text: str, query: str, args) -> list[Passage]:
+def run(text: str, query: str, args: argparse.Namespace) -> SearchResult:
     """YOURA's own selection: ``args.k`` sentences or ``args.budget`` model tokens (greedy by
     score, at most 80% of the sentences), in document order."""
-    scorer = _get_scorer(args)
-    if getattr(args, "budget", None) is not None:
-        chosen = scorer.select(text, query, token_budget=args.budget)
-    else:
-        chosen = scorer.select(text, query, top_n=args.k or 100)
-    return [s.to_passage(text) for s in chosen]
+    k, budget = getattr(args, "k", None), getattr(args, "budget", None)
+    if k is None and budget is None:
+        k = 100
+    return _index(text, args).search(query, k=k, token_budget=budget)

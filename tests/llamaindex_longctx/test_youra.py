@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
 pytest.importorskip("llama_index.core")
@@ -18,6 +21,9 @@ from llama_index.core.schema import (  # noqa: E402
 
 from llamaindex_longctx.youra_postprocessor import YouraPostprocessor  # noqa: E402
 from llamaindex_longctx.youra_retriever import YouraRetriever  # noqa: E402
+from longctx.text import split_sentences  # noqa: E402
+from longctx.types import METADATA_KEYS, hit_id  # noqa: E402
+from longctx.youra import DEFAULT_K  # noqa: E402
 from tests._youra_helpers import QUERY, TEXTS, tiny_scorer  # noqa: E402
 
 
@@ -33,50 +39,81 @@ def _nodes():
     ]
 
 
-def test_postprocessor_keeps_ids_metadata_and_budget(scorer):
-    pp = YouraPostprocessor(scorer=scorer, token_budget=25)
+def _check_hit_node(nws, sources):
+    """A returned node: longctx keys beside the user's, offsets, id, SOURCE, hidden keys."""
+    node = nws.node
+    meta = node.metadata
+    src = sources[meta["longctx_source_id"]]
+    a, b = meta["longctx_start_char_idx"], meta["longctx_end_char_idx"]
+    text = src.get_content(metadata_mode=MetadataMode.NONE)
+    assert text[a:b] == node.get_content(metadata_mode=MetadataMode.NONE)
+    assert meta["longctx_method"] == "youra" and nws.score == meta["longctx_score"]
+    assert set(METADATA_KEYS) <= set(meta) and meta["page"] == src.metadata["page"]
+    for key in METADATA_KEYS:
+        assert key in node.excluded_llm_metadata_keys and key in node.excluded_embed_metadata_keys
+    if node.node_id == src.node_id:  # the unit is the whole node
+        assert (a, b) == (0, len(text))
+    else:
+        assert node.node_id == f"{src.node_id}#{a}-{b}"
+        assert (node.start_char_idx, node.end_char_idx) == (a, b)
+        assert node.relationships[NodeRelationship.SOURCE].node_id == src.node_id
+    assert "longctx_score" not in node.get_content(metadata_mode=MetadataMode.LLM)
+
+
+def test_postprocessor_maps_hits_to_nodes(scorer):
     nodes = _nodes()
-    out = pp.postprocess_nodes(nodes, query_str=QUERY)
-    assert out and all(isinstance(n, NodeWithScore) for n in out)
-    ids = [n.node.node_id for n in out]
-    assert ids == sorted(ids) and set(ids) <= {"n0", "n1", "n2"}  # input order, same ids
-    tok = scorer.tokenizer
-    total = 0
+    out = YouraPostprocessor(scorer=scorer, top_n=4).postprocess_nodes(nodes, query_str=QUERY)
+    assert len(out) == 4 and all(isinstance(n, NodeWithScore) for n in out)
+    sources = {n.node.node_id: n.node for n in nodes}
     for n in out:
-        i = int(n.node.node_id[1])
-        meta = n.node.metadata
-        assert meta["page"] == i
-        assert n.score == meta["youra_score"] == max(meta["youra_sentence_scores"])
-        spans = meta["youra_char_spans"]
-        # the new text is made only of the original sentences, in order
-        pieces = [TEXTS[i][a:b] for a, b in spans]
-        text = n.node.get_content(metadata_mode=MetadataMode.NONE)
-        pos = 0
-        for p in pieces:
-            pos = text.index(p, pos) + len(p)
-        total += sum(len(tok(p, add_special_tokens=False)["input_ids"]) for p in pieces)
-        # added keys are hidden from the LLM
-        assert "youra_char_spans" not in n.node.get_content(metadata_mode=MetadataMode.LLM)
-    assert total <= 25 + 3  # budget in tokens of the joined context (+1 boundary token a node)
+        _check_hit_node(n, sources)
+    ids = [n.node.node_id for n in out]
+    assert len(set(ids)) == len(ids)
+    keys = [(n.node.metadata["page"], n.node.metadata["longctx_start_char_idx"]) for n in out]
+    assert keys == sorted(keys)  # document order
     # user's nodes untouched
     assert [n.node.get_content() for n in nodes] == TEXTS
-    assert all("youra_score" not in n.node.metadata for n in nodes)
+    assert all(not set(METADATA_KEYS) & set(n.node.metadata) for n in nodes)
 
 
-def test_postprocessor_top_n_and_full_text(scorer):
-    out = YouraPostprocessor(scorer=scorer, top_n=2, keep_full_text=True).postprocess_nodes(
-        _nodes(), query_bundle=QueryBundle(QUERY)
+def test_postprocessor_default_size_budget_and_async(scorer):
+    nodes = _nodes()
+    default = YouraPostprocessor(scorer=scorer).postprocess_nodes(nodes, query_str=QUERY)
+    n_sentences = sum(len(split_sentences(t)) for t in TEXTS)
+    assert len(default) == min(DEFAULT_K, n_sentences)  # a selection, not the input unchanged
+    budget = YouraPostprocessor(scorer=scorer, token_budget=25).postprocess_nodes(
+        nodes, query_bundle=QueryBundle(QUERY)
     )
-    assert sum(len(n.node.metadata["youra_char_spans"]) for n in out) == 2
-    for n in out:
-        assert n.node.get_content(metadata_mode=MetadataMode.NONE) == TEXTS[int(n.node.node_id[1])]
+    tok = scorer.tokenizer
+    used = sum(
+        len(tok(n.node.get_content(), add_special_tokens=False)["input_ids"]) for n in budget
+    )
+    assert 0 < used <= 25 + len(budget)  # +1 a sentence for a token shared across a boundary
+    pp = YouraPostprocessor(scorer=scorer, top_n=3)
+    sync = pp.postprocess_nodes(nodes, query_str=QUERY)
+    got = asyncio.run(pp.apostprocess_nodes(nodes, query_str=QUERY))
+    assert [(n.node.node_id, n.score) for n in got] == [(n.node.node_id, n.score) for n in sync]
     assert YouraPostprocessor.class_name() == "YouraPostprocessor"
-    assert YouraPostprocessor(scorer=scorer, top_n=1).postprocess_nodes([], query_str=QUERY) == []
+    assert pp.postprocess_nodes([], query_str=QUERY) == []
+
+
+def test_postprocessor_whole_node_and_duplicate_ids(scorer):
+    one = NodeWithScore(node=TextNode(text="The Rabbit had pink eyes.", id_="one"), score=0.5)
+    out = YouraPostprocessor(scorer=scorer, top_n=50).postprocess_nodes(
+        [one, *_nodes(), one], query_str=QUERY
+    )
+    ids = [n.node.node_id for n in out]
+    n_sentences = sum(len(split_sentences(t)) for t in TEXTS)
+    assert (
+        len(ids) == len(set(ids)) == n_sentences + 1 and "one" in ids
+    )  # the whole node: its own id
+    whole = out[ids.index("one")].node
+    assert whole.metadata["longctx_unit_index"] == 0 and "longctx_score" not in one.node.metadata
 
 
 def test_postprocessor_errors(scorer):
-    with pytest.raises(ValueError, match="exactly one"):
-        YouraPostprocessor(scorer=scorer)
+    with pytest.raises(ValueError, match="at most one"):
+        YouraPostprocessor(scorer=scorer, top_n=2, token_budget=5)
     with pytest.raises(ValueError, match="token_budget"):
         YouraPostprocessor(scorer=scorer, token_budget=0)
     with pytest.raises(ValueError, match="aggregate"):
@@ -87,34 +124,67 @@ def test_postprocessor_errors(scorer):
         YouraPostprocessor(scorer="nope", top_n=1)
 
 
-def test_retriever_sentences_with_offsets_and_source(scorer):
-    docs = [
-        Document(text=" ".join(TEXTS[:2]), id_="d0", metadata={"title": "one"}),
-        Document(text=TEXTS[2], id_="d1", metadata={"title": "two"}),
+def _docs():
+    return [
+        Document(text=" ".join(TEXTS[:2]), id_="d0", metadata={"page": 0}),
+        Document(text=TEXTS[2], id_="d1", metadata={"page": 1}),
     ]
-    r = YouraRetriever(docs, scorer=scorer, top_n=2)
+
+
+def test_retriever_built_once_maps_hits(scorer):
+    docs = _docs()
+    r = YouraRetriever(docs, scorer=scorer, similarity_top_k=4)
+    index = r.index
     out = r.retrieve(QUERY)
-    assert len(out) == 4  # top_n per document
+    assert len(out) == 4 and r.index is index
+    sources = {d.node_id: d for d in docs}
     for n in out:
-        src = n.node.relationships[NodeRelationship.SOURCE].node_id
-        doc = docs[int(src[1])]
-        a, b = n.node.start_char_idx, n.node.end_char_idx
-        assert doc.text[a:b] == n.node.get_content(metadata_mode=MetadataMode.NONE)
-        assert n.node.node_id == f"{src}:{a}-{b}"
-        assert n.node.metadata["title"] == doc.metadata["title"]
-        assert n.score == n.node.metadata["youra_score"]
-    starts = [n.node.start_char_idx for n in out[:2]]
-    assert starts == sorted(starts)
+        _check_hit_node(n, sources)
+        h_id = hit_id(n.node.metadata["longctx_source_id"], _as_passage(n))
+        assert n.node.node_id == h_id
+    # a second query on the built retriever runs no context pass
+    misses = scorer.cache_info()["misses"]
+    second = r.retrieve("Where did the Rabbit go?")
+    assert scorer.cache_info()["misses"] == misses and len(second) == 4
     by_text = YouraRetriever(text=docs[0].text, scorer=scorer, token_budget=20).retrieve(QUERY)
     assert by_text and all(
         n.node.relationships[NodeRelationship.SOURCE].node_id == "text" for n in by_text
     )
+    assert YouraRetriever.class_name() == "YouraRetriever"
+
+
+def _as_passage(n):
+    from longctx.types import Passage
+
+    m = n.node.metadata
+    return Passage(m["longctx_start_char_idx"], m["longctx_end_char_idx"], "", 0.0, 0)
+
+
+def test_retriever_async_gather_equals_sequential_off_the_loop(scorer):
+    r = YouraRetriever(_docs(), scorer=scorer, similarity_top_k=3)
+    queries = [QUERY, "Where did the Rabbit go?", "Who sat on the bank?", "What was hot?"] * 2
+    seq = [[(n.node.node_id, n.score) for n in r.retrieve(q)] for q in queries]
+    threads = set()
+    h = scorer.model.register_forward_pre_hook(lambda *a: threads.add(threading.get_ident()))
+
+    async def main():
+        res = await asyncio.gather(*(r.aretrieve(q) for q in queries))
+        return [[(n.node.node_id, n.score) for n in x] for x in res]
+
+    try:
+        got = asyncio.run(main())
+    finally:
+        h.remove()
+    assert got == seq
+    assert threads and threading.get_ident() not in threads  # model work never on the loop
 
 
 def test_retriever_errors(scorer):
-    with pytest.raises(ValueError, match="exactly one of documents and text"):
-        YouraRetriever(scorer=scorer, top_n=1)
-    with pytest.raises(ValueError, match="top_n"):
-        YouraRetriever(text="Some text.", scorer=scorer, top_n=0)
+    with pytest.raises(ValueError, match="exactly one of nodes"):
+        YouraRetriever(scorer=scorer)
+    with pytest.raises(ValueError, match="similarity_top_k"):
+        YouraRetriever(text="Some text.", scorer=scorer, similarity_top_k=0)
     with pytest.raises(ValueError, match="query"):
-        YouraRetriever(text="Some text.", scorer=scorer, top_n=1).retrieve(" ")
+        YouraRetriever(text="Some text.", scorer=scorer).retrieve(" ")
+    with pytest.raises(TypeError, match="nodes"):
+        YouraRetriever(["not a node"], scorer=scorer)
