@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import subprocess
 import sys
 import types
@@ -368,6 +369,42 @@ def argparse_help_types():
 def test_youra_baseline_defaults_to_instruction():
     args = build_parser().parse_args(["retrieve", "--sample", "alice", "-q", "x", "-m", "youra"])
     assert args.baseline == "instruction"
+
+
+# ------------------------------------------------------------------------ README examples
+def _readme_cli_examples() -> list[list[str]]:
+    """The README's "Command line" examples, with the bundled book in place of book.txt."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Command line") :]
+    start = section.index("```bash\n") + 8
+    block = section[start : section.index("```", start)]
+    examples = []
+    for line in block.splitlines():
+        argv = shlex.split(line, comments=True)
+        assert argv[:2] == ["longctx", "retrieve"] and "book.txt" in argv, line
+        i = argv.index("book.txt")
+        examples.append(argv[1:i] + ["--sample", "alice"] + argv[i + 1 :])
+    return examples
+
+
+def test_readme_cli_examples_parse_and_the_mixpr_ones_do_what_they_say(capsys, alice_text):
+    from longctx.tokens import count_tokens
+
+    examples = _readme_cli_examples()
+    assert len(examples) >= 5
+    for argv in examples:
+        build_parser().parse_args(argv)  # every option of every example exists
+    first, second = examples[0], examples[1]
+    assert main(first) == 0
+    out = capsys.readouterr().out
+    assert sum(line.startswith("[") for line in out.splitlines()) == 10
+    assert "bottle" in out
+    assert main(second) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["budget"]["token_budget"] == 2000
+    used = sum(count_tokens(p["text"]) for p in data["passages"])
+    assert 1500 < used <= 2000
+    assert data["mode"] in (None, "local", "global", "global-fallback")
 
 
 # -------------------------------------------------------------------------------- script
