@@ -216,21 +216,43 @@ def test_model_that_cannot_be_loaded_is_one_line(capsys, doc):
     assert "cannot load --model nonexistent/model" in line
 
 
-@pytest.mark.parametrize("exc", [OSError("no such file"), RuntimeError("bad weights\nmore")])
-def test_loader_errors_name_the_model_option(capsys, doc, fake_method, exc):
-    def run(text, query, args):
-        raise exc
+def _raise_in(path: str, func: str):
+    """A function that raises its argument from a frame named like ``path`` / ``func``."""
+    ns: dict = {}
+    exec(compile(f"def {func}(e):\n    raise e\n", path, "exec"), ns)
+    return ns[func]
+
+
+@pytest.mark.parametrize(
+    "exc, where, names_model",
+    [
+        (OSError("no such file"), None, True),
+        (
+            RuntimeError("bad weights\nmore"),
+            "/x/transformers/modeling_utils.py:from_pretrained",
+            True,
+        ),
+        (ValueError("bad config"), "/x/longctx/models.py:load_causal_lm", True),
+        (RuntimeError("shape mismatch"), "/x/transformers/models/llama.py:forward", False),
+    ],
+)
+def test_loader_errors_name_the_model_option(capsys, doc, fake_method, exc, where, names_model):
+    if where is None:
+
+        def run(text, query, args):
+            raise exc
+    else:
+        path, func = where.split(":")
+        raiser = _raise_in(path, func)
+
+        def run(text, query, args):
+            raiser(exc)
 
     fake_method.run = run
     argv = ["retrieve", str(doc), "-q", "milk?", "-m", "youra", "--model", "my/model"]
-    if isinstance(exc, RuntimeError):  # raised inside a model loader: named by the traceback
-        code = compile("def load(e):\n    raise e\n", "/x/transformers/modeling_utils.py", "exec")
-        ns: dict = {}
-        exec(code, ns)
-        fake_method.run = lambda text, query, args: ns["load"](exc)
     assert main(argv) == 2
     line = _one_error_line(capsys)
-    assert "cannot load --model my/model: " in line
+    assert ("cannot load --model my/model: " in line) == names_model
     assert line.endswith(str(exc).splitlines()[0])
 
 

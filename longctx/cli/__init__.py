@@ -398,14 +398,19 @@ def _as_result(out, args, seconds: float) -> SearchResult:
 
 
 def _from_model_loader(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised while loading a model (transformers, the hub, longctx.models)."""
+    """Whether ``exc`` was raised while loading a model: in ``longctx.models``, the Hugging Face
+    hub client, safetensors, or a loading function of transformers (not in a forward pass)."""
     for frame, _ in traceback.walk_tb(exc.__traceback__):
         name = frame.f_code.co_filename.replace("\\", "/")
+        func = frame.f_code.co_name.lower()
         if (
-            "/transformers/" in name
+            name.endswith("longctx/models.py")
             or "/huggingface_hub/" in name
             or "/safetensors/" in name
-            or name.endswith("longctx/models.py")
+            or (
+                "/transformers/" in name
+                and any(w in func for w in ("pretrained", "load", "cached"))
+            )
         ):
             return True
     return False
