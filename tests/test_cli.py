@@ -202,6 +202,27 @@ def test_empty_selection_with_budget_names_the_shortest_unit(capsys, doc, fake_m
     assert line.startswith("longctx: error: budget 1 is smaller than the shortest unit (7 tokens)")
 
 
+def test_youra_budget_below_every_sentence_with_a_tiny_model(capsys, tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    import longctx.cli.youra as youra_cli
+
+    if not hasattr(youra_cli, "_get_scorer"):
+        pytest.skip("the youra CLI module no longer builds its scorer with _get_scorer")
+    from tests._youra_helpers import tiny_scorer
+
+    scorer = tiny_scorer(baseline="instruction")
+    monkeypatch.setattr(youra_cli, "_get_scorer", lambda args: scorer)
+    path = tmp_path / "alice.txt"
+    path.write_text("Alice sat by her sister on the bank. She had nothing to do. The day was hot.")
+    argv = ["retrieve", str(path), "-q", "Who sat by her sister?", "-m", "youra", "--budget"]
+    assert main(argv + ["1"]) == 2
+    line = _one_error_line(capsys)
+    assert "budget 1 is smaller than the shortest unit (5 tokens)" in line
+    assert main(argv + ["12", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["passages"] and data["budget"]["token_budget"] == 12
+
+
 def test_empty_selection_is_never_a_silent_success(capsys, doc, fake_method):
     fake_method.run = lambda text, query, args: []
     assert main(["retrieve", str(doc), "-q", "milk?", "-m", "youra", "--k", "3"]) == 2
