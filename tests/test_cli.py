@@ -475,3 +475,26 @@ def test_console_script_subprocess(doc):
         timeout=120,
     )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    # `longctx ... | head -1`: the reader goes away, no "Broken pipe" traceback
+    head = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "longctx.cli",
+            "retrieve",
+            "--sample",
+            "alice",
+            "-q",
+            "Alice?",
+            "--k",
+            "2000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        env=env,
+    )
+    assert head.stdout.readline().startswith(b"[")
+    head.stdout.close()
+    _, err = head.communicate(timeout=120)
+    assert b"Traceback" not in err and b"Broken" not in err, err

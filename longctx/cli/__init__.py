@@ -567,6 +567,16 @@ def _retrieve(args) -> int:
     return 0
 
 
+def _silence_stdout() -> None:
+    """After the reader of stdout went away (``longctx ... | head``): send what Python still
+    flushes at exit to /dev/null, so that no "Broken pipe" traceback follows."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0, or 2 after one line on stderr)."""
     parser = build_parser()
@@ -575,7 +585,12 @@ def main(argv: list[str] | None = None) -> int:
         return _error("give at most one of --quiet and --verbose")
     with _console(args):
         try:
-            return args.handler(args)
+            status = args.handler(args)
+            sys.stdout.flush()  # a closed pipe (| head) fails here, not at interpreter exit
+            return status
+        except BrokenPipeError:
+            _silence_stdout()
+            return 1
         except CliError as exc:
             return _error(str(exc))
         except KeyboardInterrupt:
