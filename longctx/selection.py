@@ -100,3 +100,27 @@ def check_size(
             raise ValueError("give one of k and token_budget")
         k = default_k
     return k, token_budget
+
+
+def check_budget_fits(token_budget: int, token_counts) -> None:
+    """Refuse a token budget that no unit fits in (the selection would be empty).
+
+    Parameters
+    ----------
+    token_budget : int >= 1
+        In tokens, as counted in ``token_counts``.
+    token_counts : (n,) array of int
+        Tokens of each unit the selection chooses from. Empty: nothing to check.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``token_budget`` is not an int >= 1, or is smaller than the shortest unit:
+        ``"budget 1 is smaller than the shortest unit (7 tokens)"``.
+    """
+    token_budget = check_int(token_budget, "token_budget", minimum=1)
+    counts = np.asarray(token_counts, dtype=np.int64).reshape(-1)
+    if counts.size and token_budget < int(counts.min()):
+        raise ValueError(
+            f"budget {token_budget} is smaller than the shortest unit ({int(counts.min())} tokens)"
+        )

@@ -200,3 +200,105 @@ def chunk_words(
             else:
                 chunks.extend(_equal_word_pieces(words, max_words))
     return chunks
+
+
+def split_long_spans(
+    text: str,
+    spans: list[Span],
+    max_tokens: int,
+    token_counter=None,
+) -> list[Span]:
+    """Cut the spans longer than ``max_tokens`` into near-equal pieces along word boundaries.
+
+    A unit longer than a token budget or a model window (a 200 KB paragraph without punctuation
+    is one "sentence") would otherwise come back whole or never fit; this keeps every unit within
+    ``max_tokens`` while cutting only between words (runs of non-space characters).
+
+    Parameters
+    ----------
+    text : str
+        The text the spans index into.
+    spans : list of (start, end)
+        Character spans into ``text`` (end exclusive), e.g. :func:`split_sentences`'s.
+    max_tokens : int >= 1
+        Most tokens a piece may hold, as counted by ``token_counter``.
+    token_counter : callable str -> int, optional
+        Default :func:`longctx.tokens.count_tokens` (words and punctuation marks); pass
+        ``longctx.tokens.hf_token_counter(tokenizer)`` for model tokens.
+
+    Returns
+    -------
+    list of (start, end)
+        In the order of ``spans``. A span within ``max_tokens`` is kept as given; a longer one is
+        replaced by ``ceil(tokens / max_tokens)`` or a few more pieces of near-equal token counts,
+        each starting and ending on a non-space character, together covering every non-space
+        character of the span exactly once. A piece exceeds ``max_tokens`` only when it is a
+        single word longer than that.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``text`` is not a ``str``, ``max_tokens`` is not an int >= 1, or a span is not a pair
+        of ints with ``0 <= start <= end <= len(text)``.
+    """
+    from longctx.tokens import count_tokens
+
+    check_text(text, "text", allow_empty=True)
+    max_tokens = check_int(max_tokens, "max_tokens", minimum=1)
+    counter = token_counter or count_tokens
+    if not callable(counter):
+        raise TypeError(f"token_counter must be callable (str -> int), got {type(counter)}")
+    out: list[Span] = []
+    for span in spans:
+        try:
+            a, b = (int(x) for x in span)
+        except (TypeError, ValueError):
+            raise ValueError(f"spans must hold (start, end) pairs of ints, got {span!r}") from None
+        if not 0 <= a <= b <= len(text):
+            raise ValueError(f"span {(a, b)} is outside the text (length {len(text)})")
+        out.extend(_split_span(text, a, b, max_tokens, counter))
+    return out
+
+
+def _split_span(text: str, a: int, b: int, max_tokens: int, counter) -> list[Span]:
+    if counter(text[a:b]) <= max_tokens:
+        return [(a, b)]
+    words = [m.span() for m in _WORD_RE.finditer(text, a, b)]
+    if len(words) <= 1:
+        return [(a, b)]
+    counts = np.fromiter((counter(text[s:e]) for s, e in words), dtype=np.int64, count=len(words))
+    pieces = []
+    for lo, hi in _balanced_cuts(counts, max_tokens):
+        s, e = words[lo][0], words[hi - 1][1]
+        # A model tokenizer may count a piece above the sum of its words: cut that piece again.
+        if hi - lo > 1 and counter(text[s:e]) > max_tokens:
+            pieces.extend(_split_span(text, s, e, max(1, max_tokens - 1), counter))
+        else:
+            pieces.append((s, e))
+    return pieces
+
+
+def _balanced_cuts(counts: np.ndarray, max_tokens: int) -> list[Span]:
+    """Word-index ranges ``[lo, hi)`` of near-equal token sums, each <= ``max_tokens`` unless
+    it is one word."""
+    n_words = len(counts)
+    cum = np.cumsum(counts)
+    total = int(cum[-1])
+    first = max(1, -(-total // max_tokens))
+    for n_pieces in range(first, min(n_words, first + 16) + 1):
+        targets = total * np.arange(1, n_pieces) / n_pieces
+        cuts = np.unique(np.clip(np.searchsorted(cum, targets, side="left") + 1, 1, n_words - 1))
+        bounds = [0, *cuts.tolist(), n_words]
+        ranges = [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+        sums = [int(cum[hi - 1] - (cum[lo - 1] if lo else 0)) for lo, hi in ranges]
+        if all(s <= max_tokens or hi - lo == 1 for s, (lo, hi) in zip(sums, ranges)):
+            return ranges
+    # Greedy packing (always valid) when balanced cuts keep overshooting.
+    ranges, lo, used = [], 0, 0
+    for i, c in enumerate(counts.tolist()):
+        if i > lo and used + c > max_tokens:
+            ranges.append((lo, i))
+            lo, used = i, 0
+        used += c
+    ranges.append((lo, n_words))
+    return ranges

@@ -1,26 +1,59 @@
-"""The ``longctx retrieve`` command line with ``--method mixpr`` (in-process and as a script)."""
+"""The ``longctx`` command line: output formats, one-line errors with exit 2, warnings, progress
+bars, help and version (in-process through ``main``, and once as a script)."""
 
 from __future__ import annotations
 
 import json
+import logging
+import shlex
 import subprocess
 import sys
+import types
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from longctx.cli import main
+import longctx
+from longctx import cli
+from longctx.cli import build_parser, main
+from longctx.types import Passage, SearchResult
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = "What did the Mock Turtle sing about?"
+DOC = (
+    "The cat sat on the mat. Mary got the milk there. The dog barked at night.\r\n"
+    "Mary went to the kitchen. John read a long book about ships.\r\n"
+)
 
 
 def _one_error_line(capsys) -> str:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
+    assert err[0].startswith("longctx: error: ")
+    assert "Traceback" not in err[0]
     return err[0]
 
 
+@pytest.fixture
+def doc(tmp_path) -> Path:
+    path = tmp_path / "doc.txt"
+    path.write_bytes(DOC.encode("utf-8"))
+    return path
+
+
+@pytest.fixture
+def fake_method(monkeypatch):
+    """Install a method module whose ``run`` / ``score_units`` the test sets, under ``youra``."""
+    mod = types.ModuleType("longctx_test_fake_method")
+    mod.calls = []
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setitem(cli.METHODS, "youra", mod.__name__)
+    return mod
+
+
+# ------------------------------------------------------------------------------ results
 def test_mixpr_text_format(capsys, alice_text):
     assert main(["retrieve", "--sample", "alice", "-q", QUERY, "--k", "5"]) == 0
     out = capsys.readouterr().out
@@ -31,20 +64,27 @@ def test_mixpr_text_format(capsys, alice_text):
     assert idx == sorted(idx)
 
 
-def test_mixpr_json_format_and_budget(capsys, alice_text):
+def test_mixpr_json_fields_and_budget(capsys, alice_text):
     argv = ["retrieve", "--sample", "alice", "-q", QUERY, "--budget", "80", "--format", "json"]
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["method"] == "mixpr" and data["n_chars"] == len(alice_text)
+    assert data["encoding"] == "utf-8-sig"  # the bundled file starts with a BOM
+    assert "line endings kept" in data["offsets"]
+    assert data["budget"]["token_budget"] == 80 and "count_tokens" in data["budget"]["unit"]
+    assert set(data["timings"]) >= {"read"} and len(data["timings"]) >= 2
+    assert all(isinstance(v, float) and v >= 0 for v in data["timings"].values())
+    assert "mode" in data and data["diversify"] is False
     assert data["passages"]
     for p in data["passages"]:
         assert alice_text[p["start"] : p["end"]] == p["text"]
     assert main(argv[:-4] + ["--format", "json", "--mode", "global", "--k", "3"]) == 0
-    assert len(json.loads(capsys.readouterr().out)["passages"]) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["passages"]) == 3
+    assert data["budget"] == {"k": 3} and data["mode"] == "global"
 
 
 def test_mixpr_score_units(alice_text):
-    from longctx.cli import build_parser
     from longctx.cli.mixpr import score_units
 
     args = build_parser().parse_args(["retrieve", "--sample", "alice", "-q", QUERY])
@@ -54,12 +94,67 @@ def test_mixpr_score_units(alice_text):
     assert (counts > 0).all()
 
 
+def test_search_result_from_a_method_is_printed_with_its_mode(capsys, doc, fake_method):
+    hit = Passage(24, 48, DOC[24:48], 0.9, 1)
+    fake_method.run = lambda text, query, args: SearchResult(
+        hits=(hit,), method="youra", mode="instruction", timings={"score": 0.25}
+    )
+    argv = ["retrieve", str(doc), "-q", "milk?", "-m", "youra", "--budget", "30", "--format"]
+    assert main(argv + ["json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["mode"] == "instruction" and data["timings"]["score"] == 0.25
+    assert data["budget"]["token_budget"] == 30 and "SmolLM2" in data["budget"]["unit"]
+    assert [p["text"] for p in data["passages"]] == ["Mary got the milk there."]
+    assert main(argv + ["text"]) == 0
+    assert capsys.readouterr().out.startswith("[1] chars 24-48  score=0.9\nMary got the milk")
+
+
+# ---------------------------------------------------------------------- offsets, encodings
+def test_crlf_offsets_slice_the_file_with_newline_empty(capsys, doc):
+    argv = ["retrieve", str(doc), "-q", "Who read a book about ships?", "--k", "5"]
+    assert main(argv + ["--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["encoding"] == "utf-8" and data["n_chars"] == len(DOC)
+    with open(doc, encoding=data["encoding"], newline="") as f:
+        raw = f.read()
+    with open(doc, encoding=data["encoding"]) as f:
+        translated = f.read()  # default newline handling: \r\n -> \n
+    late = [p for p in data["passages"] if p["start"] > DOC.index("\r\n")]
+    assert late, data["passages"]
+    for p in data["passages"]:
+        assert raw[p["start"] : p["end"]] == p["text"]
+    # the convention matters: with \r\n translated, the later passages are shifted
+    assert any(translated[p["start"] : p["end"]] != p["text"] for p in late)
+
+
+def test_latin1_file_is_detected_and_named_on_stderr(tmp_path, capsys):
+    text = (
+        "Le café était très chaud. La forêt, où nous étions, était froide.\n"
+        "Ça, c'était naïf: le garçon a mangé une crème brûlée près de la fenêtre.\n"
+    )
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(text.encode("latin-1"))
+    argv = ["retrieve", str(path), "-q", "Qu'a mangé le garçon?", "--k", "1", "--format", "json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip() == f"longctx: note: read {path} as cp1252"
+    data = json.loads(captured.out)
+    assert data["encoding"] == "cp1252"
+    p = data["passages"][0]
+    assert "crème brûlée" in p["text"]
+    assert open(path, encoding="cp1252", newline="").read()[p["start"] : p["end"]] == p["text"]
+    assert main(argv + ["--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+# --------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize(
     "kind, message",
     [
         ("missing", "does not exist"),
         ("empty", "is empty"),
         ("binary", "binary"),
+        ("dir", "directory"),
     ],
 )
 def test_bad_files(tmp_path, capsys, kind, message):
@@ -68,12 +163,14 @@ def test_bad_files(tmp_path, capsys, kind, message):
         path.write_text("  \n")
     elif kind == "binary":
         path.write_bytes(b"\x00\x01\x02PNG\x00" * 10)
-    assert main(["retrieve", str(path), "-q", "where?"]) != 0
+    elif kind == "dir":
+        path.mkdir()
+    assert main(["retrieve", str(path), "-q", "where?"]) == 2
     assert message in _one_error_line(capsys)
 
 
 def test_empty_query(capsys):
-    assert main(["retrieve", "--sample", "alice", "-q", "   "]) != 0
+    assert main(["retrieve", "--sample", "alice", "-q", "   "]) == 2
     assert "--query" in _one_error_line(capsys)
 
 
@@ -81,36 +178,323 @@ def test_empty_query(capsys):
 def test_bad_k(capsys, k):
     with pytest.raises(SystemExit) as exc:
         main(["retrieve", "--sample", "alice", "-q", QUERY, "--k", k])
-    assert exc.value.code != 0
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--k must be >= 1" in err[0]
+    assert exc.value.code == 2
+    assert "--k must be >= 1" in _one_error_line(capsys)
 
 
-def test_console_script_subprocess(tmp_path):
-    path = tmp_path / "doc.txt"
-    path.write_text(
-        "The cat sat on the mat. Mary got the milk there. The dog barked at night.\n"
-        "Mary went to the kitchen. John read a long book about ships.\n",
-        encoding="utf-8",
+def test_budget_smaller_than_every_unit(capsys, doc):
+    assert main(["retrieve", str(doc), "-q", "Where is the milk?", "--budget", "1"]) == 2
+    line = _one_error_line(capsys)
+    assert "budget 1 is smaller than the shortest unit (6 tokens)" in line
+    assert capsys.readouterr().out == ""
+
+
+def test_empty_selection_with_budget_names_the_shortest_unit(capsys, doc, fake_method):
+    fake_method.run = lambda text, query, args: []
+    fake_method.score_units = lambda text, query, args: (
+        [(0, 23), (24, 48)],
+        np.array([0.1, 0.9]),
+        np.array([9, 7]),
     )
-    cmd = [sys.executable, "-m", "longctx.cli", "retrieve", str(path), "-q", "Where is the milk?"]
+    argv = ["retrieve", str(doc), "-q", "milk?", "-m", "youra", "--budget", "1"]
+    assert main(argv) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith("longctx: error: budget 1 is smaller than the shortest unit (7 tokens)")
+
+
+def test_youra_budget_below_every_sentence_with_a_tiny_model(capsys, tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    import longctx.cli.youra as youra_cli
+
+    if not hasattr(youra_cli, "_get_scorer"):
+        pytest.skip("the youra CLI module no longer builds its scorer with _get_scorer")
+    from tests._youra_helpers import tiny_scorer
+
+    scorer = tiny_scorer(baseline="instruction")
+    monkeypatch.setattr(youra_cli, "_get_scorer", lambda args: scorer)
+    path = tmp_path / "alice.txt"
+    path.write_text("Alice sat by her sister on the bank. She had nothing to do. The day was hot.")
+    argv = ["retrieve", str(path), "-q", "Who sat by her sister?", "-m", "youra", "--budget"]
+    assert main(argv + ["1"]) == 2
+    line = _one_error_line(capsys)
+    assert "budget 1 is smaller than the shortest unit (5 tokens)" in line
+    assert main(argv + ["12", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["passages"] and data["budget"]["token_budget"] == 12
+
+
+def test_empty_selection_is_never_a_silent_success(capsys, doc, fake_method):
+    fake_method.run = lambda text, query, args: []
+    assert main(["retrieve", str(doc), "-q", "milk?", "-m", "youra", "--k", "3"]) == 2
+    assert "selected no passage" in _one_error_line(capsys)
+
+
+def test_model_that_cannot_be_loaded_is_one_line(capsys, doc):
+    pytest.importorskip("transformers")
+    argv = ["retrieve", str(doc), "-q", "milk?", "-m", "youra", "--model", "nonexistent/model"]
+    assert main(argv) == 2
+    line = _one_error_line(capsys)
+    assert "cannot load --model nonexistent/model" in line
+
+
+def _raise_in(path: str, func: str):
+    """A function that raises its argument from a frame named like ``path`` / ``func``."""
+    ns: dict = {}
+    exec(compile(f"def {func}(e):\n    raise e\n", path, "exec"), ns)
+    return ns[func]
+
+
+@pytest.mark.parametrize(
+    "exc, where, names_model",
+    [
+        (OSError("no such file"), None, True),
+        (
+            RuntimeError("bad weights\nmore"),
+            "/x/transformers/modeling_utils.py:from_pretrained",
+            True,
+        ),
+        (ValueError("bad config"), "/x/longctx/models.py:load_causal_lm", True),
+        (RuntimeError("shape mismatch"), "/x/transformers/models/llama.py:forward", False),
+    ],
+)
+def test_loader_errors_name_the_model_option(capsys, doc, fake_method, exc, where, names_model):
+    if where is None:
+
+        def run(text, query, args):
+            raise exc
+    else:
+        path, func = where.split(":")
+        raiser = _raise_in(path, func)
+
+        def run(text, query, args):
+            raiser(exc)
+
+    fake_method.run = run
+    argv = ["retrieve", str(doc), "-q", "milk?", "-m", "youra", "--model", "my/model"]
+    assert main(argv) == 2
+    line = _one_error_line(capsys)
+    assert ("cannot load --model my/model: " in line) == names_model
+    assert line.endswith(str(exc).splitlines()[0])
+
+
+def test_unexpected_exception_is_one_line(capsys, doc, fake_method):
+    def run(text, query, args):
+        raise KeyError("boom")
+
+    fake_method.run = run
+    assert main(["retrieve", str(doc), "-q", "milk?", "-m", "youra"]) == 2
+    line = _one_error_line(capsys)
+    assert "unexpected KeyError" in line and "--verbose" in line
+    assert main(["retrieve", str(doc), "-q", "milk?", "-m", "youra", "--verbose"]) == 2
+    assert "Traceback" in capsys.readouterr().err  # only when asked for
+
+
+def test_diversify_with_mmr_or_fps_is_an_error(capsys, doc):
+    for method in ("mmr", "fps"):
+        assert main(["retrieve", str(doc), "-q", "milk?", "-m", method, "--diversify"]) == 2
+        assert "--diversify applies to --method mixpr or youra" in _one_error_line(capsys)
+
+
+def test_quiet_and_verbose_together(capsys, doc):
+    assert main(["retrieve", str(doc), "-q", "milk?", "--quiet", "--verbose"]) == 2
+    assert "--quiet" in _one_error_line(capsys)
+
+
+# ----------------------------------------------------------------------- warnings and logs
+def _noisy_run(text, query, args):
+    log = logging.getLogger("longctx.fake")
+    for _ in range(3):
+        warnings.warn("no chunk passed the threshold\nsecond line", RuntimeWarning, stacklevel=2)
+        log.warning("falling back to global mode")
+    log.info("router chose local mode")
+    return [Passage(0, 23, text[:23], 1.0, 0)]
+
+
+def test_warnings_once_one_line_without_source(capsys, doc, fake_method):
+    fake_method.run = _noisy_run
+    argv = ["retrieve", str(doc), "-q", "milk?", "-m", "youra"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "longctx: warning: no chunk passed the threshold",
+        "longctx: warning: falling back to global mode",
+    ]
+    assert main(argv + ["--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(argv + ["--verbose"]) == 0
+    err = capsys.readouterr().err
+    assert "longctx: info: router chose local mode" in err
+    assert "warnings.warn" not in err and ".py" not in err
+    # the CLI leaves the logger and warnings as it found them
+    assert logging.getLogger("longctx").propagate is True
+    assert not logging.getLogger("longctx").handlers
+
+
+# -------------------------------------------------------------------------------- progress
+def _record_progress(text, query, args):
+    _record_progress.seen.append(args.progress)
+    return [Passage(0, 23, text[:23], 1.0, 0)]
+
+
+def test_progress_only_on_a_terminal_or_forced(capsys, doc, fake_method, monkeypatch):
+    _record_progress.seen = []
+    fake_method.run = _record_progress
+    monkeypatch.setitem(cli.PROGRESS_MIN_CHARS, "youra", 10)
+    argv = ["retrieve", str(doc), "-q", "milk?", "-m", "youra"]
+    assert main(argv) == 0  # capsys: stderr is not a terminal
+    assert main(argv + ["--progress"]) == 0
+    assert main(argv + ["--no-progress"]) == 0
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert main(argv) == 0
+    assert main(argv + ["--quiet"]) == 0
+    assert _record_progress.seen == [False, True, False, True, False]
+
+
+def test_no_bar_in_redirected_stderr_unless_forced(capsys, doc):
+    argv = ["retrieve", str(doc), "-q", "Where is the milk?", "--k", "2"]
+    assert main(argv) == 0
+    assert capsys.readouterr().err == ""
+    assert main(argv + ["--progress"]) == 0
+    assert "mixpr" in capsys.readouterr().err  # the tqdm bar, forced
+
+
+# ------------------------------------------------------------------------ help and version
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"longctx {longctx.__version__}"
+
+
+def _retrieve_parser():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.choices and "retrieve" in a.choices)
+    return sub.choices["retrieve"]
+
+
+def test_help_gives_every_option_a_help_line_and_its_default(capsys):
+    r = _retrieve_parser()
+    fmt = r.formatter_class(prog="longctx retrieve")
+    checked = 0
+    for action in r._actions:
+        if isinstance(action, argparse_help_types()):
+            continue
+        text = fmt._get_help_string(action)
+        assert action.help and len(action.help) > 10, action.dest
+        assert "default" in text or "required" in text, (action.dest, text)
+        checked += 1
+    assert checked >= 18
+    with pytest.raises(SystemExit):
+        main(["retrieve", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for expected in (
+        "(default: mixpr)",
+        "(default: text)",
+        "(default: 32)",
+        "(default: 0.5)",
+        "(default: instruction)",
+        "(default: last)",
+        "(default: 100 when --budget is not given)",
+        "mixpr options",
+        "youra options",
+        "mmr / fps options",
+        "newline=''",
+    ):
+        assert expected in out, expected
+
+
+def argparse_help_types():
+    import argparse
+
+    return (argparse._HelpAction, argparse._VersionAction)
+
+
+def test_youra_baseline_defaults_to_instruction():
+    args = build_parser().parse_args(["retrieve", "--sample", "alice", "-q", "x", "-m", "youra"])
+    assert args.baseline == "instruction"
+
+
+# ------------------------------------------------------------------------ README examples
+def _readme_cli_examples() -> list[list[str]]:
+    """The README's "Command line" examples, with the bundled book in place of book.txt."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Command line") :]
+    start = section.index("```bash\n") + 8
+    block = section[start : section.index("```", start)]
+    examples = []
+    for line in block.splitlines():
+        argv = shlex.split(line, comments=True)
+        assert argv[:2] == ["longctx", "retrieve"] and "book.txt" in argv, line
+        i = argv.index("book.txt")
+        examples.append(argv[1:i] + ["--sample", "alice"] + argv[i + 1 :])
+    return examples
+
+
+def test_readme_cli_examples_parse_and_the_mixpr_ones_do_what_they_say(capsys, alice_text):
+    from longctx.tokens import count_tokens
+
+    examples = _readme_cli_examples()
+    assert len(examples) >= 5
+    for argv in examples:
+        build_parser().parse_args(argv)  # every option of every example exists
+    first, second = examples[0], examples[1]
+    assert main(first) == 0
+    out = capsys.readouterr().out
+    assert sum(line.startswith("[") for line in out.splitlines()) == 10
+    assert "bottle" in out
+    assert main(second) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["budget"]["token_budget"] == 2000
+    used = sum(count_tokens(p["text"]) for p in data["passages"])
+    assert 1500 < used <= 2000
+    assert data["mode"] in (None, "local", "global", "global-fallback")
+
+
+# -------------------------------------------------------------------------------- script
+def test_console_script_subprocess(doc):
+    cmd = [sys.executable, "-m", "longctx.cli", "retrieve", str(doc), "-q", "Where is the milk?"]
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
     res = subprocess.run(
         cmd + ["--k", "1", "--format", "json"],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+        env=env,
         timeout=120,
     )
     assert res.returncode == 0, res.stderr
+    assert res.stderr == ""  # stderr is a pipe: no progress bar, no warning
     data = json.loads(res.stdout)
     assert [p["text"] for p in data["passages"]] == ["Mary got the milk there."]
     bad = subprocess.run(
-        [sys.executable, "-m", "longctx.cli", "retrieve", str(tmp_path / "nope.txt"), "-q", "x"],
+        [sys.executable, "-m", "longctx.cli", "retrieve", str(doc.parent / "nope.txt"), "-q", "x"],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        env=env,
         timeout=120,
     )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    # `longctx ... | head -1`: the reader goes away, no "Broken pipe" traceback
+    head = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "longctx.cli",
+            "retrieve",
+            "--sample",
+            "alice",
+            "-q",
+            "Alice?",
+            "--k",
+            "2000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        env=env,
+    )
+    assert head.stdout.readline().startswith(b"[")
+    head.stdout.close()
+    _, err = head.communicate(timeout=120)
+    assert b"Traceback" not in err and b"Broken" not in err, err

@@ -1,20 +1,40 @@
 """``longctx`` command line: ``longctx retrieve PATH --query "..."``.
 
 Each method lives in its own module of this package exposing
-``run(text: str, query: str, args: argparse.Namespace) -> list[Passage]``; this module parses and
-checks the arguments (before any heavy work), reads the file, dispatches and prints.
+``run(text: str, query: str, args: argparse.Namespace) -> SearchResult | list[Passage]`` and
+``score_units(text, query, args) -> (spans, scores, token_counts)`` (for ``--diversify``); this
+module parses and checks the arguments (before any heavy work), reads the file, dispatches and
+prints.
+
+Every failure is one line on stderr (``longctx: error: ...``) and exit status 2; warnings and the
+core's log messages are shown once each as ``longctx: warning: ...`` (``--quiet`` hides them,
+``--verbose`` adds the INFO messages, such as the routers' decisions). Progress bars are drawn only
+when stderr is a terminal, or with ``--progress``.
+
+Subcommands: one ``_add_<name>(subparsers)`` function builds each one and sets its handler
+(``args.handler(args) -> int``), so a new subcommand is one more function.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import logging
+import os
 import sys
+import time
+import traceback
+import warnings
+from dataclasses import replace
 
+from longctx import __version__
 from longctx.io import InputError, read_text_file, sample_text
+from longctx.selection import check_budget_fits
+from longctx.types import Passage, SearchResult
 
-# method name -> module implementing run(text, query, args)
+# method name -> module implementing run(text, query, args) and score_units(text, query, args)
 METHODS = {
     "mixpr": "longctx.cli.mixpr",
     "youra": "longctx.cli.youra",
@@ -22,9 +42,51 @@ METHODS = {
     "fps": "longctx.cli.diversity",
 }
 
-# Inputs at least this many characters long show a progress bar on stderr (per method: a
-# language model is far slower per character than TF-IDF).
+#: Default number of passages when neither ``--k`` nor ``--budget`` is given (the MixPR paper's).
+DEFAULT_K = 100
+
+#: Inputs at least this many characters long show a progress bar on an interactive stderr (per
+#: method: a language model is far slower per character than TF-IDF). ``--progress`` forces it.
 PROGRESS_MIN_CHARS = {"mixpr": 200_000, "youra": 10_000, "mmr": 50_000, "fps": 50_000}
+
+#: What the character offsets of ``--format json`` count (also in the README).
+OFFSETS = (
+    "characters of the decoded text, line endings kept (\\r\\n is 2 characters), BOM removed: "
+    "open(path, encoding=<encoding>, newline='').read()[start:end] == text"
+)
+
+DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
+
+logger = logging.getLogger(__name__)
+
+
+class CliError(Exception):
+    """A failure to report as one line on stderr, exit status 2."""
+
+
+# ----------------------------------------------------------------------------------- parsing
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr (``longctx: error: ...``), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"longctx: error: {message} (see '{self.prog} --help')\n")
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Appends ``(default: ...)`` to every option whose help does not already state its default;
+    an option whose default is None must say in words what it defaults to."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (
+            "default" in text
+            or action.default in (None, argparse.SUPPRESS)
+            or isinstance(action, (argparse._HelpAction, argparse._VersionAction))
+        ):
+            return text
+        if action.default is False:
+            return text + " (default: off)"
+        return text + " (default: %(default)s)"
 
 
 def _positive_int(name: str):
@@ -40,137 +102,525 @@ def _positive_int(name: str):
     return parse
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr (``longctx: error: ...``), exit status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"longctx: error: {message} (see '{self.prog} --help')\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="longctx", description="Long-context retrieval: keep only the parts that matter."
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    """Options every subcommand takes (warnings, log messages and progress bars)."""
+    g = parser.add_argument_group("messages on stderr")
+    g.add_argument(
+        "--quiet", action="store_true", help="print no warnings or notes, only errors and results"
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    g.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also print the methods' decisions (INFO log messages) and tracebacks of errors",
+    )
+    g.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draw progress bars on stderr (default: only when stderr is a terminal and the text "
+        "is long)",
+    )
+
+
+def _add_retrieve(sub) -> argparse.ArgumentParser:
     r = sub.add_parser(
         "retrieve",
+        formatter_class=_HelpFormatter,
         help="select the passages of a long text that matter for a query",
-        description="Select the passages of a long text that matter for a query, printed in "
-        "document order with their character positions and scores.",
+        description="Select the passages of a long text that matter for a query, printed in\n"
+        "document order with their character positions and scores.\n\n"
+        "Offsets are characters of the text as decoded, with its line endings kept:\n"
+        "  open(path, encoding=ENCODING, newline='').read()[start:end]\n"
+        "gives a passage back (ENCODING is in the --format json output).",
+        epilog="examples:\n"
+        '  longctx retrieve book.txt -q "Who gave Alice the bottle?" --k 10\n'
+        '  longctx retrieve book.txt -q "Who stole the tarts?" --method youra --budget 300\n'
+        '  longctx retrieve --sample alice -q "Summarize the book" --budget 2000 --format json',
     )
-    r.add_argument("path", nargs="?", help="UTF-8 text file (or use --sample)")
-    r.add_argument("--sample", choices=["alice"], help="use a bundled public-domain text")
-    r.add_argument("--query", "-q", required=True, help="the question (or task) to retrieve for")
-    r.add_argument("--method", "-m", choices=sorted(set(METHODS)), default="mixpr")
-    size = r.add_mutually_exclusive_group()
-    size.add_argument("--k", type=_positive_int("--k"), help="number of passages (default 100)")
+    r.set_defaults(handler=_retrieve)
+    g = r.add_argument_group("input")
+    g.add_argument(
+        "path",
+        nargs="?",
+        help="text file (UTF-8, or another encoding detected and named on stderr); "
+        "default: none, give PATH or --sample",
+    )
+    g.add_argument(
+        "--sample", choices=["alice"], help="use a bundled public-domain text (default: none)"
+    )
+    g.add_argument(
+        "--query", "-q", required=True, help="the question (or task) to retrieve for (required)"
+    )
+    g.add_argument(
+        "--method",
+        "-m",
+        choices=sorted(set(METHODS)),
+        default="mixpr",
+        help="mixpr: TF-IDF graph + PageRank; youra: a small LM's attention reaction; mmr/fps: "
+        "sentence embeddings, diverse selection",
+    )
+    g = r.add_argument_group("size of the selection (one of)")
+    size = g.add_mutually_exclusive_group()
     size.add_argument(
-        "--budget", type=_positive_int("--budget"), help="token budget for the selected passages"
+        "--k",
+        type=_positive_int("--k"),
+        help=f"number of passages (default: {DEFAULT_K} when --budget is not given)",
     )
-    r.add_argument("--format", choices=["text", "json"], default="text")
-    r.add_argument("--no-progress", action="store_true", help="never show a progress bar")
-    g = r.add_argument_group("mixpr")
+    size.add_argument(
+        "--budget",
+        type=_positive_int("--budget"),
+        help="token budget for all selected passages together: the model's tokens for youra, "
+        "otherwise words and punctuation marks (longctx.tokens.count_tokens); default: none",
+    )
+    g = r.add_argument_group("format")
+    g.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="text: a line '[INDEX] chars START-END  score=S' then the passage; json: passages plus "
+        "method, mode, budget, timings, encoding and the offsets convention",
+    )
+    g = r.add_argument_group("mixpr options")
     g.add_argument(
         "--mode",
         choices=["auto", "local", "global"],
         default="auto",
-        help="local: personalized PageRank; global: PageRank; auto: the router decides",
+        help="local: personalized PageRank from the query; global: PageRank; auto: the router "
+        "decides per query",
     )
-    g.add_argument("--max-words", type=_positive_int("--max-words"), default=32)
-    g = r.add_argument_group("youra")
-    g.add_argument("--model", help="local path or cached name of a causal LM (default: SmolLM2)")
-    g.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    g.add_argument(
+        "--max-words",
+        type=_positive_int("--max-words"),
+        default=32,
+        help="most words per chunk (N of the MixPR paper)",
+    )
+    g = r.add_argument_group("youra options")
+    g.add_argument(
+        "--model",
+        help=f"local path or cached Hugging Face name of a causal LM (default: {DEFAULT_MODEL_NAME}, "
+        "bundled); nothing is downloaded",
+    )
+    g.add_argument(
+        "--device", help="torch device, also for mmr/fps (default: cuda if available, else cpu)"
+    )
     g.add_argument(
         "--baseline",
-        choices=["paper", "instruction"],
-        default="paper",
-        help="reaction baseline: eq. 1 of the paper, or the authors' instruction suffix",
+        choices=["instruction", "paper"],
+        default="instruction",
+        help="reaction baseline: 'instruction' is the authors' released code (an instruction "
+        "suffix; recalls better with small models), 'paper' is eq. 1 of the paper",
     )
-    g.add_argument("--layers", choices=["last", "all"], default="last", help="attention layers")
+    g.add_argument(
+        "--layers",
+        choices=["last", "all"],
+        default="last",
+        help="attention layers whose reactions are averaged",
+    )
     g.add_argument(
         "--max-window",
         type=_positive_int("--max-window"),
         help="model tokens per scoring window (default: the model's window); smaller is faster "
         "on CPU",
     )
-    g = r.add_argument_group("mmr / fps / --diversify")
-    g.add_argument("--lambda", dest="lambda_", type=float, default=0.5, help="MMR/FPS lambda")
-    g.add_argument("--window", type=_positive_int("--window"), help="MMR recent-selection window")
+    g = r.add_argument_group("mmr / fps options (and --diversify)")
     g.add_argument(
-        "--diversify", action="store_true", help="apply MMR to the chosen method's scores"
+        "--lambda",
+        dest="lambda_",
+        metavar="LAMBDA",
+        type=float,
+        default=0.5,
+        help="weight of relevance against diversity, in [0, 1]",
     )
-    from longctx.cli import bench
+    g.add_argument(
+        "--window",
+        type=_positive_int("--window"),
+        help="MMR: compare only with the last N selected units (default: all of them)",
+    )
+    g.add_argument(
+        "--diversify",
+        action="store_true",
+        help="mixpr/youra: re-select the method's scored units with MMR (its scores as rewards)",
+    )
+    _add_output_options(r)
+    return r
 
-    bench.add_parser(sub)
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``longctx`` parser; each subcommand's namespace carries ``handler(args) -> int``."""
+    parser = _Parser(
+        prog="longctx",
+        description="Long-context retrieval: keep only the parts that matter.",
+        formatter_class=_HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"longctx {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_retrieve(sub)
+    _add_bench(sub)
     return parser
 
 
+def _add_bench(sub) -> argparse.ArgumentParser:
+    from longctx.cli import bench
+
+    b = bench.add_parser(sub)
+    _add_output_options(b)
+    b.set_defaults(handler=_bench)
+    return b
+
+
+def _bench(args) -> int:
+    from longctx.cli import bench
+
+    try:
+        return bench.run(args)
+    except (ValueError, FileNotFoundError) as exc:
+        raise CliError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------- warnings and logging
+class _ConsoleHandler(logging.Handler):
+    """Each log message once, on one line: ``longctx: warning: ...`` / ``longctx: info: ...``."""
+
+    def __init__(self, stream, seen: set):
+        super().__init__()
+        self.stream = stream
+        self.seen = seen
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level = "warning" if record.levelno >= logging.WARNING else "info"
+            _print_once(self.stream, self.seen, level, record.getMessage())
+        except Exception:  # pragma: no cover - never let logging break a run
+            self.handleError(record)
+
+
+def _first_line(message: str) -> str:
+    lines = [ln.strip() for ln in str(message).strip().splitlines() if ln.strip()]
+    return lines[0] if lines else ""
+
+
+def _print_once(stream, seen: set, level: str, message: str) -> None:
+    line = f"longctx: {level}: {_first_line(message)}"
+    if line not in seen:
+        seen.add(line)
+        print(line, file=stream, flush=True)
+
+
+@contextlib.contextmanager
+def _console(args):
+    """For one CLI run: route the ``longctx`` logger and Python warnings to one-line stderr
+    messages (each shown once), per ``--quiet`` / ``--verbose``; restore everything after."""
+    stream = sys.stderr
+    seen: set[str] = set()
+    log = logging.getLogger("longctx")
+    handler = _ConsoleHandler(stream, seen)
+    saved = (log.level, log.propagate)
+    if args.quiet:
+        log.setLevel(logging.ERROR + 1)
+    else:
+        log.setLevel(logging.INFO if args.verbose else logging.WARNING)
+    log.propagate = False
+    log.addHandler(handler)
+    env_saved = {k: os.environ.get(k) for k in ("HF_HUB_DISABLE_PROGRESS_BARS",)}
+    args._restore = []
+    try:
+        with warnings.catch_warnings():
+            if args.quiet:
+                warnings.simplefilter("ignore")
+            else:
+                warnings.simplefilter("once")
+                for cat in (DeprecationWarning, PendingDeprecationWarning, ImportWarning):
+                    warnings.filterwarnings("ignore", category=cat)
+
+            def show(message, category, filename, lineno, file=None, line=None):
+                _print_once(stream, seen, "warning", str(message))
+
+            warnings.showwarning = show
+            yield
+    finally:
+        for restore in args._restore:
+            restore()
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
+        for k, v in env_saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _setup_third_party(args) -> None:
+    """Hugging Face progress bars and chatter follow ``args.progress`` and ``--quiet`` for this
+    run (restored by :func:`_console`)."""
+    if not args.progress:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if args.method != "youra" and "transformers" not in sys.modules:
+        return
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+
+    def restore() -> None:
+        hf_logging.enable_progress_bar() if bars else hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity(verbosity)
+
+    args._restore.append(restore)
+    if not args.progress:
+        hf_logging.disable_progress_bar()
+    if args.quiet:
+        hf_logging.set_verbosity_error()
+
+
+# ------------------------------------------------------------------------------- retrieve
 def _error(message: str) -> int:
-    print(f"longctx: error: {message}", file=sys.stderr)
+    print(f"longctx: error: {_first_line(message)}", file=sys.stderr)
     return 2
 
 
-def _print_passages(passages, args, n_chars: int) -> None:
+def _budget(args) -> dict:
+    if args.budget is None:
+        return {"k": args.k}
+    unit = (
+        f"tokens of {args.model or DEFAULT_MODEL_NAME}"
+        if args.method == "youra"
+        else "longctx.tokens.count_tokens (words and punctuation marks)"
+    )
+    return {"token_budget": args.budget, "unit": unit}
+
+
+def _as_result(out, args, seconds: float) -> SearchResult:
+    """A method's return value (SearchResult, or a list of Passage) as a SearchResult with the
+    method, budget and timings filled in."""
+    if isinstance(out, SearchResult):
+        return replace(
+            out,
+            timings=dict(out.timings) or {"retrieve": seconds},
+            budget=dict(out.budget) or _budget(args),
+        )
+    hits = list(out)
+    if not all(isinstance(h, Passage) for h in hits):
+        raise TypeError(f"--method {args.method} returned {type(out).__name__}, not passages")
+    mode = args.mode if args.method == "mixpr" and args.mode != "auto" else None
+    if args.method in ("mmr", "fps"):
+        mode = "query"
+    return SearchResult(
+        hits=tuple(sorted(hits, key=lambda p: (p.source, p.start))),
+        method=args.method,
+        mode=mode,
+        timings={"retrieve": seconds},
+        budget=_budget(args),
+    )
+
+
+def _from_model_loader(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while loading a model: in ``longctx.models``, the Hugging Face
+    hub client, safetensors, or a loading function of transformers (not in a forward pass)."""
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        name = frame.f_code.co_filename.replace("\\", "/")
+        func = frame.f_code.co_name.lower()
+        if (
+            name.endswith("longctx/models.py")
+            or "/huggingface_hub/" in name
+            or "/safetensors/" in name
+            or (
+                "/transformers/" in name
+                and any(w in func for w in ("pretrained", "load", "cached"))
+            )
+        ):
+            return True
+    return False
+
+
+def _empty_selection(module, text: str, args) -> CliError:
+    """The error for an empty selection: the budget is smaller than every unit, or (should not
+    happen) nothing else was selected."""
+    if args.budget is not None:
+        _, _, counts = module.score_units(text, args.query, args)
+        try:
+            check_budget_fits(args.budget, counts)
+        except ValueError as exc:
+            return CliError(f"{exc}: give a larger --budget")
+    return CliError(f"--method {args.method} selected no passage from the text")
+
+
+def _run_method(module, text: str, args) -> SearchResult:
+    t0 = time.perf_counter()
+    if args.diversify:
+        from longctx.cli.diversity import diversify_units
+
+        spans, scores, token_counts = module.score_units(text, args.query, args)
+        if args.budget is not None:
+            try:
+                check_budget_fits(args.budget, token_counts)
+            except ValueError as exc:
+                raise CliError(f"{exc}: give a larger --budget") from None
+        out = diversify_units(text, spans, scores, token_counts, args.query, args)
+    else:
+        out = module.run(text, args.query, args)
+    result = _as_result(out, args, time.perf_counter() - t0)
+    if not result.hits:
+        if not text.strip():
+            raise CliError("the text holds no words to retrieve from")
+        raise _empty_selection(module, text, args)
+    return result
+
+
+def _call_method(module, text: str, args) -> SearchResult:
+    """``_run_method`` with every failure turned into a one-line :class:`CliError`."""
+    model_opt = f"--model {args.model or DEFAULT_MODEL_NAME}"
+    try:
+        return _run_method(module, text, args)
+    except CliError:
+        raise
+    except ModuleNotFoundError as exc:
+        raise CliError(
+            f"--method {args.method} needs a missing package ({exc.name}): "
+            "pip install 'longctx[all]'"
+        ) from exc
+    except (OSError, ImportError, ValueError, RuntimeError, TypeError) as exc:
+        if args.verbose:
+            traceback.print_exc()
+        msg = _first_line(str(exc)) or type(exc).__name__
+        if args.method == "youra" and (
+            isinstance(exc, (OSError, ImportError)) or _from_model_loader(exc)
+        ):
+            raise CliError(f"cannot load {model_opt}: {msg}") from exc
+        raise CliError(msg) from exc
+    except NotImplementedError as exc:
+        raise CliError(f"--method {args.method}: not implemented: {exc}") from exc
+
+
+def _print_result(result: SearchResult, args, text: str, encoding: str) -> None:
     if args.format == "json":
         out = {
-            "method": args.method,
+            "method": result.method,
+            "mode": result.mode,
             "query": args.query,
-            "n_chars": n_chars,
-            "passages": [p.to_dict() for p in passages],
+            "source": args.path if args.path else f"sample:{args.sample}",
+            "encoding": encoding,
+            "n_chars": len(text),
+            "offsets": OFFSETS,
+            "budget": dict(result.budget),
+            "diversify": bool(args.diversify),
+            "timings": {k: round(float(v), 6) for k, v in result.timings.items()},
+            "passages": [p.to_dict() for p in result.hits],
         }
-        json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+        if result.info:
+            out["info"] = dict(result.info)
+        json.dump(out, sys.stdout, ensure_ascii=False, indent=1, default=str)
         sys.stdout.write("\n")
         return
-    for p in passages:
+    for p in result.hits:
         print(f"[{p.index}] chars {p.start}-{p.end}  score={p.score:.6g}")
         print(p.text)
         print()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "bench":
-        from longctx.cli import bench
-
-        try:
-            return bench.run(args)
-        except (ValueError, FileNotFoundError) as exc:
-            return _error(str(exc))
+def _check_retrieve_args(args) -> None:
+    """Argument checks that need no file and no model (before any heavy work)."""
     if not args.query.strip():
-        return _error("--query must not be empty")
+        raise CliError("--query must not be empty")
     if (args.path is None) == (args.sample is None):
-        return _error("give exactly one of PATH and --sample")
+        raise CliError("give exactly one of PATH and --sample")
     if not 0.0 <= args.lambda_ <= 1.0:
-        return _error(f"--lambda must be in [0, 1], got {args.lambda_}")
+        raise CliError(f"--lambda must be in [0, 1], got {args.lambda_}")
+    if args.diversify and args.method in ("mmr", "fps"):
+        raise CliError(
+            f"--diversify applies to --method mixpr or youra; --method {args.method} already "
+            "selects for diversity (tune it with --lambda and --window)"
+        )
+
+
+def _read_input(args) -> tuple[str, str]:
+    if args.sample:
+        return sample_text(args.sample), "utf-8-sig"
     try:
-        text = read_text_file(args.path) if args.path else sample_text(args.sample)
-    except InputError as exc:
-        return _error(str(exc))
+        text, encoding = read_text_file(args.path, return_encoding=True)
+    except InputError:
+        raise
     except OSError as exc:
-        return _error(f"cannot read PATH: {exc}")
-    args.progress = not args.no_progress and len(text) >= PROGRESS_MIN_CHARS[args.method]
+        raise CliError(f"cannot read PATH: {exc}") from None
+    if encoding not in ("utf-8", "utf-8-sig") and not args.quiet:
+        print(f"longctx: note: read {args.path} as {encoding}", file=sys.stderr)
+    return text, encoding
+
+
+def _retrieve(args) -> int:
+    _check_retrieve_args(args)
+    t0 = time.perf_counter()
+    try:
+        text, encoding = _read_input(args)
+    except InputError as exc:
+        raise CliError(str(exc)) from None
+    read_s = time.perf_counter() - t0
+    if args.progress is None:
+        args.progress = (
+            not args.quiet and sys.stderr.isatty() and len(text) >= PROGRESS_MIN_CHARS[args.method]
+        )
+    args.progress = bool(args.progress)
+    args.no_progress = not args.progress  # the name earlier method modules read
     if args.k is None and args.budget is None:
-        args.k = 100
+        args.k = DEFAULT_K
+    _setup_third_party(args)
     try:
         module = importlib.import_module(METHODS[args.method])
     except ModuleNotFoundError as exc:
-        return _error(
+        raise CliError(
             f"--method {args.method} needs a missing package ({exc.name}): "
             "pip install 'longctx[all]'"
-        )
-    try:
-        if args.diversify and args.method not in ("mmr", "fps"):
-            from longctx.cli.diversity import diversify_units
-
-            spans, scores, token_counts = module.score_units(text, args.query, args)
-            passages = diversify_units(text, spans, scores, token_counts, args.query, args)
-        else:
-            passages = module.run(text, args.query, args)
-    except (ValueError, TypeError, RuntimeError, NotImplementedError) as exc:
-        return _error(str(exc))
-    _print_passages(passages, args, len(text))
+        ) from None
+    result = _call_method(module, text, args)
+    result = replace(result, timings={"read": read_s, **result.timings})
+    logger.info(
+        "%s (mode %s): %d passages in %.2f s",
+        result.method,
+        result.mode or "n/a",
+        len(result.hits),
+        sum(result.timings.values()),
+    )
+    _print_result(result, args, text, encoding)
     return 0
+
+
+def _silence_stdout() -> None:
+    """After the reader of stdout went away (``longctx ... | head``): send what Python still
+    flushes at exit to /dev/null, so that no "Broken pipe" traceback follows."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0, or 2 after one line on stderr)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "quiet", False) and getattr(args, "verbose", False):
+        return _error("give at most one of --quiet and --verbose")
+    with _console(args):
+        try:
+            status = args.handler(args)
+            sys.stdout.flush()  # a closed pipe (| head) fails here, not at interpreter exit
+            return status
+        except BrokenPipeError:
+            _silence_stdout()
+            return 1
+        except CliError as exc:
+            return _error(str(exc))
+        except KeyboardInterrupt:
+            return _error("interrupted")
+        except Exception as exc:  # a bug: still one line, the traceback with --verbose
+            if args.verbose:
+                traceback.print_exc()
+            return _error(
+                f"unexpected {type(exc).__name__}: {_first_line(str(exc))} "
+                "(run with --verbose for the traceback and please report it)"
+            )
 
 
 if __name__ == "__main__":  # pragma: no cover
