@@ -538,7 +538,9 @@ def build_hwdag(
         done, complete = _read_checkpoint(out, config)
         if complete:
             logger.info("%s holds a finished graph of these inputs: loading it", out)
-            return HWDAG.load(out)
+            graph = HWDAG.load(out)
+            graph.info.update(tokens_generated_this_run=0, resumed_batches=len(done))
+            return graph
     eos = _eos_ids(model, tokenizer)
 
     nodes: list[Node] = []
