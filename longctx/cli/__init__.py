@@ -1,4 +1,4 @@
-"""``longctx`` command line: ``longctx retrieve PATH --query "..."``.
+"""``longctx`` command line: ``longctx retrieve PATH --query "..."``, ``longctx index PATH``.
 
 Each method lives in its own module of this package exposing
 ``run(text: str, query: str, args: argparse.Namespace) -> SearchResult | list[Passage]`` and
@@ -256,8 +256,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"longctx {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_retrieve(sub)
+    _add_index(sub)
     _add_bench(sub)
     return parser
+
+
+def _add_index(sub) -> None:
+    from longctx.cli import index
+
+    index.add_parser(sub, _positive_int)
+    sub.choices["index"].set_defaults(handler=index.run, quiet=False, verbose=False)
 
 
 def _add_bench(sub) -> argparse.ArgumentParser:
