@@ -65,6 +65,7 @@ __all__ = [
     "SearchGraph",
     "GarlicSearcher",
     "as_search_graph",
+    "merge_graphs",
 ]
 
 #: Table 5 of the paper, verbatim (curly quotes included).
@@ -135,6 +136,83 @@ class SearchGraph:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (lists only; float32 embeddings round-trip exactly)."""
+        e = self.edges.tocsr()
+        return {
+            "format_version": 1,
+            "ids": [str(i) for i in self.ids],
+            "texts": list(self.texts),
+            "levels": self.levels.tolist(),
+            "sources": [s if isinstance(s, (str, int)) else int(s) for s in self.sources],
+            "starts": self.starts.tolist(),
+            "ends": self.ends.tolist(),
+            "n_tokens": self.n_tokens.tolist(),
+            "edges": {
+                "indptr": e.indptr.tolist(),
+                "indices": e.indices.tolist(),
+                "data": e.data.tolist(),
+            },
+            "embeddings": self.embeddings.astype(np.float32).tolist(),
+            "top": self.top.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> SearchGraph:
+        """Inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        ValueError
+            Unknown ``format_version`` or missing fields.
+        """
+        if d.get("format_version") != 1:
+            raise ValueError(f"unknown GARLIC graph format_version {d.get('format_version')!r}")
+        try:
+            n = len(d["ids"])
+            ed = d["edges"]
+            edges = sp.csr_array(
+                (np.asarray(ed["data"], np.float64), np.asarray(ed["indices"], np.int64),
+                 np.asarray(ed["indptr"], np.int64)),
+                shape=(n, n),
+            )  # fmt: skip
+            emb = np.asarray(d["embeddings"], np.float32).reshape(n, -1)
+            return cls(
+                tuple(d["ids"]),
+                tuple(d["texts"]),
+                np.asarray(d["levels"], np.int64),
+                tuple(d["sources"]),
+                np.asarray(d["starts"], np.int64),
+                np.asarray(d["ends"], np.int64),
+                np.asarray(d["n_tokens"], np.int64),
+                edges,
+                emb,
+                np.asarray(d["top"], np.int64),
+            )
+        except KeyError as exc:
+            raise ValueError(f"GARLIC graph dict lacks {exc}") from None
+
+
+def merge_graphs(graphs: Sequence[SearchGraph], prefixes: Sequence[str]) -> SearchGraph:
+    """One graph over several documents' graphs: ids become ``f"{prefix}/{id}"``, sources the
+    graph's position, edges block-diagonal, top = every graph's top level (documents never share
+    a batch, so their graphs are disjoint)."""
+    if not graphs:
+        raise ValueError("graphs must not be empty")
+    offs = np.cumsum([0] + [len(g) for g in graphs])
+    return SearchGraph(
+        tuple(f"{pre}/{i}" for g, pre in zip(graphs, prefixes) for i in g.ids),
+        tuple(t for g in graphs for t in g.texts),
+        np.concatenate([g.levels for g in graphs]),
+        tuple(k for k, g in enumerate(graphs) for _ in range(len(g))),
+        np.concatenate([g.starts for g in graphs]),
+        np.concatenate([g.ends for g in graphs]),
+        np.concatenate([g.n_tokens for g in graphs]),
+        sp.csr_array(sp.block_diag([g.edges for g in graphs], format="csr")),
+        np.concatenate([g.embeddings for g in graphs]),
+        np.concatenate([g.top + o for g, o in zip(graphs, offs[:-1])]),
+    )
 
 
 def as_search_graph(graph) -> SearchGraph:
