@@ -37,6 +37,8 @@ _LAZY = {
     "diversify": "longctx.diversity",
     "get_encoder": "longctx.embeddings",
     "load_tokenizer": "longctx.models",
+    "HWDAG": "longctx.garlic",
+    "build_hwdag": "longctx.garlic",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -1,4 +1,4 @@
-"""``longctx`` command line: ``longctx retrieve PATH --query "..."``.
+"""``longctx`` command line: ``longctx retrieve PATH --query "..."``, ``longctx index PATH``.
 
 Each method lives in its own module of this package exposing
 ``run(text: str, query: str, args: argparse.Namespace) -> list[Passage]``; this module parses and
@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--diversify", action="store_true", help="apply MMR to the chosen method's scores"
     )
+    from longctx.cli.index import add_parser as _add_index_parser
+
+    _add_index_parser(sub, _positive_int)
     return parser
 
 
@@ -127,6 +130,10 @@ def _print_passages(passages, args, n_chars: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "index":
+        from longctx.cli.index import run as run_index
+
+        return run_index(args)
     if not args.query.strip():
         return _error("--query must not be empty")
     if (args.path is None) == (args.sample is None):

@@ -1,0 +1,709 @@
+"""Building GARLIC's HWDAG: chunking, batching, summarizing with attention capture, checkpoints.
+
+Wang, Xiang, Gui & He, "GARLIC: LLM-Guided Dynamic Progress Control with Hierarchical Weighted
+Graph for Long Document QA", 2024, arXiv:2410.04790, sec. 3.1 and the authors' OpenReview answers
+(A1: edge weights, A4: sequential batching by token count, no clustering).
+
+Edge weights (answer A1). For a batch with input nodes ``v_1..v_m`` (token ranges ``R_k`` in the
+prompt) and a generated information point (IP) ``c`` with tokens ``T_c``::
+
+    e(c -> v_k) = mean_{t in T_c} mean_{j in R_k} mean_{layers, heads} a[t, j]
+    w(c -> v_k) = e(c -> v_k) / sum_k' e(c -> v_k')
+
+Attention to the prompt template and between generated tokens is left out. ``a[t, :]`` is the
+attention row of generated token ``t`` when it is fed back during greedy decoding with a KV
+cache: a one-token forward pass, whose column sums (:func:`longctx.attention.record_attention_stats`,
+the layer YOURA uses) are exactly that row. Each step reduces the row at once to ``m`` per-node
+means (one ``(prompt_len, m)`` matrix product); no attention map is kept and the model is never
+asked for ``output_attentions``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx._validate import check_int
+from longctx.garlic.graph import FORMAT_KIND, FORMAT_VERSION, HWDAG, Node
+from longctx.garlic.prompts import (
+    BULLET,
+    PROMPT_HEAD,
+    PROMPT_TAIL,
+    PROMPT_VERSION,
+    SEPARATOR,
+    parse_ips,
+    segment_text,
+)
+from longctx.persist import PersistError, read_json, read_manifest, write_dir
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "build_hwdag",
+    "chunk_text",
+    "build_prompt",
+    "generate_with_capture",
+    "ip_edge_weights",
+    "check_documents",
+]
+
+_WORD_RE = re.compile(r"\S+")
+
+
+# -- input checks ------------------------------------------------------------------------------
+def check_documents(texts) -> list[str]:
+    """Return ``texts`` as a list of documents; a single ``str`` is one document.
+
+    Raises
+    ------
+    TypeError
+        ``texts`` is not a str or a sequence of str.
+    ValueError
+        No document, an empty (whitespace-only) document, or a binary one (NUL bytes or mostly
+        control characters); the message names ``texts[i]``.
+    """
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, Sequence):
+        raise TypeError(f"texts must be a str or a list of str, got {type(texts).__name__}")
+    texts = list(texts)
+    if not texts:
+        raise ValueError("texts must hold at least one document")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}")
+        if not t.strip():
+            raise ValueError(f"texts[{i}] is empty (no non-whitespace character)")
+        head = t[:65536]
+        control = sum(1 for ch in head if ord(ch) < 32 and ch not in "\t\n\r\f\v")
+        if "\x00" in head or control > 0.1 * len(head):
+            raise ValueError(f"texts[{i}] looks binary (NUL or control characters): give text")
+    return texts
+
+
+def _model_window(model) -> int | None:
+    config = model.config
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    n = getattr(config, "max_position_embeddings", None)
+    return int(n) if isinstance(n, int) and n > 0 else None
+
+
+def _eos_ids(model, tokenizer) -> tuple[int, ...]:
+    ids = set()
+    for src in (getattr(model, "generation_config", None), tokenizer):
+        e = getattr(src, "eos_token_id", None) if src is not None else None
+        if isinstance(e, int):
+            ids.add(e)
+        elif isinstance(e, (list, tuple)):
+            ids.update(int(x) for x in e)
+    return tuple(sorted(ids))
+
+
+# -- level 1: chunks ---------------------------------------------------------------------------
+def _strip(text: str, a: int, b: int) -> tuple[int, int] | None:
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return (a, b) if b > a else None
+
+
+def _split_long(text: str, a: int, b: int, n_tok: int, tokenizer, chunk_tokens: int):
+    """Cut one over-long sentence ``text[a:b]`` into pieces of at most ``chunk_tokens`` tokens
+    (token offsets of a fast tokenizer; a slow one: equal word groups)."""
+    piece = text[a:b]
+    out = []
+    if getattr(tokenizer, "is_fast", False):
+        offs = tokenizer(piece, add_special_tokens=False, return_offsets_mapping=True)[
+            "offset_mapping"
+        ]
+        for k in range(0, len(offs), chunk_tokens):
+            s = _strip(text, a + offs[k][0], a + offs[min(k + chunk_tokens, len(offs)) - 1][1])
+            if s is not None:
+                out.append(s)
+    else:
+        words = [(a + m.start(), a + m.end()) for m in _WORD_RE.finditer(piece)]
+        n = math.ceil(n_tok / chunk_tokens)
+        for g in np.array_split(np.arange(len(words)), n):
+            if len(g):
+                out.append((words[g[0]][0], words[g[-1]][1]))
+    return out
+
+
+def _count(tokenizer, texts: list[str]) -> list[int]:
+    if not texts:
+        return []
+    return [len(x) for x in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+
+def chunk_text(text: str, tokenizer, chunk_tokens: int = 300) -> list[tuple[int, int, int]]:
+    """Level-1 chunks of one document: about ``chunk_tokens`` tokens, on sentence boundaries.
+
+    Sentences (:func:`longctx.text.split_sentences`) are packed in order while the chunk stays
+    within ``chunk_tokens`` tokens of ``tokenizer``; a sentence longer than that is cut on token
+    boundaries.
+
+    Returns
+    -------
+    list of (start, end, n_tokens)
+        Character span (end exclusive, ``text[start:end]`` is the chunk) and its token count.
+    """
+    from longctx.text import split_sentences
+
+    chunk_tokens = check_int(chunk_tokens, "chunk_tokens", minimum=1)
+    sents = split_sentences(text)
+    counts = _count(tokenizer, [text[a:b] for a, b in sents])
+    pieces: list[tuple[int, int, int]] = []
+    for (a, b), c in zip(sents, counts):
+        if c <= chunk_tokens:
+            pieces.append((a, b, c))
+        else:
+            sub = _split_long(text, a, b, c, tokenizer, chunk_tokens)
+            for (s, e), n in zip(sub, _count(tokenizer, [text[s:e] for s, e in sub])):
+                pieces.append((s, e, n))
+    spans: list[tuple[int, int]] = []
+    cur, total = None, 0
+    for a, b, c in pieces:
+        if cur is not None and total + c > chunk_tokens:
+            spans.append(cur)
+            cur, total = None, 0
+        cur = (a, b) if cur is None else (cur[0], b)
+        total += c
+    if cur is not None:
+        spans.append(cur)
+    counts = _count(tokenizer, [text[a:b] for a, b in spans])
+    return [(a, b, n) for (a, b), n in zip(spans, counts)]
+
+
+# -- prompt ------------------------------------------------------------------------------------
+def build_prompt(tokenizer, node_texts: Sequence[str], bullets: bool) -> tuple[list, list]:
+    """Token ids of the Table 4 prompt (through the chat template) over ``node_texts``.
+
+    Each node is one line (:func:`~longctx.garlic.prompts.segment_text`), preceded by ``"* "``
+    when ``bullets`` (IPs as inputs). Template, instructions, separators and bullets are
+    tokenized apart from the node texts, so each node's tokens are known exactly.
+
+    Returns
+    -------
+    ids : list of int
+        The prompt, ending with the assistant turn's opening.
+    ranges : list of (start, end)
+        Token range of each node in ``ids`` (end exclusive).
+
+    Raises
+    ------
+    ValueError
+        The tokenizer has no chat template, or the template rewrites the user message.
+    """
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError(
+            "the tokenizer has no chat template: GARLIC summarizes with an instruction-tuned "
+            "(chat) model; pass model/tokenizer of one"
+        )
+    segs = [segment_text(t) for t in node_texts]
+    prefix = BULLET if bullets else ""
+    content = PROMPT_HEAD + SEPARATOR.join(prefix + s for s in segs) + PROMPT_TAIL
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True
+    )
+    at = rendered.find(content)
+    if at < 0:
+        raise ValueError("the tokenizer's chat template changes the user message; cannot use it")
+    pieces: list[tuple[str, bool]] = [(rendered[: at + len(PROMPT_HEAD)], False)]
+    for k, s in enumerate(segs):
+        glue = (SEPARATOR if k else "") + prefix
+        if glue:
+            pieces.append((glue, False))
+        pieces.append((s, True))
+    pieces.append((rendered[at + len(content) - len(PROMPT_TAIL) :], False))
+    enc = tokenizer([p for p, _ in pieces], add_special_tokens=False)["input_ids"]
+    ids: list[int] = []
+    ranges = []
+    for (_, is_node), toks in zip(pieces, enc):
+        if is_node:
+            ranges.append((len(ids), len(ids) + len(toks)))
+        ids.extend(int(t) for t in toks)
+    return ids, ranges
+
+
+# -- generation with capture -------------------------------------------------------------------
+def generate_with_capture(
+    model,
+    input_ids: Sequence[int],
+    node_ranges: Sequence[tuple[int, int]],
+    *,
+    max_new_tokens: int,
+    eos_token_ids: Sequence[int] = (),
+    layers="all",
+    logits_processor: Callable | None = None,
+    capture: bool = True,
+) -> tuple[list[int], np.ndarray]:
+    """Greedy decoding with a KV cache, reducing each new token's attention to per-node means.
+
+    Parameters
+    ----------
+    model : transformers causal LM (AttentionInterface-based, e.g. Llama)
+    input_ids : sequence of int
+        The prompt.
+    node_ranges : sequence of (start, end)
+        Token ranges of the input nodes in ``input_ids`` (non-empty, end exclusive).
+    max_new_tokens : int
+        Generation limit.
+    eos_token_ids : sequence of int
+        Tokens that stop generation (not returned).
+    layers : {"all", "last"} or list of int
+        Layers averaged (the paper: all).
+    logits_processor : callable, optional
+        ``f(generated_ids: list[int], logits: (vocab,) tensor) -> (vocab,) tensor``, applied before
+        the argmax (tests use it to force bullet-shaped output from a random model).
+    capture : bool, default True
+        False: plain greedy decoding (the benchmark's baseline), ``node_att`` is empty.
+
+    Returns
+    -------
+    generated : list of int
+        Generated token ids (without the stopping EOS).
+    node_att : (n_generated, n_nodes) float64 ndarray
+        ``node_att[t, k]``: attention of generated token ``t`` to node ``k``, averaged over heads,
+        the selected layers and node ``k``'s tokens.
+    """
+    import torch
+    from transformers import DynamicCache
+
+    from longctx.attention import record_attention_stats
+
+    device = next(model.parameters()).device
+    ids = torch.tensor([list(input_ids)], dtype=torch.long, device=device)
+    p_len = ids.shape[1]
+    n_nodes = len(node_ranges)
+    assign = torch.zeros(p_len, n_nodes, dtype=torch.float32, device=device)
+    for k, (a, b) in enumerate(node_ranges):
+        if not 0 <= a < b <= p_len:
+            raise ValueError(f"node_ranges[{k}] = {(a, b)} is not a non-empty range of the prompt")
+        assign[a:b, k] = 1.0 / (b - a)
+    eos = set(int(e) for e in eos_token_ids)
+    generated: list[int] = []
+    rows = []
+    with torch.no_grad(), record_attention_stats(model, layers) as rec:
+        cache = DynamicCache()
+        with rec.paused():
+            out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        rec.enabled = capture
+        for _ in range(max_new_tokens):
+            logits = out.logits[0, -1]
+            if logits_processor is not None:
+                logits = logits_processor(generated, logits)
+            tok = int(torch.argmax(logits))
+            if tok in eos:
+                break
+            generated.append(tok)
+            step = torch.tensor([[tok]], dtype=torch.long, device=device)
+            out = model(input_ids=step, past_key_values=cache, use_cache=True)
+            if capture:
+                row = rec.pop()[0, :p_len]
+                rows.append(row @ assign)
+    if rows:
+        node_att = torch.stack(rows).double().cpu().numpy()
+    else:
+        node_att = np.zeros((0, n_nodes), dtype=np.float64)
+    return generated, node_att
+
+
+def _token_char_ends(tokenizer, ids: list[int]) -> tuple[str, np.ndarray]:
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    prefixes = tokenizer.batch_decode(
+        [ids[: i + 1] for i in range(len(ids))], skip_special_tokens=True
+    )
+    ends = np.array([len(p) for p in prefixes], dtype=np.int64)
+    ends = np.minimum(np.maximum.accumulate(ends), len(text)) if len(ends) else ends
+    return text, ends
+
+
+def ip_edge_weights(
+    tokenizer, generated: list[int], node_att: np.ndarray
+) -> tuple[str, list[tuple[int, int]], np.ndarray]:
+    """Split a generated summary into IPs and turn per-token node attention into edge weights.
+
+    A generated token belongs to the first IP whose text (:func:`~longctx.garlic.prompts.parse_ips`
+    span, bullet excluded) it overlaps; tokens of no IP (bullets, newlines, text before the first
+    bullet) are left out.
+
+    Returns
+    -------
+    text : str
+        The decoded summary.
+    spans : list of (start, end)
+        IP character spans in ``text``.
+    weights : (n_ips, n_nodes) float64 ndarray
+        Rows sum to 1 (answer A1, step 5).
+    """
+    text, ends = _token_char_ends(tokenizer, generated)
+    spans = parse_ips(text)
+    starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+    n_nodes = node_att.shape[1]
+    weights = np.zeros((len(spans), n_nodes), dtype=np.float64)
+    owner = np.full(len(generated), -1, dtype=np.int64)
+    for j, (s, e) in enumerate(spans):
+        hit = (owner < 0) & (starts < e) & (ends > s)
+        owner[hit] = j
+    for j in range(len(spans)):
+        sel = owner == j
+        if sel.any():
+            e = node_att[sel].mean(axis=0)
+        else:  # cannot happen for a non-empty IP; keep the graph well-formed anyway
+            e = np.ones(n_nodes)
+        total = e.sum()
+        weights[j] = e / total if total > 0 else 1.0 / n_nodes
+    return text, spans, weights
+
+
+# -- the build ---------------------------------------------------------------------------------
+def _batches(ids: list[int], n_tokens: list[int], batch_tokens: int) -> list[list[int]]:
+    """Sequential batching (answer A4): add nodes in order while the node tokens fit."""
+    out: list[list[int]] = []
+    cur: list[int] = []
+    total = 0
+    for i, n in zip(ids, n_tokens):
+        if cur and total + n > batch_tokens:
+            out.append(cur)
+            cur, total = [], 0
+        cur.append(i)
+        total += n
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _config(
+    model, tokenizer, texts, layers, chunk_tokens, batch_tokens, max_new_tokens, max_levels
+):
+    cfg = model.config
+    digest = hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return {
+        "model": str(getattr(cfg, "name_or_path", "") or getattr(cfg, "_name_or_path", "")),
+        "model_type": str(getattr(cfg, "model_type", "")),
+        "vocab_size": int(getattr(cfg, "vocab_size", 0) or 0),
+        "n_layers": int(getattr(cfg.get_text_config(), "num_hidden_layers", 0) or 0),
+        "tokenizer": str(getattr(tokenizer, "name_or_path", "")),
+        "layers": list(layers),
+        "chunk_tokens": chunk_tokens,
+        "batch_tokens": batch_tokens,
+        "max_new_tokens": max_new_tokens,
+        "max_levels": max_levels,
+        "prompt_version": PROMPT_VERSION,
+        "texts_sha256": digest,
+    }
+
+
+def _read_checkpoint(out_dir: Path, config: dict) -> tuple[list[dict], bool]:
+    """Records of the finished batches in ``out_dir`` and whether the graph there is complete."""
+    if not out_dir.exists() or (out_dir.is_dir() and not any(out_dir.iterdir())):
+        return [], False
+    manifest = read_manifest(out_dir, kind=FORMAT_KIND, versions=(FORMAT_VERSION,))
+    path = out_dir / "checkpoint.json"
+    data = read_json(path)
+    if not isinstance(data, dict) or "config" not in data or "records" not in data:
+        raise PersistError(f"{str(path)!r} is damaged: no config/records")
+    if data["config"] != config:
+        diff = sorted(
+            k for k in set(config) | set(data["config"]) if config.get(k) != data["config"].get(k)
+        )
+        raise ValueError(
+            f"out_dir {str(out_dir)!r} holds a GARLIC graph built with other inputs or settings "
+            f"({', '.join(diff)} differ): choose another out_dir or delete it"
+        )
+    return list(data["records"]), bool(manifest.get("complete", False))
+
+
+def build_hwdag(
+    texts,
+    model=None,
+    tokenizer=None,
+    *,
+    out_dir: str | os.PathLike | None = None,
+    encoder=None,
+    chunk_tokens: int = 300,
+    batch_tokens: int = 6000,
+    max_new_tokens: int = 1024,
+    max_levels: int = 10,
+    layers="all",
+    progress: bool = False,
+    logits_processor: Callable | None = None,
+    on_batch: Callable | None = None,
+) -> HWDAG:
+    """Build GARLIC's hierarchical weighted DAG over one or more documents (sec. 3.1).
+
+    Level 1 are ~``chunk_tokens``-token chunks (:func:`chunk_text`). Each next level: the nodes of
+    one document, in order, are batched while their tokens fit in ``batch_tokens`` (answer A4),
+    each batch summarized greedily with the Table 4 prompt; every generated ``*`` line is one IP
+    (a node one level up) with attention edge weights to the batch's nodes (module docstring).
+    A document's levels stop when a level fits in one batch: that batch's IPs are its top (or at
+    ``max_levels``). Documents are never mixed in a batch.
+
+    Parameters
+    ----------
+    texts : str or list of str
+        The documents.
+    model, tokenizer : optional
+        A chat-tuned causal LM on ``transformers.AttentionInterface`` and its tokenizer (with a
+        chat template). Default: :func:`longctx.models.load_causal_lm` (SmolLM2-135M-Instruct).
+    out_dir : path, optional
+        Checkpoint directory, rewritten after every batch; finally holds the graph
+        (:meth:`HWDAG.load`). If it holds an interrupted build of the same inputs and settings,
+        the build resumes from it; a finished one is loaded and returned.
+    encoder : optional
+        Node embeddings: anything :func:`longctx.embeddings.get_encoder` takes (default the
+        packaged MiniLM); ``False`` for none.
+    chunk_tokens : int, default 300
+        Level-1 chunk size (tokens of ``tokenizer``).
+    batch_tokens : int, default 6000
+        Node tokens per summarization batch (prompt and summary excluded, answer A4).
+    max_new_tokens : int, default 1024
+        Generation limit per batch. ``batch_tokens + max_new_tokens +`` prompt must fit the
+        model's window (``n_s``).
+    max_levels : int, default 10
+        Most levels a document's graph gets (level 1 included), >= 2.
+    layers : {"all", "last"} or list of int, default "all"
+        Attention layers averaged for the edge weights.
+    progress : bool, default False
+        A tqdm bar over batches on stderr.
+    logits_processor : callable, optional
+        See :func:`generate_with_capture`.
+    on_batch : callable, optional
+        ``f(index, record)`` called after each batch is summarized and checkpointed.
+
+    Returns
+    -------
+    HWDAG
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad documents (empty, binary), bad sizes, a tokenizer without chat template, a model
+        window smaller than ``n_s``, an ``out_dir`` built from other inputs: all before any model
+        call.
+    PersistError
+        ``out_dir`` is half-written, of another format version, or not a GARLIC graph.
+    """
+    from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
+
+    t0 = time.perf_counter()
+    texts = check_documents(texts)
+    chunk_tokens = check_int(chunk_tokens, "chunk_tokens", minimum=1)
+    batch_tokens = check_int(batch_tokens, "batch_tokens", minimum=1)
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=1)
+    max_levels = check_int(max_levels, "max_levels", minimum=2)
+    check_layers_spec(layers)
+    if chunk_tokens > batch_tokens:
+        raise ValueError(f"chunk_tokens ({chunk_tokens}) must be <= batch_tokens ({batch_tokens})")
+    if encoder is not None and encoder is not False:
+        from longctx.embeddings import get_encoder
+
+        encoder = get_encoder(encoder)
+    if (model is None) != (tokenizer is None):
+        raise ValueError("give both model and tokenizer, or neither (default SmolLM2)")
+    if model is None:
+        from longctx.models import load_causal_lm
+
+        model, tokenizer = load_causal_lm()
+    sel_layers = resolve_layers(layers, num_hidden_layers(model))
+    overhead = len(build_prompt(tokenizer, ["x"], bullets=True)[0])
+    window = _model_window(model)
+    n_s = batch_tokens + max_new_tokens + overhead
+    if window is not None and n_s > window:
+        raise ValueError(
+            f"n_s = batch_tokens ({batch_tokens}) + max_new_tokens ({max_new_tokens}) + prompt "
+            f"({overhead}) = {n_s} tokens exceeds the model's window of {window}: lower "
+            "batch_tokens or max_new_tokens"
+        )
+    config = _config(
+        model, tokenizer, texts, sel_layers, chunk_tokens, batch_tokens, max_new_tokens, max_levels
+    )
+    out = Path(out_dir) if out_dir is not None else None
+    done: list[dict] = []
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"out_dir {str(out)!r} exists and is not a directory")
+        done, complete = _read_checkpoint(out, config)
+        if complete:
+            logger.info("%s holds a finished graph of these inputs: loading it", out)
+            graph = HWDAG.load(out)
+            graph.info.update(tokens_generated_this_run=0, resumed_batches=len(done))
+            return graph
+    eos = _eos_ids(model, tokenizer)
+
+    nodes: list[Node] = []
+    records: list[dict] = []
+    rows, cols, vals = [], [], []
+    n_generated_now = 0
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=None, unit="batch", disable=not progress, file=sys.stderr, leave=False)
+    try:
+        for src, text in enumerate(texts):
+            level_ids = []
+            for a, b, n in chunk_text(text, tokenizer, chunk_tokens):
+                level_ids.append(len(nodes))
+                nodes.append(Node(len(nodes), text[a:b], 1, n, src, -1, a, b))
+            level = 1
+            while True:
+                batches = _batches(level_ids, [nodes[i].n_tokens for i in level_ids], batch_tokens)
+                next_ids: list[int] = []
+                for batch in batches:
+                    bar.set_description(f"doc {src + 1}/{len(texts)} level {level}")
+                    k = len(records)
+                    if k < len(done):
+                        rec = done[k]
+                        if rec["inputs"] != batch or rec["source"] != src:
+                            raise PersistError(
+                                f"{str(out / 'checkpoint.json')!r} does not match this build "
+                                f"(batch {k}); delete the directory"
+                            )
+                    else:
+                        rec = _summarize(
+                            model,
+                            tokenizer,
+                            [nodes[i] for i in batch],
+                            level,
+                            src,
+                            sel_layers,
+                            max_new_tokens,
+                            eos,
+                            logits_processor,
+                        )
+                        rec["inputs"] = batch
+                        n_generated_now += rec["n_generated"]
+                    outs = []
+                    for ip_text, n_tok, w in zip(rec["ips"], rec["ip_tokens"], rec["weights"]):
+                        pid = len(nodes)
+                        nodes.append(Node(pid, ip_text, level + 1, n_tok, src, k))
+                        rows.extend([pid] * len(batch))
+                        cols.extend(batch)
+                        vals.extend(w)
+                        outs.append(pid)
+                    rec["outputs"] = outs
+                    records.append(rec)
+                    next_ids.extend(outs)
+                    if k >= len(done) and out is not None:
+                        _write_checkpoint(out, config, records)
+                    bar.update(1)
+                    if on_batch is not None and k >= len(done):
+                        on_batch(k, rec)
+                if len(batches) == 1 or level + 1 >= max_levels or not next_ids:
+                    if len(batches) > 1:
+                        logger.warning(
+                            "document %d: max_levels=%d reached; its top level comes from %d "
+                            "batches",
+                            src,
+                            max_levels,
+                            len(batches),
+                        )
+                    break
+                total_now = sum(nodes[i].n_tokens for i in next_ids)
+                if total_now >= sum(nodes[i].n_tokens for i in level_ids):
+                    logger.warning(
+                        "document %d: level %d is not shorter than level %d; stopping there",
+                        src,
+                        level + 1,
+                        level,
+                    )
+                    break
+                level_ids = next_ids
+                level += 1
+    finally:
+        bar.close()
+    n = len(nodes)
+    edges = sp.csr_array(
+        (np.asarray(vals, dtype=np.float64), (np.asarray(rows, int), np.asarray(cols, int))),
+        shape=(n, n),
+    )
+    embeddings = None
+    if encoder is not False:
+        from longctx.embeddings import get_encoder
+
+        enc = encoder if encoder is not None else get_encoder(None)
+        embeddings = np.asarray(enc.embed_documents([x.text for x in nodes]), dtype=np.float32)
+    batches_out = [
+        {k: r[k] for k in ("source", "level", "inputs", "outputs", "n_generated", "text")}
+        for r in records
+    ]
+    info = {
+        "config": config,
+        "tokens_generated": int(sum(r["n_generated"] for r in records)),
+        "tokens_generated_this_run": int(n_generated_now),
+        "seconds": round(time.perf_counter() - t0, 3),
+        "resumed_batches": len(done),
+    }
+    graph = HWDAG(nodes, edges, embeddings, texts=texts, batches=batches_out, info=info)
+    if out is not None:
+        payload = graph._payload()
+        payload["json_files"]["checkpoint"] = {"config": config, "records": records}
+        write_dir(out, **payload, extra={"complete": True})
+    return graph
+
+
+def _summarize(model, tokenizer, inputs, level, src, layers, max_new_tokens, eos, processor):
+    ids, ranges = build_prompt(tokenizer, [x.text for x in inputs], bullets=level > 1)
+    window = _model_window(model)
+    if window is not None and len(ids) + max_new_tokens > window:
+        raise RuntimeError(
+            f"a batch prompt of {len(ids)} tokens + max_new_tokens ({max_new_tokens}) exceeds "
+            f"the model window of {window}: lower batch_tokens"
+        )
+    gen, node_att = generate_with_capture(
+        model,
+        ids,
+        ranges,
+        max_new_tokens=max_new_tokens,
+        eos_token_ids=eos,
+        layers=layers,
+        logits_processor=processor,
+    )
+    text, spans, weights = ip_edge_weights(tokenizer, gen, node_att)
+    if not spans:
+        stripped = text.strip()
+        if not stripped:
+            raise RuntimeError(
+                f"document {src}, level {level}: the model wrote nothing for a batch of "
+                f"{len(inputs)} nodes"
+            )
+        logger.warning(
+            "document %d, level %d: no '*' line in the summary; using the whole answer as one IP",
+            src,
+            level,
+        )
+        a = text.index(stripped)
+        spans = [(a, a + len(stripped))]
+        e = node_att.mean(axis=0) if len(node_att) else np.ones(len(inputs))
+        weights = (e / e.sum())[None, :]
+    ip_texts = [text[a:b] for a, b in spans]
+    return {
+        "source": src,
+        "level": level,
+        "n_generated": len(gen),
+        "text": text,
+        "ips": ip_texts,
+        "ip_tokens": _count(tokenizer, ip_texts),
+        "weights": [[float(x) for x in row] for row in weights],
+    }
+
+
+def _write_checkpoint(out: Path, config: dict, records: list[dict]) -> None:
+    write_dir(
+        out,
+        kind=FORMAT_KIND,
+        version=FORMAT_VERSION,
+        json_files={"checkpoint": {"config": config, "records": records}},
+        extra={"complete": False},
+    )

@@ -1,0 +1,217 @@
+"""The hierarchical weighted directed acyclic graph (HWDAG) of GARLIC, and its persistence.
+
+Wang, Xiang, Gui & He, "GARLIC: LLM-Guided Dynamic Progress Control with Hierarchical Weighted
+Graph for Long Document QA", 2024, arXiv:2410.04790, sec. 3.1: level-1 nodes are ~300-token
+chunks of the documents, each higher level holds the information points (IPs) an LLM wrote when
+summarizing batches of the level below, and the edge weights come from the summarization's
+attention (see :mod:`longctx.garlic.build`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx.persist import PersistError, read_arrays, read_json, read_manifest, read_sparse
+
+__all__ = ["Node", "HWDAG", "FORMAT_KIND", "FORMAT_VERSION"]
+
+FORMAT_KIND = "garlic"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Node:
+    """One HWDAG node.
+
+    Attributes
+    ----------
+    id : int
+        Position of the node in :attr:`HWDAG.nodes` and in the rows/columns of :attr:`HWDAG.edges`.
+    text : str
+        A level-1 chunk (exactly ``texts[source][start:end]``) or an information point.
+    level : int
+        1 for chunks, ``l + 1`` for the IPs written from level-``l`` nodes.
+    n_tokens : int
+        Length of ``text`` in tokens of the summarizing model's tokenizer.
+    source : int
+        Index of the document (in the ``texts`` given to the build) the node comes from.
+    batch : int
+        For ``level >= 2``: index of the summarization batch that wrote it (see
+        :attr:`HWDAG.batches`); -1 for level-1 chunks.
+    start, end : int or None
+        Character span in ``texts[source]`` (end exclusive) for level-1 chunks; None above.
+    """
+
+    id: int
+    text: str
+    level: int
+    n_tokens: int
+    source: int
+    batch: int = -1
+    start: int | None = None
+    end: int | None = None
+
+
+class HWDAG:
+    """Hierarchical weighted DAG: nodes per level, attention-weighted parent -> child edges.
+
+    Attributes
+    ----------
+    nodes : list of Node
+        ``nodes[i]`` is node id ``i``.
+    levels : list of list of int
+        Node ids per level, level 1 first, in document order. A document whose graph stops at a
+        lower level than another's has its top below ``levels[-1]``; :meth:`top` gives every
+        document's top nodes.
+    edges : scipy.sparse.csr_array, (n_nodes, n_nodes) float64
+        ``edges[p, c]``: weight of the edge from parent ``p`` to child ``c`` (``p`` one level above
+        ``c``, both in one batch); every row with a child sums to 1, level-1 rows are empty.
+    embeddings : (n_nodes, dim) float32 ndarray or None
+        Node text embeddings (rows follow node ids).
+    texts : list of str
+        The source documents.
+    batches : list of dict
+        One record per summarization batch: ``source``, ``level`` (of its inputs), ``inputs`` (child
+        ids), ``outputs`` (IP ids), ``n_generated`` (tokens), ``text`` (the generated answer).
+    info : dict
+        Build settings and figures (``tokens_generated``, ``seconds``, model, ...).
+    """
+
+    def __init__(self, nodes, edges, embeddings=None, *, texts=(), batches=(), info=None):
+        self.nodes: list[Node] = list(nodes)
+        n = len(self.nodes)
+        for i, node in enumerate(self.nodes):
+            if node.id != i:
+                raise ValueError(f"nodes[{i}] has id {node.id}; ids must be positions 0..n-1")
+        edges = sp.csr_array(edges, dtype=np.float64)
+        if edges.shape != (n, n):
+            raise ValueError(f"edges must be ({n}, {n}), got {edges.shape}")
+        self.edges = edges
+        if embeddings is not None:
+            embeddings = np.asarray(embeddings, dtype=np.float32)
+            if embeddings.ndim != 2 or embeddings.shape[0] != n:
+                raise ValueError(f"embeddings must be ({n}, dim), got {embeddings.shape}")
+        self.embeddings = embeddings
+        self.texts: list[str] = list(texts)
+        self.batches: list[dict] = [dict(b) for b in batches]
+        self.info: dict = dict(info or {})
+        n_levels = max((node.level for node in self.nodes), default=0)
+        self.levels: list[list[int]] = [[] for _ in range(n_levels)]
+        for node in self.nodes:
+            self.levels[node.level - 1].append(node.id)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __repr__(self) -> str:
+        per_level = [len(x) for x in self.levels]
+        return f"HWDAG(nodes per level={per_level}, edges={self.edges.nnz})"
+
+    # -- navigation ----------------------------------------------------------------------------
+    def children(self, node_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """Child ids ``(k,) int64`` and edge weights ``(k,) float64`` of one node."""
+        a, b = self.edges.indptr[node_id], self.edges.indptr[node_id + 1]
+        return self.edges.indices[a:b].astype(np.int64), self.edges.data[a:b].copy()
+
+    def parents(self, node_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """Parent ids ``(k,) int64`` and edge weights ``(k,) float64`` of one node."""
+        col = self.edges[:, [node_id]].tocoo()
+        return col.coords[0].astype(np.int64), col.data.astype(np.float64)
+
+    def top(self, source: int | None = None) -> list[int]:
+        """Ids of the top-level nodes (those without a parent), of one document or of all."""
+        has_parent = np.zeros(len(self.nodes), dtype=bool)
+        has_parent[self.edges.indices] = True
+        return [
+            n.id
+            for n in self.nodes
+            if not has_parent[n.id] and (source is None or n.source == source)
+        ]
+
+    # -- persistence ---------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the graph into directory ``path`` (replaced): ``manifest.json``, ``graph.json``
+        (nodes, texts, batches, info), ``edges.npz`` (CSR) and ``embeddings.npz``."""
+        from longctx.persist import write_dir
+
+        write_dir(path, **self._payload(), extra={"complete": True})
+
+    def _payload(self) -> dict:
+        arrays = {}
+        if self.embeddings is not None:
+            arrays["embeddings"] = {"embeddings": self.embeddings}
+        return {
+            "kind": FORMAT_KIND,
+            "version": FORMAT_VERSION,
+            "json_files": {
+                "graph": {
+                    "nodes": [asdict(n) for n in self.nodes],
+                    "texts": self.texts,
+                    "batches": self.batches,
+                    "info": self.info,
+                }
+            },
+            "arrays": arrays,
+            "sparse": {"edges": self.edges},
+        }
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> HWDAG:
+        """Read a graph written by :meth:`save` (or by ``build_hwdag(out_dir=...)``).
+
+        Raises
+        ------
+        PersistError
+            Naming the file: not a GARLIC graph, another format version, half-written (an
+            interrupted build's checkpoint), missing or damaged files.
+        """
+        manifest = read_manifest(path, kind=FORMAT_KIND, versions=(FORMAT_VERSION,))
+        mpath = os.path.join(os.fspath(path), "manifest.json")
+        if not manifest.get("complete", False):
+            raise PersistError(
+                f"{mpath!r} belongs to an interrupted build (a checkpoint, not a finished "
+                "graph): run build_hwdag / 'longctx index' with the same out dir to finish it"
+            )
+        return cls._from_dir(path, manifest)
+
+    @classmethod
+    def _from_dir(cls, path, manifest) -> HWDAG:
+        d = os.fspath(path)
+        gpath = os.path.join(d, "graph.json")
+        data = read_json(gpath)
+        try:
+            nodes = [Node(**n) for n in data["nodes"]]
+            texts, batches, info = data["texts"], data["batches"], data["info"]
+        except (KeyError, TypeError) as exc:
+            raise PersistError(f"{gpath!r} is damaged: {exc}") from None
+        edges = read_sparse(os.path.join(d, "edges.npz"))
+        emb = None
+        if "embeddings.npz" in manifest.get("files", []):
+            emb = read_arrays(os.path.join(d, "embeddings.npz"), ["embeddings"])["embeddings"]
+        try:
+            return cls(nodes, edges, emb, texts=texts, batches=batches, info=info)
+        except ValueError as exc:
+            raise PersistError(f"{d!r} holds an inconsistent graph: {exc}") from None
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, HWDAG):
+            return NotImplemented
+        same_emb = (self.embeddings is None and other.embeddings is None) or (
+            self.embeddings is not None
+            and other.embeddings is not None
+            and np.array_equal(self.embeddings, other.embeddings)
+        )
+        return (
+            self.nodes == other.nodes
+            and self.texts == other.texts
+            and self.batches == other.batches
+            and self.edges.shape == other.edges.shape
+            and (self.edges != other.edges).nnz == 0
+            and same_emb
+        )
+
+    __hash__ = None
