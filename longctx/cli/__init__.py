@@ -20,11 +20,12 @@ METHODS = {
     "youra": "longctx.cli.youra",
     "mmr": "longctx.cli.diversity",
     "fps": "longctx.cli.diversity",
+    "garlic": "longctx.cli.ask",
 }
 
 # Inputs at least this many characters long show a progress bar on stderr (per method: a
 # language model is far slower per character than TF-IDF).
-PROGRESS_MIN_CHARS = {"mixpr": 200_000, "youra": 10_000, "mmr": 50_000, "fps": 50_000}
+PROGRESS_MIN_CHARS = {"mixpr": 200_000, "youra": 10_000, "mmr": 50_000, "fps": 50_000, "garlic": 0}
 
 
 def _positive_int(name: str):
@@ -102,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     from longctx.cli.index import add_parser as _add_index_parser
 
     _add_index_parser(sub, _positive_int)
+    from longctx.cli.ask import add_parser as _add_ask_parser
+    from longctx.cli.ask import add_search_args
+
+    _add_ask_parser(sub, _positive_int)
+    r.add_argument("--graph", help="garlic: graph directory written by 'longctx index'")
+    add_search_args(r, _positive_int)
     return parser
 
 
@@ -130,6 +137,10 @@ def _print_passages(passages, args, n_chars: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "ask":
+        from longctx.cli.ask import main as run_ask
+
+        return run_ask(args)
     if args.command == "index":
         from longctx.cli.index import run as run_index
 

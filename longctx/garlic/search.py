@@ -49,7 +49,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -120,7 +120,10 @@ class SearchGraph:
     embeddings : (n, d) float32
         Node embeddings, L2-normalized rows.
     top : (t,) int64
-        Positions of the top-level nodes, in graph order.
+        Positions of the top-level nodes (every document's), in graph order.
+    model_info : mapping
+        ``model_type``, ``vocab_size``, ``n_layers`` of the model the graph was built with, when
+        the graph records them (checked against the search model).
     """
 
     ids: tuple
@@ -133,6 +136,7 @@ class SearchGraph:
     edges: sp.csr_array
     embeddings: np.ndarray
     top: np.ndarray
+    model_info: Mapping = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -156,6 +160,7 @@ class SearchGraph:
             },
             "embeddings": self.embeddings.astype(np.float32).tolist(),
             "top": self.top.tolist(),
+            "model_info": dict(self.model_info),
         }
 
     @classmethod
@@ -189,6 +194,7 @@ class SearchGraph:
                 edges,
                 emb,
                 np.asarray(d["top"], np.int64),
+                dict(d.get("model_info", {})),
             )
         except KeyError as exc:
             raise ValueError(f"GARLIC graph dict lacks {exc}") from None
@@ -212,6 +218,7 @@ def merge_graphs(graphs: Sequence[SearchGraph], prefixes: Sequence[str]) -> Sear
         sp.csr_array(sp.block_diag([g.edges for g in graphs], format="csr")),
         np.concatenate([g.embeddings for g in graphs]),
         np.concatenate([g.top + o for g, o in zip(graphs, offs[:-1])]),
+        dict(graphs[0].model_info),
     )
 
 
@@ -277,12 +284,19 @@ def as_search_graph(graph) -> SearchGraph:
     edges = sp.csr_array(graph.edges, dtype=np.float64)
     if edges.shape != (n, n):
         raise ValueError(f"graph.edges is {edges.shape}, expected ({n}, {n}) for {n} nodes")
+    if graph.embeddings is None:
+        raise ValueError("graph has no node embeddings: build it with an encoder")
     emb = np.asarray(graph.embeddings, dtype=np.float32)
     if emb.ndim != 2 or emb.shape[0] != n:
         raise ValueError(f"graph.embeddings is {emb.shape}, expected ({n}, dim)")
     norms = np.linalg.norm(emb, axis=1, keepdims=True)
     emb = emb / np.where(norms > 0, norms, 1.0)
-    top = np.asarray([pos[nid] for nid in levels_lists[-1]], np.int64)
+    top_fn = getattr(graph, "top", None)
+    top_ids = top_fn() if callable(top_fn) else levels_lists[-1]
+    top = np.asarray([pos[nid] for nid in top_ids], np.int64)
+    info = getattr(graph, "info", None)
+    config = info.get("config", {}) if isinstance(info, Mapping) else {}
+    model_info = {k: config[k] for k in ("model_type", "vocab_size", "n_layers") if k in config}
     return SearchGraph(
         tuple(ids),
         tuple(texts),
@@ -294,6 +308,7 @@ def as_search_graph(graph) -> SearchGraph:
         edges,
         emb.astype(np.float32),
         top,
+        model_info,
     )
 
 
@@ -455,8 +470,21 @@ class GarlicSearcher:
         return list(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
     def _check_graph_tokenizer(self) -> None:
-        """A graph built with another model's tokenizer has other token counts: compare a few."""
+        """A graph built with another model: compare the recorded model facts, then the token
+        counts of a few nodes (another tokenizer gives other counts)."""
         g = self.graph
+        cfg = self.model.config.get_text_config()
+        ours = {
+            "model_type": str(getattr(self.model.config, "model_type", "")),
+            "vocab_size": int(getattr(self.model.config, "vocab_size", 0) or 0),
+            "n_layers": int(getattr(cfg, "num_hidden_layers", 0) or 0),
+        }
+        for k, v in g.model_info.items():
+            if v and ours.get(k) and v != ours[k]:
+                raise ValueError(
+                    f"graph was built with another model than the one given: {k} {v!r} in the "
+                    f"graph, {ours[k]!r} for this model"
+                )
         known = np.flatnonzero(g.n_tokens > 0)[:8]
         if len(known) == 0:
             return
