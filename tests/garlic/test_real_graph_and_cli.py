@@ -8,20 +8,25 @@ import json
 import pytest
 
 from longctx.embeddings import CallableEncoder
-from longctx.garlic import HWDAG
+from longctx.garlic import HWDAG, build_hwdag
 from longctx.garlic.search import GarlicSearcher, as_search_graph
 from tests.garlic._graphs import hash_embed
-from tests.test_garlic_build import STORY, small_build
+from tests.test_garlic_build import ANSWER, bullet_forcer
+from tests.test_garlic_build import STORY as _LONG
+
+_A, _B = _LONG.split("\n\n")[:2]
+STORY = _A[: len(_A) // 6] + "\n\n" + _B  # one batch of part 1's test story
 
 Q = "What did the ducks do with the clothes?"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, smollm2_tokenizer):
-    from tests._tiny_models import tiny_llama
-
-    model = tiny_llama(49152, seed=3)
-    graph = small_build(model, smollm2_tokenizer, encoder=lambda t: hash_embed(t))
+def built(tmp_path_factory, smollm2_tokenizer, tiny_model):
+    model = tiny_model
+    graph = build_hwdag(
+        STORY, model, smollm2_tokenizer, chunk_tokens=40, batch_tokens=130, max_new_tokens=30,
+        encoder=hash_embed, logits_processor=bullet_forcer(smollm2_tokenizer, ANSWER),
+    )  # fmt: skip
     d = tmp_path_factory.mktemp("g") / "graph"
     graph.save(d)
     return model, graph, d
