@@ -81,6 +81,10 @@ class GarlicRetriever(BaseRetriever):
         from longctx.garlic.search import GarlicSearcher, as_search_graph, merge_graphs
 
         self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
+        if self._sources and self.model is None and self.tokenizer is None:
+            from longctx.models import load_causal_lm  # once, shared by build and search
+
+            self.model, self.tokenizer = load_causal_lm()
         if self.graphs is not None:
             if len(self.graphs) != len(self.documents):
                 raise ValueError("graphs must hold one graph per document")
@@ -90,13 +94,16 @@ class GarlicRetriever(BaseRetriever):
                 from longctx.garlic import build_hwdag as builder
             else:
                 builder = self.graph_builder
+            kw = dict(self.build_kwargs)
+            if self.graph_builder is None and self.encoder is not None:
+                kw.setdefault("encoder", self.encoder)  # the search embeds the question with it
             graphs = [
                 as_search_graph(
                     builder(
                         [self.documents[i].page_content],
                         model=self.model,
                         tokenizer=self.tokenizer,
-                        **self.build_kwargs,
+                        **kw,
                     )
                 )
                 for i in self._sources

@@ -188,10 +188,19 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         text = node.get_content()
         if not text.strip():
             raise ValueError(f"node {node.node_id!r} has no text to build a GARLIC graph from")
-        hw = self._graph_builder(
-            [text], model=self._model, tokenizer=self._tokenizer, **self._build_kwargs
-        )
+        self._resolve_model()
+        kw = dict(self._build_kwargs)
+        if self._graph_builder is _default_builder and self._encoder is not None:
+            kw.setdefault("encoder", self._encoder)  # the search embeds the question with it
+        hw = self._graph_builder([text], model=self._model, tokenizer=self._tokenizer, **kw)
         return as_search_graph(hw).to_dict()
+
+    def _resolve_model(self) -> None:
+        """Load the default model once (SmolLM2) when none was given; shared by build and search."""
+        if self._model is None and self._tokenizer is None:
+            from longctx.models import load_causal_lm
+
+            self._model, self._tokenizer = load_causal_lm()
 
     def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **kw: Any) -> GarlicIndexStruct:
         struct = GarlicIndexStruct()
@@ -233,19 +242,16 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
                 if not ids:
                     raise ValueError("GarlicIndex holds no documents")
                 graphs = [SearchGraph.from_dict(self._index_struct.graphs[i]) for i in ids]
-                old = getattr(self, "_searcher_old", None)
+                self._resolve_model()
                 s = GarlicSearcher(
                     merge_graphs(graphs, ids),
-                    self._model if self._model is not None else getattr(old, "model", None),
-                    self._tokenizer
-                    if self._tokenizer is not None
-                    else getattr(old, "tokenizer", None),
+                    self._model,
+                    self._tokenizer,
                     encoder=self._encoder,
                     **self._search_kwargs,
                 )
                 s.node_ids = ids
                 self._searcher = s
-                self._searcher_old = s
             return s
 
     def search(self, query: str, **kwargs: Any) -> SearchResult:
