@@ -9,6 +9,7 @@ _LAZY = {
     "YouraCompressor": "langchain_longctx.youra_compressor",
     "YouraRetriever": "langchain_longctx.youra_retriever",
     "DiversityCompressor": "langchain_longctx.diversity_compressor",
+    "GarlicRetriever": "langchain_longctx.garlic_retriever",
 }
 
 __all__ = sorted(_LAZY)

@@ -9,9 +9,15 @@ _LAZY = {
     "YouraPostprocessor": "llamaindex_longctx.youra_postprocessor",
     "YouraRetriever": "llamaindex_longctx.youra_retriever",
     "DiversityPostprocessor": "llamaindex_longctx.diversity_postprocessor",
+    "GarlicIndex": "llamaindex_longctx.garlic_index",
+    "load_garlic_index": "llamaindex_longctx.garlic_index",
 }
 
 __all__ = sorted(_LAZY)
+
+# GarlicIndex registers its struct type with llama-index-core on import, so that
+# load_index_from_storage reloads it (and any other index persisted beside it).
+importlib.import_module("llamaindex_longctx.garlic_index")
 
 
 def __getattr__(name: str):

@@ -40,6 +40,7 @@ METHODS = {
     "youra": "longctx.cli.youra",
     "mmr": "longctx.cli.diversity",
     "fps": "longctx.cli.diversity",
+    "garlic": "longctx.cli.ask",
 }
 
 #: Default number of passages when neither ``--k`` nor ``--budget`` is given (the MixPR paper's).
@@ -47,7 +48,7 @@ DEFAULT_K = 100
 
 #: Inputs at least this many characters long show a progress bar on an interactive stderr (per
 #: method: a language model is far slower per character than TF-IDF). ``--progress`` forces it.
-PROGRESS_MIN_CHARS = {"mixpr": 200_000, "youra": 10_000, "mmr": 50_000, "fps": 50_000}
+PROGRESS_MIN_CHARS = {"mixpr": 200_000, "youra": 10_000, "mmr": 50_000, "fps": 50_000, "garlic": 0}
 
 #: What the character offsets of ``--format json`` count (also in the README).
 OFFSETS = (
@@ -242,6 +243,10 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         action="store_true",
         help="mixpr/youra: re-select the method's scored units with MMR (its scores as rewards)",
     )
+    from longctx.cli.ask import add_search_args
+
+    r.add_argument("--graph", help="garlic: graph directory written by 'longctx index'")
+    add_search_args(r, _positive_int)
     _add_output_options(r)
     return r
 
@@ -257,8 +262,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_retrieve(sub)
     _add_index(sub)
+    _add_ask(sub)
     _add_bench(sub)
     return parser
+
+
+def _add_ask(sub) -> None:
+    from longctx.cli import ask
+
+    ask.add_parser(sub, _positive_int)
+    sub.choices["ask"].set_defaults(handler=ask.main, quiet=False, verbose=False)
 
 
 def _add_index(sub) -> None:

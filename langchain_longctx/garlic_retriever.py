@@ -1,0 +1,204 @@
+"""LangChain retriever for GARLIC (Wang, Xiang, Gui, He, "GARLIC: LLM-Guided Dynamic Progress
+Control with Hierarchical Weighted Graph for Long Document QA", 2024, arXiv:2410.04790, sec. 3.2):
+Dynamic Graph Search over graphs built once (or loaded)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
+from longctx._validate import check_text
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from langchain_longctx._documents import hit_to_document
+from longctx.types import META_METHOD, META_SCORE, META_SOURCE_ID, SearchResult
+
+META_LEVEL = "longctx_level"
+META_POSITION = "longctx_visit_position"
+META_CHILDREN = "longctx_children"
+
+
+class GarlicRetriever(BaseRetriever):
+    """GARLIC Dynamic Graph Search: the LLM decides how many nodes to read.
+
+    Each document gets one HWDAG (built at construction with ``graph_builder``, default
+    :func:`longctx.garlic.build_hwdag`, or given as ``graphs``: one built or loaded HWDAG per
+    document); every ``invoke`` runs one search over all of them and returns the visited nodes in
+    visit order, at most ``k`` when ``k`` is set.
+
+    Key init args:
+        documents: list[Document]
+            The long documents.
+        graphs: list | None
+            One HWDAG per document (``longctx.garlic.HWDAG.load(dir)``), instead of building.
+        model, tokenizer, encoder:
+            The causal LM the graphs were built with, its tokenizer, and the embedding encoder
+            (defaults: SmolLM2-135M-Instruct, all-MiniLM-L6-v2).
+        k: int | None
+            Cap on the documents returned (``None``: every visited node).
+        stop_patience, alpha, max_context_tokens:
+            Search settings (see ``longctx.garlic.search.GarlicSearcher``).
+
+    Usage:
+        .. code-block:: python
+
+            from langchain_longctx import GarlicRetriever
+
+            retriever = GarlicRetriever(documents=[Document(page_content=book, id="book")])
+            docs = retriever.invoke("Where does the mother send her kittens?")
+
+    Level-1 chunks come back as ``Document`` with the chunk text exactly, id
+    ``"{source id}#{start}-{end}"`` and the shared ``longctx_*`` keys (offsets into the source);
+    information points (IPs) with ``longctx_level`` >= 2, no offsets, id ``"{source id}#{node}"``
+    and ``longctx_children``: ``[[child id, edge weight], ...]``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    documents: list[Document] = Field(default_factory=list)
+    graphs: list | None = Field(default=None, description="One HWDAG per document")
+    model: Any = None
+    tokenizer: Any = None
+    encoder: Any = None
+    graph_builder: Any = None
+    build_kwargs: dict = Field(default_factory=dict)
+    k: int | None = Field(default=None, ge=1, description="Cap on the documents returned")
+    stop_patience: int = Field(default=1, ge=1)
+    alpha: float = Field(default=0.5, ge=0.0, le=1.0)
+    max_context_tokens: int | None = Field(default=None, ge=1)
+
+    _searcher: Any = PrivateAttr(default=None)
+    _sources: list[int] = PrivateAttr(default_factory=list)
+
+    def model_post_init(self, context: Any) -> None:
+        from longctx.garlic.search import GarlicSearcher, as_search_graph, merge_graphs
+
+        self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
+        if self._sources and self.model is None and self.tokenizer is None:
+            from longctx.models import load_causal_lm  # once, shared by build and search
+
+            self.model, self.tokenizer = load_causal_lm()
+        if self.graphs is not None:
+            if len(self.graphs) != len(self.documents):
+                raise ValueError("graphs must hold one graph per document")
+            graphs = [as_search_graph(self.graphs[i]) for i in self._sources]
+        else:
+            if self.graph_builder is None:
+                from longctx.garlic import build_hwdag as builder
+            else:
+                builder = self.graph_builder
+            kw = dict(self.build_kwargs)
+            if self.graph_builder is None and self.encoder is not None:
+                kw.setdefault("encoder", self.encoder)  # the search embeds the question with it
+            graphs = [
+                as_search_graph(
+                    builder(
+                        [self.documents[i].page_content],
+                        model=self.model,
+                        tokenizer=self.tokenizer,
+                        **kw,
+                    )
+                )
+                for i in self._sources
+            ]
+        if graphs:
+            self._searcher = GarlicSearcher(
+                merge_graphs(graphs, [str(i) for i in self._sources]),
+                self.model,
+                self.tokenizer,
+                encoder=self.encoder,
+                alpha=self.alpha,
+                stop_patience=self.stop_patience,
+                max_context_tokens=self.max_context_tokens,
+            )
+
+    @property
+    def searcher(self):
+        """The core :class:`longctx.garlic.search.GarlicSearcher` (None without documents)."""
+        return self._searcher
+
+    def search(self, query: str, **kwargs: Any) -> SearchResult:
+        """The full :class:`~longctx.types.SearchResult` (answer, trace, tokens run...)."""
+        check_text(query, "query")
+        if self._searcher is None:
+            raise ValueError("GarlicRetriever holds no document with text")
+        return self._searcher.search(query, **kwargs)
+
+    def to_documents(self, result: SearchResult) -> list[Document]:
+        """Visited nodes of ``result`` as documents, in visit order."""
+        g = self._searcher.graph
+        pos = {nid: p for p, nid in enumerate(g.ids)}
+        hits = {(h.source, h.start, h.end): h for h in result.hits}
+        out = []
+        for v in result.info["visited_nodes"]:
+            p = pos[v["id"]]
+            src = self.documents[self._sources[g.sources[p]]]
+            if g.levels[p] == 1 and g.starts[p] >= 0:
+                hit = hits[(g.sources[p], int(g.starts[p]), int(g.ends[p]))]
+                doc = hit_to_document(hit, src, "garlic")
+                doc.metadata[META_LEVEL] = 1
+                doc.metadata[META_POSITION] = v["position"]
+                out.append(doc)
+                continue
+            sid = src.id if src.id is not None else f"source{self._sources[g.sources[p]]}"
+            row = g.edges[[p], :].tocoo()
+            children = []
+            for c, w in zip(row.col.tolist(), row.data.tolist()):
+                if g.levels[c] == 1 and g.starts[c] >= 0:
+                    cid = f"{sid}#{int(g.starts[c])}-{int(g.ends[c])}"
+                else:
+                    cid = f"{sid}#{g.ids[c].split('/', 1)[1]}"
+                children.append([cid, float(w)])
+            meta = {
+                **src.metadata,
+                META_LEVEL: int(g.levels[p]),
+                META_POSITION: v["position"],
+                META_SCORE: float(v["score"]),
+                META_METHOD: "garlic",
+                META_SOURCE_ID: src.id,
+                META_CHILDREN: children,
+            }
+            out.append(
+                Document(
+                    page_content=v["text"], metadata=meta, id=f"{sid}#{g.ids[p].split('/', 1)[1]}"
+                )
+            )
+        return out
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun | None = None,
+        k: int | None = None,
+        **search_kwargs: Any,
+    ) -> list[Document]:
+        check_text(query, "query")
+        if self._searcher is None:
+            return []
+        k = self.k if k is None else k
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        result = self._searcher.search(query, answer=False, **search_kwargs)
+        docs = self.to_documents(result)
+        return docs if k is None else docs[:k]
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun | None = None,
+        k: int | None = None,
+        **search_kwargs: Any,
+    ) -> list[Document]:
+        # model-bound: run in a worker thread, keep the event loop free
+        return await run_in_executor(
+            None, partial(self._get_relevant_documents, query, k=k, **search_kwargs)
+        )

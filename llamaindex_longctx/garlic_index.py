@@ -1,0 +1,416 @@
+"""``GarlicIndex``: GARLIC's hierarchical weighted summary graph (HWDAG) as a LlamaIndex index type.
+
+Wang, Xiang, Gui, He, "GARLIC: LLM-Guided Dynamic Progress Control with Hierarchical Weighted
+Graph for Long Document QA", 2024, arXiv:2410.04790: the graph (sec. 3.1) is built once per
+document by :func:`longctx.garlic.build_hwdag`; queries run Dynamic Graph Search (sec. 3.2,
+:class:`longctx.garlic.search.GarlicSearcher`).
+
+- Every document becomes one index node (the whole text, never split: the graph does its own
+  chunking) and one graph; documents never share a summarization batch, so ``insert`` builds only
+  the new document's graph and ``delete_ref_doc`` drops that document's whole subgraph.
+- The graphs live in the index's own :class:`GarlicIndexStruct` (JSON in the index store), so
+  ``StorageContext.persist`` / ``load_index_from_storage`` round-trip them. llama-index-core only
+  reloads struct types listed in ``data_structs.registry.INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS``
+  and ``indices.registry.INDEX_STRUCT_TYPE_TO_INDEX_CLASS`` (and one unknown struct breaks loading
+  of every index in the store): importing this module registers ``"longctx_garlic"`` there.
+  :func:`load_garlic_index` loads without the registries.
+- ``as_retriever()`` returns the visited nodes in visit order: level-1 chunks with exact offsets and
+  a SOURCE link to their document (the shared ``longctx_*`` metadata keys), information points
+  (IPs) as their own nodes with ``longctx_level`` and CHILD links to their children carrying the
+  edge weight. ``as_query_engine()`` answers with the search's second turn, from the search's KV
+  cache (no second read of the context).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.response.schema import Response
+from llama_index.core.data_structs.data_structs import IndexStruct
+from llama_index.core.indices.base import BaseIndex
+from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.schema import (
+    BaseNode,
+    Document,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+    TransformComponent,
+)
+from llama_index.core.storage.docstore.types import RefDocInfo
+from pydantic import ConfigDict
+
+from llamaindex_longctx._nodes import hit_to_node
+from longctx.types import (
+    META_METHOD,
+    META_SCORE,
+    META_SOURCE_ID,
+    METADATA_KEYS,
+    Passage,
+    SearchResult,
+    hit_id,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Struct type name in the llama-index registries and in persisted index stores.
+GARLIC_STRUCT_TYPE = "longctx_garlic"
+META_LEVEL = "longctx_level"
+META_POSITION = "longctx_visit_position"
+META_EDGE_WEIGHT = "longctx_edge_weight"
+
+__all__ = [
+    "GARLIC_STRUCT_TYPE",
+    "GarlicIndex",
+    "GarlicIndexStruct",
+    "GarlicGraphRetriever",
+    "GarlicQueryEngine",
+    "load_garlic_index",
+    "register_garlic_index",
+]
+
+
+@dataclass
+class GarlicIndexStruct(IndexStruct):
+    """The graphs of a :class:`GarlicIndex`: index node id -> ``SearchGraph.to_dict()``."""
+
+    graphs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def get_type(cls):  # a str key works in the registries (IndexStructType is a str enum)
+        return GARLIC_STRUCT_TYPE
+
+
+class _WholeDocuments(TransformComponent):
+    """Each document -> one ``TextNode`` with its whole text (the graph chunks it itself)."""
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
+        out = []
+        for d in nodes:
+            if not isinstance(d, Document):
+                out.append(d)
+                continue
+            out.append(
+                TextNode(
+                    id_=f"{d.id_}#garlic",
+                    text=d.get_content(),
+                    metadata=dict(d.metadata),
+                    excluded_llm_metadata_keys=list(d.excluded_llm_metadata_keys),
+                    excluded_embed_metadata_keys=list(d.excluded_embed_metadata_keys),
+                    relationships={NodeRelationship.SOURCE: d.as_related_node_info()},
+                )
+            )
+        return out
+
+
+def _default_builder(texts, model=None, tokenizer=None, **kwargs):
+    from longctx.garlic import build_hwdag
+
+    return build_hwdag(texts, model, tokenizer, **kwargs)
+
+
+class GarlicIndex(BaseIndex[GarlicIndexStruct]):
+    """GARLIC's HWDAG as a LlamaIndex index (one graph per document, searched as one).
+
+    Parameters
+    ----------
+    nodes, index_struct, storage_context, ... :
+        As for every ``BaseIndex``; use :meth:`from_documents` to build.
+    model, tokenizer : optional
+        Causal LM (with a chat template) and tokenizer for building and searching; default
+        SmolLM2-135M-Instruct. Must be the model the graphs were built with.
+    encoder : optional
+        Sentence encoder for node and question embeddings (default all-MiniLM-L6-v2).
+    graph_builder : callable, optional
+        ``(texts, model, tokenizer, **build_kwargs) -> HWDAG``; default
+        :func:`longctx.garlic.build_hwdag`.
+    build_kwargs : dict, optional
+        Passed to the builder (``batch_tokens``, ``max_levels``...).
+    alpha, stop_patience, max_context_tokens, max_new_tokens :
+        Search settings, see :class:`longctx.garlic.search.GarlicSearcher`.
+    """
+
+    index_struct_cls = GarlicIndexStruct
+
+    def __init__(
+        self,
+        nodes: Sequence[BaseNode] | None = None,
+        index_struct: GarlicIndexStruct | None = None,
+        *,
+        model=None,
+        tokenizer=None,
+        encoder=None,
+        graph_builder=None,
+        build_kwargs: dict | None = None,
+        alpha: float = 0.5,
+        stop_patience: int = 1,
+        max_context_tokens: int | None = None,
+        max_new_tokens: int = 64,
+        **kwargs: Any,
+    ) -> None:
+        from longctx.garlic.search import _check_alpha, _check_pos_int
+
+        self._model = model
+        self._tokenizer = tokenizer
+        self._encoder = encoder
+        self._graph_builder = graph_builder or _default_builder
+        self._build_kwargs = dict(build_kwargs or {})
+        self._search_kwargs = {
+            "alpha": _check_alpha(alpha),
+            "stop_patience": _check_pos_int(stop_patience, "stop_patience"),
+            "max_context_tokens": _check_pos_int(
+                max_context_tokens, "max_context_tokens", allow_none=True
+            ),
+            "max_new_tokens": _check_pos_int(max_new_tokens, "max_new_tokens"),
+        }
+        self._searcher = None
+        self._searcher_lock = threading.Lock()
+        kwargs.setdefault("transformations", [_WholeDocuments()])
+        super().__init__(nodes=nodes, index_struct=index_struct, **kwargs)
+
+    @classmethod
+    def from_documents(cls, documents: Sequence[Document], **kwargs: Any) -> GarlicIndex:
+        """Build one graph per document (the documents are never split beforehand)."""
+        kwargs.setdefault("transformations", [_WholeDocuments()])
+        return super().from_documents(documents, **kwargs)
+
+    # -- building -------------------------------------------------------------------------------
+    def _graph_dict(self, node: BaseNode) -> dict:
+        from longctx.garlic.search import as_search_graph
+
+        text = node.get_content()
+        if not text.strip():
+            raise ValueError(f"node {node.node_id!r} has no text to build a GARLIC graph from")
+        self._resolve_model()
+        kw = dict(self._build_kwargs)
+        if self._graph_builder is _default_builder and self._encoder is not None:
+            kw.setdefault("encoder", self._encoder)  # the search embeds the question with it
+        hw = self._graph_builder([text], model=self._model, tokenizer=self._tokenizer, **kw)
+        return as_search_graph(hw).to_dict()
+
+    def _resolve_model(self) -> None:
+        """Load the default model once (SmolLM2) when none was given; shared by build and search."""
+        if self._model is None and self._tokenizer is None:
+            from longctx.models import load_causal_lm
+
+            self._model, self._tokenizer = load_causal_lm()
+
+    def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **kw: Any) -> GarlicIndexStruct:
+        struct = GarlicIndexStruct()
+        for node in nodes:
+            struct.graphs[node.node_id] = self._graph_dict(node)
+        return struct
+
+    def _insert(self, nodes: Sequence[BaseNode], **kw: Any) -> None:
+        for node in nodes:
+            self._index_struct.graphs[node.node_id] = self._graph_dict(node)
+        self._searcher = None
+
+    def _delete_node(self, node_id: str, **kw: Any) -> None:
+        self._index_struct.graphs.pop(node_id, None)
+        self._searcher = None
+
+    @property
+    def ref_doc_info(self) -> dict[str, RefDocInfo]:
+        """Ingested documents -> their index nodes (one per document)."""
+        out = {}
+        for node in self.docstore.get_nodes(list(self._index_struct.graphs), raise_error=False):
+            if node is None or node.ref_doc_id is None:
+                continue
+            info = self.docstore.get_ref_doc_info(node.ref_doc_id)
+            if info is not None:
+                out[node.ref_doc_id] = info
+        return out
+
+    # -- searching ------------------------------------------------------------------------------
+    def searcher(self):
+        """The :class:`~longctx.garlic.search.GarlicSearcher` over every document's graph
+        (built on first use, rebuilt after ``insert`` / ``delete``)."""
+        from longctx.garlic.search import GarlicSearcher, SearchGraph, merge_graphs
+
+        with self._searcher_lock:
+            s = self._searcher
+            if s is None:
+                ids = list(self._index_struct.graphs)
+                if not ids:
+                    raise ValueError("GarlicIndex holds no documents")
+                graphs = [SearchGraph.from_dict(self._index_struct.graphs[i]) for i in ids]
+                self._resolve_model()
+                s = GarlicSearcher(
+                    merge_graphs(graphs, ids),
+                    self._model,
+                    self._tokenizer,
+                    encoder=self._encoder,
+                    **self._search_kwargs,
+                )
+                s.node_ids = ids
+                self._searcher = s
+            return s
+
+    def search(self, query: str, **kwargs: Any) -> SearchResult:
+        """One Dynamic Graph Search (see ``GarlicSearcher.search``)."""
+        return self.searcher().search(query, **kwargs)
+
+    def result_to_nodes(self, result: SearchResult, searcher=None) -> list[NodeWithScore]:
+        """Visited nodes of ``result`` as ``NodeWithScore``, in visit order."""
+        s = searcher or self.searcher()
+        g = s.graph
+        pos = {nid: p for p, nid in enumerate(g.ids)}
+        sources = {}
+        for k, nid in enumerate(s.node_ids):
+            node = self.docstore.get_node(nid, raise_error=False)
+            ref = node.ref_doc_id if node is not None and node.ref_doc_id else nid
+            meta = dict(node.metadata) if node is not None else {}
+            sources[k] = TextNode(id_=ref, text="", metadata=meta)
+        by_pos = {(h.source, h.start, h.end): h for h in result.hits}
+        chunk_ids = {}
+        for p in range(len(g)):
+            if g.levels[p] == 1 and g.starts[p] >= 0:
+                src = sources[g.sources[p]]
+                chunk_ids[p] = hit_id(src.node_id, _span(g, p))
+        out = []
+        for v in result.info["visited_nodes"]:
+            p = pos[v["id"]]
+            src = sources[g.sources[p]]
+            if g.levels[p] == 1 and g.starts[p] >= 0:
+                hit = by_pos[(g.sources[p], int(g.starts[p]), int(g.ends[p]))]
+                nws = hit_to_node(hit, src, "garlic")
+                nws.node.metadata[META_LEVEL] = 1
+                nws.node.metadata[META_POSITION] = v["position"]
+                out.append(nws)
+                continue
+            row = g.edges[[p], :].tocoo()
+            children = [
+                RelatedNodeInfo(
+                    node_id=chunk_ids.get(int(c), g.ids[int(c)]),
+                    metadata={META_EDGE_WEIGHT: float(w), META_LEVEL: int(g.levels[int(c)])},
+                )
+                for c, w in zip(row.col, row.data)
+            ]
+            meta = {
+                **src.metadata,
+                META_LEVEL: int(g.levels[p]),
+                META_POSITION: v["position"],
+                META_SCORE: float(v["score"]),
+                META_METHOD: "garlic",
+                META_SOURCE_ID: src.node_id,
+            }
+            hidden = [*METADATA_KEYS, META_LEVEL, META_POSITION]
+            node = TextNode(
+                id_=g.ids[p],
+                text=v["text"],
+                metadata=meta,
+                excluded_llm_metadata_keys=hidden,
+                excluded_embed_metadata_keys=hidden,
+                relationships={
+                    NodeRelationship.SOURCE: src.as_related_node_info(),
+                    NodeRelationship.CHILD: children,
+                },
+            )
+            out.append(NodeWithScore(node=node, score=float(v["score"])))
+        return out
+
+    def as_retriever(self, **kwargs: Any) -> GarlicGraphRetriever:
+        """A retriever returning the visited nodes (kwargs: search settings per query)."""
+        return GarlicGraphRetriever(self, **kwargs)
+
+    def as_query_engine(self, llm=None, **kwargs: Any) -> GarlicQueryEngine:
+        """A query engine answering with the search's second turn (``llm`` is not used: the
+        index's own model answers from the search's KV cache)."""
+        if llm is not None:
+            logger.info("GarlicIndex.as_query_engine ignores llm: the search model answers")
+        return GarlicQueryEngine(index=self, search_kwargs=kwargs)
+
+
+def _span(g, p) -> Passage:
+    return Passage(int(g.starts[p]), int(g.ends[p]), g.texts[p], 0.0, 0, int(g.sources[p]))
+
+
+class GarlicGraphRetriever(BaseRetriever):
+    """Retriever over a :class:`GarlicIndex`: one Dynamic Graph Search per query, the visited
+    nodes in visit order (the answer is not generated: ``answer=False``)."""
+
+    def __init__(self, index: GarlicIndex, callback_manager=None, **search_kwargs: Any):
+        self._index = index
+        self._search_kwargs = search_kwargs
+        super().__init__(callback_manager=callback_manager)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        kw = {"answer": False, **self._search_kwargs}
+        s = self._index.searcher()
+        return self._index.result_to_nodes(s.search(query_bundle.query_str, **kw), s)
+
+
+class GarlicQueryEngine(CustomQueryEngine):
+    """Answers with GARLIC's second turn; ``source_nodes`` are the visited nodes and
+    ``metadata`` the search's ``info`` (stop reason, tokens run...) plus its ``trace``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    index: Any
+    search_kwargs: dict = {}
+
+    def custom_query(self, query_str: str) -> Response:
+        s = self.index.searcher()
+        result = s.search(query_str, answer=True, **self.search_kwargs)
+        info = {k: v for k, v in result.info.items() if k != "visited_nodes"}
+        return Response(
+            response=result.info["answer"],
+            source_nodes=self.index.result_to_nodes(result, s),
+            metadata={**info, "trace": [dict(t) for t in result.trace]},
+        )
+
+
+def register_garlic_index() -> None:
+    """Add ``"longctx_garlic"`` to llama-index-core's struct and index registries (idempotent;
+    done on import of this module) so ``load_index_from_storage`` reloads GarlicIndex."""
+    from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
+    from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
+
+    INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[GARLIC_STRUCT_TYPE] = GarlicIndexStruct
+    INDEX_STRUCT_TYPE_TO_INDEX_CLASS[GARLIC_STRUCT_TYPE] = GarlicIndex
+
+
+def load_garlic_index(storage_context, index_id: str | None = None, **kwargs: Any) -> GarlicIndex:
+    """Load a persisted :class:`GarlicIndex` without llama-index's registries.
+
+    Reads the raw struct JSON from the storage context's key-value index store.
+
+    Raises
+    ------
+    ValueError
+        No GARLIC index in the store, several and no ``index_id``, or ``index_id`` not GARLIC.
+    """
+    from llama_index.core.constants import DATA_KEY, TYPE_KEY
+
+    store = storage_context.index_store
+    kv, collection = getattr(store, "_kvstore", None), getattr(store, "_collection", None)
+    if kv is None or collection is None:
+        raise ValueError("load_garlic_index needs a key-value index store (KVIndexStore)")
+    found = {
+        k: v
+        for k, v in kv.get_all(collection=collection).items()
+        if v.get(TYPE_KEY) == GARLIC_STRUCT_TYPE
+    }
+    if index_id is None:
+        if len(found) != 1:
+            raise ValueError(f"index_id is required: {len(found)} GARLIC indices in the store")
+        index_id = next(iter(found))
+    if index_id not in found:
+        raise ValueError(f"index_id {index_id!r} is not a GARLIC index of this store")
+    data = found[index_id][DATA_KEY]
+    struct = (
+        GarlicIndexStruct.from_json(data)
+        if isinstance(data, str)
+        else GarlicIndexStruct.from_dict(data)
+    )
+    return GarlicIndex(index_struct=struct, storage_context=storage_context, **kwargs)
+
+
+register_garlic_index()

@@ -1,0 +1,868 @@
+"""GARLIC Dynamic Graph Search: LLM-guided Dynamic Progress Control over an HWDAG.
+
+Xinyu Wang, Yanzheng Xiang, Lin Gui, Yulan He, "GARLIC: LLM-Guided Dynamic Progress Control with
+Hierarchical Weighted Graph for Long Document QA", 2024, arXiv:2410.04790 (published as PECAN,
+Findings of ACL 2025), sec. 3.2 (Dynamic Progress Control 3.2.1, Graph Search 3.2.2), Table 5
+(the two-turn prompt) and the authors' answers on attention averaging and KV caching.
+
+The search, for one question:
+
+1. The visited set ``S`` starts as every top-level node. The first-turn prompt (Table 5,
+   verbatim) holds the question, then ``S`` as ``* node`` lines, inside the model's chat template.
+2. Each visited node's tokens are appended to a KV cache in one forward pass of their own; during
+   that pass the attention of the node's tokens to the question's tokens is reduced on the fly by
+   :func:`longctx.attention.record_attention_stats` (no attention map is kept, no
+   ``output_attentions``): ``a_i`` = mean over heads, recorded layers, node tokens and question
+   tokens. It is computed once, when node ``i`` is appended, and multiplied by the node's position
+   (the question is position 1, the first visited node position 2, ...: the paper's empirical
+   normalization, sec. 3.2.2).
+3. The decision: the assistant header is appended and the next-token log-probabilities of "Yes" and
+   "No" are read (``margin = log P(Yes) - log P(No)``; "Yes" when ``margin > 0``). Small models do
+   not reliably *write* the word, so the decision never parses generated text. The header is cropped
+   off the cache again before the next node is appended.
+4. Next node: ``z = E^T a`` (``E``: parent rows -> child columns, rows summing to 1) and the
+   query-node embedding similarity (negatives clamped to 0) are each normalized to sum 1 over the
+   unvisited nodes and mixed as ``(1 - alpha) * z + alpha * sim`` (``alpha = 0.5``: the paper's equal
+   weights). The best unvisited node with a positive score is appended.
+5. Stops: ``stop_patience`` "Yes" decisions (default 1, sec. 4.3), the prompt would exceed
+   ``max_context_tokens``, or no unvisited node has a positive score ("empty frontier"). The
+   second-turn prompt ("Given the above information and question, answer the question as concisely
+   as you can.") is then appended to the same cache and the answer generated greedily.
+
+Tokens the model runs during the search: the prompt once plus one assistant header per decision
+(a few tokens), instead of the whole prompt at every step.
+
+Hits
+----
+:class:`~longctx.types.Passage` needs exact character offsets into a source text, which only
+level-1 nodes (chunks) have. ``SearchResult.hits`` are therefore the *visited level-1 nodes*
+(score: the combined search score they were chosen with), in document order. Visited information
+points (IPs, levels >= 2) have no span: they are listed with every visited node, in visit order,
+in ``info["visited"]`` / ``info["visited_nodes"]`` (id, level, text, score, position) and in
+``trace``. Adapters turn IPs into their own node objects linked to their children.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx._validate import check_text
+from longctx.types import Passage, SearchResult
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "FIRST_TURN_INSTRUCTION",
+    "SECOND_TURN_INSTRUCTION",
+    "SearchGraph",
+    "GarlicSearcher",
+    "as_search_graph",
+    "merge_graphs",
+]
+
+#: Table 5 of the paper, verbatim (curly quotes included).
+FIRST_TURN_INSTRUCTION = (
+    "Can this question be answered by the following information? Response \u201cYes\u201d or "
+    "\u201cNo\u201d in one word. Do not provide any explanation."
+)
+SECOND_TURN_INSTRUCTION = (
+    "Given the above information and question, answer the question as concisely as you can."
+)
+
+_SPLIT = "@@LONGCTX_GARLIC_SPLIT@@"
+
+STOP_YES = "yes"
+STOP_MAX_TOKENS = "max_context_tokens"
+STOP_EMPTY = "empty_frontier"
+
+
+# ---------------------------------------------------------------------------------------------
+# graph view
+# ---------------------------------------------------------------------------------------------
+def _field(node, *names, default=None):
+    for name in names:
+        if isinstance(node, Mapping):
+            if name in node:
+                return node[name]
+        elif hasattr(node, name):
+            return getattr(node, name)
+    return default
+
+
+@dataclass(frozen=True)
+class SearchGraph:
+    """What the search needs of an HWDAG, as arrays over node positions.
+
+    Attributes
+    ----------
+    ids : tuple of str
+        Node ids; position ``p`` is row/column ``p`` of ``edges`` and ``embeddings``.
+    texts : tuple of str
+        Node texts (level 1: the chunk exactly as in its source; levels >= 2: one IP).
+    levels : (n,) int64
+        1 for chunks, 2... for IPs.
+    sources : tuple
+        Source document of each node (an int position or a document id).
+    starts, ends : (n,) int64
+        Character span of level-1 nodes in their source (end exclusive); -1 for IPs.
+    n_tokens : (n,) int64
+        Token counts stored in the graph (-1 when unknown).
+    edges : scipy.sparse.csr_array (n, n) float64
+        Parent rows -> child columns, each parent row summing to 1.
+    embeddings : (n, d) float32
+        Node embeddings, L2-normalized rows.
+    top : (t,) int64
+        Positions of the top-level nodes (every document's), in graph order.
+    model_info : mapping
+        ``model_type``, ``vocab_size``, ``n_layers`` of the model the graph was built with, when
+        the graph records them (checked against the search model).
+    """
+
+    ids: tuple
+    texts: tuple
+    levels: np.ndarray
+    sources: tuple
+    starts: np.ndarray
+    ends: np.ndarray
+    n_tokens: np.ndarray
+    edges: sp.csr_array
+    embeddings: np.ndarray
+    top: np.ndarray
+    model_info: Mapping = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (lists only; float32 embeddings round-trip exactly)."""
+        e = self.edges.tocsr()
+        return {
+            "format_version": 1,
+            "ids": [str(i) for i in self.ids],
+            "texts": list(self.texts),
+            "levels": self.levels.tolist(),
+            "sources": [s if isinstance(s, (str, int)) else int(s) for s in self.sources],
+            "starts": self.starts.tolist(),
+            "ends": self.ends.tolist(),
+            "n_tokens": self.n_tokens.tolist(),
+            "edges": {
+                "indptr": e.indptr.tolist(),
+                "indices": e.indices.tolist(),
+                "data": e.data.tolist(),
+            },
+            "embeddings": self.embeddings.astype(np.float32).tolist(),
+            "top": self.top.tolist(),
+            "model_info": dict(self.model_info),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> SearchGraph:
+        """Inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        ValueError
+            Unknown ``format_version`` or missing fields.
+        """
+        if d.get("format_version") != 1:
+            raise ValueError(f"unknown GARLIC graph format_version {d.get('format_version')!r}")
+        try:
+            n = len(d["ids"])
+            ed = d["edges"]
+            edges = sp.csr_array(
+                (np.asarray(ed["data"], np.float64), np.asarray(ed["indices"], np.int64),
+                 np.asarray(ed["indptr"], np.int64)),
+                shape=(n, n),
+            )  # fmt: skip
+            emb = np.asarray(d["embeddings"], np.float32).reshape(n, -1)
+            return cls(
+                tuple(d["ids"]),
+                tuple(d["texts"]),
+                np.asarray(d["levels"], np.int64),
+                tuple(d["sources"]),
+                np.asarray(d["starts"], np.int64),
+                np.asarray(d["ends"], np.int64),
+                np.asarray(d["n_tokens"], np.int64),
+                edges,
+                emb,
+                np.asarray(d["top"], np.int64),
+                dict(d.get("model_info", {})),
+            )
+        except KeyError as exc:
+            raise ValueError(f"GARLIC graph dict lacks {exc}") from None
+
+
+def merge_graphs(graphs: Sequence[SearchGraph], prefixes: Sequence[str]) -> SearchGraph:
+    """One graph over several documents' graphs: ids become ``f"{prefix}/{id}"``, sources the
+    graph's position, edges block-diagonal, top = every graph's top level (documents never share
+    a batch, so their graphs are disjoint)."""
+    if not graphs:
+        raise ValueError("graphs must not be empty")
+    offs = np.cumsum([0] + [len(g) for g in graphs])
+    return SearchGraph(
+        tuple(f"{pre}/{i}" for g, pre in zip(graphs, prefixes) for i in g.ids),
+        tuple(t for g in graphs for t in g.texts),
+        np.concatenate([g.levels for g in graphs]),
+        tuple(k for k, g in enumerate(graphs) for _ in range(len(g))),
+        np.concatenate([g.starts for g in graphs]),
+        np.concatenate([g.ends for g in graphs]),
+        np.concatenate([g.n_tokens for g in graphs]),
+        sp.csr_array(sp.block_diag([g.edges for g in graphs], format="csr")),
+        np.concatenate([g.embeddings for g in graphs]),
+        np.concatenate([g.top + o for g, o in zip(graphs, offs[:-1])]),
+        dict(graphs[0].model_info),
+    )
+
+
+def as_search_graph(graph) -> SearchGraph:
+    """View an HWDAG (``longctx.garlic.HWDAG`` or any object with ``levels``, ``nodes``, ``edges``,
+    ``embeddings``) as a :class:`SearchGraph`.
+
+    Node positions follow ``graph.node_ids`` / ``graph.ids`` when the graph has them, else the
+    order of ``graph.nodes``. A node is a mapping or an object with ``text``, ``level``,
+    ``source`` (or ``doc``/``document``), and for level 1 ``start``/``end`` (or ``span``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``graph`` lacks a field, or its shapes disagree (the message names ``graph``).
+    """
+    if isinstance(graph, SearchGraph):
+        return graph
+    for name in ("levels", "nodes", "edges", "embeddings"):
+        if not hasattr(graph, name):
+            raise TypeError(f"graph must be an HWDAG with .{name}, got {type(graph).__name__}")
+    nodes = graph.nodes
+    ids = None
+    for name in ("node_ids", "ids"):
+        v = getattr(graph, name, None)
+        if v is not None and not callable(v):
+            ids = list(v)
+            break
+    if ids is None:
+        ids = list(nodes.keys()) if isinstance(nodes, Mapping) else list(range(len(nodes)))
+    levels_lists = [list(level) for level in graph.levels]
+    if not levels_lists or not levels_lists[-1]:
+        raise ValueError("graph has no top level")
+    pos = {nid: p for p, nid in enumerate(ids)}
+    level_of = {}
+    for li, level in enumerate(levels_lists, start=1):
+        for nid in level:
+            if nid not in pos:
+                raise ValueError(f"graph.levels names node {nid!r}, which graph.nodes lacks")
+            level_of[nid] = li
+    n = len(ids)
+    texts, sources = [], []
+    lv = np.empty(n, np.int64)
+    starts = np.full(n, -1, np.int64)
+    ends = np.full(n, -1, np.int64)
+    ntok = np.full(n, -1, np.int64)
+    for p, nid in enumerate(ids):
+        node = nodes[nid]
+        text = node if isinstance(node, str) else _field(node, "text")
+        if not isinstance(text, str):
+            raise TypeError(f"graph node {nid!r} has no text")
+        texts.append(text)
+        lv[p] = int(_field(node, "level", default=level_of.get(nid, 1)))
+        sources.append(_field(node, "source", "doc", "document", "source_id", default=0))
+        span = _field(node, "span", "char_span")
+        start = _field(node, "start", "start_char", default=None if span is None else span[0])
+        end = _field(node, "end", "end_char", default=None if span is None else span[1])
+        if lv[p] == 1 and start is not None and end is not None:
+            starts[p], ends[p] = int(start), int(end)
+        t = _field(node, "n_tokens", "token_count", "tokens")
+        if isinstance(t, (int, np.integer)):
+            ntok[p] = int(t)
+    edges = sp.csr_array(graph.edges, dtype=np.float64)
+    if edges.shape != (n, n):
+        raise ValueError(f"graph.edges is {edges.shape}, expected ({n}, {n}) for {n} nodes")
+    if graph.embeddings is None:
+        raise ValueError("graph has no node embeddings: build it with an encoder")
+    emb = np.asarray(graph.embeddings, dtype=np.float32)
+    if emb.ndim != 2 or emb.shape[0] != n:
+        raise ValueError(f"graph.embeddings is {emb.shape}, expected ({n}, dim)")
+    norms = np.linalg.norm(emb, axis=1, keepdims=True)
+    emb = emb / np.where(norms > 0, norms, 1.0)
+    top_fn = getattr(graph, "top", None)
+    top_ids = top_fn() if callable(top_fn) else levels_lists[-1]
+    top = np.asarray([pos[nid] for nid in top_ids], np.int64)
+    info = getattr(graph, "info", None)
+    config = info.get("config", {}) if isinstance(info, Mapping) else {}
+    model_info = {k: config[k] for k in ("model_type", "vocab_size", "n_layers") if k in config}
+    return SearchGraph(
+        tuple(ids),
+        tuple(texts),
+        lv,
+        tuple(sources),
+        starts,
+        ends,
+        ntok,
+        edges,
+        emb.astype(np.float32),
+        top,
+        model_info,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# searcher
+# ---------------------------------------------------------------------------------------------
+def _check_alpha(alpha) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise TypeError(f"alpha must be a float in [0, 1], got {type(alpha).__name__}")
+    if not 0.0 <= float(alpha) <= 1.0 or math.isnan(alpha):
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    return float(alpha)
+
+
+def _check_pos_int(value, name: str, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
+
+
+class GarlicSearcher:
+    """GARLIC Dynamic Graph Search (sec. 3.2 of Wang et al. 2024, arXiv:2410.04790) over one HWDAG.
+
+    Holds the graph, the causal LM, its tokenizer and the sentence encoder; :meth:`search` answers
+    one question and returns a :class:`~longctx.types.SearchResult` (nothing about a query is kept
+    on the searcher; a lock serializes the model's use).
+
+    Parameters
+    ----------
+    graph : HWDAG or SearchGraph
+        The graph (``longctx.garlic.HWDAG``, see :func:`as_search_graph`).
+    model, tokenizer : optional
+        A transformers causal LM built on ``AttentionInterface`` (Llama, Qwen2, ...) and its
+        tokenizer, which must have a chat template. Default: SmolLM2-135M-Instruct
+        (:func:`longctx.models.load_causal_lm`), loaded on first use. Must be the model the graph
+        was built with (checked on token counts).
+    encoder : optional
+        Embeds the question for the similarity term; anything :func:`longctx.embeddings.get_encoder`
+        takes. Must be the encoder that produced ``graph.embeddings``. Default all-MiniLM-L6-v2.
+    alpha : float, default 0.5
+        Weight of the embedding similarity (``1 - alpha`` for the attention score ``z``).
+    stop_patience : int, default 1
+        Number of "Yes" decisions before the search stops (sec. 4.3, ``p``).
+    max_context_tokens : int, optional
+        Largest first-turn prompt, in model tokens (default: the model window minus
+        ``max_new_tokens`` minus the second-turn tokens).
+    max_new_tokens : int, default 64
+        Answer length cap (tokens).
+    layers : {"all", "last"} or ints, default "all"
+        Layers whose attention gives ``a_i`` (the paper averages over all layers).
+    device : str, optional
+        Where to put a default-loaded model.
+    """
+
+    method = "garlic"
+
+    def __init__(
+        self,
+        graph,
+        model=None,
+        tokenizer=None,
+        *,
+        encoder=None,
+        alpha: float = 0.5,
+        stop_patience: int = 1,
+        max_context_tokens: int | None = None,
+        max_new_tokens: int = 64,
+        layers="all",
+        device=None,
+    ):
+        from longctx.attention import check_layers_spec
+
+        self.graph = as_search_graph(graph)
+        if (model is None) != (tokenizer is None):
+            raise TypeError("give both model and tokenizer, or neither (default SmolLM2)")
+        self.alpha = _check_alpha(alpha)
+        self.stop_patience = _check_pos_int(stop_patience, "stop_patience")
+        self.max_context_tokens = _check_pos_int(
+            max_context_tokens, "max_context_tokens", allow_none=True
+        )
+        self.max_new_tokens = _check_pos_int(max_new_tokens, "max_new_tokens")
+        check_layers_spec(layers)
+        self.layers = layers
+        self.model = model
+        self.tokenizer = tokenizer
+        self._encoder_arg = encoder
+        self._encoder = None
+        self._device_arg = device
+        self._lock = threading.RLock()
+        self._ready = False
+        self._node_ids: dict[int, list[int]] = {}
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def _setup(self) -> None:
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            import torch
+
+            from longctx.attention import num_hidden_layers, resolve_layers
+
+            if self.model is None:
+                from longctx.models import load_causal_lm
+
+                self.model, self.tokenizer = load_causal_lm(device=self._device_arg)
+            self.model.eval()
+            self._torch = torch
+            self.device = next(self.model.parameters()).device
+            self._layers = resolve_layers(self.layers, num_hidden_layers(self.model))
+            tok = self.tokenizer
+            if not getattr(tok, "chat_template", None):
+                raise ValueError(
+                    "tokenizer has no chat template: the GARLIC prompt (Table 5) needs a chat model"
+                )
+            cfg = self.model.config.get_text_config()
+            self._window = int(getattr(cfg, "max_position_embeddings", 0) or 0) or None
+            pre, post = self._render([{"role": "user", "content": _SPLIT}], True)
+            self._pre_text, self._post_text = pre, post
+            self._suffix = self._encode(post)
+            yes = self._encode("Yes")
+            no = self._encode("No")
+            if not yes or not no or yes[0] == no[0]:
+                raise ValueError("tokenizer cannot tell 'Yes' from 'No' by their first token")
+            self._yes_id, self._no_id = yes[0], no[0]
+            stop = {tok.eos_token_id}
+            for t in ("<|im_end|>", "<|eot_id|>", "<|end|>"):
+                i = tok.convert_tokens_to_ids(t) if t in tok.get_vocab() else None
+                if i is not None:
+                    stop.add(i)
+            self._stop_ids = {i for i in stop if i is not None}
+            self._check_graph_tokenizer()
+            self._ready = True
+
+    def _render(self, messages, generation: bool) -> tuple[str, str]:
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=generation
+        )
+        if text.count(_SPLIT) != 1:
+            raise ValueError("the chat template does not keep the user message verbatim")
+        pre, post = text.split(_SPLIT)
+        return pre, post
+
+    def _second_turn_ids(self, decision: str) -> list[int]:
+        _, tail = self._render(
+            [
+                {"role": "user", "content": _SPLIT},
+                {"role": "assistant", "content": decision},
+                {"role": "user", "content": SECOND_TURN_INSTRUCTION},
+            ],
+            True,
+        )
+        return self._encode(tail)
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+
+    def _check_graph_tokenizer(self) -> None:
+        """A graph built with another model: compare the recorded model facts, then the token
+        counts of a few nodes (another tokenizer gives other counts)."""
+        g = self.graph
+        cfg = self.model.config.get_text_config()
+        ours = {
+            "model_type": str(getattr(self.model.config, "model_type", "")),
+            "vocab_size": int(getattr(self.model.config, "vocab_size", 0) or 0),
+            "n_layers": int(getattr(cfg, "num_hidden_layers", 0) or 0),
+        }
+        for k, v in g.model_info.items():
+            if v and ours.get(k) and v != ours[k]:
+                raise ValueError(
+                    f"graph was built with another model than the one given: {k} {v!r} in the "
+                    f"graph, {ours[k]!r} for this model"
+                )
+        known = np.flatnonzero(g.n_tokens > 0)[:8]
+        if len(known) == 0:
+            return
+        stored = int(g.n_tokens[known].sum())
+        ours = sum(len(self._encode(g.texts[p])) for p in known)
+        if abs(ours - stored) > max(2 * len(known), 0.1 * stored):
+            raise ValueError(
+                f"graph was built with another tokenizer than the one given: {stored} tokens "
+                f"stored for {len(known)} nodes, {ours} with this tokenizer"
+            )
+
+    @property
+    def encoder(self):
+        if self._encoder is None:
+            from longctx.embeddings import get_encoder
+
+            self._encoder = get_encoder(self._encoder_arg)
+        return self._encoder
+
+    def node_token_ids(self, p: int) -> list[int]:
+        """Token ids of node ``p``'s prompt line, ``"* {text}\\n"`` (cached per searcher)."""
+        ids = self._node_ids.get(p)
+        if ids is None:
+            ids = self._encode(f"* {self.graph.texts[p]}\n")
+            self._node_ids[p] = ids
+        return ids
+
+    def prompt_pieces(self, question: str) -> tuple[list[int], tuple[int, int], list[int]]:
+        """Token ids of the first-turn prompt around the nodes.
+
+        Returns
+        -------
+        prefix : list of int
+            Chat header, instruction, ``"Question:\\n"``, the question, ``"\\n\\nInformation:\\n"``.
+        question_span : (start, end)
+            Token positions of the question inside ``prefix``.
+        suffix : list of int
+            End of the user turn and the assistant header (appended for each decision).
+        """
+        self._setup()
+        head = self._encode(f"{self._pre_text}{FIRST_TURN_INSTRUCTION}\n\nQuestion:\n")
+        q = self._encode(question)
+        tail = self._encode("\n\nInformation:\n")
+        return head + q + tail, (len(head), len(head) + len(q)), list(self._suffix)
+
+    # -- model steps ----------------------------------------------------------------------------
+    def _forward(self, ids, cache):
+        torch = self._torch
+        x = torch.tensor([ids], dtype=torch.long, device=self.device)
+        out = self.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        return out.past_key_values, out.logits[0, -1]
+
+    def _margin(self, logits) -> float:
+        lp = self._torch.log_softmax(logits.float(), dim=-1)
+        return float(lp[self._yes_id] - lp[self._no_id])
+
+    def _generate(self, cache, ids, max_new: int) -> list[int]:
+        out: list[int] = []
+        for _ in range(max_new):
+            cache, logits = self._forward(ids, cache)
+            nxt = int(logits.argmax())
+            if nxt in self._stop_ids:
+                break
+            out.append(nxt)
+            ids = [nxt]
+        return out
+
+    # -- search ---------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        stop_patience: int | None = None,
+        max_context_tokens: int | None = None,
+        alpha: float | None = None,
+        answer: bool = True,
+        max_new_tokens: int | None = None,
+        reencode: bool = False,
+    ) -> SearchResult:
+        """Run Dynamic Graph Search for ``query``.
+
+        Parameters
+        ----------
+        query : str
+            The question.
+        stop_patience, max_context_tokens, alpha, max_new_tokens : optional
+            Override the searcher's settings for this query.
+        answer : bool, default True
+            Generate the second-turn answer (``info["answer"]``; ``None`` when False).
+        reencode : bool, default False
+            Baseline for benchmarks: no KV cache reuse, the whole prompt is run again at every
+            step (same decisions and scores, many more tokens run).
+
+        Returns
+        -------
+        SearchResult
+            ``hits``: visited level-1 nodes (exact spans) in document order; ``trace``: one entry
+            per decision step (``step``, ``node``, ``level``, ``score``, ``z``, ``similarity``,
+            ``attention``, ``weighted_attention``, ``margin``, ``decision``, ``prompt_tokens``,
+            ``tokens_run``); ``info``: ``answer``, ``stop_reason`` (``"yes"``,
+            ``"max_context_tokens"``, ``"empty_frontier"``), ``visited`` (node ids in visit
+            order), ``visited_nodes`` (id, level, text, score, position), ``tokens_run``
+            (tokens the model processed during the search, answer excluded),
+            ``final_prompt_tokens``, ``answer_tokens``, ``steps``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Empty question; the question, or the top level, does not fit ``max_context_tokens``;
+            bad overrides. Raised before any forward pass.
+        """
+        check_text(query, "query")
+        patience = _check_pos_int(
+            self.stop_patience if stop_patience is None else stop_patience, "stop_patience"
+        )
+        alpha = self.alpha if alpha is None else _check_alpha(alpha)
+        max_new = _check_pos_int(
+            self.max_new_tokens if max_new_tokens is None else max_new_tokens, "max_new_tokens"
+        )
+        self._setup()
+        t0 = time.perf_counter()
+        g = self.graph
+        prefix, (qs, qe), suffix = self.prompt_pieces(query)
+        second = self._second_turn_ids("Yes")
+        limit = max_context_tokens if max_context_tokens is not None else self.max_context_tokens
+        if limit is None:
+            if self._window is None:
+                raise ValueError("max_context_tokens is required: the model config has no window")
+            limit = self._window - max_new - len(second) - 2
+        limit = _check_pos_int(limit, "max_context_tokens")
+        if self._window is not None and limit + len(second) + max_new > self._window + 2:
+            logger.info("max_context_tokens %d leaves little room for the answer", limit)
+        if len(prefix) + len(suffix) > limit:
+            raise ValueError(
+                f"query is {qe - qs} tokens; with the prompt ({len(prefix) + len(suffix)} tokens) "
+                f"it exceeds max_context_tokens={limit}"
+            )
+        top_tokens = sum(len(self.node_token_ids(int(p))) for p in g.top)
+        if len(prefix) + top_tokens + len(suffix) > limit:
+            raise ValueError(
+                f"the graph's top level ({top_tokens} tokens) does not fit max_context_tokens="
+                f"{limit} with the prompt ({len(prefix) + len(suffix)} tokens)"
+            )
+        q_emb = np.asarray(self.encoder.embed_query(query), dtype=np.float32).reshape(-1)
+        if q_emb.shape[0] != g.embeddings.shape[1]:
+            raise ValueError(
+                f"encoder gives {q_emb.shape[0]}-dim embeddings, the graph holds "
+                f"{g.embeddings.shape[1]}-dim ones: use the encoder the graph was built with"
+            )
+        norm = float(np.linalg.norm(q_emb))
+        sim = g.embeddings @ (q_emb / norm if norm > 0 else q_emb)
+        sim = np.clip(sim.astype(np.float64), 0.0, None)
+        timings = {"prepare": time.perf_counter() - t0}
+        with self._lock:
+            return self._search_locked(
+                query, prefix, qs, qe, suffix, sim, patience, alpha, limit, answer, max_new,
+                reencode, timings, t0,
+            )  # fmt: skip
+
+    def _search_locked(
+        self, query, prefix, qs, qe, suffix, sim, patience, alpha, limit, answer, max_new,
+        reencode, timings, t0,
+    ):  # fmt: skip
+        from longctx.attention import record_attention_stats
+
+        torch = self._torch
+        g = self.graph
+        n = len(g)
+        n_q = qe - qs
+        visited: list[int] = []
+        visited_mask = np.zeros(n, bool)
+        a = np.zeros(n, np.float64)
+        raw_att: dict[int, float] = {}
+        scores: dict[int, float] = {}
+        trace = []
+        tokens_run = 0
+        yes_count = 0
+        stop_reason = None
+        decision = "No"
+        t_model = 0.0
+
+        with (
+            torch.inference_mode(),
+            record_attention_stats(self.model, self._layers) as rec,
+        ):
+
+            def append(p, cache):
+                nonlocal tokens_run
+                ids = self.node_token_ids(p)
+                cache, _ = self._forward(ids, cache)
+                sums = rec.pop()[0]
+                tokens_run += len(ids)
+                att = float(sums[qs:qe].double().sum()) / (len(ids) * n_q)
+                raw_att[p] = att
+                visited.append(p)
+                visited_mask[p] = True
+                a[p] = att * (len(visited) + 1)  # question = position 1
+                return cache
+
+            def decide(cache):
+                nonlocal tokens_run
+                with rec.paused():
+                    base = cache.get_seq_length()
+                    cache, logits = self._forward(suffix, cache)
+                    tokens_run += len(suffix)
+                    m = self._margin(logits)
+                    _crop(cache, base)
+                return m
+
+            def rebuild():
+                # reencode baseline: the whole prompt so far, from scratch, without recording
+                nonlocal tokens_run
+                ids = list(prefix)
+                for p in visited:
+                    ids += self.node_token_ids(p)
+                with rec.paused():
+                    cache, _ = self._forward(ids, None)
+                tokens_run += len(ids)
+                return cache
+
+            tm = time.perf_counter()
+            with rec.paused():
+                cache, _ = self._forward(prefix, None)
+            tokens_run += len(prefix)
+            prompt_tokens = len(prefix)
+            for p in g.top:
+                cache = append(int(p), cache)
+                prompt_tokens += len(self.node_token_ids(int(p)))
+            step = 0
+            node_entry = {"node": None, "nodes": [g.ids[p] for p in visited], "level": None}
+            for p in visited:
+                scores[p] = 1.0
+            while True:
+                margin = decide(cache)
+                decision = "Yes" if margin > 0 else "No"
+                entry = {"step": step, **node_entry}
+                if step == 0:
+                    entry["attention"] = [raw_att[p] for p in visited]
+                entry.update(
+                    margin=margin,
+                    decision=decision,
+                    prompt_tokens=prompt_tokens + len(suffix),
+                    tokens_run=tokens_run,
+                )
+                trace.append(entry)
+                if decision == "Yes":
+                    yes_count += 1
+                    if yes_count >= patience:
+                        stop_reason = STOP_YES
+                        break
+                # next node: z = E^T a and the similarity, each normalized over unvisited nodes
+                z = np.asarray(g.edges.T @ a, dtype=np.float64).reshape(-1)
+                free = ~visited_mask
+                if not free.any():
+                    stop_reason = STOP_EMPTY
+                    break
+                zf = np.where(free, np.clip(z, 0.0, None), 0.0)
+                sf = np.where(free, sim, 0.0)
+                zs, ss = zf.sum(), sf.sum()
+                zn = zf / zs if zs > 0 else zf
+                sn = sf / ss if ss > 0 else sf
+                total = (1.0 - alpha) * zn + alpha * sn
+                total[~free] = -1.0
+                best = int(np.argmax(total))
+                if total[best] <= 0:
+                    stop_reason = STOP_EMPTY
+                    break
+                n_new = len(self.node_token_ids(best))
+                if prompt_tokens + n_new + len(suffix) > limit:
+                    stop_reason = STOP_MAX_TOKENS
+                    break
+                step += 1
+                if reencode:
+                    cache = rebuild()
+                cache = append(best, cache)
+                prompt_tokens += n_new
+                scores[best] = float(total[best])
+                node_entry = {
+                    "node": g.ids[best],
+                    "level": int(g.levels[best]),
+                    "score": float(total[best]),
+                    "z": float(zn[best]),
+                    "similarity": float(sn[best]),
+                    "attention": raw_att[best],
+                    "weighted_attention": float(a[best]),
+                }
+            timings["search"] = time.perf_counter() - tm
+            t_model = time.perf_counter()
+            answer_text = None
+            answer_ids: list[int] = []
+            if answer:
+                ids2 = self._second_turn_ids(decision)
+                with rec.paused():
+                    answer_ids = self._generate(cache, ids2, max_new)
+                answer_text = self.tokenizer.decode(answer_ids, skip_special_tokens=True).strip()
+            timings["answer"] = time.perf_counter() - t_model
+        timings["total"] = time.perf_counter() - t0
+
+        hits = self._hits(visited, scores)
+        visited_nodes = [
+            {
+                "id": g.ids[p],
+                "level": int(g.levels[p]),
+                "text": g.texts[p],
+                "score": scores[p],
+                "position": i + 2,
+                "attention": raw_att[p],
+            }
+            for i, p in enumerate(visited)
+        ]
+        info = {
+            "answer": answer_text,
+            "stop_reason": stop_reason,
+            "visited": [g.ids[p] for p in visited],
+            "visited_nodes": visited_nodes,
+            "tokens_run": tokens_run,
+            "final_prompt_tokens": prompt_tokens + len(suffix),
+            "answer_tokens": len(answer_ids),
+            "steps": len(trace),
+            "reencode": bool(reencode),
+        }
+        return SearchResult(
+            hits=hits,
+            method=self.method,
+            mode="reencode" if reencode else "cached",
+            timings=timings,
+            budget={"max_context_tokens": limit, "stop_patience": patience},
+            trace=tuple(trace),
+            info=info,
+        )
+
+    def source_positions(self) -> dict:
+        """Source document -> int position (ints kept as they are; ids in order of appearance)."""
+        out: dict = {}
+        for s in self.graph.sources:
+            if s not in out:
+                out[s] = s if isinstance(s, (int, np.integer)) else len(out)
+        return out
+
+    def _hits(self, visited: Sequence[int], scores: Mapping[int, float]) -> tuple[Passage, ...]:
+        g = self.graph
+        src_pos = self.source_positions()
+        chunk_index = self._chunk_index()
+        out = []
+        for p in visited:
+            if g.levels[p] != 1 or g.starts[p] < 0:
+                continue
+            out.append(
+                Passage(
+                    start=int(g.starts[p]),
+                    end=int(g.ends[p]),
+                    text=g.texts[p],
+                    score=float(scores[p]),
+                    index=chunk_index[p],
+                    source=int(src_pos[g.sources[p]]),
+                )
+            )
+        out.sort(key=lambda h: (h.source, h.start))
+        return tuple(out)
+
+    def _chunk_index(self) -> dict[int, int]:
+        ci = getattr(self, "_chunk_index_cache", None)
+        if ci is None:
+            g = self.graph
+            by_src: dict = {}
+            for p in np.flatnonzero(g.levels == 1):
+                by_src.setdefault(g.sources[p], []).append(int(p))
+            ci = {}
+            for ps in by_src.values():
+                for i, p in enumerate(sorted(ps, key=lambda p: g.starts[p])):
+                    ci[p] = i
+            self._chunk_index_cache = ci
+        return ci
+
+
+def _crop(cache, length: int) -> None:
+    extra = cache.get_seq_length() - length
+    if extra > 0:
+        cache.crop(-extra)
+    if cache.get_seq_length() != length:
+        raise RuntimeError("could not crop the KV cache back")

@@ -1,0 +1,80 @@
+"""LangChain GarlicRetriever: the standard retriever suite on a tiny random model, plus ids,
+offsets and IP child links."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from langchain_longctx.garlic_retriever import GarlicRetriever
+from longctx.embeddings import CallableEncoder
+from tests.garlic._graphs import STORY, hash_embed, make_graph
+
+DOCS = [
+    Document(page_content=STORY, id="tabitha", metadata={"page": 1}),
+    Document(page_content="Peter lost his jacket. He hid in a can.", id="peter"),
+]
+QUESTION = "Where did Tom Kitten lose his clothes?"
+
+
+def _params():
+    from tests._tiny_models import smollm2_tokenizer, tiny_llama
+
+    tok = smollm2_tokenizer()
+    model = _MODEL.setdefault("m", tiny_llama(len(tok)))
+    return {
+        "documents": DOCS,
+        "model": model,
+        "tokenizer": tok,
+        "encoder": CallableEncoder(hash_embed),
+        "graph_builder": lambda texts, model, tokenizer: make_graph(texts, tokenizer=tokenizer),
+        "max_context_tokens": 260,
+    }
+
+
+_MODEL: dict = {}
+
+
+class TestGarlicRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[GarlicRetriever]:
+        return GarlicRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict:
+        return _params()
+
+    @property
+    def retriever_query_example(self) -> str:
+        return QUESTION
+
+
+def test_documents_ids_offsets_and_children():
+    r = GarlicRetriever(**_params())
+    out = r.invoke(QUESTION)
+    assert [d.metadata["longctx_level"] for d in out[:6]] == [2] * 6
+    assert any(d.metadata["longctx_level"] == 1 for d in out)
+    by_id = {d.id: d for d in DOCS}
+    for d in out:
+        src = by_id[d.metadata["longctx_source_id"]]
+        if d.metadata["longctx_level"] == 1:
+            a, b = d.metadata["longctx_start_char_idx"], d.metadata["longctx_end_char_idx"]
+            assert src.page_content[a:b] == d.page_content and d.id == f"{src.id}#{a}-{b}"
+        else:
+            kids = d.metadata["longctx_children"]
+            assert abs(sum(w for _, w in kids) - 1) < 1e-6
+            assert all(c.startswith(src.id + "#") for c, _ in kids)
+    assert len({d.id for d in out}) == len(out)
+    assert DOCS[0].metadata == {"page": 1}
+
+
+async def test_async_equals_sync_and_k():
+    r = GarlicRetriever(**_params(), k=4)
+    sync = r.invoke(QUESTION)
+    out = await r.ainvoke(QUESTION)
+    assert [d.id for d in out] == [d.id for d in sync] and len(out) == 4
+    full = r.search(QUESTION, max_new_tokens=2)
+    assert full.info["answer"] is not None and full.info["visited"][:4]
+    with pytest.raises(ValueError, match="k"):
+        r.invoke(QUESTION, k=0)

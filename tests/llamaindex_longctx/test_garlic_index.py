@@ -1,0 +1,137 @@
+"""GarlicIndex: a LlamaIndex index type over GARLIC graphs (tiny random model, hand-made graphs)."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core import Document, StorageContext, VectorStoreIndex, load_index_from_storage
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.schema import NodeRelationship
+
+from longctx.embeddings import CallableEncoder
+from tests.garlic._graphs import STORY, hash_embed, make_graph
+
+OTHER = (
+    "Peter Rabbit squeezed under the gate of Mr. McGregor's garden. He ate some lettuces and "
+    "some radishes. Mr. McGregor ran after him with a rake. Peter lost his blue jacket. He "
+    "hid in a watering-can full of water."
+)
+QUESTION = "Where did Tom Kitten lose his clothes?"
+
+
+@pytest.fixture
+def kit(tiny_model, smollm2_tokenizer):
+    def builder(texts, model=None, tokenizer=None, **kw):
+        assert model is tiny_model and tokenizer is smollm2_tokenizer
+        return make_graph(texts, tokenizer=tokenizer)
+
+    return {
+        "model": tiny_model,
+        "tokenizer": smollm2_tokenizer,
+        "encoder": CallableEncoder(hash_embed),
+        "graph_builder": builder,
+        "max_new_tokens": 2,
+    }
+
+
+def _docs():
+    return [Document(text=STORY, id_="tabitha", metadata={"title": "Tom Kitten"}),
+            Document(text=OTHER, id_="peter")]  # fmt: skip
+
+
+def test_registry_names():
+    """llama-index-core reloads only registered struct types: fail loudly if those names move."""
+    from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
+    from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
+
+    from llamaindex_longctx import GarlicIndex
+    from llamaindex_longctx.garlic_index import GARLIC_STRUCT_TYPE, GarlicIndexStruct
+
+    assert INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[GARLIC_STRUCT_TYPE] is GarlicIndexStruct
+    assert INDEX_STRUCT_TYPE_TO_INDEX_CLASS[GARLIC_STRUCT_TYPE] is GarlicIndex
+
+
+def test_retriever_nodes(kit):
+    from llamaindex_longctx import GarlicIndex
+
+    index = GarlicIndex.from_documents(_docs(), **kit)
+    assert set(index.ref_doc_info) == {"tabitha", "peter"}
+    nodes = index.as_retriever(stop_patience=50, max_context_tokens=320).retrieve(QUESTION)
+    levels = [n.node.metadata["longctx_level"] for n in nodes]
+    assert levels[:6] == [2] * 6  # both documents' top levels first
+    assert 1 in levels
+    for n in nodes:
+        meta = n.node.metadata
+        src = n.node.relationships[NodeRelationship.SOURCE].node_id
+        assert src in ("tabitha", "peter") and meta["longctx_source_id"] == src
+        if meta["longctx_level"] == 1:
+            text = STORY if src == "tabitha" else OTHER
+            a, b = meta["longctx_start_char_idx"], meta["longctx_end_char_idx"]
+            assert text[a:b] == n.node.get_content()
+            assert n.node.node_id == f"{src}#{a}-{b}"
+        else:
+            kids = n.node.relationships[NodeRelationship.CHILD]
+            assert abs(sum(k.metadata["longctx_edge_weight"] for k in kids) - 1) < 1e-6
+            assert all(k.node_id.startswith(src + "#") for k in kids)
+    assert nodes[0].node.metadata["title"] == "Tom Kitten"
+
+
+def test_query_engine_answers_from_second_turn(kit):
+    from llamaindex_longctx import GarlicIndex
+
+    index = GarlicIndex.from_documents(_docs()[:1], **kit)
+    resp = index.as_query_engine(max_context_tokens=300).query(QUESTION)
+    assert isinstance(resp.response, str)
+    assert resp.metadata["stop_reason"] in ("yes", "empty_frontier", "max_context_tokens")
+    assert resp.metadata["tokens_run"] <= 1.2 * resp.metadata["final_prompt_tokens"]
+    assert len(resp.source_nodes) == len(resp.metadata["visited"])
+
+
+def test_persist_and_reload_next_to_vector_index(kit, tmp_path):
+    from llamaindex_longctx import GarlicIndex
+    from llamaindex_longctx.garlic_index import load_garlic_index
+
+    sc = StorageContext.from_defaults()
+    garlic = GarlicIndex.from_documents(_docs(), storage_context=sc, **kit)
+    vec = VectorStoreIndex.from_documents(
+        _docs(), storage_context=sc, embed_model=MockEmbedding(embed_dim=8)
+    )
+    sc.persist(str(tmp_path))
+    before = [
+        (n.node.node_id, n.score)
+        for n in garlic.as_retriever(max_context_tokens=300).retrieve(QUESTION)
+    ]
+
+    sc2 = StorageContext.from_defaults(persist_dir=str(tmp_path))
+    run = {k: kit[k] for k in ("model", "tokenizer", "encoder", "max_new_tokens")}
+    g2 = load_index_from_storage(sc2, index_id=garlic.index_id, **run)
+    assert type(g2) is GarlicIndex
+    after = [
+        (n.node.node_id, n.score)
+        for n in g2.as_retriever(max_context_tokens=300).retrieve(QUESTION)
+    ]
+    assert after == before
+    v2 = load_index_from_storage(sc2, index_id=vec.index_id, embed_model=MockEmbedding(embed_dim=8))
+    assert isinstance(v2, VectorStoreIndex)
+    assert len(v2.as_retriever(similarity_top_k=2).retrieve("kittens")) == 2
+    g3 = load_garlic_index(sc2, **run)
+    assert [
+        (n.node.node_id, n.score)
+        for n in g3.as_retriever(max_context_tokens=300).retrieve(QUESTION)
+    ] == before
+
+
+def test_insert_and_delete_ref_doc(kit):
+    from llamaindex_longctx import GarlicIndex
+
+    index = GarlicIndex.from_documents(_docs()[:1], **kit)
+    assert len(index.searcher().graph) == 10
+    index.insert(_docs()[1])
+    assert set(index.ref_doc_info) == {"tabitha", "peter"}
+    g = index.searcher().graph
+    assert len(g) == 20 and len(g.top) == 6
+    index.delete_ref_doc("tabitha", delete_from_docstore=True)
+    assert set(index.ref_doc_info) == {"peter"}
+    g = index.searcher().graph
+    assert len(g) == 10 and all(i.startswith("peter#garlic/") for i in g.ids)
+    nodes = index.as_retriever(max_context_tokens=260).retrieve(QUESTION)
+    assert {n.node.relationships[NodeRelationship.SOURCE].node_id for n in nodes} == {"peter"}
