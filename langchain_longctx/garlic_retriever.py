@@ -14,10 +14,10 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from longctx._validate import check_text
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_longctx._documents import hit_to_document
+from longctx.checks import check_text
 from longctx.types import META_METHOD, META_SCORE, META_SOURCE_ID, SearchResult
 
 META_LEVEL = "longctx_level"

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from longctx._validate import check_int
+from longctx.checks import check_int
 from longctx.garlic.graph import FORMAT_KIND, FORMAT_VERSION, HWDAG, Node
 from longctx.garlic.prompts import (
     BULLET,

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from longctx._validate import check_text
+from longctx.checks import check_text
 from longctx.types import Passage, SearchResult
 
 logger = logging.getLogger(__name__)
