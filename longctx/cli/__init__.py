@@ -245,8 +245,7 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
     )
     from longctx.cli.ask import add_search_args
 
-    r.add_argument("--graph", help="garlic: graph directory written by 'longctx index'")
-    add_search_args(r, _positive_int)
+    add_search_args(r, _positive_int, graph=True)
     _add_output_options(r)
     return r
 

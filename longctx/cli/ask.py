@@ -30,22 +30,34 @@ def add_parser(sub, positive_int) -> None:
     add_search_args(a, positive_int)
 
 
-def add_search_args(p, positive_int) -> None:
+def add_search_args(p, positive_int, *, graph: bool = False) -> None:
     g = p.add_argument_group("garlic") if hasattr(p, "add_argument_group") else p
+    if graph:
+        g.add_argument(
+            "--graph",
+            help="garlic: graph directory written by 'longctx index' (default: none; required "
+            "for --method garlic)",
+        )
     if not any("--model" in a.option_strings for a in p._actions):
         g.add_argument("--model", help="causal LM the graph was built with (default: SmolLM2)")
         g.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
-    g.add_argument("--encoder", help="sentence encoder the graph was built with (default MiniLM)")
+    g.add_argument("--encoder", help="sentence encoder the graph was built with (default: MiniLM)")
     g.add_argument(
         "--stop-patience", type=positive_int("--stop-patience"), default=1,
-        help="'Yes' answers before the search stops (default 1)",
+        help="'Yes' answers before the search stops (default: 1)",
     )  # fmt: skip
-    g.add_argument("--alpha", type=float, default=0.5, help="embedding-similarity weight")
+    g.add_argument(
+        "--alpha", type=float, default=0.5,
+        help="weight of the embedding similarity against attention (default: 0.5)",
+    )  # fmt: skip
     g.add_argument(
         "--max-context-tokens", type=positive_int("--max-context-tokens"),
         help="largest prompt in model tokens (default: the model window less the answer)",
     )  # fmt: skip
-    g.add_argument("--max-new-tokens", type=positive_int("--max-new-tokens"), default=64)
+    g.add_argument(
+        "--max-new-tokens", type=positive_int("--max-new-tokens"), default=64,
+        help="longest answer in model tokens (default: 64)",
+    )  # fmt: skip
 
 
 def _load_graph(path):
