@@ -391,14 +391,15 @@ class _StemmedAnalyzer:
 class MixPRConfig:
     """Every MixPR setting, shared by :class:`MixPR` (one-off calls) and :class:`MixPRIndex`, so a
     built index and a one-off call rank alike. Pick a preset with ``preset=`` and override fields
-    by keyword (``MixPRIndex.from_texts(texts, preset="paper", threshold=0.3)``).
+    by keyword (``MixPRIndex.from_texts(texts, preset="paper", threshold=0.3)``). The field
+    defaults are the ``"default"`` preset's; :data:`PRESETS` ``["paper"]`` holds the paper's.
 
     Attributes
     ----------
-    threshold : float in [0, 1], default 0.27
+    threshold : float in [0, 1], default 0.2 (paper: 0.27)
         Chunk-chunk cosine similarities below it are dropped from the graph (appendix A.2).
-    query_threshold : float in [0, 1] or None
-        Threshold of the query node's edges; ``None``: the same as ``threshold`` (the paper).
+    query_threshold : float in [0, 1] or None, default 0.05 (paper: None)
+        Threshold of the query's edges; ``None``: the same as ``threshold`` (the paper).
     alpha_local : float in (0, 1], default 0.6
         Restart weight of personalized PageRank for local queries (eq. 2).
     max_iter : int >= 1, default 18
