@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--diversify", action="store_true", help="apply MMR to the chosen method's scores"
     )
+    from longctx.cli import bench
+
+    bench.add_parser(sub)
     return parser
 
 
@@ -127,6 +130,13 @@ def _print_passages(passages, args, n_chars: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        from longctx.cli import bench
+
+        try:
+            return bench.run(args)
+        except (ValueError, FileNotFoundError) as exc:
+            return _error(str(exc))
     if not args.query.strip():
         return _error("--query must not be empty")
     if (args.path is None) == (args.sample is None):

@@ -1,0 +1,74 @@
+"""``longctx bench``: every method against the usual baselines on real data
+(:mod:`longctx.eval`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from longctx.eval import METHOD_NAMES, TASKS
+
+DEFAULT_METHODS = ("mixpr", "bm25", "minilm", "mmr", "mixpr+mmr", "truncate", "random")
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    b = sub.add_parser(
+        "bench",
+        help="compare every method with BM25, MiniLM, truncation and random on real data",
+        description="Run every method and the usual baselines on the same real data under the "
+        "same token budgets; prints a markdown table, writes bench.json and PNG plots.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    b.add_argument(
+        "--data",
+        type=Path,
+        default=Path("../shared/data"),
+        help="data folder (babi/, gutenberg/, squad/, hotpotqa/, narrativeqa_summaries/, "
+        "multilexsum/)",
+    )
+    b.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS), help="tasks to run")
+    b.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHOD_NAMES,
+        default=list(DEFAULT_METHODS),
+        help="methods to compare (youra is slow on CPU: ~360 tokens/s)",
+    )
+    b.add_argument("--quick", action="store_true", help="4 questions per task, 8k-token haystacks")
+    b.add_argument("--questions", type=int, help="questions per task (overrides --quick's)")
+    b.add_argument("--seed", type=int, default=0, help="seed of question sampling and haystacks")
+    b.add_argument("--out", type=Path, default=Path("bench-results"), help="output folder")
+    b.add_argument("--cache", type=Path, help="folder caching sentence embeddings between runs")
+    b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    return b
+
+
+def run(args: argparse.Namespace) -> int:
+    from longctx.eval import markdown, plot, save
+    from longctx.eval import run as run_bench
+
+    if not Path(args.data).is_dir():
+        raise ValueError(f"--data {str(args.data)!r} is not a folder (give the data folder)")
+    if args.questions is not None and args.questions < 1:
+        raise ValueError(f"--questions must be >= 1, got {args.questions}")
+    t0 = time.perf_counter()
+    result = run_bench(
+        args.data,
+        tasks=args.tasks,
+        methods=args.methods,
+        quick=args.quick,
+        n_questions=args.questions,
+        seed=args.seed,
+        cache_dir=args.cache,
+    )
+    result["settings"]["seconds"] = round(time.perf_counter() - t0, 1)
+    print(markdown(result))
+    path = save(result, args.out)
+    written = [path] + ([] if args.no_plots else plot(result, args.out))
+    print(
+        f"\n{result['settings']['seconds']} s; wrote " + ", ".join(str(p) for p in written),
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,226 @@
+"""Benchmark tasks built from real data (the project's ``shared/data`` folder or ``--data PATH``).
+
+Each task yields :class:`Example` objects grouped by document, so that a method builds its index
+once per document and answers every question of that document from it.
+
+- ``babilong``: bAbI qa1/qa2/qa3 facts put at random sentence boundaries of Gutenberg text
+  (BABILong, Kuratov et al., 2024, arXiv:2406.10149), seeded; gold = the supporting facts.
+- ``squad``: one SQuAD v2.0 dev article (paragraphs joined by blank lines) as the document;
+  answerable questions; gold = the answer strings (Rajpurkar et al., 2018, arXiv:1806.03822).
+- ``hotpotqa``: HotpotQA distractor, the ten paragraphs ("title" line, then its sentences);
+  gold = the supporting sentences' character spans (Yang et al., 2018, arXiv:1809.09600).
+- ``narrativeqa``: NarrativeQA summaries; gold = the two reference answers (Kočiský et al., 2018,
+  arXiv:1712.07040).
+- ``multilexsum``: Multi-LexSum legal documents, no question (a global task); gold = the expert
+  summary (Shen et al., 2022, arXiv:2206.10883).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TASKS = ("babilong", "squad", "hotpotqa", "narrativeqa", "multilexsum")
+
+
+@dataclass(frozen=True)
+class Example:
+    """One question (or global request) on one document.
+
+    Attributes
+    ----------
+    task, doc_id : str
+    text : str
+        The document.
+    query : str or None
+        The question; ``None`` for a global task (summarize the document).
+    answers : tuple of str
+        Reference answers (SQuAD, NarrativeQA).
+    gold_spans : tuple of (start, end)
+        Character spans that must be selected (bAbI facts, HotpotQA supporting sentences).
+    reference : str or None
+        Reference summary (Multi-LexSum).
+    """
+
+    task: str
+    doc_id: str
+    text: str
+    query: str | None
+    answers: tuple[str, ...] = ()
+    gold_spans: tuple[tuple[int, int], ...] = ()
+    reference: str | None = None
+    meta: dict = field(default_factory=dict, compare=False)
+
+
+def check_data(data: Path) -> Path:
+    """``data`` as a Path, or ``FileNotFoundError`` naming it when it is not a data folder."""
+    data = Path(data)
+    if not data.is_dir():
+        raise FileNotFoundError(f"benchmark data folder {str(data)!r} does not exist (--data PATH)")
+    return data
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        raise FileNotFoundError(f"benchmark data {str(path)!r} is missing (--data PATH)")
+    return path
+
+
+def squad(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
+    """SQuAD v2.0 dev, first five articles; each article one document, answerable questions."""
+    raw = json.loads(_need(data / "squad" / "dev-v2.0-first5.json").read_text("utf-8"))
+    per_doc = max(1, -(-n_questions // len(raw["data"])))
+    for art in raw["data"]:
+        text = "\n\n".join(p["context"] for p in art["paragraphs"])
+        qas = [q for p in art["paragraphs"] for q in p["qas"] if not q.get("is_impossible", False)]
+        qas = random.Random(seed).sample(qas, min(per_doc, len(qas)))
+        yield [
+            Example(
+                "squad",
+                art["title"],
+                text,
+                q["question"],
+                answers=tuple(sorted({a["text"] for a in q["answers"]})),
+            )
+            for q in qas
+        ]
+
+
+def narrativeqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
+    """NarrativeQA summaries: ``n_questions`` questions, grouped by summary."""
+    path = _need(data / "narrativeqa_summaries" / "test.jsonl")
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    rows = random.Random(seed).sample(rows, min(n_questions, len(rows)))
+    by_doc: dict[str, list[dict]] = {}
+    for r in rows:
+        by_doc.setdefault(r["passage"], []).append(r)
+    for i, (passage, rs) in enumerate(by_doc.items()):
+        yield [
+            Example("narrativeqa", f"nqa{i}", passage, r["question"], answers=tuple(r["answer"]))
+            for r in rs
+        ]
+
+
+def hotpotqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
+    """HotpotQA distractor: ten paragraphs per question; gold = supporting sentences."""
+    rows = json.loads(_need(data / "hotpotqa" / "dev-distractor-first100.json").read_text("utf-8"))
+    for r in rows[:n_questions]:
+        parts, spans, pos = [], {}, 0
+        for title, sents in r["context"]:
+            head = title + "\n"
+            parts.append(head)
+            pos += len(head)
+            for j, s in enumerate(sents):
+                lead = len(s) - len(s.lstrip())
+                if s.strip():
+                    spans[(title, j)] = (pos + lead, pos + len(s.rstrip()))
+                piece = s if s.endswith(" ") else s + " "
+                parts.append(piece)
+                pos += len(piece)
+            parts.append("\n\n")
+            pos += 2
+        text = "".join(parts)
+        gold = tuple(spans[(t, j)] for t, j in r["supporting_facts"] if (t, j) in spans)
+        yield [Example("hotpotqa", r["_id"], text, r["question"], gold_spans=gold)]
+
+
+def multilexsum(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
+    """Multi-LexSum: documents with their expert summaries; no question (global task)."""
+    path = _need(data / "multilexsum" / "test.jsonl")
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    rows = [r for r in rows if r["document"].strip() and r["summary"].strip()]
+    for i, r in enumerate(random.Random(seed).sample(rows, min(n_questions, len(rows)))):
+        yield [Example("multilexsum", f"mls{i}", r["document"], None, reference=r["summary"])]
+
+
+def _babi_questions(path: Path):
+    facts: list[str] = []
+    ids: dict[int, int] = {}
+    for line in path.read_text("utf-8").splitlines():
+        num, _, rest = line.partition(" ")
+        if int(num) == 1:
+            facts, ids = [], {}
+        if "\t" in rest:
+            q, _answer, sup = rest.split("\t")
+            yield list(facts), q.strip(), [ids[int(s)] for s in sup.split()]
+        else:
+            ids[int(num)] = len(facts)
+            facts.append(rest.strip())
+
+
+def gutenberg_haystack(data: Path, n_chars: int) -> str:
+    """Gutenberg text (Moby Dick, then Pride and Prejudice, ...) cut to ``n_chars`` characters."""
+    folder = _need(data / "gutenberg")
+    books = ["2701-0.txt", "pg1342.txt", "2600-0.txt", "145-0.txt"]
+    out, total = [], 0
+    for name in books:
+        t = (folder / name).read_text(encoding="utf-8-sig")
+        out.append(t)
+        total += len(t)
+        if total >= n_chars:
+            break
+    return "\n\n".join(out)[:n_chars]
+
+
+def babilong(
+    data: Path,
+    n_questions: int,
+    seed: int = 0,
+    *,
+    n_tokens: int = 16_000,
+    subtasks: tuple[str, ...] = ("qa1", "qa2", "qa3"),
+) -> Iterator[list[Example]]:
+    """bAbI facts (``subtasks``) in a Gutenberg haystack of about ``n_tokens`` tokens (about 4.5
+    characters a token), ``n_questions`` per subtask; each question its own document."""
+    from longctx.text import split_sentences
+
+    names = {
+        "qa1": "qa1_single-supporting-fact",
+        "qa2": "qa2_two-supporting-facts",
+        "qa3": "qa3_three-supporting-facts",
+    }
+    hay = gutenberg_haystack(data, int(n_tokens * 4.5))
+    hay_sents = split_sentences(hay)
+    for sub in subtasks:
+        rng = random.Random(seed)
+        qs = list(_babi_questions(_need(data / "babi" / "en" / f"{names[sub]}_test.txt")))
+        for k, (facts, q, sup) in enumerate(rng.sample(qs, min(n_questions, len(qs)))):
+            bounds = sorted(rng.sample(range(len(hay_sents) + 1), len(facts)))
+            pieces, spans, pos, prev = [], [], 0, 0
+            for f, b in zip(facts, bounds):
+                cut = hay_sents[b][0] if b < len(hay_sents) else len(hay)
+                pieces.append(hay[prev:cut])
+                pos += cut - prev
+                pieces.append(f + " ")
+                spans.append((pos, pos + len(f)))
+                pos += len(f) + 1
+                prev = cut
+            pieces.append(hay[prev:])
+            yield [
+                Example(
+                    f"babilong-{sub}",
+                    f"{sub}-{k}",
+                    "".join(pieces),
+                    q,
+                    gold_spans=tuple(spans[s] for s in sup),
+                    meta={"subtask": sub},
+                )
+            ]
+
+
+def load_task(name: str, data: Path, n_questions: int, seed: int = 0, **kw):
+    """Documents (lists of examples) of one task."""
+    data = check_data(data)
+    funcs = {
+        "babilong": babilong,
+        "squad": squad,
+        "hotpotqa": hotpotqa,
+        "narrativeqa": narrativeqa,
+        "multilexsum": multilexsum,
+    }
+    if name not in funcs:
+        raise ValueError(f"task must be one of {sorted(funcs)}, got {name!r}")
+    return funcs[name](data, n_questions, seed, **kw)
