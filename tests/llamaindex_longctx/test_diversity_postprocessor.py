@@ -142,6 +142,9 @@ def test_user_metadata_kept_and_document_order():
     for n in out:
         assert n.node.metadata["longctx_note"] == "mine" and "pos" in n.node.metadata
         assert "pos" in n.node.excluded_llm_metadata_keys
+    for n in nodes:  # the input nodes are not modified: the keys go on copies
+        assert set(n.node.metadata) == {"pos", "longctx_note"}
+        assert n.node.excluded_llm_metadata_keys == ["pos"]
 
 
 async def test_async_matches_sync_and_runs_concurrently():
