@@ -155,7 +155,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         max_new_tokens: int = 64,
         **kwargs: Any,
     ) -> None:
-        from longctx.garlic.search import _check_alpha, _check_pos_int
+        from longctx.checks import check_float, check_int
 
         self._model = model
         self._tokenizer = tokenizer
@@ -163,12 +163,12 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         self._graph_builder = graph_builder or _default_builder
         self._build_kwargs = dict(build_kwargs or {})
         self._search_kwargs = {
-            "alpha": _check_alpha(alpha),
-            "stop_patience": _check_pos_int(stop_patience, "stop_patience"),
-            "max_context_tokens": _check_pos_int(
-                max_context_tokens, "max_context_tokens", allow_none=True
+            "alpha": check_float(alpha, "alpha", low=0.0, high=1.0),
+            "stop_patience": check_int(stop_patience, "stop_patience", minimum=1),
+            "max_context_tokens": check_int(
+                max_context_tokens, "max_context_tokens", minimum=1, allow_none=True
             ),
-            "max_new_tokens": _check_pos_int(max_new_tokens, "max_new_tokens"),
+            "max_new_tokens": check_int(max_new_tokens, "max_new_tokens", minimum=1),
         }
         self._searcher = None
         self._searcher_lock = threading.Lock()

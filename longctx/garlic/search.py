@@ -45,7 +45,6 @@ in ``info["visited"]`` / ``info["visited_nodes"]`` (id, level, text, score, posi
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -54,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.checks import check_text
+from longctx.checks import check_float, check_int, check_text
 from longctx.types import Passage, SearchResult
 
 logger = logging.getLogger(__name__)
@@ -315,20 +314,6 @@ def as_search_graph(graph) -> SearchGraph:
 # ---------------------------------------------------------------------------------------------
 # searcher
 # ---------------------------------------------------------------------------------------------
-def _check_alpha(alpha) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-        raise TypeError(f"alpha must be a float in [0, 1], got {type(alpha).__name__}")
-    if not 0.0 <= float(alpha) <= 1.0 or math.isnan(alpha):
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-    return float(alpha)
-
-
-def _check_pos_int(value, name: str, allow_none: bool = False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
 
 
 class GarlicSearcher:
@@ -386,12 +371,12 @@ class GarlicSearcher:
         self.graph = as_search_graph(graph)
         if (model is None) != (tokenizer is None):
             raise TypeError("give both model and tokenizer, or neither (default SmolLM2)")
-        self.alpha = _check_alpha(alpha)
-        self.stop_patience = _check_pos_int(stop_patience, "stop_patience")
-        self.max_context_tokens = _check_pos_int(
-            max_context_tokens, "max_context_tokens", allow_none=True
+        self.alpha = check_float(alpha, "alpha", low=0.0, high=1.0)
+        self.stop_patience = check_int(stop_patience, "stop_patience", minimum=1)
+        self.max_context_tokens = check_int(
+            max_context_tokens, "max_context_tokens", minimum=1, allow_none=True
         )
-        self.max_new_tokens = _check_pos_int(max_new_tokens, "max_new_tokens")
+        self.max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=1)
         check_layers_spec(layers)
         self.layers = layers
         self.model = model
@@ -597,12 +582,16 @@ class GarlicSearcher:
             bad overrides. Raised before any forward pass.
         """
         check_text(query, "query")
-        patience = _check_pos_int(
-            self.stop_patience if stop_patience is None else stop_patience, "stop_patience"
+        patience = check_int(
+            self.stop_patience if stop_patience is None else stop_patience,
+            "stop_patience",
+            minimum=1,
         )
-        alpha = self.alpha if alpha is None else _check_alpha(alpha)
-        max_new = _check_pos_int(
-            self.max_new_tokens if max_new_tokens is None else max_new_tokens, "max_new_tokens"
+        alpha = self.alpha if alpha is None else check_float(alpha, "alpha", low=0.0, high=1.0)
+        max_new = check_int(
+            self.max_new_tokens if max_new_tokens is None else max_new_tokens,
+            "max_new_tokens",
+            minimum=1,
         )
         self._setup()
         t0 = time.perf_counter()
@@ -614,7 +603,7 @@ class GarlicSearcher:
             if self._window is None:
                 raise ValueError("max_context_tokens is required: the model config has no window")
             limit = self._window - max_new - len(second) - 2
-        limit = _check_pos_int(limit, "max_context_tokens")
+        limit = check_int(limit, "max_context_tokens", minimum=1)
         if self._window is not None and limit + len(second) + max_new > self._window + 2:
             logger.info("max_context_tokens %d leaves little room for the answer", limit)
         if len(prefix) + len(suffix) > limit:
