@@ -130,6 +130,8 @@ def main() -> None:
     ap.add_argument("--dtype")
     ap.add_argument("--model", help="model path (default SmolLM2-135M-Instruct)")
     ap.add_argument("--skip-overhead", action="store_true")
+    ap.add_argument("--skip-build", action="store_true", help="only the capture overhead")
+    ap.add_argument("--threads", type=int, help="torch CPU threads")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
@@ -138,13 +140,15 @@ def main() -> None:
     from longctx.models import load_causal_lm
 
     torch.manual_seed(0)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     t = time.perf_counter()
     model, tok = load_causal_lm(args.model, device=args.device, dtype=args.dtype)
     print(f"model loaded in {time.perf_counter() - t:.1f} s on {next(model.parameters()).device}, "
           f"{next(model.parameters()).dtype}; torch threads {torch.get_num_threads()}")  # fmt: skip
     docs = load_documents(tok, args.narrativeqa, args.chapter_tokens)
     rows = []
-    for name, text in docs.items():
+    for name, text in [] if args.skip_build else docs.items():
         n_tok = len(tok(text, add_special_tokens=False)["input_ids"])
         t = time.perf_counter()
         g = build_hwdag(
