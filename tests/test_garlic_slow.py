@@ -32,8 +32,8 @@ def test_smollm2_builds_a_bullet_graph(tmp_path):
 
     model, tok = load_causal_lm()
     g = build_hwdag(
-        STORY, model, tok, out_dir=tmp_path / "g", encoder=False, chunk_tokens=100,
-        batch_tokens=220, max_new_tokens=48,
+        STORY, model, tok, out_dir=tmp_path / "g", encoder=False, chunk_tokens=90,
+        batch_tokens=190, max_new_tokens=24,
     )  # fmt: skip
     assert len(g.levels) >= 3 and len(g.levels[0]) >= 3
     for i in g.levels[0]:
