@@ -249,6 +249,18 @@ def _column_sums(
     b, h, q_len, d = query.shape
     h_kv, k_len = key.shape[1], key.shape[2]
     n_rep = h // h_kv
+    if q_len == 1 and softcap is None:
+        # one decoding step: the column sums are the new token's attention row (few small ops,
+        # since this runs once per layer and generated token)
+        s = torch.matmul(query.float().reshape(b, h_kv, n_rep, d), key.float().transpose(-1, -2))
+        s = s.reshape(b, h, k_len).mul_(scaling)
+        if attention_mask is not None:
+            m = attention_mask[..., -1, :k_len].reshape(attention_mask.shape[0], -1, k_len)
+            if m.dtype == torch.bool:
+                s = s.masked_fill(~m, float("-inf"))
+            else:
+                s = s + m.float()
+        return torch.nan_to_num_(torch.softmax(s, dim=-1), nan=0.0)
     qf = query.float().reshape(b, h_kv, n_rep, q_len, d)
     kf = key.float().transpose(-1, -2).unsqueeze(2)  # (b, Hkv, 1, d, k)
     if row_block is None:

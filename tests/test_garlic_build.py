@@ -25,11 +25,11 @@ STORY = (
     "One day she expected fine company for tea. She fetched the kittens indoors to wash them. "
     "Tom was fat and burst several buttons off his clothes. His mother sewed them on again. "
     "She turned them into the garden to keep them out of the way. "
-) * 6 + (
+) * 3 + (
     "\n\nThe Puddle-Ducks came marching along the high road, pit pat paddle pat! "
     "They stopped and stared up at the kittens on the wall. "
     "Mr. Drake Puddle-Duck picked up the clothes and put them on himself. "
-) * 6
+) * 3
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,11 @@ def tok():
 @pytest.fixture(scope="module")
 def model():
     return tiny_llama(49152, seed=3)
+
+
+@pytest.fixture(scope="module")
+def full_graph(model, tok):
+    return small_build(model, tok)
 
 
 def bullet_forcer(tok, answer: str):
@@ -108,12 +113,14 @@ def test_prompt_ranges_hold_node_tokens(tok):
     assert full.rstrip().endswith("assistant")
 
 
-def test_capture_equals_eager_attention_maps(tok, model):
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+def test_capture_equals_eager_attention_maps(tok, model, impl):
+    run_model = model if impl == "eager" else tiny_llama(49152, seed=3, attn_implementation=impl)
     nodes = ["Tom Kitten bursts his buttons.", "Mrs. Twitchit sews them back.", "Ducks walk."]
     ids, ranges = build_prompt(tok, nodes, bullets=False)
     proc = bullet_forcer(tok, ANSWER)
     gen, node_att = generate_with_capture(
-        model,
+        run_model,
         ids,
         ranges,
         max_new_tokens=40,
@@ -144,9 +151,9 @@ def test_capture_equals_eager_attention_maps(tok, model):
     np.testing.assert_allclose(w.sum(axis=1), 1.0)
 
 
-def test_build_structure(tok, model):
-    g = small_build(model, tok, encoder=False)
-    assert len(g.levels) >= 3 and g.embeddings is None
+def test_build_structure(full_graph):
+    g = full_graph
+    assert len(g.levels) >= 3 and g.embeddings.shape == (len(g), 2)
     # level 1: exact spans into the source
     for i in g.levels[0]:
         n = g.nodes[i]
@@ -179,9 +186,8 @@ def test_build_structure(tok, model):
     assert g.info["tokens_generated"] == sum(b["n_generated"] for b in g.batches) > 0
 
 
-def test_save_load_and_bad_dirs(tok, model, tmp_path):
-    g = small_build(model, tok, max_levels=2)
-    assert len(g.levels) == 2 and g.embeddings.shape == (len(g), 2)
+def test_save_load_and_bad_dirs(tok, model, full_graph, tmp_path):
+    g = full_graph
     g.save(tmp_path / "g")
     h = HWDAG.load(tmp_path / "g")
     assert h == g and h.levels == g.levels and h.info == g.info
@@ -200,8 +206,8 @@ def test_save_load_and_bad_dirs(tok, model, tmp_path):
         small_build(model, tok, out_dir=tmp_path / "g")
 
 
-def test_interrupted_build_resumes_to_the_same_graph(tok, model, tmp_path):
-    full = small_build(model, tok)
+def test_interrupted_build_resumes_to_the_same_graph(tok, model, full_graph, tmp_path):
+    full = full_graph
     assert len(full.batches) >= 4
 
     class Stop(Exception):
