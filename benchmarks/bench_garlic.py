@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     p.add_argument("--n-reencode", type=int, default=5)
     p.add_argument("--n-answer", type=int, default=3, help="questions also answered (2nd turn)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--build-max-new-tokens", type=int, default=400, help="per summary batch")
+    p.add_argument("--build-max-new-tokens", type=int, default=160, help="per summary batch")
     p.add_argument("--device", default=None)
     p.add_argument("--cache", default=str(Path.home() / ".cache" / "longctx" / "bench_garlic"))
     args = p.parse_args(argv)
@@ -89,6 +89,8 @@ def main(argv=None) -> int:
         graph = build_hwdag(
             doc, model, tok, out_dir=out, encoder=enc, max_new_tokens=args.build_max_new_tokens
         )
+        print(f"graph: {[len(x) for x in graph.levels]} nodes per level, "
+              f"{time.perf_counter() - t:.0f} s", file=sys.stderr)  # fmt: skip
         builds.append(
             (time.perf_counter() - t, [len(x) for x in graph.levels], count(doc), graph.info)
         )
@@ -139,6 +141,7 @@ def main(argv=None) -> int:
                 row[m] = any(a.lower() in text.lower() for a in answers)
             rows.append(row)
             n_done += 1
+            print(json.dumps({k: v for k, v in row.items() if k != "gold"}), file=sys.stderr)
             if n_done % 5 == 0:
                 print(f"{n_done} questions, {time.perf_counter() - t_all:.0f} s", file=sys.stderr)
 
