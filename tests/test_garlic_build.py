@@ -17,6 +17,7 @@ from longctx.garlic.build import (  # noqa: E402
     generate_with_capture,
     ip_edge_weights,
 )
+from longctx.garlic.prompts import parse_list_items  # noqa: E402
 from longctx.persist import PersistError  # noqa: E402
 from tests._tiny_models import smollm2_tokenizer, tiny_llama  # noqa: E402
 
@@ -80,6 +81,12 @@ def test_parse_ips_bullets_blank_and_preamble():
     spans = parse_ips(text)
     assert [text[a:b] for a, b in spans] == ["First point.", "Second point", "Third"]
     assert parse_ips("no bullets at all\njust text") == []
+    text = "Summary points:\n1. Mark Hunter runs a radio.\n2) Nora helps.\n- \n- Harry.\n3.5 kg"
+    assert [text[a:b] for a, b in parse_list_items(text)] == [
+        "Mark Hunter runs a radio.",
+        "Nora helps.",
+        "Harry.",
+    ]
 
 
 def test_chunks_have_exact_offsets(tok):

@@ -43,6 +43,7 @@ from longctx.garlic.prompts import (
     PROMPT_VERSION,
     SEPARATOR,
     parse_ips,
+    parse_list_items,
     segment_text,
 )
 from longctx.persist import PersistError, read_json, read_manifest, write_dir
@@ -337,7 +338,8 @@ def ip_edge_weights(
 
     A generated token belongs to the first IP whose text (:func:`~longctx.garlic.prompts.parse_ips`
     span, bullet excluded) it overlaps; tokens of no IP (bullets, newlines, text before the first
-    bullet) are left out.
+    bullet) are left out. Without any ``*`` line (a weak model), numbered or dashed lines
+    (:func:`~longctx.garlic.prompts.parse_list_items`) are the IPs, else every non-empty line.
 
     Returns
     -------
@@ -350,6 +352,16 @@ def ip_edge_weights(
     """
     text, ends = _token_char_ends(tokenizer, generated)
     spans = parse_ips(text)
+    if not spans and text.strip():
+        # a weak model may ignore the "*" format: numbered or dashed lines, else every line
+        spans = parse_list_items(text)
+        if not spans:
+            spans = [(m.start(), m.end()) for m in re.finditer(r"[^\s](?:[^\n]*[^\s])?", text)]
+        logger.warning(
+            "no '*' line in a generated summary; using %d list or plain line(s) as information "
+            "points",
+            len(spans),
+        )
     starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
     n_nodes = node_att.shape[1]
     weights = np.zeros((len(spans), n_nodes), dtype=np.float64)
@@ -672,21 +684,10 @@ def _summarize(model, tokenizer, inputs, level, src, layers, max_new_tokens, eos
     )
     text, spans, weights = ip_edge_weights(tokenizer, gen, node_att)
     if not spans:
-        stripped = text.strip()
-        if not stripped:
-            raise RuntimeError(
-                f"document {src}, level {level}: the model wrote nothing for a batch of "
-                f"{len(inputs)} nodes"
-            )
-        logger.warning(
-            "document %d, level %d: no '*' line in the summary; using the whole answer as one IP",
-            src,
-            level,
+        raise RuntimeError(
+            f"document {src}, level {level}: the model wrote nothing for a batch of "
+            f"{len(inputs)} nodes"
         )
-        a = text.index(stripped)
-        spans = [(a, a + len(stripped))]
-        e = node_att.mean(axis=0) if len(node_att) else np.ones(len(inputs))
-        weights = (e / e.sum())[None, :]
     ip_texts = [text[a:b] for a, b in spans]
     return {
         "source": src,

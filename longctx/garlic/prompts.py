@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PROMPT_HEAD", "PROMPT_TAIL", "PROMPT_VERSION", "segment_text", "parse_ips"]
+__all__ = [
+    "PROMPT_HEAD",
+    "PROMPT_TAIL",
+    "PROMPT_VERSION",
+    "segment_text",
+    "parse_ips",
+    "parse_list_items",
+]
 
 # Bump when the prompt changes: a checkpoint built with another prompt is not resumed.
 PROMPT_VERSION = 1
@@ -36,6 +43,7 @@ BULLET = "* "
 _WS_RE = re.compile(r"\s+")
 _LINE_RE = re.compile(r"[^\n]*")
 _BULLET_RE = re.compile(r"[ \t]*\*+[ \t]*")
+_ITEM_RE = re.compile(r"[ \t]*(?:[-\u2022]|\d{1,3}[.)])[ \t]+")
 
 
 def segment_text(text: str) -> str:
@@ -68,6 +76,22 @@ def parse_ips(text: str) -> list[tuple[int, int]]:
         if b is None or "*" not in b.group(0):
             continue
         start, end = b.end(), line_end
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end > start:
+            spans.append((start, end))
+    return spans
+
+
+def parse_list_items(text: str) -> list[tuple[int, int]]:
+    """Fallback for answers without ``*`` bullets: lines starting with ``-``, ``•`` or a number
+    (``1.``, ``2)``), as character spans of the text after the marker (blank items dropped)."""
+    spans = []
+    for m in _LINE_RE.finditer(text):
+        b = _ITEM_RE.match(text, m.start(), m.end())
+        if b is None:
+            continue
+        start, end = b.end(), m.end()
         while end > start and text[end - 1].isspace():
             end -= 1
         if end > start:
