@@ -23,6 +23,24 @@ evictions: seconds and peak RSS of the build, a first and a second query (the se
 the budget kept and recomputes the rest), the cache counters, and an extrapolation to the whole
 book (not run: about 40 minutes of CPU a query here).
 
+Measured (2026-11-23, SmolLM2 float32 on the 2 shared CPU cores, load average 10-14 from other
+jobs; ``/usr/bin/time -v``: 556 s user time in all, maximum resident set 1.65 GB)::
+
+    War and Peace, first 150,000 characters from CHAPTER I: 39,578 SmolLM2 tokens, 27 windows
+    (max_window=2048), cache_bytes=300 MiB, cache_dtype=None, baseline=instruction
+    RSS after loading the model: 0.47 GB
+    phase                             seconds peak RSS GB  cache (this query)
+    build (tokenize, align, layout)       0.5        0.48
+    query 1                             978.5        1.69  hits 0, misses 27 of 27 windows
+    query 2                             413.5        1.63  hits 5, misses 22 of 27 windows
+    cache: 4 windows, 266 MiB used, peak 294 MiB <= budget 300 MiB, 45 evictions
+
+Extrapolated (not run) to the whole book (x21.5: ~581 windows): peak RSS = this run's 1.65 GB
+- 0.29 GB of cache + the default 2 GiB budget = about 3.5 GB (tokens and spans add ~0.05 GB);
+time about 11 s of CPU a window (556 s / 49 context passes), so ~1.8 h of CPU, ~55 min on two
+free cores, for a query that recomputes every window (a 2 GiB float32 budget keeps ~30 of the
+~581 windows; each later query reuses those).
+
 ``--bf16-effect``: how storing the cached keys/values in bfloat16 (``cache_dtype="bfloat16"``)
 changes SmolLM2's scores against a float32 cache, on ``--chars`` characters of War and Peace and
 five questions: relative error of the reaction vector, Spearman correlation of the sentence scores
