@@ -131,6 +131,34 @@ def hit_metadata(hit: Passage, method: str, source_id: str | None = None) -> dic
     return meta
 
 
+def resolve_hit(
+    hit: Passage, source_id: str | None, source_metadata=None
+) -> tuple[Passage, str | None, bool]:
+    """Offsets into the user's original text when the source is itself a longctx hit.
+
+    A retriever's chunk handed to a postprocessor or compressor carries ``longctx_start_char_idx``
+    and ``longctx_source_id``; a hit inside it is then shifted by the chunk's start and attributed
+    to the original source, so chained components report offsets into the user's document and
+    ids that stay unique across chunks. Otherwise the hit and ``source_id`` come back unchanged.
+
+    Returns
+    -------
+    (hit, source id, chained) : the hit with (possibly shifted) offsets, the id to attribute it
+    to, and whether the source was a longctx hit.
+    """
+    meta = source_metadata or {}
+    if META_START in meta and META_SOURCE_ID in meta:
+        try:
+            off = int(meta[META_START])
+        except (TypeError, ValueError):
+            return hit, source_id, False
+        shifted = Passage(
+            hit.start + off, hit.end + off, hit.text, hit.score, hit.index, hit.source
+        )
+        return shifted, str(meta[META_SOURCE_ID]), True
+    return hit, source_id, False
+
+
 def hit_id(source_id: str | None, hit: Passage) -> str:
     """Deterministic id of a hit: the source id and the character span, ``"{source}#{start}-{end}"``.
 
@@ -147,6 +175,7 @@ __all__ = [
     "SearchResult",
     "hit_metadata",
     "hit_id",
+    "resolve_hit",
     "METADATA_KEYS",
     "META_START",
     "META_END",
