@@ -83,3 +83,29 @@ def test_bench_bad_data_is_one_line(tmp_path, capsys):
     assert main(["bench", "--data", str(tmp_path / "missing"), "--quick"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing" in err[0]
+
+
+def test_answers_are_scored_with_qa_f1(shared_data):
+    from longctx.eval import markdown, run
+
+    def oracle(context, question):  # "answers" with the selection's first words
+        return " ".join(context.split()[:3])
+
+    calls = []
+
+    def fake(context, question):
+        calls.append(question)
+        return "Denver Broncos"
+
+    result = run(
+        shared_data,
+        tasks=["squad"],
+        methods=["truncate"],
+        n_questions=5,
+        token_counter=lambda s: len(s.split()),
+        answer=fake,
+    )
+    rows = result["results"]
+    assert calls and all("qa_f1" in r and 0 <= r["qa_f1"] <= 1 for r in rows)
+    assert "QA F1" in markdown(result)
+    assert oracle("a b c d", "q") == "a b c"

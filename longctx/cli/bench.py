@@ -42,6 +42,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     b.add_argument("--out", type=Path, default=Path("bench-results"), help="output folder")
     b.add_argument("--cache", type=Path, help="folder caching sentence embeddings between runs")
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    b.add_argument(
+        "--answer",
+        nargs="?",
+        const=True,
+        metavar="MODEL",
+        help="also answer each question from each selection with a local LLM (the packaged "
+        "SmolLM2, or MODEL: a local path) and report QA F1; slow on CPU",
+    )
     return b
 
 
@@ -62,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         n_questions=args.questions,
         seed=args.seed,
         cache_dir=args.cache,
+        answer=args.answer,
     )
     result["settings"]["seconds"] = round(time.perf_counter() - t0, 1)
     print(markdown(result))

@@ -59,6 +59,7 @@ def run(
     token_counter=None,
     encoder_factory=None,
     cache_dir=None,
+    answer=None,
 ) -> dict:
     """Run the benchmark; returns ``{"settings": ..., "results": [row, ...]}``.
 
@@ -78,6 +79,11 @@ def run(
         Returns the sentence encoder (default: ``longctx.embeddings.get_encoder``, MiniLM).
     cache_dir : path, optional
         Sentence embeddings are kept there between runs (never in the repository).
+    answer : None, True, str or callable ``(context, question) -> str``
+        Also answer every question from each selection with a local LLM and score the answer
+        with LongBench's QA F1 (``qa_f1`` in the rows): ``True`` for the packaged SmolLM2, a str
+        for any causal LM path (:func:`answer_with`), or your own callable. Slow on CPU (a few
+        seconds an answer).
 
     Raises
     ------
@@ -86,6 +92,7 @@ def run(
     ValueError
         Unknown task or method names.
     """
+    answer_fn = answer if callable(answer) else (answer_with(answer) if answer else None)
     sizes = QUICK if quick else FULL
     n_q = n_questions or sizes["n_questions"]
     method_objs = get_methods(methods)
@@ -118,6 +125,10 @@ def run(
                         sel_tok = sum(int(counter(doc.text[a:c])) for a, c in spans)
                         for k, v in metrics.score(ex, doc.text, spans).items():
                             cell[k].append(v)
+                        if answer_fn is not None and ex.query is not None and ex.answers:
+                            context = metrics.selected_text(doc.text, spans)
+                            pred = answer_fn(context, ex.query)
+                            cell["qa_f1"].append(metrics.qa_f1(pred, ex.answers))
                         cell["selected_tokens"].append(sel_tok)
                         cell["doc_tokens"].append(n_tok)
                         cell["over_budget"].append(int(sel_tok > budget))
@@ -141,6 +152,8 @@ def run(
             }
             if cell.get("share"):
                 row["share"] = float(np.mean(cell["share"]))
+            if cell.get("qa_f1"):
+                row["qa_f1"] = float(np.mean(cell["qa_f1"]))
             rows.append(row)
         logger.info("task %s done in %.1f s", task, time.perf_counter() - t_task)
     ctx.save_cache()
@@ -154,9 +167,37 @@ def run(
             "budgets": {t: list(BUDGETS[t]) for t in tasks},
             "babilong_tokens": sizes["babilong_tokens"],
             "token_counter": getattr(counter, "__qualname__", "custom"),
+            "answer": None if answer_fn is None else getattr(answer_fn, "__qualname__", "custom"),
         },
         "results": rows,
     }
+
+
+def answer_with(model=True, *, max_new_tokens: int = 32):
+    """A ``(context, question) -> answer`` function over a local causal LM (``True``: the
+    packaged SmolLM2-135M-Instruct; a str: a local path or cached name), greedy decoding through
+    the model's chat template. The model is loaded on the first call."""
+    state = {}
+
+    def answer(context: str, question: str) -> str:
+        import torch
+
+        if not state:
+            from longctx.models import load_causal_lm
+
+            state["model"], state["tok"] = load_causal_lm(None if model is True else model)
+        m, tok = state["model"], state["tok"]
+        prompt = tok.apply_chat_template(
+            [{"role": "user", "content": f"{context}\n\nAnswer briefly: {question}"}],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        ids = tok(prompt, return_tensors="pt", add_special_tokens=False).to(m.device)
+        with torch.inference_mode():
+            out = m.generate(**ids, max_new_tokens=max_new_tokens, do_sample=False)
+        return tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True).strip()
+
+    return answer
 
 
 def markdown(result: dict) -> str:
@@ -178,6 +219,20 @@ def markdown(result: dict) -> str:
                 v += f" ({r['share']:.2f})"
             vals.append(v)
         out.append(f"| {task} | {b:.0%} | " + " | ".join(vals) + " |")
+    if any("qa_f1" in r for r in rows):
+        out.append("")
+        out.append("LLM answer from the selection, QA F1:")
+        out.append("")
+        out.append("| task | budget | " + " | ".join(methods) + " |")
+        out.append("|---|---|" + "---|" * len(methods))
+        for task, b in keys:
+            vals = [
+                f"{cell[(task, b, m)]['qa_f1']:.2f}"
+                if "qa_f1" in cell.get((task, b, m), {})
+                else ""
+                for m in methods
+            ]
+            out.append(f"| {task} | {b:.0%} | " + " | ".join(vals) + " |")
     out.append("")
     out.append("| method | build s / doc | query s / question | peak RSS MB |")
     out.append("|---|---|---|---|")

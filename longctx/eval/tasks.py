@@ -38,7 +38,7 @@ class Example:
     query : str or None
         The question; ``None`` for a global task (summarize the document).
     answers : tuple of str
-        Reference answers (SQuAD, NarrativeQA).
+        Reference answers (every task with a question; scored with QA F1 by ``--answer``).
     gold_spans : tuple of (start, end)
         Character spans that must be selected (bAbI facts, HotpotQA supporting sentences).
     reference : str or None
@@ -124,7 +124,11 @@ def hotpotqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Examp
             pos += 2
         text = "".join(parts)
         gold = tuple(spans[(t, j)] for t, j in r["supporting_facts"] if (t, j) in spans)
-        yield [Example("hotpotqa", r["_id"], text, r["question"], gold_spans=gold)]
+        yield [
+            Example(
+                "hotpotqa", r["_id"], text, r["question"], answers=(r["answer"],), gold_spans=gold
+            )
+        ]
 
 
 def multilexsum(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
@@ -144,8 +148,8 @@ def _babi_questions(path: Path):
         if int(num) == 1:
             facts, ids = [], {}
         if "\t" in rest:
-            q, _answer, sup = rest.split("\t")
-            yield list(facts), q.strip(), [ids[int(s)] for s in sup.split()]
+            q, answer, sup = rest.split("\t")
+            yield list(facts), q.strip(), [ids[int(s)] for s in sup.split()], answer.strip()
         else:
             ids[int(num)] = len(facts)
             facts.append(rest.strip())
@@ -187,7 +191,7 @@ def babilong(
     for sub in subtasks:
         rng = random.Random(seed)
         qs = list(_babi_questions(_need(data / "babi" / "en" / f"{names[sub]}_test.txt")))
-        for k, (facts, q, sup) in enumerate(rng.sample(qs, min(n_questions, len(qs)))):
+        for k, (facts, q, sup, answer) in enumerate(rng.sample(qs, min(n_questions, len(qs)))):
             bounds = sorted(rng.sample(range(len(hay_sents) + 1), len(facts)))
             pieces, spans, pos, prev = [], [], 0, 0
             for f, b in zip(facts, bounds):
@@ -205,6 +209,7 @@ def babilong(
                     f"{sub}-{k}",
                     "".join(pieces),
                     q,
+                    answers=(answer,),
                     gold_spans=tuple(spans[s] for s in sup),
                     meta={"subtask": sub},
                 )
