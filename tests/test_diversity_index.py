@@ -254,3 +254,77 @@ def test_user_embeddings_stay_writeable_and_unchanged():
     idx.search(k=2)
     assert e.flags.writeable and np.array_equal(e, before)
     assert not idx.embeddings.flags.writeable
+
+
+def _no_punctuation(n_words=20_000):
+    rng = np.random.default_rng(14)
+    vocab = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "lamp", "north"]
+    return " ".join(vocab[i] for i in rng.integers(0, len(vocab), n_words))
+
+
+def test_long_sentences_are_split_on_word_boundaries():
+    """Issue #14: a text without punctuation is not one huge unit; no hit exceeds the cut."""
+    from longctx.tokens import count_tokens
+
+    text = _no_punctuation()
+    idx = DiversityIndex.from_texts(text, get_encoder(HashEncoder()))
+    assert idx.max_unit_tokens == 128 and len(idx) > 1
+    spans = idx.spans()
+    assert all(count_tokens(text[a:b]) <= 128 for _, a, b in spans)
+    assert max(idx.token_counts) <= 128
+    # every non-space character exactly once, pieces in order and not overlapping
+    assert "".join(text[a:b] for _, a, b in spans).replace(" ", "") == text.replace(" ", "")
+    assert all(b1 <= a2 for (_, _, b1), (_, a2, _) in zip(spans, spans[1:]))
+    res = idx.search("river stone", token_budget=300, method="mmr")
+    sizes = [count_tokens(h.text) for h in res.hits]
+    assert res.hits and all(s <= 128 for s in sizes) and sum(sizes) <= 300
+    assert res.info["tokens_selected"] <= 300
+    # the one-off form splits too
+    hits = div.diversify(text, "river", token_budget=300, encoder=get_encoder(HashEncoder()))
+    assert hits and sum(count_tokens(h.text) for h in hits) <= 300
+
+
+def test_max_unit_tokens_none_keeps_sentences_whole():
+    text = _no_punctuation(2_000)
+    idx = DiversityIndex.from_texts(text, get_encoder(HashEncoder()), max_unit_tokens=None)
+    assert idx.max_unit_tokens is None and len(idx) == 1
+    assert idx.spans() == [(0, 0, len(text))]
+    # one unit per text: nothing is cut
+    whole = DiversityIndex.from_texts(text, get_encoder(HashEncoder()), unit="text")
+    assert len(whole) == 1 and whole.max_unit_tokens is None
+
+
+@pytest.mark.parametrize("bad", [0, -3, "x", 2.5, True])
+def test_bad_max_unit_tokens_is_named(bad):
+    with pytest.raises((TypeError, ValueError), match="max_unit_tokens"):
+        DiversityIndex.from_texts(BOOK, get_encoder(HashEncoder()), max_unit_tokens=bad)
+    with pytest.raises((TypeError, ValueError), match="max_unit_tokens"):
+        div.diversify(BOOK[0], "cat", k=1, encoder=HashEncoder(), max_unit_tokens=bad)
+
+
+def test_max_unit_tokens_survives_save_load(tmp_path):
+    text = _no_punctuation(1_000)
+    idx = DiversityIndex.from_texts(text, get_encoder(HashEncoder()), max_unit_tokens=50)
+    assert idx.max_unit_tokens == 50 and max(idx.token_counts) <= 50
+    idx.save(tmp_path / "idx")
+    config = json.loads((tmp_path / "idx" / "config.json").read_text("utf-8"))
+    assert config["max_unit_tokens"] == 50
+    loaded = DiversityIndex.load(tmp_path / "idx", encoder=HashEncoder())
+    assert loaded.max_unit_tokens == 50 and loaded.spans() == idx.spans()
+    # an index saved before the setting existed loads as built (not cut)
+    del config["max_unit_tokens"]
+    (tmp_path / "idx" / "config.json").write_text(json.dumps(config), "utf-8")
+    old = DiversityIndex.load(tmp_path / "idx", encoder=HashEncoder())
+    assert old.max_unit_tokens is None and old.spans() == idx.spans()
+
+
+def test_cli_index_splits_long_sentences(monkeypatch):
+    import longctx.cli.diversity as cli
+    from longctx.tokens import count_tokens
+
+    monkeypatch.setattr(cli, "_encoder", lambda args: get_encoder(HashEncoder()))
+    text = _no_punctuation(2_000)
+    args = SimpleNamespace(method="mmr", lambda_=0.5, window=None, k=None, budget=300)
+    res = cli.run(text, "river", args)
+    sizes = [count_tokens(h.text) for h in res.hits]
+    assert res.hits and all(s <= 128 for s in sizes) and sum(sizes) <= 300

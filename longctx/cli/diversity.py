@@ -1,7 +1,8 @@
 """``longctx retrieve --method mmr|fps`` and the ``--diversify`` step of the other methods.
 
-Units are sentences (:func:`longctx.text.split_sentences`), embedded once with all-MiniLM-L6-v2
-into a :class:`longctx.DiversityIndex`; selection by MMR / FPS (Wang, Bi, Luo, Asur and Cheng,
+Units are sentences (:func:`longctx.text.split_sentences`; one longer than 128 tokens is cut on
+word boundaries, ``DiversityIndex.from_texts(max_unit_tokens=128)``), embedded once with
+all-MiniLM-L6-v2 into a :class:`longctx.DiversityIndex`; selection by MMR / FPS (Wang, Bi, Luo, Asur and Cheng,
 "Diversity Enhances an LLM's Performance in RAG and Long-context Task", 2025, arXiv:2502.09017,
 eq. 1 and 2), hits in document order.
 """
@@ -32,7 +33,8 @@ def _size(args) -> dict:
 
 
 def build_index(text: str, args) -> DiversityIndex:
-    """The sentences of ``text`` embedded once (progress bar when ``args.progress``)."""
+    """The sentences of ``text`` (cut to at most 128 tokens) embedded once (progress bar when
+    ``args.progress``)."""
     return DiversityIndex.from_texts(text, _encoder(args), progress=_progress(args))
 
 

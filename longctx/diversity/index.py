@@ -155,6 +155,7 @@ class DiversityIndex(RetrievalIndex):
         cache=None,
         batch_size: int = 256,
         progress: bool | None = None,
+        max_unit_tokens: int | None = 128,
     ) -> DiversityIndex:
         """Split every text into sentences and embed each sentence once.
 
@@ -181,20 +182,34 @@ class DiversityIndex(RetrievalIndex):
             Sentences per encoder call (the progress bar advances per batch).
         progress : bool or None
             tqdm progress bar of the embedding on stderr (``None``: shown on a terminal).
+        max_unit_tokens : int >= 1 or None, default 128
+            With ``unit="sentence"``, sentences longer than this many tokens (counted with
+            ``token_counter``) are cut on word boundaries into near-equal pieces with
+            :func:`longctx.text.split_long_spans`, so that a text without punctuation is not one
+            huge unit that no budget fits. all-MiniLM-L6-v2 truncates its inputs at 256 word
+            pieces anyway, so 128 tokens loses nothing the model would see. ``None`` keeps
+            sentences whole. Ignored with ``unit="text"``. Saved with the index.
 
         Raises
         ------
         TypeError, ValueError
             On bad texts or arguments, before any embedding work.
         """
-        from longctx.text import split_sentences
+        from longctx.text import split_long_spans, split_sentences
 
         texts = check_texts(texts)
         check_choice(unit, "unit", UNITS)
+        max_unit_tokens = check_int(max_unit_tokens, "max_unit_tokens", minimum=1, allow_none=True)
         if unit == "text":
             spans = [[(0, len(t))] for t in texts]
+            max_unit_tokens = None
         else:
             spans = [split_sentences(t, backend=sentence_backend) for t in texts]
+            if max_unit_tokens is not None:
+                spans = [
+                    split_long_spans(t, row, max_unit_tokens, token_counter)
+                    for t, row in zip(texts, spans)
+                ]
         return cls.from_units(
             texts,
             spans,
@@ -205,6 +220,7 @@ class DiversityIndex(RetrievalIndex):
             batch_size=batch_size,
             progress=progress,
             _unit=unit,
+            _max_unit_tokens=max_unit_tokens,
         )
 
     @classmethod
@@ -221,6 +237,7 @@ class DiversityIndex(RetrievalIndex):
         batch_size: int = 256,
         progress: bool | None = None,
         _unit: str = "span",
+        _max_unit_tokens: int | None = None,
     ) -> DiversityIndex:
         """Like :meth:`from_texts` with your own units: ``spans[s]`` lists the ``(start, end)``
         character spans of the units of ``texts[s]`` (e.g. another method's chunks).
@@ -230,7 +247,7 @@ class DiversityIndex(RetrievalIndex):
         token_counts : (n_units,) array of int >= 0, optional
             Tokens per unit, instead of counting them with ``token_counter``.
 
-        Other parameters as in :meth:`from_texts`.
+        Other parameters as in :meth:`from_texts` (units are used as given: none is cut).
         """
         from longctx.embeddings import default_cache, embed_texts, get_encoder
         from longctx.tokens import count_many
@@ -282,7 +299,11 @@ class DiversityIndex(RetrievalIndex):
             None if enc is None else enc.name,
         )
         identity = {"name": None if enc is None else enc.name}
-        config = {"unit": _unit, "token_counter": _counter_name(token_counter)}
+        config = {
+            "unit": _unit,
+            "token_counter": _counter_name(token_counter),
+            "max_unit_tokens": _max_unit_tokens,
+        }
         return cls(
             texts,
             source,
@@ -312,6 +333,11 @@ class DiversityIndex(RetrievalIndex):
     @property
     def encoder_identity(self) -> dict:
         return dict(self._identity)
+
+    @property
+    def max_unit_tokens(self) -> int | None:
+        """Most tokens of a sentence before it was cut at build time (``None``: not cut)."""
+        return self._config.get("max_unit_tokens")
 
     def __len__(self) -> int:
         """Number of units (sentences)."""
@@ -526,7 +552,8 @@ class DiversityIndex(RetrievalIndex):
         """Write the index to directory ``path`` (replaced if it exists).
 
         Files: ``manifest.json`` (format ``longctx.diversity`` version 1), ``config.json``
-        (encoder name and dimension, unit kind, token counter), ``texts.json``, ``units.json``
+        (encoder name and dimension, unit kind, token counter, ``max_unit_tokens``; an index
+        saved without the latter loads as ``None``, as it was built), ``texts.json``, ``units.json``
         (``source``, ``start``, ``end``, ``index``, ``token_counts`` per unit) and
         ``embeddings.npz`` (``embeddings``: ``(n_units, dim) float32``). No pickle.
         """
@@ -669,6 +696,7 @@ def diversify(
     rewards=None,
     rescale_rewards: bool = True,
     sentence_backend: str = "auto",
+    max_unit_tokens: int | None = 128,
 ) -> list[Passage]:
     """Select diverse, relevant sentences of a text for a query (or a summary without one).
 
@@ -696,6 +724,11 @@ def diversify(
         Default :func:`longctx.tokens.count_tokens`.
     sentence_backend : str
         Backend of :func:`longctx.text.split_sentences`.
+    max_unit_tokens : int >= 1 or None, default 128
+        For a raw ``text``: sentences longer than this many tokens (``token_counter``) are cut
+        on word boundaries into near-equal pieces, as in :meth:`DiversityIndex.from_texts`
+        (all-MiniLM-L6-v2 truncates at 256 word pieces anyway); ``None`` keeps them whole.
+        Ready units are never cut.
 
     Returns
     -------
@@ -708,7 +741,7 @@ def diversify(
     TypeError, ValueError
         On bad arguments, before any embedding work.
     """
-    from longctx.text import split_sentences
+    from longctx.text import split_long_spans, split_sentences
 
     check_choice(method, "method", METHODS)
     check_order(order)
@@ -717,6 +750,7 @@ def diversify(
     check_int(k, "k", minimum=1, allow_none=True)
     check_int(token_budget, "token_budget", minimum=1, allow_none=True)
     check_float(ratio, "ratio", low=0.0, high=1.0, allow_none=True)
+    max_unit_tokens = check_int(max_unit_tokens, "max_unit_tokens", minimum=1, allow_none=True)
     if query is not None and not isinstance(query, str):
         raise TypeError(f"query must be a str or None, got {type(query).__name__}")
     if token_budget is None and ratio is None and k is None:
@@ -726,7 +760,10 @@ def diversify(
         if not text.strip():
             return []
         spans = split_sentences(text, backend=sentence_backend)
+        if max_unit_tokens is not None:
+            spans = split_long_spans(text, spans, max_unit_tokens, token_counter)
     else:
+        max_unit_tokens = None
         units = list(text)
         for j, u in enumerate(units):
             if not isinstance(u, str):
@@ -743,7 +780,13 @@ def diversify(
     if not spans:
         return []
     index = DiversityIndex.from_units(
-        [source], [spans], encoder, token_counter=token_counter, cache=True, progress=False
+        [source],
+        [spans],
+        encoder,
+        token_counter=token_counter,
+        cache=True,
+        progress=False,
+        _max_unit_tokens=max_unit_tokens,
     )
     return list(
         index.search(
