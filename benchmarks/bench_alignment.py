@@ -2,7 +2,7 @@
 
 For every sentence of the splitter (``longctx.text.split_sentences``), "exact match" means that
 decoding its token span gives back the sentence text, modulo leading/trailing whitespace (the
-paper's criterion, ../shared/papers/000_ac75cd36fe64736e.txt, sec. 4.2, Table 4: 93.7% on
+paper's criterion, Soh et al., 2024, arXiv:2409.13695, sec. 4.2, Table 4: 93.7% on
 average for EASY). Methods, all with SmolLM2-135M-Instruct's tokenizer:
 
 - offsets      : ``offset_token_spans`` from the fast tokenizer's offset_mapping (exact).

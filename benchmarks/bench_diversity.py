@@ -1,6 +1,6 @@
 """Diversity selection benchmark: pre-LLM answer recall and speed of MMR / FPS.
 
-Paper: ../shared/papers/002_1b3ce547c3231824.txt, Table 1 (recall of the answer string in the
+Paper: Wang et al., 2025, arXiv:2502.09017, Table 1 (recall of the answer string in the
 selected sentences at compression ratios 0.05 / 0.1 / 0.2, single-document QA) and Fig. 2 (latency).
 
 Recall part

@@ -2,7 +2,7 @@
 
 YOURA scores sentences by slicing a token-indexed reaction vector, so every sentence (a character
 span from :func:`longctx.text.split_sentences`) needs a token span ``[t_start, t_end)``
-(YOURA paper, ../shared/papers/000_ac75cd36fe64736e.txt, sec. 3.2 and 3.3). Two methods:
+(YOURA paper, Soh et al., 2024, arXiv:2409.13695, sec. 3.2 and 3.3). Two methods:
 
 - :func:`offset_token_spans`: exact, from a fast tokenizer's ``offset_mapping`` (vectorized).
 - :func:`easy_token_spans`: EASY, Algorithm 1 of the paper, for tokenizers without offsets: guess
@@ -242,7 +242,7 @@ def easy_token_spans(
     """Token spans of sentences by EASY, for tokenizers without character offsets.
 
     Embedding-Agnostic Sentence Yield, Algorithm 1 of the YOURA paper
-    (../shared/papers/000_ac75cd36fe64736e.txt, sec. 3.2), with ``tol = 30``. Line 6 of the
+    (Soh et al., 2024, arXiv:2409.13695, sec. 3.2), with ``tol = 30``. Line 6 of the
     algorithm, ``c <- Length(Encode(Concat(P)))``, re-encodes all processed sentences for every
     sentence (quadratic in the text length); here it is the running sum of per-piece encoded
     lengths, one batch ``tokenizer(pieces)`` call:

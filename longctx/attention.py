@@ -9,7 +9,7 @@ the statistics retrieval methods need on the fly instead:
   query rows ``i`` of one forward pass, kept per selected layer and head, in float32.
 
 For a pass over a whole context this is the column sum of the context's causal attention matrix
-(YOURA, 000_ac75cd36fe64736e.txt eq. 2 before dividing by the row count). For a pass of new tokens
+(YOURA, Soh et al., 2024, arXiv:2409.13695 eq. 2 before dividing by the row count). For a pass of new tokens
 over a KV cache (``past_key_values``) it is the attention of those new tokens to every cached (past)
 token and to themselves: keys ``[0, past)`` are the cached ones.
 

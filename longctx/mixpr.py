@@ -91,7 +91,7 @@ def personalized_pagerank(
 ) -> np.ndarray:
     """Personalized PageRank by power iteration: ``pi = (1 - alpha) A pi + alpha p``.
 
-    Paper eq. 2 (003_66700b152cf6a0ed.txt, sec. 4). ``alpha`` weights the *personalization*
+    Paper eq. 2 (Alonso and Millidge, 2024, arXiv:2412.06078, sec. 4). ``alpha`` weights the *personalization*
     (``alpha=0`` is plain PageRank); networkx's ``alpha`` is the damping, i.e. ``1 - alpha`` here.
     Follows networkx's ``pagerank`` otherwise (appendix A.2): start from ``x0`` (uniform by
     default), dangling nodes (zero columns) send their mass along ``dangling`` (``p`` by

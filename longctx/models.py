@@ -14,7 +14,7 @@ interrupted save never leaves a broken cache. Nothing here downloads anything: h
 looked up in the local Hugging Face cache (``local_files_only=True``).
 
 torch and transformers are imported lazily, inside the functions, so ``import longctx`` stays cheap.
-See YOURA (../shared/papers/000_ac75cd36fe64736e.txt, sec. 3.1 and 3.3) for how the model is used.
+See YOURA (Soh et al., 2024, arXiv:2409.13695, sec. 3.1 and 3.3) for how the model is used.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
     backend : {"auto", "nupunkt", "stanza"}
         ``"auto"`` and ``"nupunkt"``: nupunkt's pre-trained Punkt model (offline, ~8 MB/s on one
         core, handles "Dr.", "e.g.", "U.S."). ``"stanza"``: the splitter the YOURA paper uses
-        (000_ac75cd36fe64736e.txt, sec. 3.3); only when stanza's English models are installed.
+        (Soh et al., 2024, arXiv:2409.13695, sec. 3.3); only when stanza's English models are installed.
 
     Returns
     -------
@@ -134,7 +134,7 @@ def chunk_words(
 ) -> list[Span]:
     """MixPR's chunking: sentences, then newlines, then equal pieces along word boundaries.
 
-    Source: 003_66700b152cf6a0ed.txt, sec. 3 "Chunking method": "first chunks the text into
+    Source: Alonso and Millidge, 2024, arXiv:2412.06078, sec. 3 "Chunking method": "first chunks the text into
     sentences. Any chunks that are greater than N words are then chunked along newline characters.
     If any chunks are still greater than N words, these are split into smaller chunks of roughly
     equal length along word boundaries. We set N=32." A word is a run of non-space characters.
