@@ -249,7 +249,7 @@ def test_bad_input_fails_before_generation(tok, model):
 
     kw = dict(encoder=False, logits_processor=never, batch_tokens=200, max_new_tokens=20)
     kw["chunk_tokens"] = 50
-    with pytest.raises(ValueError, match=r"texts\[1\] is empty"):
+    with pytest.raises(ValueError, match=r"texts\[1\] must contain some non-whitespace text"):
         build_hwdag(["fine text.", "  \n"], model, tok, **kw)
     with pytest.raises(ValueError, match="binary"):
         build_hwdag("abc\x00\x01\x02def", model, tok, **kw)

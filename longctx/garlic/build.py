@@ -46,6 +46,7 @@ from longctx.garlic.prompts import (
     parse_list_items,
     segment_text,
 )
+from longctx.index import check_texts
 from longctx.persist import PersistError, read_json, read_manifest, write_dir
 
 logger = logging.getLogger(__name__)
@@ -74,18 +75,8 @@ def check_documents(texts) -> list[str]:
         No document, an empty (whitespace-only) document, or a binary one (NUL bytes or mostly
         control characters); the message names ``texts[i]``.
     """
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, Sequence):
-        raise TypeError(f"texts must be a str or a list of str, got {type(texts).__name__}")
-    texts = list(texts)
-    if not texts:
-        raise ValueError("texts must hold at least one document")
+    texts = list(check_texts(texts))
     for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}")
-        if not t.strip():
-            raise ValueError(f"texts[{i}] is empty (no non-whitespace character)")
         head = t[:65536]
         control = sum(1 for ch in head if ord(ch) < 32 and ch not in "\t\n\r\f\v")
         if "\x00" in head or control > 0.1 * len(head):
