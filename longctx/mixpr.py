@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -692,11 +693,12 @@ class MixPRIndex(RetrievalIndex):
         unit_index: np.ndarray,
         starts: np.ndarray,
         ends: np.ndarray,
-        token_counts: np.ndarray,
+        token_counts: np.ndarray | None,
         graph: sp.csr_array,
         embeddings: sp.csr_array,
         router=None,
         token_counter_name: str = "count_tokens",
+        token_counter: TokenCounter | None = None,
     ):
         self._texts = texts
         self.config = config
@@ -705,7 +707,9 @@ class MixPRIndex(RetrievalIndex):
         self.unit_index = unit_index
         self.starts = starts
         self.ends = ends
-        self.token_counts = token_counts
+        self._token_counts = token_counts
+        self._token_counter = token_counter
+        self._counts_lock = threading.Lock()
         self.token_counter_name = token_counter_name
         if router is not None and not callable(router):
             raise TypeError(f"router must be callable, got {type(router).__name__}")
@@ -730,6 +734,24 @@ class MixPRIndex(RetrievalIndex):
     @property
     def n_units(self) -> int:
         return len(self.starts)
+
+    @property
+    def token_counts(self) -> np.ndarray:
+        """``(n_units,) int64`` tokens of each unit (the build's ``token_counter``), counted once
+        on first use (the first token-budget query, or :meth:`save`), then shared read-only."""
+        if self._token_counts is None:
+            with self._counts_lock:
+                if self._token_counts is None:
+                    texts = [
+                        self._texts[d][a:b]
+                        for d, a, b in zip(
+                            self.unit_source.tolist(), self.starts.tolist(), self.ends.tolist()
+                        )
+                    ]
+                    counts = count_many(texts, self._token_counter)
+                    counts.setflags(write=False)
+                    self._token_counts = counts
+        return self._token_counts
 
     @classmethod
     def from_texts(
@@ -758,7 +780,7 @@ class MixPRIndex(RetrievalIndex):
             raise TypeError("token_counter must be a callable str -> int")
         if router is not None and not callable(router):
             raise TypeError(f"router must be callable, got {type(router).__name__}")
-        bar = _stage_bar(progress, 4, "mixpr chunk")
+        bar = _stage_bar(progress, 3, "mixpr chunk")
         try:
             units = [
                 (d, i, a, b)
@@ -786,8 +808,6 @@ class MixPRIndex(RetrievalIndex):
                 ) from None
             _stage(bar, "mixpr graph")
             S = similarity_graph(E, config.threshold)
-            _stage(bar, "mixpr count")
-            counts = count_many(unit_texts, token_counter)
             _stage(bar, "mixpr done")
         finally:
             if bar is not None:
@@ -805,11 +825,12 @@ class MixPRIndex(RetrievalIndex):
             unit_index=idx,
             starts=starts,
             ends=ends,
-            token_counts=counts,
+            token_counts=None,
             graph=S,
             embeddings=E,
             router=router,
             token_counter_name=name,
+            token_counter=token_counter,
         )
 
     def _pagerank_global(self) -> np.ndarray:
