@@ -724,7 +724,7 @@ class MixPRIndex(RetrievalIndex):
         self._colsum = np.bincount(
             self._S.indices, weights=self._S.data, minlength=self._S.shape[1]
         ).astype(np.float64)
-        self._global = self._pagerank_global()
+        self._global_pr = None  # PageRank of the chunk graph, computed on first use
 
     # -- building -----------------------------------------------------------------------------
     @property
@@ -833,6 +833,18 @@ class MixPRIndex(RetrievalIndex):
             token_counter=token_counter,
         )
 
+    def global_pagerank(self) -> np.ndarray:
+        """``(n_units,) float64`` PageRank of the chunk graph (``alpha=0``, query-independent):
+        the scores of global queries and of the fallback. Computed once, on first use, then
+        shared read-only."""
+        if self._global_pr is None:
+            with self._counts_lock:
+                if self._global_pr is None:
+                    pr = self._pagerank_global()
+                    pr.setflags(write=False)
+                    self._global_pr = pr
+        return self._global_pr
+
     def _pagerank_global(self) -> np.ndarray:
         n = self.n_units
         uniform = np.full(n, 1.0 / n)
@@ -862,7 +874,7 @@ class MixPRIndex(RetrievalIndex):
             mode = self.route(query)
             timings["route"] = time.perf_counter() - t0
         if mode == "global":
-            return self._global.copy(), mode, timings
+            return self.global_pagerank().copy(), mode, timings
         t0 = time.perf_counter()
         cfg = self.config
         qchunks = [
@@ -885,7 +897,7 @@ class MixPRIndex(RetrievalIndex):
                 thr,
                 query,
             )
-            return self._global.copy(), "global-fallback", timings
+            return self.global_pagerank().copy(), "global-fallback", timings
         t0 = time.perf_counter()
         Q = np.where(Q >= thr, Q, 0.0)
         m = len(qchunks)
