@@ -117,7 +117,7 @@ import numpy as np
 from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
 from longctx.checks import check_choice, check_float, check_int, check_text
 from longctx.index import RetrievalIndex, check_texts
-from longctx.selection import check_size, select_top
+from longctx.selection import check_budget_fits, check_size, select_top
 from longctx.text import split_sentences
 from longctx.types import Passage, SearchResult
 
@@ -1046,6 +1046,8 @@ class YouraIndex(RetrievalIndex):
         check_text(query, "query")
         k, token_budget = check_size(k, token_budget, default_k=DEFAULT_K)
         frac = self.max_fraction if max_fraction is None else _check_fraction(max_fraction)
+        if token_budget is not None:  # before any model pass: no sentence would fit
+            check_budget_fits(token_budget, np.maximum(self._counts, 1))
         t = time.perf_counter()
         scores, info = self.score_units(query)
         t_score = time.perf_counter() - t

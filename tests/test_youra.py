@@ -562,3 +562,17 @@ def test_index_bad_arguments(corpus_index, model, tok):
         corpus_index.search("  ")
     with pytest.raises(ValueError, match="max_fraction"):
         corpus_index.search(QUERY, token_budget=5, max_fraction=0)
+
+
+def test_budget_below_every_sentence_fails_before_any_model_pass(monkeypatch):
+    from longctx.youra import YouraIndex
+    from tests._youra_helpers import tiny_scorer
+
+    index = YouraIndex.from_texts(CONTEXT, tiny_scorer())
+
+    def no_pass(*args, **kwargs):  # the check must come first
+        raise AssertionError("a model pass ran")
+
+    monkeypatch.setattr(index, "score_units", no_pass)
+    with pytest.raises(ValueError, match=r"budget 1 is smaller than the shortest unit"):
+        index.search("Where is the milk?", token_budget=1)
