@@ -13,9 +13,9 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_longctx._documents import hit_to_document
-from longctx.checks import check_float, check_text
+from longctx.checks import check_text
 from longctx.selection import check_size
-from longctx.youra import DEFAULT_BASELINE, DEFAULT_K, YouraIndex, scorer_from
+from longctx.youra import DEFAULT_BASELINE, DEFAULT_K, YouraIndex, check_max_fraction, scorer_from
 
 
 class YouraCompressor(BaseDocumentCompressor):
@@ -100,9 +100,7 @@ class YouraCompressor(BaseDocumentCompressor):
                 raise ValueError("give k, not both k and top_n")
             self.k, self.top_n = self.top_n, None
         check_size(self.k, self.token_budget, default_k=DEFAULT_K)
-        check_float(self.max_fraction, "max_fraction", low=0.0, high=1.0)
-        if self.max_fraction <= 0:
-            raise ValueError(f"max_fraction must be in (0, 1], got {self.max_fraction}")
+        check_max_fraction(self.max_fraction)
         if self.scorer is not None:
             self._scorer = scorer_from(self.scorer)
         else:

@@ -12,9 +12,9 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from llamaindex_longctx._nodes import hit_to_node
-from longctx.checks import check_float, check_text
+from longctx.checks import check_text
 from longctx.selection import check_size
-from longctx.youra import DEFAULT_BASELINE, DEFAULT_K, YouraIndex, scorer_from
+from longctx.youra import DEFAULT_BASELINE, DEFAULT_K, YouraIndex, check_max_fraction, scorer_from
 
 
 class YouraPostprocessor(BaseNodePostprocessor):
@@ -77,9 +77,7 @@ class YouraPostprocessor(BaseNodePostprocessor):
     @model_validator(mode="after")
     def _check(self):
         check_size(self.top_n, self.token_budget, default_k=DEFAULT_K)
-        check_float(self.max_fraction, "max_fraction", low=0.0, high=1.0)
-        if self.max_fraction <= 0:
-            raise ValueError(f"max_fraction must be in (0, 1], got {self.max_fraction}")
+        check_max_fraction(self.max_fraction)
         if self.scorer is not None:
             self._scorer = scorer_from(self.scorer)
         else:

@@ -124,6 +124,7 @@ from longctx.types import Passage, SearchResult
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "check_max_fraction",
     "ReactionScorer",
     "YouraIndex",
     "ScoredSpan",
@@ -224,10 +225,12 @@ def check_select_args(token_budget, top_n, max_fraction):
         raise ValueError("give exactly one of token_budget and top_n")
     token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
     top_n = check_int(top_n, "top_n", minimum=1, allow_none=True)
-    return token_budget, top_n, _check_fraction(max_fraction)
+    return token_budget, top_n, check_max_fraction(max_fraction)
 
 
-def _check_fraction(max_fraction) -> float:
+def check_max_fraction(max_fraction) -> float:
+    """``max_fraction`` as a float in (0, 1] (the paper's 80% cap on the share of sentences taken,
+    sec. 3.3); ``TypeError`` / ``ValueError`` naming it otherwise."""
     max_fraction = check_float(max_fraction, "max_fraction", low=0.0, high=1.0)
     if max_fraction <= 0:
         raise ValueError(f"max_fraction must be in (0, 1], got {max_fraction}")
@@ -962,7 +965,7 @@ class YouraIndex(RetrievalIndex):
     ) -> YouraIndex:
         """Build the index (tokenizer work only; see the class docstring)."""
         texts = check_texts(texts)
-        max_fraction = _check_fraction(max_fraction)
+        max_fraction = check_max_fraction(max_fraction)
         check_choice(score_scale, "score_scale", SCORE_SCALES)
         if sentences is not None:
             if isinstance(sentences, (str, bytes)) or len(sentences) != len(texts):
@@ -1045,7 +1048,7 @@ class YouraIndex(RetrievalIndex):
         """
         check_text(query, "query")
         k, token_budget = check_size(k, token_budget, default_k=DEFAULT_K)
-        frac = self.max_fraction if max_fraction is None else _check_fraction(max_fraction)
+        frac = self.max_fraction if max_fraction is None else check_max_fraction(max_fraction)
         if token_budget is not None:  # before any model pass: no sentence would fit
             check_budget_fits(token_budget, np.maximum(self._counts, 1))
         t = time.perf_counter()
