@@ -24,6 +24,8 @@ _LAZY = {
     "sample_text": "longctx.io",
     "InputError": "longctx.io",
     "select_top": "longctx.selection",
+    "BudgetTooSmallError": "longctx.selection",
+    "unit_token_cap": "longctx.selection",
     "personalized_pagerank": "longctx.mixpr",
     "MixPR": "longctx.mixpr",
     "MixPRIndex": "longctx.mixpr",

@@ -43,7 +43,7 @@ from longctx.persist import (
     read_sparse,
     write_dir,
 )
-from longctx.selection import check_size, select_top
+from longctx.selection import check_budget_fits, check_size, select_top
 from longctx.text import chunk_words
 from longctx.tokens import TokenCounter, count_many
 from longctx.types import Passage, SearchResult
@@ -1028,10 +1028,14 @@ class MixPRIndex(RetrievalIndex):
         ------
         TypeError, ValueError
             Empty query, unknown mode, bad sizes (checked before any work).
+        longctx.selection.BudgetTooSmallError
+            (a ``ValueError``) If ``token_budget`` is smaller than the shortest chunk.
         """
         check_text(query, "query")
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
+        if token_budget is not None:  # before any scoring: no chunk would fit
+            check_budget_fits(token_budget, self.token_counts)
         scores, used, timings = self.score(query, mode)
         t0 = time.perf_counter()
         if token_budget is not None:

@@ -7,6 +7,29 @@ import numpy as np
 from longctx.checks import check_int
 
 
+class BudgetTooSmallError(ValueError):
+    """A token budget smaller than every unit: the selection would be empty.
+
+    A :class:`ValueError`, so ``except ValueError`` still catches it; a caller that wants to treat
+    it apart (a benchmark counting an empty selection as a miss, a command line asking for a
+    larger ``--budget``) catches this class.
+
+    Attributes
+    ----------
+    token_budget : int
+        The budget asked for, in tokens.
+    shortest : int
+        Tokens of the shortest unit.
+    """
+
+    def __init__(self, token_budget: int, shortest: int):
+        self.token_budget = int(token_budget)
+        self.shortest = int(shortest)
+        super().__init__(
+            f"budget {self.token_budget} is smaller than the shortest unit ({self.shortest} tokens)"
+        )
+
+
 def select_top(
     scores: np.ndarray,
     *,
@@ -105,6 +128,9 @@ def check_size(
 def check_budget_fits(token_budget: int, token_counts) -> None:
     """Refuse a token budget that no unit fits in (the selection would be empty).
 
+    Every index's ``search`` calls this before scoring, so an unusable budget is an error, never
+    a silent empty result.
+
     Parameters
     ----------
     token_budget : int >= 1
@@ -115,12 +141,44 @@ def check_budget_fits(token_budget: int, token_counts) -> None:
     Raises
     ------
     TypeError, ValueError
-        If ``token_budget`` is not an int >= 1, or is smaller than the shortest unit:
+        If ``token_budget`` is not an int >= 1.
+    BudgetTooSmallError
+        (a ``ValueError``) If ``token_budget`` is smaller than the shortest unit:
         ``"budget 1 is smaller than the shortest unit (7 tokens)"``.
     """
     token_budget = check_int(token_budget, "token_budget", minimum=1)
     counts = np.asarray(token_counts, dtype=np.int64).reshape(-1)
     if counts.size and token_budget < int(counts.min()):
-        raise ValueError(
-            f"budget {token_budget} is smaller than the shortest unit ({int(counts.min())} tokens)"
-        )
+        raise BudgetTooSmallError(token_budget, int(counts.min()))
+
+
+def unit_token_cap(max_unit_tokens: int | None, token_budget: int | None) -> int | None:
+    """The longest unit a one-off selection under ``token_budget`` should keep whole.
+
+    A unit longer than the budget could never be selected (and one longer than a model window
+    cannot be scored whole), so one-off callers cut their units to at most this many tokens on
+    word boundaries (:func:`longctx.text.split_long_spans`) before scoring. An index built once
+    for many budgets keeps its own ``max_unit_tokens`` and raises
+    :class:`BudgetTooSmallError` for a budget below its shortest unit instead.
+
+    Parameters
+    ----------
+    max_unit_tokens : int >= 1 or None
+        The method's own cap (e.g. 128 for MiniLM sentence units); ``None``: no cap.
+    token_budget : int >= 1 or None
+        The selection's budget in the same tokens; ``None``: no budget (a ``k`` selection).
+
+    Returns
+    -------
+    int or None
+        ``min`` of the two that are given; ``None`` when neither is.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a given value is not an int >= 1 (named).
+    """
+    max_unit_tokens = check_int(max_unit_tokens, "max_unit_tokens", minimum=1, allow_none=True)
+    token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
+    given = [v for v in (max_unit_tokens, token_budget) if v is not None]
+    return min(given) if given else None

@@ -502,3 +502,33 @@ def test_console_script_subprocess(doc):
     head.stdout.close()
     _, err = head.communicate(timeout=120)
     assert b"Traceback" not in err and b"Broken" not in err, err
+
+
+def test_mmr_cuts_units_longer_than_the_budget(capsys, tmp_path, monkeypatch):
+    """A text without punctuation is one "sentence": with --budget 40 it is cut into pieces of at
+    most 40 tokens, so mmr returns a selection within the budget, not an error or the whole file
+    (a fake encoder keeps the test fast)."""
+    import longctx.cli.diversity as cli_div
+    from longctx.tokens import count_tokens
+
+    class Enc:
+        name = "fake"
+
+        def encode(self, texts, **kw):
+            rng = np.random.default_rng(len(texts))
+            e = rng.normal(size=(len(texts), 8)).astype(np.float32)
+            return e / np.linalg.norm(e, axis=1, keepdims=True)
+
+    monkeypatch.setattr(cli_div, "_encoder", lambda args: Enc())
+    words = "the cat sat on a mat while dogs ran in the park and birds sang".split()
+    rng = np.random.default_rng(0)
+    path = tmp_path / "nopunct.txt"
+    path.write_text(" ".join(rng.choice(words, size=3000)), encoding="utf-8")
+    code = main(["retrieve", str(path), "-q", "where did the birds sing", "--method", "mmr",
+                 "--budget", "40", "--format", "json"])  # fmt: skip
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    text = path.read_text(encoding="utf-8")
+    lens = [count_tokens(text[p["start"] : p["end"]]) for p in out["passages"]]
+    assert lens and sum(lens) <= 40 and max(lens) <= 40
+    assert out["budget"]["token_budget"] == 40 and "count_tokens" in out["budget"]["unit"]

@@ -109,3 +109,19 @@ def test_answers_are_scored_with_qa_f1(shared_data):
     assert calls and all("qa_f1" in r and 0 <= r["qa_f1"] <= 1 for r in rows)
     assert "QA F1" in markdown(result)
     assert oracle("a b c d", "q") == "a b c"
+
+
+def test_budget_below_every_unit_is_a_counted_miss(shared_data):
+    """A method whose index refuses the budget (BudgetTooSmallError) scores recall 0 for that
+    question and the row counts it, instead of the benchmark stopping."""
+    from longctx.eval import run
+
+    result = run(
+        shared_data,
+        tasks=["squad"],
+        methods=["mixpr"],
+        n_questions=2,
+        token_counter=lambda s: 1000,  # every chunk "costs" more than any budget
+    )
+    rows = result["results"]
+    assert rows and all(r["recall"] == 0 and r["budget_too_small"] == r["n"] for r in rows)

@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from longctx import __version__
 from longctx.io import InputError, read_text_file, sample_text
-from longctx.selection import check_budget_fits
+from longctx.selection import BudgetTooSmallError, check_budget_fits
 from longctx.types import Passage, SearchResult
 
 # method name -> module implementing run(text, query, args) and score_units(text, query, args)
@@ -419,7 +419,8 @@ def _as_result(out, args, seconds: float) -> SearchResult:
         return replace(
             out,
             timings=dict(out.timings) or {"retrieve": seconds},
-            budget=dict(out.budget) or _budget(args),
+            # one wording of the budget's unit for every method (the core names its counter)
+            budget=_budget(args) if args.budget is not None else dict(out.budget) or _budget(args),
         )
     hits = list(out)
     if not all(isinstance(h, Passage) for h in hits):
@@ -496,6 +497,8 @@ def _call_method(module, text: str, args) -> SearchResult:
         return _run_method(module, text, args)
     except CliError:
         raise
+    except BudgetTooSmallError as exc:
+        raise CliError(f"{exc}: give a larger --budget") from None
     except ModuleNotFoundError as exc:
         raise CliError(
             f"--method {args.method} needs a missing package ({exc.name}): "

@@ -13,6 +13,7 @@ import numpy as np
 
 from longctx.diversity import DiversityIndex
 from longctx.embeddings import SentenceTransformerEncoder
+from longctx.selection import unit_token_cap
 from longctx.types import Passage, SearchResult
 
 
@@ -33,9 +34,16 @@ def _size(args) -> dict:
 
 
 def build_index(text: str, args) -> DiversityIndex:
-    """The sentences of ``text`` (cut to at most 128 tokens) embedded once (progress bar when
-    ``args.progress``)."""
-    return DiversityIndex.from_texts(text, _encoder(args), progress=_progress(args))
+    """The sentences of ``text`` embedded once (progress bar when ``args.progress``); a sentence
+    longer than 128 tokens, or than ``--budget``, is cut on word boundaries (the one-off rule of
+    :func:`longctx.diversity.diversify`), so a unit always fits the budget."""
+    budget = getattr(args, "budget", None)
+    return DiversityIndex.from_texts(
+        text,
+        _encoder(args),
+        progress=_progress(args),
+        max_unit_tokens=unit_token_cap(128, budget),
+    )
 
 
 def score_units(text: str, query: str, args):

@@ -27,6 +27,7 @@ from longctx.diversity.lazy import probe_projection
 from longctx.diversity.objective import METHODS, rescale, rewards_from
 from longctx.diversity.ordering import check_order, order_selection
 from longctx.index import RetrievalIndex, check_texts
+from longctx.selection import check_budget_fits, unit_token_cap
 from longctx.types import Passage, SearchResult
 
 __all__ = ["DiversityIndex", "diversify", "UNITS"]
@@ -432,6 +433,9 @@ class DiversityIndex(RetrievalIndex):
         TypeError, ValueError
             On bad arguments (named), before any work; when a query needs embedding and the
             index has no encoder, or the query's dimension differs from the index's.
+        longctx.selection.BudgetTooSmallError
+            (a ``ValueError``) If the token budget (or ``ratio`` of all tokens) is smaller than
+            the shortest unit, before any work.
         """
         t_start = time.perf_counter()
         check_choice(method, "method", METHODS)
@@ -448,6 +452,12 @@ class DiversityIndex(RetrievalIndex):
         if query is not None:
             check_text(query, "query")
         n = len(self)
+        if ratio is not None:
+            token_budget_eff = int(np.floor(ratio * float(self._counts.sum()) + 1e-9))
+        else:
+            token_budget_eff = token_budget
+        if token_budget_eff is not None and n:  # before embedding the query
+            check_budget_fits(max(1, token_budget_eff), self._counts)
         if rewards is not None:
             if query is not None or query_embedding is not None:
                 raise ValueError("give rewards or a query (query / query_embedding), not both")
@@ -468,11 +478,6 @@ class DiversityIndex(RetrievalIndex):
         t_embed = time.perf_counter() - t0
         t0 = time.perf_counter()
         hits: list[Passage] = []
-        total = int(self._counts.sum())
-        if ratio is not None:
-            token_budget_eff = int(np.floor(ratio * float(total) + 1e-9))
-        else:
-            token_budget_eff = token_budget
         if n:
             # the stored rows are unit rows and the arguments were checked above: no `prepare`
             if rewards is None:
@@ -725,10 +730,11 @@ def diversify(
     sentence_backend : str
         Backend of :func:`longctx.text.split_sentences`.
     max_unit_tokens : int >= 1 or None, default 128
-        For a raw ``text``: sentences longer than this many tokens (``token_counter``) are cut
-        on word boundaries into near-equal pieces, as in :meth:`DiversityIndex.from_texts`
-        (all-MiniLM-L6-v2 truncates at 256 word pieces anyway); ``None`` keeps them whole.
-        Ready units are never cut.
+        For a raw ``text``: sentences longer than this many tokens (``token_counter``), or than
+        ``token_budget`` (:func:`longctx.selection.unit_token_cap`), are cut on word boundaries
+        into near-equal pieces, as in :meth:`DiversityIndex.from_texts` (all-MiniLM-L6-v2
+        truncates at 256 word pieces anyway); ``None`` cuts only at ``token_budget``. Ready
+        units are never cut.
 
     Returns
     -------
@@ -760,6 +766,7 @@ def diversify(
         if not text.strip():
             return []
         spans = split_sentences(text, backend=sentence_backend)
+        max_unit_tokens = unit_token_cap(max_unit_tokens, token_budget)
         if max_unit_tokens is not None:
             spans = split_long_spans(text, spans, max_unit_tokens, token_counter)
     else:

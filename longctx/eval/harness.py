@@ -4,7 +4,9 @@ Budgets are shares of each document's tokens (the retrieval ratio is their inver
 one token counter for every method (the SmolLM2 tokenizer by default). Per task x method x budget:
 ``recall`` (task metric, see :mod:`longctx.eval.metrics`), ``share`` (gold-span tasks), the
 tokens actually selected, ``build_s`` (per document, once) and ``query_s`` (per question), and
-the process's peak RSS after the method ran.
+the process's peak RSS after the method ran. A budget smaller than every unit of a method
+(:class:`longctx.selection.BudgetTooSmallError`) is an empty selection, a miss, counted in
+``budget_too_small``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from longctx.eval import metrics
 from longctx.eval.methods import Context, Doc, get_methods
 from longctx.eval.tasks import load_task
+from longctx.selection import BudgetTooSmallError
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +123,11 @@ def run(
                     cell["build_s"].append(build_s)
                     for ex in examples:
                         t0 = time.perf_counter()
-                        spans = m.select(state, ex.query, budget)
+                        try:
+                            spans = m.select(state, ex.query, budget)
+                        except BudgetTooSmallError:  # no unit fits: an empty selection, a miss
+                            spans = []
+                            cell["too_small"].append(1)
                         cell["query_s"].append(time.perf_counter() - t0)
                         sel_tok = sum(int(counter(doc.text[a:c])) for a, c in spans)
                         for k, v in metrics.score(ex, doc.text, spans).items():
@@ -150,6 +157,8 @@ def run(
                 "over_budget": int(np.sum(cell["over_budget"])),
                 "peak_rss_mb": float(cell["peak_rss_mb"][0]),
             }
+            if cell.get("too_small"):
+                row["budget_too_small"] = int(np.sum(cell["too_small"]))
             if cell.get("share"):
                 row["share"] = float(np.mean(cell["share"]))
             if cell.get("qa_f1"):
