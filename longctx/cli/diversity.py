@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from longctx.diversity import DiversityIndex
+from longctx.diversity import DiversityIndex, rerank
 from longctx.embeddings import SentenceTransformerEncoder
 from longctx.selection import unit_token_cap
 from longctx.types import Passage, SearchResult
@@ -75,7 +75,8 @@ def run(text: str, query: str, args) -> SearchResult:
 
 
 def diversify_units(text: str, spans, scores, token_counts, query: str, args) -> list[Passage]:
-    """MMR over another method's units, its scores as rewards (``--diversify``).
+    """MMR over another method's best-scored units, its scores as rewards (``--diversify``;
+    :func:`longctx.diversity.rerank`: only the pool of the best units is embedded).
 
     Parameters
     ----------
@@ -102,17 +103,16 @@ def diversify_units(text: str, spans, scores, token_counts, query: str, args) ->
     ValueError
         If ``scores`` or ``token_counts`` do not match ``spans``.
     """
-    spans = [(int(a), int(b)) for a, b in spans]
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.shape != (len(spans),):
-        raise ValueError(
-            f"scores must have shape ({len(spans)},) to match spans, got {scores.shape}"
-        )
     size = _size(args)
-    if not spans:
-        return []
-    index = DiversityIndex.from_units(
-        [text], [spans], _encoder(args), token_counts=token_counts, progress=_progress(args)
+    result = rerank(
+        text,
+        spans,
+        scores,
+        token_counts,
+        encoder=_encoder(args),
+        lambda_=args.lambda_,
+        window=args.window,
+        progress=_progress(args),
+        **size,
     )
-    result = index.search(rewards=scores, lambda_=args.lambda_, window=args.window, **size)
     return list(result.hits)

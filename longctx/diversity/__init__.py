@@ -17,6 +17,8 @@ Where things are
 * :mod:`~longctx.diversity.ordering`: :func:`order_selection`.
 * :mod:`~longctx.diversity.index`: :class:`DiversityIndex` (sentence embeddings of a corpus
   computed once, saved with the index; MMR / FPS per query) and :func:`diversify` (one-off).
+* :mod:`~longctx.diversity.rerank`: :func:`rerank`, MMR / FPS over another method's best-scored
+  units (its scores as rewards; ``--diversify``).
 * :mod:`~longctx.diversity.inputs`, :mod:`~longctx.diversity.blas`: argument checks, BLAS threads.
 
 Selection rules shared by every path
@@ -44,6 +46,7 @@ from longctx.diversity.index import DiversityIndex, diversify
 from longctx.diversity.objective import METHODS, compute_rewards
 from longctx.diversity.ordering import order_selection
 from longctx.diversity.reference import reference_select
+from longctx.diversity.rerank import rerank
 
 __all__ = [
     "mmr_select",
@@ -52,6 +55,7 @@ __all__ = [
     "compute_rewards",
     "order_selection",
     "diversify",
+    "rerank",
     "DiversityIndex",
     "METHODS",
 ]
