@@ -656,8 +656,12 @@ class MixPRIndex(RetrievalIndex):
     How it differs from the paper-literal pipeline (``fit_query=True``, :class:`MixPR` with
     ``preset="paper"``): there the query is appended before fitting TF-IDF, so its terms enter
     the vocabulary and the IDF, and global PageRank runs with the query nodes in the graph. Here
-    query terms unseen in the text are ignored and IDF is the text's alone. On ten War and Peace
-    questions the top-100 overlap is >= 0.98 (``benchmarks/bench_mixpr.py``).
+    the query and the chunks' weights of the query's terms are computed as that fit would have
+    them (IDF with ``n + 1`` documents, the query counting in its terms' document frequency, the
+    affected chunk rows re-normalized), so the query's edges are the literal ones; the
+    chunk-chunk graph keeps the text's own IDF, and global PageRank runs without query nodes.
+    On ten War and Peace questions the top-100 overlap with the literal path is 0.99 to 1.00
+    (mean 0.998; ``benchmarks/bench_mixpr.py``).
 
     Parameters (of :meth:`from_texts`)
     ----------------------------------
@@ -886,7 +890,9 @@ class MixPRIndex(RetrievalIndex):
         thr = self.config.effective_query_threshold
         # (n, m) query-chunk similarities: only the columns of the query's terms are read.
         terms = np.unique(Eq.indices)
-        B = sp.csr_array(self._E_by_term[:, terms] @ Eq[:, terms].T, dtype=np.float64)
+        Et = sp.csc_array(self._E_by_term[:, terms], dtype=np.float64)
+        Et = self._reweight_query_terms(Et, terms)
+        B = sp.csr_array(Et @ sp.csr_array(Eq[:, terms], dtype=np.float64).T)
         B.data[B.data < thr] = 0.0
         B.eliminate_zeros()
         timings["embed_query"] = time.perf_counter() - t0
@@ -917,6 +923,40 @@ class MixPRIndex(RetrievalIndex):
             pi = self._power_iteration(B, Q, p, alpha=self.config.alpha_local)
         timings["rank"] = time.perf_counter() - t0
         return np.ascontiguousarray(pi[:n]), "local", timings
+
+    def _reweight_query_terms(self, Et: sp.csc_array, terms: np.ndarray) -> sp.csc_array:
+        """The chunks' weights of the query's terms as the paper-literal pipeline has them.
+
+        There the query is one more document, so each query term's document frequency is one
+        higher and its IDF lower; every chunk holding it gets that column scaled by
+        ``idf' / idf`` and its row re-normalized (the other terms' IDF shift, ``~1/n``, is
+        negligible). Only the query terms' columns (``Et``, ``(n, t)``) are touched; the
+        chunk-chunk graph keeps the text's own IDF.
+        """
+        vec = self._vectorizer
+        if not vec.use_idf or Et.nnz == 0:
+            return Et
+        n = self.n_units
+        idf = vec.idf_[terms]
+        if vec.smooth_idf:
+            df = (1 + n) / np.exp(idf - 1) - 1
+            new = np.log((2 + n) / (2 + df)) + 1.0
+        else:
+            df = n / np.exp(idf - 1)
+            new = np.log((n + 1) / (df + 1)) + 1.0
+        ratio = new / idf
+        Et = Et.copy()
+        rows = Et.indices
+        cols = np.repeat(np.arange(len(terms)), np.diff(Et.indptr))
+        old = Et.data
+        # squared row norms change by sum over the query terms of w^2 (r^2 - 1)
+        delta = np.bincount(rows, weights=old * old * (ratio[cols] ** 2 - 1.0), minlength=n)
+        if vec.norm == "l2":  # unit rows: the new norm follows from the changed weights alone
+            norm = np.sqrt(np.maximum(1.0 + delta, 1e-12))
+            Et.data = old * ratio[cols] / norm[rows]
+        else:
+            Et.data = old * ratio[cols]
+        return Et
 
     def _query_vectors(self, qchunks: list[str]) -> tuple[sp.csr_array, np.ndarray]:
         """TF-IDF rows of the query chunks as the paper-literal pipeline weighs them, had the

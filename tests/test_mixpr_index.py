@@ -51,12 +51,22 @@ def test_bordered_power_iteration_equals_pagerank_on_explicit_graph(alice_index)
     qchunks = ["What did the Caterpillar smoke?", "Tell me"]
     Eq, Q = alice_index._query_vectors(qchunks)
     E = sp.csr_array(alice_index._E_by_term.tocsr(), dtype=np.float64)
-    B = (E @ Eq.T.astype(np.float64)).toarray()
+    # the chunks' query-term weights as in the paper-literal fit (the query is one more
+    # document: df + 1 for its terms), rows re-normalized; df counted from E's nonzeros
+    n = alice_index.n_units
+    terms = np.unique(Eq.indices)
+    df = np.diff(sp.csc_array(E).indptr)[terms]
+    idf_old = np.log((1 + n) / (1 + df)) + 1
+    idf_new = np.log((2 + n) / (2 + df)) + 1
+    scale = np.ones(E.shape[1])
+    scale[terms] = idf_new / idf_old
+    E2 = E @ sp.diags_array(scale)
+    E2 = sp.diags_array(1 / np.sqrt((E2.multiply(E2)).sum(axis=1))) @ E2
+    B = (E2 @ Eq.T.astype(np.float64)).toarray()
     S = similarity_graph(E, 0.27).toarray()
     full = np.block([[S, B], [B.T, Q]])
     full[full < 0.27] = 0
     A = column_normalize(sp.csr_array(full))
-    n = alice_index.n_units
     p = np.zeros(n + 2)
     p[-2:] = 0.5  # sec. 4: the last query chunk has fewer than 3 words
     ref = personalized_pagerank(A, p, 0.6, 18, 1e-6)[:n]
