@@ -61,7 +61,8 @@ def test_bordered_power_iteration_equals_pagerank_on_explicit_graph(alice_index)
     scale = np.ones(E.shape[1])
     scale[terms] = idf_new / idf_old
     E2 = E @ sp.diags_array(scale)
-    E2 = sp.diags_array(1 / np.sqrt((E2.multiply(E2)).sum(axis=1))) @ E2
+    norms = np.sqrt(E2.multiply(E2).sum(axis=1))
+    E2 = sp.diags_array(np.divide(1, norms, out=np.zeros_like(norms), where=norms > 0)) @ E2
     B = (E2 @ Eq.T.astype(np.float64)).toarray()
     S = similarity_graph(E, 0.27).toarray()
     full = np.block([[S, B], [B.T, Q]])
