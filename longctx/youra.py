@@ -41,7 +41,7 @@ Memory budget of the window cache
 ---------------------------------
 The cache holds, per window, its KV cache (``2 * layers * kv_heads * head_dim`` values a token:
 about 46 kB a token for SmolLM2-135M in float32, 23 kB in bfloat16) and its baseline column sums (8
-bytes a token). Its total stays under ``cache_bytes`` (default 2 GiB): when a new window does not
+bytes a token). Its total stays under ``cache_bytes`` (default 1 GiB): when a new window does not
 fit, the least recently used windows are evicted; a window larger than the whole budget is not
 cached. Windows are keyed by their tokens, so identical windows (a text given twice, or the same
 text in two indexes on one scorer) share one entry. **An evicted window is recomputed (one context
@@ -146,8 +146,11 @@ SCORE_SCALES = ("window", "none")
 #: The baseline used when none is given (it measured better: module docstring).
 DEFAULT_BASELINE = "instruction"
 
-#: Default budget of a scorer's window cache (KV caches and column sums), in bytes: 2 GiB.
-DEFAULT_CACHE_BYTES = 2 * 2**30
+#: Default budget of a scorer's window cache (KV caches and column sums), in bytes: 1 GiB. With
+#: SmolLM2 and its 8,192-token window a pass needs about 1.4 GB more (model, activations, one
+#: window's cache before it is stored: 1.8 GB peak RSS measured with no cache at all on three
+#: windows of War and Peace), so a whole book stays under 4 GB; a 2 GiB cache reached 4.5 GB.
+DEFAULT_CACHE_BYTES = 2**30
 
 #: Sentences returned by :meth:`YouraIndex.search` (and the adapters) when no size is given.
 DEFAULT_K = 10
@@ -357,7 +360,7 @@ class ReactionScorer:
         ``config.max_position_embeddings``.
     max_query_tokens : int, optional
         Tokens reserved for the query in each window (default ``min(512, max_window // 4)``).
-    cache_bytes : int >= 0, default ``DEFAULT_CACHE_BYTES`` (2 GiB)
+    cache_bytes : int >= 0, default ``DEFAULT_CACHE_BYTES`` (1 GiB)
         Budget of the window cache (KV caches + column sums), in bytes; least recently used
         windows are evicted and recomputed when a later query needs them (module docstring).
         0 disables the cache (every query runs the context passes again).

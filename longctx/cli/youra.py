@@ -6,7 +6,7 @@ through the same :class:`longctx.YouraIndex` as the Python API and the adapters.
 choose the model; ``--budget`` is in that model's tokens; ``--k`` is the number of sentences;
 ``--baseline`` (``instruction`` by default in the scorer), ``--layers`` and ``--max-window`` are
 scorer options. ``args.cache_bytes`` (when the parser defines it) sets the window cache budget
-(default ``longctx.youra.DEFAULT_CACHE_BYTES``, 2 GiB).
+(default ``longctx.youra.DEFAULT_CACHE_BYTES``, 1 GiB).
 """
 
 from __future__ import annotations
