@@ -532,3 +532,15 @@ def test_mmr_cuts_units_longer_than_the_budget(capsys, tmp_path, monkeypatch):
     lens = [count_tokens(text[p["start"] : p["end"]]) for p in out["passages"]]
     assert lens and sum(lens) <= 40 and max(lens) <= 40
     assert out["budget"]["token_budget"] == 40 and "count_tokens" in out["budget"]["unit"]
+
+
+def test_query_that_reaches_no_chunk_is_one_note(capsys, tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("The cat sat on the mat. The dog ran home.", encoding="utf-8")
+    assert main(["retrieve", str(path), "-q", "zebra quantum?", "--k", "2"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "global-fallback" in err[0] and err[0].startswith("longctx: note:")
+    assert main(["retrieve", str(path), "-q", "Where did the cat sit?", "--k", "1"]) == 0
+    assert capsys.readouterr().err == ""  # a query that shares terms: no note
+    assert main(["retrieve", str(path), "-q", "zebra?", "--k", "1", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -598,6 +598,12 @@ def _retrieve(args) -> int:
         ) from None
     result = _call_method(module, text, args)
     result = replace(result, timings={"read": read_s, **result.timings})
+    if result.mode == "global-fallback" and not args.quiet:
+        print(
+            "longctx: note: no chunk is similar enough to the query, so passages are ranked by "
+            "PageRank alone (mode global-fallback); ask with words that occur in the text",
+            file=sys.stderr,
+        )
     logger.info(
         "%s (mode %s): %d passages in %.2f s",
         result.method,
