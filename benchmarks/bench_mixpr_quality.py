@@ -57,6 +57,7 @@ from bench_mixpr import babi_questions, build_haystack, load_gutenberg  # noqa: 
 from longctx.mixpr import (  # noqa: E402
     PRESETS,
     MixPR,
+    MixPRConfig,
     MixPRIndex,
     column_normalize,
     personalized_pagerank,
@@ -251,6 +252,8 @@ def make_index(method, chunks: list[str], text: str):
         return ProtoIndex(chunks, method)
     if method == DEFAULT_NAME:
         return LibIndex(chunks, text)
+    if method in LIB_VARIANTS:
+        return LibIndex(chunks, text, **LIB_VARIANTS[method])
     if method == "paper-graph-index":
         return LibIndex(chunks, text, preset="paper", fit_query=False)
     base = method.split("@")[0]
@@ -264,11 +267,18 @@ def method_name(m) -> str:
 def unit_key(m) -> tuple[bool, int]:
     """(split_lines, max_words) of the chunker a method ranks."""
     if isinstance(m, Cfg):
-        return m.split_lines, m.max_words
+        return m.split_lines, m.max_words, None, False
     if m in (PAPER, "paper-graph-index") or m.endswith("@paper"):
-        return True, 32
-    d = PRESETS["default"]
-    return d.split_lines, d.max_words  # the default and the baselines rank the same units
+        return True, 32, None, False
+    if m in LIB_VARIANTS:
+        return _cfg_key(MixPRConfig.from_preset(**LIB_VARIANTS[m]))
+    if m.split("@")[-1] in UNIT_VARIANTS:
+        return _cfg_key(MixPRConfig.from_preset(**UNIT_VARIANTS[m.split("@")[-1]]))
+    return _cfg_key(PRESETS["default"])  # the default and the baselines rank the same units
+
+
+def _cfg_key(c) -> tuple:
+    return c.split_lines, c.max_words, c.min_words, c.cross_paragraphs
 
 
 # -- documents ---------------------------------------------------------------------------------
@@ -280,7 +290,9 @@ class Doc:
 
     def units(self, key: tuple[bool, int], counter):
         if key not in self._units:
-            spans = chunk_words(self.text, key[1], split_lines=key[0])
+            spans = chunk_words(
+                self.text, key[1], split_lines=key[0], min_words=key[2], cross_paragraphs=key[3]
+            )
             chunks = [self.text[a:b] for a, b in spans]
             counts = np.array([counter(c) for c in chunks], dtype=np.int64)
             self._units[key] = (spans, chunks, counts)
@@ -460,7 +472,14 @@ def run_babi(data: Path, methods, lengths, n_questions: int) -> None:
                 for m in methods:
                     key = unit_key(m)
                     if key not in units:
-                        spans = chunk_words(text, key[1], sentences=sents, split_lines=key[0])
+                        spans = chunk_words(
+                            text,
+                            key[1],
+                            sentences=sents,
+                            split_lines=key[0],
+                            min_words=key[2],
+                            cross_paragraphs=key[3],
+                        )
                         units[key] = (spans, [text[a:b] for a, b in spans])
                     spans, chunks = units[key]
                     t0 = time.perf_counter()
@@ -487,7 +506,9 @@ def run_1m(data: Path, methods) -> None:
     for m in methods:
         t0 = time.perf_counter()
         key = unit_key(m)
-        spans = chunk_words(text, key[1], split_lines=key[0])
+        spans = chunk_words(
+            text, key[1], split_lines=key[0], min_words=key[2], cross_paragraphs=key[3]
+        )
         chunks = [text[a:b] for a, b in spans]
         t1 = time.perf_counter()
         index = make_index(m, chunks, text)
@@ -597,6 +618,24 @@ def run_router(data: Path, n_llm: int) -> None:
 DEFAULT_NAME = "default"
 DEFAULT = Cfg("default-prototype")
 BASELINES = [PAPER, "bm25", "tfidf", DEFAULT_NAME]
+# Variants of the shipped index (``MixPRIndex.from_texts(text, **params)``), issue #12 demo work.
+LIB_VARIANTS = {
+    "default+cov1": dict(coverage_power=1.0),
+    "default+cov2": dict(coverage_power=2.0),
+    "default+cov3": dict(coverage_power=3.0),
+    "default+min16": dict(min_words=16),
+    "default+deg.5": dict(degree_power=0.5),
+    "default+deg1": dict(degree_power=1.0),
+    "default+deg.5+cov1": dict(degree_power=0.5, coverage_power=1.0),
+    "default+deg.5+cov2": dict(degree_power=0.5, coverage_power=2.0),
+    "default+deg.25+cov2": dict(degree_power=0.25, coverage_power=2.0),
+    "default+min16+cov2": dict(min_words=16, coverage_power=2.0),
+    "default+min16+cov3": dict(min_words=16, coverage_power=3.0),
+    "default+min16+cov4": dict(min_words=16, coverage_power=4.0),
+    "default+min8+cov3": dict(min_words=8, coverage_power=3.0),
+}
+# Baselines on a variant's units (``name@variant``).
+UNIT_VARIANTS = {"min16": dict(min_words=16)}
 EXPLORE = [
     # the paper's graph with the query's edges as in the paper, then unthresholded (issue #12)
     Cfg(
@@ -672,9 +711,11 @@ def main() -> None:
     ap.add_argument("--skip-qa", action="store_true")
     ap.add_argument("--skip-babi", action="store_true")
     ap.add_argument("--skip-1m", action="store_true")
+    ap.add_argument("--babi-lengths", default="16000,128000")
     ap.add_argument("--tasks", default="squad,nqa,hotpot")
     ap.add_argument("--router", action="store_true", help="router accuracy (keyword and LLM)")
     ap.add_argument("--llm-queries", type=int, default=8, help="LLM-routed queries per class")
+    ap.add_argument("--variants", default="", help="comma-separated LIB_VARIANTS to add")
     ap.add_argument("--only", default="", help="comma-separated method names to run (all if empty)")
     args = ap.parse_args()
     if not (args.data / "squad").is_dir():
@@ -687,6 +728,8 @@ def main() -> None:
     if args.only:
         keep = set(args.only.split(","))
         methods = [m for m in methods if method_name(m) in keep]
+    if args.variants:
+        methods += args.variants.split(",")
     if not args.skip_qa:
         results = {}
         for task in args.tasks.split(","):
@@ -695,14 +738,20 @@ def main() -> None:
         print("== single-hop QA: answer in the selection, % (budget = share of SmolLM2 tokens) ==")
         print_qa(results)
     if not args.skip_babi:
-        babi = [m for m in methods if method_name(m) in (PAPER, "bm25", DEFAULT_NAME)]
+        babi = [
+            m
+            for m in methods
+            if method_name(m) in (PAPER, "bm25", DEFAULT_NAME) or method_name(m) in LIB_VARIANTS
+        ]
         if args.explore_babi:
             babi += [m for m in methods if isinstance(m, Cfg) and m is not DEFAULT]
-        run_babi(args.data, babi, [16_000, 128_000], args.babi_questions)
+        lengths = [int(x) for x in args.babi_lengths.split(",")]
+        run_babi(args.data, babi, lengths, args.babi_questions)
     if args.router:
         run_router(args.data, args.llm_queries)
     if not args.skip_1m:
-        run_1m(args.data, [m for m in methods if method_name(m) in (PAPER, DEFAULT_NAME)])
+        names = (PAPER, DEFAULT_NAME, *LIB_VARIANTS)
+        run_1m(args.data, [m for m in methods if method_name(m) in names])
 
 
 if __name__ == "__main__":

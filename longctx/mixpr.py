@@ -458,6 +458,11 @@ class MixPRConfig:
     vectorizer_kwargs: tuple[tuple[str, Any], ...] = ()
     stemmer: str | None = "english"
     split_lines: bool = False
+    min_words: int | None = None
+    cross_paragraphs: bool = False
+    coverage_power: float = 0.0
+    degree_power: float = 0.0
+    pivot_slope: float | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -492,6 +497,23 @@ class MixPRConfig:
         set_(self, "fit_query", bool(self.fit_query))
         if not isinstance(self.split_lines, bool):
             raise TypeError(f"split_lines must be a bool, got {type(self.split_lines).__name__}")
+        set_(self, "coverage_power", check_float(self.coverage_power, "coverage_power", low=0.0))
+        set_(self, "degree_power", check_float(self.degree_power, "degree_power", low=0.0))
+        set_(
+            self,
+            "pivot_slope",
+            check_float(self.pivot_slope, "pivot_slope", low=0.0, high=1.0, allow_none=True),
+        )
+        if (self.coverage_power or self.degree_power) and self.fit_query:
+            raise ValueError(
+                "coverage_power and degree_power need fit_query=False (the built index)"
+            )
+        if self.min_words is not None:
+            set_(self, "min_words", check_int(self.min_words, "min_words", minimum=1))
+        if not isinstance(self.cross_paragraphs, bool):
+            raise TypeError(
+                f"cross_paragraphs must be a bool, got {type(self.cross_paragraphs).__name__}"
+            )
         if self.stemmer is not None:
             if not isinstance(self.stemmer, str):
                 raise TypeError(f"stemmer must be a str or None, got {type(self.stemmer).__name__}")
@@ -508,6 +530,17 @@ class MixPRConfig:
             raise ValueError(f"vectorizer_kwargs must not set {sorted(bad)}: use the fields")
         set_(self, "vectorizer_kwargs", kw)
         self.vectorizer()  # raises now (before any heavy work) on a bad vectorizer argument
+
+    def chunk(self, text: str) -> list[tuple[int, int]]:
+        """The units of ``text`` under these settings (:func:`longctx.text.chunk_words`):
+        ``(start, end)`` character spans."""
+        return chunk_words(
+            text,
+            self.max_words,
+            split_lines=self.split_lines,
+            min_words=self.min_words,
+            cross_paragraphs=self.cross_paragraphs,
+        )
 
     @property
     def effective_query_threshold(self) -> float:
@@ -786,7 +819,7 @@ class MixPRIndex(RetrievalIndex):
                 (d, i, a, b)
                 for d, t in enumerate(texts)
                 for i, (a, b) in enumerate(
-                    chunk_words(t, config.max_words, split_lines=config.split_lines)
+                    config.chunk(t)
                     if chunk
                     else [(0, len(t))]
                 )
@@ -878,7 +911,7 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         cfg = self.config
         qchunks = [
-            query[a:b] for a, b in chunk_words(query, cfg.max_words, split_lines=cfg.split_lines)
+            query[a:b] for a, b in cfg.chunk(query)
         ]
         if not qchunks:
             qchunks = [query]
@@ -886,9 +919,15 @@ class MixPRIndex(RetrievalIndex):
         thr = self.config.effective_query_threshold
         # (n, m) query-chunk similarities: only the columns of the query's terms are read.
         terms = np.unique(Eq.indices)
-        B = sp.csr_array(self._E_by_term[:, terms] @ Eq[:, terms].T, dtype=np.float64)
+        Et = self._E_by_term[:, terms]
+        Eqt = Eq[:, terms]
+        B = sp.csr_array(Et @ Eqt.T, dtype=np.float64)
         B.data[B.data < thr] = 0.0
         B.eliminate_zeros()
+        if cfg.coverage_power and B.nnz:
+            B = self._weigh_by_coverage(B, Et, Eqt)
+        if cfg.pivot_slope is not None and B.nnz:
+            B = sp.csr_array(B.multiply(self._pivot_factor()[:, None]))
         timings["embed_query"] = time.perf_counter() - t0
         if B.nnz == 0:
             logger.info(
@@ -915,8 +954,31 @@ class MixPRIndex(RetrievalIndex):
         else:
             p = np.concatenate([np.zeros(n), p_query])
             pi = self._power_iteration(B, Q, p, alpha=self.config.alpha_local)
+        pi = np.ascontiguousarray(pi[:n])
+        if self.config.degree_power:
+            deg = np.where(self._colsum > 0, self._colsum, 1.0)
+            pi = pi / deg**self.config.degree_power
         timings["rank"] = time.perf_counter() - t0
-        return np.ascontiguousarray(pi[:n]), "local", timings
+        return pi, "local", timings
+
+    def _pivot_factor(self) -> np.ndarray:
+        """Pivoted length normalization (Singhal et al. 1996) with sqrt(unique terms) as length."""
+        u = np.sqrt(np.bincount(self._E_by_term.indices, minlength=self.n_units).astype(float))
+        pivot = u[u > 0].mean() if (u > 0).any() else 1.0
+        s = self.config.pivot_slope
+        return u / ((1 - s) * pivot + s * u)
+
+    def _weigh_by_coverage(self, B: sp.csr_array, Et, Eqt) -> sp.csr_array:
+        """``B[i, j] * coverage[i, j] ** coverage_power``: ``coverage[i, j]`` is the share of
+        query chunk ``j``'s TF-IDF weight (L1) on the terms that chunk ``i`` holds."""
+        hits = sp.csc_array(Et, copy=True)
+        hits.data[:] = 1.0
+        matched = sp.csr_array(hits @ sp.csr_array(Eqt, dtype=np.float32).T, dtype=np.float64)
+        total = np.asarray(Eqt.sum(axis=1), dtype=np.float64).ravel()
+        cov = matched.multiply(1.0 / np.where(total > 0, total, 1.0)[None, :])
+        cov = sp.csr_array(cov)
+        cov.data = np.clip(cov.data, 0.0, 1.0) ** self.config.coverage_power
+        return sp.csr_array(B.multiply(cov))
 
     def _query_vectors(self, qchunks: list[str]) -> tuple[sp.csr_array, np.ndarray]:
         """TF-IDF rows of the query chunks as the paper-literal pipeline weighs them, had the
@@ -1105,6 +1167,8 @@ class MixPRIndex(RetrievalIndex):
             # indexes saved before these fields existed were built without them
             cfg.setdefault("stemmer", None)
             cfg.setdefault("split_lines", True)
+            cfg.setdefault("min_words", None)
+            cfg.setdefault("cross_paragraphs", False)
             config = MixPRConfig(**cfg)
             texts = check_texts(texts, "texts.json")
             n = len(arrs["starts"])
@@ -1261,7 +1325,7 @@ class MixPR:
         """The query split like the text (``chunk_words``, ``max_words``): the query node(s)."""
         cfg = self.config
         return [
-            query[a:b] for a, b in chunk_words(query, cfg.max_words, split_lines=cfg.split_lines)
+            query[a:b] for a, b in cfg.chunk(query)
         ]
 
     def embed(self, texts: Sequence[str]) -> sp.csr_array:
@@ -1388,7 +1452,7 @@ class MixPR:
     ) -> tuple[list[tuple[int, int]], np.ndarray]:
         """Chunk ``text`` (character spans) and score every chunk: ``(spans, scores)``."""
         check_text(text, "text")
-        spans = chunk_words(text, self.config.max_words, split_lines=self.config.split_lines)
+        spans = self.config.chunk(text)
         scores = self.rank([text[a:b] for a, b in spans], query, mode)
         return spans, scores
 
@@ -1417,9 +1481,7 @@ class MixPR:
         units = [
             (d, i, a, b)
             for d, t in enumerate(texts)
-            for i, (a, b) in enumerate(
-                chunk_words(t, self.config.max_words, split_lines=self.config.split_lines)
-            )
+            for i, (a, b) in enumerate(self.config.chunk(t))
         ]
         unit_texts = [texts[d][a:b] for d, _, a, b in units]
         scores, used = self.rank_with_mode(unit_texts, query, mode)

@@ -131,6 +131,8 @@ def chunk_words(
     sentences: list[Span] | None = None,
     backend: str = "auto",
     split_lines: bool = True,
+    min_words: int | None = None,
+    cross_paragraphs: bool = False,
 ) -> list[Span]:
     """MixPR's chunking: sentences, then newlines, then equal pieces along word boundaries.
 
@@ -199,7 +201,44 @@ def chunk_words(
                 chunks.append((words[0][0], words[-1][1]))
             else:
                 chunks.extend(_equal_word_pieces(words, max_words))
+    if min_words is not None and min_words > 1:
+        chunks = _merge_short(text, chunks, word_starts, min_words, max_words, cross_paragraphs)
     return chunks
+
+
+_BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
+
+
+def _merge_short(
+    text: str,
+    chunks: list[Span],
+    word_starts: np.ndarray,
+    min_words: int,
+    max_words: int,
+    cross_paragraphs: bool,
+) -> list[Span]:
+    """Join consecutive chunks while the group holds fewer than ``min_words`` words and the
+    result stays within ``max_words``; never across a blank line unless ``cross_paragraphs``."""
+    if not chunks:
+        return chunks
+    arr = np.asarray(chunks, dtype=np.int64)
+    n_words = (
+        np.searchsorted(word_starts, arr[:, 1], side="left")
+        - np.searchsorted(word_starts, arr[:, 0], side="left")
+    ).tolist()
+    out: list[list[int]] = []  # [start, end, words]
+    for (a, b), n in zip(chunks, n_words):
+        if out:
+            last = out[-1]
+            joinable = last[2] + n <= max_words and (
+                cross_paragraphs or _BLANK_LINE_RE.search(text, last[1], a) is None
+            )
+            if joinable and (last[2] < min_words or n < min_words):
+                last[1] = b
+                last[2] += n
+                continue
+        out.append([a, b, n])
+    return [(a, b) for a, b, _ in out]
 
 
 def split_long_spans(
