@@ -1,7 +1,8 @@
 """MixPR quality benchmark (issue #12): single-hop QA next to BM25 and TF-IDF, multi-hop bAbI.
 
 Usage: python benchmarks/bench_mixpr_quality.py [--data ../shared/data] [--explore] [--router]
-       [--babi-questions 20] [--skip-babi] [--skip-1m]
+       [--questions] [--variants v1-default,default+cov2,...] [--babi-questions 20]
+       [--babi-lengths 16000,128000] [--skip-qa] [--skip-babi] [--skip-1m]
 
 Every method ranks the same units (MixPR chunks, ``longctx.text.chunk_words``, N=32 words) and
 fills the same budget (a share of the document's SmolLM2 tokens, ``longctx.select_top``):
@@ -24,7 +25,7 @@ every edge thresholded at .27, one-hot personalization on the query node, refitt
 ``default`` = ``MixPRIndex.from_texts(text)`` (the shipped default preset, built once per
 document, many queries); with ``--explore``: ``paper-graph-index`` (the paper's graph built once)
 and MixPR candidates prototyped here with scipy/scikit-learn (``Cfg``: TF-IDF fitted on the
-chunks only, the query transformed with it; ``default-prototype`` is the default's prototype);
+chunks only, the query transformed with it; ``v1-default-prototype`` is the prototype of the default before the coverage weighting);
 ``bm25`` (rank-bm25's BM25Okapi, scikit-learn's English analyzer);
 ``tfidf`` (cosine of the question to each chunk); the baselines rank the default's chunks
 (``bm25@paper``: the paper chunker's). "fb" columns count the questions where MixPR
@@ -57,6 +58,7 @@ from bench_mixpr import babi_questions, build_haystack, load_gutenberg  # noqa: 
 from longctx.mixpr import (  # noqa: E402
     PRESETS,
     MixPR,
+    MixPRConfig,
     MixPRIndex,
     column_normalize,
     personalized_pagerank,
@@ -251,6 +253,8 @@ def make_index(method, chunks: list[str], text: str):
         return ProtoIndex(chunks, method)
     if method == DEFAULT_NAME:
         return LibIndex(chunks, text)
+    if method in LIB_VARIANTS:
+        return LibIndex(chunks, text, **LIB_VARIANTS[method])
     if method == "paper-graph-index":
         return LibIndex(chunks, text, preset="paper", fit_query=False)
     base = method.split("@")[0]
@@ -264,11 +268,18 @@ def method_name(m) -> str:
 def unit_key(m) -> tuple[bool, int]:
     """(split_lines, max_words) of the chunker a method ranks."""
     if isinstance(m, Cfg):
-        return m.split_lines, m.max_words
+        return m.split_lines, m.max_words, None
     if m in (PAPER, "paper-graph-index") or m.endswith("@paper"):
-        return True, 32
-    d = PRESETS["default"]
-    return d.split_lines, d.max_words  # the default and the baselines rank the same units
+        return True, 32, None
+    if m in LIB_VARIANTS:
+        return _cfg_key(MixPRConfig.from_preset(**LIB_VARIANTS[m]))
+    if m.split("@")[-1] in UNIT_VARIANTS:
+        return _cfg_key(MixPRConfig.from_preset(**UNIT_VARIANTS[m.split("@")[-1]]))
+    return _cfg_key(PRESETS["default"])  # the default and the baselines rank the same units
+
+
+def _cfg_key(c) -> tuple:
+    return c.split_lines, c.max_words, c.min_words
 
 
 # -- documents ---------------------------------------------------------------------------------
@@ -280,7 +291,7 @@ class Doc:
 
     def units(self, key: tuple[bool, int], counter):
         if key not in self._units:
-            spans = chunk_words(self.text, key[1], split_lines=key[0])
+            spans = chunk_words(self.text, key[1], split_lines=key[0], min_words=key[2])
             chunks = [self.text[a:b] for a, b in spans]
             counts = np.array([counter(c) for c in chunks], dtype=np.int64)
             self._units[key] = (spans, chunks, counts)
@@ -460,7 +471,13 @@ def run_babi(data: Path, methods, lengths, n_questions: int) -> None:
                 for m in methods:
                     key = unit_key(m)
                     if key not in units:
-                        spans = chunk_words(text, key[1], sentences=sents, split_lines=key[0])
+                        spans = chunk_words(
+                            text,
+                            key[1],
+                            sentences=sents,
+                            split_lines=key[0],
+                            min_words=key[2],
+                        )
                         units[key] = (spans, [text[a:b] for a, b in spans])
                     spans, chunks = units[key]
                     t0 = time.perf_counter()
@@ -481,24 +498,85 @@ def run_babi(data: Path, methods, lengths, n_questions: int) -> None:
 
 
 def run_1m(data: Path, methods) -> None:
-    print("== 1M tokens: chunk + build + one query (seconds) ==")
+    """Wall and CPU seconds (``time.process_time``: all threads of this process) for chunking,
+    building and one query on 1M tokens; on a loaded machine the CPU time is the fairer figure."""
+    print("== 1M tokens: chunk + build + one query (seconds: wall, and CPU of this process) ==")
     text = load_gutenberg(data, 1_000_000)
     q = "What did the captain say about the white whale?"
     for m in methods:
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         key = unit_key(m)
-        spans = chunk_words(text, key[1], split_lines=key[0])
+        spans = chunk_words(text, key[1], split_lines=key[0], min_words=key[2])
         chunks = [text[a:b] for a, b in spans]
         t1 = time.perf_counter()
         index = make_index(m, chunks, text)
         t2 = time.perf_counter()
         scores, _ = index.score(q)
         select_top(scores, k=100)
-        t3 = time.perf_counter()
+        c3, t3 = time.process_time(), time.perf_counter()
         print(
             f"{method_name(m):<18} chunks={len(chunks)} chunk={t1 - t0:.2f} build={t2 - t1:.2f} "
-            f"query={t3 - t2:.2f} total={t3 - t0:.2f}"
+            f"query={t3 - t2:.2f} total={t3 - t0:.2f} cpu={c3 - c0:.2f}"
         )
+
+
+# -- natural questions on books (make demo and others) ---------------------------------------
+# (book, question, regex an answering unit matches after whitespace is collapsed). "alice" is the
+# bundled sample (``make demo`` asks its first question); the others are Gutenberg files.
+BOOK_QUESTIONS = [
+    ("alice", "What did the Mock Turtle sing about?", r"Beautiful Soup|Turtle Soup,”|Soup of the"),
+    ("alice", "What was written on the little bottle?", r"DRINK ME"),
+    ("alice", "What was the Caterpillar smoking?", r"hookah"),
+    ("alice", "What did the Queen use as croquet mallets?", r"flamingo"),
+    ("alice", "Who stole the tarts?", r"Knave"),
+    (
+        "2600-0.txt",
+        "Whom did Natasha marry?",
+        r"(Natásha|Pierre)[^.]*(married|marriage|wife|wedding)"
+        r"|(married|marriage|wife|wedding)[^.]*(Natásha|Pierre)",
+    ),
+    ("2701-0.txt", "What was the name of Ahab's ship?", r"Pequod"),
+    ("2701-0.txt", "What is the narrator's name?", r"Ishmael"),
+    ("pg1342.txt", "What is the name of the Bennets' estate?", r"Longbourn"),
+]
+
+
+def run_questions(data: Path, methods) -> None:
+    """Top-5 of each method for BOOK_QUESTIONS: hit (an answering unit in the top 5) and the
+    rank of the first answering unit (1-based, '-' past 200)."""
+    from longctx.io import sample_text
+
+    print("== natural questions on books: answer in the top 5 (rank of the first answer) ==")
+    texts = {}
+    tally = Counter()
+    for book, q, pat in BOOK_QUESTIONS:
+        if book not in texts:
+            texts[book] = (
+                sample_text("alice")
+                if book == "alice"
+                else (data / "gutenberg" / book).read_text(encoding="utf-8-sig")
+            )
+        doc = Doc(texts[book])
+        cells = []
+        for m in methods:
+            spans, chunks, _ = doc.units(unit_key(m), len)
+            scores, _ = make_index(m, chunks, doc.text).score(q)
+            order = np.argsort(-scores, kind="stable")[:200]
+            first = next(
+                (
+                    r
+                    for r, i in enumerate(order.tolist())
+                    if re.search(pat, " ".join(chunks[i].split()))
+                ),
+                None,
+            )
+            hit = first is not None and first < 5
+            tally[method_name(m)] += hit
+            cells.append(
+                f"{method_name(m)}={'HIT' if hit else 'miss'}({'-' if first is None else first + 1})"
+            )
+        print(f"{book:<11} {q:<45} " + "  ".join(cells))
+    print("top-5 hits: " + "  ".join(f"{k}={v}/{len(BOOK_QUESTIONS)}" for k, v in tally.items()))
 
 
 # -- router -------------------------------------------------------------------------------------
@@ -595,8 +673,27 @@ def run_router(data: Path, n_llm: int) -> None:
 # -- candidates -------------------------------------------------------------------------------
 # The shipped default (``MixPRIndex`` / ``MixPR()``, preset "default") and its prototype here.
 DEFAULT_NAME = "default"
-DEFAULT = Cfg("default-prototype")
+DEFAULT = Cfg("v1-default-prototype")  # prototype of the v1 default (no coverage weighting)
 BASELINES = [PAPER, "bm25", "tfidf", DEFAULT_NAME]
+# Variants of the shipped index (``MixPRIndex.from_texts(text, **params)``), issue #12 demo work.
+LIB_VARIANTS = {
+    # main before the coverage weighting (issue #12 first round)
+    "v1-default": dict(coverage_power=0.0, alpha_local=0.6),
+    # one change away from the default
+    "default-cov": dict(coverage_power=0.0),
+    "default+a.6": dict(alpha_local=0.6),
+    "default+a.7": dict(alpha_local=0.7),
+    "default+cov1": dict(coverage_power=1.0),
+    "default+cov2": dict(coverage_power=2.0),
+    "default+cov3": dict(coverage_power=3.0),
+    "default+cov6": dict(coverage_power=6.0),
+    "default+thr.15": dict(threshold=0.15),
+    # short chunks merged up to N words inside a paragraph (chunk_words(min_words=16))
+    "v1-default+min16": dict(coverage_power=0.0, alpha_local=0.6, min_words=16),
+    "default+min16": dict(min_words=16),
+}
+# Baselines on a variant's units (``name@variant``).
+UNIT_VARIANTS = {"min16": dict(min_words=16)}
 EXPLORE = [
     # the paper's graph with the query's edges as in the paper, then unthresholded (issue #12)
     Cfg(
@@ -672,9 +769,12 @@ def main() -> None:
     ap.add_argument("--skip-qa", action="store_true")
     ap.add_argument("--skip-babi", action="store_true")
     ap.add_argument("--skip-1m", action="store_true")
+    ap.add_argument("--babi-lengths", default="16000,128000")
     ap.add_argument("--tasks", default="squad,nqa,hotpot")
+    ap.add_argument("--questions", action="store_true", help="natural questions on books")
     ap.add_argument("--router", action="store_true", help="router accuracy (keyword and LLM)")
     ap.add_argument("--llm-queries", type=int, default=8, help="LLM-routed queries per class")
+    ap.add_argument("--variants", default="", help="comma-separated LIB_VARIANTS to add")
     ap.add_argument("--only", default="", help="comma-separated method names to run (all if empty)")
     args = ap.parse_args()
     if not (args.data / "squad").is_dir():
@@ -687,6 +787,8 @@ def main() -> None:
     if args.only:
         keep = set(args.only.split(","))
         methods = [m for m in methods if method_name(m) in keep]
+    if args.variants:
+        methods += args.variants.split(",")
     if not args.skip_qa:
         results = {}
         for task in args.tasks.split(","):
@@ -695,14 +797,23 @@ def main() -> None:
         print("== single-hop QA: answer in the selection, % (budget = share of SmolLM2 tokens) ==")
         print_qa(results)
     if not args.skip_babi:
-        babi = [m for m in methods if method_name(m) in (PAPER, "bm25", DEFAULT_NAME)]
+        babi = [
+            m
+            for m in methods
+            if method_name(m) in (PAPER, "bm25", DEFAULT_NAME) or method_name(m) in LIB_VARIANTS
+        ]
         if args.explore_babi:
             babi += [m for m in methods if isinstance(m, Cfg) and m is not DEFAULT]
-        run_babi(args.data, babi, [16_000, 128_000], args.babi_questions)
+        lengths = [int(x) for x in args.babi_lengths.split(",")]
+        run_babi(args.data, babi, lengths, args.babi_questions)
+    if args.questions:
+        names = (PAPER, "bm25", DEFAULT_NAME, "v1-default")
+        run_questions(args.data, [m for m in methods if method_name(m) in names])
     if args.router:
         run_router(args.data, args.llm_queries)
     if not args.skip_1m:
-        run_1m(args.data, [m for m in methods if method_name(m) in (PAPER, DEFAULT_NAME)])
+        names = (PAPER, DEFAULT_NAME, *LIB_VARIANTS)
+        run_1m(args.data, [m for m in methods if method_name(m) in names])
 
 
 if __name__ == "__main__":
