@@ -450,8 +450,15 @@ class MixPRConfig:
         one-off run of the paper does). ``False``: the vectorizer and the chunk graph are built
         once from the chunks; the query is transformed with the fitted vectorizer (terms unseen in
         the text are ignored, IDF excludes the query) and bordered onto the graph. Top-100
-        overlap with the literal path is >= 0.98 on real text (tests/test_mixpr.py,
-        benchmarks/bench_mixpr.py).
+        overlap with the literal path (paper preset, ``literal_query_weights=True``) is 0.99 to
+        1.00 on War and Peace (tests/test_mixpr.py, benchmarks/bench_mixpr.py).
+    literal_query_weights : bool, default False (paper: True)
+        With ``fit_query=False``: weigh the query's terms in the chunks as the paper-literal
+        fit would (the query counted as one more document, so those terms' IDF is lower; the
+        chunk rows holding them re-normalized), which makes the query's edges the literal ones
+        (War and Peace top-100 overlap with the literal path: min 0.97 -> 0.99). The default
+        keeps the text's own IDF: it was tuned that way, and the literal weights moved HotpotQA
+        10% below BM25 (share 49.6 against 50.0).
     vectorizer_kwargs : tuple of (name, value)
         More ``TfidfVectorizer`` arguments (given as a dict, stored as sorted pairs).
     """
@@ -472,6 +479,7 @@ class MixPRConfig:
     split_lines: bool = False
     min_words: int | None = None
     coverage_power: float = 4.0
+    literal_query_weights: bool = False
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -507,6 +515,11 @@ class MixPRConfig:
         if not isinstance(self.split_lines, bool):
             raise TypeError(f"split_lines must be a bool, got {type(self.split_lines).__name__}")
         set_(self, "coverage_power", check_float(self.coverage_power, "coverage_power", low=0.0))
+        if not isinstance(self.literal_query_weights, bool):
+            raise TypeError(
+                "literal_query_weights must be a bool, got "
+                f"{type(self.literal_query_weights).__name__}"
+            )
         if self.coverage_power and self.fit_query:
             raise ValueError(
                 "coverage_power needs fit_query=False (the built index); set coverage_power=0 "
@@ -638,6 +651,7 @@ PRESETS["paper"] = MixPRConfig(
     alpha_local=0.6,
     coverage_power=0.0,
     min_words=None,
+    literal_query_weights=True,
 )
 PRESETS["default"] = MixPRConfig()
 
@@ -691,12 +705,13 @@ class MixPRIndex(RetrievalIndex):
     How it differs from the paper-literal pipeline (``fit_query=True``, :class:`MixPR` with
     ``preset="paper"``): there the query is appended before fitting TF-IDF, so its terms enter
     the vocabulary and the IDF, and global PageRank runs with the query nodes in the graph. Here
-    the query and the chunks' weights of the query's terms are computed as that fit would have
-    them (IDF with ``n + 1`` documents, the query counting in its terms' document frequency, the
-    affected chunk rows re-normalized), so the query's edges are the literal ones; the
-    chunk-chunk graph keeps the text's own IDF, and global PageRank runs without query nodes.
-    On ten War and Peace questions the top-100 overlap with the literal path is 0.99 to 1.00
-    (mean 0.998; ``benchmarks/bench_mixpr.py``).
+    the query is weighed as that fit would weigh it (IDF with ``n + 1`` documents, the query
+    counting in its terms' document frequency) and, with ``literal_query_weights`` (the paper
+    preset), so are the chunks' weights of the query's terms (the affected rows re-normalized),
+    so the query's edges are the literal ones; the chunk-chunk graph keeps the text's own IDF,
+    and global PageRank runs without query nodes. On ten War and Peace questions the top-100
+    overlap of ``preset="paper", fit_query=False`` with the literal path is 0.99 to 1.00 (mean
+    0.998; ``benchmarks/bench_mixpr.py``).
 
     Parameters (of :meth:`from_texts`)
     ----------------------------------
@@ -920,7 +935,8 @@ class MixPRIndex(RetrievalIndex):
         # (n, m) query-chunk similarities: only the columns of the query's terms are read.
         terms = np.unique(Eq.indices)
         Et = sp.csc_array(self._E_by_term[:, terms], dtype=np.float64)
-        Et = self._reweight_query_terms(Et, terms)
+        if cfg.literal_query_weights:
+            Et = self._reweight_query_terms(Et, terms)
         Eqt = Eq[:, terms]
         B = sp.csr_array(Et @ sp.csr_array(Eqt, dtype=np.float64).T)
         B.data[B.data < thr] = 0.0
@@ -1195,6 +1211,7 @@ class MixPRIndex(RetrievalIndex):
             cfg.setdefault("split_lines", True)
             cfg.setdefault("min_words", None)
             cfg.setdefault("coverage_power", 0.0)
+            cfg.setdefault("literal_query_weights", False)
             config = MixPRConfig(**cfg)
             texts = check_texts(texts, "texts.json")
             n = len(arrs["starts"])

@@ -304,3 +304,21 @@ def test_llm_router_still_takes_callables_and_rejects_others():
     assert LLMRouter(lambda prompt: "yes")("x") == "global"
     with pytest.raises(TypeError, match="llm"):
         LLMRouter(42)
+
+
+def test_literal_query_weights_is_the_paper_presets_and_changes_only_query_edges(alice_text):
+    from longctx.mixpr import PRESETS, MixPRConfig, MixPRIndex
+
+    assert PRESETS["paper"].literal_query_weights is True
+    assert PRESETS["default"].literal_query_weights is False
+    with pytest.raises(TypeError, match="literal_query_weights"):
+        MixPRConfig(literal_query_weights="yes")
+    a = MixPRIndex.from_texts(alice_text, preset="paper", fit_query=False)
+    b = MixPRIndex.from_texts(
+        alice_text, preset="paper", fit_query=False, literal_query_weights=False
+    )
+    q = "What did the Caterpillar smoke?"
+    sa, _, _ = a.score(q, "local")
+    sb, _, _ = b.score(q, "local")
+    assert not np.allclose(sa, sb)  # the query's edges differ
+    assert (a._S != b._S).nnz == 0  # the chunk graph does not
