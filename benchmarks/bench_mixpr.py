@@ -25,31 +25,21 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from longctx.eval.tasks import babi_questions as tasks_babi_questions  # noqa: E402
+from longctx.eval.tasks import gutenberg_haystack, insert_facts  # noqa: E402
 from longctx.mixpr import MixPR, column_normalize, personalized_pagerank, similarity_graph  # noqa: E402
 from longctx.selection import select_top  # noqa: E402
 from longctx.text import chunk_words, split_sentences  # noqa: E402
 from longctx.tokens import count_tokens  # noqa: E402
 
-# Books without the bAbI names (Mary, John, Sandra, Daniel) in the first place.
-BOOKS = ["2701-0.txt", "pg1342.txt", "2600-0.txt", "145-0.txt", "pg1184.txt", "766-0.txt"]
-
 
 def load_gutenberg(data: Path, n_tokens: int) -> str:
-    """Concatenate Gutenberg books (BOOKS first, then the rest) and cut at ``n_tokens`` tokens."""
-    folder = data / "gutenberg"
-    names = BOOKS + sorted(p.name for p in folder.glob("*.txt") if p.name not in BOOKS)
-    parts, total = [], 0
-    for name in names:
-        t = (folder / name).read_text(encoding="utf-8-sig")
-        parts.append(t)
-        total += count_tokens(t)
-        if total >= n_tokens:
-            break
-    text = "\n\n".join(parts)
-    # cut at the n_tokens-th token (count_tokens: words and punctuation marks)
+    """The harness's Gutenberg haystack (``longctx.eval.tasks.gutenberg_haystack``: Moby Dick,
+    Pride and Prejudice, War and Peace, ...) cut at ``n_tokens`` ``count_tokens`` tokens."""
+    text = gutenberg_haystack(data, n_tokens * 6)  # ~0.25 count_tokens a character: enough
+    total = count_tokens(text)
     words = text.split(" ")
-    ratio = n_tokens / max(total, 1)
-    cut = int(len(words) * min(1.0, ratio))
+    cut = int(len(words) * min(1.0, n_tokens / max(total, 1)))
     out = " ".join(words[:cut])
     while count_tokens(out) > n_tokens and cut > 0:
         cut = int(cut * 0.99)
@@ -113,37 +103,14 @@ def bench_speed(data: Path, sizes: list[int], nx_max: int) -> None:
 
 
 def babi_questions(path: Path):
-    """Yield (facts: list[str], question, supporting fact indices into facts) per question."""
-    facts: list[str] = []
-    ids: dict[int, int] = {}
-    for line in path.read_text().splitlines():
-        num, _, rest = line.partition(" ")
-        num = int(num)
-        if num == 1:
-            facts, ids = [], {}
-        if "\t" in rest:
-            q, _answer, sup = rest.split("\t")
-            yield list(facts), q.strip(), [ids[int(s)] for s in sup.split()]
-        else:
-            ids[num] = len(facts)
-            facts.append(rest.strip())
+    """Yield (facts: list[str], question, supporting fact indices into facts) per question
+    (``longctx.eval.tasks.babi_questions`` without the answer)."""
+    for facts, q, sup, _answer in tasks_babi_questions(path):
+        yield facts, q, sup
 
 
-def build_haystack(hay: str, hay_sents, facts: list[str], rng: random.Random):
-    """Insert ``facts`` in order at random sentence boundaries; return text and fact spans."""
-    bounds = sorted(rng.sample(range(len(hay_sents) + 1), len(facts))) if facts else []
-    pieces, spans, pos, prev = [], [], 0, 0
-    for f, b in zip(facts, bounds):
-        cut = hay_sents[b][0] if b < len(hay_sents) else len(hay)
-        seg = hay[prev:cut]
-        pieces.append(seg)
-        pos += len(seg)
-        pieces.append(f + " ")
-        spans.append((pos, pos + len(f)))
-        pos += len(f) + 1
-        prev = cut
-    pieces.append(hay[prev:])
-    return "".join(pieces), spans
+#: facts put in order at random sentence boundaries: the harness's BABILong construction
+build_haystack = insert_facts
 
 
 def bench_recall(data: Path, lengths: list[int], n_questions: int, n_questions_1m: int) -> None:

@@ -32,7 +32,17 @@ def test_tasks_load_with_exact_gold_spans(shared_data):
     assert len(docs) == 3
     for (ex,) in docs:
         assert ex.gold_spans and all(ex.text[a:b].strip() == ex.text[a:b] for a, b in ex.gold_spans)
-    for examples in load_task("babilong", shared_data, 2, n_tokens=4000):
+    docs = list(load_task("babilong", shared_data, 2, n_tokens=4000, token_counter=len))
+    assert len(docs) == 6 and {d[0].task for d in docs} == {
+        "babilong-qa1@4k",
+        "babilong-qa2@4k",
+        "babilong-qa3@4k",
+    }
+    # with a counter the haystack is cut to about n_tokens of its tokens (here: characters),
+    # without one at 4.5 characters a token; the same questions and facts either way
+    uncut = list(load_task("babilong", shared_data, 2, n_tokens=4000))
+    assert [len(u[0].text) - len(d[0].text) for u, d in zip(uncut, docs)] == [14000] * 6
+    for examples in docs:
         ex = examples[0]
         facts = [ex.text[a:b] for a, b in ex.gold_spans]
         assert all(f.endswith(".") and len(f.split()) < 12 for f in facts)
@@ -74,9 +84,12 @@ def test_bench_quick_end_to_end(shared_data, tmp_path, capsys):
     assert all(0 <= r["recall"] <= 1 and r["ratio"] >= 1 for r in rows)
     # MixPR's multi-hop lead (BABILong qa2/qa3 at 5%) is visible even on 2 questions
     mix = {(r["task"], r["budget"]): r["recall"] for r in rows if r["method"] == "mixpr"}
-    assert mix[("babilong-qa1", 0.05)] == 1.0
+    assert mix[("babilong-qa1@8k", 0.05)] == 1.0
+    assert mix[("babilong-qa2@8k", 0.05)] == 1.0
     assert (tmp_path / "out" / "recall.png").stat().st_size > 1000
-    assert (tmp_path / "cache" / "sentence-embeddings.npz").is_file()
+    assert (tmp_path / "cache" / "sentence-embeddings-babilong-8k.npz").is_file()
+    assert data["settings"]["babilong_tokens"] == [8000] and not data["settings"]["isolate"]
+    assert all(r["peak_rss_mb"] >= r["base_rss_mb"] > 0 for r in rows)
 
 
 def test_bench_bad_data_is_one_line(tmp_path, capsys):
@@ -125,3 +138,104 @@ def test_budget_below_every_unit_is_a_counted_miss(shared_data):
     )
     rows = result["results"]
     assert rows and all(r["recall"] == 0 and r["budget_too_small"] == r["n"] for r in rows)
+
+
+def test_isolated_methods_report_their_own_memory(shared_data, tmp_path):
+    from longctx.eval import run
+    from longctx.tokens import count_tokens
+
+    with pytest.raises(ValueError, match="picklable"):
+        run(
+            shared_data,
+            tasks=["hotpotqa"],
+            methods=["random"],
+            token_counter=lambda s: 1,
+            isolate=True,
+        )
+    result = run(
+        shared_data,
+        tasks=["hotpotqa"],
+        methods=["random"],
+        n_questions=2,
+        token_counter=count_tokens,
+        isolate=True,
+    )
+    rows = result["results"]
+    assert result["settings"]["isolate"] and len(rows) == 3
+    mem = result["memory"]["random"]["hotpotqa"]
+    # a fresh worker: interpreter and numpy, far below the test process that imported torch
+    assert 20 < mem["base_rss_mb"] <= mem["peak_rss_mb"] == rows[0]["peak_rss_mb"]
+    assert all(r["n"] == 2 and 0 <= r["recall"] <= 1 for r in rows)
+
+
+def _forcer(tok, answer):
+    """Logits processor making any model write ``answer`` then stop (a tiny random model
+    otherwise writes no bullet points, so no graph level above the chunks)."""
+    import torch
+
+    script = tok(answer, add_special_tokens=False)["input_ids"]
+
+    def proc(generated, logits):
+        out = torch.full_like(logits, -1e9)
+        out[script[len(generated)] if len(generated) < len(script) else tok.eos_token_id] = 0.0
+        return out
+
+    return proc
+
+
+def test_garlic_in_the_harness_tiny_model(shared_data, tmp_path):
+    pytest.importorskip("torch")
+    from longctx.embeddings import CallableEncoder
+    from longctx.eval import markdown, run
+    from tests._tiny_models import smollm2_tokenizer, tiny_llama
+    from tests.garlic._graphs import hash_embed
+
+    tok = smollm2_tokenizer()
+    options = {
+        "garlic": {
+            "model": tiny_llama(49152, seed=3),
+            "tokenizer": tok,
+            "encoder": CallableEncoder(hash_embed),
+            "max_doc_tokens": 2500,
+            "build": {
+                "chunk_tokens": 150,
+                "batch_tokens": 700,
+                "max_new_tokens": 12,
+                "logits_processor": _forcer(tok, "* The story.\n* Its people.\n"),
+            },
+            "search": {"max_new_tokens": 4, "max_context_tokens": 600},
+        }
+    }
+
+    def go():
+        return run(
+            shared_data,
+            tasks=["hotpotqa", "squad"],
+            methods=["garlic", "bm25"],
+            n_questions=1,
+            cache_dir=tmp_path / "cache",
+            encoder_factory=lambda: CallableEncoder(hash_embed),
+            method_options=options,
+            isolate=False,
+        )
+
+    result = go()
+    rows = {(r["task"], r["method"], r["budget"]): r for r in result["results"]}
+    hp = [rows[("hotpotqa", "garlic", b)] for b in (0.1, 0.2, 0.4)]
+    assert all(r["n"] == 1 and r["over_budget"] == 0 and r["ratio"] > 1 for r in hp)
+    # every SQuAD article is longer than 2500 tokens: skipped, with the reason, not blank
+    sq = rows[("squad", "garlic", 0.05)]
+    assert (
+        sq["recall"] is None and sq["skipped"] == 5 and "max_doc_tokens=2500" in sq["skip_reason"]
+    )
+    assert rows[("squad", "bm25", 0.05)]["recall"] is not None
+    table = markdown(result)
+    assert "| squad | 5% | skipped |" in table and "garlic skipped on squad" in table
+    graphs = list((tmp_path / "cache" / "garlic").iterdir())
+    assert len(graphs) == 1  # one HotpotQA document, its graph kept for reruns
+    again = go()
+    rows2 = {(r["task"], r["method"], r["budget"]): r for r in again["results"]}
+    assert [rows2[("hotpotqa", "garlic", b)]["recall"] for b in (0.1, 0.2, 0.4)] == [
+        r["recall"] for r in hp
+    ]
+    assert rows2[("hotpotqa", "garlic", 0.1)]["build_s"] < hp[0]["build_s"]

@@ -13,6 +13,18 @@ from longctx.eval import METHOD_NAMES, TASKS
 DEFAULT_METHODS = ("mixpr", "bm25", "minilm", "mmr", "mixpr+mmr", "truncate", "random")
 
 
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(v.replace("_", "")) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected integers separated by commas, got {text!r}"
+        ) from None
+    if not vals or min(vals) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return vals
+
+
 def add_parser(sub) -> argparse.ArgumentParser:
     b = sub.add_parser(
         "bench",
@@ -34,13 +46,51 @@ def add_parser(sub) -> argparse.ArgumentParser:
         nargs="+",
         choices=METHOD_NAMES,
         default=list(DEFAULT_METHODS),
-        help="methods to compare (youra is slow on CPU: ~360 tokens/s)",
+        help="methods to compare (youra is slow on CPU: ~360 tokens/s; garlic builds a graph "
+        "with the LLM per document: minutes each, cached under --cache)",
     )
-    b.add_argument("--quick", action="store_true", help="4 questions per task, 8k-token haystacks")
+    b.add_argument(
+        "--quick",
+        action="store_true",
+        help="4 questions per task, one 8k-token bAbI haystack, no worker processes",
+    )
     b.add_argument("--questions", type=int, help="questions per task (overrides --quick's)")
+    b.add_argument(
+        "--babilong-tokens",
+        type=_int_list,
+        metavar="N[,N...]",
+        help="bAbI haystack sizes in tokens, each its own tasks (babilong-qa1@16k, ...); "
+        "default 16000,128000 (--quick: 8000)",
+    )
+    b.add_argument(
+        "--babilong-questions",
+        type=_int_list,
+        metavar="N[,N...]",
+        help="questions per bAbI subtask for each size (one value: all sizes); default 60,10 "
+        "for the full run, else --questions",
+    )
+    b.add_argument(
+        "--isolate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run each method in its own worker process and report its own peak RSS "
+        "(default: on for full runs, off with --quick)",
+    )
+    b.add_argument(
+        "--garlic-max-tokens",
+        type=int,
+        default=20_000,
+        help="garlic: documents longer than this (tokens) are reported as skipped (its graph "
+        "build runs the LLM over the whole document)",
+    )
     b.add_argument("--seed", type=int, default=0, help="seed of question sampling and haystacks")
     b.add_argument("--out", type=Path, default=Path("bench-results"), help="output folder")
-    b.add_argument("--cache", type=Path, help="folder caching sentence embeddings between runs")
+    b.add_argument(
+        "--cache",
+        type=Path,
+        help="folder caching sentence embeddings, token counts and GARLIC graphs between runs "
+        "(keep it outside the repository)",
+    )
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.add_argument(
         "--answer",
@@ -61,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--data {str(args.data)!r} is not a folder (give the data folder)")
     if args.questions is not None and args.questions < 1:
         raise ValueError(f"--questions must be >= 1, got {args.questions}")
+    if args.garlic_max_tokens < 1:
+        raise ValueError(f"--garlic-max-tokens must be >= 1, got {args.garlic_max_tokens}")
     t0 = time.perf_counter()
     result = run_bench(
         args.data,
@@ -71,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         cache_dir=args.cache,
         answer=args.answer,
+        babilong_tokens=args.babilong_tokens,
+        babilong_questions=args.babilong_questions,
+        isolate=args.isolate,
+        method_options={"garlic": {"max_doc_tokens": args.garlic_max_tokens}},
     )
     result["settings"]["seconds"] = round(time.perf_counter() - t0, 1)
     print(markdown(result))

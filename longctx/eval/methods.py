@@ -13,21 +13,22 @@ Zaragoza, 2009), ``minilm`` (all-MiniLM-L6-v2 cosine to the question), ``mmr`` a
 lambda 0.5), ``mixpr+mmr`` (MixPR PageRank scores as MMR rewards over MixPR chunks),
 ``truncate`` (LongBench's middle truncation: the head and the tail, half the budget each; Bai et
 al., 2023, arXiv:2308.14508), ``random`` (seeded), ``youra`` (:class:`longctx.ReactionScorer`,
-``baseline="instruction"``, model tokens).
+``baseline="instruction"``, model tokens), ``garlic`` (:class:`GarlicMethod`; opt-in, its graph
+build runs the LLM over every document).
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
-from longctx.selection import select_top
+from longctx.selection import BudgetTooSmallError, select_top
 from longctx.text import split_sentences
-from longctx.tokens import count_many
 
 GLOBAL_QUERY = "Summarize the document."
 
@@ -36,15 +37,26 @@ GLOBAL_QUERY = "Summarize the document."
 class Context:
     """What every method of one run shares: the token counter, the sentence encoder and its
     embeddings, cached by sentence text (in memory, and in ``cache_dir`` when given, so a
-    haystack is embedded once per run, or once ever)."""
+    haystack is embedded once per run, or once ever), and token counts (sentences in memory,
+    whole documents also in ``cache_dir``).
+
+    ``scope`` names the cache files (one per task, e.g. ``babilong-128k``), so a worker process
+    loads only the vectors of the task it runs. ``options`` holds per-method settings
+    (``{"garlic": {...}}``, see :class:`GarlicMethod`).
+    """
 
     token_counter: object
     encoder_factory: object = None
     seed: int = 0
     cache_dir: object = None
+    scope: str = "all"
+    options: dict = field(default_factory=dict)
     _encoder: object = None
     _vectors: dict = field(default_factory=dict)
     _loaded: bool = False
+    _dirty: bool = False
+    _counts: dict = field(default_factory=dict)
+    _doc_counts: dict | None = None
 
     @property
     def encoder(self):
@@ -54,10 +66,10 @@ class Context:
             self._encoder = (self.encoder_factory or get_encoder)()
         return self._encoder
 
-    def _cache_file(self):
+    def _cache_file(self, kind: str = "sentence-embeddings", ext: str = "npz"):
         from pathlib import Path
 
-        return Path(self.cache_dir) / "sentence-embeddings.npz"
+        return Path(self.cache_dir) / f"{kind}-{self.scope}.{ext}"
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """``(len(texts), d)`` float32 embeddings, each distinct text embedded once."""
@@ -67,22 +79,55 @@ class Context:
             if f.is_file():
                 with np.load(f, allow_pickle=False) as z:
                     self._vectors.update(zip(z["keys"].tolist(), z["vectors"]))
-        keys = [hashlib.sha1(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
+        keys = [_key(t) for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in self._vectors))
         if missing:
             first = {k: t for k, t in zip(keys, texts)}
             vecs = self.encoder.embed_documents([first[k] for k in missing])
             self._vectors.update(zip(missing, np.asarray(vecs, dtype=np.float32)))
+            self._dirty = True
         return np.stack([self._vectors[k] for k in keys]).astype(np.float32)
 
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (the run's counter), memoized in memory."""
+        n = self._counts.get(text)
+        if n is None:
+            n = self._counts[text] = int(self.token_counter(text))
+        return n
+
+    def count_document(self, text: str) -> int:
+        """Tokens of a whole document, kept in ``cache_dir`` (a 128k-token haystack costs about
+        a second to count, in every worker process)."""
+        import json
+
+        if self._doc_counts is None:
+            self._doc_counts = {}
+            if self.cache_dir is not None and self._cache_file("doc-tokens", "json").is_file():
+                self._doc_counts = json.loads(self._cache_file("doc-tokens", "json").read_text())
+        k = _key(text)
+        if k not in self._doc_counts:
+            self._doc_counts[k] = int(self.token_counter(text))
+            self._dirty = True
+        return self._doc_counts[k]
+
     def save_cache(self) -> None:
-        """Write the embeddings cache to ``cache_dir`` (never into the repository)."""
-        if self.cache_dir is None or not self._vectors:
+        """Write the caches to ``cache_dir`` (never into the repository) when they grew."""
+        import json
+
+        if self.cache_dir is None or not self._dirty:
             return
         f = self._cache_file()
         f.parent.mkdir(parents=True, exist_ok=True)
-        keys = np.array(list(self._vectors))
-        np.savez(f, keys=keys, vectors=np.stack([self._vectors[k] for k in keys.tolist()]))
+        if self._vectors:
+            keys = np.array(list(self._vectors))
+            np.savez(f, keys=keys, vectors=np.stack([self._vectors[k] for k in keys.tolist()]))
+        if self._doc_counts:
+            self._cache_file("doc-tokens", "json").write_text(json.dumps(self._doc_counts))
+        self._dirty = False
+
+
+def _key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass
@@ -103,7 +148,7 @@ class Doc:
 
     @cached_property
     def counts(self) -> np.ndarray:
-        return count_many(self.sentence_texts, self.ctx.token_counter)
+        return np.asarray([self.ctx.count(t) for t in self.sentence_texts], dtype=np.int64)
 
     @cached_property
     def embeddings(self) -> np.ndarray:
@@ -130,6 +175,26 @@ class Method:
 
     def select(self, state, query: str | None, token_budget: int) -> list[tuple[int, int]]:
         raise NotImplementedError
+
+    def select_budgets(self, state, query: str | None, budgets) -> list[tuple[list, float]]:
+        """``(spans, seconds)`` per token budget of ``budgets`` (default: one :meth:`select`
+        per budget, each timed). A method whose ranking does not depend on the budget may rank
+        once and cut per budget; its seconds then include the ranking's. ``spans`` is ``None``
+        where the method refused the budget as smaller than every unit
+        (:class:`longctx.selection.BudgetTooSmallError`): the harness counts it as a miss."""
+        out = []
+        for b in budgets:
+            t0 = time.perf_counter()
+            try:
+                spans = self.select(state, query, b)
+            except BudgetTooSmallError:
+                spans = None
+            out.append((spans, time.perf_counter() - t0))
+        return out
+
+    def skip_reason(self, ctx: Context, n_tokens: int) -> str | None:
+        """Why this method does not run on a document of ``n_tokens`` tokens (``None``: it runs)."""
+        return None
 
 
 class MixPRMethod(Method):
@@ -274,6 +339,151 @@ class YouraMethod(Method):
         return [(s.start, s.end) for s in picked]
 
 
+class GarlicMethod(Method):
+    """GARLIC (Wang, Xiang, Gui, He, "GARLIC: LLM-Guided Dynamic Progress Control with
+    Hierarchical Weighted Graph for Long Document QA", 2024, arXiv:2410.04790): the HWDAG is
+    built once per document (sec. 3.1, :func:`longctx.garlic.build_hwdag`) and every question
+    runs Dynamic Graph Search over it (sec. 3.2, :class:`longctx.garlic.GarlicSearcher`, no
+    second-turn answer).
+
+    Selection under the token budget: the level-1 chunks reached from the visited nodes, in
+    visit order (a visited chunk itself; for a visited IP, its level-1 descendants through the
+    graph's edges, heavier edges first), are cut into the run's sentences, which are taken in
+    that order (document order inside a chunk) while they fit the budget; the result is in
+    document order. A question-free task asks :data:`GLOBAL_QUERY`.
+
+    The build runs the LLM over the whole document (SmolLM2-135M writes about 7 tokens/s on
+    this project's CPU: minutes per document), so documents above ``max_doc_tokens`` are
+    skipped, with the reason in the results. Graphs are kept under
+    ``<cache_dir>/garlic/<sha256 of document and settings>`` (reruns load them).
+
+    Options (``Context.options["garlic"]``): ``model`` and ``tokenizer`` (default the packaged
+    SmolLM2-135M-Instruct), ``encoder`` (default the run's sentence encoder), ``max_doc_tokens``
+    (default 20000), ``build`` (keyword arguments of ``build_hwdag``; default
+    ``max_new_tokens=160``), ``search`` (keyword arguments of ``GarlicSearcher``).
+    """
+
+    name = "garlic"
+    needs_encoder = True
+    MAX_DOC_TOKENS = 20_000
+    _shared: dict = {}
+
+    def _opts(self, ctx: Context) -> dict:
+        return ctx.options.get("garlic", {})
+
+    def skip_reason(self, ctx, n_tokens):
+        limit = int(self._opts(ctx).get("max_doc_tokens", self.MAX_DOC_TOKENS))
+        if n_tokens > limit:
+            return (
+                f"document of {n_tokens} tokens > max_doc_tokens={limit}: the HWDAG build "
+                "(LLM summaries of every chunk) is impractical on this hardware"
+            )
+        return None
+
+    def _model(self, ctx: Context):
+        opts = self._opts(ctx)
+        if opts.get("model") is not None:
+            return opts["model"], opts["tokenizer"]
+        if "model" not in GarlicMethod._shared:
+            from longctx.models import load_causal_lm
+
+            GarlicMethod._shared["model"] = load_causal_lm(None)
+        return GarlicMethod._shared["model"]
+
+    def build(self, doc: Doc):
+        import json
+        from pathlib import Path
+
+        from longctx.garlic import build_hwdag
+        from longctx.garlic.search import GarlicSearcher
+
+        opts = self._opts(doc.ctx)
+        model, tok = self._model(doc.ctx)
+        encoder = opts.get("encoder") or doc.ctx.encoder
+        build_kw = {"max_new_tokens": 160, **opts.get("build", {})}
+        out_dir = None
+        if doc.ctx.cache_dir is not None:
+            cfg = getattr(model, "config", None)
+            ident = {
+                "model": [
+                    type(model).__name__,
+                    getattr(cfg, "_name_or_path", ""),
+                    getattr(cfg, "vocab_size", None),
+                    getattr(cfg, "num_hidden_layers", None),
+                    getattr(cfg, "hidden_size", None),
+                ],
+                "encoder": type(encoder).__name__ + str(getattr(encoder, "name", "")),
+                "build": {k: v for k, v in build_kw.items() if not callable(v)},
+            }
+            key = hashlib.sha256(
+                (json.dumps(ident, sort_keys=True, default=str) + "\0" + doc.text).encode()
+            ).hexdigest()[:20]
+            out_dir = Path(doc.ctx.cache_dir) / "garlic" / key
+        graph = build_hwdag(doc.text, model, tok, out_dir=out_dir, encoder=encoder, **build_kw)
+        searcher = GarlicSearcher(graph, model, tok, encoder=encoder, **opts.get("search", {}))
+        return doc, searcher
+
+    def _chunk_order(self, searcher, query) -> list[int]:
+        """Graph positions of the level-1 chunks reached from the visited nodes, in visit order."""
+        r = searcher.search(query or GLOBAL_QUERY, answer=False)
+        g = searcher.graph
+        pos = {nid: p for p, nid in enumerate(g.ids)}
+        chunks: list[int] = []
+        seen: set[int] = set()
+        for nid in r.info["visited"]:
+            stack = [pos[nid]]
+            while stack:  # depth-first to level 1, heavier edges first
+                p = stack.pop()
+                if p in seen:
+                    continue
+                seen.add(p)
+                if g.levels[p] == 1:
+                    if g.starts[p] >= 0:
+                        chunks.append(p)
+                    continue
+                lo, hi = g.edges.indptr[p], g.edges.indptr[p + 1]
+                kids, w = g.edges.indices[lo:hi], g.edges.data[lo:hi]
+                stack.extend(int(kids[i]) for i in np.argsort(w, kind="stable"))
+        return chunks
+
+    def _cut(self, doc: Doc, g, chunks: list[int], token_budget: int) -> list[tuple[int, int]]:
+        starts = np.asarray([a for a, _ in doc.sentences])
+        picked: set[int] = set()
+        used = 0
+        for p in chunks:
+            a, b = int(g.starts[p]), int(g.ends[p])
+            lo = max(0, int(np.searchsorted(starts, a, side="right")) - 1)
+            for i in range(lo, len(starts)):
+                sa, sb = doc.sentences[i]
+                if sa >= b:
+                    break
+                if sb <= a or i in picked:
+                    continue
+                c = int(doc.counts[i])
+                if used + c <= token_budget:
+                    picked.add(i)
+                    used += c
+        return doc.spans(sorted(picked))
+
+    def select(self, state, query, token_budget):
+        doc, searcher = state
+        return self._cut(doc, searcher.graph, self._chunk_order(searcher, query), token_budget)
+
+    def select_budgets(self, state, query, budgets):
+        """One graph search per question (it does not depend on the budget), cut per budget;
+        every budget's seconds include the search's."""
+        doc, searcher = state
+        t0 = time.perf_counter()
+        chunks = self._chunk_order(searcher, query)
+        search_s = time.perf_counter() - t0
+        out = []
+        for b in budgets:
+            t0 = time.perf_counter()
+            spans = self._cut(doc, searcher.graph, chunks, b)
+            out.append((spans, search_s + time.perf_counter() - t0))
+        return out
+
+
 def get_methods(names) -> list[Method]:
     """Method objects by name (see the module docstring)."""
     table = {
@@ -286,6 +496,7 @@ def get_methods(names) -> list[Method]:
         "truncate": TruncateMethod,
         "random": RandomMethod,
         "youra": YouraMethod,
+        "garlic": GarlicMethod,
     }
     out = []
     for n in names:
@@ -295,4 +506,15 @@ def get_methods(names) -> list[Method]:
     return out
 
 
-METHOD_NAMES = ("mixpr", "bm25", "minilm", "mmr", "fps", "mixpr+mmr", "truncate", "random", "youra")
+METHOD_NAMES = (
+    "mixpr",
+    "bm25",
+    "minilm",
+    "mmr",
+    "fps",
+    "mixpr+mmr",
+    "truncate",
+    "random",
+    "youra",
+    "garlic",
+)

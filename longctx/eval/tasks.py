@@ -4,7 +4,8 @@ Each task yields :class:`Example` objects grouped by document, so that a method 
 once per document and answers every question of that document from it.
 
 - ``babilong``: bAbI qa1/qa2/qa3 facts put at random sentence boundaries of Gutenberg text
-  (BABILong, Kuratov et al., 2024, arXiv:2406.10149), seeded; gold = the supporting facts.
+  (BABILong, Kuratov et al., 2024, arXiv:2406.10149), seeded; gold = the supporting facts. One
+  task per haystack size: ``babilong-qa2@16k``, ``babilong-qa2@128k``.
 - ``squad``: one SQuAD v2.0 dev article (paragraphs joined by blank lines) as the document;
   answerable questions; gold = the answer strings (Rajpurkar et al., 2018, arXiv:1806.03822).
 - ``hotpotqa``: HotpotQA distractor, the ten paragraphs ("title" line, then its sentences);
@@ -140,10 +141,12 @@ def multilexsum(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Ex
         yield [Example("multilexsum", f"mls{i}", r["document"], None, reference=r["summary"])]
 
 
-def _babi_questions(path: Path):
+def babi_questions(path: Path) -> Iterator[tuple[list[str], str, list[int], str]]:
+    """``(facts, question, supporting fact indices into facts, answer)`` per bAbI question of one
+    ``*_test.txt`` file (the facts of its story so far, in order)."""
     facts: list[str] = []
     ids: dict[int, int] = {}
-    for line in path.read_text("utf-8").splitlines():
+    for line in _need(path).read_text("utf-8").splitlines():
         num, _, rest = line.partition(" ")
         if int(num) == 1:
             facts, ids = [], {}
@@ -155,18 +158,67 @@ def _babi_questions(path: Path):
             facts.append(rest.strip())
 
 
+#: Gutenberg books used first for haystacks (none has the bAbI names Mary, John, Sandra, Daniel
+#: early on); the folder's other ``*.txt`` follow in name order.
+GUTENBERG_BOOKS = ("2701-0.txt", "pg1342.txt", "2600-0.txt", "145-0.txt", "pg1184.txt", "766-0.txt")
+
+
 def gutenberg_haystack(data: Path, n_chars: int) -> str:
-    """Gutenberg text (Moby Dick, then Pride and Prejudice, ...) cut to ``n_chars`` characters."""
-    folder = _need(data / "gutenberg")
-    books = ["2701-0.txt", "pg1342.txt", "2600-0.txt", "145-0.txt"]
+    """Gutenberg text (Moby Dick, then Pride and Prejudice, War and Peace, Middlemarch, ...; see
+    :data:`GUTENBERG_BOOKS`) joined by blank lines and cut to ``n_chars`` characters."""
+    folder = _need(Path(data) / "gutenberg")
+    names = list(GUTENBERG_BOOKS) + sorted(
+        p.name for p in folder.glob("*.txt") if p.name not in GUTENBERG_BOOKS
+    )
     out, total = [], 0
-    for name in books:
+    for name in names:
         t = (folder / name).read_text(encoding="utf-8-sig")
         out.append(t)
-        total += len(t)
+        total += len(t) + 2
         if total >= n_chars:
             break
     return "\n\n".join(out)[:n_chars]
+
+
+def insert_facts(
+    hay: str, hay_sents: list[tuple[int, int]], facts: list[str], rng: random.Random
+) -> tuple[str, list[tuple[int, int]]]:
+    """Put ``facts`` in order at random sentence boundaries of ``hay`` (BABILong's construction).
+
+    Parameters
+    ----------
+    hay : str
+        The haystack.
+    hay_sents : list of (start, end)
+        Its sentence spans (:func:`longctx.text.split_sentences`), characters.
+    facts : list of str
+    rng : random.Random
+        Draws the boundaries (``len(facts)`` distinct ones, sorted).
+
+    Returns
+    -------
+    text : str
+    spans : list of (start, end)
+        Character span of each fact in ``text``, in the order of ``facts``.
+    """
+    bounds = sorted(rng.sample(range(len(hay_sents) + 1), len(facts))) if facts else []
+    pieces, spans, pos, prev = [], [], 0, 0
+    for f, b in zip(facts, bounds):
+        cut = hay_sents[b][0] if b < len(hay_sents) else len(hay)
+        pieces.append(hay[prev:cut])
+        pos += cut - prev
+        pieces.append(f + " ")
+        spans.append((pos, pos + len(f)))
+        pos += len(f) + 1
+        prev = cut
+    pieces.append(hay[prev:])
+    return "".join(pieces), spans
+
+
+def size_label(n_tokens: int) -> str:
+    """``16000 -> "16k"``, ``128000 -> "128k"``, ``1500 -> "1.5k"``: the BABILong size in task
+    names (``babilong-qa2@16k``)."""
+    return f"{n_tokens / 1000:g}k"
 
 
 def babilong(
@@ -176,9 +228,15 @@ def babilong(
     *,
     n_tokens: int = 16_000,
     subtasks: tuple[str, ...] = ("qa1", "qa2", "qa3"),
+    token_counter=None,
 ) -> Iterator[list[Example]]:
-    """bAbI facts (``subtasks``) in a Gutenberg haystack of about ``n_tokens`` tokens (about 4.5
-    characters a token), ``n_questions`` per subtask; each question its own document."""
+    """bAbI facts (``subtasks``) in a Gutenberg haystack of about ``n_tokens`` tokens,
+    ``n_questions`` per subtask; each question its own document, task ``babilong-qa1@16k``.
+
+    The haystack is cut at ``4.5 * n_tokens`` characters, then, when ``token_counter`` (``str ->
+    int``) is given, shortened in proportion so that it holds about ``n_tokens`` of its tokens
+    (SmolLM2 reads English prose at about 3.8 characters a token).
+    """
     from longctx.text import split_sentences
 
     names = {
@@ -186,32 +244,30 @@ def babilong(
         "qa2": "qa2_two-supporting-facts",
         "qa3": "qa3_three-supporting-facts",
     }
+    bad = [s for s in subtasks if s not in names]
+    if bad:
+        raise ValueError(f"subtasks must be among {sorted(names)}, got {bad}")
     hay = gutenberg_haystack(data, int(n_tokens * 4.5))
+    if token_counter is not None:
+        n = int(token_counter(hay))
+        if n > n_tokens:
+            hay = hay[: int(len(hay) * n_tokens / n)]
     hay_sents = split_sentences(hay)
+    label = size_label(n_tokens)
     for sub in subtasks:
         rng = random.Random(seed)
-        qs = list(_babi_questions(_need(data / "babi" / "en" / f"{names[sub]}_test.txt")))
+        qs = list(babi_questions(data / "babi" / "en" / f"{names[sub]}_test.txt"))
         for k, (facts, q, sup, answer) in enumerate(rng.sample(qs, min(n_questions, len(qs)))):
-            bounds = sorted(rng.sample(range(len(hay_sents) + 1), len(facts)))
-            pieces, spans, pos, prev = [], [], 0, 0
-            for f, b in zip(facts, bounds):
-                cut = hay_sents[b][0] if b < len(hay_sents) else len(hay)
-                pieces.append(hay[prev:cut])
-                pos += cut - prev
-                pieces.append(f + " ")
-                spans.append((pos, pos + len(f)))
-                pos += len(f) + 1
-                prev = cut
-            pieces.append(hay[prev:])
+            text, spans = insert_facts(hay, hay_sents, facts, rng)
             yield [
                 Example(
-                    f"babilong-{sub}",
+                    f"babilong-{sub}@{label}",
                     f"{sub}-{k}",
-                    "".join(pieces),
+                    text,
                     q,
                     answers=(answer,),
                     gold_spans=tuple(spans[s] for s in sup),
-                    meta={"subtask": sub},
+                    meta={"subtask": sub, "n_tokens": n_tokens},
                 )
             ]
 
