@@ -140,11 +140,33 @@ __all__ = [
 
 BASELINES = ("paper", "instruction")
 AGGREGATES = ("gmean", "mean")
+NORMALIZATIONS = ("none", "ratio")
 CACHE_DTYPES = (None, "bfloat16")
 SCORE_SCALES = ("window", "none")
 
-#: The baseline used when none is given (it measured better: module docstring).
-DEFAULT_BASELINE = "instruction"
+#: Scorer settings of each preset (``ReactionScorer(preset=...)``; see the module docstring,
+#: "Presets"). ``"paper"`` is eq. 1 as written, on the last layer, geometric mean, raw reaction
+#: values: the exact scores of longctx before the ``"default"`` preset existed.
+PRESETS = {
+    "paper": {"baseline": "paper", "layers": "last", "aggregate": "gmean", "normalize": "none"},
+    "default": {
+        "baseline": "instruction",
+        "layers": "all",
+        "aggregate": "mean",
+        "normalize": "ratio",
+    },
+}
+
+#: The preset used when none is given.
+DEFAULT_PRESET = "default"
+
+#: The baseline of the default preset (what the CLI and the adapters use when none is given).
+DEFAULT_BASELINE = PRESETS[DEFAULT_PRESET]["baseline"]
+
+#: ``normalize="ratio"`` adds this share of a uniform attention share (``RATIO_EPS / c`` in a
+#: window of ``c`` tokens) to both mean attentions before dividing, so tokens that almost no row
+#: attends to do not get huge ratios from rounding noise.
+RATIO_EPS = 0.1
 
 #: Default budget of a scorer's window cache (KV caches and column sums), in bytes: 2 GiB.
 DEFAULT_CACHE_BYTES = 2 * 2**30
@@ -391,9 +413,11 @@ class ReactionScorer:
         model=None,
         tokenizer=None,
         *,
-        layers="last",
-        aggregate: str = "gmean",
-        baseline: str = DEFAULT_BASELINE,
+        preset: str = DEFAULT_PRESET,
+        layers=None,
+        aggregate: str | None = None,
+        baseline: str | None = None,
+        normalize: str | None = None,
         device=None,
         dtype=None,
         max_window: int | None = None,
@@ -404,9 +428,16 @@ class ReactionScorer:
         row_block: int | None = None,
         show_progress: bool = False,
     ):
+        check_choice(preset, "preset", tuple(PRESETS))
+        settings = PRESETS[preset]
+        layers = settings["layers"] if layers is None else layers
+        aggregate = settings["aggregate"] if aggregate is None else aggregate
+        baseline = settings["baseline"] if baseline is None else baseline
+        normalize = settings["normalize"] if normalize is None else normalize
         check_layers_spec(layers)
         check_choice(aggregate, "aggregate", AGGREGATES)
         check_choice(baseline, "baseline", BASELINES)
+        check_choice(normalize, "normalize", NORMALIZATIONS)
         if cache_dtype is not None:
             check_choice(cache_dtype, "cache_dtype", CACHE_DTYPES[1:])
         self.max_window = check_int(max_window, "max_window", minimum=4, allow_none=True)
@@ -420,9 +451,11 @@ class ReactionScorer:
             raise ValueError("tokenizer is required when a loaded model is given")
         if model is None and tokenizer is not None:
             raise ValueError("give a model with the tokenizer (or neither, for the default)")
+        self.preset = preset
         self.layers = layers
         self.aggregate = aggregate
         self.baseline = baseline
+        self.normalize = normalize
         self.cache_dtype = cache_dtype
         self.show_progress = bool(show_progress)
         self.instruction_suffix = INSTRUCTION_SUFFIX if baseline == "instruction" else ""
@@ -445,9 +478,11 @@ class ReactionScorer:
         """The scorer's options as a JSON-ready dict (what :meth:`YouraIndex.save` stores)."""
         return {
             "model": self._model_arg if isinstance(self._model_arg, str) else None,
+            "preset": self.preset,
             "layers": self.layers if isinstance(self.layers, (str, int)) else list(self.layers),
             "aggregate": self.aggregate,
             "baseline": self.baseline,
+            "normalize": self.normalize,
             "max_window": self.max_window,
             "max_query_tokens": self.max_query_tokens,
             "cache_bytes": self.cache_bytes,
@@ -742,9 +777,7 @@ class ReactionScorer:
                         self._forward(q_ids, cache)
                         q_sums = rec.pop()[0][:c].double().cpu().numpy()
                         del cache
-                        without = base_sums / base_rows
-                        with_q = (base_sums + q_sums) / (base_rows + q)
-                        out[li][t0:t1] = np.abs(without - with_q)
+                        out[li][t0:t1] = self._window_vector(base_sums, base_rows, q_sums, q)
                         info["query_s"] += time.perf_counter() - t2
                         if bar is not None:
                             bar.update(1)
@@ -752,6 +785,16 @@ class ReactionScorer:
                 if bar is not None:
                     bar.close()
         return out, info
+
+    def _window_vector(self, base_sums, base_rows: int, q_sums, q: int) -> np.ndarray:
+        """One window's slice of the reaction vector, ``(c,) float64``, from the baseline's
+        column sums over ``base_rows`` rows and the query's over ``q`` rows (module docstring:
+        eq. 1 with ``normalize="none"``, the ratio of mean attentions with ``"ratio"``)."""
+        without = base_sums / base_rows
+        if self.normalize == "ratio":
+            eps = RATIO_EPS / len(base_sums)
+            return (q_sums / q + eps) / (without + eps)
+        return np.abs(without - (base_sums + q_sums) / (base_rows + q))
 
     # -- scoring --------------------------------------------------------------------------------
     def _query_ids(self, query: str) -> list[int]:
@@ -907,8 +950,10 @@ class YouraIndex(RetrievalIndex):
         ``baseline`` (default ``"instruction"``), ``layers``, ``max_window``, ``cache_bytes``...).
     max_fraction : float in (0, 1], default 0.8
         With ``token_budget``, at most this fraction of all sentences is selected (sec. 3.3).
-    score_scale : {"window", "none"}, default "window"
-        How scores of different texts are put on one scale (module docstring).
+    score_scale : {"window", "none"}, optional
+        How scores of different texts are put on one scale (module docstring); default
+        ``"window"`` with ``normalize="none"`` (raw reactions) and ``"none"`` with
+        ``normalize="ratio"`` (ratios are on one scale already).
     sentences : sequence of sequences of (start, end), optional
         Character spans to score, per text, instead of ``split_sentences``'s.
 
@@ -959,14 +1004,15 @@ class YouraIndex(RetrievalIndex):
         scorer: ReactionScorer | None = None,
         *,
         max_fraction: float = 0.8,
-        score_scale: str = "window",
+        score_scale: str | None = None,
         sentences=None,
         **scorer_kwargs,
     ) -> YouraIndex:
         """Build the index (tokenizer work only; see the class docstring)."""
         texts = check_texts(texts)
         max_fraction = check_max_fraction(max_fraction)
-        check_choice(score_scale, "score_scale", SCORE_SCALES)
+        if score_scale is not None:
+            check_choice(score_scale, "score_scale", SCORE_SCALES)
         if sentences is not None:
             if isinstance(sentences, (str, bytes)) or len(sentences) != len(texts):
                 raise ValueError("sentences must hold one list of (start, end) spans per text")
@@ -976,6 +1022,8 @@ class YouraIndex(RetrievalIndex):
                 f"give either scorer or scorer options, not both (got {sorted(scorer_kwargs)})"
             )
         scorer = scorer_from(scorer, **scorer_kwargs)
+        if score_scale is None:  # ratios are on one scale already; raw reactions are not
+            score_scale = "window" if scorer.normalize == "none" else "none"
         layouts = [
             scorer._make_layout(t, None if sentences is None else sentences[i])
             for i, t in enumerate(texts)

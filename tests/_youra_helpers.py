@@ -84,3 +84,17 @@ def naive_reaction(eager_model, ctx_ids, query_ids, layers, suffix_ids=()):
             slice(c, None),
         )
     return np.abs(without[:c] - with_q[:c])
+
+
+def naive_ratio(eager_model, ctx_ids, query_ids, layers, suffix_ids=(), eps_share=0.1):
+    """``normalize="ratio"`` by full passes: the query rows' mean attention over the baseline
+    rows' (all context rows, or the suffix rows), each plus ``eps_share / c``."""
+    c = len(ctx_ids)
+    rows = list(ctx_ids) + list(suffix_ids)
+    if not suffix_ids:
+        without = attn_vec(eager_model, rows, layers)
+    else:
+        without = attn_vec(eager_model, rows, layers, slice(c, None))
+    query = attn_vec(eager_model, rows + list(query_ids), layers, slice(len(rows), None))
+    eps = eps_share / c
+    return (query[:c] + eps) / (without[:c] + eps)
