@@ -411,7 +411,12 @@ def argparse_help_types():
 
 def test_youra_baseline_defaults_to_instruction():
     args = build_parser().parse_args(["retrieve", "--sample", "alice", "-q", "x", "-m", "youra"])
-    assert args.baseline == "instruction"
+    # the preset's settings (instruction baseline, ratios, all layers) unless given
+    assert args.preset == "default" and args.baseline is None and args.layers is None
+    args = build_parser().parse_args(
+        ["retrieve", "--sample", "alice", "-q", "x", "--preset", "paper"]
+    )
+    assert args.preset == "paper"
 
 
 # ------------------------------------------------------------------------ README examples
