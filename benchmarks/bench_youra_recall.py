@@ -9,7 +9,7 @@ other questions: ``benchmarks/youra_dump.py`` / ``youra_study.py`` with seed 1 a
 >= 0.6, HotpotQA every supporting sentence selected, with the mean share of them in brackets).
 
 - ``youra-paper``: ``YouraIndex(preset="paper")``: eq. 1 as written, last layer, gmean;
-- ``youra``: the default preset (instruction baseline, ratio of mean attentions, all layers,
+- ``youra``: the default preset (instruction baseline, ratio of attention shares, all layers,
   mean): see ``longctx/youra.py``, "Presets";
 - ``bm25``, ``minilm``, ``random``: ``longctx.eval.methods``; ``lead``: the first sentences.
 

@@ -62,6 +62,9 @@ def vector(d, k, kind, layers):
             v = (np.argsort(np.argsort(r)) + 1) / c
         elif kind == "ratio":  # layer-mean then ratio
             v = (Qm / q + EPS) / (Sm / s + EPS)
+        elif kind.startswith("dist-e"):  # distributions over the window's tokens
+            e = float(kind[6:]) / c
+            v = (Qm / Qm.sum() + e) / (Sm / Sm.sum() + e)
         elif kind.startswith("ratio-e"):  # smoothed: eps = f / c (a share of the uniform share)
             e = float(kind[7:]) / c
             v = (Qm / q + e) / (Sm / s + e)

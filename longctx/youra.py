@@ -24,14 +24,17 @@ CLI) changes four things, chosen by measurement (``benchmarks/youra_dump.py`` an
 ``benchmarks/youra_study.py`` on questions not used for the reported table):
 
 - ``baseline="instruction"``: the authors' released code (below, "Baselines");
-- ``normalize="ratio"``: a token's value is the **ratio** of the query rows' mean attention to it
-  over the baseline rows' mean attention to it, ``(colsum_Q / q + e) / (colsum_S / s + e)`` with
-  ``e = RATIO_EPS / c`` (a tenth of a uniform share in a window of ``c`` tokens), instead of the
-  absolute difference of eq. 1. Raw reactions are not comparable across windows: attention is
-  spread over a window's ``c`` tokens, so a shorter window (the last one) has larger values, and
-  the suffix and query rows attend most to the tokens just before them, so each window's last
-  sentences win whatever the question. A ratio is dimensionless and the suffix rows share the
-  query rows' recency and attention sinks, so both cancel;
+- ``normalize="ratio"``: a token's value is the **ratio** of the share of the query rows'
+  attention to the window's context that it gets, over the share of the baseline rows' attention
+  that it gets: ``(Q_j + e) / (S_j + e)`` with ``Q = colsum_Q / sum(colsum_Q)`` and
+  ``S = colsum_S / sum(colsum_S)`` over the window's ``c`` context tokens and
+  ``e = RATIO_EPS / c`` (a tenth of a uniform share), instead of the absolute difference of
+  eq. 1. Raw reactions are not comparable across windows: attention is spread over a window's
+  ``c`` tokens, so a shorter window (the last one) has larger values, and the suffix and query
+  rows attend most to the tokens just before them, so each window's last sentences win whatever
+  the question. A ratio of shares is dimensionless, its mean over a window weighted by ``S`` is 1
+  in every window and text, and the suffix rows share the query rows' recency and attention
+  sinks, so both cancel;
 - ``layers="all"``: the mean over all layers (the last layer alone is the worst layer set with
   ratios on SmolLM2-135M);
 - ``aggregate="mean"``: a sentence's score is the mean of its ratios.
@@ -98,16 +101,16 @@ on the text above.\\n\\nQuestion:"); the vector without the query is the mean at
 suffix rows over the context, ``colsum_S / s``; the vector with the query is the mean attention of
 the suffix and query rows, ``(colsum_S + colsum_Q) / (s + q)``, with the query appended as
 ``" " + query + "\\n\\nAnswer:"``. Context rows do not count. It measured better
-(``benchmarks/bench_youra_recall.py``). With ``normalize="ratio"`` the value is
-``(colsum_Q / q + e) / (colsum_S / s + e)`` (above, "Presets").
+(``benchmarks/bench_youra_recall.py``). With ``normalize="ratio"`` the value is the ratio of the
+shares of ``colsum_Q`` and ``colsum_S`` (above, "Presets").
 
 ``baseline="paper"``: eq. 1 as written; every context row counts in both vectors. The query is
 appended as the tokens of ``"\\n" + query``. With a causal LM this vector carries a strong
 position bias: ``reaction_j = |q * colsum_C(j) / c - colsum_Q(j)| / (c + q)`` and
 ``colsum_C(j)`` grows towards the start of the context (early tokens are seen by every later row),
 so early sentences score high whatever the query. On SmolLM2-135M-Instruct its answer recall
-equals the "first sentences" baseline. With ``normalize="ratio"`` the value is
-``(colsum_Q / q + e) / (colsum_C / c + e)``, still position-biased (``colsum_C`` is).
+equals the "first sentences" baseline. With ``normalize="ratio"`` the value is the ratio of the
+shares of ``colsum_Q`` and ``colsum_C``, still position-biased (``colsum_C`` is).
 
 Long contexts
 -------------
@@ -195,8 +198,8 @@ DEFAULT_PRESET = "default"
 #: The baseline of the default preset (what the CLI and the adapters use when none is given).
 DEFAULT_BASELINE = PRESETS[DEFAULT_PRESET]["baseline"]
 
-#: ``normalize="ratio"`` adds this share of a uniform attention share (``RATIO_EPS / c`` in a
-#: window of ``c`` tokens) to both mean attentions before dividing, so tokens that almost no row
+#: ``normalize="ratio"`` adds this fraction of a uniform attention share (``RATIO_EPS / c`` in a
+#: window of ``c`` tokens) to both attention shares before dividing, so tokens that almost no row
 #: attends to do not get huge ratios from rounding noise.
 RATIO_EPS = 0.1
 
@@ -831,11 +834,13 @@ class ReactionScorer:
     def _window_vector(self, base_sums, base_rows: int, q_sums, q: int) -> np.ndarray:
         """One window's slice of the reaction vector, ``(c,) float64``, from the baseline's
         column sums over ``base_rows`` rows and the query's over ``q`` rows (module docstring:
-        eq. 1 with ``normalize="none"``, the ratio of mean attentions with ``"ratio"``)."""
-        without = base_sums / base_rows
+        eq. 1 with ``normalize="none"``, the ratio of attention shares with ``"ratio"``)."""
         if self.normalize == "ratio":
             eps = RATIO_EPS / len(base_sums)
-            return (q_sums / q + eps) / (without + eps)
+            share_q = q_sums / max(float(q_sums.sum()), 1e-30)
+            share_base = base_sums / max(float(base_sums.sum()), 1e-30)
+            return (share_q + eps) / (share_base + eps)
+        without = base_sums / base_rows
         return np.abs(without - (base_sums + q_sums) / (base_rows + q))
 
     # -- scoring --------------------------------------------------------------------------------

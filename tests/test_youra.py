@@ -260,7 +260,8 @@ def test_scores_gmean_and_mean(model, tok):
 
 
 def test_windows_cover_every_token_and_sentence(model, tok, eager):
-    scorer = ReactionScorer(model, tok, max_window=60, max_query_tokens=16)
+    kw = {"max_window": 60, "max_query_tokens": 16}
+    scorer = ReactionScorer(model, tok, layers="last", normalize="none", **kw)
     ids, sentences, spans = scorer.encode_context(CONTEXT)
     vec = scorer.reaction_vector(CONTEXT, QUERY)
     windows = scorer._layout(CONTEXT).windows
@@ -278,6 +279,10 @@ def test_windows_cover_every_token_and_sentence(model, tok, eager):
     q_ids = scorer._query_ids(QUERY)
     ref = naive_reaction(eager, ids[a:b], q_ids, [1], scorer._suffix_ids)
     np.testing.assert_allclose(vec[a:b], ref, atol=1e-7, rtol=1e-4)
+    # the default preset: ratios of each window on its own tokens (eps from its own length)
+    ratio = ReactionScorer(model, tok, **kw).reaction_vector(CONTEXT, QUERY)
+    ref = naive_ratio(eager, ids[a:b], q_ids, [0, 1], scorer._suffix_ids)
+    np.testing.assert_allclose(ratio[a:b], ref, rtol=1e-4)
 
 
 def test_sentence_longer_than_window_is_split_at_token_level(model, tok):
@@ -570,11 +575,21 @@ def test_index_search_hits_sources_order_and_sizes(corpus_index):
 
 def test_index_scores_are_the_scorers_times_the_window_length(corpus_index, model, tok):
     from longctx.youra import YouraIndex
+    from tests._youra_helpers import TEXTS
 
+    # default preset: ratios are on one scale, ranked as they are
     scorer = corpus_index.scorer
     scores, _ = corpus_index.score_units(QUERY)
-    lay = corpus_index._layouts[3]
+    assert corpus_index.score_scale == "none"
     raw = [s.score for s in scorer.score_sentences(CONTEXT, QUERY)]
+    np.testing.assert_allclose(scores[-len(raw) :], raw, rtol=1e-12)
+    # raw reactions (normalize="none"): times the text's mean window length
+    plain = ReactionScorer(model, tok, normalize="none")
+    index = YouraIndex.from_texts(TEXTS + [CONTEXT], plain)
+    assert index.score_scale == "window"
+    scores, _ = index.score_units(QUERY)
+    lay = index._layouts[3]
+    raw = [s.score for s in plain.score_sentences(CONTEXT, QUERY)]
     np.testing.assert_allclose(scores[-len(raw) :], np.asarray(raw) * len(lay.ids), rtol=1e-12)
     # one text: the same sentences as ReactionScorer.select
     one = YouraIndex.from_texts(CONTEXT, scorer, score_scale="none")
