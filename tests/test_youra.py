@@ -384,12 +384,12 @@ def test_default_model_finds_the_answer_sentence():
         "Children played near the river in the afternoon."
     )
     q = "What colour was Marie's bicycle?"
-    # the authors' baseline ranks the answer sentence first with SmolLM2-135M-Instruct
-    scorer = ReactionScorer(baseline="instruction")
+    # the default preset ranks the answer sentence first with SmolLM2-135M-Instruct
+    scorer = ReactionScorer()
     top = scorer.select(text, q, top_n=1)
     assert len(top) == 1 and "bicycle" in top[0].text(text)
-    # the paper's baseline runs on the same model (it favours early tokens: longctx.youra docstring)
-    paper = ReactionScorer(model=scorer.model, tokenizer=scorer.tokenizer)
+    # the paper's setting runs on the same model (it favours early tokens: longctx.youra docstring)
+    paper = ReactionScorer(model=scorer.model, tokenizer=scorer.tokenizer, preset="paper")
     vec = paper.reaction_vector(text, q)
     assert vec.shape == (len(scorer.encode_context(text)[0]),) and np.all(np.isfinite(vec))
 
