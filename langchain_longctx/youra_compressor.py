@@ -37,8 +37,10 @@ class YouraCompressor(BaseDocumentCompressor):
         token_budget: int | None
             Model tokens for all kept sentences instead (greedy by score, at most
             ``max_fraction`` of the sentences).
-        baseline: str
-            ``"instruction"`` (default, the authors' code) or ``"paper"`` (eq. 1).
+        preset: str
+            ``"default"`` (instruction baseline, ratios comparable across windows, all layers)
+            or ``"paper"`` (eq. 1 as written); ``layers``, ``aggregate``, ``baseline`` and
+            ``normalize`` override single settings (None: the preset's).
         scorer: longctx.youra.ReactionScorer | None
             A ready scorer (model, options, window cache), shared with other components.
 
