@@ -111,9 +111,12 @@ def recall_table(counts: dict, seed: int, max_window: int) -> None:
                     picks["lead"] = doc.spans(lead)
                     for name, index in indexes.items():
                         t = time.perf_counter()
-                        r = index.search(ex.query, token_budget=budget)
+                        try:
+                            r = index.search(ex.query, token_budget=budget)
+                            picks[name] = [(h.start, h.end) for h in r.hits]
+                        except ValueError:  # the budget is below every sentence: none fits
+                            picks[name] = []
                         secs[name] += time.perf_counter() - t
-                        picks[name] = [(h.start, h.end) for h in r.hits]
                     for name, spans in picks.items():
                         res.setdefault((task, frac, name), []).append(score(ex, ex.text, spans))
             print(
