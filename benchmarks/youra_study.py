@@ -62,6 +62,10 @@ def vector(d, k, kind, layers):
             v = (np.argsort(np.argsort(r)) + 1) / c
         elif kind == "ratio":  # layer-mean then ratio
             v = (Qm / q + EPS) / (Sm / s + EPS)
+        elif kind.startswith("distmed-e"):  # shares ratio over its median in the window
+            e = float(kind[9:]) / c
+            v = (Qm / Qm.sum() + e) / (Sm / Sm.sum() + e)
+            v = v / np.median(v)
         elif kind.startswith("dist-e"):  # distributions over the window's tokens
             e = float(kind[6:]) / c
             v = (Qm / Qm.sum() + e) / (Sm / Sm.sum() + e)
