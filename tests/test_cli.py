@@ -392,8 +392,8 @@ def test_help_gives_every_option_a_help_line_and_its_default(capsys):
         "(default: text)",
         "(default: 32)",
         "(default: 0.5)",
-        "(default: instruction)",
-        "(default: last)",
+        "or 'paper' (eq. 1 as written, last layer)",  # --preset; --baseline, --layers follow it
+        "(default: the preset's)",
         "(default: 100 when --budget is not given)",
         "mixpr options",
         "youra options",
