@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from langchain_longctx._documents import hit_to_document
 from longctx.checks import check_text
 from longctx.selection import check_size
-from longctx.youra import DEFAULT_BASELINE, DEFAULT_K, YouraIndex, check_max_fraction, scorer_from
+from longctx.youra import DEFAULT_K, DEFAULT_PRESET, YouraIndex, check_max_fraction, scorer_from
 
 
 class YouraCompressor(BaseDocumentCompressor):
@@ -37,8 +37,10 @@ class YouraCompressor(BaseDocumentCompressor):
         token_budget: int | None
             Model tokens for all kept sentences instead (greedy by score, at most
             ``max_fraction`` of the sentences).
-        baseline: str
-            ``"instruction"`` (default, the authors' code) or ``"paper"`` (eq. 1).
+        preset: str
+            ``"default"`` (instruction baseline, ratios comparable across windows, all layers)
+            or ``"paper"`` (eq. 1 as written); ``layers``, ``aggregate``, ``baseline`` and
+            ``normalize`` override single settings (None: the preset's).
         scorer: longctx.youra.ReactionScorer | None
             A ready scorer (model, options, window cache), shared with other components.
 
@@ -80,10 +82,22 @@ class YouraCompressor(BaseDocumentCompressor):
     max_fraction: float = Field(
         default=0.8, description="With token_budget, keep at most this fraction of sentences."
     )
-    layers: Any = Field(default="last", description="'last', 'all' or a list of layer indices.")
-    aggregate: Literal["gmean", "mean"] = Field(default="gmean", description="Sentence score.")
-    baseline: Literal["instruction", "paper"] = Field(
-        default=DEFAULT_BASELINE, description="Reaction baseline (authors' code or paper eq. 1)."
+    preset: Literal["default", "paper"] = Field(
+        default=DEFAULT_PRESET,
+        description="Scorer settings not given: 'default' (ratios, all layers) or 'paper' (eq. 1).",
+    )
+    layers: Any = Field(
+        default=None, description="'last', 'all' or a list of layer indices (None: the preset's)."
+    )
+    aggregate: Literal["gmean", "mean"] | None = Field(
+        default=None, description="Sentence score: geometric or arithmetic mean (None: preset's)."
+    )
+    baseline: Literal["instruction", "paper"] | None = Field(
+        default=None, description="Reaction baseline (authors' code or paper eq. 1)."
+    )
+    normalize: Literal["ratio", "none"] | None = Field(
+        default=None,
+        description="'ratio' (comparable across windows) or 'none' (eq. 1); None: the preset's.",
     )
     model: Any = Field(default=None, exclude=True, description="Causal LM or path (lazy).")
     tokenizer: Any = Field(default=None, exclude=True, description="Tokenizer of `model`.")
@@ -108,9 +122,11 @@ class YouraCompressor(BaseDocumentCompressor):
                 None,
                 self.model,
                 self.tokenizer,
+                preset=self.preset,
                 layers=self.layers,
                 aggregate=self.aggregate,
                 baseline=self.baseline,
+                normalize=self.normalize,
             )
         return self
 

@@ -44,7 +44,7 @@ class YouraRetriever(BaseRetriever):
             Model tokens for all returned sentences instead of ``k``.
         scorer: longctx.youra.ReactionScorer | None
             A ready scorer; otherwise one from ``model``, ``tokenizer`` and ``scorer_kwargs``
-            (``baseline`` default ``"instruction"``, ``cache_bytes``, ``max_window``...).
+            (``preset`` ``"default"`` or ``"paper"``, ``cache_bytes``, ``max_window``...).
 
     Instantiate:
         .. code-block:: python

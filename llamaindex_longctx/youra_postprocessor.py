@@ -14,7 +14,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from llamaindex_longctx._nodes import hit_to_node
 from longctx.checks import check_text
 from longctx.selection import check_size
-from longctx.youra import DEFAULT_BASELINE, DEFAULT_K, YouraIndex, check_max_fraction, scorer_from
+from longctx.youra import DEFAULT_K, DEFAULT_PRESET, YouraIndex, check_max_fraction, scorer_from
 
 
 class YouraPostprocessor(BaseNodePostprocessor):
@@ -55,13 +55,23 @@ class YouraPostprocessor(BaseNodePostprocessor):
     max_fraction: float = Field(
         default=0.8, description="With token_budget, keep at most this fraction of the sentences."
     )
-    layers: Any = Field(default="last", description="'last', 'all' or a list of layer indices.")
-    aggregate: Literal["gmean", "mean"] = Field(
-        default="gmean", description="Sentence score: geometric or arithmetic mean."
+    preset: Literal["default", "paper"] = Field(
+        default=DEFAULT_PRESET,
+        description="Scorer settings not given: 'default' (ratios, all layers) or 'paper' (eq. 1).",
     )
-    baseline: Literal["instruction", "paper"] = Field(
-        default=DEFAULT_BASELINE,
+    layers: Any = Field(
+        default=None, description="'last', 'all' or a list of layer indices (None: the preset's)."
+    )
+    aggregate: Literal["gmean", "mean"] | None = Field(
+        default=None, description="Sentence score: geometric or arithmetic mean (None: preset's)."
+    )
+    baseline: Literal["instruction", "paper"] | None = Field(
+        default=None,
         description="Reaction baseline: the authors' instruction suffix or the paper's eq. 1.",
+    )
+    normalize: Literal["ratio", "none"] | None = Field(
+        default=None,
+        description="'ratio' (comparable across windows) or 'none' (eq. 1); None: the preset's.",
     )
     model: Any = Field(
         default=None, exclude=True, description="Causal LM or path; None: SmolLM2 (lazy)."
@@ -85,9 +95,11 @@ class YouraPostprocessor(BaseNodePostprocessor):
                 None,
                 self.model,
                 self.tokenizer,
+                preset=self.preset,
                 layers=self.layers,
                 aggregate=self.aggregate,
                 baseline=self.baseline,
+                normalize=self.normalize,
             )
         return self
 

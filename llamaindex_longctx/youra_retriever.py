@@ -47,8 +47,8 @@ class YouraRetriever(BaseRetriever):
         the sentences).
     max_fraction : float, default 0.8
     scorer : longctx.youra.ReactionScorer, optional
-        Otherwise one is built from ``model``, ``tokenizer`` and ``scorer_kwargs`` (``baseline``
-        default ``"instruction"``, ``cache_bytes``, ``max_window``...).
+        Otherwise one is built from ``model``, ``tokenizer`` and ``scorer_kwargs`` (``preset``
+        ``"default"`` or ``"paper"``, ``baseline``, ``cache_bytes``, ``max_window``...).
 
     Raises
     ------

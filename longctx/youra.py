@@ -15,6 +15,42 @@ is the mean of its slice of the reaction vector (eq. 6), or its geometric mean (
 authors' released code, the default here). Sentences are then taken greedily by score until the
 token budget or 80% of the sentences is reached and returned in document order (sec. 3.3).
 
+Presets
+-------
+``preset="paper"`` is the paper's setting: eq. 1 as written (``baseline="paper"``), the last
+layer, geometric mean, raw reaction values (``normalize="none"``); its scores are exactly those of
+longctx before presets existed. ``preset="default"`` (the default everywhere: core, adapters,
+CLI) changes four things, chosen by measurement (``benchmarks/youra_dump.py`` and
+``benchmarks/youra_study.py`` on questions not used for the reported table):
+
+- ``baseline="instruction"``: the authors' released code (below, "Baselines");
+- ``normalize="ratio"``: a token's value is the **ratio** of the share of the query rows'
+  attention to the window's context that it gets, over the share of the baseline rows' attention
+  that it gets: ``(Q_j + e) / (S_j + e)`` with ``Q = colsum_Q / sum(colsum_Q)`` and
+  ``S = colsum_S / sum(colsum_S)`` over the window's ``c`` context tokens and
+  ``e = RATIO_EPS / c`` (a tenth of a uniform share), divided by its median over the window's
+  tokens, instead of the absolute difference of eq. 1. Raw reactions are not comparable across
+  windows: attention is spread over a window's ``c`` tokens, so a shorter window (the last one)
+  has larger values, and the suffix and query rows attend most to the tokens just before them, so
+  each window's last sentences win whatever the question. A ratio of shares is dimensionless and
+  the suffix rows share the query rows' recency, so both cancel; the window's first token (an
+  attention sink) takes a different share of the query's and of the suffix's attention in each
+  window, which moves all of that window's ratios by one factor: dividing by the median (1 in
+  every window and text) removes it (on 16,000 characters of Pride and Prejudice in 1024-token
+  windows, one window's mean ratio was 1.19 and the others' 0.95-1.03, and it took every pick);
+- ``layers="all"``: the mean over all layers (the last layer alone is the worst layer set with
+  ratios on SmolLM2-135M);
+- ``aggregate="mean"``: a sentence's score is the mean of its ratios.
+
+Measured on SmolLM2-135M-Instruct, 2048-token windows, answer recall at 10% / 20% of the tokens
+on the study questions (SQuAD seed 1, 15 questions; NarrativeQA summaries seed 1, 12; HotpotQA
+rows 50-59, mean share of supporting sentences): old default (instruction, last layer, gmean,
+raw) 0.33 / 0.47, 0.25 / 0.42, 0.33 / 0.46; new default 1.00 / 1.00, 0.50 / 0.83, 0.46 / 0.58;
+BM25 1.00 / 1.00, 0.58 / 0.83, 0.39 / 0.62. On 40,000 characters of Pride and Prejudice (7
+windows) the share of picks that start in the last 10% of their window fell from 0.47 to 0.07.
+The reported table (other questions) is in ``benchmarks/bench_youra_recall.py``'s output and the
+README.
+
 Build once, query many
 ----------------------
 :class:`YouraIndex` does the query-independent work once per corpus (sentence split, sentence to
@@ -62,20 +98,22 @@ is GPU memory.
 
 Baselines
 ---------
-``baseline="instruction"`` (default): what the authors' released code does. The context is
+``baseline="instruction"`` (default preset): what the authors' released code does. The context is
 followed by an instruction suffix ``S`` (``INSTRUCTION_SUFFIX``: "\\n\\nAnswer the question based
 on the text above.\\n\\nQuestion:"); the vector without the query is the mean attention of the
 suffix rows over the context, ``colsum_S / s``; the vector with the query is the mean attention of
 the suffix and query rows, ``(colsum_S + colsum_Q) / (s + q)``, with the query appended as
 ``" " + query + "\\n\\nAnswer:"``. Context rows do not count. It measured better
-(``benchmarks/bench_youra_recall.py``).
+(``benchmarks/bench_youra_recall.py``). With ``normalize="ratio"`` the value is the ratio of the
+shares of ``colsum_Q`` and ``colsum_S`` (above, "Presets").
 
 ``baseline="paper"``: eq. 1 as written; every context row counts in both vectors. The query is
 appended as the tokens of ``"\\n" + query``. With a causal LM this vector carries a strong
 position bias: ``reaction_j = |q * colsum_C(j) / c - colsum_Q(j)| / (c + q)`` and
 ``colsum_C(j)`` grows towards the start of the context (early tokens are seen by every later row),
 so early sentences score high whatever the query. On SmolLM2-135M-Instruct its answer recall
-equals the "first sentences" baseline.
+equals the "first sentences" baseline. With ``normalize="ratio"`` the value is the ratio of the
+shares of ``colsum_Q`` and ``colsum_C``, still position-biased (``colsum_C`` is).
 
 Long contexts
 -------------
@@ -90,14 +128,14 @@ window layout does not depend on the query (so caches are reusable); a query lon
 
 Several texts
 -------------
-Reaction values of different texts are not on one scale: a window's attention is spread over its
-``c`` tokens, so the mean reaction value of a text shrinks like ``1 / c`` and a short text's
-sentences would outscore a long text's whatever the query. :class:`YouraIndex` therefore ranks
-the sentences of all its texts in **one global greedy pass** over scores multiplied by their
-text's mean window length in tokens (``n_tokens / n_windows``), i.e. reaction measured in units
-of a uniform attention share (``score_scale="window"``, the default). Within one text this is a
-constant factor, so the order of its sentences is the paper's. ``score_scale="none"`` ranks the
-raw scores.
+:class:`YouraIndex` ranks the sentences of all its texts in **one global greedy pass**. Ratios
+(``normalize="ratio"``, the default preset) are on one scale already and are ranked as they are
+(``score_scale="none"``). Raw reaction values (``normalize="none"``) are not: a window's attention
+is spread over its ``c`` tokens, so the mean reaction value of a text shrinks like ``1 / c`` and a
+short text's sentences would outscore a long text's whatever the query; their scores are then
+multiplied by their text's mean window length in tokens (``n_tokens / n_windows``), i.e. reaction
+measured in units of a uniform attention share (``score_scale="window"``). Within one text this
+is a constant factor, so the order of its sentences is the paper's.
 """
 
 from __future__ import annotations
@@ -140,11 +178,33 @@ __all__ = [
 
 BASELINES = ("paper", "instruction")
 AGGREGATES = ("gmean", "mean")
+NORMALIZATIONS = ("none", "ratio")
 CACHE_DTYPES = (None, "bfloat16")
 SCORE_SCALES = ("window", "none")
 
-#: The baseline used when none is given (it measured better: module docstring).
-DEFAULT_BASELINE = "instruction"
+#: Scorer settings of each preset (``ReactionScorer(preset=...)``; see the module docstring,
+#: "Presets"). ``"paper"`` is eq. 1 as written, on the last layer, geometric mean, raw reaction
+#: values: the exact scores of longctx before the ``"default"`` preset existed.
+PRESETS = {
+    "paper": {"baseline": "paper", "layers": "last", "aggregate": "gmean", "normalize": "none"},
+    "default": {
+        "baseline": "instruction",
+        "layers": "all",
+        "aggregate": "mean",
+        "normalize": "ratio",
+    },
+}
+
+#: The preset used when none is given.
+DEFAULT_PRESET = "default"
+
+#: The baseline of the default preset (what the CLI and the adapters use when none is given).
+DEFAULT_BASELINE = PRESETS[DEFAULT_PRESET]["baseline"]
+
+#: ``normalize="ratio"`` adds this fraction of a uniform attention share (``RATIO_EPS / c`` in a
+#: window of ``c`` tokens) to both attention shares before dividing, so tokens that almost no row
+#: attends to do not get huge ratios from rounding noise.
+RATIO_EPS = 0.1
 
 #: Default budget of a scorer's window cache (KV caches and column sums), in bytes: 1 GiB. With
 #: SmolLM2 and its 8,192-token window a pass needs about 1.4 GB more (model, activations, one
@@ -341,16 +401,26 @@ class ReactionScorer:
         loaded on first use.
     tokenizer : transformers fast tokenizer, optional
         Required with a loaded ``model``; otherwise loaded with the model.
-    layers : {"last", "all"} or int or list of int, default "last"
+    preset : {"default", "paper"}, default "default"
+        The settings of ``layers``, ``aggregate``, ``baseline`` and ``normalize`` that are not
+        given (module docstring, "Presets"): ``"paper"`` is eq. 1 as written (last layer, gmean,
+        raw values), ``"default"`` the instruction baseline with ratios over all layers, mean.
+    layers : {"last", "all"} or int or list of int, optional
         Layers whose attention is used (averaged): ``"last"`` as in the authors' released code,
-        ``"all"`` for the mean over layers; negative ints count from the end.
-    aggregate : {"gmean", "mean"}, default "gmean"
-        Reaction score of a sentence: geometric mean of its reaction values (sec. 3.3 and the
-        authors' code; values floored at ``GMEAN_EPS`` = 1e-12 before the log) or arithmetic mean
-        (eq. 6).
-    baseline : {"instruction", "paper"}, default "instruction"
+        ``"all"`` for the mean over layers; negative ints count from the end. Default: the
+        preset's (``"all"``; ``"last"`` for ``"paper"``).
+    aggregate : {"gmean", "mean"}, optional
+        Reaction score of a sentence: geometric mean of its values (sec. 3.3 and the authors'
+        code; values floored at ``GMEAN_EPS`` = 1e-12 before the log) or arithmetic mean (eq. 6).
+        Default: the preset's (``"mean"``; ``"gmean"`` for ``"paper"``).
+    baseline : {"instruction", "paper"}, optional
         See the module docstring (``"instruction"`` measured better; ``"paper"`` is eq. 1 as
-        written).
+        written). Default: the preset's.
+    normalize : {"ratio", "none"}, optional
+        ``"none"``: the reaction value of eq. 1 (absolute difference of mean attentions);
+        ``"ratio"``: the ratio of the query rows' mean attention to the baseline rows', comparable
+        across windows (module docstring). Default: the preset's (``"ratio"``; ``"none"`` for
+        ``"paper"``).
     device : str or torch.device, optional
         Where to run (default: the model's device; for a loaded default, cuda if available).
     dtype : torch dtype or str, optional
@@ -394,9 +464,11 @@ class ReactionScorer:
         model=None,
         tokenizer=None,
         *,
-        layers="last",
-        aggregate: str = "gmean",
-        baseline: str = DEFAULT_BASELINE,
+        preset: str = DEFAULT_PRESET,
+        layers=None,
+        aggregate: str | None = None,
+        baseline: str | None = None,
+        normalize: str | None = None,
         device=None,
         dtype=None,
         max_window: int | None = None,
@@ -407,9 +479,16 @@ class ReactionScorer:
         row_block: int | None = None,
         show_progress: bool = False,
     ):
+        check_choice(preset, "preset", tuple(PRESETS))
+        settings = PRESETS[preset]
+        layers = settings["layers"] if layers is None else layers
+        aggregate = settings["aggregate"] if aggregate is None else aggregate
+        baseline = settings["baseline"] if baseline is None else baseline
+        normalize = settings["normalize"] if normalize is None else normalize
         check_layers_spec(layers)
         check_choice(aggregate, "aggregate", AGGREGATES)
         check_choice(baseline, "baseline", BASELINES)
+        check_choice(normalize, "normalize", NORMALIZATIONS)
         if cache_dtype is not None:
             check_choice(cache_dtype, "cache_dtype", CACHE_DTYPES[1:])
         self.max_window = check_int(max_window, "max_window", minimum=4, allow_none=True)
@@ -423,9 +502,11 @@ class ReactionScorer:
             raise ValueError("tokenizer is required when a loaded model is given")
         if model is None and tokenizer is not None:
             raise ValueError("give a model with the tokenizer (or neither, for the default)")
+        self.preset = preset
         self.layers = layers
         self.aggregate = aggregate
         self.baseline = baseline
+        self.normalize = normalize
         self.cache_dtype = cache_dtype
         self.show_progress = bool(show_progress)
         self.instruction_suffix = INSTRUCTION_SUFFIX if baseline == "instruction" else ""
@@ -448,9 +529,11 @@ class ReactionScorer:
         """The scorer's options as a JSON-ready dict (what :meth:`YouraIndex.save` stores)."""
         return {
             "model": self._model_arg if isinstance(self._model_arg, str) else None,
+            "preset": self.preset,
             "layers": self.layers if isinstance(self.layers, (str, int)) else list(self.layers),
             "aggregate": self.aggregate,
             "baseline": self.baseline,
+            "normalize": self.normalize,
             "max_window": self.max_window,
             "max_query_tokens": self.max_query_tokens,
             "cache_bytes": self.cache_bytes,
@@ -745,9 +828,7 @@ class ReactionScorer:
                         self._forward(q_ids, cache)
                         q_sums = rec.pop()[0][:c].double().cpu().numpy()
                         del cache
-                        without = base_sums / base_rows
-                        with_q = (base_sums + q_sums) / (base_rows + q)
-                        out[li][t0:t1] = np.abs(without - with_q)
+                        out[li][t0:t1] = self._window_vector(base_sums, base_rows, q_sums, q)
                         info["query_s"] += time.perf_counter() - t2
                         if bar is not None:
                             bar.update(1)
@@ -755,6 +836,19 @@ class ReactionScorer:
                 if bar is not None:
                     bar.close()
         return out, info
+
+    def _window_vector(self, base_sums, base_rows: int, q_sums, q: int) -> np.ndarray:
+        """One window's slice of the reaction vector, ``(c,) float64``, from the baseline's
+        column sums over ``base_rows`` rows and the query's over ``q`` rows (module docstring:
+        eq. 1 with ``normalize="none"``, the ratio of attention shares with ``"ratio"``)."""
+        if self.normalize == "ratio":
+            eps = RATIO_EPS / len(base_sums)
+            share_q = q_sums / max(float(q_sums.sum()), 1e-30)
+            share_base = base_sums / max(float(base_sums.sum()), 1e-30)
+            ratio = (share_q + eps) / (share_base + eps)
+            return ratio / np.median(ratio)
+        without = base_sums / base_rows
+        return np.abs(without - (base_sums + q_sums) / (base_rows + q))
 
     # -- scoring --------------------------------------------------------------------------------
     def _query_ids(self, query: str) -> list[int]:
@@ -910,8 +1004,10 @@ class YouraIndex(RetrievalIndex):
         ``baseline`` (default ``"instruction"``), ``layers``, ``max_window``, ``cache_bytes``...).
     max_fraction : float in (0, 1], default 0.8
         With ``token_budget``, at most this fraction of all sentences is selected (sec. 3.3).
-    score_scale : {"window", "none"}, default "window"
-        How scores of different texts are put on one scale (module docstring).
+    score_scale : {"window", "none"}, optional
+        How scores of different texts are put on one scale (module docstring); default
+        ``"window"`` with ``normalize="none"`` (raw reactions) and ``"none"`` with
+        ``normalize="ratio"`` (ratios are on one scale already).
     sentences : sequence of sequences of (start, end), optional
         Character spans to score, per text, instead of ``split_sentences``'s.
 
@@ -962,14 +1058,15 @@ class YouraIndex(RetrievalIndex):
         scorer: ReactionScorer | None = None,
         *,
         max_fraction: float = 0.8,
-        score_scale: str = "window",
+        score_scale: str | None = None,
         sentences=None,
         **scorer_kwargs,
     ) -> YouraIndex:
         """Build the index (tokenizer work only; see the class docstring)."""
         texts = check_texts(texts)
         max_fraction = check_max_fraction(max_fraction)
-        check_choice(score_scale, "score_scale", SCORE_SCALES)
+        if score_scale is not None:
+            check_choice(score_scale, "score_scale", SCORE_SCALES)
         if sentences is not None:
             if isinstance(sentences, (str, bytes)) or len(sentences) != len(texts):
                 raise ValueError("sentences must hold one list of (start, end) spans per text")
@@ -979,6 +1076,8 @@ class YouraIndex(RetrievalIndex):
                 f"give either scorer or scorer options, not both (got {sorted(scorer_kwargs)})"
             )
         scorer = scorer_from(scorer, **scorer_kwargs)
+        if score_scale is None:  # ratios are on one scale already; raw reactions are not
+            score_scale = "window" if scorer.normalize == "none" else "none"
         layouts = [
             scorer._make_layout(t, None if sentences is None else sentences[i])
             for i, t in enumerate(texts)

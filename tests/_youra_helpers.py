@@ -84,3 +84,20 @@ def naive_reaction(eager_model, ctx_ids, query_ids, layers, suffix_ids=()):
             slice(c, None),
         )
     return np.abs(without[:c] - with_q[:c])
+
+
+def naive_ratio(eager_model, ctx_ids, query_ids, layers, suffix_ids=(), eps_share=0.1):
+    """``normalize="ratio"`` by full passes: the query rows' attention share of each context token
+    over the baseline rows' (all context rows, or the suffix rows), each plus ``eps_share / c``,
+    over its median."""
+    c = len(ctx_ids)
+    rows = list(ctx_ids) + list(suffix_ids)
+    if not suffix_ids:
+        without = attn_vec(eager_model, rows, layers)
+    else:
+        without = attn_vec(eager_model, rows, layers, slice(c, None))
+    query = attn_vec(eager_model, rows + list(query_ids), layers, slice(len(rows), None))
+    eps = eps_share / c
+    q_share, base_share = query[:c] / query[:c].sum(), without[:c] / without[:c].sum()
+    ratio = (q_share + eps) / (base_share + eps)
+    return ratio / np.median(ratio)

@@ -392,8 +392,8 @@ def test_help_gives_every_option_a_help_line_and_its_default(capsys):
         "(default: text)",
         "(default: 32)",
         "(default: 0.5)",
-        "(default: instruction)",
-        "(default: last)",
+        "or 'paper' (eq. 1 as written, last layer)",  # --preset; --baseline, --layers follow it
+        "(default: the preset's)",
         "(default: 100 when --budget is not given)",
         "mixpr options",
         "youra options",
@@ -411,7 +411,12 @@ def argparse_help_types():
 
 def test_youra_baseline_defaults_to_instruction():
     args = build_parser().parse_args(["retrieve", "--sample", "alice", "-q", "x", "-m", "youra"])
-    assert args.baseline == "instruction"
+    # the preset's settings (instruction baseline, ratios, all layers) unless given
+    assert args.preset == "default" and args.baseline is None and args.layers is None
+    args = build_parser().parse_args(
+        ["retrieve", "--sample", "alice", "-q", "x", "--preset", "paper"]
+    )
+    assert args.preset == "paper"
 
 
 # ------------------------------------------------------------------------ README examples

@@ -15,6 +15,7 @@ pytest.importorskip("transformers")
 from longctx.youra import GMEAN_EPS, ReactionScorer, ScoredSpan  # noqa: E402
 from tests._youra_helpers import (  # noqa: E402
     eager_copy,
+    naive_ratio,
     naive_reaction,
     smollm2_tokenizer,
     tiny_llama,
@@ -68,7 +69,7 @@ class _Counter:
 @pytest.mark.parametrize("baseline", ["paper", "instruction"])
 @pytest.mark.parametrize("layers", ["last", "all", [0]])
 def test_fast_path_equals_naive_eq1(model, eager, tok, baseline, layers):
-    scorer = ReactionScorer(model, tok, baseline=baseline, layers=layers)
+    scorer = ReactionScorer(model, tok, baseline=baseline, layers=layers, normalize="none")
     vec = scorer.reaction_vector(CONTEXT, QUERY)
     ctx_ids = tok(CONTEXT, add_special_tokens=False)["input_ids"]
     assert vec.dtype == np.float32 and vec.shape == (len(ctx_ids),)
@@ -82,10 +83,118 @@ def test_fast_path_equals_naive_eq1(model, eager, tok, baseline, layers):
     np.testing.assert_allclose(vec, ref, atol=1e-7, rtol=1e-3)
 
 
+@pytest.mark.parametrize("baseline", ["paper", "instruction"])
+@pytest.mark.parametrize("layers", ["last", "all"])
+def test_ratio_equals_naive_ratio(model, eager, tok, baseline, layers):
+    scorer = ReactionScorer(model, tok, baseline=baseline, layers=layers, normalize="ratio")
+    vec = scorer.reaction_vector(CONTEXT, QUERY)
+    ctx_ids = tok(CONTEXT, add_special_tokens=False)["input_ids"]
+    q_ids = tok(scorer.query_template.replace("{query}", QUERY), add_special_tokens=False)[
+        "input_ids"
+    ]
+    sel = {"last": [1], "all": [0, 1]}[layers]
+    ref = naive_ratio(eager, ctx_ids, q_ids, sel, scorer._suffix_ids)
+    assert ref.std() > 0.05  # not trivially constant
+    np.testing.assert_allclose(vec, ref, rtol=1e-4)
+
+
+# Scores of main before presets existed (commit a9d4e3b): tiny model, CONTEXT, QUERY; one window
+# (None) and 64-token windows. The paper preset must give them unchanged.
+FINGERPRINTS = {
+    ("paper", "last", None): [0.00116802, 0.00031146, 6.86e-05],
+    ("paper", "last", 64): [0.00369974, 0.00083514, 0.00303],
+    ("paper", "all", None): [0.00115374, 0.00028736, 0.00017198],
+    ("paper", "all", 64): [0.00314595, 0.00131624, 0.00361623],
+    ("instruction", "last", None): [0.00100107, 0.00084043, 0.00064321],
+    ("instruction", "last", 64): [0.00190151, 0.00261607, 0.00281266],
+    ("instruction", "all", None): [0.00062499, 0.00039562, 0.00038263],
+    ("instruction", "all", 64): [0.00261547, 0.00213194, 0.00161024],
+}
+
+
+@pytest.mark.parametrize("key", sorted(FINGERPRINTS, key=str))
+def test_paper_preset_reproduces_the_scores_before_presets(model, tok, key):
+    baseline, layers, window = key
+    kw = {"max_window": window, "max_query_tokens": 16} if window else {}
+    if baseline == "paper":  # one argument
+        scorer = ReactionScorer(model, tok, preset="paper", layers=layers, **kw)
+    else:  # the old default: instruction baseline, raw reactions, gmean
+        scorer = ReactionScorer(
+            model, tok, layers=layers, normalize="none", aggregate="gmean", **kw
+        )
+    scores = [s.score for s in scorer.score_sentences(CONTEXT, QUERY)]
+    assert len(scores) == 8
+    # 6 significant digits were recorded; float32 attention sums round at ~1e-7 relative
+    np.testing.assert_allclose(scores[:3], FINGERPRINTS[key], rtol=2e-5, atol=2e-9)
+
+
+def test_presets_and_their_settings(model, tok):
+    from longctx.youra import PRESETS
+
+    paper = ReactionScorer(model, tok, preset="paper")
+    assert (paper.baseline, paper.layers, paper.aggregate, paper.normalize) == (
+        "paper",
+        "last",
+        "gmean",
+        "none",
+    )
+    default = ReactionScorer(model, tok)
+    assert default.preset == "default" and default.normalize == PRESETS["default"]["normalize"]
+    assert default.config()["preset"] == "default" and paper.config()["normalize"] == "none"
+    # an explicit option overrides the preset's
+    assert ReactionScorer(model, tok, preset="paper", layers="all").layers == "all"
+    with pytest.raises(ValueError, match="preset"):
+        ReactionScorer(preset="fast")
+    with pytest.raises(ValueError, match="normalize"):
+        ReactionScorer(normalize="rank")
+
+
+def _copies_scores(model, tok, **kw):
+    """Scores of the sentences of three copies of one paragraph, windows [copy 1, copy 2] and
+    [copy 3]: copies 1 and 3 open their windows (same tokens, same positions), but the windows
+    differ in length. Returns ``(3, sentences per copy)``."""
+    from longctx.youra import INSTRUCTION_SUFFIX
+
+    para = (
+        "The White Rabbit took a watch out of its waistcoat-pocket. Alice ran across the field "
+        "after it. She was just in time to see it pop down a large rabbit-hole under the hedge. "
+        "In another moment down went Alice after it.\n\n"
+    )
+    text = para * 3
+    probe = ReactionScorer(model, tok, **kw)
+    _, sentences, spans = probe.encode_context(text)
+    per = len(sentences) // 3
+    third = spans[2 * per][0]  # first token of copy 3
+    suffix = len(tok(INSTRUCTION_SUFFIX, add_special_tokens=False)["input_ids"])
+    extra = suffix if probe.baseline == "instruction" else 0
+    scorer = ReactionScorer(model, tok, max_window=third + extra + 16, max_query_tokens=16, **kw)
+    lay = scorer._layout(text)
+    assert [a for a, _ in lay.windows] == [0, third]
+    s = np.asarray([x.score for x in scorer.score_sentences(text, "Where did the Rabbit go?")])
+    return s.reshape(3, per)
+
+
+def test_copies_in_different_windows_score_alike_under_the_default(model, tok):
+    default = _copies_scores(model, tok)
+    raw = _copies_scores(model, tok, normalize="none")
+    paper = _copies_scores(model, tok, preset="paper")
+    # copy 1 (first of a 2-copy window) against copy 3 (alone in a window half as long)
+    spread = np.abs(np.log(default[2] / default[0])).max()
+    # raw reactions scale with 1 / window length and with position: the copies differ by far
+    assert np.abs(np.log(raw[2] / raw[0])).max() > 0.5
+    assert np.abs(np.log(paper[2] / paper[0])).max() > 1.0
+    # ratios: the same up to how the window's end (what the suffix and query rows see) differs;
+    # within 25% on this tiny random model (raw: a factor of 1.7 or more)
+    assert spread < np.log(1.25)
+    # and the order of the copies' sentences is the same in both windows
+    assert np.array_equal(np.argsort(default[0]), np.argsort(default[2]))
+
+
 def test_layers_change_the_vector(model, tok):
-    last = ReactionScorer(model, tok, layers="last").reaction_vector(CONTEXT, QUERY)
-    first = ReactionScorer(model, tok, layers=[0]).reaction_vector(CONTEXT, QUERY)
-    both = ReactionScorer(model, tok, layers="all").reaction_vector(CONTEXT, QUERY)
+    kw = {"normalize": "none"}
+    last = ReactionScorer(model, tok, layers="last", **kw).reaction_vector(CONTEXT, QUERY)
+    first = ReactionScorer(model, tok, layers=[0], **kw).reaction_vector(CONTEXT, QUERY)
+    both = ReactionScorer(model, tok, layers="all", **kw).reaction_vector(CONTEXT, QUERY)
     assert not np.allclose(last, first)
     # the layer mean is taken before the absolute value: |mean| <= mean of |.|
     assert np.all(both <= (last + first) / 2 + 1e-7)
@@ -151,7 +260,8 @@ def test_scores_gmean_and_mean(model, tok):
 
 
 def test_windows_cover_every_token_and_sentence(model, tok, eager):
-    scorer = ReactionScorer(model, tok, max_window=60, max_query_tokens=16)
+    kw = {"max_window": 60, "max_query_tokens": 16}
+    scorer = ReactionScorer(model, tok, layers="last", normalize="none", **kw)
     ids, sentences, spans = scorer.encode_context(CONTEXT)
     vec = scorer.reaction_vector(CONTEXT, QUERY)
     windows = scorer._layout(CONTEXT).windows
@@ -169,6 +279,10 @@ def test_windows_cover_every_token_and_sentence(model, tok, eager):
     q_ids = scorer._query_ids(QUERY)
     ref = naive_reaction(eager, ids[a:b], q_ids, [1], scorer._suffix_ids)
     np.testing.assert_allclose(vec[a:b], ref, atol=1e-7, rtol=1e-4)
+    # the default preset: ratios of each window on its own tokens (eps from its own length)
+    ratio = ReactionScorer(model, tok, **kw).reaction_vector(CONTEXT, QUERY)
+    ref = naive_ratio(eager, ids[a:b], q_ids, [0, 1], scorer._suffix_ids)
+    np.testing.assert_allclose(ratio[a:b], ref, rtol=1e-4)
 
 
 def test_sentence_longer_than_window_is_split_at_token_level(model, tok):
@@ -270,12 +384,12 @@ def test_default_model_finds_the_answer_sentence():
         "Children played near the river in the afternoon."
     )
     q = "What colour was Marie's bicycle?"
-    # the authors' baseline ranks the answer sentence first with SmolLM2-135M-Instruct
-    scorer = ReactionScorer(baseline="instruction")
+    # the default preset ranks the answer sentence first with SmolLM2-135M-Instruct
+    scorer = ReactionScorer()
     top = scorer.select(text, q, top_n=1)
     assert len(top) == 1 and "bicycle" in top[0].text(text)
-    # the paper's baseline runs on the same model (it favours early tokens: longctx.youra docstring)
-    paper = ReactionScorer(model=scorer.model, tokenizer=scorer.tokenizer)
+    # the paper's setting runs on the same model (it favours early tokens: longctx.youra docstring)
+    paper = ReactionScorer(model=scorer.model, tokenizer=scorer.tokenizer, preset="paper")
     vec = paper.reaction_vector(text, q)
     assert vec.shape == (len(scorer.encode_context(text)[0]),) and np.all(np.isfinite(vec))
 
@@ -461,11 +575,21 @@ def test_index_search_hits_sources_order_and_sizes(corpus_index):
 
 def test_index_scores_are_the_scorers_times_the_window_length(corpus_index, model, tok):
     from longctx.youra import YouraIndex
+    from tests._youra_helpers import TEXTS
 
+    # default preset: ratios are on one scale, ranked as they are
     scorer = corpus_index.scorer
     scores, _ = corpus_index.score_units(QUERY)
-    lay = corpus_index._layouts[3]
+    assert corpus_index.score_scale == "none"
     raw = [s.score for s in scorer.score_sentences(CONTEXT, QUERY)]
+    np.testing.assert_allclose(scores[-len(raw) :], raw, rtol=1e-12)
+    # raw reactions (normalize="none"): times the text's mean window length
+    plain = ReactionScorer(model, tok, normalize="none")
+    index = YouraIndex.from_texts(TEXTS + [CONTEXT], plain)
+    assert index.score_scale == "window"
+    scores, _ = index.score_units(QUERY)
+    lay = index._layouts[3]
+    raw = [s.score for s in plain.score_sentences(CONTEXT, QUERY)]
     np.testing.assert_allclose(scores[-len(raw) :], np.asarray(raw) * len(lay.ids), rtol=1e-12)
     # one text: the same sentences as ReactionScorer.select
     one = YouraIndex.from_texts(CONTEXT, scorer, score_scale="none")

@@ -206,17 +206,22 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         "--device", help="torch device, also for mmr/fps (default: cuda if available, else cpu)"
     )
     g.add_argument(
+        "--preset",
+        choices=["default", "paper"],
+        default="default",
+        help="youra settings: 'default' (instruction baseline, ratios comparable across windows, "
+        "all layers) or 'paper' (eq. 1 as written, last layer)",
+    )
+    g.add_argument(
         "--baseline",
         choices=["instruction", "paper"],
-        default="instruction",
-        help="reaction baseline: 'instruction' is the authors' released code (an instruction "
-        "suffix; recalls better with small models), 'paper' is eq. 1 of the paper",
+        help="reaction baseline (default: the preset's): 'instruction' is the authors' released "
+        "code (an instruction suffix; recalls better with small models), 'paper' is eq. 1",
     )
     g.add_argument(
         "--layers",
         choices=["last", "all"],
-        default="last",
-        help="attention layers whose reactions are averaged",
+        help="attention layers whose reactions are averaged (default: the preset's)",
     )
     g.add_argument(
         "--max-window",

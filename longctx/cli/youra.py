@@ -4,9 +4,10 @@ through the same :class:`longctx.YouraIndex` as the Python API and the adapters.
 
 ``--model`` (path or cached name of a causal LM, default SmolLM2-135M-Instruct) and ``--device``
 choose the model; ``--budget`` is in that model's tokens; ``--k`` is the number of sentences;
-``--baseline`` (``instruction`` by default in the scorer), ``--layers`` and ``--max-window`` are
-scorer options. ``args.cache_bytes`` (when the parser defines it) sets the window cache budget
-(default ``longctx.youra.DEFAULT_CACHE_BYTES``, 1 GiB).
+``--preset`` (``default``, or ``paper`` for the paper's exact setting), ``--baseline`` and
+``--layers`` (default: the preset's) and ``--max-window`` are scorer options.
+``args.cache_bytes`` (when the parser defines it) sets the window cache budget (default
+``longctx.youra.DEFAULT_CACHE_BYTES``, 1 GiB).
 """
 
 from __future__ import annotations
@@ -17,15 +18,18 @@ from functools import lru_cache
 import numpy as np
 
 from longctx.types import SearchResult
-from longctx.youra import DEFAULT_BASELINE, DEFAULT_CACHE_BYTES, ReactionScorer, YouraIndex
+from longctx.youra import DEFAULT_CACHE_BYTES, DEFAULT_PRESET, ReactionScorer, YouraIndex
 
 
 @lru_cache(maxsize=2)
-def _scorer(model, device, progress, baseline, layers, max_window, cache_bytes) -> ReactionScorer:
+def _scorer(
+    model, device, progress, preset, baseline, layers, max_window, cache_bytes
+) -> ReactionScorer:
     return ReactionScorer(
         model,
         device=device,
         show_progress=progress,
+        preset=preset,
         baseline=baseline,
         layers=layers,
         max_window=max_window,
@@ -39,8 +43,9 @@ def _get_scorer(args: argparse.Namespace) -> ReactionScorer:
         getattr(args, "model", None),
         getattr(args, "device", None),
         bool(getattr(args, "progress", False)),
-        getattr(args, "baseline", None) or DEFAULT_BASELINE,
-        getattr(args, "layers", None) or "last",
+        getattr(args, "preset", None) or DEFAULT_PRESET,
+        getattr(args, "baseline", None),
+        getattr(args, "layers", None),
         getattr(args, "max_window", None),
         DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes,
     )
@@ -60,8 +65,9 @@ def score_units(
     spans : list of (start, end)
         Character spans of the sentences.
     scores : (n,) float64
-        Reaction scores (geometric mean of the reaction vector slice, sec. 3.3; multiplied by
-        the text's mean window length, :class:`longctx.YouraIndex`).
+        Sentence scores of :class:`longctx.YouraIndex` (with the default preset the mean ratio of
+        the query's attention to the baseline's; with ``--preset paper`` the geometric mean of the
+        reaction vector slice, sec. 3.3, times the text's mean window length).
     token_counts : (n,) int64
         Model tokens of each sentence (at least 1).
     """

@@ -166,3 +166,18 @@ def test_retriever_async_gather_equals_sequential(scorer):
         return [[(d.id, d.metadata["longctx_score"]) for d in x] for x in res]
 
     assert asyncio.run(main()) == seq
+
+
+def test_compressor_presets_build_the_scorer():
+    from tests._youra_helpers import smollm2_tokenizer, tiny_llama
+
+    tok = smollm2_tokenizer()
+    model = tiny_llama(len(tok))
+    default = YouraCompressor(model=model, tokenizer=tok, k=2)._scorer
+    assert (default.preset, default.normalize, default.baseline) == (
+        "default",
+        "ratio",
+        "instruction",
+    )
+    paper = YouraCompressor(model=model, tokenizer=tok, k=2, preset="paper")._scorer
+    assert (paper.baseline, paper.normalize, paper.layers) == ("paper", "none", "last")

@@ -188,3 +188,23 @@ def test_retriever_errors(scorer):
         YouraRetriever(text="Some text.", scorer=scorer).retrieve(" ")
     with pytest.raises(TypeError, match="nodes"):
         YouraRetriever(["not a node"], scorer=scorer)
+
+
+def test_postprocessor_presets_build_the_scorer():
+    from tests._youra_helpers import smollm2_tokenizer, tiny_llama
+
+    tok = smollm2_tokenizer()
+    model = tiny_llama(len(tok))
+    default = YouraPostprocessor(model=model, tokenizer=tok, top_n=2)._scorer
+    assert (default.preset, default.normalize, default.layers) == ("default", "ratio", "all")
+    paper = YouraPostprocessor(model=model, tokenizer=tok, top_n=2, preset="paper")._scorer
+    assert (paper.baseline, paper.normalize, paper.layers, paper.aggregate) == (
+        "paper",
+        "none",
+        "last",
+        "gmean",
+    )
+    one = YouraPostprocessor(model=model, tokenizer=tok, top_n=2, normalize="none")._scorer
+    assert one.normalize == "none" and one.baseline == "instruction"
+    with pytest.raises(ValueError):
+        YouraPostprocessor(model=model, tokenizer=tok, top_n=2, preset="fast")
