@@ -152,14 +152,22 @@ def check_budget_fits(token_budget: int, token_counts) -> None:
         raise BudgetTooSmallError(token_budget, int(counts.min()))
 
 
+#: The shortest piece a one-off selection cuts a long unit into for a small budget: below it the
+#: pieces would be word fragments, and a budget smaller than every unit is refused instead
+#: (:class:`BudgetTooSmallError`).
+MIN_UNIT_TOKENS = 16
+
+
 def unit_token_cap(max_unit_tokens: int | None, token_budget: int | None) -> int | None:
     """The longest unit a one-off selection under ``token_budget`` should keep whole.
 
     A unit longer than the budget could never be selected (and one longer than a model window
     cannot be scored whole), so one-off callers cut their units to at most this many tokens on
-    word boundaries (:func:`longctx.text.split_long_spans`) before scoring. An index built once
-    for many budgets keeps its own ``max_unit_tokens`` and raises
-    :class:`BudgetTooSmallError` for a budget below its shortest unit instead.
+    word boundaries (:func:`longctx.text.split_long_spans`) before scoring, but never below
+    :data:`MIN_UNIT_TOKENS` (16): a budget of a few tokens is refused as smaller than every unit
+    rather than filled with word fragments. An index built once for many budgets keeps its own
+    ``max_unit_tokens`` and raises :class:`BudgetTooSmallError` for a budget below its shortest
+    unit.
 
     Parameters
     ----------
@@ -171,7 +179,8 @@ def unit_token_cap(max_unit_tokens: int | None, token_budget: int | None) -> int
     Returns
     -------
     int or None
-        ``min`` of the two that are given; ``None`` when neither is.
+        ``min(max_unit_tokens, max(token_budget, MIN_UNIT_TOKENS))`` of those given; ``None``
+        when neither is.
 
     Raises
     ------
@@ -180,5 +189,7 @@ def unit_token_cap(max_unit_tokens: int | None, token_budget: int | None) -> int
     """
     max_unit_tokens = check_int(max_unit_tokens, "max_unit_tokens", minimum=1, allow_none=True)
     token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
+    if token_budget is not None:
+        token_budget = max(token_budget, MIN_UNIT_TOKENS)
     given = [v for v in (max_unit_tokens, token_budget) if v is not None]
     return min(given) if given else None

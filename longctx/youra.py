@@ -171,6 +171,7 @@ __all__ = [
     "DEFAULT_BASELINE",
     "DEFAULT_CACHE_BYTES",
     "DEFAULT_K",
+    "DEFAULT_MAX_UNIT_TOKENS",
     "join_selected",
     "check_select_args",
     "scorer_from",
@@ -211,6 +212,12 @@ RATIO_EPS = 0.1
 #: window's cache before it is stored: 1.8 GB peak RSS measured with no cache at all on three
 #: windows of War and Peace), so a whole book stays under 4 GB; a 2 GiB cache reached 4.5 GB.
 DEFAULT_CACHE_BYTES = 2**30
+
+#: Sentences longer than this many model tokens are cut on word boundaries before scoring (a
+#: text without punctuation is otherwise one "sentence", returned whole); ``YouraIndex`` takes
+#: ``max_unit_tokens``, one-off callers with a token budget cap it at the budget
+#: (:func:`longctx.selection.unit_token_cap`).
+DEFAULT_MAX_UNIT_TOKENS = 256
 
 #: Sentences returned by :meth:`YouraIndex.search` (and the adapters) when no size is given.
 DEFAULT_K = 10
@@ -592,15 +599,37 @@ class ReactionScorer:
         return list(enc["input_ids"])
 
     # -- layouts (query-independent, no model pass) --------------------------------------------
-    def _make_layout(self, context: str, sentences=None) -> _Layout:
-        """Sentences, tokens and windows of one text (tokenizer only, no model pass)."""
+    def _make_layout(
+        self, context: str, sentences=None, max_unit_tokens: int | None = DEFAULT_MAX_UNIT_TOKENS
+    ) -> _Layout:
+        """Sentences, tokens and windows of one text (tokenizer only, no model pass). Sentences
+        found by :func:`split_sentences` that are longer than ``max_unit_tokens`` model tokens
+        are cut on word boundaries (:func:`longctx.text.split_long_spans`); given ``sentences``
+        are used as they are."""
         self._setup()
+        cut = sentences is None and max_unit_tokens is not None
         if sentences is None:
             sentences = split_sentences(context)
         if not sentences:
             raise ValueError("context has no sentences")
         with self._lock:  # one tokenizer call at a time
             ids, spans = _align_sentences(context, sentences, self.tokenizer)
+            long = [i for i, (a, b) in enumerate(spans) if b - a > max_unit_tokens] if cut else []
+            if long:
+                from longctx.text import split_long_spans
+                from longctx.tokens import hf_token_counter
+
+                counter = hf_token_counter(self.tokenizer)
+                pieces = {i: split_long_spans(context, [sentences[i]], max_unit_tokens, counter)
+                          for i in long}  # fmt: skip
+                sentences = [p for i, s in enumerate(sentences) for p in pieces.get(i, [s])]
+                logger.info(
+                    "YOURA: %d sentences longer than %d tokens cut into %d pieces",
+                    len(long),
+                    max_unit_tokens,
+                    sum(len(v) for v in pieces.values()),
+                )
+                ids, spans = _align_sentences(context, sentences, self.tokenizer)
         if not ids:
             raise ValueError("context has no tokens")
         windows = _window_bounds(spans, len(ids), self._ctx_window)
@@ -1010,6 +1039,11 @@ class YouraIndex(RetrievalIndex):
         ``normalize="ratio"`` (ratios are on one scale already).
     sentences : sequence of sequences of (start, end), optional
         Character spans to score, per text, instead of ``split_sentences``'s.
+    max_unit_tokens : int >= 1 or None, default ``DEFAULT_MAX_UNIT_TOKENS`` (256)
+        ``split_sentences``'s sentences longer than this many model tokens are cut on word
+        boundaries into near-equal pieces (:func:`longctx.text.split_long_spans`), so no unit is
+        a whole unpunctuated file; ``None`` keeps them whole (they are still cut at window
+        edges for scoring). Given ``sentences`` are never cut.
 
     Raises
     ------
@@ -1060,11 +1094,13 @@ class YouraIndex(RetrievalIndex):
         max_fraction: float = 0.8,
         score_scale: str | None = None,
         sentences=None,
+        max_unit_tokens: int | None = DEFAULT_MAX_UNIT_TOKENS,
         **scorer_kwargs,
     ) -> YouraIndex:
         """Build the index (tokenizer work only; see the class docstring)."""
         texts = check_texts(texts)
         max_fraction = check_max_fraction(max_fraction)
+        max_unit_tokens = check_int(max_unit_tokens, "max_unit_tokens", minimum=1, allow_none=True)
         if score_scale is not None:
             check_choice(score_scale, "score_scale", SCORE_SCALES)
         if sentences is not None:
@@ -1079,7 +1115,7 @@ class YouraIndex(RetrievalIndex):
         if score_scale is None:  # ratios are on one scale already; raw reactions are not
             score_scale = "window" if scorer.normalize == "none" else "none"
         layouts = [
-            scorer._make_layout(t, None if sentences is None else sentences[i])
+            scorer._make_layout(t, None if sentences is None else sentences[i], max_unit_tokens)
             for i, t in enumerate(texts)
         ]
         return cls(texts, scorer, layouts, max_fraction=max_fraction, score_scale=score_scale)

@@ -52,6 +52,7 @@ def test_package_exports():
         "compute_rewards",
         "order_selection",
         "diversify",
+        "rerank",
         "DiversityIndex",
         "METHODS",
     }

@@ -700,3 +700,28 @@ def test_budget_below_every_sentence_fails_before_any_model_pass(monkeypatch):
     monkeypatch.setattr(index, "score_units", no_pass)
     with pytest.raises(ValueError, match=r"budget 1 is smaller than the shortest unit"):
         index.search("Where is the milk?", token_budget=1)
+
+
+def test_sentences_longer_than_max_unit_tokens_are_cut(tiny_model, smollm2_tokenizer):
+    """A text without punctuation is one "sentence": it is cut on word boundaries into pieces of
+    at most ``max_unit_tokens`` model tokens, so no hit is the whole text (issue: no passage is
+    a whole file); given sentences are never cut."""
+    from longctx import YouraIndex
+
+    model, tok = tiny_model, smollm2_tokenizer
+    words = "the cat sat on a mat while dogs ran in the park and birds sang".split()
+    rng = np.random.default_rng(0)
+    text = " ".join(rng.choice(words, size=400))
+    index = YouraIndex.from_texts(text, model=model, tokenizer=tok, max_unit_tokens=40)
+    spans, counts = index.units(0)
+    assert len(spans) > 1 and int(np.max(counts)) <= 40
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    r = index.search("where did the birds sing", token_budget=40)
+    size = {tuple(sp): int(c) for sp, c in zip(spans, counts)}
+    assert r.hits and sum(size[(h.start, h.end)] for h in r.hits) <= 40
+    whole = YouraIndex.from_texts(
+        text, model=model, tokenizer=tok, sentences=[[(0, len(text))]], max_unit_tokens=40
+    )
+    assert len(whole.units(0)[0]) == 1
+    with pytest.raises(ValueError, match="max_unit_tokens"):
+        YouraIndex.from_texts(text, model=model, tokenizer=tok, max_unit_tokens=0)

@@ -17,8 +17,15 @@ from functools import lru_cache
 
 import numpy as np
 
+from longctx.selection import unit_token_cap
 from longctx.types import SearchResult
-from longctx.youra import DEFAULT_CACHE_BYTES, DEFAULT_PRESET, ReactionScorer, YouraIndex
+from longctx.youra import (
+    DEFAULT_CACHE_BYTES,
+    DEFAULT_MAX_UNIT_TOKENS,
+    DEFAULT_PRESET,
+    ReactionScorer,
+    YouraIndex,
+)
 
 
 @lru_cache(maxsize=2)
@@ -52,7 +59,9 @@ def _get_scorer(args: argparse.Namespace) -> ReactionScorer:
 
 
 def _index(text: str, args: argparse.Namespace) -> YouraIndex:
-    return YouraIndex.from_texts(text, _get_scorer(args))
+    # a sentence longer than the budget could never be selected: cut it to fit
+    cap = unit_token_cap(DEFAULT_MAX_UNIT_TOKENS, getattr(args, "budget", None))
+    return YouraIndex.from_texts(text, _get_scorer(args), max_unit_tokens=cap)
 
 
 def score_units(
