@@ -924,7 +924,10 @@ class MixPRIndex(RetrievalIndex):
             mode = self.route(query)
             timings["route"] = time.perf_counter() - t0
         if mode == "global":
-            return self.global_pagerank().copy(), mode, timings
+            t0 = time.perf_counter()
+            pr = self.global_pagerank().copy()  # computed on the first global query, then reused
+            timings["rank"] = time.perf_counter() - t0
+            return pr, mode, timings
         t0 = time.perf_counter()
         cfg = self.config
         qchunks = [query[a:b] for a, b in cfg.chunk(query)]
