@@ -163,9 +163,10 @@ def unit_token_cap(max_unit_tokens: int | None, token_budget: int | None) -> int
 
     A unit longer than the budget could never be selected (and one longer than a model window
     cannot be scored whole), so one-off callers cut their units to at most this many tokens on
-    word boundaries (:func:`longctx.text.split_long_spans`) before scoring, but never below
-    :data:`MIN_UNIT_TOKENS` (16): a budget of a few tokens is refused as smaller than every unit
-    rather than filled with word fragments. An index built once for many budgets keeps its own
+    word boundaries (:func:`longctx.text.split_long_spans`) before scoring. A budget below
+    :data:`MIN_UNIT_TOKENS` (16) cuts nothing: it is checked against the units as they are, and
+    refused (:class:`BudgetTooSmallError`) when it is smaller than every one of them, rather
+    than filled with word fragments. An index built once for many budgets keeps its own
     ``max_unit_tokens`` and raises :class:`BudgetTooSmallError` for a budget below its shortest
     unit.
 
@@ -179,8 +180,8 @@ def unit_token_cap(max_unit_tokens: int | None, token_budget: int | None) -> int
     Returns
     -------
     int or None
-        ``min(max_unit_tokens, max(token_budget, MIN_UNIT_TOKENS))`` of those given; ``None``
-        when neither is.
+        ``min`` of ``max_unit_tokens`` and ``token_budget`` (the latter only when it is at least
+        ``MIN_UNIT_TOKENS``) of those given; ``None`` when neither is.
 
     Raises
     ------
@@ -189,7 +190,7 @@ def unit_token_cap(max_unit_tokens: int | None, token_budget: int | None) -> int
     """
     max_unit_tokens = check_int(max_unit_tokens, "max_unit_tokens", minimum=1, allow_none=True)
     token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
-    if token_budget is not None:
-        token_budget = max(token_budget, MIN_UNIT_TOKENS)
+    if token_budget is not None and token_budget < MIN_UNIT_TOKENS:
+        token_budget = None  # too small to cut for: checked against the units as they are
     given = [v for v in (max_unit_tokens, token_budget) if v is not None]
     return min(given) if given else None

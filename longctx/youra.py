@@ -140,6 +140,7 @@ is a constant factor, so the order of its sentences is the paper's.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import logging
@@ -619,7 +620,8 @@ class ReactionScorer:
                 from longctx.text import split_long_spans
                 from longctx.tokens import hf_token_counter
 
-                counter = hf_token_counter(self.tokenizer)
+                # words repeat: count each distinct word (and piece) once
+                counter = functools.lru_cache(maxsize=1 << 17)(hf_token_counter(self.tokenizer))
                 pieces = {i: split_long_spans(context, [sentences[i]], max_unit_tokens, counter)
                           for i in long}  # fmt: skip
                 sentences = [p for i, s in enumerate(sentences) for p in pieces.get(i, [s])]

@@ -64,6 +64,7 @@ def test_unit_token_cap():
     assert unit_token_cap(128, 40) == 40
     assert unit_token_cap(None, 300) == 300
     assert unit_token_cap(None, None) is None
-    assert unit_token_cap(128, 1) == 16  # no word fragments: budget 1 is refused instead
+    assert unit_token_cap(128, 1) == 128  # no word fragments: budget 1 is checked as it is
+    assert unit_token_cap(None, 5) is None
     with pytest.raises(ValueError, match="token_budget"):
         unit_token_cap(128, 0)
