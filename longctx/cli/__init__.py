@@ -479,11 +479,7 @@ def _run_method(module, text: str, args) -> SearchResult:
         from longctx.cli.diversity import diversify_units
 
         spans, scores, token_counts = module.score_units(text, args.query, args)
-        if args.budget is not None:
-            try:
-                check_budget_fits(args.budget, token_counts)
-            except ValueError as exc:
-                raise CliError(f"{exc}: give a larger --budget") from None
+        # a budget below every unit: BudgetTooSmallError from the re-ranker (_call_method)
         out = diversify_units(text, spans, scores, token_counts, args.query, args)
     else:
         out = module.run(text, args.query, args)
