@@ -7,6 +7,7 @@ records, per decoder layer (mean over heads, float32):
 - ``C``: column sums over the window's own rows (the paper baseline's ``colsum_C``),
 - ``S``: column sums over the instruction suffix rows (``colsum_S``, ``s`` rows),
 - ``Q[k]``: column sums of question ``k``'s rows (instruction template, ``q_k`` rows),
+- ``A[k]``: the part of ``Q[k]`` from the template's last rows (``"\\n\\nAnswer:"``, ``a`` rows),
 
 and writes one ``.npz`` per document (``--out``, default /tmp/youra_raw). Read them with
 ``benchmarks/youra_study.py``.
@@ -53,8 +54,10 @@ def dump_doc(scorer, text: str, questions, path: Path, sentences=None) -> float:
 
     lay = scorer._make_layout(text, sentences)
     t = time.perf_counter()
-    arr = {"C": [], "S": [], "Q": [[] for _ in questions]}
+    arr = {"C": [], "S": [], "Q": [[] for _ in questions], "A": [[] for _ in questions]}
     qids = [scorer._query_ids(q) for q, _, _ in questions]
+    tail = scorer._encode("\n\nAnswer:")
+    assert all(x[-len(tail) :] == tail for x in qids), "answer rows not at the end"
     with torch.inference_mode(), record_attention_stats(scorer.model, "all") as rec:
 
         def grab(c):
@@ -77,14 +80,20 @@ def dump_doc(scorer, text: str, questions, path: Path, sentences=None) -> float:
                     ddp_cache_data=[(a.clone(), b.clone()) for a, b in kv],
                     config=scorer.model.config,
                 )
-                scorer._forward(q, cc)
-                arr["Q"][k].append(grab(c))
+                scorer._forward(q[: -len(tail)], cc)
+                head = grab(c)
+                scorer._forward(q[-len(tail) :], cc)
+                ans = grab(c)
+                arr["Q"][k].append(head + ans)
+                arr["A"][k].append(ans)
     secs = time.perf_counter() - t
     np.savez_compressed(
         path,
         C=np.concatenate(arr["C"], axis=1),
         S=np.concatenate(arr["S"], axis=1),
         Q=np.stack([np.concatenate(x, axis=1) for x in arr["Q"]]),
+        A=np.stack([np.concatenate(x, axis=1) for x in arr["A"]]),
+        a=len(tail),
         s=len(scorer._suffix_ids),
         q=np.asarray([len(x) for x in qids]),
         windows=np.asarray(lay.windows),
@@ -102,7 +111,18 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--offset", type=int, default=0, help="hotpotqa: skip this many rows")
     p.add_argument("--chars", type=int, default=0, help="text file: first N characters")
-    p.add_argument("--question", action="append", default=[], help="text file: questions")
+    p.add_argument(
+        "--question",
+        action="append",
+        default=[],
+        help='text file: a question, or "question||marker" with a substring of its answer sentence',
+    )
+    p.add_argument(
+        "--null-question",
+        action="append",
+        default=[],
+        help="generic questions appended to every document's (a query-independent reference)",
+    )
     p.add_argument("--max-window", type=int, default=2048)
     p.add_argument("--out", default="/tmp/youra_raw")
     args = p.parse_args(argv)
@@ -118,12 +138,15 @@ def main(argv=None) -> int:
     if Path(args.task).is_file():
         text = Path(args.task).read_text(encoding="utf-8-sig")
         text = text[: args.chars] if args.chars else text
-        docs = [(Path(args.task).stem, text, [(q, [], []) for q in args.question])]
+        # "question||marker": the marker (a substring of the answer sentence) is kept as the answer
+        qs = [tuple(q.split("||", 1)) if "||" in q else (q, None) for q in args.question]
+        docs = [(Path(args.task).stem, text, [(q, [m] if m else [], []) for q, m in qs])]
         tag = f"book-{Path(args.task).stem}-{args.chars}-{args.max_window}"
     else:
         docs = items(args.task, args.n, args.seed, args.offset)
         tag = f"{args.task}-s{args.seed}-{args.max_window}"
     for _doc_id, text, qs in docs:
+        qs = qs + [(q, [], []) for q in args.null_question]
         h = hashlib.sha1(text.encode()).hexdigest()[:10]
         path = out / f"{tag}-{h}.npz"
         if path.exists():

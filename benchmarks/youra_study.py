@@ -5,7 +5,13 @@ current instruction-baseline reaction ``|S/s - (S+Q)/(s+q)|`` and rescalings of 
 log-ratio ``log((Q/q) / (S/s))`` of the query rows' mean attention to the suffix rows' (per layer,
 then averaged), for several layer sets and sentence aggregations. Figures: answer recall at 10%
 and 20% of the document's model tokens (the harness's metrics), and on books the largest ratio of
-a window's share of the picks to its share of the tokens.
+a window's share of the picks to its share of the tokens; for book questions given with a marker
+(``youra_dump.py --question "question||marker"``), the rank of the first sentence holding it.
+
+Dumps that hold ``A`` (the template's ``"\\n\\nAnswer:"`` rows) and null questions
+(``youra_dump.py --null-question``) also feed ``distmed-ans`` (the answer rows' share over the
+suffix's) and ``distmed-null`` (the query's share over the null questions' mean share); null
+questions are never scored themselves.
 
 Usage::
 
@@ -22,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 EPS = 1e-12
+FRACTIONS = (0.1, 0.2)
 
 
 def load(path):
@@ -52,7 +59,16 @@ def vector(d, k, kind, layers):
         c = t1 - t0
         Sm, Qm = S[:, t0:t1].mean(0), Q[:, t0:t1].mean(0)
         r = np.abs(Sm / s - (Sm + Qm) / (s + q))
-        if kind == "instr":
+        if kind in ("distmed-ans", "distmed-null"):  # shares ratio over its median, eps 0.1 / c
+            e = 0.1 / c
+            if kind == "distmed-ans":
+                num, den = d["A"][k][layers][:, t0:t1].astype(np.float64).mean(0), Sm
+            else:
+                num = Qm
+                den = d["Q"][n_real(d) :][:, layers, t0:t1].astype(np.float64).mean((0, 1))
+            v = (num / num.sum() + e) / (den / den.sum() + e)
+            v = v / np.median(v)
+        elif kind == "instr":
             v = r
         elif kind == "instr*c":
             v = r * c
@@ -88,6 +104,14 @@ def vector(d, k, kind, layers):
             raise ValueError(kind)
         out[t0:t1] = v
     return out
+
+
+def n_real(d) -> int:
+    """Questions to score: those with answers, gold spans or a marker (null questions have none;
+    dumps without null questions score every question)."""
+    qs = d["meta"]["questions"]
+    real = sum(1 for _, answers, gold in qs if answers or gold)
+    return real if real else len(qs)
 
 
 def sentence_scores(d, vec, agg):
@@ -199,13 +223,13 @@ def main(argv=None) -> int:
         res = {}
         for d in docs:
             counts = np.maximum(1, np.diff(d["token_spans"], axis=1)[:, 0])
-            for k in range(len(d["meta"]["questions"])):
+            for k in range(n_real(d)):
                 if ls == "-":
                     sc = baselines(d, k, kd)
                 else:
                     layers = LAYER_SETS[ls](n_layers)
                     sc = sentence_scores(d, vector(d, k, kd, layers), agg)
-                for frac in (0.1, 0.2):
+                for frac in FRACTIONS:
                     b = max(1, round(frac * counts.sum()))
                     ch = select(sc, counts, b)
                     t = task_of(d["name"])
@@ -213,15 +237,17 @@ def main(argv=None) -> int:
                         hi, lo = window_share(d, ch, counts)
                         res.setdefault((t + "-max", frac), []).append(hi)
                         res.setdefault((t + "-tail", frac), []).append(tail_share(d, ch))
-                        if d["meta"]["questions"][k][0].startswith("Why is Prince"):
+                        markers = d["meta"]["questions"][k][1]
+                        if markers and frac == FRACTIONS[0]:
                             top = np.argsort(-sc, kind="stable")
                             txt = d["meta"]["text"]
+                            marker = " ".join(markers[0].split())
                             rank = next(
                                 r
                                 for r, i in enumerate(top)
-                                if "leading here does not suit" in txt[slice(*d["sentences"][i])]
+                                if marker in " ".join(txt[slice(*d["sentences"][i])].split())
                             )
-                            res.setdefault(("wp-rank", frac), []).append(rank + 1)
+                            res.setdefault((f"rank-q{k}", frac), []).append(rank + 1)
                     else:
                         r = recall(d, k, ch)
                         res.setdefault((t, frac), []).append(r["recall"])
