@@ -125,6 +125,9 @@ def sentence_scores(d, vec, agg):
             out[i] = v.mean()
         elif agg == "max":
             out[i] = v.max()
+        elif agg.startswith("shrink"):  # mean shrunk toward the window median (1) by m tokens
+            m = float(agg[6:])
+            out[i] = (v.sum() + m) / (len(v) + m)
     return out
 
 
@@ -216,7 +219,8 @@ def main(argv=None) -> int:
         ]
     )
     lsets = sys.argv[4].split(",") if len(sys.argv) > 4 else list(LAYER_SETS)
-    cands = [(kd, ls, agg) for kd in kinds for ls in lsets for agg in ("gmean", "mean")]
+    aggs = sys.argv[5].split(",") if len(sys.argv) > 5 else ["gmean", "mean"]
+    cands = [(kd, ls, agg) for kd in kinds for ls in lsets for agg in aggs]
     cands += [(b, "-", "-") for b in ("bm25", "lead", "random")]
     rows = []
     for kd, ls, agg in cands:

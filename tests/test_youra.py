@@ -118,9 +118,9 @@ def test_paper_preset_reproduces_the_scores_before_presets(model, tok, key):
     kw = {"max_window": window, "max_query_tokens": 16} if window else {}
     if baseline == "paper":  # one argument
         scorer = ReactionScorer(model, tok, preset="paper", layers=layers, **kw)
-    else:  # the old default: instruction baseline, raw reactions, gmean
+    else:  # the old default: instruction baseline, raw reactions, gmean, no prior
         scorer = ReactionScorer(
-            model, tok, layers=layers, normalize="none", aggregate="gmean", **kw
+            model, tok, layers=layers, normalize="none", aggregate="gmean", prior_tokens=0, **kw
         )
     scores = [s.score for s in scorer.score_sentences(CONTEXT, QUERY)]
     assert len(scores) == 8
@@ -176,7 +176,7 @@ def _copies_scores(model, tok, **kw):
 
 def test_copies_in_different_windows_score_alike_under_the_default(model, tok):
     default = _copies_scores(model, tok)
-    raw = _copies_scores(model, tok, normalize="none")
+    raw = _copies_scores(model, tok, normalize="none", prior_tokens=0)
     paper = _copies_scores(model, tok, preset="paper")
     # copy 1 (first of a 2-copy window) against copy 3 (alone in a window half as long)
     spread = np.abs(np.log(default[2] / default[0])).max()
@@ -188,6 +188,30 @@ def test_copies_in_different_windows_score_alike_under_the_default(model, tok):
     assert spread < np.log(1.25)
     # and the order of the copies' sentences is the same in both windows
     assert np.array_equal(np.argsort(default[0]), np.argsort(default[2]))
+
+
+def test_prior_tokens_shrink_short_sentences_toward_the_window_median(model, tok):
+    from longctx.youra import PRESETS, _Layout
+
+    assert PRESETS["default"]["prior_tokens"] == 8 and PRESETS["paper"]["prior_tokens"] == 0
+    assert ReactionScorer(model, tok).prior_tokens == 8
+    assert ReactionScorer(model, tok, preset="paper").prior_tokens == 0
+    assert ReactionScorer(model, tok, prior_tokens=3).config()["prior_tokens"] == 3
+    with pytest.raises(ValueError, match="prior_tokens"):
+        ReactionScorer(prior_tokens=-1)
+    # window 1 (60 tokens): a 2-token sentence at ratio 3, a 20-token one at 2, the rest at 1
+    # (median 1); window 2 (10 tokens, one sentence at 4: median 4)
+    vec = np.concatenate([[3.0, 3.0], np.full(20, 2.0), np.ones(38), np.full(10, 4.0)])
+    spans = ((0, 2), (2, 22), (22, 60), (60, 70))
+    lay = _Layout(tuple(range(70)), spans, spans, ((0, 60), (60, 70)), ("a", "b"))
+    plain = ReactionScorer(model, tok, prior_tokens=0)._scores(lay, vec)
+    shrunk = ReactionScorer(model, tok)._scores(lay, vec)
+    np.testing.assert_allclose(plain, [3.0, 2.0, 1.0, 4.0])
+    np.testing.assert_allclose(shrunk, [(6 + 8) / 10, (40 + 8) / 28, 1.0, 4.0])
+    assert plain[0] > plain[1] and shrunk[1] > shrunk[0]  # the long sentence now ranks first
+    # gmean shrinks in log space toward the log of the median (log 1 = 0 in window 1)
+    g = ReactionScorer(model, tok, aggregate="gmean")._scores(lay, vec)
+    np.testing.assert_allclose(g[[0, 3]], [np.exp(2 * np.log(3.0) / 10), 4.0])
 
 
 def test_layers_change_the_vector(model, tok):
@@ -236,8 +260,8 @@ def test_layout_lru_and_clear_cache(model, tok):
 
 
 def test_scores_gmean_and_mean(model, tok):
-    g = ReactionScorer(model, tok, aggregate="gmean")
-    m = ReactionScorer(model, tok, aggregate="mean")
+    g = ReactionScorer(model, tok, aggregate="gmean", prior_tokens=0)
+    m = ReactionScorer(model, tok, aggregate="mean", prior_tokens=0)
     vec = g.reaction_vector(CONTEXT, QUERY)
     gs, ms = g.score_sentences(CONTEXT, QUERY), m.score_sentences(CONTEXT, QUERY)
     assert [s.index for s in gs] == list(range(len(gs))) and len(gs) == 8
