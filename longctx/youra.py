@@ -933,13 +933,15 @@ class ReactionScorer:
             if gmean:
                 prior = np.log(np.maximum(prior, GMEAN_EPS))
         for i, (t0, t1) in enumerate(lay.token_spans):
-            j = slice(t0, t1) if t1 > t0 else slice(min(max(t0 - 1, 0), n - 1), None)
-            v = vec[j] if t1 > t0 else vec[j][:1]
+            if t1 <= t0:  # a sentence with no token of its own: the token before it
+                t0 = min(max(t0 - 1, 0), n - 1)
+                t1 = t0 + 1
+            v = vec[t0:t1]
             if gmean:
                 v = np.log(np.maximum(v, GMEAN_EPS))
             total, count = float(np.sum(v)), len(v)
             if m:
-                total += m * float(prior[j][0])
+                total += m * float(prior[t0])
                 count += m
             out[i] = np.exp(total / count) if gmean else total / count
         return out
