@@ -104,8 +104,9 @@ def dump_doc(scorer, text: str, questions, path: Path, sentences=None) -> float:
     return secs
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def add_document_arguments(p: argparse.ArgumentParser, out: str) -> None:
+    """The arguments that name the documents and questions to dump (shared with
+    ``youra_heads_study.py dump``)."""
     p.add_argument("--task", required=True, help="squad, narrativeqa, hotpotqa or a text file")
     p.add_argument("--n", type=int, default=20)
     p.add_argument("--seed", type=int, default=1)
@@ -117,14 +118,38 @@ def main(argv=None) -> int:
         default=[],
         help='text file: a question, or "question||marker" with a substring of its answer sentence',
     )
+    p.add_argument("--max-window", type=int, default=2048)
+    p.add_argument("--out", default=out)
+
+
+def documents(args):
+    """``(path, text, questions)`` for every document the arguments name (paths under
+    ``args.out``, one per text and window size)."""
+    if Path(args.task).is_file():
+        text = Path(args.task).read_text(encoding="utf-8-sig")
+        text = text[: args.chars] if args.chars else text
+        # "question||marker": the marker (a substring of the answer sentence) is kept as the answer
+        qs = [tuple(q.split("||", 1)) if "||" in q else (q, None) for q in args.question]
+        docs = [(text, [(q, [m] if m else [], []) for q, m in qs])]
+        tag = f"book-{Path(args.task).stem}-{args.chars}-{args.max_window}"
+    else:
+        docs = [(t, qs) for _, t, qs in items(args.task, args.n, args.seed, args.offset)]
+        tag = f"{args.task}-s{args.seed}-{args.max_window}"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for text, qs in docs:
+        yield out / f"{tag}-{hashlib.sha1(text.encode()).hexdigest()[:10]}.npz", text, qs
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    add_document_arguments(p, "/tmp/youra_raw")
     p.add_argument(
         "--null-question",
         action="append",
         default=[],
         help="generic questions appended to every document's (a query-independent reference)",
     )
-    p.add_argument("--max-window", type=int, default=2048)
-    p.add_argument("--out", default="/tmp/youra_raw")
     args = p.parse_args(argv)
 
     from longctx.models import load_causal_lm
@@ -133,22 +158,8 @@ def main(argv=None) -> int:
     model, tok = load_causal_lm(device="cpu")
     scorer = ReactionScorer(model, tok, baseline="instruction", max_window=args.max_window)
     scorer._setup()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if Path(args.task).is_file():
-        text = Path(args.task).read_text(encoding="utf-8-sig")
-        text = text[: args.chars] if args.chars else text
-        # "question||marker": the marker (a substring of the answer sentence) is kept as the answer
-        qs = [tuple(q.split("||", 1)) if "||" in q else (q, None) for q in args.question]
-        docs = [(Path(args.task).stem, text, [(q, [m] if m else [], []) for q, m in qs])]
-        tag = f"book-{Path(args.task).stem}-{args.chars}-{args.max_window}"
-    else:
-        docs = items(args.task, args.n, args.seed, args.offset)
-        tag = f"{args.task}-s{args.seed}-{args.max_window}"
-    for _doc_id, text, qs in docs:
+    for path, text, qs in documents(args):
         qs = qs + [(q, [], []) for q in args.null_question]
-        h = hashlib.sha1(text.encode()).hexdigest()[:10]
-        path = out / f"{tag}-{h}.npz"
         if path.exists():
             continue
         secs = dump_doc(scorer, text, qs, path)

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import hashlib
 import json
 import re
 import sys
@@ -51,7 +50,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from youra_dump import items  # noqa: E402
+from youra_dump import add_document_arguments, documents  # noqa: E402
 
 PRIOR_TOKENS = 8
 RATIO_EPS = 0.1
@@ -109,19 +108,7 @@ def dump(args) -> int:
     model, tok = load_causal_lm(device="cpu")
     scorer = ReactionScorer(model, tok, max_window=args.max_window)
     scorer._setup()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if Path(args.task).is_file():
-        text = Path(args.task).read_text(encoding="utf-8-sig")
-        text = text[: args.chars] if args.chars else text
-        qs = [tuple(q.split("||", 1)) if "||" in q else (q, None) for q in args.question]
-        docs = [(text, [(q, [m] if m else [], []) for q, m in qs])]
-        tag = f"book-{Path(args.task).stem}-{args.chars}-{args.max_window}"
-    else:
-        docs = [(text, qs) for _, text, qs in items(args.task, args.n, args.seed, args.offset)]
-        tag = f"{args.task}-s{args.seed}-{args.max_window}"
-    for text, qs in docs:
-        path = out / f"{tag}-{hashlib.sha1(text.encode()).hexdigest()[:10]}.npz"
+    for path, text, qs in documents(args):
         if not path.exists():
             secs = dump_doc(scorer, text, qs, path)
             print(f"{path.name}: {len(qs)} questions, {len(text)} chars, {secs:.1f} s", flush=True)
@@ -280,20 +267,7 @@ def study(args) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("dump")
-    d.add_argument("--task", required=True, help="squad, narrativeqa, hotpotqa or a text file")
-    d.add_argument("--n", type=int, default=20)
-    d.add_argument("--seed", type=int, default=1)
-    d.add_argument("--offset", type=int, default=0, help="hotpotqa: skip this many rows")
-    d.add_argument("--chars", type=int, default=0, help="text file: first N characters")
-    d.add_argument(
-        "--question",
-        action="append",
-        default=[],
-        help='text file: "question||marker", the marker a substring of its answer sentence',
-    )
-    d.add_argument("--max-window", type=int, default=2048)
-    d.add_argument("--out", default="/tmp/youra_heads")
+    add_document_arguments(sub.add_parser("dump"), "/tmp/youra_heads")
     s = sub.add_parser("study")
     s.add_argument("dir", help="a folder of dumps (one window size)")
     s.add_argument("--k", type=int, nargs="+", default=[4, 8, 16, 32, 64])
