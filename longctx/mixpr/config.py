@@ -1,0 +1,299 @@
+"""MixPR settings: :class:`MixPRConfig` (every setting, shared by :class:`MixPR` and
+:class:`MixPRIndex`), the stop-word lists, the stemming analyzer and the :data:`PRESETS`
+(``"paper"``, ``"default"``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from longctx.checks import check_choice, check_float, check_int
+from longctx.text import chunk_words
+
+#: Question words and auxiliaries that scikit-learn's English stop-word list lacks (it holds
+#: who / what / which / when / where / why / how / do / is / was already): ``"english+questions"``.
+QUESTION_STOP_WORDS = ("called", "did", "does", "doing", "kind", "named", "type")
+
+STOP_WORD_NAMES = ("english", "english+questions")
+
+
+class _StemmedAnalyzer:
+    """scikit-learn word analyzer followed by a Snowball stemmer (PyStemmer): a plain object, so
+    the vectorizer is rebuilt from the config's ``stemmer`` name, never pickled."""
+
+    def __init__(self, base, language: str):
+        import Stemmer
+
+        self.base = base
+        self.stem_words = Stemmer.Stemmer(language).stemWords
+
+    def __call__(self, doc: str) -> list[str]:
+        return self.stem_words(self.base(doc))
+
+
+@dataclass(frozen=True)
+class MixPRConfig:
+    """Every MixPR setting, shared by :class:`MixPR` (one-off calls) and :class:`MixPRIndex`, so a
+    built index and a one-off call rank alike. Pick a preset with ``preset=`` and override fields
+    by keyword (``MixPRIndex.from_texts(texts, preset="paper", threshold=0.3)``). The field
+    defaults are the ``"default"`` preset's; :data:`PRESETS` ``["paper"]`` holds the paper's.
+
+    Attributes
+    ----------
+    threshold : float in [0, 1], default 0.2 (paper: 0.27)
+        Chunk-chunk cosine similarities below it are dropped from the graph (appendix A.2).
+    query_threshold : float in [0, 1] or None, default 0.05 (paper: None)
+        Threshold of the query's edges; ``None``: the same as ``threshold`` (the paper).
+    alpha_local : float in (0, 1], default 0.8 (paper: 0.6)
+        Restart weight of personalized PageRank for local queries (eq. 2). With
+        ``coverage_power`` the restart is the better-aimed part, so it gets more weight.
+    coverage_power : float >= 0, default 4.0 (paper: 0, off)
+        Not in the paper. The query's edges (and so the restart mass of
+        ``personalization="similarity"``) are multiplied by ``coverage ** coverage_power``, where
+        ``coverage`` of a chunk is the share of the query chunk's TF-IDF weight (L1) that falls on
+        terms the chunk holds: a coordination factor, as in Lucene's classic TF-IDF scoring. A
+        cosine alone rewards short chunks that hold part of the question ("'You did,' said the
+        Mock Turtle." for "What did the Mock Turtle sing about?") over a longer chunk holding all
+        of it. Needs ``fit_query=False``.
+    min_words : int >= 1 or None, default None
+        Join short chunks of a paragraph up to ``max_words`` words (:func:`longctx.text.chunk_words`);
+        off: it buries short facts in their neighbours (bAbI qa2 1.00 -> 0.10 at 16k tokens).
+    max_iter : int >= 1, default 18
+        Power iterations (appendix A.2); stops earlier at ``tol``.
+    tol : float >= 0, default 1e-6
+        Stop when ``||x_t - x_{t-1}||_1 < n * tol`` (networkx's rule).
+    max_words : int >= 1, default 32
+        N of the chunker (sec. 4 "Chunking method").
+    stop_words : "english", "english+questions", tuple of str or None
+        Stop words (``"english+questions"``: scikit-learn's English list plus
+        :data:`QUESTION_STOP_WORDS`, so "did" / "does" do not rank chunks). The paper does not
+        state its TF-IDF settings;
+        dropping English stop words keeps ``E E^T`` cheap on long texts (1M tokens of Gutenberg,
+        ~70k chunks: ~1.4e8 term-pair products instead of ~4.1e9, ~1.5 s instead of over a minute
+        here) and stops "the" / "is" from linking unrelated sentences.
+    strip_accents : None, "unicode" or "ascii"
+        ``TfidfVectorizer`` accent folding ("Natásha" == "Natasha").
+    sublinear_tf : bool
+        ``1 + log(tf)`` term frequencies.
+    stemmer : str or None
+        A Snowball stemmer language of PyStemmer (``"english"``: Porter2) applied to every term
+        after stop-word removal, or None. Stored by name (persisted as JSON).
+    split_lines : bool
+        The chunker's newline step (:func:`longctx.text.chunk_words`): True cuts a sentence over
+        ``max_words`` words at every line break (the paper); False only at blank lines, then into
+        equal word pieces, so hard-wrapped text is not cut into line fragments.
+    personalization : {"query", "similarity"}
+        Restart distribution of local queries. ``"query"``: one-hot on the query node (the
+        paper, sec. 4 "Personalization vector"); ``"similarity"``: the restart mass spread over
+        the chunks in proportion to their direct similarity to the query (edges kept at
+        ``query_threshold``), and the query is not a node of the walk.
+    fit_query : bool
+        ``True``: the paper-literal pipeline, the query appended to the chunks *before* fitting
+        TF-IDF, so every query refits the vocabulary and IDF and rebuilds the graph (what a
+        one-off run of the paper does). ``False``: the vectorizer and the chunk graph are built
+        once from the chunks; the query is transformed with the fitted vectorizer (terms unseen in
+        the text are ignored, IDF excludes the query) and bordered onto the graph. Top-100
+        overlap with the literal path (paper preset, ``literal_query_weights=True``) is 0.99 to
+        1.00 on War and Peace (tests/test_mixpr.py, benchmarks/bench_mixpr.py).
+    literal_query_weights : bool, default False (paper: True)
+        With ``fit_query=False``: weigh the query's terms in the chunks as the paper-literal
+        fit would (the query counted as one more document, so those terms' IDF is lower; the
+        chunk rows holding them re-normalized), which makes the query's edges the literal ones
+        (War and Peace top-100 overlap with the literal path: min 0.97 -> 0.99). The default
+        keeps the text's own IDF: it was tuned that way, and the literal weights moved HotpotQA
+        10% below BM25 (share 49.6 against 50.0).
+    vectorizer_kwargs : tuple of (name, value)
+        More ``TfidfVectorizer`` arguments (given as a dict, stored as sorted pairs).
+    """
+
+    threshold: float = 0.2
+    query_threshold: float | None = 0.05
+    alpha_local: float = 0.8
+    max_iter: int = 18
+    tol: float = 1e-6
+    max_words: int = 32
+    stop_words: str | tuple[str, ...] | None = "english+questions"
+    strip_accents: str | None = "unicode"
+    sublinear_tf: bool = True
+    personalization: str = "similarity"
+    fit_query: bool = False
+    vectorizer_kwargs: tuple[tuple[str, Any], ...] = ()
+    stemmer: str | None = "english"
+    split_lines: bool = False
+    min_words: int | None = None
+    coverage_power: float = 4.0
+    literal_query_weights: bool = False
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        set_(self, "threshold", check_float(self.threshold, "threshold", low=0.0, high=1.0))
+        set_(
+            self,
+            "query_threshold",
+            check_float(
+                self.query_threshold, "query_threshold", low=0.0, high=1.0, allow_none=True
+            ),
+        )
+        alpha = check_float(self.alpha_local, "alpha_local", low=0.0, high=1.0)
+        if alpha == 0:
+            raise ValueError("alpha_local must be > 0 (alpha=0 is the global expert)")
+        set_(self, "alpha_local", alpha)
+        set_(self, "max_iter", check_int(self.max_iter, "max_iter", minimum=1))
+        set_(self, "tol", check_float(self.tol, "tol", low=0.0))
+        set_(self, "max_words", check_int(self.max_words, "max_words", minimum=1))
+        sw = self.stop_words
+        if isinstance(sw, (list, tuple)):
+            if not all(isinstance(w, str) for w in sw):
+                raise TypeError("stop_words must be 'english', a list of str or None")
+            set_(self, "stop_words", tuple(sw))
+        elif sw is not None and sw not in STOP_WORD_NAMES:
+            raise ValueError(
+                "stop_words must be 'english', 'english+questions', a list of str or None, "
+                f"got {sw!r}"
+            )
+        check_choice(self.strip_accents, "strip_accents", (None, "unicode", "ascii"))
+        set_(self, "sublinear_tf", bool(self.sublinear_tf))
+        check_choice(self.personalization, "personalization", PERSONALIZATIONS)
+        set_(self, "fit_query", bool(self.fit_query))
+        if not isinstance(self.split_lines, bool):
+            raise TypeError(f"split_lines must be a bool, got {type(self.split_lines).__name__}")
+        set_(self, "coverage_power", check_float(self.coverage_power, "coverage_power", low=0.0))
+        if not isinstance(self.literal_query_weights, bool):
+            raise TypeError(
+                "literal_query_weights must be a bool, got "
+                f"{type(self.literal_query_weights).__name__}"
+            )
+        if self.coverage_power and self.fit_query:
+            raise ValueError(
+                "coverage_power needs fit_query=False (the built index); set coverage_power=0 "
+                "for the paper-literal pipeline"
+            )
+        if self.min_words is not None:
+            set_(self, "min_words", check_int(self.min_words, "min_words", minimum=1))
+        if self.stemmer is not None:
+            if not isinstance(self.stemmer, str):
+                raise TypeError(f"stemmer must be a str or None, got {type(self.stemmer).__name__}")
+            import Stemmer
+
+            check_choice(self.stemmer, "stemmer", tuple(Stemmer.algorithms()))
+        kw = self.vectorizer_kwargs
+        if isinstance(kw, dict):
+            kw = tuple(sorted(kw.items()))
+        kw = tuple((str(k), v) for k, v in kw)
+        reserved = {"stop_words", "strip_accents", "sublinear_tf", "norm", "vocabulary", "analyzer"}
+        bad = reserved.intersection(k for k, _ in kw)
+        if bad:
+            raise ValueError(f"vectorizer_kwargs must not set {sorted(bad)}: use the fields")
+        set_(self, "vectorizer_kwargs", kw)
+        self.vectorizer()  # raises now (before any heavy work) on a bad vectorizer argument
+
+    def chunk(self, text: str) -> list[tuple[int, int]]:
+        """The units of ``text`` under these settings (:func:`longctx.text.chunk_words`):
+        ``(start, end)`` character spans."""
+        return chunk_words(
+            text,
+            self.max_words,
+            split_lines=self.split_lines,
+            min_words=self.min_words,
+        )
+
+    @property
+    def effective_query_threshold(self) -> float:
+        return self.threshold if self.query_threshold is None else self.query_threshold
+
+    def vectorizer(self, vocabulary=None):
+        """A new (unfitted) ``TfidfVectorizer`` with these settings; parameters checked now.
+
+        Raises
+        ------
+        ValueError
+            A bad ``TfidfVectorizer`` argument (scikit-learn's message names it).
+        """
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
+
+        sw = self.stop_words
+        if isinstance(sw, tuple):
+            sw = list(sw)
+        elif sw == "english+questions":
+            sw = sorted(ENGLISH_STOP_WORDS.union(QUESTION_STOP_WORDS))
+        try:
+            vec = TfidfVectorizer(
+                stop_words=sw,
+                strip_accents=self.strip_accents,
+                sublinear_tf=self.sublinear_tf,
+                norm="l2",
+                vocabulary=vocabulary,
+                **dict(self.vectorizer_kwargs),
+            )
+            vec._validate_params()
+            if self.stemmer is not None:
+                clash = _WORD_ANALYZER_PARAMS.intersection(dict(self.vectorizer_kwargs))
+                if clash:
+                    raise ValueError(
+                        f"vectorizer_kwargs {sorted(clash)} cannot be combined with a stemmer "
+                        "(set stemmer=None)"
+                    )
+                analyzer = _StemmedAnalyzer(vec.build_analyzer(), self.stemmer)
+                kw = {k: v for k, v in vec.get_params().items() if k not in _WORD_ANALYZER_PARAMS}
+                vec = TfidfVectorizer(**{**kw, "analyzer": analyzer})
+                vec._validate_params()
+        except TypeError as exc:
+            raise ValueError(f"bad vectorizer_kwargs: {exc}") from None
+        return vec
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["stop_words"] = (
+            list(self.stop_words) if isinstance(self.stop_words, tuple) else (self.stop_words)
+        )
+        d["vectorizer_kwargs"] = dict(self.vectorizer_kwargs)
+        return d
+
+    @classmethod
+    def from_preset(cls, preset: str = "default", **overrides) -> MixPRConfig:
+        """The preset's settings with ``overrides`` applied (unknown names raise ``TypeError``)."""
+        check_choice(preset, "preset", PRESETS)
+        return replace(PRESETS[preset], **overrides) if overrides else PRESETS[preset]
+
+
+PERSONALIZATIONS = ("query", "similarity")
+
+# TfidfVectorizer parameters that only its own word analyzer reads (moved into the stemmer's).
+_WORD_ANALYZER_PARAMS = frozenset(
+    {
+        "analyzer",
+        "input",
+        "encoding",
+        "decode_error",
+        "strip_accents",
+        "lowercase",
+        "preprocessor",
+        "tokenizer",
+        "stop_words",
+        "token_pattern",
+        "ngram_range",
+    }
+)
+
+#: ``"paper"``: the exact setting of the paper's appendix A.2 as implemented before the index
+#: (the literal per-query pipeline: query appended before the TF-IDF fit, every edge
+#: thresholded at .27, one-hot personalization on the query node, newline chunking, no accent
+#: folding, no stemming, alpha .6, no coverage weighting). ``"default"``: built once per corpus, tuned on SQuAD, NarrativeQA,
+#: HotpotQA and bAbI (``benchmarks/MIXPR_DEFAULTS.md``): see :class:`MixPR`.
+PRESETS: dict[str, MixPRConfig] = {}
+PRESETS["paper"] = MixPRConfig(
+    threshold=0.27,
+    query_threshold=None,
+    stop_words="english",
+    strip_accents=None,
+    sublinear_tf=False,
+    personalization="query",
+    fit_query=True,
+    stemmer=None,
+    split_lines=True,
+    alpha_local=0.6,
+    coverage_power=0.0,
+    min_words=None,
+    literal_query_weights=True,
+)
+PRESETS["default"] = MixPRConfig()

@@ -1,0 +1,137 @@
+"""MixPR routers: decide whether a query is local (personalized PageRank) or global (PageRank),
+by keywords (:class:`KeywordRouter`) or by asking an LLM with the paper's zero-shot prompt
+(:class:`LLMRouter`, appendix A.2 of arXiv:2412.06078)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from longctx.checks import check_int
+
+MODES = ("auto", "local", "global")
+
+#: The zero-shot router prompt of appendix A.2, verbatim (``[query]`` is replaced).
+ROUTER_PROMPT = (
+    "If the query asks for summarization, most frequent words, or descriptions of an entire "
+    "document, answer \u2019y\u2019 with no other text. If the query does not and only asks a "
+    "specific question, answer \u2019n\u2019 with no other text.\n"
+    "QUERY: [query]\n"
+    "If the query asks for summarization, most frequent words, or descriptions of an entire "
+    "document, answer \u2019y\u2019 with no other text. If the query does not and only asks a "
+    "specific question, answer \u2019n\u2019 with no other text.\n"
+    "Answer:"
+)
+
+# Words marking a global (query-independent) task: summaries, overviews, word frequencies.
+_GLOBAL_RE = re.compile(
+    r"\b(summar\w*|overview|synopsis|gist|recap|outline|tl;?dr|abstract of"
+    r"|(most|least) (frequent|common|used|repeated)\w*( \w+)? words?"
+    r"|word frequenc\w*|frequent words|common words"
+    r"|main (themes?|ideas?|points?|events?|characters?|topics?|arguments?|plot)"
+    r"|key (themes?|ideas?|points?|events?|takeaways?)"
+    r"|(whole|entire|full) (book|document|text|story|novel|article|report|paper|chapter)"
+    r"|(what is|what's) (this|the) (book|document|text|story|novel|article|report|paper) about"
+    r"|describe (this|the) (book|document|text|story|novel|article|report|paper)"
+    r"|describe (this|the) (whole|entire|full) \w+|sum (it |this |that )?up|\w+ in a nutshell"
+    r"|words? (are|is) (the )?(most|least) (frequent|common|used))\b",
+    re.IGNORECASE,
+)
+
+
+class KeywordRouter:
+    """Default router: ``"global"`` when the query asks for a summary, an overview, the main
+    themes or events, word frequencies or a description of the whole text; else ``"local"``.
+
+    A cheap stand-in for the paper's LLM router (sec. 4 "Dynamic alpha"). Callable as
+    ``router(query, chunks) -> "local" | "global"``.
+    """
+
+    def __call__(self, query: str, chunks: Sequence[str] = ()) -> str:
+        return "global" if _GLOBAL_RE.search(query) else "local"
+
+
+class LLMRouter:
+    """The paper's router: ask an LLM with the zero-shot prompt of appendix A.2 (:data:`ROUTER_PROMPT`).
+
+    The ``[query]`` variable holds the first ``n_context`` chunks of the text and the last
+    ``n_context`` chunks of text-plus-query (so the query itself comes last), as in the paper. An
+    answer starting with "y" means global (PageRank), "n" local (personalized PageRank); any
+    other answer falls back to :class:`KeywordRouter`.
+
+    Parameters
+    ----------
+    llm : LlamaIndex ``LLM``, LangChain chat model or LLM, or callable ``str -> str``
+        An object with ``.complete(prompt)`` returning ``.text`` (LlamaIndex), an object with
+        ``.invoke(prompt)`` returning a message with ``.content`` or a ``str`` (LangChain chat
+        models and LLMs), or any completion function.
+    n_context : int >= 0, default 2
+        Chunks taken from each end of the input (0: the query alone).
+
+    Raises
+    ------
+    TypeError
+        ``llm`` is none of these.
+
+    Examples
+    --------
+    >>> LLMRouter(OpenAI(model="gpt-4o-mini"))  # LlamaIndex  # doctest: +SKIP
+    >>> LLMRouter(ChatOpenAI(model="gpt-4o-mini"))  # LangChain  # doctest: +SKIP
+    >>> LLMRouter(lambda prompt: "n")  # doctest: +SKIP
+    """
+
+    def __init__(self, llm, n_context: int = 2):
+        self.llm = _as_completion(llm)
+        self.n_context = check_int(n_context, "n_context", minimum=0)
+        self.fallback = KeywordRouter()
+
+    def prompt(self, query: str, chunks: Sequence[str] = ()) -> str:
+        """The exact prompt sent to the LLM."""
+        items = list(chunks) + [query]
+        k = self.n_context
+        parts = items if len(items) <= 2 * k else items[:k] + items[-k:]
+        if k == 0:
+            parts = [query]
+        return ROUTER_PROMPT.replace("[query]", "\n".join(parts))
+
+    def __call__(self, query: str, chunks: Sequence[str] = ()) -> str:
+        answer = _answer_text(self.llm(self.prompt(query, chunks)))
+        answer = answer.strip().strip("'\"\u2018\u2019`").lower()
+        if answer.startswith("y"):
+            return "global"
+        if answer.startswith("n"):
+            return "local"
+        return self.fallback(query, chunks)
+
+
+def _answer_text(answer) -> str:
+    """The text of an LLM answer: a str, a LangChain message (``.content``, a str or a list of
+    content blocks) or a LlamaIndex response (``.text``)."""
+    if isinstance(answer, str):
+        return answer
+    for attr in ("content", "text"):
+        value = getattr(answer, attr, None)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):  # LangChain content blocks
+            return "".join(
+                b if isinstance(b, str) else str(b.get("text", "")) if isinstance(b, dict) else ""
+                for b in value
+            )
+    return str(answer)
+
+
+def _as_completion(llm) -> Callable[[str], object]:
+    """``prompt -> answer`` for a LlamaIndex LLM, a LangChain model or a plain callable."""
+    complete = getattr(llm, "complete", None)
+    if callable(complete):  # LlamaIndex LLM: .complete(prompt).text
+        return lambda prompt: complete(prompt)
+    invoke = getattr(llm, "invoke", None)
+    if callable(invoke):  # LangChain chat model (message .content) or LLM (str)
+        return lambda prompt: invoke(prompt)
+    if callable(llm):
+        return llm
+    raise TypeError(
+        "llm must be a LlamaIndex LLM (.complete), a LangChain chat model or LLM (.invoke) or a "
+        f"callable str -> str, got {type(llm).__name__}"
+    )
