@@ -10,7 +10,7 @@ other questions: ``benchmarks/youra_dump.py`` / ``youra_study.py`` with seed 1 a
 
 - ``youra-paper``: ``YouraIndex(preset="paper")``: eq. 1 as written, last layer, gmean;
 - ``youra``: the default preset (instruction baseline, ratio of attention shares, all layers,
-  mean): see ``longctx/youra.py``, "Presets";
+  mean): see ``longctx/youra/__init__.py``, "Presets";
 - ``bm25``, ``minilm``, ``random``: ``longctx.eval.methods``; ``lead``: the first sentences.
 
 YOURA runs SmolLM2-135M-Instruct on CPU with 2048-token windows (``--max-window``), as the

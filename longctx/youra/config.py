@@ -1,0 +1,67 @@
+"""YOURA settings: baselines, aggregates, presets, defaults, templates and constants
+(see the :mod:`longctx.youra` docstring, "Presets" and "Baselines")."""
+
+from __future__ import annotations
+
+BASELINES = ("paper", "instruction")
+AGGREGATES = ("gmean", "mean")
+NORMALIZATIONS = ("none", "ratio")
+CACHE_DTYPES = (None, "bfloat16")
+SCORE_SCALES = ("window", "none")
+
+#: Scorer settings of each preset (``ReactionScorer(preset=...)``; see the module docstring,
+#: "Presets"). ``"paper"`` is eq. 1 as written, on the last layer, geometric mean, raw reaction
+#: values: the exact scores of longctx before the ``"default"`` preset existed.
+PRESETS = {
+    "paper": {
+        "baseline": "paper",
+        "layers": "last",
+        "aggregate": "gmean",
+        "normalize": "none",
+        "prior_tokens": 0,
+    },
+    "default": {
+        "baseline": "instruction",
+        "layers": "all",
+        "aggregate": "mean",
+        "normalize": "ratio",
+        "prior_tokens": 8,
+    },
+}
+
+#: The preset used when none is given.
+DEFAULT_PRESET = "default"
+
+#: The baseline of the default preset (what the CLI and the adapters use when none is given).
+DEFAULT_BASELINE = PRESETS[DEFAULT_PRESET]["baseline"]
+
+#: ``normalize="ratio"`` adds this fraction of a uniform attention share (``RATIO_EPS / c`` in a
+#: window of ``c`` tokens) to both attention shares before dividing, so tokens that almost no row
+#: attends to do not get huge ratios from rounding noise.
+RATIO_EPS = 0.1
+
+#: Default budget of a scorer's window cache (KV caches and column sums), in bytes: 1 GiB. With
+#: SmolLM2 and its 8,192-token window a pass needs about 1.4 GB more (model, activations, one
+#: window's cache before it is stored: 1.8 GB peak RSS measured with no cache at all on three
+#: windows of War and Peace), so a whole book stays under 4 GB (War and Peace, 114 windows of 8k
+#: tokens, ``longctx retrieve --method youra``: 3.49 GB peak RSS); a 2 GiB cache reached 4.5 GB.
+DEFAULT_CACHE_BYTES = 2**30
+
+#: Sentences longer than this many model tokens are cut on word boundaries before scoring (a
+#: text without punctuation is otherwise one "sentence", returned whole); ``YouraIndex`` takes
+#: ``max_unit_tokens``, one-off callers with a token budget cap it at the budget
+#: (:func:`longctx.selection.unit_token_cap`).
+DEFAULT_MAX_UNIT_TOKENS = 256
+
+#: Sentences returned by :meth:`YouraIndex.search` (and the adapters) when no size is given.
+DEFAULT_K = 10
+
+#: Instruction suffix of ``baseline="instruction"`` (appended after the context, before the query).
+INSTRUCTION_SUFFIX = "\n\nAnswer the question based on the text above.\n\nQuestion:"
+
+#: Query templates: the query is appended to the context as the tokens of this text.
+QUERY_TEMPLATES = {"paper": "\n{query}", "instruction": " {query}\n\nAnswer:"}
+
+#: Reaction values are floored at this value before the log of the geometric mean, so a token
+#: whose attention did not change at all (reaction exactly 0) does not send the score to 0.
+GMEAN_EPS = 1e-12
