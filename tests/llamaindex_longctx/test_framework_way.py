@@ -261,3 +261,12 @@ def test_garlic_load_in_fresh_process(garlic_kit, tmp_path):
     ok = subprocess.run([sys.executable, "-c", load.format("import llamaindex_longctx")], **env_run)
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert ok.stdout.split() == ["GarlicIndex", "1"]
+
+
+def test_garlic_index_takes_settings_embed_model(app_settings):
+    from llamaindex_longctx import GarlicIndex
+
+    index = GarlicIndex(nodes=[], model=object(), tokenizer=object())
+    assert index._encoder.embed_model is app_settings.embed_model
+    with pytest.raises(ValueError, match="not both"):
+        GarlicIndex(nodes=[], embed_model=Hash8Embedding(), encoder=Hash8Embedding())
