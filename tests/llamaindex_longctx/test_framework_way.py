@@ -270,3 +270,25 @@ def test_garlic_index_takes_settings_embed_model(app_settings):
     assert index._encoder.embed_model is app_settings.embed_model
     with pytest.raises(ValueError, match="not both"):
         GarlicIndex(nodes=[], embed_model=Hash8Embedding(), encoder=Hash8Embedding())
+
+
+def test_garlic_store_of_the_older_struct_type_still_loads(garlic_kit, tmp_path):
+    import json
+
+    from llama_index.core import StorageContext, load_index_from_storage
+
+    from llamaindex_longctx.garlic_index import GARLIC_STRUCT_TYPE, GarlicIndex
+
+    _garlic(garlic_kit).storage_context.persist(str(tmp_path))
+    f = tmp_path / "index_store.json"
+    store = json.loads(f.read_text("utf-8"))
+    (entry,) = store["index_store/data"].values()
+    assert entry["__type__"] == GARLIC_STRUCT_TYPE
+    entry["__type__"] = "longctx_garlic"
+    data = json.loads(entry["__data__"])
+    data.pop("encoder")  # stores written before the model's name was saved
+    entry["__data__"] = json.dumps(data)
+    f.write_text(json.dumps(store), "utf-8")
+    sc = StorageContext.from_defaults(persist_dir=str(tmp_path))
+    index = load_index_from_storage(sc, embed_model=garlic_kit["embed_model"])
+    assert type(index) is GarlicIndex and index.index_struct.encoder is None
