@@ -177,6 +177,13 @@ def test_reprs_are_short(app_settings, tiny_model, smollm2_tokenizer):
     for o in objs:
         assert len(repr(o)) < 1024, (type(o).__name__, len(repr(o)))
         assert "kitchen. The milk" not in repr(o)
+    # YouraRetriever.from_defaults takes nodes / docstore / index like MixPR's
+    nodes = [TextNode(text=t, id_=f"n{j}") for j, t in enumerate(TEXTS)]
+    a = YouraRetriever.from_defaults(nodes=nodes, similarity_top_k=2, **tiny)
+    b = YouraRetriever(nodes=nodes, similarity_top_k=2, **tiny)
+    assert [n.node.node_id for n in a.retrieve("milk")] == [
+        n.node.node_id for n in b.retrieve("milk")
+    ]
 
 
 # -- GARLIC ------------------------------------------------------------------------------------
