@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from langchain_core.documents import Document
 
 from longctx.types import Passage, hit_id, hit_metadata, resolve_hit
@@ -21,3 +23,36 @@ def hit_to_document(
     meta = {**source.metadata, **hit_metadata(hit, method, source_id)}
     doc_id = source.id if whole else hit_id(source_id, hit)
     return Document(page_content=hit.text, metadata=meta, id=doc_id)
+
+
+def documents_from_texts(
+    texts: str | Sequence[str],
+    metadatas: Sequence[dict] | None = None,
+    ids: Sequence[str] | None = None,
+) -> list[Document]:
+    """``Document`` objects from raw texts, as LangChain's ``from_texts`` takes them: a single
+    ``str`` is one text (never a sequence of characters), with optional metadata dicts and ids
+    (one per text; ids default to ``None``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A text that is not a ``str``; ``metadatas`` or ``ids`` of another length than ``texts``.
+    """
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if isinstance(ids, str):
+        ids = [ids]
+    if isinstance(metadatas, dict):
+        metadatas = [metadatas]
+    for j, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{j}] must be a str, got {type(t).__name__}")
+    metadatas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+    ids = list(ids) if ids is not None else [None] * len(texts)
+    if len(metadatas) != len(texts):
+        raise ValueError(f"metadatas has {len(metadatas)} items for {len(texts)} texts")
+    if len(ids) != len(texts):
+        raise ValueError(f"ids has {len(ids)} items for {len(texts)} texts")
+    return [
+        Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metadatas, ids)
+    ]

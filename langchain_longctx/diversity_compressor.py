@@ -118,10 +118,14 @@ class DiversityCompressor(BaseDocumentCompressor):
     embeddings: Any = Field(
         default=None,
         exclude=True,
+        repr=False,
         description="LangChain Embeddings (or any encoder); default all-MiniLM-L6-v2.",
     )
     token_counter: Any = Field(
-        default=None, exclude=True, description="str -> int; default longctx.tokens.count_tokens."
+        default=None,
+        exclude=True,
+        repr=False,
+        description="str -> int; default longctx.tokens.count_tokens.",
     )
     _encoder: Any = PrivateAttr(default=None)
 

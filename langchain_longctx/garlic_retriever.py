@@ -4,6 +4,7 @@ Dynamic Graph Search over graphs built once (or loaded)."""
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Any
 
@@ -17,7 +18,9 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_longctx._documents import hit_to_document
+from langchain_longctx._persist import load_retriever, loaded_parts, loading, save_retriever
 from longctx.checks import check_text
+from longctx.persist import PersistError, read_json
 from longctx.types import META_METHOD, META_SCORE, META_SOURCE_ID, SearchResult
 
 META_LEVEL = "longctx_level"
@@ -38,9 +41,13 @@ class GarlicRetriever(BaseRetriever):
             The long documents.
         graphs: list | None
             One HWDAG per document (``longctx.garlic.HWDAG.load(dir)``), instead of building.
-        model, tokenizer, encoder:
-            The causal LM the graphs were built with, its tokenizer, and the embedding encoder
-            (defaults: SmolLM2-135M-Instruct, all-MiniLM-L6-v2).
+        model, tokenizer:
+            The causal LM the graphs were built with and its tokenizer (default
+            SmolLM2-135M-Instruct).
+        embeddings: Embeddings | None
+            The app's LangChain ``Embeddings`` for node and question embeddings (one model for
+            both; default all-MiniLM-L6-v2). ``encoder`` is its older name (any encoder
+            :func:`longctx.embeddings.get_encoder` takes); give at most one.
         k: int | None
             Cap on the documents returned (``None``: every visited node).
         stop_patience, alpha, max_context_tokens:
@@ -53,6 +60,8 @@ class GarlicRetriever(BaseRetriever):
 
             retriever = GarlicRetriever(documents=[Document(page_content=book, id="book")])
             docs = retriever.invoke("Where does the mother send her kittens?")
+            retriever.save("./garlic")  # graphs as JSON; the model is given again on load
+            retriever = GarlicRetriever.load("./garlic", model=model, tokenizer=tokenizer)
 
     Level-1 chunks come back as ``Document`` with the chunk text exactly, id
     ``"{source id}#{start}-{end}"`` and the shared ``longctx_*`` keys (offsets into the source);
@@ -62,12 +71,15 @@ class GarlicRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    documents: list[Document] = Field(default_factory=list)
-    graphs: list | None = Field(default=None, description="One HWDAG per document")
-    model: Any = None
-    tokenizer: Any = None
-    encoder: Any = None
-    graph_builder: Any = None
+    documents: list[Document] = Field(default_factory=list, repr=False)
+    graphs: list | None = Field(default=None, repr=False, description="One HWDAG per document")
+    model: Any = Field(default=None, repr=False)
+    tokenizer: Any = Field(default=None, repr=False)
+    embeddings: Any = Field(
+        default=None, repr=False, description="LangChain Embeddings; default all-MiniLM-L6-v2"
+    )
+    encoder: Any = Field(default=None, repr=False, description="Older name of embeddings")
+    graph_builder: Any = Field(default=None, repr=False)
     build_kwargs: dict = Field(default_factory=dict)
     k: int | None = Field(default=None, ge=1, description="Cap on the documents returned")
     stop_patience: int = Field(default=1, ge=1)
@@ -75,16 +87,33 @@ class GarlicRetriever(BaseRetriever):
     max_context_tokens: int | None = Field(default=None, ge=1)
 
     _searcher: Any = PrivateAttr(default=None)
+    _encoder: Any = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
 
     def model_post_init(self, context: Any) -> None:
-        from longctx.garlic.search import GarlicSearcher, as_search_graph, merge_graphs
+        from longctx.embeddings import get_encoder
+        from longctx.garlic.search import as_search_graph, merge_graphs
 
+        if self.embeddings is not None and self.encoder is not None:
+            raise ValueError("give embeddings or encoder (its older name), not both")
+        self._encoder = get_encoder(
+            self.embeddings if self.embeddings is not None else self.encoder
+        )
         self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
         if self._sources and self.model is None and self.tokenizer is None:
             from longctx.models import load_causal_lm  # once, shared by build and search
 
             self.model, self.tokenizer = load_causal_lm()
+        loaded = loaded_parts().get("garlic_graph")
+        if loaded is not None:  # from load(): the merged graph as saved
+            graph, saved_encoder = loaded
+            if saved_encoder is not None and saved_encoder != self._encoder.name:
+                raise ValueError(
+                    f"the saved graphs were built with the embedding model {saved_encoder!r}, "
+                    f"not {self._encoder.name!r}: pass that model as embeddings="
+                )
+            self._searcher = self._make_searcher(graph)
+            return
         if self.graphs is not None:
             if len(self.graphs) != len(self.documents):
                 raise ValueError("graphs must hold one graph per document")
@@ -95,8 +124,8 @@ class GarlicRetriever(BaseRetriever):
             else:
                 builder = self.graph_builder
             kw = dict(self.build_kwargs)
-            if self.graph_builder is None and self.encoder is not None:
-                kw.setdefault("encoder", self.encoder)  # the search embeds the question with it
+            if self.graph_builder is None:
+                kw.setdefault("encoder", self._encoder)  # the search embeds the question with it
             graphs = [
                 as_search_graph(
                     builder(
@@ -109,15 +138,82 @@ class GarlicRetriever(BaseRetriever):
                 for i in self._sources
             ]
         if graphs:
-            self._searcher = GarlicSearcher(
-                merge_graphs(graphs, [str(i) for i in self._sources]),
-                self.model,
-                self.tokenizer,
-                encoder=self.encoder,
-                alpha=self.alpha,
-                stop_patience=self.stop_patience,
-                max_context_tokens=self.max_context_tokens,
+            self._searcher = self._make_searcher(
+                merge_graphs(graphs, [str(i) for i in self._sources])
             )
+
+    def _make_searcher(self, graph):
+        from longctx.garlic.search import GarlicSearcher
+
+        return GarlicSearcher(
+            graph,
+            self.model,
+            self.tokenizer,
+            encoder=self._encoder,
+            alpha=self.alpha,
+            stop_patience=self.stop_patience,
+            max_context_tokens=self.max_context_tokens,
+        )
+
+    # -- persistence --------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Save the documents, the settings and the searched graph (all documents' HWDAGs
+        merged, node embeddings included) in folder ``path`` (JSON; the folder is replaced),
+        with the embedding model's name. The model, tokenizer and embeddings are not saved:
+        give them again to :meth:`load`.
+
+        Raises
+        ------
+        TypeError
+            A document's metadata is not JSON-serializable.
+        """
+        import json
+
+        settings = {
+            "k": self.k,
+            "stop_patience": self.stop_patience,
+            "alpha": self.alpha,
+            "max_context_tokens": self.max_context_tokens,
+            "encoder": self._encoder.name,
+        }
+        d = save_retriever(path, "langchain.garlic_retriever", settings, self.documents)
+        if self._searcher is not None:
+            (d / "graph.json").write_text(json.dumps(self._searcher.graph.to_dict()), "utf-8")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **kwargs: Any) -> GarlicRetriever:
+        """Load a retriever written by :meth:`save` (no graph is rebuilt); ``kwargs`` give the
+        model as to the constructor (``model``, ``tokenizer``, ``embeddings``) and may override
+        the saved search settings.
+
+        Raises
+        ------
+        PersistError
+            A missing, damaged or foreign file, named.
+        ValueError
+            ``embeddings`` is not the model the graphs were built with (by name).
+        """
+        from longctx.garlic.search import SearchGraph
+
+        d, settings, docs = load_retriever(path, "langchain.garlic_retriever")
+        saved_encoder = settings.pop("encoder", None)
+        n_sources = sum(1 for doc in docs if doc.page_content.strip())
+        graph = None
+        if n_sources:
+            try:
+                graph = SearchGraph.from_dict(read_json(d / "graph.json"))
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                if isinstance(exc, PersistError):
+                    raise
+                raise PersistError(f"{str(d / 'graph.json')!r} is damaged: {exc}") from None
+            if any(
+                isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < n_sources
+                for x in graph.sources
+            ):
+                raise PersistError(f"{str(d / 'graph.json')!r} does not fit the saved documents")
+        data = {**settings, **kwargs, "documents": docs}
+        with loading(garlic_graph=(graph, saved_encoder) if graph is not None else None):
+            return cls(**data)
 
     @property
     def searcher(self):

@@ -3,6 +3,8 @@ Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -15,7 +17,14 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_longctx._documents import hit_to_document
+from langchain_longctx._documents import documents_from_texts, hit_to_document
+from langchain_longctx._persist import (
+    check_index_texts,
+    load_retriever,
+    loaded_parts,
+    loading,
+    save_retriever,
+)
 from longctx.checks import check_choice, check_text
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.selection import check_size
@@ -53,8 +62,14 @@ class MixPRRetriever(BaseRetriever):
 
             from langchain_longctx import MixPRRetriever
 
-            retriever = MixPRRetriever.from_texts([book_text], ids=["book"], k=100)
+            retriever = MixPRRetriever.from_texts(book_text, ids=["book"], k=100)
             # or MixPRRetriever(documents=[Document(page_content=..., id=..., metadata=...)])
+
+    Save and load (JSON and ``.npz``, nothing rebuilt on load):
+        .. code-block:: python
+
+            retriever.save("./mixpr")
+            retriever = MixPRRetriever.load("./mixpr")
 
     Usage:
         .. code-block:: python
@@ -72,14 +87,16 @@ class MixPRRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    documents: list[Document] = Field(default_factory=list, description="Documents to search")
+    documents: list[Document] = Field(
+        default_factory=list, repr=False, description="Documents to search"
+    )
     k: int = Field(default=100, ge=1, description="Number of chunks returned (paper: 100)")
     token_budget: int | None = Field(
         default=None, ge=1, description="Token budget instead of k (longctx.tokens.count_tokens)"
     )
     mode: str = Field(default="auto", description="'auto' (router), 'local' or 'global'")
     max_words: int = Field(default=32, ge=1, description="Most words per chunk (paper: N=32)")
-    mixpr: MixPR | None = Field(default=None, description="MixPR settings and router")
+    mixpr: MixPR | None = Field(default=None, repr=False, description="MixPR settings and router")
 
     _index: MixPRIndex | None = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
@@ -88,7 +105,10 @@ class MixPRRetriever(BaseRetriever):
         check_choice(self.mode, "mode", MODES)
         mixpr = self.mixpr if self.mixpr is not None else MixPR(max_words=self.max_words)
         self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
-        if self._sources:
+        loaded = loaded_parts()
+        if "mixpr_index" in loaded:  # from load(): built
+            self._index = loaded["mixpr_index"]
+        elif self._sources:
             texts = [self.documents[i].page_content for i in self._sources]
             self._index = mixpr.index(texts)
 
@@ -105,22 +125,61 @@ class MixPRRetriever(BaseRetriever):
     @classmethod
     def from_texts(
         cls,
-        texts: list[str],
-        metadatas: list[dict] | None = None,
-        ids: list[str] | None = None,
+        texts: str | Sequence[str],
+        metadatas: Sequence[dict] | None = None,
+        ids: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> MixPRRetriever:
-        """Build from raw texts with optional metadata dicts and ids (one per text)."""
-        texts = list(texts)
-        metadatas = metadatas or [{} for _ in texts]
-        ids = ids or [None] * len(texts)
-        if not len(metadatas) == len(ids) == len(texts):
-            raise ValueError("texts, metadatas and ids must have the same length")
-        docs = [
-            Document(page_content=t, metadata=dict(m), id=i)
-            for t, m, i in zip(texts, metadatas, ids)
-        ]
-        return cls(documents=docs, **kwargs)
+        """Build from raw texts (a single ``str`` is one text) with optional metadata dicts and
+        ids (one per text).
+
+        Raises
+        ------
+        TypeError, ValueError
+            A non-``str`` text; ``metadatas`` / ``ids`` of another length than ``texts``.
+        """
+        return cls(documents=documents_from_texts(texts, metadatas, ids), **kwargs)
+
+    # -- persistence --------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Save the documents, the settings and the built index in folder ``path`` (JSON and
+        ``.npz``, no pickle; the folder is replaced). The router is not saved: pass it again to
+        :meth:`load`.
+
+        Raises
+        ------
+        TypeError
+            A document's metadata is not JSON-serializable.
+        """
+        d = save_retriever(
+            path,
+            "langchain.mixpr_retriever",
+            {"k": self.k, "token_budget": self.token_budget, "mode": self.mode,
+             "max_words": self.max_words},
+            self.documents,
+        )  # fmt: skip
+        if self._index is not None:
+            self._index.save(d / "index")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, router=None, **kwargs: Any) -> MixPRRetriever:
+        """Load a retriever written by :meth:`save` (nothing is rebuilt); ``kwargs`` override the
+        saved settings (``k``, ``token_budget``, ``mode``).
+
+        Raises
+        ------
+        PersistError
+            A missing, damaged or foreign file, named.
+        """
+        d, settings, docs = load_retriever(path, "langchain.mixpr_retriever")
+        index = MixPRIndex.load(d / "index", router=router) if (d / "index").exists() else None
+        data = {**settings, **kwargs, "documents": docs}
+        with loading(mixpr_index=index):
+            retriever = cls(**data)
+        check_index_texts(
+            index.texts if index is not None else [], docs, retriever._sources, str(d / "index")
+        )
+        return retriever
 
     def _get_relevant_documents(
         self,

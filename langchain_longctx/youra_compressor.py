@@ -99,9 +99,15 @@ class YouraCompressor(BaseDocumentCompressor):
         default=None,
         description="'ratio' (comparable across windows) or 'none' (eq. 1); None: the preset's.",
     )
-    model: Any = Field(default=None, exclude=True, description="Causal LM or path (lazy).")
-    tokenizer: Any = Field(default=None, exclude=True, description="Tokenizer of `model`.")
-    scorer: Any = Field(default=None, exclude=True, description="A ready ReactionScorer.")
+    model: Any = Field(
+        default=None, exclude=True, repr=False, description="Causal LM or path (lazy)."
+    )
+    tokenizer: Any = Field(
+        default=None, exclude=True, repr=False, description="Tokenizer of `model`."
+    )
+    scorer: Any = Field(
+        default=None, exclude=True, repr=False, description="A ready ReactionScorer."
+    )
     _scorer: Any = PrivateAttr(default=None)
 
     @model_validator(mode="after")

@@ -3,6 +3,8 @@ Only Use Reactive Attention Slice For Long Context Retrieval", 2024, arXiv:2409.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -15,7 +17,14 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_longctx._documents import hit_to_document
+from langchain_longctx._documents import documents_from_texts, hit_to_document
+from langchain_longctx._persist import (
+    check_index_texts,
+    load_retriever,
+    loaded_parts,
+    loading,
+    save_retriever,
+)
 from longctx.checks import check_text
 from longctx.selection import check_size
 from longctx.youra import DEFAULT_K, YouraIndex, scorer_from
@@ -75,7 +84,9 @@ class YouraRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    documents: list[Document] = Field(description="The long documents to retrieve from.")
+    documents: list[Document] = Field(
+        repr=False, description="The long documents to retrieve from."
+    )
     k: int = Field(default=DEFAULT_K, ge=1, description="Sentences returned.")
     token_budget: int | None = Field(
         default=None, ge=1, description="Model tokens for all returned sentences instead of k."
@@ -86,9 +97,15 @@ class YouraRetriever(BaseRetriever):
     scorer_kwargs: dict = Field(
         default_factory=dict, description="ReactionScorer options (layers, baseline, ...)."
     )
-    model: Any = Field(default=None, exclude=True, description="Causal LM or path (lazy).")
-    tokenizer: Any = Field(default=None, exclude=True, description="Tokenizer of `model`.")
-    scorer: Any = Field(default=None, exclude=True, description="A ready ReactionScorer.")
+    model: Any = Field(
+        default=None, exclude=True, repr=False, description="Causal LM or path (lazy)."
+    )
+    tokenizer: Any = Field(
+        default=None, exclude=True, repr=False, description="Tokenizer of `model`."
+    )
+    scorer: Any = Field(
+        default=None, exclude=True, repr=False, description="A ready ReactionScorer."
+    )
 
     _index: YouraIndex | None = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
@@ -98,11 +115,70 @@ class YouraRetriever(BaseRetriever):
         if not self._sources:
             raise ValueError("documents must hold some text")
         scorer = scorer_from(self.scorer, self.model, self.tokenizer, **self.scorer_kwargs)
+        loaded = loaded_parts()
+        if "youra_index_dir" in loaded:  # from load()
+            self._index = YouraIndex.load(loaded["youra_index_dir"], scorer)
+            return
         self._index = YouraIndex.from_texts(
             [self.documents[i].page_content for i in self._sources],
             scorer,
             max_fraction=self.max_fraction,
         )
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: str | Sequence[str],
+        metadatas: Sequence[dict] | None = None,
+        ids: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> YouraRetriever:
+        """Build from raw texts (a single ``str`` is one text) with optional metadata dicts and
+        ids (one per text).
+
+        Raises
+        ------
+        TypeError, ValueError
+            A non-``str`` text; ``metadatas`` / ``ids`` of another length than ``texts``.
+        """
+        return cls(documents=documents_from_texts(texts, metadatas, ids), **kwargs)
+
+    # -- persistence --------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Save the documents, the settings and the index (sentences, token counts) in folder
+        ``path`` (JSON and ``.npz``, no pickle; the folder is replaced). The model is not saved:
+        pass it again to :meth:`load`.
+
+        Raises
+        ------
+        TypeError
+            A document's metadata is not JSON-serializable.
+        """
+        d = save_retriever(
+            path,
+            "langchain.youra_retriever",
+            {"k": self.k, "token_budget": self.token_budget, "max_fraction": self.max_fraction},
+            self.documents,
+        )
+        self._index.save(d / "index")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **kwargs: Any) -> YouraRetriever:
+        """Load a retriever written by :meth:`save`; ``kwargs`` give the model as to the
+        constructor (``model``, ``tokenizer``, ``scorer``, ``scorer_kwargs``) and may override
+        the saved settings (``k``, ``token_budget``).
+
+        Raises
+        ------
+        PersistError
+            A missing, damaged or foreign file, named.
+        """
+        d, settings, docs = load_retriever(path, "langchain.youra_retriever")
+        data = {**settings, **kwargs, "documents": docs}
+        with loading(youra_index_dir=d / "index"):
+            retriever = cls(**data)
+        check_index_texts(retriever.index.texts, docs, retriever._sources, str(d / "index"))
+        return retriever
 
     @property
     def index(self) -> YouraIndex:

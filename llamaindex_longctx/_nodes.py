@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from llama_index.core.schema import BaseNode, NodeRelationship, NodeWithScore, TextNode
+from collections.abc import Sequence
+
+from llama_index.core.schema import BaseNode, Document, NodeRelationship, NodeWithScore, TextNode
 
 from longctx.types import METADATA_KEYS, Passage, hit_id, hit_metadata, resolve_hit
 
@@ -44,3 +46,52 @@ def hit_to_node(
             relationships={NodeRelationship.SOURCE: origin or source.as_related_node_info()},
         )
     return NodeWithScore(node=node, score=float(hit.score))
+
+
+def nodes_from_defaults(index=None, nodes=None, docstore=None) -> list[BaseNode]:
+    """The nodes a retriever's ``from_defaults`` is given, as LlamaIndex's ``BM25Retriever`` takes
+    them: exactly one of ``index`` (its docstore), ``nodes`` or ``docstore`` (every node it
+    holds, in insertion order).
+
+    Raises
+    ------
+    ValueError
+        None or several of the three given.
+    """
+    if sum(x is not None for x in (index, nodes, docstore)) != 1:
+        raise ValueError("give exactly one of nodes, docstore or index")
+    if index is not None:
+        docstore = index.docstore
+    if docstore is not None:
+        return list(docstore.docs.values())
+    return list(nodes)
+
+
+def documents_from_texts(
+    texts: str | Sequence[str],
+    metadatas: Sequence[dict] | None = None,
+    ids: Sequence[str] | None = None,
+) -> list[Document]:
+    """``Document`` objects from raw texts (a single ``str`` is one text), with optional metadata
+    dicts and ids (one per text; default ids ``"text0"``, ``"text1"``...).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A text that is not a ``str``; ``metadatas`` or ``ids`` of another length than ``texts``.
+    """
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if isinstance(ids, str):
+        ids = [ids]
+    if isinstance(metadatas, dict):
+        metadatas = [metadatas]
+    for j, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{j}] must be a str, got {type(t).__name__}")
+    metadatas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+    ids = list(ids) if ids is not None else [f"text{j}" for j in range(len(texts))]
+    if len(metadatas) != len(texts):
+        raise ValueError(f"metadatas has {len(metadatas)} items for {len(texts)} texts")
+    if len(ids) != len(texts):
+        raise ValueError(f"ids has {len(ids)} items for {len(texts)} texts")
+    return [Document(text=t, metadata=dict(m), id_=i) for t, m, i in zip(texts, metadatas, ids)]

@@ -16,11 +16,12 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
+from llamaindex_longctx._embed import app_encoder
 from llamaindex_longctx._nodes import hit_to_node
 from longctx.checks import check_choice
 from longctx.diversity import METHODS, DiversityIndex
 from longctx.diversity.ordering import check_order
-from longctx.embeddings import default_cache, embed_texts, get_encoder
+from longctx.embeddings import check_query_embedding, default_cache, embed_texts
 from longctx.selection import check_size
 
 #: nodes kept when neither ``top_n`` nor ``token_budget`` is given
@@ -31,13 +32,17 @@ class DiversityPostprocessor(BaseNodePostprocessor):
     """Select nodes by relevance *and* diversity (MMR or FPS), within ``top_n`` or a token budget.
 
     With no size given, the ``DEFAULT_TOP_N`` (5) best nodes are kept. Each node is one unit (no
-    chunking). Node embeddings are reused when the nodes carry them (``node.node.embedding``, all
-    or none); otherwise the node texts (with their embed metadata) are embedded with
-    ``embed_model`` (a LlamaIndex ``BaseEmbedding``, or the default all-MiniLM-L6-v2), and the
-    vectors are kept in a bounded cache keyed by the text's SHA-256
-    (:func:`longctx.embeddings.default_cache`), so nodes seen again are not embedded again. The
-    query is embedded with ``embed_model`` too (unless the ``QueryBundle`` carries its embedding),
-    so pass the model that made the node embeddings. The reward is the cosine similarity to the
+    chunking). The embedding model is the app's, as for every LlamaIndex component:
+    ``embed_model`` when given, else ``Settings.embed_model`` when the app set one (resolved at
+    construction), else the longctx default all-MiniLM-L6-v2. Node embeddings are reused when the
+    nodes carry them (``node.node.embedding``, all or none); otherwise the node texts (with their
+    embed metadata) are embedded with that model, and the vectors are kept in a bounded cache
+    keyed by the text's SHA-256 (:func:`longctx.embeddings.default_cache`), so nodes seen again
+    are not embedded again. One model embeds the query and the nodes: a query embedding carried
+    by the ``QueryBundle`` (a vector retriever puts its own there) is used only when it has the
+    nodes' dimension and, when this postprocessor embedded the nodes, equals its own embedding of
+    the query (:func:`longctx.embeddings.check_query_embedding`); otherwise ``ValueError`` names
+    the mismatch, never a silent score. The reward is the cosine similarity to the
     query (``reward="similarity"``; without a query, to the mean node: summarization mode) or the
     retriever's node score (``reward="node_score"``, min-max rescaled to [0, 1]; a missing score
     counts as the lowest). Nodes without text are left out.
@@ -82,10 +87,15 @@ class DiversityPostprocessor(BaseNodePostprocessor):
     embed_model: Any = Field(
         default=None,
         exclude=True,
-        description="LlamaIndex BaseEmbedding (or any encoder); default all-MiniLM-L6-v2.",
+        repr=False,
+        description="LlamaIndex BaseEmbedding (or any encoder); default Settings.embed_model "
+        "when the app set one, else all-MiniLM-L6-v2.",
     )
     token_counter: Any = Field(
-        default=None, exclude=True, description="str -> int; default longctx.tokens.count_tokens."
+        default=None,
+        exclude=True,
+        repr=False,
+        description="str -> int; default longctx.tokens.count_tokens.",
     )
     _encoder: Any = PrivateAttr(default=None)
 
@@ -106,7 +116,9 @@ class DiversityPostprocessor(BaseNodePostprocessor):
 
     @model_validator(mode="after")
     def _check_size(self):
-        check_size(self.top_n, self.token_budget, default_k=DEFAULT_TOP_N)
+        check_size(self.top_n, self.token_budget, default_k=DEFAULT_TOP_N, k_name="top_n")
+        # the app's model, resolved once as LlamaIndex components do (loaded on first use)
+        self._encoder = app_encoder(self.embed_model)
         return self
 
     @classmethod
@@ -115,13 +127,15 @@ class DiversityPostprocessor(BaseNodePostprocessor):
 
     def _get_encoder(self):
         if self._encoder is None:
-            self._encoder = get_encoder(self.embed_model)
+            self._encoder = app_encoder(self.embed_model)
         return self._encoder
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        k, budget = check_size(self.top_n, self.token_budget, default_k=DEFAULT_TOP_N)
+        k, budget = check_size(
+            self.top_n, self.token_budget, default_k=DEFAULT_TOP_N, k_name="top_n"
+        )
         keep = [j for j, n in enumerate(nodes) if n.node.get_content().strip()]
         if not keep:
             return []
@@ -146,9 +160,22 @@ class DiversityPostprocessor(BaseNodePostprocessor):
             missing = np.isnan(raw)
             rewards = np.where(missing, np.nanmin(raw) if (~missing).any() else 0.0, raw)
         elif query_bundle is not None and query_bundle.embedding is not None:
-            query_emb = query_bundle.embedding
+            query_emb = check_query_embedding(
+                query_bundle.embedding,
+                emb.shape[1],
+                encoder=enc,  # None when the nodes carried their own embeddings
+                query=query_bundle.query_str,
+                argument="QueryBundle.embedding",
+                units="the node embeddings" + (f" of {enc.name!r}" if enc else ""),
+            )
         elif query_bundle is not None and query_bundle.query_str.strip():
-            query_emb = (enc or self._get_encoder()).embed_query(query_bundle.query_str)
+            qenc = enc or self._get_encoder()
+            query_emb = check_query_embedding(
+                qenc.embed_query(query_bundle.query_str),
+                emb.shape[1],
+                argument=f"the query embedding of {qenc.name!r} (embed_model)",
+                units="the nodes' own embeddings (node.embedding)",
+            )
         index = DiversityIndex.from_texts(
             [nodes[j].node.get_content() for j in keep],
             enc,

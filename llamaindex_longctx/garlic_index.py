@@ -12,13 +12,21 @@ document by :func:`longctx.garlic.build_hwdag`; queries run Dynamic Graph Search
   ``StorageContext.persist`` / ``load_index_from_storage`` round-trip them. llama-index-core only
   reloads struct types listed in ``data_structs.registry.INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS``
   and ``indices.registry.INDEX_STRUCT_TYPE_TO_INDEX_CLASS`` (and one unknown struct breaks loading
-  of every index in the store): importing this module registers ``"longctx_garlic"`` there.
+  of every index in the store): importing this module (or ``llamaindex_longctx``) registers the
+  GARLIC struct type there. llama-index-core has no entry-point hook for index types, so in a
+  process that never imported it ``load_index_from_storage`` cannot know GARLIC; the persisted
+  type name is therefore the instruction itself (:data:`GARLIC_STRUCT_TYPE`), and the error reads
+  ``KeyError: 'longctx_garlic: run `import llamaindex_longctx` before load_index_from_storage'``.
   :func:`load_garlic_index` loads without the registries.
+- The embedding model is the app's (``embed_model=``, else ``Settings.embed_model`` when the app
+  set one, else all-MiniLM-L6-v2); its name is saved in the struct and a different one at search
+  time is refused.
 - ``as_retriever()`` returns the visited nodes in visit order: level-1 chunks with exact offsets and
   a SOURCE link to their document (the shared ``longctx_*`` metadata keys), information points
   (IPs) as their own nodes with ``longctx_level`` and CHILD links to their children carrying the
   edge weight. ``as_query_engine()`` answers with the search's second turn, from the search's KV
-  cache (no second read of the context).
+  cache (no second read of the context); ``as_query_engine(llm=...)`` has that LLM write the
+  answer from the visited nodes (a ``RetrieverQueryEngine``), as any LlamaIndex index does.
 """
 
 from __future__ import annotations
@@ -60,8 +68,14 @@ from longctx.types import (
 
 logger = logging.getLogger(__name__)
 
-#: Struct type name in the llama-index registries and in persisted index stores.
-GARLIC_STRUCT_TYPE = "longctx_garlic"
+#: Struct type name in the llama-index registries and in persisted index stores. It spells out the
+#: import to add because it is all llama-index-core shows (``KeyError``) when loading a store in a
+#: process where this module was never imported (llama-index-core has no registry hook).
+GARLIC_STRUCT_TYPE = (
+    "longctx_garlic: run `import llamaindex_longctx` before load_index_from_storage"
+)
+#: The struct type of stores persisted before the name above (still loaded).
+GARLIC_STRUCT_TYPE_V0 = "longctx_garlic"
 META_LEVEL = "longctx_level"
 META_POSITION = "longctx_visit_position"
 META_EDGE_WEIGHT = "longctx_edge_weight"
@@ -82,6 +96,8 @@ class GarlicIndexStruct(IndexStruct):
     """The graphs of a :class:`GarlicIndex`: index node id -> ``SearchGraph.to_dict()``."""
 
     graphs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: name of the embedding model the graphs' node embeddings were made with (``Encoder.name``)
+    encoder: str | None = None
 
     @classmethod
     def get_type(cls):  # a str key works in the registries (IndexStructType is a str enum)
@@ -126,8 +142,13 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
     model, tokenizer : optional
         Causal LM (with a chat template) and tokenizer for building and searching; default
         SmolLM2-135M-Instruct. Must be the model the graphs were built with.
+    embed_model : optional
+        Embedding model for node and question embeddings (a LlamaIndex ``BaseEmbedding`` or
+        anything :func:`longctx.embeddings.get_encoder` takes); default ``Settings.embed_model``
+        when the app set one, else all-MiniLM-L6-v2. Its name is saved with the graphs; searching
+        with another model raises ``ValueError``.
     encoder : optional
-        Sentence encoder for node and question embeddings (default all-MiniLM-L6-v2).
+        The same as ``embed_model`` (its older name); give at most one.
     graph_builder : callable, optional
         ``(texts, model, tokenizer, **build_kwargs) -> HWDAG``; default
         :func:`longctx.garlic.build_hwdag`.
@@ -147,6 +168,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         model=None,
         tokenizer=None,
         encoder=None,
+        embed_model=None,
         graph_builder=None,
         build_kwargs: dict | None = None,
         alpha: float = 0.5,
@@ -155,11 +177,14 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         max_new_tokens: int = 64,
         **kwargs: Any,
     ) -> None:
+        from llamaindex_longctx._embed import app_encoder
         from longctx.checks import check_float, check_int
 
+        if encoder is not None and embed_model is not None:
+            raise ValueError("give embed_model or encoder (its older name), not both")
         self._model = model
         self._tokenizer = tokenizer
-        self._encoder = encoder
+        self._encoder = app_encoder(embed_model if embed_model is not None else encoder)
         self._graph_builder = graph_builder or _default_builder
         self._build_kwargs = dict(build_kwargs or {})
         self._search_kwargs = {
@@ -190,7 +215,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             raise ValueError(f"node {node.node_id!r} has no text to build a GARLIC graph from")
         self._resolve_model()
         kw = dict(self._build_kwargs)
-        if self._graph_builder is _default_builder and self._encoder is not None:
+        if self._graph_builder is _default_builder:
             kw.setdefault("encoder", self._encoder)  # the search embeds the question with it
         hw = self._graph_builder([text], model=self._model, tokenizer=self._tokenizer, **kw)
         return as_search_graph(hw).to_dict()
@@ -203,12 +228,24 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             self._model, self._tokenizer = load_causal_lm()
 
     def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **kw: Any) -> GarlicIndexStruct:
-        struct = GarlicIndexStruct()
+        struct = GarlicIndexStruct(encoder=self._encoder.name)
         for node in nodes:
             struct.graphs[node.node_id] = self._graph_dict(node)
         return struct
 
+    def _check_encoder(self) -> None:
+        saved = self._index_struct.encoder
+        if saved is not None and self._index_struct.graphs and saved != self._encoder.name:
+            raise ValueError(
+                f"this GarlicIndex was built with the embedding model {saved!r} but is used with "
+                f"{self._encoder.name!r}: pass the model it was built with as embed_model= "
+                "(or set it as Settings.embed_model)"
+            )
+
     def _insert(self, nodes: Sequence[BaseNode], **kw: Any) -> None:
+        self._check_encoder()
+        if self._index_struct.encoder is None and not self._index_struct.graphs:
+            self._index_struct.encoder = self._encoder.name
         for node in nodes:
             self._index_struct.graphs[node.node_id] = self._graph_dict(node)
         self._searcher = None
@@ -241,6 +278,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
                 ids = list(self._index_struct.graphs)
                 if not ids:
                     raise ValueError("GarlicIndex holds no documents")
+                self._check_encoder()
                 graphs = [SearchGraph.from_dict(self._index_struct.graphs[i]) for i in ids]
                 self._resolve_model()
                 s = GarlicSearcher(
@@ -321,12 +359,32 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         """A retriever returning the visited nodes (kwargs: search settings per query)."""
         return GarlicGraphRetriever(self, **kwargs)
 
-    def as_query_engine(self, llm=None, **kwargs: Any) -> GarlicQueryEngine:
-        """A query engine answering with the search's second turn (``llm`` is not used: the
-        index's own model answers from the search's KV cache)."""
-        if llm is not None:
-            logger.info("GarlicIndex.as_query_engine ignores llm: the search model answers")
-        return GarlicQueryEngine(index=self, search_kwargs=kwargs)
+    def as_query_engine(self, llm=None, **kwargs: Any):
+        """A query engine over the index.
+
+        ``llm=None`` (default): a :class:`GarlicQueryEngine`, answering with the search's second
+        turn (GARLIC sec. 3.2: the search model answers from its KV cache, no second read of the
+        context); ``kwargs`` are search settings (``stop_patience``, ``max_context_tokens``...).
+
+        ``llm`` given: a LlamaIndex ``RetrieverQueryEngine`` over :meth:`as_retriever`, in which
+        that LLM writes the answer from the visited nodes; ``kwargs`` naming arguments of
+        ``RetrieverQueryEngine.from_args`` (``response_mode``, ``node_postprocessors``,
+        ``text_qa_template``, ``streaming``...) go there, the others are search settings.
+        """
+        if llm is None:
+            return GarlicQueryEngine(index=self, search_kwargs=kwargs)
+        import inspect
+
+        from llama_index.core.query_engine import RetrieverQueryEngine
+
+        engine_args = set(inspect.signature(RetrieverQueryEngine.from_args).parameters) - {
+            "retriever",
+            "llm",
+            "kwargs",
+        }
+        engine_kw = {k: v for k, v in kwargs.items() if k in engine_args}
+        search_kw = {k: v for k, v in kwargs.items() if k not in engine_args}
+        return RetrieverQueryEngine.from_args(self.as_retriever(**search_kw), llm=llm, **engine_kw)
 
 
 def _span(g, p) -> Passage:
@@ -368,13 +426,15 @@ class GarlicQueryEngine(CustomQueryEngine):
 
 
 def register_garlic_index() -> None:
-    """Add ``"longctx_garlic"`` to llama-index-core's struct and index registries (idempotent;
+    """Add :data:`GARLIC_STRUCT_TYPE` (and the older ``"longctx_garlic"``) to llama-index-core's
+    struct and index registries (idempotent;
     done on import of this module) so ``load_index_from_storage`` reloads GarlicIndex."""
     from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
     from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 
-    INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[GARLIC_STRUCT_TYPE] = GarlicIndexStruct
-    INDEX_STRUCT_TYPE_TO_INDEX_CLASS[GARLIC_STRUCT_TYPE] = GarlicIndex
+    for name in (GARLIC_STRUCT_TYPE, GARLIC_STRUCT_TYPE_V0):
+        INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[name] = GarlicIndexStruct
+        INDEX_STRUCT_TYPE_TO_INDEX_CLASS[name] = GarlicIndex
 
 
 def load_garlic_index(storage_context, index_id: str | None = None, **kwargs: Any) -> GarlicIndex:
@@ -396,7 +456,7 @@ def load_garlic_index(storage_context, index_id: str | None = None, **kwargs: An
     found = {
         k: v
         for k, v in kv.get_all(collection=collection).items()
-        if v.get(TYPE_KEY) == GARLIC_STRUCT_TYPE
+        if v.get(TYPE_KEY) in (GARLIC_STRUCT_TYPE, GARLIC_STRUCT_TYPE_V0)
     }
     if index_id is None:
         if len(found) != 1:

@@ -12,7 +12,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 
-from llamaindex_longctx._nodes import hit_to_node
+from llamaindex_longctx._nodes import documents_from_texts, hit_to_node, nodes_from_defaults
 from longctx.checks import check_choice, check_int, check_text
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError, read_json, write_dir
@@ -61,6 +61,8 @@ class MixPRRetriever(BaseRetriever):
     Examples
     --------
     >>> retriever = MixPRRetriever.from_documents(docs, similarity_top_k=50)  # doctest: +SKIP
+    >>> retriever = MixPRRetriever.from_defaults(nodes=nodes)  # or index= / docstore=  # doctest: +SKIP
+    >>> retriever = MixPRRetriever.from_texts(book_text, ids=["book"])  # doctest: +SKIP
     >>> retriever.retrieve("Where is the milk?")  # doctest: +SKIP
     >>> retriever.persist("./mixpr"); MixPRRetriever.from_persist_dir("./mixpr")  # doctest: +SKIP
     """
@@ -111,6 +113,48 @@ class MixPRRetriever(BaseRetriever):
     def from_documents(cls, documents: Sequence[BaseNode], **kwargs) -> MixPRRetriever:
         """Build from LlamaIndex ``Document`` objects (each one chunked, see the class doc)."""
         return cls(nodes=documents, **kwargs)
+
+    @classmethod
+    def from_defaults(
+        cls,
+        index=None,
+        nodes: Sequence[BaseNode] | None = None,
+        docstore=None,
+        similarity_top_k: int = 100,
+        **kwargs,
+    ) -> MixPRRetriever:
+        """Build as LlamaIndex's ``BM25Retriever.from_defaults``: from exactly one of ``index``
+        (its docstore's nodes), ``nodes`` or ``docstore`` (every node, in insertion order); the
+        other keyword arguments are the constructor's.
+
+        Raises
+        ------
+        ValueError
+            None or several of ``index``, ``nodes`` and ``docstore``; bad arguments.
+        """
+        return cls(
+            nodes=nodes_from_defaults(index, nodes, docstore),
+            similarity_top_k=similarity_top_k,
+            **kwargs,
+        )
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: str | Sequence[str],
+        metadatas: Sequence[dict] | None = None,
+        ids: Sequence[str] | None = None,
+        **kwargs,
+    ) -> MixPRRetriever:
+        """Build from raw texts: a single ``str`` is one text (one ``Document``), a sequence one
+        ``Document`` per text, with optional metadata dicts and ids (default ``"text0"``...).
+
+        Raises
+        ------
+        TypeError, ValueError
+            A non-``str`` text; ``metadatas`` / ``ids`` of another length than ``texts``.
+        """
+        return cls(nodes=documents_from_texts(texts, metadatas, ids), **kwargs)
 
     @property
     def index(self) -> MixPRIndex | None:

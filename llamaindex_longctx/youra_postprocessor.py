@@ -74,19 +74,25 @@ class YouraPostprocessor(BaseNodePostprocessor):
         description="'ratio' (comparable across windows) or 'none' (eq. 1); None: the preset's.",
     )
     model: Any = Field(
-        default=None, exclude=True, description="Causal LM or path; None: SmolLM2 (lazy)."
+        default=None,
+        exclude=True,
+        repr=False,
+        description="Causal LM or path; None: SmolLM2 (lazy).",
     )
-    tokenizer: Any = Field(default=None, exclude=True, description="Tokenizer of `model`.")
+    tokenizer: Any = Field(
+        default=None, exclude=True, repr=False, description="Tokenizer of `model`."
+    )
     scorer: Any = Field(
         default=None,
         exclude=True,
+        repr=False,
         description="A ready longctx.youra.ReactionScorer (its window cache is shared).",
     )
     _scorer: Any = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check(self):
-        check_size(self.top_n, self.token_budget, default_k=DEFAULT_K)
+        check_size(self.top_n, self.token_budget, default_k=DEFAULT_K, k_name="top_n")
         check_max_fraction(self.max_fraction)
         if self.scorer is not None:
             self._scorer = scorer_from(self.scorer)
@@ -117,7 +123,7 @@ class YouraPostprocessor(BaseNodePostprocessor):
         sources = [i for i, t in enumerate(texts) if t.strip()]
         if not sources:
             return []
-        k, budget = check_size(self.top_n, self.token_budget, default_k=DEFAULT_K)
+        k, budget = check_size(self.top_n, self.token_budget, default_k=DEFAULT_K, k_name="top_n")
         index = YouraIndex.from_texts(
             [texts[i] for i in sources], self._scorer, max_fraction=self.max_fraction
         )

@@ -11,7 +11,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithScore, QueryBundle
 
-from llamaindex_longctx._nodes import hit_to_node
+from llamaindex_longctx._nodes import documents_from_texts, hit_to_node, nodes_from_defaults
 from longctx.checks import check_int, check_text
 from longctx.selection import check_size
 from longctx.youra import DEFAULT_K, ReactionScorer, YouraIndex, scorer_from
@@ -105,6 +105,42 @@ class YouraRetriever(BaseRetriever):
     @classmethod
     def from_documents(cls, documents: Sequence[BaseNode], **kwargs: Any) -> YouraRetriever:
         return cls(nodes=documents, **kwargs)
+
+    @classmethod
+    def from_defaults(
+        cls,
+        index=None,
+        nodes: Sequence[BaseNode] | None = None,
+        docstore=None,
+        similarity_top_k: int = DEFAULT_K,
+        **kwargs: Any,
+    ) -> YouraRetriever:
+        """Build as LlamaIndex's ``BM25Retriever.from_defaults``: from exactly one of ``index``
+        (its docstore's nodes), ``nodes`` or ``docstore`` (every node, in insertion order); the
+        other keyword arguments are the constructor's.
+
+        Raises
+        ------
+        ValueError
+            None or several of ``index``, ``nodes`` and ``docstore``; bad arguments.
+        """
+        return cls(
+            nodes=nodes_from_defaults(index, nodes, docstore),
+            similarity_top_k=similarity_top_k,
+            **kwargs,
+        )
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: str | Sequence[str],
+        metadatas: Sequence[dict] | None = None,
+        ids: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> YouraRetriever:
+        """Build from raw texts: a single ``str`` is one text (one ``Document``), a sequence one
+        ``Document`` per text, with optional metadata dicts and ids (default ``"text0"``...)."""
+        return cls(nodes=documents_from_texts(texts, metadatas, ids), **kwargs)
 
     @property
     def index(self) -> YouraIndex:

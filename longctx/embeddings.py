@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -39,6 +40,8 @@ __all__ = [
     "EmbeddingCache",
     "default_cache",
     "embed_texts",
+    "check_query_embedding",
+    "progress_default",
     "DEFAULT_MODEL_NAME",
 ]
 
@@ -421,6 +424,89 @@ class EmbeddingCache:
 _DEFAULT_CACHE = EmbeddingCache()
 
 
+def progress_default() -> bool:
+    """Whether progress bars are drawn when the caller did not say: only when stderr is a
+    terminal (``sys.stderr.isatty()``), so redirected logs and CI output hold no bars."""
+    try:
+        return bool(sys.stderr is not None and sys.stderr.isatty())
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+
+
+#: cosine similarity below which a given query embedding counts as made by another model
+SAME_MODEL_MIN_COSINE = 0.99
+
+
+def check_query_embedding(
+    query_embedding,
+    dim: int,
+    *,
+    encoder=None,
+    query: str | None = None,
+    argument: str = "query_embedding",
+    units: str = "the units' embeddings",
+) -> np.ndarray:
+    """One model for the query and the units: a query embedding made elsewhere, checked.
+
+    The rule every component that embeds follows: the query and the units it is compared with
+    must be embedded by the same model; a vector from another model gives meaningless
+    similarities, so it is refused, never scored.
+
+    Parameters
+    ----------
+    query_embedding : (dim,) array of numbers
+        The query vector handed in (for example ``QueryBundle.embedding``, made by whatever model
+        the retriever before used).
+    dim : int
+        Dimension of the units' embeddings it will be compared with.
+    encoder : optional
+        The component's encoder (anything :func:`get_encoder` accepts). With ``query``, the query
+        is embedded with it once more and the two vectors must agree (cosine >=
+        :data:`SAME_MODEL_MIN_COSINE`), which catches another model of the same dimension.
+    query : str, optional
+        The query text (needed for the same-model check).
+    argument, units : str
+        Names used in the error messages (the argument the user passed, what it is compared to).
+
+    Returns
+    -------
+    (dim,) float32, L2-normalized.
+
+    Raises
+    ------
+    TypeError
+        ``query_embedding`` is not a 1-D array of numbers.
+    ValueError
+        Not finite, another dimension than ``dim``, or not the vector ``encoder`` gives for
+        ``query`` (made by another model).
+    """
+    try:
+        q = np.asarray(query_embedding, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{argument} must be a 1-D array of numbers: {exc}") from None
+    if q.ndim != 1:
+        raise TypeError(f"{argument} must be 1-D, got shape {q.shape}")
+    if not np.isfinite(q).all():
+        raise ValueError(f"{argument} must be finite")
+    if q.shape[0] != dim:
+        raise ValueError(
+            f"{argument} has dimension {q.shape[0]} but {units} have {dim}: the query was "
+            "embedded by another model; use one embedding model for both"
+        )
+    q = l2_normalize(q.reshape(1, -1))[0]
+    if encoder is not None and query is not None and query.strip():
+        enc = get_encoder(encoder)
+        own = enc.embed_query(query)
+        cos = float(own @ q) if own.shape == q.shape else -1.0
+        if cos < SAME_MODEL_MIN_COSINE:
+            raise ValueError(
+                f"{argument} was made by another model than {enc.name!r}, which embeds {units} "
+                f"(cosine {cos:.3f} between the two query vectors): use one embedding model for "
+                "both (pass that model to this component, or set it as the app's default)"
+            )
+    return q
+
+
 def default_cache() -> EmbeddingCache:
     """The process-wide :class:`EmbeddingCache` used by the diversity postprocessor and
     compressor (50,000 vectors)."""
@@ -448,7 +534,8 @@ def embed_texts(
     batch_size : int >= 1, default 256
         Texts per call of the encoder (the progress bar advances per batch).
     progress : bool or None, default False
-        Show a tqdm bar on stderr; ``None``: tqdm decides (shown on a terminal).
+        Show a tqdm bar on stderr; ``None``: only when stderr is a terminal
+        (:func:`progress_default`), never into a redirected log.
     desc : str
         Label of the progress bar.
 
@@ -485,7 +572,8 @@ def embed_texts(
                 todo.append(j)
     t0 = time.perf_counter()
     if todo:
-        with tqdm(total=len(todo), desc=desc, unit="text", disable=progress is False) as bar:
+        show = progress_default() if progress is None else bool(progress)
+        with tqdm(total=len(todo), desc=desc, unit="text", disable=not show) as bar:
             for a in range(0, len(todo), batch_size):
                 idx = todo[a : a + batch_size]
                 out = enc.embed_documents([texts[j] for j in idx])

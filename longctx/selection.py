@@ -98,12 +98,19 @@ def select_top(
 
 
 def check_size(
-    k: int | None, token_budget: int | None, *, default_k: int | None = None
+    k: int | None,
+    token_budget: int | None,
+    *,
+    default_k: int | None = None,
+    k_name: str = "k",
 ) -> tuple[int | None, int | None]:
     """The one rule for the size of a selection, shared by every method, adapter and the CLI.
 
     ``k`` (units) and ``token_budget`` (tokens) are each an int >= 1 or ``None``; at most one is
     given; when neither is, ``k = default_k`` (``None`` there means the caller must give one).
+
+    ``k_name`` is the name the caller's user passed ``k`` as (``"top_n"``,
+    ``"similarity_top_k"``...), used in the error messages.
 
     Returns
     -------
@@ -114,13 +121,13 @@ def check_size(
     TypeError, ValueError
         Naming the argument: not an int, < 1, both given, or neither given without a default.
     """
-    k = check_int(k, "k", minimum=1, allow_none=True)
+    k = check_int(k, k_name, minimum=1, allow_none=True)
     token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
     if k is not None and token_budget is not None:
-        raise ValueError("give at most one of k and token_budget")
+        raise ValueError(f"give at most one of {k_name} and token_budget")
     if k is None and token_budget is None:
         if default_k is None:
-            raise ValueError("give one of k and token_budget")
+            raise ValueError(f"give one of {k_name} and token_budget")
         k = default_k
     return k, token_budget
 

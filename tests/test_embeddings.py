@@ -136,3 +136,20 @@ def test_encoder_identity_and_cache_keys():
     assert f.name.endswith(".batch") and f.name.startswith("callable:tests.test_embeddings.")
     f.embed_documents(["abc"])
     assert f.identity()["dim"] == 3
+
+
+def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
+    """``progress=None`` (the default of the indexes) draws no bar into a redirected stderr."""
+    import sys
+
+    from longctx.embeddings import embed_texts, progress_default
+
+    def enc(texts):
+        return np.ones((len(texts), 4), np.float32)
+
+    embed_texts(enc, ["a", "b"], progress=None)
+    assert capsys.readouterr().err == ""  # pytest's captured stderr is not a terminal
+    embed_texts(enc, ["a", "b"], progress=True)
+    assert "embedding" in capsys.readouterr().err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert progress_default() is True

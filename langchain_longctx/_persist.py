@@ -1,0 +1,114 @@
+"""Save and load of the LangChain retrievers: the same folders as the core's ``save`` / ``load``
+(``manifest.json`` with a format version, JSON, ``.npz``; never pickle)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+
+from longctx.persist import PersistError, read_json, read_manifest, write_dir
+
+
+def documents_to_json(documents: Sequence[Document]) -> list[dict]:
+    """``[{"page_content", "metadata", "id"}, ...]`` (metadata must be JSON-serializable)."""
+    return [{"page_content": d.page_content, "metadata": d.metadata, "id": d.id} for d in documents]
+
+
+def documents_from_json(obj: Any, where: str) -> list[Document]:
+    """The documents written by :func:`documents_to_json`, checked.
+
+    Raises
+    ------
+    PersistError
+        Not a list of ``{"page_content": str, "metadata": dict, "id": str | None}``.
+    """
+    if not isinstance(obj, list):
+        raise PersistError(f"{where!r} must hold a list of documents")
+    out = []
+    for j, d in enumerate(obj):
+        ok = (
+            isinstance(d, dict)
+            and isinstance(d.get("page_content"), str)
+            and isinstance(d.get("metadata", {}), dict)
+            and (d.get("id") is None or isinstance(d.get("id"), str))
+        )
+        if not ok:
+            raise PersistError(f"{where!r}: document {j} is damaged")
+        out.append(
+            Document(page_content=d["page_content"], metadata=d.get("metadata", {}), id=d.get("id"))
+        )
+    return out
+
+
+def save_retriever(
+    path: str | os.PathLike, kind: str, settings: dict, documents: Sequence[Document]
+) -> Path:
+    """Write ``manifest.json`` (``longctx.<kind>``, version 1), ``retriever.json`` (settings) and
+    ``documents.json``; the caller then saves its core index under ``path / "index"``."""
+    d = Path(path)
+    write_dir(
+        d,
+        kind=kind,
+        version=1,
+        json_files={"retriever": settings, "documents": documents_to_json(documents)},
+    )
+    return d
+
+
+def load_retriever(path: str | os.PathLike, kind: str) -> tuple[Path, dict, list[Document]]:
+    """Read what :func:`save_retriever` wrote: ``(folder, settings, documents)``.
+
+    Raises
+    ------
+    PersistError
+        A missing, damaged or foreign file, named.
+    """
+    d = Path(path)
+    read_manifest(d, kind=kind, versions=(1,))
+    settings = read_json(d / "retriever.json")
+    if not isinstance(settings, dict):
+        raise PersistError(f"{str(d / 'retriever.json')!r} must hold a JSON object")
+    docs = documents_from_json(read_json(d / "documents.json"), str(d / "documents.json"))
+    return d, settings, docs
+
+
+def check_index_texts(index_texts: Sequence[str], documents: Sequence[Document], sources, where):
+    """The saved index must hold exactly the saved documents' texts (in order).
+
+    Raises
+    ------
+    PersistError
+        They differ (files from two different saves, or edited).
+    """
+    want = [documents[i].page_content for i in sources]
+    if list(index_texts) != want:
+        raise PersistError(
+            f"{where!r} does not hold the texts of the saved documents: the folder is damaged "
+            "or mixes two saves"
+        )
+
+
+_LOADED: ContextVar[dict | None] = ContextVar("longctx_loaded", default=None)
+
+
+@contextmanager
+def loading(**parts: Any) -> Iterator[None]:
+    """While a retriever is constructed in :meth:`load`, hand its ``model_post_init`` the parts
+    read from disk (so nothing is rebuilt); pydantic's validation context does not reach
+    ``model_post_init`` through LangChain's ``Serializable.__init__``."""
+    token = _LOADED.set(parts)
+    try:
+        yield
+    finally:
+        _LOADED.reset(token)
+
+
+def loaded_parts() -> dict:
+    """The parts :func:`loading` holds for the retriever being constructed (``{}`` otherwise)."""
+    return _LOADED.get() or {}
