@@ -34,6 +34,7 @@ _GARLIC_KEYS = {
     "max_new_tokens",
     "max_levels",
     "layers",
+    "logits_processor",
 }
 _DIVERSITY_KEYS = {
     "encoder",
