@@ -330,6 +330,7 @@ def build_indexes(
                 text_sha256=shas[doc_id],
                 extra=rec.get("extra") or {},
             )
+            manifest.reorder([d for d, _ in docs])
             storage.write_json(CORPUS_MANIFEST, manifest.to_json())
             if rec["status"] == "done":
                 built.append(doc_id)

@@ -69,6 +69,14 @@ class CorpusManifest:
         self.options_sha256 = options_sha256
         self.entries: dict[str, DocumentEntry] = {e.doc_id: e for e in entries}
 
+    def reorder(self, doc_ids) -> None:
+        """Entries in the order of ``doc_ids`` (the input order), others after them as they were
+        (workers finish in any order; the manifest keeps the corpus order)."""
+        rank = {d: i for i, d in enumerate(doc_ids)}
+        old = list(self.entries)
+        key = {d: (rank[d], 0) if d in rank else (len(rank), i) for i, d in enumerate(old)}
+        self.entries = {d: self.entries[d] for d in sorted(old, key=key.__getitem__)}
+
     def to_json(self) -> dict:
         from longctx import __version__
 
