@@ -118,3 +118,18 @@ def test_mixpr_tasks_fail_resume_and_memory(local_ray, tmp_path, docs):
     r = build_indexes(docs[:2], "mixpr", out, workers=2)
     assert r.backend == "ray-local" and len(r.built) == 2
     assert [ix.texts[0] for ix in load_corpus(out).values()] == [t for _, t in docs[:2]]
+
+
+def test_garlic_corpus_in_langchain(garlic_corpora):
+    pytest.importorskip("langchain_core")
+    from langchain_longctx import GarlicRetriever
+
+    root, _, _ = garlic_corpora
+    model, tok = tiny_garlic_lm()
+    r = GarlicRetriever.from_corpus(
+        root / "ray", model=model, tokenizer=tok, encoder=hash_embed, metadatas={"ducks": {"x": 1}}
+    )
+    assert [d.id for d in r.documents] == ["kitten", "ducks"]
+    assert r.documents[1].metadata == {"x": 1}
+    assert r.documents[0].page_content == GARLIC_DOCS[0][1]
+    assert r.searcher is not None and len(r.searcher.graph.ids) > 4
