@@ -82,11 +82,11 @@ def run_one(builder, storage: Storage, doc_id: str, rel: str, text: str, return_
     """Build ``text``'s index with ``builder`` and store it at ``rel`` (or, when
     ``return_files``, return its files for the driver to store). Never raises for a document
     error: the record says ``"failed"`` with the error."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rec = {"doc_id": doc_id, "status": "done", "tokens": None, "error": None, "extra": {}}
     tmp = None
     try:
-        scratch = storage.scratch_dir(rel)
+        scratch = storage.scratch_dir(rel, text_sha256(text))
         if scratch is None or return_files:
             tmp = Path(tempfile.mkdtemp(prefix="longctx-corpus-"))
             scratch = tmp / Path(rel).name
@@ -106,6 +106,7 @@ def run_one(builder, storage: Storage, doc_id: str, rel: str, text: str, return_
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     rec["seconds"] = round(time.perf_counter() - t0, 3)
+    rec["extra"]["cpu_seconds"] = round(time.process_time() - c0, 3)
     rec["worker"] = (os.getpid(), _peak_rss_mib())
     return rec
 

@@ -47,7 +47,8 @@ class DocumentEntry:
         ``"ExceptionType: message"`` of a failed build.
     text_sha256 : str
     extra : dict
-        Method extras (GARLIC: ``tokens_generated``).
+        ``cpu_seconds`` (CPU time of the building process, all its threads) and method extras
+        (GARLIC: ``tokens_generated`` in this build).
     """
 
     doc_id: str

@@ -159,12 +159,13 @@ class Storage:
             return (self.local / rel / _INDEX_MANIFEST).is_file()
         return self.fs.isfile(self._remote(f"{rel}/{_INDEX_MANIFEST}"))
 
-    def scratch_dir(self, rel: str) -> Path | None:
+    def scratch_dir(self, rel: str, key: str = "") -> Path | None:
         """A local folder, next to the index, where a build may keep its checkpoint so that an
-        interrupted build resumes (GARLIC); ``None`` for remote roots."""
+        interrupted build resumes (GARLIC); ``None`` for remote roots. ``key`` (the text's
+        sha256) keeps a changed document from meeting the checkpoint of its old text."""
         if self.local is None:
             return None
-        return self.local / ".partial" / Path(rel).name
+        return self.local / ".partial" / f"{Path(rel).name}{'-' + key[:12] if key else ''}"
 
     def put_index(self, local_dir: str | os.PathLike, rel: str) -> None:
         """Make the finished index folder ``local_dir`` the index ``rel`` of the corpus.
