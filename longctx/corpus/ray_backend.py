@@ -49,9 +49,10 @@ def _default_workers(ray, gpus_per_worker: float, local: bool) -> int:
     if local:
         return os.cpu_count() or 1
     res = ray.cluster_resources()
+    cpus = int(res.get("CPU", 1))
     if gpus_per_worker:
-        return max(1, int(res.get("GPU", 0) // gpus_per_worker))
-    return max(1, int(res.get("CPU", 1)))
+        return max(1, min(cpus, int(res.get("GPU", 0) // gpus_per_worker)))
+    return max(1, cpus)
 
 
 def run_on_ray(
@@ -91,6 +92,18 @@ def run_on_ray(
     try:
         n_workers = workers or _default_workers(ray, gpus_per_worker, backend == "ray-local")
         n_workers = max(1, min(n_workers, len(jobs)))
+        if method in MODEL_METHODS:
+            # more actors than the cluster can place would wait forever with their documents
+            fit = _default_workers(ray, gpus_per_worker, local=False)
+            if fit < n_workers:
+                logger.warning(
+                    "the Ray cluster holds %d workers of 1 CPU / %s GPU, not %d: using %d",
+                    fit,
+                    gpus_per_worker,
+                    n_workers,
+                    fit,
+                )
+                n_workers = fit
         logger.info("%s: %d workers for %d documents (%s)", backend, n_workers, len(jobs), method)
         yield backend, n_workers
         if method in MODEL_METHODS:
