@@ -210,3 +210,38 @@ def test_damaged_manifest_is_a_persist_error(tmp_path, docs):
         load_corpus(tmp_path / "c")
     with pytest.raises(PersistError, match="no corpus"):
         load_corpus(tmp_path / "nothing")
+
+
+def test_diversity_corpus_sequential(tmp_path, docs):
+    from longctx.diversity import DiversityIndex
+    from tests.corpus._helpers import hash_embed
+
+    r = build_indexes(
+        docs[:2], "diversity", tmp_path / "c", use_ray=False, progress=False, encoder=hash_embed
+    )
+    assert len(r.built) == 2, r.errors
+    loaded = load_corpus(tmp_path / "c", encoder=hash_embed)
+    assert all(isinstance(ix, DiversityIndex) for ix in loaded.values())
+    corpus = CorpusIndex(loaded)
+    res = corpus.search("the Queen of Hearts", k=4)
+    assert len(res.hits) == 4 and res.method in ("mmr", "fps")
+    for h in res.hits:
+        assert corpus.text(corpus.doc_ids[h.source])[h.start : h.end] == h.text
+    pool = [
+        (h.score, pos, h.start)
+        for pos, ix in enumerate(loaded.values())
+        for h in ix.search("the Queen of Hearts", k=4).hits
+    ]
+    best = sorted(pool, key=lambda x: (-x[0], x[1], x[2]))[:4]
+    assert sorted((h.source, h.start) for h in res.hits) == sorted((p, a) for _, p, a in best)
+
+
+def test_remote_index_needs_its_manifest_last():
+    from longctx.corpus import Storage
+
+    s = Storage("memory://longctx-test-put")
+    with pytest.raises(ValueError, match="manifest.json"):
+        s.put_files({"texts.json": b"[]"}, "indexes/a")
+    assert not s.index_complete("indexes/a")
+    s.put_files({"texts.json": b"[]", "manifest.json": b"{}"}, "indexes/a")
+    assert s.index_complete("indexes/a")
