@@ -10,6 +10,7 @@ _LAZY = {
     "YouraRetriever": "langchain_longctx.youra_retriever",
     "DiversityCompressor": "langchain_longctx.diversity_compressor",
     "GarlicRetriever": "langchain_longctx.garlic_retriever",
+    "CorpusRetriever": "langchain_longctx.corpus_retriever",
 }
 
 __all__ = sorted(_LAZY)

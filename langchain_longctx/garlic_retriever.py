@@ -215,6 +215,35 @@ class GarlicRetriever(BaseRetriever):
         with loading(garlic_graph=(graph, saved_encoder) if graph is not None else None):
             return cls(**data)
 
+    @classmethod
+    def from_corpus(
+        cls, out, *, storage_options: dict | None = None, metadatas: dict | None = None, **kwargs
+    ) -> GarlicRetriever:
+        """A retriever over a GARLIC corpus built by :func:`longctx.corpus.build_indexes`
+        (``longctx index --method garlic``), from a folder or fsspec URL: one document per
+        finished graph (``id`` = its ``doc_id``, ``page_content`` its whole text,
+        ``metadatas``: optional ``{doc_id: dict}``). ``**kwargs`` as for the constructor (pass
+        the ``model``/``tokenizer``/``encoder`` the corpus was built with).
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            No corpus at ``out``, a damaged one, or one holding no GARLIC graph.
+        """
+        from longctx.corpus import load_corpus
+        from longctx.garlic import HWDAG
+        from longctx.persist import PersistError
+
+        graphs = load_corpus(out, storage_options=storage_options)
+        if not graphs or not all(isinstance(g, HWDAG) for g in graphs.values()):
+            raise PersistError(f"{str(out)!r} holds no finished GARLIC graph")
+        metadatas = dict(metadatas or {})
+        documents = [
+            Document(page_content=g.texts[0], id=d, metadata=dict(metadatas.get(d, {})))
+            for d, g in graphs.items()
+        ]
+        return cls(documents=documents, graphs=list(graphs.values()), **kwargs)
+
     @property
     def searcher(self):
         """The core :class:`longctx.garlic.search.GarlicSearcher` (None without documents)."""

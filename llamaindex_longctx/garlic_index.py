@@ -206,6 +206,55 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         kwargs.setdefault("transformations", [_WholeDocuments()])
         return super().from_documents(documents, **kwargs)
 
+    @classmethod
+    def from_corpus(
+        cls, out, *, storage_options: dict | None = None, metadata: dict | None = None, **kwargs
+    ) -> GarlicIndex:
+        """Load a GARLIC corpus built by :func:`longctx.corpus.build_indexes` (or ``longctx index
+        --method garlic``) from a folder or fsspec URL: every finished document's graph, searched
+        as one (documents are never mixed in a batch, so the graphs are disjoint).
+
+        Each document becomes one index node with id = its corpus ``doc_id`` and its whole text
+        (``metadata``: optional ``{doc_id: dict}``); nothing is rebuilt. ``**kwargs`` as for the
+        constructor: pass the ``model``/``tokenizer`` the corpus was built with and the same
+        ``encoder``.
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            No corpus at ``out``, a damaged one, or one holding no GARLIC graph.
+        ValueError
+            A graph without node embeddings (built with ``encoder=False``).
+        """
+        from longctx.corpus import load_corpus
+        from longctx.garlic import HWDAG
+        from longctx.garlic.search import as_search_graph
+        from longctx.persist import PersistError
+
+        graphs = load_corpus(out, storage_options=storage_options)
+        if not graphs or not all(isinstance(g, HWDAG) for g in graphs.values()):
+            raise PersistError(f"{str(out)!r} holds no finished GARLIC graph")
+        metadata = dict(metadata or {})
+        struct = GarlicIndexStruct()
+        nodes = []
+        for doc_id, g in graphs.items():
+            struct.graphs[doc_id] = as_search_graph(g).to_dict()
+            nodes.append(
+                TextNode(
+                    id_=doc_id,
+                    text=g.texts[0],
+                    metadata=dict(metadata.get(doc_id, {})),
+                    relationships={
+                        NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc_id),
+                    },
+                )
+            )
+        index = cls(index_struct=struct, **kwargs)
+        index.docstore.add_documents(nodes, allow_update=True)
+        for node in nodes:
+            index.docstore.set_document_hash(node.node_id, node.hash)
+        return index
+
     # -- building -------------------------------------------------------------------------------
     def _graph_dict(self, node: BaseNode) -> dict:
         from longctx.garlic.search import as_search_graph

@@ -1,5 +1,11 @@
 """``longctx index PATH --out DIR``: build (or resume) a GARLIC HWDAG and print its shape.
 
+``longctx index PATH... --method garlic|diversity|mixpr --out URI [--workers N] [--ray-address
+ADDR] [--gpus-per-worker G]``: one index per document of a corpus (files, folders, globs, JSONL),
+in parallel on Ray, resumable (:func:`longctx.corpus.build_indexes`), with a progress bar over
+documents and a summary line. Without ``--method`` the command keeps its first meaning: one GARLIC
+graph over all the files, in ``--out``.
+
 Graph: Wang, Xiang, Gui & He, "GARLIC: LLM-Guided Dynamic Progress Control with Hierarchical
 Weighted Graph for Long Document QA", 2024, arXiv:2410.04790, sec. 3.1.
 """
@@ -18,12 +24,41 @@ def add_parser(sub, positive_int) -> None:
     """Register the ``index`` subcommand on ``sub`` (an argparse subparsers object)."""
     p = sub.add_parser(
         "index",
-        help="build a GARLIC summary graph (HWDAG) of text files",
-        description="Build GARLIC's hierarchical weighted summary graph of one or more UTF-8 "
-        "text files (one document each) into DIR, resuming an interrupted build there.",
+        help="build GARLIC graphs, or one index per document of a corpus (--method)",
+        description="Without --method: build GARLIC's hierarchical weighted summary graph of one "
+        "or more UTF-8 text files (one document each) into DIR, resuming an interrupted build "
+        "there. With --method: build one index per document (files, folders, globs, JSONL "
+        "files with id/text fields) into a corpus at --out (a folder or an fsspec URL), in "
+        "parallel on Ray (a local Ray by default), skipping documents already done there.",
     )
-    p.add_argument("path", nargs="+", help="UTF-8 text file(s), one document each")
-    p.add_argument("--out", required=True, help="graph directory (checkpoint while building)")
+    p.add_argument(
+        "path",
+        nargs="+",
+        help="UTF-8 text file(s), one document each (with --method also folders, globs, .jsonl)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="graph directory (checkpoint while building); with --method a corpus folder or "
+        "fsspec URL (s3://..., gs://..., file://...)",
+    )
+    p.add_argument(
+        "--method",
+        choices=["garlic", "diversity", "mixpr"],
+        help="corpus build: one index of this kind per document",
+    )
+    p.add_argument(
+        "--workers", type=positive_int("--workers"), help="Ray workers (default: CPU count)"
+    )
+    p.add_argument("--ray-address", help="existing Ray cluster (default: a local Ray)")
+    p.add_argument(
+        "--gpus-per-worker",
+        type=float,
+        default=0.0,
+        help="GPUs per Ray worker (garlic, diversity; default 0)",
+    )
+    p.add_argument("--sequential", action="store_true", help="build in this process, without Ray")
+    p.add_argument("--preset", help="MixPR preset (--method mixpr)")
     p.add_argument("--model", help="local path or cached name of a chat LM (default: SmolLM2)")
     p.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--chunk-tokens", type=positive_int("--chunk-tokens"), default=300)
@@ -51,8 +86,92 @@ def _error(message: str) -> int:
     return 2
 
 
+def _corpus_options(args) -> dict:
+    if args.method == "mixpr":
+        return {"preset": args.preset} if args.preset else {}
+    if args.preset:
+        raise ValueError("--preset applies to --method mixpr only")
+    opts = {}
+    if args.device:
+        opts["device"] = args.device
+    if args.method == "diversity":
+        if args.encoder:
+            opts["encoder"] = args.encoder
+        return opts
+    if args.model:
+        opts["model"] = args.model
+    opts["encoder"] = False if args.no_embeddings else args.encoder
+    opts.update(
+        chunk_tokens=args.chunk_tokens,
+        batch_tokens=args.batch_tokens,
+        max_new_tokens=args.max_new_tokens,
+        max_levels=args.max_levels,
+    )
+    return opts
+
+
+def run_corpus(args: argparse.Namespace) -> int:
+    """``--method``: build the corpus, print a summary line (and the failed documents)."""
+    from longctx.corpus import build_indexes
+    from longctx.persist import PersistError
+
+    if args.gpus_per_worker < 0:
+        return _error(f"--gpus-per-worker must be >= 0, got {args.gpus_per_worker}")
+    try:
+        result = build_indexes(
+            args.path,
+            args.method,
+            args.out,
+            workers=args.workers,
+            ray_address=args.ray_address,
+            gpus_per_worker=args.gpus_per_worker,
+            use_ray=False if args.sequential else None,
+            progress=not args.no_progress and sys.stderr.isatty(),
+            **_corpus_options(args),
+        )
+    except InputError as exc:
+        return _error(str(exc))
+    except ModuleNotFoundError as exc:
+        return _error(f"'longctx index' needs a missing package ({exc.name}): {exc}")
+    except (ValueError, TypeError, PersistError, OSError) as exc:
+        return _error(str(exc))
+    if args.format == "json":
+        json.dump(
+            {
+                "built": list(result.built),
+                "skipped": list(result.skipped),
+                "failed": list(result.failed),
+                "errors": result.errors,
+                "seconds": result.seconds,
+                "backend": result.backend,
+                "workers": result.workers,
+                "out": result.out,
+            },
+            sys.stdout,
+            indent=1,
+        )
+        sys.stdout.write("\n")
+    else:
+        for doc_id in result.failed:
+            print(f"failed: {doc_id}: {result.errors[doc_id]}")
+        print(result.summary())
+        print(f"corpus: {result.out}")
+    return 1 if result.failed else 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Read the files, build the graph, print nodes per level, edges, tokens and seconds."""
+    if getattr(args, "method", None):
+        return run_corpus(args)
+    for flag, value in (
+        ("--workers", args.workers),
+        ("--ray-address", args.ray_address),
+        ("--preset", args.preset),
+    ):
+        if value is not None:
+            return _error(f"{flag} needs --method (a corpus build)")
+    if args.gpus_per_worker or args.sequential:
+        return _error("--gpus-per-worker and --sequential need --method (a corpus build)")
     t0 = time.perf_counter()
     if args.max_levels < 2:
         return _error(f"--max-levels must be >= 2, got {args.max_levels}")

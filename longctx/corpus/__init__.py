@@ -1,0 +1,41 @@
+"""Indexing a whole corpus: one persisted index per document, built in parallel on Ray (a local
+Ray by default, or a cluster), resumable, written to a folder or an fsspec URL.
+
+Layout of a corpus at ``out``::
+
+    out/corpus.json              manifest: method, options, one entry per document
+                                 (doc_id, path, status, seconds, tokens, error, text_sha256)
+    out/indexes/<name>/...       one index folder per document, in each index's own JSON + .npz
+                                 format (``MixPRIndex.save``, ``DiversityIndex.save``,
+                                 ``build_hwdag(out_dir=...)``); <name> = safe_component(doc_id)
+    out/.partial/<name>/         (local folders) a GARLIC build's checkpoint until it is finished
+
+Modules: :mod:`~longctx.corpus.documents` (inputs, ids), :mod:`~longctx.corpus.methods` (one
+builder per index kind), :mod:`~longctx.corpus.build` (:func:`build_indexes`),
+:mod:`~longctx.corpus.ray_backend` (actor pool / tasks), :mod:`~longctx.corpus.storage` (local
+or fsspec), :mod:`~longctx.corpus.manifest`, :mod:`~longctx.corpus.load` (loading, searching).
+"""
+
+from __future__ import annotations
+
+from longctx.corpus.build import CorpusBuildResult, build_indexes
+from longctx.corpus.documents import read_documents, safe_component
+from longctx.corpus.load import CorpusIndex, load_corpus, load_index, read_corpus_manifest
+from longctx.corpus.manifest import CorpusManifest, DocumentEntry
+from longctx.corpus.methods import METHODS
+from longctx.corpus.storage import Storage
+
+__all__ = [
+    "METHODS",
+    "CorpusBuildResult",
+    "CorpusIndex",
+    "CorpusManifest",
+    "DocumentEntry",
+    "Storage",
+    "build_indexes",
+    "load_corpus",
+    "load_index",
+    "read_corpus_manifest",
+    "read_documents",
+    "safe_component",
+]

@@ -1,0 +1,359 @@
+"""``build_indexes``: one persisted index per document of a corpus, resumable, on Ray or in-process.
+
+See :mod:`longctx.corpus` for the layout of a corpus and :func:`build_indexes` for the rules.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from longctx.corpus.documents import read_documents, safe_component
+from longctx.corpus.manifest import (
+    CORPUS_MANIFEST,
+    CorpusManifest,
+    DocumentEntry,
+    text_sha256,
+)
+from longctx.corpus.methods import (
+    check_method,
+    describe_options,
+    make_builder,
+    options_fingerprint,
+)
+from longctx.corpus.storage import Storage, open_storage
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CorpusBuildResult", "build_indexes"]
+
+
+@dataclass(frozen=True)
+class CorpusBuildResult:
+    """What :func:`build_indexes` did.
+
+    Attributes
+    ----------
+    built, skipped, failed : tuple of str
+        Document ids built now, skipped (already done in ``out``), failed now.
+    errors : dict str -> str
+        ``"ExceptionType: message"`` per failed document.
+    seconds : float
+        Wall-clock seconds of the whole call (Ray start-up included).
+    backend : str
+        ``"ray-local"``, ``"ray-cluster"`` or ``"sequential"``.
+    workers : int
+        Workers used (1 for ``"sequential"``).
+    out : str
+        The corpus location.
+    peak_rss_mib : dict int -> float
+        Peak resident memory (MiB) of each worker process that built a document, by process id
+        (the driver's own when sequential).
+    """
+
+    built: tuple[str, ...]
+    skipped: tuple[str, ...]
+    failed: tuple[str, ...]
+    errors: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    backend: str = "sequential"
+    workers: int = 1
+    out: str = ""
+    peak_rss_mib: dict = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line: ``built N, skipped N, failed N in S s (backend, W workers)``."""
+        return (
+            f"built {len(self.built)}, skipped {len(self.skipped)}, failed {len(self.failed)} "
+            f"in {self.seconds:.1f} s ({self.backend}, {self.workers} worker"
+            f"{'s' if self.workers != 1 else ''})"
+        )
+
+
+# -- the work of one document (runs in a worker, or in-process) ----------------------------------
+def run_one(builder, storage: Storage, doc_id: str, rel: str, text: str, return_files: bool):
+    """Build ``text``'s index with ``builder`` and store it at ``rel`` (or, when
+    ``return_files``, return its files for the driver to store). Never raises for a document
+    error: the record says ``"failed"`` with the error."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    rec = {"doc_id": doc_id, "status": "done", "tokens": None, "error": None, "extra": {}}
+    tmp = None
+    try:
+        scratch = storage.scratch_dir(rel, text_sha256(text))
+        if scratch is None or return_files:
+            tmp = Path(tempfile.mkdtemp(prefix="longctx-corpus-"))
+            scratch = tmp / Path(rel).name
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        info = builder.build(text, scratch)
+        rec["tokens"] = info.pop("tokens", None)
+        rec["extra"] = info
+        if return_files:
+            rec["files"] = {f.name: f.read_bytes() for f in scratch.iterdir() if f.is_file()}
+        else:
+            storage.put_index(scratch, rel)
+    except Exception as exc:  # noqa: BLE001 - recorded, the corpus goes on
+        rec["status"] = "failed"
+        rec["error"] = f"{type(exc).__name__}: {exc}"
+        logger.warning("document %r failed: %s", doc_id, rec["error"])
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    rec["seconds"] = round(time.perf_counter() - t0, 3)
+    rec["extra"]["cpu_seconds"] = round(time.process_time() - c0, 3)
+    rec["worker"] = (os.getpid(), _peak_rss_mib())
+    return rec
+
+
+def _peak_rss_mib() -> float:
+    """Peak resident memory of this process in MiB (``ru_maxrss``; 0 where unavailable)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return 0.0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
+
+def _run_sequential(method, options, storage, jobs, return_files) -> Iterator[dict]:
+    builder = make_builder(method, options)
+    for doc_id, rel, text in jobs:
+        yield run_one(builder, storage, doc_id, rel, text, return_files)
+
+
+# -- the driver ----------------------------------------------------------------------------------
+def _check_out_is_ours(storage: Storage) -> None:
+    """Refuse a non-empty ``out`` that is not a corpus (nothing of the user's is overwritten)."""
+    if storage.local is not None:
+        root = storage.local
+        if root.exists() and not root.is_dir():
+            raise ValueError(f"out {storage.url!r} exists and is not a folder")
+        if root.is_dir() and any(p.name not in (".partial", "indexes") for p in root.iterdir()):
+            raise ValueError(
+                f"out {storage.url!r} holds files and no {CORPUS_MANIFEST}: give an empty or "
+                "new folder (nothing there is overwritten)"
+            )
+        return
+    path = storage._remote("")
+    if storage.fs.exists(path) and storage.fs.ls(path, detail=False):
+        names = {p.rstrip("/").rsplit("/", 1)[-1] for p in storage.fs.ls(path, detail=False)}
+        if names - {"indexes"}:
+            raise ValueError(
+                f"out {storage.url!r} holds files and no {CORPUS_MANIFEST}: give an empty or "
+                "new location"
+            )
+
+
+def _check_positive(value, name, *, allow_none=True, integer=True):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if integer and int(value) != value:
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return value
+
+
+def build_indexes(
+    documents,
+    method: str,
+    out,
+    *,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    gpus_per_worker: float = 0,
+    use_ray: bool | None = None,
+    progress: bool | None = None,
+    storage_options: dict | None = None,
+    **method_options,
+) -> CorpusBuildResult:
+    """Build one persisted index per document into ``out``; resume what is there.
+
+    Parameters
+    ----------
+    documents :
+        ``(doc_id, text)`` pairs, a folder, a glob, a JSONL file (``id``/``text`` fields) or a
+        list of paths: see :func:`longctx.corpus.documents.read_documents`. Ids are checked
+        (unsafe or duplicate ids raise) and kept as given; each index lives in
+        ``indexes/<safe_component(doc_id)>``.
+    method : {"mixpr", "diversity", "garlic"}
+        ``"mixpr"``: :class:`longctx.MixPRIndex` (Alonso & Millidge 2024, arXiv:2412.06078);
+        ``"diversity"``: :class:`longctx.DiversityIndex` (sentence embeddings, MMR/FPS);
+        ``"garlic"``: :func:`longctx.garlic.build_hwdag` (Wang et al. 2024, arXiv:2410.04790,
+        sec. 3.1). ``"youra"`` is refused: it has no query-independent work to persist.
+    out : str, os.PathLike or fsspec URL
+        A local folder (new, empty, or a corpus) or a URL (``s3://``, ``gs://``, ``file://``,
+        ``memory://``). Holds ``corpus.json`` (the manifest) and ``indexes/``.
+    workers : int, optional
+        Ray workers (actors for model-backed methods, concurrent tasks for MixPR). Default: this
+        machine's CPU count (local Ray), or the cluster's GPUs / ``gpus_per_worker`` (or CPUs).
+        A local Ray is started with ``num_cpus=workers``.
+    ray_address : str, optional
+        An existing Ray cluster (``"ray://head:10001"``, ``"auto"``). Default: a local Ray
+        started for this call and shut down after it (or the Ray this process already runs).
+    gpus_per_worker : float, default 0
+        ``num_gpus`` of each worker (GARLIC / diversity put their model on ``cuda`` then).
+    use_ray : bool, optional
+        ``None`` (default): Ray when it is installed, else sequential in this process (logged).
+        ``False``: always sequential. ``True``: Ray or ``ModuleNotFoundError``.
+    progress : bool, optional
+        A tqdm bar over documents on stderr (default: when stderr is a terminal).
+    storage_options : dict, optional
+        ``fsspec`` options of ``out`` (credentials, endpoint).
+    **method_options :
+        mixpr: :meth:`MixPRIndex.from_texts` keywords (``preset``, ``max_words``...);
+        diversity: ``encoder``, ``device`` and :meth:`DiversityIndex.from_texts` keywords;
+        garlic: ``model`` (name/path for :func:`longctx.models.load_causal_lm`, or a picklable
+        callable returning ``(model, tokenizer)``), ``device``, ``encoder`` (``False``: no node
+        embeddings) and :func:`build_hwdag` keywords. Loaded once per worker.
+
+    Returns
+    -------
+    CorpusBuildResult
+
+    Raises
+    ------
+    ValueError, TypeError
+        Unknown method or option, bad or duplicate document ids, empty texts, an ``out`` that
+        holds other files, a corpus in ``out`` built with another method or options: all before
+        any index is built. A document that fails while building is not raised: it is recorded
+        (``status="failed"``, ``error``) and the others go on.
+    longctx.persist.PersistError
+        ``out/corpus.json`` is damaged or of another format version.
+    """
+    t0 = time.perf_counter()
+    check_method(method, method_options)
+    _check_positive(workers, "workers")
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    _check_positive(gpus_per_worker, "gpus_per_worker", allow_none=False, integer=False)
+    if gpus_per_worker < 0:
+        raise ValueError(f"gpus_per_worker must be >= 0, got {gpus_per_worker}")
+    if ray_address is not None and (not isinstance(ray_address, str) or not ray_address):
+        raise ValueError(f"ray_address must be a non-empty str, got {ray_address!r}")
+    if gpus_per_worker and "device" not in method_options and method != "mixpr":
+        method_options["device"] = "cuda"
+    docs = read_documents(documents)
+    storage = open_storage(out, storage_options)
+    fingerprint = options_fingerprint(method, method_options)
+    raw = storage.read_json(CORPUS_MANIFEST)
+    if raw is None:
+        _check_out_is_ours(storage)
+        manifest = CorpusManifest(method, describe_options(method_options), fingerprint)
+    else:
+        manifest = CorpusManifest.from_json(raw, storage.location(CORPUS_MANIFEST))
+        if manifest.method != method or manifest.options_sha256 != fingerprint:
+            raise ValueError(
+                f"out {storage.url!r} holds a {manifest.method!r} corpus built with options "
+                f"{manifest.options}; this call asks for {method!r} with "
+                f"{describe_options(method_options)}: choose another out"
+            )
+
+    jobs, skipped = [], []
+    for doc_id, text in docs:
+        rel = f"indexes/{safe_component(doc_id)}"
+        e = manifest.entries.get(doc_id)
+        if (
+            e is not None
+            and e.status == "done"
+            and e.text_sha256 == text_sha256(text)
+            and storage.index_complete(e.path)
+        ):
+            skipped.append(doc_id)
+        else:
+            jobs.append((doc_id, rel, text))
+    shas = {doc_id: text_sha256(text) for doc_id, _, text in jobs}
+
+    backend, n_workers, runner = "sequential", 1, None
+    return_files = not storage.shared
+    if jobs and use_ray is not False:
+        try:
+            import ray  # noqa: F401
+        except ModuleNotFoundError:
+            if use_ray or ray_address is not None:
+                raise ModuleNotFoundError(
+                    "Ray is not installed: pip install 'longctx[ray]'", name="ray"
+                ) from None
+            logger.info(
+                "Ray is not installed (pip install 'longctx[ray]'): building %d documents "
+                "sequentially in this process",
+                len(jobs),
+            )
+        else:
+            from longctx.corpus.ray_backend import run_on_ray
+
+            runner = run_on_ray(
+                method,
+                method_options,
+                storage,
+                jobs,
+                workers=workers,
+                ray_address=ray_address,
+                gpus_per_worker=gpus_per_worker,
+                return_files=return_files,
+            )
+            backend, n_workers = next(runner)  # starts Ray, says what it runs on
+    if runner is None and jobs:
+        if use_ray is False:
+            logger.info("use_ray=False: building %d documents sequentially", len(jobs))
+        runner = _run_sequential(method, method_options, storage, jobs, return_files)
+
+    from tqdm.auto import tqdm
+
+    show = progress if progress is not None else sys.stderr.isatty()
+    bar = tqdm(total=len(docs), initial=len(skipped), unit="doc", disable=not show, file=sys.stderr)
+    built, failed, errors, peaks = [], [], {}, {}
+    rels = {doc_id: rel for doc_id, rel, _ in jobs}
+    try:
+        for rec in runner or ():
+            doc_id = rec["doc_id"]
+            pid, peak = rec.pop("worker", (0, 0.0))
+            peaks[pid] = max(peaks.get(pid, 0.0), peak)
+            if rec["status"] == "done" and "files" in rec:
+                try:
+                    storage.put_files(rec.pop("files"), rels[doc_id])
+                except Exception as exc:  # noqa: BLE001
+                    rec.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+            rec.pop("files", None)
+            manifest.entries[doc_id] = DocumentEntry(
+                doc_id=doc_id,
+                path=rels[doc_id],
+                status=rec["status"],
+                seconds=rec["seconds"],
+                tokens=rec["tokens"],
+                error=rec["error"],
+                text_sha256=shas[doc_id],
+                extra=rec.get("extra") or {},
+            )
+            manifest.reorder([d for d, _ in docs])
+            storage.write_json(CORPUS_MANIFEST, manifest.to_json())
+            if rec["status"] == "done":
+                built.append(doc_id)
+            else:
+                failed.append(doc_id)
+                errors[doc_id] = rec["error"]
+            bar.update(1)
+            bar.set_postfix(failed=len(failed), refresh=False)
+    finally:
+        bar.close()
+        if runner is not None:
+            runner.close()
+    result = CorpusBuildResult(
+        built=tuple(built),
+        skipped=tuple(skipped),
+        failed=tuple(failed),
+        errors=errors,
+        seconds=round(time.perf_counter() - t0, 3),
+        backend=backend,
+        workers=n_workers,
+        out=storage.url,
+        peak_rss_mib=peaks,
+    )
+    logger.info("%s: %s", storage.url, result.summary())
+    return result

@@ -1,0 +1,183 @@
+"""Corpus inputs: ``(doc_id, text)`` pairs from an iterable, a folder, a glob or a JSONL file.
+
+Every document id is checked (a non-empty ``str`` of at most :data:`MAX_ID_CHARS` characters,
+no control characters, no absolute path, no ``.``/``..`` segment, no backslash) and must be
+unique in the corpus; :func:`safe_component` turns it into the name of the document's index
+folder (a readable slug plus a hash of the id, so distinct ids never share a folder, even on a
+case-insensitive file system).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from longctx.io import InputError, read_text_file
+
+__all__ = ["MAX_ID_CHARS", "check_doc_id", "read_documents", "safe_component"]
+
+#: Longest document id accepted (characters).
+MAX_ID_CHARS = 512
+#: Largest JSONL line read (characters); a longer one is an error naming the line.
+MAX_JSONL_LINE_CHARS = 200_000_000
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_UNSAFE_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+_GLOB_CHARS = set("*?[")
+
+
+def check_doc_id(doc_id, where: str = "documents") -> str:
+    """Return ``doc_id`` when it is a safe document id, else raise ``ValueError``/``TypeError``
+    naming ``where`` and the id (see the module docstring for the rules)."""
+    if not isinstance(doc_id, str):
+        raise TypeError(f"{where}: a document id must be a str, got {type(doc_id).__name__}")
+    if not doc_id.strip():
+        raise ValueError(f"{where}: a document id is empty")
+    if len(doc_id) > MAX_ID_CHARS:
+        raise ValueError(
+            f"{where}: document id {doc_id[:40]!r}... has {len(doc_id)} characters "
+            f"(at most {MAX_ID_CHARS})"
+        )
+    if _CONTROL.search(doc_id):
+        raise ValueError(f"{where}: document id {doc_id!r} holds a control character")
+    if "\\" in doc_id or doc_id.startswith("/") or re.match(r"^[A-Za-z]:", doc_id):
+        raise ValueError(
+            f"{where}: document id {doc_id!r} is an absolute path or holds a backslash"
+        )
+    if any(part in (".", "..") for part in doc_id.split("/")):
+        raise ValueError(f"{where}: document id {doc_id!r} holds a '.' or '..' path segment")
+    return doc_id
+
+
+def safe_component(doc_id: str) -> str:
+    """The index folder name of ``doc_id``: ``<slug>-<10 hex digits of sha256(doc_id)>``, where
+    the slug keeps ``[A-Za-z0-9._-]`` (other runs become ``_``, at most 60 characters)."""
+    slug = _UNSAFE_SLUG.sub("_", doc_id).strip("._")[:60] or "doc"
+    return f"{slug}-{hashlib.sha256(doc_id.encode('utf-8')).hexdigest()[:10]}"
+
+
+def _is_glob(s: str) -> bool:
+    return any(c in _GLOB_CHARS for c in s)
+
+
+def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[str, str]]:
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(iter(lambda: f.readline(MAX_JSONL_LINE_CHARS + 1), ""), 1):
+            if len(line) > MAX_JSONL_LINE_CHARS:
+                raise InputError(f"{str(path)!r} line {n} is longer than the limit")
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{str(path)!r} line {n} is not JSON: {exc}") from None
+            if not isinstance(rec, dict) or id_field not in rec or text_field not in rec:
+                raise InputError(
+                    f"{str(path)!r} line {n}: expected an object with {id_field!r} and "
+                    f"{text_field!r} fields"
+                )
+            doc_id = rec[id_field]
+            if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+                doc_id = str(doc_id)
+            yield doc_id, rec[text_field]
+
+
+def _from_path(
+    path: str | os.PathLike, id_field: str, text_field: str
+) -> Iterator[tuple[str, str]]:
+    s = os.fspath(path)
+    p = Path(s)
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and not _hidden(f.relative_to(p)))
+        if not files:
+            raise InputError(f"folder {s!r} holds no file")
+        for f in files:
+            yield f.relative_to(p).as_posix(), read_text_file(f)
+    elif p.is_file():
+        if p.suffix.lower() == ".jsonl":
+            yield from _read_jsonl(p, id_field, text_field)
+        else:
+            yield p.name, read_text_file(p)
+    elif _is_glob(s):
+        files = sorted(f for f in glob.glob(s, recursive=True) if os.path.isfile(f))
+        if not files:
+            raise InputError(f"glob {s!r} matches no file")
+        for f in files:
+            yield Path(f).name, read_text_file(f)
+    else:
+        raise InputError(f"{s!r} is not a file, a folder or a glob that matches files")
+
+
+def _hidden(rel: Path) -> bool:
+    return any(part.startswith(".") for part in rel.parts)
+
+
+def read_documents(
+    documents, *, id_field: str = "id", text_field: str = "text"
+) -> list[tuple[str, str]]:
+    """The corpus as a list of ``(doc_id, text)``, checked before any index is built.
+
+    Parameters
+    ----------
+    documents :
+        An iterable of ``(doc_id, text)`` pairs; a folder (every non-hidden file under it,
+        recursively, read by :func:`longctx.io.read_text_file`; id = the path relative to the
+        folder, ``/``-separated); a ``.jsonl`` file (one JSON object per line with ``id_field``
+        and ``text_field``); any other file (one document, id = its file name); a glob pattern
+        (each matching file, id = its file name); or a list of such paths (the CLI's ``PATH...``).
+    id_field, text_field : str
+        JSONL field names.
+
+    Returns
+    -------
+    list of (str, str)
+        In input order (files sorted by path).
+
+    Raises
+    ------
+    InputError
+        A path that is missing, unreadable, binary or empty, a bad JSONL line.
+    ValueError, TypeError
+        A document id that is unsafe (see :func:`check_doc_id`) or given twice, a text that is
+        not a ``str`` or is empty, no document at all.
+    """
+    if isinstance(documents, (str, os.PathLike)):
+        pairs: Iterable = _from_path(documents, id_field, text_field)
+    elif isinstance(documents, (bytes, dict)):
+        raise TypeError(
+            f"documents must be (doc_id, text) pairs, a folder, a glob or a JSONL file, got "
+            f"{type(documents).__name__}"
+        )
+    else:
+        items = list(documents)
+        if items and all(isinstance(x, (str, os.PathLike)) for x in items):
+            pairs = (pair for x in items for pair in _from_path(x, id_field, text_field))
+        else:
+            pairs = items
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for n, pair in enumerate(pairs):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(
+                f"documents[{n}] must be a (doc_id, text) pair, got {type(pair).__name__}"
+            )
+        doc_id, text = pair
+        check_doc_id(doc_id, f"documents[{n}]")
+        if doc_id in seen:
+            raise ValueError(f"documents: document id {doc_id!r} is given twice")
+        seen.add(doc_id)
+        if not isinstance(text, str):
+            raise TypeError(
+                f"documents[{n}] ({doc_id!r}): text must be a str, got {type(text).__name__}"
+            )
+        if not text.strip():
+            raise ValueError(f"documents[{n}] ({doc_id!r}): text is empty")
+        out.append((doc_id, text))
+    if not out:
+        raise ValueError("documents holds no document")
+    return out

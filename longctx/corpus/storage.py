@@ -1,0 +1,240 @@
+"""Where a corpus lives: a local folder or an fsspec URL (``file://``, ``memory://``, ``s3://``...).
+
+A thin layer over :mod:`fsspec` that leaves :mod:`longctx.persist` alone: every index is still
+written and read by its own ``save`` / ``load`` in a *local* folder; this module copies such a
+folder to the corpus location (:meth:`Storage.put_index`) and fetches one back into a temporary
+folder for ``load`` (:meth:`Storage.fetch_index`).
+
+Never half-written as done: an index folder is complete once its own ``manifest.json`` is there
+(``persist.write_dir`` writes it last). A local corpus gets the folder by one ``rename`` of a
+finished sibling; a remote one gets every other file first and ``manifest.json`` last, and the
+corpus manifest says ``"done"`` only after that. Nothing here deletes a file it did not write:
+only the index folder being replaced (inside the corpus) is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+__all__ = ["Storage", "open_storage"]
+
+#: Largest corpus manifest read back (bytes).
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024
+_INDEX_MANIFEST = "manifest.json"
+
+
+def _is_url(s: str) -> bool:
+    return "://" in s
+
+
+class Storage:
+    """A corpus root: a local folder (``str`` path or ``file://`` URL) or any fsspec URL.
+
+    Picklable (the file system is opened lazily in each process), so Ray workers get it as is.
+
+    Parameters
+    ----------
+    url : str or PathLike
+        The corpus root.
+    storage_options : dict, optional
+        Passed to ``fsspec.filesystem`` (credentials, endpoint...).
+
+    Attributes
+    ----------
+    local : pathlib.Path or None
+        The root as a local path when it is one (plain path or ``file://``).
+    shared : bool
+        Whether other processes see what this one writes (``False`` for ``memory://``, which
+        lives in one process: Ray workers then hand their files to the driver, which writes them).
+    """
+
+    def __init__(self, url, storage_options: dict | None = None):
+        if not isinstance(url, (str, os.PathLike)):
+            raise TypeError(f"out must be a str path or URL, got {type(url).__name__}")
+        s = os.fspath(url)
+        if not s.strip():
+            raise ValueError("out is empty")
+        self.url = s
+        self.storage_options = dict(storage_options or {})
+        self.local: Path | None = None
+        if not _is_url(s):
+            self.local = Path(s).absolute()
+        elif s.startswith("file://"):
+            self.local = Path(s[len("file://") :]).absolute()
+        self.protocol = "file" if self.local is not None else s.split("://", 1)[0]
+        self.shared = self.protocol != "memory"
+        self._fs = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_fs": None}
+
+    def __repr__(self) -> str:
+        return f"Storage({self.url!r})"
+
+    # -- fsspec ----------------------------------------------------------------------------------
+    @property
+    def fs(self):
+        """The ``fsspec`` file system (remote roots only)."""
+        if self._fs is None:
+            try:
+                import fsspec
+            except ModuleNotFoundError:
+                raise ModuleNotFoundError(
+                    f"out={self.url!r} is a URL: install fsspec (pip install fsspec) and the "
+                    "package of its protocol (s3fs, gcsfs...)",
+                    name="fsspec",
+                ) from None
+            self._fs = fsspec.filesystem(self.protocol, **self.storage_options)
+        return self._fs
+
+    def _remote(self, rel: str) -> str:
+        root = self.url.split("://", 1)[1].rstrip("/")
+        rel = rel.strip("/")
+        return f"{root}/{rel}" if rel else root
+
+    def location(self, rel: str) -> str:
+        """The path (local) or URL of ``rel`` under the root."""
+        if self.local is not None:
+            return str(self.local / rel)
+        return f"{self.protocol}://{self._remote(rel)}"
+
+    # -- small files -----------------------------------------------------------------------------
+    def read_json(self, rel: str, limit: int = MAX_MANIFEST_BYTES):
+        """The JSON document at ``rel``, or ``None`` when there is none.
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            It is larger than ``limit`` bytes, or not JSON.
+        """
+        from longctx.persist import PersistError
+
+        where = self.location(rel)
+        try:
+            if self.local is not None:
+                p = self.local / rel
+                if not p.is_file():
+                    return None
+                if p.stat().st_size > limit:
+                    raise PersistError(f"{where!r} is larger than {limit} bytes")
+                data = p.read_bytes()
+            else:
+                path = self._remote(rel)
+                if not self.fs.isfile(path):
+                    return None
+                if (self.fs.size(path) or 0) > limit:
+                    raise PersistError(f"{where!r} is larger than {limit} bytes")
+                data = self.fs.cat_file(path)
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise PersistError(f"{where!r} is damaged or truncated: {exc}") from None
+
+    def write_json(self, rel: str, obj) -> None:
+        """Write ``obj`` at ``rel`` as a whole: local roots write a temporary sibling and
+        ``os.replace`` it; object stores replace the object in one put."""
+        data = json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8")
+        if self.local is not None:
+            p = self.local / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
+            try:
+                tmp.write_bytes(data)
+                os.replace(tmp, p)
+            finally:
+                tmp.unlink(missing_ok=True)
+        else:
+            path = self._remote(rel)
+            self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+            self.fs.pipe_file(path, data)
+
+    # -- index folders ---------------------------------------------------------------------------
+    def index_complete(self, rel: str) -> bool:
+        """Whether the index folder ``rel`` has its ``manifest.json`` (written last)."""
+        if self.local is not None:
+            return (self.local / rel / _INDEX_MANIFEST).is_file()
+        return self.fs.isfile(self._remote(f"{rel}/{_INDEX_MANIFEST}"))
+
+    def scratch_dir(self, rel: str, key: str = "") -> Path | None:
+        """A local folder, next to the index, where a build may keep its checkpoint so that an
+        interrupted build resumes (GARLIC); ``None`` for remote roots. ``key`` (the text's
+        sha256) keeps a changed document from meeting the checkpoint of its old text."""
+        if self.local is None:
+            return None
+        return self.local / ".partial" / f"{Path(rel).name}{'-' + key[:12] if key else ''}"
+
+    def put_index(self, local_dir: str | os.PathLike, rel: str) -> None:
+        """Make the finished index folder ``local_dir`` the index ``rel`` of the corpus.
+
+        Local roots: ``local_dir`` is moved next to ``rel`` and renamed over it (an old ``rel``
+        is moved aside first, then removed). Remote roots: every file is uploaded, the index's
+        ``manifest.json`` last; an old ``rel`` is removed first.
+        """
+        src = Path(local_dir)
+        if not (src / _INDEX_MANIFEST).is_file():
+            raise ValueError(f"{str(src)!r} is not a finished index folder (no manifest.json)")
+        if self.local is not None:
+            dst = self.local / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            staged = dst.with_name(f".{dst.name}.{uuid.uuid4().hex}.new")
+            shutil.move(str(src), staged)
+            old = None
+            if dst.exists():
+                old = dst.with_name(f".{dst.name}.{uuid.uuid4().hex}.old")
+                dst.rename(old)
+            staged.rename(dst)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+            return
+        self.put_files({f.name: f.read_bytes() for f in sorted(src.iterdir()) if f.is_file()}, rel)
+
+    def put_files(self, files: dict[str, bytes], rel: str) -> None:
+        """Write an index folder given as ``{file name: bytes}`` (``manifest.json`` last)."""
+        if _INDEX_MANIFEST not in files:
+            raise ValueError("an index folder needs its manifest.json")
+        for name in files:
+            if "/" in name or "\\" in name or name in ("", ".", ".."):
+                raise ValueError(f"bad index file name {name!r}")
+        if self.local is not None:
+            tmp = Path(tempfile.mkdtemp(prefix=".put.", dir=self._ensure_local_parent(rel)))
+            for name, data in files.items():
+                (tmp / name).write_bytes(data)
+            self.put_index(tmp, rel)
+            return
+        path = self._remote(rel)
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
+        self.fs.makedirs(path, exist_ok=True)
+        for name in sorted(files, key=lambda n: n == _INDEX_MANIFEST):
+            self.fs.pipe_file(f"{path}/{name}", files[name])
+
+    def _ensure_local_parent(self, rel: str) -> Path:
+        parent = (self.local / rel).parent
+        parent.mkdir(parents=True, exist_ok=True)
+        return parent
+
+    def fetch_index(self, rel: str, into: str | os.PathLike) -> Path:
+        """A local folder holding the index ``rel``: the folder itself for local roots, else a
+        copy in ``into`` (a folder the caller owns and removes)."""
+        if self.local is not None:
+            return self.local / rel
+        dst = Path(into) / Path(rel).name
+        dst.mkdir(parents=True, exist_ok=True)
+        path = self._remote(rel)
+        for f in self.fs.ls(path, detail=False):
+            name = f.rstrip("/").rsplit("/", 1)[-1]
+            if name in ("", ".", "..") or self.fs.isdir(f):
+                continue
+            (dst / name).write_bytes(self.fs.cat_file(f))
+        return dst
+
+
+def open_storage(out, storage_options: dict | None = None) -> Storage:
+    """:class:`Storage` for ``out`` (a ``Storage`` is returned as is)."""
+    if isinstance(out, Storage):
+        return out
+    return Storage(out, storage_options)

@@ -1,0 +1,247 @@
+"""``longctx.corpus.build_indexes`` without Ray (MixPR, sequential): inputs, resume, failures,
+storage, loading, searching, the CLI."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import pytest
+
+from longctx.corpus import (
+    CorpusIndex,
+    build_indexes,
+    load_corpus,
+    load_index,
+    read_corpus_manifest,
+    read_documents,
+    safe_component,
+)
+from longctx.mixpr import MixPRIndex
+from longctx.persist import PersistError
+from tests.corpus.conftest import index_files
+
+STOP_WORDS_ONLY = "the and of the to a in that it was"
+
+
+def seq(docs, out, **kw):
+    return build_indexes(docs, "mixpr", out, use_ray=False, progress=False, **kw)
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ([("a", "x y"), ("a", "z w")], "given twice"),
+        ([("../etc", "x y")], r"'\.' or '\.\.'"),
+        ([("/abs", "x y")], "absolute"),
+        ([("a\x00b", "x y")], "control"),
+        ([("", "x y")], "empty"),
+        ([("a", "   ")], "text is empty"),
+        ([], "no document"),
+    ],
+)
+def test_bad_documents_raise_before_work(bad, match, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        seq(bad, tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+
+
+def test_bad_method_and_options(tmp_path, docs):
+    with pytest.raises(ValueError, match="no query-independent"):
+        build_indexes(docs, "youra", tmp_path / "c")
+    with pytest.raises(ValueError, match="method must be one of"):
+        build_indexes(docs, "bm25", tmp_path / "c")
+    with pytest.raises(ValueError, match="takes no option"):
+        build_indexes(docs, "garlic", tmp_path / "c", temperature=0.7)
+    with pytest.raises(ValueError, match="workers"):
+        build_indexes(docs, "mixpr", tmp_path / "c", workers=0)
+
+
+def test_inputs_folder_glob_jsonl(tmp_path):
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    (tmp_path / "in" / "a.txt").write_text("Alpha text here.", "utf-8")
+    (tmp_path / "in" / "sub" / "b.txt").write_text("Beta text here.", "utf-8")
+    (tmp_path / "in" / ".hidden").write_text("no", "utf-8")
+    assert read_documents(tmp_path / "in") == [
+        ("a.txt", "Alpha text here."),
+        ("sub/b.txt", "Beta text here."),
+    ]
+    assert [d for d, _ in read_documents(str(tmp_path / "in" / "**" / "*.txt"))] == [
+        "a.txt",
+        "b.txt",
+    ]
+    jl = tmp_path / "c.jsonl"
+    jl.write_text(
+        json.dumps({"id": 7, "text": "Seven."}) + "\n\n" + json.dumps({"id": "x", "text": "X."}),
+        "utf-8",
+    )
+    assert read_documents(jl) == [("7", "Seven."), ("x", "X.")]
+    jl.write_text('{"id": "a"}\n', "utf-8")
+    with pytest.raises(ValueError, match="line 1"):
+        read_documents(jl)
+
+
+def test_safe_component_distinct_and_safe():
+    ids = ["a b", "a_b", "A b", "x/../y", "ü" * 100]
+    names = [safe_component(i) for i in ids]
+    assert len(set(names)) == len(ids)
+    assert all("/" not in n and not n.startswith(".") and len(n) <= 71 for n in names)
+
+
+def test_out_holding_user_files_is_refused(tmp_path, docs):
+    (tmp_path / "mine.txt").write_text("keep me", "utf-8")
+    with pytest.raises(ValueError, match="holds files"):
+        seq(docs, tmp_path)
+    assert (tmp_path / "mine.txt").read_text("utf-8") == "keep me"
+
+
+# -- building, resuming, failing ------------------------------------------------------------------
+def test_build_manifest_and_load(tmp_path, docs):
+    r = seq(docs, tmp_path / "c")
+    assert r.built == tuple(d for d, _ in docs) and not r.failed and r.backend == "sequential"
+    m = read_corpus_manifest(tmp_path / "c")
+    assert m.method == "mixpr" and list(m.entries) == [d for d, _ in docs]
+    e = m.entries["alice/part 0"]
+    assert e.status == "done" and e.tokens > 500 and e.seconds > 0 and e.error is None
+    assert e.path == f"indexes/{safe_component('alice/part 0')}"
+    ix = load_index(tmp_path / "c" / e.path)
+    assert isinstance(ix, MixPRIndex) and ix.texts == (docs[0][1],)
+    assert list(load_corpus(tmp_path / "c")) == [d for d, _ in docs]
+
+
+def test_interrupted_build_resumes_equal(tmp_path, docs):
+    whole = seq(docs, tmp_path / "whole")
+    assert len(whole.built) == 4
+    first = seq(docs[:2], tmp_path / "resumed")  # "stopped after 2 documents"
+    assert len(first.built) == 2
+    # a half-written index (no manifest.json) and a done entry whose folder lost its manifest
+    name = safe_component(docs[2][0])
+    (tmp_path / "resumed" / "indexes" / name).mkdir()
+    (tmp_path / "resumed" / "indexes" / name / "texts.json").write_text("[", "utf-8")
+    gone = tmp_path / "resumed" / "indexes" / safe_component(docs[1][0]) / "manifest.json"
+    gone.unlink()
+    again = seq(docs, tmp_path / "resumed")
+    assert again.skipped == (docs[0][0],)
+    assert set(again.built) == {d for d, _ in docs[1:]}
+    assert index_files(tmp_path / "resumed") == index_files(tmp_path / "whole")
+    # a changed text is rebuilt, the rest skipped
+    changed = [docs[0], (docs[1][0], docs[1][1] + " More words about the Queen."), *docs[2:]]
+    r = seq(changed, tmp_path / "resumed")
+    assert r.built == (docs[1][0],) and len(r.skipped) == 3
+
+
+def test_failing_document_is_recorded_and_others_complete(tmp_path, docs):
+    bad = [docs[0], ("stop words", STOP_WORDS_ONLY), docs[1]]
+    r = seq(bad, tmp_path / "c")
+    assert r.built == (docs[0][0], docs[1][0]) and r.failed == ("stop words",)
+    assert "ValueError" in r.errors["stop words"]
+    e = read_corpus_manifest(tmp_path / "c").entries["stop words"]
+    assert e.status == "failed" and "ValueError" in e.error
+    assert not (tmp_path / "c" / e.path).exists()
+    assert list(load_corpus(tmp_path / "c")) == [docs[0][0], docs[1][0]]
+    r2 = seq(bad, tmp_path / "c")  # a failed document is tried again
+    assert r2.failed == ("stop words",) and len(r2.skipped) == 2
+
+
+def test_other_options_in_same_out_raise(tmp_path, docs):
+    seq(docs[:1], tmp_path / "c")
+    with pytest.raises(ValueError, match="another out"):
+        seq(docs[:1], tmp_path / "c", preset="paper")
+
+
+def test_memory_url_round_trip(docs):
+    out = "memory://longctx-test-corpus"
+    r = seq(docs[:2], out)
+    assert len(r.built) == 2
+    assert seq(docs[:2], out).skipped == tuple(d for d, _ in docs[:2])
+    loaded = load_corpus(out)
+    assert [ix.texts[0] for ix in loaded.values()] == [t for _, t in docs[:2]]
+    corpus = CorpusIndex.from_corpus(out)
+    res = corpus.search("What did the Caterpillar say?", k=5)
+    assert len(res.hits) == 5 and res.info["doc_ids"] == (docs[0][0], docs[1][0])
+    for h in res.hits:
+        assert corpus.text(corpus.doc_ids[h.source])[h.start : h.end] == h.text
+
+
+def test_file_url_equals_folder(tmp_path, docs):
+    seq(docs[:2], tmp_path / "a")
+    seq(docs[:2], f"file://{tmp_path / 'b'}")
+    assert index_files(tmp_path / "a") == index_files(tmp_path / "b")
+
+
+def test_without_ray_runs_sequentially(tmp_path, docs, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ModuleNotFoundError
+    with caplog.at_level(logging.INFO, logger="longctx.corpus.build"):
+        r = build_indexes(docs[:2], "mixpr", tmp_path / "c", progress=False)
+    assert r.backend == "sequential" and len(r.built) == 2
+    assert "Ray is not installed" in caplog.text
+    with pytest.raises(ModuleNotFoundError, match="longctx\\[ray\\]"):
+        build_indexes(docs[2:], "mixpr", tmp_path / "d", use_ray=True)
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+def test_cli_corpus(tmp_path, docs, capsys):
+    from longctx.cli import main
+
+    (tmp_path / "in").mkdir()
+    for i, (_, text) in enumerate(docs[:2]):
+        (tmp_path / "in" / f"{i}.txt").write_text(text, "utf-8")
+    (tmp_path / "in" / "bad.txt").write_text(STOP_WORDS_ONLY, "utf-8")
+    argv = ["index", str(tmp_path / "in"), "--method", "mixpr", "--out", str(tmp_path / "c")]
+    assert main([*argv, "--sequential"]) == 1  # one document failed
+    out = capsys.readouterr().out
+    assert "failed: bad.txt: ValueError" in out
+    assert "built 2, skipped 0, failed 1" in out
+    assert main([*argv, "--sequential", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["skipped"] == ["0.txt", "1.txt"] and data["failed"] == ["bad.txt"]
+    assert main(["index", str(tmp_path / "in" / "0.txt"), "--out", "x", "--workers", "2"]) == 2
+    assert "--workers needs --method" in capsys.readouterr().err
+
+
+def test_damaged_manifest_is_a_persist_error(tmp_path, docs):
+    seq(docs[:1], tmp_path / "c")
+    (tmp_path / "c" / "corpus.json").write_text('{"format": "longctx.corpus", "format_', "utf-8")
+    with pytest.raises(PersistError, match="damaged"):
+        seq(docs[:1], tmp_path / "c")
+    with pytest.raises(PersistError, match="damaged"):
+        load_corpus(tmp_path / "c")
+    with pytest.raises(PersistError, match="no corpus"):
+        load_corpus(tmp_path / "nothing")
+
+
+def test_diversity_corpus_sequential(tmp_path, docs):
+    from longctx.diversity import DiversityIndex
+    from tests.corpus._helpers import hash_embed
+
+    r = build_indexes(
+        docs[:2], "diversity", tmp_path / "c", use_ray=False, progress=False, encoder=hash_embed
+    )
+    assert len(r.built) == 2, r.errors
+    loaded = load_corpus(tmp_path / "c", encoder=hash_embed)
+    assert all(isinstance(ix, DiversityIndex) for ix in loaded.values())
+    corpus = CorpusIndex(loaded)
+    res = corpus.search("the Queen of Hearts", k=4)
+    assert len(res.hits) == 4 and res.method in ("mmr", "fps")
+    for h in res.hits:
+        assert corpus.text(corpus.doc_ids[h.source])[h.start : h.end] == h.text
+    pool = [
+        (h.score, pos, h.start)
+        for pos, ix in enumerate(loaded.values())
+        for h in ix.search("the Queen of Hearts", k=4).hits
+    ]
+    best = sorted(pool, key=lambda x: (-x[0], x[1], x[2]))[:4]
+    assert sorted((h.source, h.start) for h in res.hits) == sorted((p, a) for _, p, a in best)
+
+
+def test_remote_index_needs_its_manifest_last():
+    from longctx.corpus import Storage
+
+    s = Storage("memory://longctx-test-put")
+    with pytest.raises(ValueError, match="manifest.json"):
+        s.put_files({"texts.json": b"[]"}, "indexes/a")
+    assert not s.index_complete("indexes/a")
+    s.put_files({"texts.json": b"[]", "manifest.json": b"{}"}, "indexes/a")
+    assert s.index_complete("indexes/a")

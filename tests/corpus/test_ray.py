@@ -1,0 +1,135 @@
+"""``build_indexes`` on a local Ray (2 CPUs, started once for the module): GARLIC with the tiny
+random Llama in an actor pool, MixPR as tasks, ``memory://`` through the driver."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+ray = pytest.importorskip("ray")
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from longctx.corpus import build_indexes, load_corpus, read_corpus_manifest  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
+from tests.corpus._helpers import BulletForcer, hash_embed, tiny_garlic_lm  # noqa: E402
+from tests.corpus.conftest import index_files  # noqa: E402
+
+GARLIC_DOCS = [
+    (
+        "kitten",
+        "Tom Kitten lived with his mother and his sisters. One day she expected fine company "
+        "for tea. She fetched the kittens indoors to wash them. Tom was fat and burst several "
+        "buttons off his clothes. His mother sewed them on again.",
+    ),
+    (
+        "ducks",
+        "The Puddle-Ducks came marching along the high road, pit pat paddle pat! They stopped "
+        "and stared up at the kittens on the wall. Mr. Drake Puddle-Duck picked up the clothes "
+        "and put them on himself. Then the ducks went away down the road.",
+    ),
+]
+GARLIC_OPTIONS = dict(
+    model=tiny_garlic_lm,
+    encoder=hash_embed,
+    logits_processor=BulletForcer(),
+    chunk_tokens=30,
+    batch_tokens=70,
+    max_new_tokens=20,
+)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray (2 CPUs) for the module; workers import ``tests`` through PYTHONPATH."""
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), old) if p)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+@pytest.fixture(scope="module")
+def garlic_corpora(local_ray, tmp_path_factory):
+    """The GARLIC corpus built sequentially (1 torch thread, as in a 1-CPU Ray worker) and on Ray
+    with 2 workers."""
+    root = tmp_path_factory.mktemp("garlic")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # floats reduce in thread-dependent order
+    try:
+        seq = build_indexes(GARLIC_DOCS, "garlic", root / "seq", use_ray=False, **GARLIC_OPTIONS)
+    finally:
+        torch.set_num_threads(threads)
+    par = build_indexes(GARLIC_DOCS, "garlic", root / "ray", workers=2, **GARLIC_OPTIONS)
+    return root, seq, par
+
+
+def test_garlic_on_ray_equals_sequential(garlic_corpora):
+    root, seq, par = garlic_corpora
+    assert seq.backend == "sequential" and not seq.failed, seq.errors
+    assert par.backend == "ray-local" and par.workers == 2 and not par.failed, par.errors
+    assert set(par.built) == {"kitten", "ducks"}
+    assert len(par.peak_rss_mib) == 2  # each actor built one document
+    files = index_files(root / "ray")
+    assert any(k.endswith("edges.npz") for k in files)
+    assert files == index_files(root / "seq")
+    m = read_corpus_manifest(root / "ray")
+    assert [e.status for e in m.entries.values()] == ["done", "done"]
+    assert all(e.extra["tokens_generated"] > 0 for e in m.entries.values())
+    graphs = load_corpus(root / "ray")
+    assert [g.texts for g in graphs.values()] == [[t] for _, t in GARLIC_DOCS]
+    again = build_indexes(GARLIC_DOCS, "garlic", root / "ray", workers=2, **GARLIC_OPTIONS)
+    assert again.skipped == ("kitten", "ducks") and not again.built
+
+
+def test_garlic_corpus_in_llamaindex(garlic_corpora):
+    pytest.importorskip("llama_index.core")
+    from llamaindex_longctx import GarlicIndex
+
+    root, _, _ = garlic_corpora
+    model, tok = tiny_garlic_lm()
+    index = GarlicIndex.from_corpus(root / "ray", model=model, tokenizer=tok, encoder=hash_embed)
+    assert set(index.index_struct.graphs) == {"kitten", "ducks"}
+    assert set(index.ref_doc_info) == {"kitten", "ducks"}
+    s = index.searcher()
+    assert len(s.graph.ids) == sum(len(g.nodes) for g in load_corpus(root / "ray").values())
+
+
+def test_mixpr_tasks_fail_resume_and_memory(local_ray, tmp_path, docs):
+    bad = ("stop words", "the and of the to a in that it was")
+    first = build_indexes([*docs[:2], bad], "mixpr", tmp_path / "c", workers=2)
+    assert first.backend == "ray-local" and set(first.built) == {d for d, _ in docs[:2]}
+    assert first.failed == ("stop words",) and "ValueError" in first.errors["stop words"]
+    resumed = build_indexes([*docs, bad], "mixpr", tmp_path / "c", workers=2)
+    assert set(resumed.skipped) == {d for d, _ in docs[:2]}
+    assert set(resumed.built) == {d for d, _ in docs[2:]} and resumed.failed == ("stop words",)
+    whole = build_indexes(docs, "mixpr", tmp_path / "whole", use_ray=False)
+    assert len(whole.built) == 4
+    assert index_files(tmp_path / "c") == index_files(tmp_path / "whole")
+    # memory:// lives in the driver: the workers hand their files over
+    out = "memory://longctx-ray-corpus"
+    r = build_indexes(docs[:2], "mixpr", out, workers=2)
+    assert r.backend == "ray-local" and len(r.built) == 2
+    assert [ix.texts[0] for ix in load_corpus(out).values()] == [t for _, t in docs[:2]]
+
+
+def test_garlic_corpus_in_langchain(garlic_corpora):
+    pytest.importorskip("langchain_core")
+    from langchain_longctx import GarlicRetriever
+
+    root, _, _ = garlic_corpora
+    model, tok = tiny_garlic_lm()
+    r = GarlicRetriever.from_corpus(
+        root / "ray", model=model, tokenizer=tok, encoder=hash_embed, metadatas={"ducks": {"x": 1}}
+    )
+    assert [d.id for d in r.documents] == ["kitten", "ducks"]
+    assert r.documents[1].metadata == {"x": 1}
+    assert r.documents[0].page_content == GARLIC_DOCS[0][1]
+    assert r.searcher is not None and len(r.searcher.graph.ids) > 4
