@@ -77,7 +77,8 @@ class SearchResult:
     Attributes
     ----------
     hits : tuple of Passage
-        In document order: by ``source``, then ``start``.
+        In document order: by ``source``, then ``start`` (the order to put them in a prompt);
+        :meth:`by_score` and :meth:`top` give them best first.
     method : str
         ``"mixpr"``, ``"youra"``, ``"mmr"``, ``"fps"``, ``"garlic"``...
     mode : str or None
