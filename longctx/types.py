@@ -8,9 +8,12 @@ objects (LlamaIndex ``NodeWithScore``, LangChain ``Document``) with :func:`hit_m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from longctx.checks import check_int
 
 #: Metadata keys added to every returned node / document, beside the user's own keys (never
 #: replacing them). Offsets are characters of the source text as given (Python ``str`` indices).
@@ -74,7 +77,8 @@ class SearchResult:
     Attributes
     ----------
     hits : tuple of Passage
-        In document order: by ``source``, then ``start``.
+        In document order: by ``source``, then ``start`` (the order to put them in a prompt);
+        :meth:`by_score` and :meth:`top` give them best first.
     method : str
         ``"mixpr"``, ``"youra"``, ``"mmr"``, ``"fps"``, ``"garlic"``...
     mode : str or None
@@ -104,6 +108,36 @@ class SearchResult:
     def __iter__(self):
         return iter(self.hits)
 
+    def by_score(self) -> tuple[Passage, ...]:
+        """The hits, highest score first.
+
+        ``hits`` are in document order (the order to put them in a prompt); this is the order to
+        show them in or to cut a ranking from. Equal scores keep document order; a NaN score
+        goes last.
+
+        Returns
+        -------
+        tuple of Passage
+            The same ``len(self)`` passages, sorted by ``score`` descending.
+        """
+        return tuple(sorted(self.hits, key=_score_key))
+
+    def top(self, n: int) -> tuple[Passage, ...]:
+        """The ``n`` highest-scoring hits, highest first (:meth:`by_score` cut at ``n``).
+
+        Parameters
+        ----------
+        n : int
+            How many hits, ``>= 1``; fewer come back when the result holds fewer.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``n`` is not an int or is below 1.
+        """
+        n = check_int(n, "n", minimum=1)
+        return self.by_score()[:n]
+
     def to_dict(self) -> dict:
         """JSON-ready dict (hits as dicts)."""
         return {
@@ -115,6 +149,12 @@ class SearchResult:
             "trace": [dict(t) for t in self.trace],
             "info": dict(self.info),
         }
+
+
+def _score_key(hit: Passage) -> tuple[bool, float]:
+    """Sort key: higher score first, NaN last (``sorted`` is stable: ties keep their order)."""
+    score = float(hit.score)
+    return (math.isnan(score), 0.0 if math.isnan(score) else -score)
 
 
 def hit_metadata(hit: Passage, method: str, source_id: str | None = None) -> dict:

@@ -419,16 +419,18 @@ def test_youra_baseline_defaults_to_instruction():
     assert args.preset == "paper"
 
 
-# ------------------------------------------------------------------------ README examples
-def _readme_cli_examples() -> list[list[str]]:
-    """The README's "Command line" examples, with the bundled book in place of book.txt."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Command line") :]
-    start = section.index("```bash\n") + 8
+# ---------------------------------------------------------------- command-line guide examples
+def _guide_cli_examples() -> list[list[str]]:
+    """The command-line guide's examples on ``book.txt`` (docs/guide/cli.md), with the bundled
+    book in place of book.txt."""
+    text = (REPO / "docs" / "guide" / "cli.md").read_text(encoding="utf-8")
+    section = text[text.index("`book.txt` is your file") :]
+    start = section.index("```console\n") + 11
     block = section[start : section.index("```", start)]
     examples = []
     for line in block.splitlines():
-        argv = shlex.split(line, comments=True)
+        assert line.startswith("$ "), line
+        argv = shlex.split(line[2:], comments=True)
         assert argv[0] == "longctx", line
         if argv[1] != "retrieve":  # index / ask / bench: every option exists
             build_parser().parse_args(argv[1:])
@@ -439,10 +441,10 @@ def _readme_cli_examples() -> list[list[str]]:
     return examples
 
 
-def test_readme_cli_examples_parse_and_the_mixpr_ones_do_what_they_say(capsys, alice_text):
+def test_guide_cli_examples_parse_and_the_mixpr_ones_do_what_they_say(capsys, alice_text):
     from longctx.tokens import count_tokens
 
-    examples = _readme_cli_examples()
+    examples = _guide_cli_examples()
     assert len(examples) >= 5
     for argv in examples:
         build_parser().parse_args(argv)  # every option of every example exists

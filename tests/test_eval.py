@@ -92,6 +92,18 @@ def test_bench_quick_end_to_end(shared_data, tmp_path, capsys):
     assert all(r["peak_rss_mb"] >= r["base_rss_mb"] > 0 for r in rows)
 
 
+def test_bench_needs_data(tmp_path, capsys, monkeypatch):
+    # no silent default (such as a ../shared/data that happens to be there): --data is required
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "shared")
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--quick"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--data" in err[0] and "required" in err[0]
+    assert not (tmp_path / "shared" / "bench-results").exists()
+
+
 def test_bench_bad_data_is_one_line(tmp_path, capsys):
     assert main(["bench", "--data", str(tmp_path / "missing"), "--quick"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -30,3 +30,26 @@ def test_chained_hits_point_into_the_original_text():
     assert hit_id(src, shifted) == "story#25-33"
     same, src2, chained2 = resolve_hit(inner, "plain", {"title": "x"})
     assert same == inner and src2 == "plain" and not chained2
+
+
+def test_hits_by_score_and_top():
+    import math
+
+    import pytest
+
+    hits = (
+        Passage(0, 4, "a", 0.1, 0),
+        Passage(5, 9, "b", 0.9, 1),
+        Passage(10, 14, "c", math.nan, 2),
+        Passage(15, 19, "d", 0.9, 3),
+        Passage(20, 24, "e", 0.5, 4),
+    )
+    r = SearchResult(hits, "mixpr")
+    assert [h.text for h in r.by_score()] == ["b", "d", "e", "a", "c"]  # ties: document order
+    assert [h.text for h in r.top(2)] == ["b", "d"] and len(r.top(99)) == 5
+    assert r.hits == hits  # the result itself keeps document order
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        r.top(0)
+    with pytest.raises(TypeError, match="n must be an int"):
+        r.top(1.5)
+    assert SearchResult((), "mixpr").by_score() == ()

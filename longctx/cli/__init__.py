@@ -50,7 +50,7 @@ DEFAULT_K = 100
 #: method: a language model is far slower per character than TF-IDF). ``--progress`` forces it.
 PROGRESS_MIN_CHARS = {"mixpr": 200_000, "youra": 10_000, "mmr": 50_000, "fps": 50_000, "garlic": 0}
 
-#: What the character offsets of ``--format json`` count (also in the README).
+#: What the character offsets of ``--format json`` count (also in docs/guide/offsets.md).
 OFFSETS = (
     "characters of the decoded text, line endings kept (\\r\\n is 2 characters), BOM removed: "
     "open(path, encoding=<encoding>, newline='').read()[start:end] == text"

@@ -36,9 +36,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     b.add_argument(
         "--data",
         type=Path,
-        default=Path("../shared/data"),
-        help="data folder (babi/, gutenberg/, squad/, hotpotqa/, narrativeqa_summaries/, "
-        "multilexsum/)",
+        required=True,
+        metavar="FOLDER",
+        help="the benchmark data folder (required; no default): babi/en/, gutenberg/, "
+        "squad/, hotpotqa/, narrativeqa_summaries/, multilexsum/; where each comes from: "
+        "docs/guide/bench.md",
     )
     b.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS), help="tasks to run")
     b.add_argument(
@@ -46,8 +48,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         nargs="+",
         choices=METHOD_NAMES,
         default=list(DEFAULT_METHODS),
-        help="methods to compare (youra is slow on CPU: ~360 tokens/s; garlic builds a graph "
-        "with the LLM per document: minutes each, cached under --cache)",
+        help="methods to compare (youra and garlic run the LLM over every document: slow on "
+        "CPU; garlic's graphs are cached under --cache)",
     )
     b.add_argument(
         "--quick",
@@ -108,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
     from longctx.eval import run as run_bench
 
     if not Path(args.data).is_dir():
-        raise ValueError(f"--data {str(args.data)!r} is not a folder (give the data folder)")
+        raise ValueError(
+            f"--data {str(args.data)!r} is not a folder (give the benchmark data folder: "
+            "babi/en/, gutenberg/, squad/, ...; see docs/guide/bench.md)"
+        )
     if args.questions is not None and args.questions < 1:
         raise ValueError(f"--questions must be >= 1, got {args.questions}")
     if args.garlic_max_tokens < 1:
