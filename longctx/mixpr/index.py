@@ -20,6 +20,11 @@ from longctx.mixpr.graph import similarity_graph
 from longctx.mixpr.router import MODES, KeywordRouter
 from longctx.persist import (
     PersistError,
+    check_dict,
+    check_float_array,
+    check_int_array,
+    check_spans,
+    check_str_list,
     read_arrays,
     read_json,
     read_manifest,
@@ -577,6 +582,406 @@ class MixPRIndex(RetrievalIndex):
         """
         d = Path(path)
         read_manifest(d, kind="mixpr", versions=(cls.FORMAT_VERSION,))
+        cfg_path, arr_path = d / "config.json", d / "arrays.npz"
+        cfg = check_dict(read_json(cfg_path), cfg_path, "config")
+        texts = check_str_list(read_json(d / "texts.json"), d / "texts.json", "texts")
+        vocab = check_str_list(read_json(d / "vocabulary.json"), d / "vocabulary.json", "terms")
+        keys = ("idf", "unit_source", "unit_index", "starts", "ends", "token_counts")
+        arrs = read_arrays(arr_path, keys)
+        S = read_sparse(d / "graph.npz")
+        E = read_sparse(d / "embeddings.npz")
+        cfg = dict(cfg)
+        counter = cfg.pop("token_counter", None)
+        if not isinstance(counter, str) or len(counter) > 200:
+            raise PersistError(f"{str(cfg_path)!r}: field 'token_counter' must be a short str")
+        # indexes saved before these fields existed were built without them
+        cfg.setdefault("stemmer", None)
+        cfg.setdefault("split_lines", True)
+        cfg.setdefault("min_words", None)
+        cfg.setdefault("coverage_power", 0.0)
+        cfg.setdefault("literal_query_weights", False)
+        unknown = sorted(set(cfg) - set(MixPRConfig.__dataclass_fields__))
+        if unknown:
+            raise PersistError(f"{str(cfg_path)!r}: unknown field(s) {unknown[:5]}")
+        cfg["vectorizer_kwargs"] = _loadable_vectorizer_kwargs(
+            cfg.get("vectorizer_kwargs", {}), cfg_path
+        )
+        if isinstance(cfg.get("stop_words"), list):
+            cfg["stop_words"] = tuple(cfg["stop_words"])
+        try:
+            config = MixPRConfig(**cfg)
+        except (TypeError, ValueError) as exc:
+            raise PersistError(f"{str(cfg_path)!r}: {str(exc)[:300]}") from None
+        try:
+            texts = check_texts(texts, "texts.json")
+        except (TypeError, ValueError) as exc:
+            raise PersistError(f"{str(d / 'texts.json')!r}: {str(exc)[:300]}") from None
+        starts = check_int_array(arrs["starts"], arr_path, "starts", minimum=0)
+        n = len(starts)
+        source = check_int_array(arrs["unit_source"], arr_path, "unit_source", n=n, minimum=0)
+        ends = check_int_array(arrs["ends"], arr_path, "ends", n=n, minimum=0)
+        unit_index = check_int_array(arrs["unit_index"], arr_path, "unit_index", n=n, minimum=0)
+        counts = check_int_array(arrs["token_counts"], arr_path, "token_counts", n=n, minimum=0)
+        check_spans(texts, source, starts, ends, arr_path)
+        idf = check_float_array(arrs["idf"], arr_path, "idf", shape=(len(vocab),))
+        if len(set(vocab)) != len(vocab):
+            raise PersistError(f"{str(d / 'vocabulary.json')!r}: field 'terms' has duplicates")
+        if len(idf) and idf.min() <= 0:
+            raise PersistError(f"{str(arr_path)!r}: field 'idf' must be > 0")
+        if S.shape != (n, n) or (S.nnz and S.data.min() < 0):
+            raise PersistError(
+                f"{str(d / 'graph.npz')!r}: graph of shape {S.shape} for {n} units (or negative "
+                "weights)"
+            )
+        if E.shape != (n, len(vocab)):
+            raise PersistError(
+                f"{str(d / 'embeddings.npz')!r}: shape {E.shape}, expected ({n}, {len(vocab)})"
+            )
+        try:
+            vec = config.vectorizer(vocabulary={t: i for i, t in enumerate(vocab)})
+            vec.idf_ = idf.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise PersistError(f"{str(d)!r} holds an inconsistent MixPR index: {exc}") from None
+        arrs = {
+            "unit_source": source,
+            "unit_index": unit_index,
+            "starts": starts,
+            "ends": ends,
+            "token_counts": counts,
+        }
+        return cls(
+            texts,
+            config,
+            vectorizer=vec,
+            unit_source=src,
+            unit_index=idx,
+            starts=starts,
+            ends=ends,
+            token_counts=None,
+            graph=S,
+            embeddings=E,
+            router=router,
+            token_counter_name=name,
+            token_counter=token_counter,
+        )
+
+    def global_pagerank(self) -> np.ndarray:
+        """``(n_units,) float64`` PageRank of the chunk graph (``alpha=0``, query-independent):
+        the scores of global queries and of the fallback. Computed once, on first use, then
+        shared read-only."""
+        if self._global_pr is None:
+            with self._counts_lock:
+                if self._global_pr is None:
+                    pr = self._pagerank_global()
+                    pr.setflags(write=False)
+                    self._global_pr = pr
+        return self._global_pr
+
+    def _pagerank_global(self) -> np.ndarray:
+        n = self.n_units
+        uniform = np.full(n, 1.0 / n)
+        return self._power_iteration(sp.csr_array((n, 0)), None, uniform, alpha=0.0)[:n]
+
+    # -- searching ----------------------------------------------------------------------------
+    def route(self, query: str) -> str:
+        """``"local"`` or ``"global"`` for ``query``, as the router decides (logged at INFO)."""
+        chunks = _LazyTexts(self._texts, self.unit_source, self.starts, self.ends)
+        mode = self.router(query, chunks)
+        if mode not in ("local", "global"):
+            raise RuntimeError(f"router returned {mode!r}, expected 'local' or 'global'")
+        logger.info("MixPR router: %s for query %.80r", mode, query)
+        return mode
+
+    def score(self, query: str, mode: str = "auto") -> tuple[np.ndarray, str, dict]:
+        """Scores of every unit for ``query``: ``(scores (n_units,) float64, mode used, timings)``.
+
+        ``mode`` used is ``"local"``, ``"global"`` or ``"global-fallback"`` (local asked, but no
+        chunk passes ``query_threshold``: PageRank is used and the fallback logged).
+        """
+        check_text(query, "query")
+        check_choice(mode, "mode", MODES)
+        timings = {}
+        t0 = time.perf_counter()
+        if mode == "auto":
+            mode = self.route(query)
+            timings["route"] = time.perf_counter() - t0
+        if mode == "global":
+            t0 = time.perf_counter()
+            pr = self.global_pagerank().copy()  # computed on the first global query, then reused
+            timings["rank"] = time.perf_counter() - t0
+            return pr, mode, timings
+        t0 = time.perf_counter()
+        cfg = self.config
+        qchunks = [query[a:b] for a, b in cfg.chunk(query)]
+        if not qchunks:
+            qchunks = [query]
+        Eq, Q = self._query_vectors(qchunks)
+        thr = self.config.effective_query_threshold
+        # (n, m) query-chunk similarities: only the columns of the query's terms are read.
+        terms = np.unique(Eq.indices)
+        Et = sp.csc_array(self._E_by_term[:, terms], dtype=np.float64)
+        if cfg.literal_query_weights:
+            Et = self._reweight_query_terms(Et, terms)
+        Eqt = Eq[:, terms]
+        B = sp.csr_array(Et @ sp.csr_array(Eqt, dtype=np.float64).T)
+        B.data[B.data < thr] = 0.0
+        B.eliminate_zeros()
+        if cfg.coverage_power and B.nnz:
+            B = self._weigh_by_coverage(B, Et, Eqt)
+        timings["embed_query"] = time.perf_counter() - t0
+        if B.nnz == 0:
+            logger.info(
+                "MixPR: no chunk reaches query_threshold=%.3g for query %.80r; "
+                "using PageRank (global mode)",
+                thr,
+                query,
+            )
+            return self.global_pagerank().copy(), "global-fallback", timings
+        t0 = time.perf_counter()
+        Q = np.where(Q >= thr, Q, 0.0)
+        m = len(qchunks)
+        p_query = _personalization(m, qchunks)
+        n = self.n_units
+        if self.config.personalization == "similarity":
+            # restart over the chunks by their similarity to the query; the query is no node
+            # of the walk (it would be a hub joining every chunk that shares a query term)
+            w = B @ p_query
+            if w.sum() <= 0:  # the restart query chunk itself links nowhere
+                w = np.asarray(B.sum(axis=1)).ravel()
+            pi = self._power_iteration(
+                sp.csr_array((n, 0)), None, w / w.sum(), alpha=self.config.alpha_local
+            )
+        else:
+            p = np.concatenate([np.zeros(n), p_query])
+            pi = self._power_iteration(B, Q, p, alpha=self.config.alpha_local)
+        timings["rank"] = time.perf_counter() - t0
+        return np.ascontiguousarray(pi[:n]), "local", timings
+
+    def _reweight_query_terms(self, Et: sp.csc_array, terms: np.ndarray) -> sp.csc_array:
+        """The chunks' weights of the query's terms as the paper-literal pipeline has them.
+
+        There the query is one more document, so each query term's document frequency is one
+        higher and its IDF lower; every chunk holding it gets that column scaled by
+        ``idf' / idf`` and its row re-normalized (the other terms' IDF shift, ``~1/n``, is
+        negligible). Only the query terms' columns (``Et``, ``(n, t)``) are touched; the
+        chunk-chunk graph keeps the text's own IDF.
+        """
+        vec = self._vectorizer
+        if not vec.use_idf or Et.nnz == 0:
+            return Et
+        n = self.n_units
+        idf = vec.idf_[terms]
+        if vec.smooth_idf:
+            df = (1 + n) / np.exp(idf - 1) - 1
+            new = np.log((2 + n) / (2 + df)) + 1.0
+        else:
+            df = n / np.exp(idf - 1)
+            new = np.log((n + 1) / (df + 1)) + 1.0
+        ratio = new / idf
+        Et = Et.copy()
+        rows = Et.indices
+        cols = np.repeat(np.arange(len(terms)), np.diff(Et.indptr))
+        old = Et.data
+        # squared row norms change by sum over the query terms of w^2 (r^2 - 1)
+        delta = np.bincount(rows, weights=old * old * (ratio[cols] ** 2 - 1.0), minlength=n)
+        if vec.norm == "l2":  # unit rows: the new norm follows from the changed weights alone
+            norm = np.sqrt(np.maximum(1.0 + delta, 1e-12))
+            Et.data = old * ratio[cols] / norm[rows]
+        else:
+            Et.data = old * ratio[cols]
+        return Et
+
+    def _weigh_by_coverage(self, B: sp.csr_array, Et, Eqt) -> sp.csr_array:
+        """``B[i, j] * coverage[i, j] ** coverage_power``: ``coverage[i, j]`` is the share of
+        query chunk ``j``'s TF-IDF weight (L1) on the terms that chunk ``i`` holds."""
+        hits = sp.csc_array(Et, copy=True)
+        hits.data[:] = 1.0
+        matched = sp.csr_array(hits @ sp.csr_array(Eqt, dtype=np.float32).T, dtype=np.float64)
+        total = np.asarray(Eqt.sum(axis=1), dtype=np.float64).ravel()
+        cov = matched.multiply(1.0 / np.where(total > 0, total, 1.0)[None, :])
+        cov = sp.csr_array(cov)
+        cov.data = np.clip(cov.data, 0.0, 1.0) ** self.config.coverage_power
+        return sp.csr_array(B.multiply(cov))
+
+    def _query_vectors(self, qchunks: list[str]) -> tuple[sp.csr_array, np.ndarray]:
+        """TF-IDF rows of the query chunks as the paper-literal pipeline weighs them, had the
+        query been one more document of the corpus: IDF with ``n + 1`` documents and the query
+        counted in its own terms' document frequency, and terms unseen in the text kept in the
+        L2 norm (they match no chunk, but a query full of them is less similar to every chunk).
+
+        Returns ``(Eq (m, V) float32 CSR over the fitted vocabulary, Q (m, m) float64 query-query
+        cosine similarities)``.
+        """
+        vec = self._vectorizer
+        analyzer = vec.build_analyzer()
+        vocab = vec.vocabulary_
+        n = self.n_units
+        use_idf, smooth = vec.use_idf, vec.smooth_idf
+        if use_idf:
+            idf = vec.idf_
+            # document frequencies recovered from the fitted IDF (smooth: ln((1+n)/(1+df)) + 1)
+            df = (1 + n) / np.exp(idf - 1) - 1 if smooth else n / np.exp(idf - 1)
+        weights = []
+        for chunk in qchunks:
+            tf = Counter(analyzer(chunk))
+            w = {}
+            for term, count in tf.items():
+                c = 1.0 if vec.binary else float(count)
+                if vec.sublinear_tf:
+                    c = 1.0 + np.log(c)
+                if use_idf:
+                    j = vocab.get(term)
+                    d = (df[j] if j is not None else 0.0) + 1.0  # the query is a document too
+                    c *= (np.log((2 + n) / (1 + d)) if smooth else np.log((n + 1) / d)) + 1.0
+                w[term] = c
+            norm = np.sqrt(sum(v * v for v in w.values())) or 1.0
+            weights.append({t: v / norm for t, v in w.items()})
+        m = len(qchunks)
+        rows, cols, vals = [], [], []
+        for i, w in enumerate(weights):
+            for term, v in w.items():
+                j = vocab.get(term)
+                if j is not None:
+                    rows.append(i)
+                    cols.append(j)
+                    vals.append(v)
+        Eq = sp.csr_array((vals, (rows, cols)), shape=(m, len(vocab)), dtype=np.float32)
+        Q = np.array(
+            [[sum(v * wj.get(t, 0.0) for t, v in wi.items()) for wj in weights] for wi in weights]
+        )
+        return Eq, Q
+
+    def _power_iteration(self, B, Q, p, alpha: float) -> np.ndarray:
+        """Personalized PageRank (eq. 2, networkx conventions as :func:`personalized_pagerank`)
+        on the bordered graph ``[[S, B], [B^T, Q]]``, matrix-free."""
+        S = self._S
+        n = S.shape[0]
+        m = B.shape[1]
+        N = n + m
+        Bsum_rows = np.asarray(B.sum(axis=1)).ravel() if m else np.zeros(n)
+        col_c = self._colsum + Bsum_rows
+        col_q = (np.asarray(B.sum(axis=0)).ravel() + Q.sum(axis=0)) if m else np.zeros(0)
+        col = np.concatenate([col_c, col_q])
+        inv = np.divide(1.0, col, out=np.zeros_like(col), where=col > 0)
+        dangling = col == 0
+        x = np.full(N, 1.0 / N)
+        damping = 1.0 - alpha
+        restart = alpha * p
+        for _ in range(self.config.max_iter):
+            x_last = x
+            v = x_last * inv
+            y = np.empty(N)
+            y[:n] = S @ v[:n].astype(np.float32)
+            if m:
+                y[:n] += B @ v[n:]
+                y[n:] = B.T @ v[:n] + Q @ v[n:]
+            if dangling.any():
+                y += x_last[dangling].sum() * p
+            x = damping * y + restart
+            if np.abs(x - x_last).sum() < N * self.config.tol:
+                break
+        return x
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        token_budget: int | None = None,
+        mode: str = "auto",
+    ) -> SearchResult:
+        """The best chunks for ``query``, in document order (by source, then position).
+
+        Parameters
+        ----------
+        query : str, non-empty
+        k : int >= 1, optional
+            Number of chunks (100 by default, as in the paper, when no ``token_budget``).
+        token_budget : int >= 1, optional
+            Most tokens of the selection, as counted at build time (``token_counter``).
+        mode : {"auto", "local", "global"}
+            ``"auto"`` asks the router.
+
+        Returns
+        -------
+        SearchResult
+            ``hits``: :class:`Passage` with ``score`` the PageRank probability, ``index`` the
+            chunk's position in ``chunk_words`` of its text, ``source`` the text's position;
+            ``mode``: ``"local"``, ``"global"`` or ``"global-fallback"``; ``timings`` in seconds.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Empty query, unknown mode, bad sizes (checked before any work).
+        longctx.selection.BudgetTooSmallError
+            (a ``ValueError``) If ``token_budget`` is smaller than the shortest chunk.
+        """
+        check_text(query, "query")
+        check_choice(mode, "mode", MODES)
+        k, token_budget = check_size(k, token_budget, default_k=100)
+        if token_budget is not None:  # before any scoring: no chunk would fit
+            check_budget_fits(token_budget, self.token_counts)
+        scores, used, timings = self.score(query, mode)
+        t0 = time.perf_counter()
+        if token_budget is not None:
+            idx = select_top(scores, token_budget=token_budget, token_counts=self.token_counts)
+            budget = {"token_budget": token_budget, "unit": self.token_counter_name}
+        else:
+            idx = select_top(scores, k=k)
+            budget = {"k": k}
+        hits = tuple(self._hit(int(i), float(scores[i])) for i in idx.tolist())
+        timings["select"] = time.perf_counter() - t0
+        return SearchResult(hits, self.method, used, timings, budget)
+
+    def _hit(self, i: int, score: float) -> Passage:
+        d, a, b = int(self.unit_source[i]), int(self.starts[i]), int(self.ends[i])
+        return Passage(a, b, self._texts[d][a:b], score, int(self.unit_index[i]), d)
+
+    def units(self) -> list[Passage]:
+        """Every unit (chunk) of the index in document order, with score 0."""
+        return [self._hit(i, 0.0) for i in range(self.n_units)]
+
+    # -- persistence --------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the index to directory ``path``: ``config.json`` (settings), ``texts.json``,
+        ``vocabulary.json`` (terms by column), ``arrays.npz`` (IDF, unit offsets, token counts),
+        ``graph.npz`` and ``embeddings.npz`` (scipy.sparse). The router is not saved."""
+        vocab = self._vectorizer.get_feature_names_out().tolist()
+        write_dir(
+            path,
+            kind="mixpr",
+            version=self.FORMAT_VERSION,
+            json_files={
+                "config": {**self.config.to_dict(), "token_counter": self.token_counter_name},
+                "texts": list(self._texts),
+                "vocabulary": vocab,
+            },
+            arrays={
+                "arrays": {
+                    "idf": self._vectorizer.idf_,
+                    "unit_source": self.unit_source,
+                    "unit_index": self.unit_index,
+                    "starts": self.starts,
+                    "ends": self.ends,
+                    "token_counts": self.token_counts,
+                }
+            },
+            sparse={"graph": self._S, "embeddings": self._E_by_term.tocsr()},
+        )
+
+    @classmethod
+    def load(cls, path, *, router=None) -> MixPRIndex:
+        """Read an index written by :meth:`save` (pass the ``router`` again if it was not the
+        default keyword router).
+
+        Raises
+        ------
+        PersistError
+            A missing, truncated or damaged file (named), another index kind or format version,
+            or files that do not fit together.
+        """
+        d = Path(path)
+        read_manifest(d, kind="mixpr", versions=(cls.FORMAT_VERSION,))
         cfg = read_json(d / "config.json")
         texts = read_json(d / "texts.json")
         vocab = read_json(d / "vocabulary.json")
@@ -622,6 +1027,44 @@ class MixPRIndex(RetrievalIndex):
             router=router,
             token_counter_name=counter,
         )
+
+
+#: ``TfidfVectorizer`` arguments a saved config may set (checked on load): arguments such as
+#: ``input="filename"`` (the query read as a file name), ``token_pattern`` (a regular expression
+#: run on every query) or ``dtype`` are refused from a file; pass them to ``from_texts``.
+LOADABLE_VECTORIZER_KWARGS = {
+    "ngram_range": "pair",
+    "min_df": "number",
+    "max_df": "number",
+    "max_features": "int",
+    "lowercase": "bool",
+    "binary": "bool",
+    "smooth_idf": "bool",
+    "use_idf": "bool",
+}
+
+
+def _loadable_vectorizer_kwargs(kw, path) -> dict:
+    if not isinstance(kw, dict):
+        raise PersistError(f"{str(path)!r}: field 'vectorizer_kwargs' must be an object")
+    out = {}
+    for key, v in kw.items():
+        kind = LOADABLE_VECTORIZER_KWARGS.get(key)
+        ok = {
+            "pair": isinstance(v, list)
+            and len(v) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 8 for x in v),
+            "number": isinstance(v, (int, float)) and not isinstance(v, bool),
+            "int": v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+            "bool": isinstance(v, bool),
+        }.get(kind, False)
+        if not ok:
+            raise PersistError(
+                f"{str(path)!r}: field 'vectorizer_kwargs.{str(key)[:40]}' is not allowed in a "
+                "saved index or has a bad value"
+            )
+        out[key] = tuple(v) if kind == "pair" else v
+    return out
 
 
 def _stage_bar(progress: bool, total: int, desc: str):
