@@ -34,9 +34,11 @@ import math
 import numbers
 import os
 import shutil
+import struct
 import tempfile
 import threading
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -432,6 +434,25 @@ def _check_npz_headers(p: Path, zf: zipfile.ZipFile) -> None:
             )
 
 
+#: What a damaged zip archive can raise from ``zipfile`` / ``zlib`` / ``numpy.load`` (an unknown
+#: compression method is a NotImplementedError, an "encrypted" flag a RuntimeError).
+_ZIP_ERRORS = (
+    OSError,
+    ValueError,
+    zipfile.BadZipFile,
+    EOFError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    MemoryError,
+    NotImplementedError,
+    RuntimeError,
+    zlib.error,
+    struct.error,
+)
+
+
 def _open_npz(p: Path) -> dict[str, np.ndarray]:
     if not p.is_file():
         if not p.exists():
@@ -446,7 +467,7 @@ def _open_npz(p: Path) -> dict[str, np.ndarray]:
         raise PersistError(f"{str(p)!r} is missing") from None
     except PersistError:
         raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, MemoryError) as exc:
+    except _ZIP_ERRORS as exc:
         raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
 
 
