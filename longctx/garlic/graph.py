@@ -260,6 +260,8 @@ def _check_graph_json(data, gpath: str):
     texts = check_str_list(data["texts"], gpath, "texts")
     raw_nodes, batches = data["nodes"], data["batches"]
     info = check_dict(data["info"], gpath, "info")
+    if "config" in info:
+        check_dict(info["config"], gpath, "info.config")
     if not isinstance(raw_nodes, list):
         raise PersistError(f"{gpath!r}: field 'nodes' must be a list")
     if not isinstance(batches, list):

@@ -86,3 +86,25 @@ def test_bad_retriever_settings_are_persist_errors(tmp_path):
     p.write_text(json.dumps({**s, "evil": 1}))
     with pytest.raises(PersistError, match="retriever.json"):
         MixPRRetriever.from_persist_dir(tmp_path)
+
+
+def test_folders_of_the_old_layout_still_load(tmp_path):
+    from llama_index.core.storage.docstore.utils import doc_to_json
+
+    from longctx.persist import write_dir
+
+    r = MixPRRetriever.from_documents(DOCS, similarity_top_k=2)
+    d = tmp_path / "old"
+    settings = {"similarity_top_k": 2, "token_budget": None, "mode": "auto", "chunk_nodes": True}
+    write_dir(
+        d,
+        kind="llamaindex.mixpr_retriever",
+        version=1,
+        json_files={"retriever": settings, "nodes": [doc_to_json(n) for n in DOCS]},
+    )
+    r.index.save(d / "index")  # longctx 0.1 wrote the index beside, unlisted
+    loaded = MixPRRetriever.from_persist_dir(d)
+    q = QueryBundle("Where did Bob sail?")
+    assert [n.node.get_content() for n in loaded.retrieve(q)] == [
+        n.node.get_content() for n in r.retrieve(q)
+    ]
