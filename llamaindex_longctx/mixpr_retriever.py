@@ -204,6 +204,12 @@ class MixPRRetriever(BaseRetriever):
         unknown = set(settings) - {"similarity_top_k", "token_budget", "mode", "chunk_nodes"}
         if unknown:
             raise PersistError(f"{str(rpath)!r}: unknown field(s) {sorted(unknown)[:5]}")
+        types = {"similarity_top_k": int, "token_budget": (int, type(None)), "mode": str}
+        for key, kind in {**types, "chunk_nodes": bool}.items():
+            v = settings.get(key)
+            bad = not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool)
+            if key in settings and bad:
+                raise PersistError(f"{str(rpath)!r}: field {key!r} has a bad type")
         raw = read_json(npath)
         if not isinstance(raw, list):
             raise PersistError(f"{str(npath)!r} must hold a list of nodes")
@@ -230,6 +236,16 @@ class MixPRRetriever(BaseRetriever):
                 f"{str(npath)!r}: the nodes' texts are not the texts of the saved index "
                 f"{str(d / 'index')!r} (reordered or edited)"
             )
+        if index is not None and not settings.get("chunk_nodes", True):
+            whole = (
+                index.n_units == len(with_text)
+                and not index.starts.any()
+                and [int(e) for e in index.ends] == [len(t) for t in with_text]
+            )
+            if not whole:
+                raise PersistError(
+                    f"{str(rpath)!r}: field 'chunk_nodes' is false but the saved index is chunked"
+                )
         try:
             return cls(nodes=nodes, **{**settings, **kwargs}, _index=index)
         except (TypeError, ValueError) as exc:

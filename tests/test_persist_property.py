@@ -17,7 +17,13 @@ from longctx.diversity import DiversityIndex
 from longctx.garlic import HWDAG
 from longctx.mixpr import MixPRIndex
 from longctx.persist import PersistError
-from tests._persist_helpers import diversity_index, garlic_graph, hash_encoder, mixpr_index
+from tests._persist_helpers import (
+    TEXTS,
+    diversity_index,
+    garlic_graph,
+    hash_encoder,
+    mixpr_index,
+)
 
 QUERY = "Where did the cat sit?"
 
@@ -40,7 +46,20 @@ def saved(tmp_path_factory):
     mixpr_index().save(root / "mixpr")
     diversity_index().save(root / "diversity")
     garlic_graph().save(root / "garlic")
+    _retriever().persist(root / "llamaindex")
     return root
+
+
+def _docs():
+    from llama_index.core.schema import Document
+
+    return [Document(text=t, id_=f"doc{i}") for i, t in enumerate(TEXTS)]
+
+
+def _retriever():
+    from llamaindex_longctx import MixPRRetriever
+
+    return MixPRRetriever.from_documents(_docs(), similarity_top_k=4)
 
 
 def _paths(obj, path=()):
@@ -62,7 +81,11 @@ def _replace(obj, path, value):
 
 
 def _damage(d: Path, data) -> str:
-    files = sorted(p.name for p in d.iterdir())
+    if (d / "longctx_mixpr").is_dir():  # a LlamaIndex persist folder: damage the retriever's
+        d = d / "longctx_mixpr"
+        if data.draw(st.booleans(), label="in the index"):
+            d = d / "index"
+    files = sorted(p.name for p in d.iterdir() if p.is_file())
     name = data.draw(st.sampled_from(files), label="file")
     p = d / name
     raw = p.read_bytes()
@@ -91,6 +114,18 @@ def _check(kind: str, d: Path) -> None:
         index = DiversityIndex.load(d, encoder=hash_encoder())
         hits = index.search(QUERY, token_budget=40).hits
         texts = index.texts
+    elif kind == "llamaindex":
+        from llama_index.core.schema import QueryBundle
+
+        from llamaindex_longctx import MixPRRetriever
+        from longctx.types import META_END, META_SOURCE_ID, META_START
+
+        originals = {n.node_id: n.text for n in _docs()}
+        for n in MixPRRetriever.from_persist_dir(d).retrieve(QueryBundle(QUERY)):
+            m = n.node.metadata
+            src = originals[m[META_SOURCE_ID]]
+            assert src[m[META_START] : m[META_END]] == n.node.get_content()
+        return
     else:
         graph = HWDAG.load(d)
         for node in graph.nodes:
@@ -101,7 +136,7 @@ def _check(kind: str, d: Path) -> None:
         assert h.text == texts[h.source][h.start : h.end]
 
 
-@pytest.mark.parametrize("kind", ["mixpr", "diversity", "garlic"])
+@pytest.mark.parametrize("kind", ["mixpr", "diversity", "garlic", "llamaindex"])
 @settings(
     max_examples=40,
     deadline=None,
