@@ -411,3 +411,25 @@ def test_every_kind_refuses_a_foreign_directory(tmp_path):
         with pytest.raises(PersistError, match="manifest.json"):
             cls.load(d)
     shutil.rmtree(d)
+
+
+def _save_many(path: str, seed: int) -> None:
+    index = mixpr_index() if seed % 2 else MixPRIndex.from_texts(["Another text. Two lines."])
+    for _ in range(15):
+        index.save(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_concurrent_saves_from_processes_leave_one_complete_index(tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    d = tmp_path / "shared"
+    procs = [ctx.Process(target=_save_many, args=(str(d), i)) for i in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert MixPRIndex.load(d).n_units > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]
