@@ -285,14 +285,16 @@ def write_dir(
                 except BaseException:
                     old.rename(final)  # put the previous index back
                     raise
-                _remove_index(old)
+                try:
+                    _remove_index(old)
+                except OSError as exc:  # the new index is in place: keep it, say what is left
+                    logger.warning("could not remove the previous index at %s: %s", old, exc)
             else:
                 if final.is_dir():
                     final.rmdir()  # empty
                 tmp.rename(final)
     except BaseException:
         if tmp.exists():
-            _remove_index(tmp)
             shutil.rmtree(tmp, ignore_errors=True)  # our own temporary directory
         raise
     return final
