@@ -328,7 +328,12 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
                 if not ids:
                     raise ValueError("GarlicIndex holds no documents")
                 self._check_encoder()
-                graphs = [SearchGraph.from_dict(self._index_struct.graphs[i]) for i in ids]
+                graphs = [
+                    SearchGraph.from_dict(
+                        self._index_struct.graphs[i], source_text=self._source_text(i)
+                    )
+                    for i in ids
+                ]
                 self._resolve_model()
                 s = GarlicSearcher(
                     merge_graphs(graphs, ids),
@@ -340,6 +345,12 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
                 s.node_ids = ids
                 self._searcher = s
             return s
+
+    def _source_text(self, node_id: str) -> str | None:
+        """The text a document's graph was built from (its index node in the docstore), against
+        which the graph's level-1 texts are checked; ``None`` when the docstore lacks it."""
+        node = self.docstore.get_node(node_id, raise_error=False)
+        return None if node is None else node.get_content()
 
     def search(self, query: str, **kwargs: Any) -> SearchResult:
         """One Dynamic Graph Search (see ``GarlicSearcher.search``)."""

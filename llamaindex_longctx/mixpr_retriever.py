@@ -182,14 +182,26 @@ class MixPRRetriever(BaseRetriever):
 
     # -- persistence --------------------------------------------------------------------------
     def persist(self, persist_dir: str | os.PathLike) -> None:
-        """Save the nodes, the settings and the built index under ``persist_dir`` (JSON and
-        ``.npz``, no pickle). The router is not saved: pass it again to :meth:`from_persist_dir`."""
+        """Save the nodes, the settings and the built index into ``persist_dir/longctx_mixpr/``
+        (JSON and ``.npz``, no pickle), beside whatever else is in ``persist_dir`` (a
+        ``StorageContext``'s ``docstore.json``, ``index_store.json``... stay untouched). The
+        router is not saved: pass it again to :meth:`from_persist_dir`.
+
+        Raises
+        ------
+        longctx.persist.SaveTargetError
+            ``persist_dir/longctx_mixpr`` exists and is not a saved MixPR retriever (nothing is
+            changed then).
+        """
         from llama_index.core.storage.docstore.utils import doc_to_json
 
-        d = Path(persist_dir)
+        from longctx.persist import text_digest
+
+        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in self._nodes]
+        index = self._index
         write_dir(
-            d,
-            kind="llamaindex.mixpr_retriever",
+            Path(persist_dir) / PERSIST_SUBDIR,
+            kind=_PERSIST_KIND,
             version=1,
             json_files={
                 "retriever": {
@@ -197,34 +209,95 @@ class MixPRRetriever(BaseRetriever):
                     "token_budget": self.token_budget,
                     "mode": self.mode,
                     "chunk_nodes": self.chunk_nodes,
+                    "node_ids": [n.node_id for n in self._nodes],
+                    "text_sha256": [text_digest(t) for t in texts],
                 },
                 "nodes": [doc_to_json(n) for n in self._nodes],
             },
+            subdirs={"index": index.save} if index is not None else {},
         )
-        if self._index is not None:
-            self._index.save(d / "index")
 
     @classmethod
     def from_persist_dir(
         cls, persist_dir: str | os.PathLike, *, router=None, **kwargs
     ) -> MixPRRetriever:
-        """Load a retriever saved with :meth:`persist` (nothing is rebuilt).
+        """Load a retriever saved with :meth:`persist` (nothing is rebuilt). Reads
+        ``persist_dir/longctx_mixpr/`` (or ``persist_dir`` itself, the layout of longctx 0.1).
+        Every node is checked against the saved ids and text digests and against the index's
+        texts, so a reordered or edited ``nodes.json`` cannot attribute a text to another node.
 
         Raises
         ------
         PersistError
-            A missing, damaged or foreign file, named.
+            A missing, damaged, foreign or inconsistent file, named.
         """
         from llama_index.core.storage.docstore.utils import json_to_doc
 
-        from longctx.persist import read_manifest
+        from longctx.persist import read_manifest, text_digest
 
         d = Path(persist_dir)
-        read_manifest(d, kind="llamaindex.mixpr_retriever", versions=(1,))
-        settings = read_json(d / "retriever.json")
+        if (d / PERSIST_SUBDIR).is_dir():
+            d = d / PERSIST_SUBDIR
+        read_manifest(d, kind=_PERSIST_KIND, versions=(1,))
+        rpath, npath = d / "retriever.json", d / "nodes.json"
+        settings = read_json(rpath)
+        if not isinstance(settings, dict):
+            raise PersistError(f"{str(rpath)!r} must hold an object")
+        settings = dict(settings)
+        ids, digests = settings.pop("node_ids", None), settings.pop("text_sha256", None)
+        unknown = set(settings) - {"similarity_top_k", "token_budget", "mode", "chunk_nodes"}
+        if unknown:
+            raise PersistError(f"{str(rpath)!r}: unknown field(s) {sorted(unknown)[:5]}")
+        types = {"similarity_top_k": int, "token_budget": (int, type(None)), "mode": str}
+        for key, kind in {**types, "chunk_nodes": bool}.items():
+            v = settings.get(key)
+            bad = not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool)
+            if key in settings and bad:
+                raise PersistError(f"{str(rpath)!r}: field {key!r} has a bad type")
+        raw = read_json(npath)
+        if not isinstance(raw, list):
+            raise PersistError(f"{str(npath)!r} must hold a list of nodes")
         try:
-            nodes = [json_to_doc(x) for x in read_json(d / "nodes.json")]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PersistError(f"{str(d / 'nodes.json')!r} is damaged: {exc}") from None
+            nodes = [json_to_doc(x) for x in raw]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PersistError(f"{str(npath)!r} is damaged: {str(exc)[:200]}") from None
+        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+        if ids is not None or digests is not None:
+            if ids != [n.node_id for n in nodes]:
+                raise PersistError(
+                    f"{str(npath)!r}: field 'id_': the node ids differ from those saved in "
+                    "retriever.json (reordered or edited)"
+                )
+            if digests != [text_digest(t) for t in texts]:
+                raise PersistError(
+                    f"{str(npath)!r}: field 'text': a node text differs from the one saved "
+                    "(edited or forged)"
+                )
         index = MixPRIndex.load(d / "index", router=router) if (d / "index").exists() else None
-        return cls(nodes=nodes, **{**settings, **kwargs}, _index=index)
+        with_text = [t for t in texts if t.strip()]
+        if (list(index.texts) if index is not None else []) != with_text:
+            raise PersistError(
+                f"{str(npath)!r}: the nodes' texts are not the texts of the saved index "
+                f"{str(d / 'index')!r} (reordered or edited)"
+            )
+        if index is not None and not settings.get("chunk_nodes", True):
+            whole = (
+                index.n_units == len(with_text)
+                and not index.starts.any()
+                and [int(e) for e in index.ends] == [len(t) for t in with_text]
+            )
+            if not whole:
+                raise PersistError(
+                    f"{str(rpath)!r}: field 'chunk_nodes' is false but the saved index is chunked"
+                )
+        try:
+            return cls(nodes=nodes, **{**settings, **kwargs}, _index=index)
+        except (TypeError, ValueError) as exc:
+            if kwargs:
+                raise
+            raise PersistError(f"{str(rpath)!r}: {str(exc)[:200]}") from None
+
+
+#: Sub-folder of a persist folder that holds the retriever (the framework's files stay beside it).
+PERSIST_SUBDIR = "longctx_mixpr"
+_PERSIST_KIND = "llamaindex.mixpr_retriever"

@@ -17,6 +17,7 @@ _LAZY = {
     "METADATA_KEYS": "longctx.types",
     "RetrievalIndex": "longctx.index",
     "PersistError": "longctx.persist",
+    "SaveTargetError": "longctx.persist",
     "split_sentences": "longctx.text",
     "chunk_words": "longctx.text",
     "count_tokens": "longctx.tokens",

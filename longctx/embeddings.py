@@ -192,7 +192,9 @@ class SentenceTransformerEncoder(Encoder):
     Parameters
     ----------
     model : str, optional
-        Local model path or cached name; default all-MiniLM-L6-v2 (:func:`default_model_path`).
+        Local model path or name already in the Hugging Face cache (loaded with
+        ``local_files_only=True``: nothing is downloaded); default all-MiniLM-L6-v2
+        (:func:`default_model_path`).
     device : str, optional
         ``"cpu"``, ``"cuda"``, ...; default cuda when available, else cpu.
     batch_size : int, default 64
@@ -233,7 +235,10 @@ class SentenceTransformerEncoder(Encoder):
                 from sentence_transformers import SentenceTransformer
 
                 with quiet_hf_loading():
-                    _MODEL_CACHE[key] = SentenceTransformer(path, device=device)
+                    # never a download: a local folder or a name already in the HF cache
+                    _MODEL_CACHE[key] = SentenceTransformer(
+                        path, device=device, local_files_only=True
+                    )
         return _MODEL_CACHE[key]
 
     def _embed_documents(self, texts):

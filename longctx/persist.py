@@ -3,40 +3,202 @@
 Layout of an index directory::
 
     DIR/manifest.json   {"format": "longctx.<kind>", "format_version": N, "longctx_version": ...,
-                         "files": [...], ...}   written last, so a half-written directory has none
+                         "files": [...], "dirs": [...], ...}   written last
     DIR/<name>.json     JSON documents (configuration, vocabularies, node texts)
     DIR/<name>.npz      numpy arrays (``allow_pickle=False``) or one scipy.sparse matrix
+    DIR/<sub>/          a nested index (its own manifest), listed in ``"dirs"``
 
-Every loading error is a :class:`PersistError` (a ``ValueError``) naming the file and saying what
-is wrong: missing, truncated or damaged, written for another kind of index, or by another format
-version.
+**Saving** (:func:`write_dir`) never deletes or replaces anything it did not write: the target
+must be missing, an empty directory, or a longctx index of the same kind; anything else (a file,
+a directory holding other files) is a :class:`SaveTargetError` and stays untouched. The index is
+written into a temporary sibling and renamed into place; an index it replaces is moved aside
+first and only the files its manifest lists are deleted afterwards. Saves to one directory are
+serialized (an advisory lock on the parent directory, and a lock per path within a process).
+
+**Loading** treats every file as untrusted input: JSON files are size-limited
+(:data:`MAX_JSON_BYTES`) and depth-limited (:data:`MAX_JSON_DEPTH`), ``NaN`` / ``Infinity`` are
+refused, every ``.npy`` header inside an ``.npz`` is read and its shape x itemsize checked
+against the stored size and :data:`MAX_ARRAY_BYTES` before any allocation, only numeric dtypes
+are accepted, sparse matrices are fully checked (index ranges, ``indptr`` order). The
+``check_*`` helpers below validate loaded values. Every loading error is a :class:`PersistError`
+(a ``ValueError``) naming the file and, where it applies, the field.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import logging
+import math
+import numbers
 import os
 import shutil
+import struct
 import tempfile
+import threading
 import zipfile
-from collections.abc import Iterable, Mapping
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+logger = logging.getLogger(__name__)
+
 MANIFEST = "manifest.json"
+
+#: Largest JSON file read (bytes); ``LONGCTX_MAX_JSON_BYTES`` overrides it.
+MAX_JSON_BYTES = int(os.environ.get("LONGCTX_MAX_JSON_BYTES", 1 << 30))
+#: Deepest nesting of lists/dicts accepted in a JSON file.
+MAX_JSON_DEPTH = 64
+#: Largest single array read from an ``.npz`` (bytes); ``LONGCTX_MAX_ARRAY_BYTES`` overrides it.
+MAX_ARRAY_BYTES = int(os.environ.get("LONGCTX_MAX_ARRAY_BYTES", 8 << 30))
+
+_NUMERIC_KINDS = "biuf"
 
 
 class PersistError(ValueError):
     """A saved index cannot be read: the message names the file and the problem."""
 
 
+class SaveTargetError(FileExistsError):
+    """The save target exists and is not a longctx index of the same kind (a file, or a directory
+    holding other files): nothing was written or deleted."""
+
+
 def _dir(path: str | os.PathLike) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     return Path(path)
+
+
+# -- saving -------------------------------------------------------------------------------------
+_PATH_LOCKS: dict[str, threading.Lock] = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _save_lock(final: Path):
+    """Serialize saves to ``final``: a lock per path in this process and an advisory ``flock``
+    on the parent directory across processes (where the platform has one). Nothing is written
+    to disk for the lock."""
+    key = os.path.abspath(final)
+    with _PATH_LOCKS_GUARD:
+        lock = _PATH_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        fd = None
+        try:
+            import fcntl
+
+            fd = os.open(final.parent, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except (ImportError, OSError):  # no flock here (Windows, some network file systems)
+            if fd is not None:
+                os.close(fd)
+            fd = None
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # releases the flock
+
+
+def _manifest_of(d: Path) -> dict | None:
+    """The manifest of directory ``d`` as a dict, or None when it has none readable."""
+    f = d / MANIFEST
+    try:
+        if not f.is_file() or f.stat().st_size > (1 << 20):
+            return None
+        data = json.loads(f.read_text("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _listed(manifest: Mapping) -> tuple[list[str], list[str]]:
+    """Plain names of the files and sub-directories a manifest lists (anything else ignored)."""
+
+    def names(key):
+        v = manifest.get(key, [])
+        if not isinstance(v, list):
+            return []
+        return [x for x in v if isinstance(x, str) and x and x == os.path.basename(x)]
+
+    return [x for x in names("files") if x != MANIFEST], names("dirs")
+
+
+def check_save_target(path: str | os.PathLike, kind: str) -> Path:
+    """Check that ``path`` may be written as a longctx ``kind`` index, before any work.
+
+    ``path`` may be missing, an empty directory, or a longctx index of the same ``kind`` (a
+    directory whose manifest says so and that holds only the files it lists).
+
+    Raises
+    ------
+    SaveTargetError
+        ``path`` is a file, a link, or a directory holding anything else.
+    """
+    final = _dir(path)
+    if final.is_symlink():
+        raise SaveTargetError(
+            f"cannot save a longctx index to {str(final)!r}: it is a symbolic link"
+        )
+    if not final.exists():
+        return final
+    if not final.is_dir():
+        raise SaveTargetError(
+            f"cannot save a longctx index to {str(final)!r}: a file of that name exists (it was "
+            "left untouched); choose a directory path"
+        )
+    entries = {p.name for p in final.iterdir()}
+    if not entries:
+        return final
+    manifest = _manifest_of(final)
+    if manifest is None:
+        raise SaveTargetError(
+            f"cannot save a longctx index to {str(final)!r}: the directory holds files that are "
+            f"not a longctx index ({', '.join(sorted(entries)[:5])}...); nothing was changed. "
+            "Choose a new or empty directory"
+        )
+    if manifest.get("format") != f"longctx.{kind}":
+        raise SaveTargetError(
+            f"cannot save a longctx.{kind} index to {str(final)!r}: it holds a "
+            f"{manifest.get('format')!r} index; nothing was changed. Choose another directory"
+        )
+    files, dirs = _listed(manifest)
+    extra = entries - set(files) - set(dirs) - {MANIFEST}
+    if extra:
+        raise SaveTargetError(
+            f"cannot replace the longctx index at {str(final)!r}: the directory also holds "
+            f"files the index did not write ({', '.join(sorted(extra)[:5])}); nothing was "
+            "changed. Move them away or choose another directory"
+        )
+    return final
+
+
+def _remove_index(d: Path, depth: int = 0) -> None:
+    """Delete an index directory written by :func:`write_dir`: only the files and
+    sub-directories its manifest lists, then the directory if it is empty. Anything else stays
+    (and is logged)."""
+    manifest = _manifest_of(d) or {}
+    files, dirs = _listed(manifest)
+    for name in files:
+        p = d / name
+        if p.is_file() and not p.is_symlink():
+            p.unlink()
+    for name in dirs:
+        p = d / name
+        if p.is_dir() and not p.is_symlink() and depth < 8:
+            _remove_index(p, depth + 1)
+    with contextlib.suppress(FileNotFoundError):
+        (d / MANIFEST).unlink()
+    try:
+        d.rmdir()
+    except OSError:
+        logger.warning("left %s in place: it holds files the index did not write", d)
 
 
 def write_dir(
@@ -48,13 +210,14 @@ def write_dir(
     arrays: Mapping[str, Mapping[str, np.ndarray]] = (),
     sparse: Mapping[str, sp.sparray | sp.spmatrix] = (),
     extra: Mapping[str, Any] | None = None,
+    subdirs: Mapping[str, Callable[[Path], Any]] = (),
 ) -> Path:
-    """Write an index directory atomically (into a temporary sibling, then renamed over ``path``).
+    """Write an index directory atomically (into a temporary sibling, then renamed to ``path``).
 
     Parameters
     ----------
     path : str or PathLike
-        The directory; replaced if it exists.
+        The directory: missing, empty, or a longctx index of the same ``kind`` (replaced).
     kind : str
         Index kind, stored as ``"longctx.<kind>"`` and checked on load.
     version : int
@@ -62,21 +225,33 @@ def write_dir(
     json_files : mapping name -> JSON-serializable object
         Written as ``<name>.json`` (UTF-8).
     arrays : mapping name -> mapping of arrays
-        Written as ``<name>.npz`` (``np.savez``; object arrays are refused).
+        Written as ``<name>.npz`` (``np.savez``, uncompressed; object arrays are refused).
     sparse : mapping name -> scipy sparse matrix
-        Written as ``<name>.npz`` with ``scipy.sparse.save_npz``.
+        Written as ``<name>.npz`` with ``scipy.sparse.save_npz`` (uncompressed).
     extra : mapping, optional
         More manifest entries.
+    subdirs : mapping name -> callable(path)
+        Nested indexes: ``f(tmp / name)`` writes one (e.g. ``index.save``); listed in the
+        manifest's ``"dirs"``.
+
+    Raises
+    ------
+    SaveTargetError
+        (a ``FileExistsError``) ``path`` is a file, a link or a directory that is not a longctx
+        ``kind`` index holding only its own files; checked before anything is written and again
+        before the rename. Nothing is changed then.
     """
     from longctx import __version__
 
-    final = _dir(path)
+    final = check_save_target(path, kind)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
     try:
-        files = []
+        files, dirs = [], []
         for name, obj in dict(json_files).items():
-            (tmp / f"{name}.json").write_text(json.dumps(obj, ensure_ascii=False), "utf-8")
+            (tmp / f"{name}.json").write_text(
+                json.dumps(obj, ensure_ascii=False, allow_nan=False), "utf-8"
+            )
             files.append(f"{name}.json")
         for name, arrs in dict(arrays).items():
             for key, a in arrs.items():
@@ -87,29 +262,45 @@ def write_dir(
         for name, m in dict(sparse).items():
             sp.save_npz(tmp / f"{name}.npz", sp.csr_matrix(m), compressed=False)
             files.append(f"{name}.npz")
+        for name, write in dict(subdirs).items():
+            write(tmp / name)
+            dirs.append(name)
         manifest = {
             "format": f"longctx.{kind}",
             "format_version": int(version),
             "longctx_version": __version__,
             "files": sorted(files),
+            **({"dirs": sorted(dirs)} if dirs else {}),
             **dict(extra or {}),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
-        if final.exists():
-            old = final.with_name(f".{final.name}.old")
-            if old.exists():
-                shutil.rmtree(old)
-            final.rename(old)
-            tmp.rename(final)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(final)
+        with _save_lock(final):
+            check_save_target(final, kind)  # again: another save or the user may have been faster
+            if final.is_dir() and any(final.iterdir()):
+                old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
+                old.rmdir()  # a fresh unique name for the rename
+                final.rename(old)
+                try:
+                    tmp.rename(final)
+                except BaseException:
+                    old.rename(final)  # put the previous index back
+                    raise
+                try:
+                    _remove_index(old)
+                except OSError as exc:  # the new index is in place: keep it, say what is left
+                    logger.warning("could not remove the previous index at %s: %s", old, exc)
+            else:
+                if final.is_dir():
+                    final.rmdir()  # empty
+                tmp.rename(final)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)  # our own temporary directory
         raise
     return final
 
 
+# -- loading ------------------------------------------------------------------------------------
 def read_manifest(path: str | os.PathLike, *, kind: str, versions: Iterable[int]) -> dict:
     """Read and check ``DIR/manifest.json``; returns it as a dict.
 
@@ -128,75 +319,417 @@ def read_manifest(path: str | os.PathLike, *, kind: str, versions: Iterable[int]
             f"{str(f)!r} is missing: {str(d)!r} is not a saved longctx index, or its save "
             "was interrupted"
         )
-    manifest = read_json(f)
+    manifest = read_json(f, max_bytes=1 << 20)
     if not isinstance(manifest, dict) or "format" not in manifest:
         raise PersistError(f"{str(f)!r} is not a longctx manifest")
     if manifest["format"] != f"longctx.{kind}":
         raise PersistError(
-            f"{str(f)!r} holds a {manifest['format']!r} index, not a 'longctx.{kind}' one"
+            f"{str(f)!r} holds a {str(manifest['format'])[:80]!r} index, not a 'longctx.{kind}' one"
         )
     versions = tuple(versions)
-    if manifest.get("format_version") not in versions:
+    fv = manifest.get("format_version")
+    if isinstance(fv, bool) or fv not in versions:
         raise PersistError(
-            f"{str(f)!r} was written with format version {manifest.get('format_version')!r} "
-            f"(longctx {manifest.get('longctx_version', '?')}); this longctx reads version(s) "
-            f"{', '.join(map(str, versions))}: rebuild the index"
+            f"{str(f)!r} was written with format version {repr(fv)[:40]} "
+            f"(longctx {str(manifest.get('longctx_version', '?'))[:40]}); this longctx reads "
+            f"version(s) {', '.join(map(str, versions))}: rebuild the index"
         )
-    for name in manifest.get("files", []):
-        if not (d / name).is_file():
+    files = manifest.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(x, str) for x in files):
+        raise PersistError(f"{str(f)!r}: field 'files' must be a list of file names")
+    for name in files:
+        if name != os.path.basename(name) or not (d / name).is_file():
             raise PersistError(f"{str(d / name)!r} is missing (listed in {MANIFEST})")
     return manifest
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """``json.load`` of one file, with a :class:`PersistError` naming it when it is unreadable."""
-    p = Path(path)
-    try:
-        return json.loads(p.read_text("utf-8"))
-    except FileNotFoundError:
-        raise PersistError(f"{str(p)!r} is missing") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PersistError(f"{str(p)!r} is damaged or truncated: {exc}") from None
+def _check_depth(obj: Any, p: Path, limit: int) -> None:
+    stack = [(obj, 1)]
+    while stack:
+        x, depth = stack.pop()
+        if isinstance(x, (list, dict)):
+            if depth > limit:
+                raise PersistError(f"{str(p)!r} is nested deeper than {limit} levels")
+            stack.extend((y, depth + 1) for y in (x.values() if isinstance(x, dict) else x))
 
 
-def read_arrays(path: str | os.PathLike, keys: Iterable[str]) -> dict[str, np.ndarray]:
-    """Load the named arrays of one ``.npz`` file (no pickle), checking that each is there.
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not allowed")
+
+
+def read_json(
+    path: str | os.PathLike, *, max_bytes: int | None = None, max_depth: int | None = None
+) -> Any:
+    """``json.loads`` of one file, bounded and strict, with a :class:`PersistError` naming it.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    max_bytes : int, optional
+        Largest file size accepted (default :data:`MAX_JSON_BYTES`).
+    max_depth : int, optional
+        Deepest list/dict nesting accepted (default :data:`MAX_JSON_DEPTH`).
 
     Raises
     ------
     PersistError
-        The file is missing, truncated, damaged or lacks one of ``keys``.
+        Missing, too large, not UTF-8, not JSON, nested too deep, or holding ``NaN`` /
+        ``Infinity`` or an integer of more than 4300 digits.
     """
     p = Path(path)
+    limit = MAX_JSON_BYTES if max_bytes is None else max_bytes
     try:
+        size = p.stat().st_size
+        if not p.is_file():
+            raise PersistError(f"{str(p)!r} is not a regular file")
+        if size > limit:
+            raise PersistError(f"{str(p)!r} is {size} bytes, more than the limit of {limit}")
+        with open(p, "rb") as fh:
+            raw = fh.read(limit + 1)
+        if len(raw) > limit:
+            raise PersistError(f"{str(p)!r} is more than the limit of {limit} bytes")
+        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except FileNotFoundError:
+        raise PersistError(f"{str(p)!r} is missing") from None
+    except PersistError:
+        raise
+    except RecursionError:
+        raise PersistError(f"{str(p)!r} is nested too deeply") from None
+    except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
+    _check_depth(data, p, MAX_JSON_DEPTH if max_depth is None else max_depth)
+    return data
+
+
+def _check_npz_headers(p: Path, zf: zipfile.ZipFile) -> None:
+    """Read every ``.npy`` header of an open ``.npz`` and bound its size before any load."""
+    fmt = np.lib.format
+    for info in zf.infolist():
+        if not info.filename.endswith(".npy"):
+            continue
+        key = info.filename[:-4]
+        with zf.open(info) as fh:
+            try:
+                major_minor = fmt.read_magic(fh)
+                if major_minor == (1, 0):
+                    shape, fortran, dtype = fmt.read_array_header_1_0(fh)
+                elif major_minor == (2, 0):
+                    shape, fortran, dtype = fmt.read_array_header_2_0(fh)
+                else:
+                    raise ValueError(f"unsupported .npy format version {major_minor}")
+            except (ValueError, EOFError, OSError, SyntaxError, TypeError) as exc:
+                raise PersistError(
+                    f"{str(p)!r}: array {key!r} has a damaged header: {str(exc)[:200]}"
+                ) from None
+        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+            raise PersistError(f"{str(p)!r}: array {key!r} has dtype {dtype}, not a plain one")
+        count = math.prod(int(s) for s in shape)
+        nbytes = count * dtype.itemsize
+        stored = info.file_size
+        if info.compress_type != zipfile.ZIP_STORED:
+            stored = min(stored, info.compress_size * 1100)  # deflate expands at most ~1032x
+        if nbytes > stored or nbytes > MAX_ARRAY_BYTES:
+            raise PersistError(
+                f"{str(p)!r}: array {key!r} claims shape {tuple(shape)} of {dtype} "
+                f"({nbytes} bytes) but the file stores {info.file_size} bytes (limit "
+                f"{MAX_ARRAY_BYTES}): damaged or forged"
+            )
+
+
+#: What a damaged zip archive can raise from ``zipfile`` / ``zlib`` / ``numpy.load`` (an unknown
+#: compression method is a NotImplementedError, an "encrypted" flag a RuntimeError).
+_ZIP_ERRORS = (
+    OSError,
+    ValueError,
+    zipfile.BadZipFile,
+    EOFError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    MemoryError,
+    NotImplementedError,
+    RuntimeError,
+    zlib.error,
+    struct.error,
+)
+
+
+def _open_npz(p: Path) -> dict[str, np.ndarray]:
+    if not p.is_file():
+        if not p.exists():
+            raise PersistError(f"{str(p)!r} is missing")
+        raise PersistError(f"{str(p)!r} is not a regular file")
+    try:
+        with zipfile.ZipFile(p) as zf:
+            _check_npz_headers(p, zf)
         with np.load(p, allow_pickle=False) as z:
-            missing = [k for k in keys if k not in z.files]
-            if missing:
-                raise PersistError(f"{str(p)!r} lacks array(s) {missing}")
             return {k: z[k] for k in z.files}
     except FileNotFoundError:
         raise PersistError(f"{str(p)!r} is missing") from None
     except PersistError:
         raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise PersistError(f"{str(p)!r} is damaged or truncated: {exc}") from None
+    except _ZIP_ERRORS as exc:
+        raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
 
 
-def read_sparse(path: str | os.PathLike) -> sp.csr_array:
-    """Load one scipy.sparse ``.npz`` as a CSR array (no pickle).
+def read_arrays(path: str | os.PathLike, keys: Iterable[str]) -> dict[str, np.ndarray]:
+    """Load the arrays of one ``.npz`` file (no pickle), checking that each of ``keys`` is there
+    and numeric, and bounding every array's size from its header before it is read.
 
     Raises
     ------
     PersistError
-        The file is missing, truncated or damaged.
+        The file is missing, truncated, damaged, lacks one of ``keys``, holds a non-numeric
+        array, or an array header claims more bytes than the file holds (or
+        :data:`MAX_ARRAY_BYTES`).
     """
     p = Path(path)
+    out = _open_npz(p)
+    keys = list(keys)
+    missing = [k for k in keys if k not in out]
+    if missing:
+        raise PersistError(f"{str(p)!r} lacks array(s) {missing}")
+    for k in keys:
+        if out[k].dtype.kind not in _NUMERIC_KINDS:
+            raise PersistError(f"{str(p)!r}: array {k!r} has dtype {out[k].dtype}, not numeric")
+    return out
+
+
+def read_sparse(path: str | os.PathLike) -> sp.csr_array:
+    """Load one scipy.sparse ``.npz`` (CSR or CSC, as ``scipy.sparse.save_npz`` writes it) as a
+    CSR array, with every index checked (no pickle, sizes bounded before reading).
+
+    Raises
+    ------
+    PersistError
+        The file is missing, truncated, damaged, or the matrix is malformed (index out of
+        range, ``indptr`` not monotone, non-numeric values).
+    """
+    p = Path(path)
+    z = _open_npz(p)
     try:
-        return sp.csr_array(sp.load_npz(p))
-    except FileNotFoundError:
-        raise PersistError(f"{str(p)!r} is missing") from None
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
-        raise PersistError(f"{str(p)!r} is damaged or truncated: {exc}") from None
+        fmt = z["format"].item()
+        fmt = fmt.decode("ascii") if isinstance(fmt, bytes) else str(fmt)
+        if fmt not in ("csr", "csc"):
+            raise ValueError(f"sparse format {fmt[:10]!r} is not csr or csc")
+        shape = tuple(int(x) for x in np.asarray(z["shape"]).reshape(-1))
+        if len(shape) != 2 or min(shape) < 0:
+            raise ValueError(f"shape {shape} is not 2-D")
+        data, indices, indptr = z["data"], z["indices"], z["indptr"]
+        if data.dtype.kind not in _NUMERIC_KINDS:
+            raise ValueError(f"data has dtype {data.dtype}")
+        for name, a in (("indices", indices), ("indptr", indptr)):
+            if a.dtype.kind not in "iu" or a.ndim != 1:
+                raise ValueError(f"{name} must be a 1-D integer array")
+        if data.ndim != 1:
+            raise ValueError("data must be 1-D")
+        major = shape[0] if fmt == "csr" else shape[1]
+        if indptr.shape[0] != major + 1:
+            raise ValueError(f"indptr has {indptr.shape[0]} entries for shape {shape}")
+        cls = sp.csr_array if fmt == "csr" else sp.csc_array
+        m = cls((data, indices, indptr), shape=shape)
+        m.check_format(full_check=True)
+        if not np.isfinite(m.data).all():
+            raise ValueError("non-finite values")
+        return sp.csr_array(m)
+    except KeyError as exc:
+        raise PersistError(f"{str(p)!r} lacks array {exc} of a sparse matrix") from None
+    except (ValueError, TypeError, OverflowError, MemoryError) as exc:
+        raise PersistError(
+            f"{str(p)!r} holds a malformed sparse matrix: {str(exc)[:200]}"
+        ) from None
 
 
-__all__ = ["PersistError", "write_dir", "read_manifest", "read_json", "read_arrays", "read_sparse"]
+# -- checks of loaded values ---------------------------------------------------------------------
+def _where(path, field: str) -> str:
+    return f"{str(path)!r}: field {field!r}"
+
+
+def check_int_value(value, path, field: str, *, minimum=None, maximum=None, allow_none=False):
+    """``value`` as an int in ``[minimum, maximum]`` (bools refused), else :class:`PersistError`."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise PersistError(f"{_where(path, field)} must be an integer, got {type(value).__name__}")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise PersistError(
+            f"{_where(path, field)} must be in [{minimum}, {maximum}], got {str(value)[:40]}"
+        )
+    return int(value)
+
+
+def check_float_value(value, path, field: str, *, low=None, high=None, allow_none=False):
+    """``value`` as a finite float in ``[low, high]``, else :class:`PersistError`."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise PersistError(f"{_where(path, field)} must be a number, got {type(value).__name__}")
+    v = float(value)
+    if not math.isfinite(v) or (low is not None and v < low) or (high is not None and v > high):
+        raise PersistError(f"{_where(path, field)} must be in [{low}, {high}], got {v}")
+    return v
+
+
+def check_str_list(value, path, field: str, *, nonempty: bool = False) -> list[str]:
+    """``value`` as a list of str, else :class:`PersistError`."""
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise PersistError(f"{_where(path, field)} must be a list of strings")
+    if nonempty and not value:
+        raise PersistError(f"{_where(path, field)} must not be empty")
+    return value
+
+
+def check_dict(value, path, field: str) -> dict:
+    """``value`` if it is a JSON object (dict), else :class:`PersistError`."""
+    if not isinstance(value, dict):
+        raise PersistError(f"{_where(path, field)} must be an object, got {type(value).__name__}")
+    return value
+
+
+def check_int_array(
+    value, path, field: str, *, n: int | None = None, minimum=None, maximum=None
+) -> np.ndarray:
+    """``value`` (an array from an ``.npz`` or a JSON list) as a 1-D ``int64`` array of length
+    ``n`` with values in ``[minimum, maximum]``; floats, bools, strings and 2-D arrays are
+    refused with a :class:`PersistError`."""
+    if isinstance(value, list):
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+            raise PersistError(f"{_where(path, field)} must be a list of integers")
+        try:
+            value = np.asarray(value, dtype=np.int64) if value else np.zeros(0, np.int64)
+        except OverflowError:
+            raise PersistError(f"{_where(path, field)} holds an integer out of range") from None
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "iu":
+        kind = getattr(value, "dtype", type(value).__name__)
+        raise PersistError(f"{_where(path, field)} must be an integer array, got {kind}")
+    if value.ndim != 1:
+        raise PersistError(f"{_where(path, field)} must be 1-D, got shape {value.shape}")
+    if n is not None and value.shape[0] != n:
+        raise PersistError(f"{_where(path, field)} has {value.shape[0]} entries, expected {n}")
+    if value.dtype.kind == "u" and value.size and value.max() > np.iinfo(np.int64).max:
+        raise PersistError(f"{_where(path, field)} holds values out of range")
+    value = value.astype(np.int64, copy=False)
+    if value.size and (
+        (minimum is not None and value.min() < minimum)
+        or (maximum is not None and value.max() > maximum)
+    ):
+        raise PersistError(
+            f"{_where(path, field)} holds values outside [{minimum}, {maximum}] "
+            f"(min {value.min()}, max {value.max()})"
+        )
+    return value
+
+
+def check_float_array(value, path, field: str, *, shape: Sequence[int | None]) -> np.ndarray:
+    """``value`` as a finite float array of ``shape`` (``None``: any length on that axis)."""
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
+        kind = getattr(value, "dtype", type(value).__name__)
+        raise PersistError(f"{_where(path, field)} must be a numeric array, got {kind}")
+    if value.ndim != len(shape) or any(
+        s is not None and s != v for s, v in zip(shape, value.shape)
+    ):
+        raise PersistError(
+            f"{_where(path, field)} has shape {value.shape}, expected {tuple(shape)}"
+        )
+    if value.size and not np.isfinite(value).all():
+        raise PersistError(f"{_where(path, field)} holds NaN or infinite values")
+    return value
+
+
+def check_spans(texts: Sequence[str], sources, starts, ends, path, field: str = "") -> None:
+    """Check that every ``(sources[i], starts[i], ends[i])`` is a span of ``texts``:
+    ``0 <= source < len(texts)`` and ``0 <= start <= end <= len(texts[source])`` (1-D int64
+    arrays of one length, as :func:`check_int_array` returns).
+
+    Raises
+    ------
+    PersistError
+        Naming ``path`` and the first bad unit.
+    """
+    pre = f"{field}." if field else ""
+    n = len(sources)
+    if len(starts) != n or len(ends) != n:
+        raise PersistError(f"{str(path)!r}: {pre}source/start/end have different lengths")
+    if not n:
+        return
+    if sources.min() < 0 or sources.max() >= len(texts):
+        raise PersistError(f"{_where(path, pre + 'source')} out of range for {len(texts)} texts")
+    lengths = np.fromiter((len(t) for t in texts), np.int64, len(texts))[sources]
+    bad = (starts < 0) | (ends < starts) | (ends > lengths)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise PersistError(
+            f"{str(path)!r}: unit {i} has span {pre}start={int(starts[i])}, end={int(ends[i])} "
+            f"outside text {int(sources[i])} of {int(lengths[i])} characters (or end < start)"
+        )
+
+
+def check_span_texts(texts, sources, starts, ends, unit_texts, path, field: str) -> None:
+    """Check that each stored text equals ``texts[source][start:end]`` (spans already checked).
+
+    Raises
+    ------
+    PersistError
+        A stored text differs from its source's span (a forged or damaged file).
+    """
+    for i, t in enumerate(unit_texts):
+        s, a, b = int(sources[i]), int(starts[i]), int(ends[i])
+        if not isinstance(t, str) or texts[s][a:b] != t:
+            raise PersistError(
+                f"{_where(path, field)}: the text of unit {i} differs from its source text "
+                f"{s} at [{a}:{b}] (damaged or forged)"
+            )
+
+
+def text_digest(text: str) -> str:
+    """SHA-256 (hex) of a text's UTF-8 bytes, as stored to tie saved node ids to their texts."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_local_model_name(name, path, field: str, *, allowed: Iterable[str] = ()) -> str | None:
+    """A model / encoder name read from a saved file: ``None``, one of ``allowed`` (packaged
+    defaults), or an existing local directory. Anything else (a Hugging Face hub name) is refused,
+    so loading never downloads.
+
+    Raises
+    ------
+    PersistError
+        Naming the file and field, with how to pass the model explicitly.
+    """
+    if name is None or name in tuple(allowed):
+        return name
+    if not isinstance(name, str) or len(name) > 4096:
+        raise PersistError(f"{_where(path, field)} must be a model name or path")
+    if os.path.isdir(name):
+        return name
+    raise PersistError(
+        f"{_where(path, field)} names the model {name[:200]!r}, which is not a local directory: "
+        "a saved index never makes longctx download a model. Pass the model (or encoder) "
+        "explicitly to load()"
+    )
+
+
+__all__ = [
+    "PersistError",
+    "SaveTargetError",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_ARRAY_BYTES",
+    "write_dir",
+    "check_save_target",
+    "read_manifest",
+    "read_json",
+    "read_arrays",
+    "read_sparse",
+    "check_int_value",
+    "check_float_value",
+    "check_str_list",
+    "check_dict",
+    "check_int_array",
+    "check_float_array",
+    "check_spans",
+    "check_span_texts",
+    "text_digest",
+    "check_local_model_name",
+]

@@ -207,7 +207,14 @@ def run(args: argparse.Namespace) -> int:
         return _error(
             f"'longctx index' needs a missing package ({exc.name}): pip install 'longctx[all]'"
         )
-    except (ValueError, TypeError, RuntimeError, PersistError, FileNotFoundError) as exc:
+    except (
+        ValueError,
+        TypeError,
+        RuntimeError,
+        PersistError,
+        FileNotFoundError,
+        FileExistsError,
+    ) as exc:
         return _error(str(exc))
     out = {
         "levels": [len(x) for x in graph.levels],

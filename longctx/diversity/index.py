@@ -604,46 +604,56 @@ class DiversityIndex(RetrievalIndex):
             ``encoder`` embeds with another dimension than the saved embeddings.
         """
         from longctx.embeddings import SentenceTransformerEncoder, get_encoder
-        from longctx.persist import PersistError, read_arrays, read_json, read_manifest
+        from longctx.persist import (
+            PersistError,
+            check_dict,
+            check_float_array,
+            check_int_array,
+            check_int_value,
+            check_spans,
+            check_str_list,
+            read_arrays,
+            read_json,
+            read_manifest,
+        )
 
         d = Path(path)
         read_manifest(d, kind=_KIND, versions=(_FORMAT_VERSION,))
-        config = read_json(d / "config.json")
-        texts = read_json(d / "texts.json")
-        units = read_json(d / "units.json")
-        emb = read_arrays(d / "embeddings.npz", ["embeddings"])["embeddings"]
-        if not isinstance(config, dict) or not isinstance(config.get("encoder"), dict):
-            raise PersistError(f"{str(d / 'config.json')!r} lacks the encoder identity")
-        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-            raise PersistError(f"{str(d / 'texts.json')!r} is not a list of texts")
+        cpath, tpath, upath, epath = (d / f for f in CONFIG_FILES)
+        config = check_dict(read_json(cpath), cpath, "config")
+        texts = check_str_list(read_json(tpath), tpath, "texts")
+        units = check_dict(read_json(upath), upath, "units")
+        emb = read_arrays(epath, ["embeddings"])["embeddings"]
+        ident = check_dict(config.get("encoder"), cpath, "encoder")
+        for key, value in config.items():
+            if key != "encoder" and not (value is None or isinstance(value, (str, int, bool))):
+                raise PersistError(f"{str(cpath)!r}: field {key!r} must be a str, int or null")
+        check_int_value(
+            config.get("max_unit_tokens"), cpath, "max_unit_tokens", minimum=1, allow_none=True
+        )
         keys = ("source", "start", "end", "index", "token_counts")
-        try:
-            cols = [np.asarray(units[key], dtype=np.int64) for key in keys]
-        except (TypeError, KeyError, ValueError) as exc:
-            raise PersistError(f"{str(d / 'units.json')!r} is damaged: {exc}") from None
-        n = cols[0].shape[0]
-        if any(c.shape != (n,) for c in cols):
-            raise PersistError(f"{str(d / 'units.json')!r}: columns of different lengths")
-        source, start, end, index, counts = cols
-        if n and (
-            source.min() < 0
-            or source.max() >= len(texts)
-            or (start < 0).any()
-            or (end < start).any()
-            or any(int(b) > len(texts[int(s)]) for s, b in zip(source, end))
-        ):
-            raise PersistError(f"{str(d / 'units.json')!r}: spans outside the texts")
-        ident = config["encoder"]
+        missing = [k for k in keys if k not in units]
+        if missing:
+            raise PersistError(f"{str(upath)!r} lacks field(s) {missing}")
+        n = len(units["source"]) if isinstance(units["source"], list) else -1
+        source, start, end, index, counts = (
+            check_int_array(units[k], upath, k, n=None if k == "source" else n, minimum=0)
+            for k in keys
+        )
+        check_spans(texts, source, start, end, upath)
         if emb.dtype != np.float32 or emb.ndim != 2 or emb.shape[0] != n:
             raise PersistError(
-                f"{str(d / 'embeddings.npz')!r}: embeddings of shape {emb.shape} and dtype "
+                f"{str(epath)!r}: embeddings of shape {emb.shape} and dtype "
                 f"{emb.dtype}, expected ({n}, dim) float32"
             )
-        if ident.get("dim") is not None and int(ident["dim"]) != emb.shape[1]:
+        check_float_array(emb, epath, "embeddings", shape=(n, None))
+        dim = check_int_value(ident.get("dim"), cpath, "encoder.dim", minimum=1, allow_none=True)
+        if dim is not None and dim != emb.shape[1]:
             raise PersistError(
-                f"{str(d / 'embeddings.npz')!r}: embeddings of dimension {emb.shape[1]}, "
-                f"config.json says {ident['dim']}"
+                f"{str(epath)!r}: embeddings of dimension {emb.shape[1]}, config.json says {dim}"
             )
+        if not (ident.get("name") is None or isinstance(ident.get("name"), str)):
+            raise PersistError(f"{str(cpath)!r}: field 'encoder.name' must be a str or null")
         name = ident.get("name")
         enc = None
         if encoder is not None:
@@ -663,8 +673,19 @@ class DiversityIndex(RetrievalIndex):
                     f"embedded with {enc.name!r} (same dimension): results may be poor",
                     stacklevel=2,
                 )
+        elif name == _default_name():
+            enc = SentenceTransformerEncoder(None)  # the packaged model
         elif isinstance(name, str) and "/" in name and ":" not in name:
-            enc = SentenceTransformerEncoder(None if name == _default_name() else name)
+            if os.path.isdir(name):
+                enc = SentenceTransformerEncoder(name)  # a local model folder
+            else:
+                # a saved file never makes longctx download a model: queries need encoder=
+                logger.info(
+                    "%s names encoder %r, which is not a local folder: not loaded (pass "
+                    "encoder= to load, or query_embedding= to search)",
+                    cpath,
+                    name[:200],
+                )
         return cls(
             tuple(texts),
             source,
@@ -677,6 +698,9 @@ class DiversityIndex(RetrievalIndex):
             encoder_identity={"name": name},
             config={k: v for k, v in config.items() if k != "encoder"},
         )
+
+
+CONFIG_FILES = ("config.json", "texts.json", "units.json", "embeddings.npz")
 
 
 def _default_name() -> str:

@@ -426,7 +426,60 @@ def _read_checkpoint(out_dir: Path, config: dict) -> tuple[list[dict], bool]:
             f"out_dir {str(out_dir)!r} holds a GARLIC graph built with other inputs or settings "
             f"({', '.join(diff)} differ): choose another out_dir or delete it"
         )
-    return list(data["records"]), bool(manifest.get("complete", False))
+    return _check_records(data["records"], path), bool(manifest.get("complete", False))
+
+
+def _check_records(records, path: Path) -> list[dict]:
+    """The batch records of a checkpoint, every value typed and bounded (the inputs are
+    compared with the build's own batches as they are replayed).
+
+    Raises
+    ------
+    PersistError
+        Naming the file and the record's field.
+    """
+    from longctx.persist import check_dict, check_int_value
+
+    if not isinstance(records, list):
+        raise PersistError(f"{str(path)!r}: field 'records' must be a list")
+    keys = ("source", "level", "n_generated", "text", "ips", "ip_tokens", "weights", "inputs")
+    for j, rec in enumerate(records):
+        f = f"records[{j}]"
+        rec = check_dict(rec, path, f)
+        missing = [k for k in keys if k not in rec]
+        if missing:
+            raise PersistError(f"{str(path)!r}: field {f!r} lacks {missing}")
+        check_int_value(rec["source"], path, f"{f}.source", minimum=0)
+        check_int_value(rec["level"], path, f"{f}.level", minimum=1)
+        check_int_value(rec["n_generated"], path, f"{f}.n_generated", minimum=0)
+        ips, toks, weights, inputs = rec["ips"], rec["ip_tokens"], rec["weights"], rec["inputs"]
+        ok = (
+            isinstance(rec["text"], str)
+            and isinstance(inputs, list)
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in inputs)
+            and isinstance(ips, list)
+            and all(isinstance(x, str) for x in ips)
+            and isinstance(toks, list)
+            and len(toks) == len(ips)
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in toks)
+            and isinstance(weights, list)
+            and len(weights) == len(ips)
+            and all(
+                isinstance(row, list)
+                and len(row) == len(inputs)
+                and all(
+                    isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w <= 1.000001
+                    for w in row
+                )
+                for row in weights
+            )
+        )
+        if not ok:
+            raise PersistError(
+                f"{str(path)!r}: field {f!r} is damaged (text, ips, ip_tokens, weights or "
+                "inputs of the wrong type or length)"
+            )
+    return list(records)
 
 
 def build_hwdag(

@@ -15,12 +15,28 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.persist import PersistError, read_arrays, read_json, read_manifest, read_sparse
+from longctx.persist import (
+    PersistError,
+    check_dict,
+    check_float_array,
+    check_int_value,
+    check_str_list,
+    read_arrays,
+    read_json,
+    read_manifest,
+    read_sparse,
+)
 
 __all__ = ["Node", "HWDAG", "FORMAT_KIND", "FORMAT_VERSION"]
 
 FORMAT_KIND = "garlic"
 FORMAT_VERSION = 1
+
+#: Highest node level a loaded graph may hold (a build stops at ``max_levels``, default 10).
+MAX_LEVEL = 1000
+
+_NODE_FIELDS = ("id", "text", "level", "n_tokens", "source", "batch", "start", "end")
+_BATCH_FIELDS = ("source", "level", "inputs", "outputs", "n_generated", "text")
 
 
 @dataclass(frozen=True)
@@ -183,15 +199,26 @@ class HWDAG:
         d = os.fspath(path)
         gpath = os.path.join(d, "graph.json")
         data = read_json(gpath)
-        try:
-            nodes = [Node(**n) for n in data["nodes"]]
-            texts, batches, info = data["texts"], data["batches"], data["info"]
-        except (KeyError, TypeError) as exc:
-            raise PersistError(f"{gpath!r} is damaged: {exc}") from None
-        edges = read_sparse(os.path.join(d, "edges.npz"))
+        nodes, texts, batches, info = _check_graph_json(data, gpath)
+        epath = os.path.join(d, "edges.npz")
+        edges = read_sparse(epath)
+        n = len(nodes)
+        if edges.shape != (n, n):
+            raise PersistError(f"{epath!r}: edges of shape {edges.shape} for {n} nodes")
+        if edges.nnz:
+            if edges.data.min() < 0:
+                raise PersistError(f"{epath!r}: negative edge weights")
+            levels = np.fromiter((x.level for x in nodes), np.int64, n)
+            coo = edges.tocoo()
+            if (levels[coo.row] != levels[coo.col] + 1).any():
+                raise PersistError(
+                    f"{epath!r}: an edge does not go from a node to one of the level below"
+                )
         emb = None
         if "embeddings.npz" in manifest.get("files", []):
-            emb = read_arrays(os.path.join(d, "embeddings.npz"), ["embeddings"])["embeddings"]
+            npath = os.path.join(d, "embeddings.npz")
+            emb = read_arrays(npath, ["embeddings"])["embeddings"]
+            check_float_array(emb, npath, "embeddings", shape=(n, None))
         try:
             return cls(nodes, edges, emb, texts=texts, batches=batches, info=info)
         except ValueError as exc:
@@ -215,3 +242,78 @@ class HWDAG:
         )
 
     __hash__ = None
+
+
+def _check_graph_json(data, gpath: str):
+    """Nodes, texts, batches and info of a ``graph.json``, every value typed and bounded, every
+    level-1 text equal to ``texts[source][start:end]``.
+
+    Raises
+    ------
+    PersistError
+        Naming ``gpath`` and the field.
+    """
+    data = check_dict(data, gpath, "graph")
+    for key in ("nodes", "texts", "batches", "info"):
+        if key not in data:
+            raise PersistError(f"{gpath!r} lacks field {key!r}")
+    texts = check_str_list(data["texts"], gpath, "texts")
+    raw_nodes, batches = data["nodes"], data["batches"]
+    info = check_dict(data["info"], gpath, "info")
+    if "config" in info:
+        check_dict(info["config"], gpath, "info.config")
+    if not isinstance(raw_nodes, list):
+        raise PersistError(f"{gpath!r}: field 'nodes' must be a list")
+    if not isinstance(batches, list):
+        raise PersistError(f"{gpath!r}: field 'batches' must be a list")
+    n, n_batches = len(raw_nodes), len(batches)
+    max_level = min(MAX_LEVEL, n)
+    nodes = []
+    for i, raw in enumerate(raw_nodes):
+        f = f"nodes[{i}]"
+        raw = check_dict(raw, gpath, f)
+        extra = set(raw) - set(_NODE_FIELDS)
+        if extra or not {"id", "text", "level", "n_tokens", "source"} <= set(raw):
+            raise PersistError(f"{gpath!r}: field {f!r} has missing or unknown keys")
+        check_int_value(raw["id"], gpath, f"{f}.id", minimum=i, maximum=i)
+        if not isinstance(raw["text"], str):
+            raise PersistError(f"{gpath!r}: field '{f}.text' must be a str")
+        level = check_int_value(raw["level"], gpath, f"{f}.level", minimum=1, maximum=max_level)
+        n_tok = check_int_value(raw["n_tokens"], gpath, f"{f}.n_tokens", minimum=0)
+        src = check_int_value(
+            raw["source"], gpath, f"{f}.source", minimum=0, maximum=len(texts) - 1
+        )
+        batch = check_int_value(
+            raw.get("batch", -1), gpath, f"{f}.batch", minimum=-1, maximum=n_batches - 1
+        )
+        start, end = raw.get("start"), raw.get("end")
+        if level == 1:
+            a = check_int_value(start, gpath, f"{f}.start", minimum=0, maximum=len(texts[src]))
+            b = check_int_value(end, gpath, f"{f}.end", minimum=a, maximum=len(texts[src]))
+            if texts[src][a:b] != raw["text"]:
+                raise PersistError(
+                    f"{gpath!r}: field '{f}.text' differs from its source text {src} at "
+                    f"[{a}:{b}] (damaged or forged)"
+                )
+        elif start is not None or end is not None or batch < 0:
+            raise PersistError(
+                f"{gpath!r}: field {f!r}: an information point has no span and has a batch"
+            )
+        nodes.append(Node(i, raw["text"], level, n_tok, src, batch, start, end))
+    for j, b in enumerate(batches):
+        f = f"batches[{j}]"
+        b = check_dict(b, gpath, f)
+        if not set(_BATCH_FIELDS) <= set(b):
+            raise PersistError(f"{gpath!r}: field {f!r} lacks keys")
+        check_int_value(b["source"], gpath, f"{f}.source", minimum=0, maximum=len(texts) - 1)
+        check_int_value(b["level"], gpath, f"{f}.level", minimum=1, maximum=max_level)
+        check_int_value(b["n_generated"], gpath, f"{f}.n_generated", minimum=0)
+        if not isinstance(b["text"], str):
+            raise PersistError(f"{gpath!r}: field '{f}.text' must be a str")
+        for key in ("inputs", "outputs"):
+            ids = b[key]
+            if not isinstance(ids, list):
+                raise PersistError(f"{gpath!r}: field '{f}.{key}' must be a list of node ids")
+            for x in ids:
+                check_int_value(x, gpath, f"{f}.{key}", minimum=0, maximum=n - 1)
+    return nodes, texts, batches, info

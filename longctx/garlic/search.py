@@ -163,40 +163,113 @@ class SearchGraph:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> SearchGraph:
-        """Inverse of :meth:`to_dict`.
+    def from_dict(cls, d: Mapping, *, source_text: str | None = None) -> SearchGraph:
+        """Inverse of :meth:`to_dict`, every field checked (the dict may come from a persisted
+        store, which is untrusted): lengths, levels, spans, edges between adjacent levels,
+        finite embeddings, top positions; with ``source_text`` (the document the graph was
+        built from) every level-1 text must equal ``source_text[start:end]``.
 
         Raises
         ------
         ValueError
-            Unknown ``format_version`` or missing fields.
+            Unknown ``format_version``, missing fields, or a field of the wrong type, length
+            or range (named).
         """
+        if not isinstance(d, Mapping):
+            raise ValueError("a GARLIC graph dict must be a mapping")
         if d.get("format_version") != 1:
             raise ValueError(f"unknown GARLIC graph format_version {d.get('format_version')!r}")
         try:
-            n = len(d["ids"])
-            ed = d["edges"]
-            edges = sp.csr_array(
-                (np.asarray(ed["data"], np.float64), np.asarray(ed["indices"], np.int64),
-                 np.asarray(ed["indptr"], np.int64)),
-                shape=(n, n),
-            )  # fmt: skip
-            emb = np.asarray(d["embeddings"], np.float32).reshape(n, -1)
-            return cls(
-                tuple(d["ids"]),
-                tuple(d["texts"]),
-                np.asarray(d["levels"], np.int64),
-                tuple(d["sources"]),
-                np.asarray(d["starts"], np.int64),
-                np.asarray(d["ends"], np.int64),
-                np.asarray(d["n_tokens"], np.int64),
-                edges,
-                emb,
-                np.asarray(d["top"], np.int64),
-                dict(d.get("model_info", {})),
-            )
+            return _graph_from_dict(cls, d, source_text)
         except KeyError as exc:
             raise ValueError(f"GARLIC graph dict lacks {exc}") from None
+        except (TypeError, OverflowError) as exc:
+            raise ValueError(f"GARLIC graph dict has a field of the wrong type: {exc}") from None
+
+
+def _int_list(d, key, n=None, low=None, high=None) -> np.ndarray:
+    v = d[key]
+    if not isinstance(v, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) for x in v
+    ):
+        raise ValueError(f"GARLIC graph field {key!r} must be a list of integers")
+    a = np.asarray(v, dtype=np.int64) if v else np.zeros(0, np.int64)
+    if n is not None and len(a) != n:
+        raise ValueError(f"GARLIC graph field {key!r} has {len(a)} entries, expected {n}")
+    if a.size and ((low is not None and a.min() < low) or (high is not None and a.max() > high)):
+        raise ValueError(f"GARLIC graph field {key!r} holds values outside [{low}, {high}]")
+    return a
+
+
+def _graph_from_dict(cls, d, source_text):
+    ids, texts = d["ids"], d["texts"]
+    if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
+        raise ValueError("GARLIC graph field 'ids' must be a list of str")
+    n = len(ids)
+    if not isinstance(texts, list) or len(texts) != n or not all(isinstance(t, str) for t in texts):
+        raise ValueError(f"GARLIC graph field 'texts' must be a list of {n} str")
+    levels = _int_list(d, "levels", n, 1, max(n, 1))
+    starts = _int_list(d, "starts", n, -1)
+    ends = _int_list(d, "ends", n, -1)
+    n_tokens = _int_list(d, "n_tokens", n, -1)
+    top = _int_list(d, "top", None, 0, n - 1)
+    sources = d["sources"]
+    if not isinstance(sources, list) or len(sources) != n:
+        raise ValueError(f"GARLIC graph field 'sources' must be a list of {n}")
+    if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in sources):
+        raise ValueError("GARLIC graph field 'sources' must hold str or int")
+    for p in range(n):
+        a, b = int(starts[p]), int(ends[p])
+        if levels[p] == 1 and (a >= 0 or b >= 0):
+            if not 0 <= a <= b or (source_text is not None and b > len(source_text)):
+                raise ValueError(f"GARLIC graph node {p}: span [{a}:{b}] out of range")
+            if source_text is not None and source_text[a:b] != texts[p]:
+                raise ValueError(
+                    f"GARLIC graph node {p}: its text differs from the document at [{a}:{b}] "
+                    "(damaged or forged)"
+                )
+        elif a != -1 or b != -1:
+            raise ValueError(f"GARLIC graph node {p}: an information point has a span")
+    ed = d["edges"]
+    if not isinstance(ed, Mapping):
+        raise ValueError("GARLIC graph field 'edges' must be a mapping")
+    indptr = _int_list(ed, "indptr", n + 1, 0)
+    indices = _int_list(ed, "indices", None, 0, n - 1)
+    data = ed["data"]
+    if not isinstance(data, list) or not all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) for x in data
+    ):
+        raise ValueError("GARLIC graph field 'edges.data' must be a list of numbers")
+    data = np.asarray(data, np.float64) if data else np.zeros(0)
+    if len(data) != len(indices) or not np.isfinite(data).all() or (data < 0).any():
+        raise ValueError("GARLIC graph field 'edges' is malformed")
+    edges = sp.csr_array((data, indices, indptr), shape=(n, n))
+    edges.check_format(full_check=True)
+    coo = edges.tocoo()
+    if (levels[coo.row] != levels[coo.col] + 1).any():
+        raise ValueError("GARLIC graph field 'edges': an edge skips or climbs a level")
+    emb_raw = d["embeddings"]
+    if not isinstance(emb_raw, list) or len(emb_raw) != n:
+        raise ValueError(f"GARLIC graph field 'embeddings' must be a list of {n} rows")
+    emb = np.asarray(emb_raw, np.float32)
+    if emb.ndim != 2 or (n and not np.isfinite(emb).all()):
+        raise ValueError("GARLIC graph field 'embeddings' must be finite rows of one length")
+    model_info = d.get("model_info", {})
+    if not isinstance(model_info, Mapping):
+        raise ValueError("GARLIC graph field 'model_info' must be a mapping")
+    return cls(
+        tuple(ids),
+        tuple(texts),
+        levels,
+        tuple(sources),
+        starts,
+        ends,
+        n_tokens,
+        edges,
+        emb,
+        top,
+        dict(model_info),
+    )
 
 
 def merge_graphs(graphs: Sequence[SearchGraph], prefixes: Sequence[str]) -> SearchGraph:

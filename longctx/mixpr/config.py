@@ -16,6 +16,10 @@ QUESTION_STOP_WORDS = ("called", "did", "does", "doing", "kind", "named", "type"
 
 STOP_WORD_NAMES = ("english", "english+questions")
 
+#: Upper bounds of the power iteration (a saved index is untrusted: ``max_iter=10**9, tol=0``
+#: would hang every search). networkx's default is 100 iterations; the paper uses 18.
+MAX_ITER_LIMIT = 10_000
+
 
 class _StemmedAnalyzer:
     """scikit-learn word analyzer followed by a Snowball stemmer (PyStemmer): a plain object, so
@@ -58,9 +62,10 @@ class MixPRConfig:
     min_words : int >= 1 or None, default None
         Join short chunks of a paragraph up to ``max_words`` words (:func:`longctx.text.chunk_words`);
         off: it buries short facts in their neighbours (bAbI qa2 1.00 -> 0.10 at 16k tokens).
-    max_iter : int >= 1, default 18
-        Power iterations (appendix A.2); stops earlier at ``tol``.
-    tol : float >= 0, default 1e-6
+    max_iter : int in [1, 10000], default 18
+        Power iterations (appendix A.2); stops earlier at ``tol``. Bounded (:data:`MAX_ITER_LIMIT`)
+        so that no setting, saved or given, can make a search run without end.
+    tol : float in [0, 1], default 1e-6
         Stop when ``||x_t - x_{t-1}||_1 < n * tol`` (networkx's rule).
     max_words : int >= 1, default 32
         N of the chunker (sec. 4 "Chunking method").
@@ -139,7 +144,9 @@ class MixPRConfig:
             raise ValueError("alpha_local must be > 0 (alpha=0 is the global expert)")
         set_(self, "alpha_local", alpha)
         set_(self, "max_iter", check_int(self.max_iter, "max_iter", minimum=1))
-        set_(self, "tol", check_float(self.tol, "tol", low=0.0))
+        if self.max_iter > MAX_ITER_LIMIT:
+            raise ValueError(f"max_iter must be <= {MAX_ITER_LIMIT}, got {self.max_iter}")
+        set_(self, "tol", check_float(self.tol, "tol", low=0.0, high=1.0))
         set_(self, "max_words", check_int(self.max_words, "max_words", minimum=1))
         sw = self.stop_words
         if isinstance(sw, (list, tuple)):

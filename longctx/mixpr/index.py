@@ -20,6 +20,11 @@ from longctx.mixpr.graph import similarity_graph
 from longctx.mixpr.router import MODES, KeywordRouter
 from longctx.persist import (
     PersistError,
+    check_dict,
+    check_float_array,
+    check_int_array,
+    check_spans,
+    check_str_list,
     read_arrays,
     read_json,
     read_manifest,
@@ -577,37 +582,73 @@ class MixPRIndex(RetrievalIndex):
         """
         d = Path(path)
         read_manifest(d, kind="mixpr", versions=(cls.FORMAT_VERSION,))
-        cfg = read_json(d / "config.json")
-        texts = read_json(d / "texts.json")
-        vocab = read_json(d / "vocabulary.json")
+        cfg_path, arr_path = d / "config.json", d / "arrays.npz"
+        cfg = check_dict(read_json(cfg_path), cfg_path, "config")
+        texts = check_str_list(read_json(d / "texts.json"), d / "texts.json", "texts")
+        vocab = check_str_list(read_json(d / "vocabulary.json"), d / "vocabulary.json", "terms")
         keys = ("idf", "unit_source", "unit_index", "starts", "ends", "token_counts")
-        arrs = read_arrays(d / "arrays.npz", keys)
+        arrs = read_arrays(arr_path, keys)
         S = read_sparse(d / "graph.npz")
         E = read_sparse(d / "embeddings.npz")
+        cfg = dict(cfg)
+        counter = cfg.pop("token_counter", None)
+        if not isinstance(counter, str) or len(counter) > 200:
+            raise PersistError(f"{str(cfg_path)!r}: field 'token_counter' must be a short str")
+        # indexes saved before these fields existed were built without them
+        cfg.setdefault("stemmer", None)
+        cfg.setdefault("split_lines", True)
+        cfg.setdefault("min_words", None)
+        cfg.setdefault("coverage_power", 0.0)
+        cfg.setdefault("literal_query_weights", False)
+        unknown = sorted(set(cfg) - set(MixPRConfig.__dataclass_fields__))
+        if unknown:
+            raise PersistError(f"{str(cfg_path)!r}: unknown field(s) {unknown[:5]}")
+        cfg["vectorizer_kwargs"] = _loadable_vectorizer_kwargs(
+            cfg.get("vectorizer_kwargs", {}), cfg_path
+        )
+        if isinstance(cfg.get("stop_words"), list):
+            cfg["stop_words"] = tuple(cfg["stop_words"])
         try:
-            counter = cfg.pop("token_counter")
-            # indexes saved before these fields existed were built without them
-            cfg.setdefault("stemmer", None)
-            cfg.setdefault("split_lines", True)
-            cfg.setdefault("min_words", None)
-            cfg.setdefault("coverage_power", 0.0)
-            cfg.setdefault("literal_query_weights", False)
             config = MixPRConfig(**cfg)
+        except (TypeError, ValueError) as exc:
+            raise PersistError(f"{str(cfg_path)!r}: {str(exc)[:300]}") from None
+        try:
             texts = check_texts(texts, "texts.json")
-            n = len(arrs["starts"])
-            ok = (
-                isinstance(vocab, list)
-                and len(arrs["idf"]) == len(vocab) == E.shape[1]
-                and S.shape == (n, n)
-                and E.shape[0] == n
-                and all(len(arrs[k]) == n for k in keys[1:])
+        except (TypeError, ValueError) as exc:
+            raise PersistError(f"{str(d / 'texts.json')!r}: {str(exc)[:300]}") from None
+        starts = check_int_array(arrs["starts"], arr_path, "starts", minimum=0)
+        n = len(starts)
+        source = check_int_array(arrs["unit_source"], arr_path, "unit_source", n=n, minimum=0)
+        ends = check_int_array(arrs["ends"], arr_path, "ends", n=n, minimum=0)
+        unit_index = check_int_array(arrs["unit_index"], arr_path, "unit_index", n=n, minimum=0)
+        counts = check_int_array(arrs["token_counts"], arr_path, "token_counts", n=n, minimum=0)
+        check_spans(texts, source, starts, ends, arr_path)
+        idf = check_float_array(arrs["idf"], arr_path, "idf", shape=(len(vocab),))
+        if len(set(vocab)) != len(vocab):
+            raise PersistError(f"{str(d / 'vocabulary.json')!r}: field 'terms' has duplicates")
+        if len(idf) and idf.min() <= 0:
+            raise PersistError(f"{str(arr_path)!r}: field 'idf' must be > 0")
+        if S.shape != (n, n) or (S.nnz and S.data.min() < 0):
+            raise PersistError(
+                f"{str(d / 'graph.npz')!r}: graph of shape {S.shape} for {n} units (or negative "
+                "weights)"
             )
-            if not ok:
-                raise ValueError("array shapes do not fit together")
+        if E.shape != (n, len(vocab)):
+            raise PersistError(
+                f"{str(d / 'embeddings.npz')!r}: shape {E.shape}, expected ({n}, {len(vocab)})"
+            )
+        try:
             vec = config.vectorizer(vocabulary={t: i for i, t in enumerate(vocab)})
-            vec.idf_ = arrs["idf"]
-        except (TypeError, ValueError, KeyError) as exc:
+            vec.idf_ = idf.astype(np.float64)
+        except (TypeError, ValueError) as exc:
             raise PersistError(f"{str(d)!r} holds an inconsistent MixPR index: {exc}") from None
+        arrs = {
+            "unit_source": source,
+            "unit_index": unit_index,
+            "starts": starts,
+            "ends": ends,
+            "token_counts": counts,
+        }
         return cls(
             texts,
             config,
@@ -622,6 +663,44 @@ class MixPRIndex(RetrievalIndex):
             router=router,
             token_counter_name=counter,
         )
+
+
+#: ``TfidfVectorizer`` arguments a saved config may set (checked on load): arguments such as
+#: ``input="filename"`` (the query read as a file name), ``token_pattern`` (a regular expression
+#: run on every query) or ``dtype`` are refused from a file; pass them to ``from_texts``.
+LOADABLE_VECTORIZER_KWARGS = {
+    "ngram_range": "pair",
+    "min_df": "number",
+    "max_df": "number",
+    "max_features": "int",
+    "lowercase": "bool",
+    "binary": "bool",
+    "smooth_idf": "bool",
+    "use_idf": "bool",
+}
+
+
+def _loadable_vectorizer_kwargs(kw, path) -> dict:
+    if not isinstance(kw, dict):
+        raise PersistError(f"{str(path)!r}: field 'vectorizer_kwargs' must be an object")
+    out = {}
+    for key, v in kw.items():
+        kind = LOADABLE_VECTORIZER_KWARGS.get(key)
+        ok = {
+            "pair": isinstance(v, list)
+            and len(v) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 8 for x in v),
+            "number": isinstance(v, (int, float)) and not isinstance(v, bool),
+            "int": v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+            "bool": isinstance(v, bool),
+        }.get(kind, False)
+        if not ok:
+            raise PersistError(
+                f"{str(path)!r}: field 'vectorizer_kwargs.{str(key)[:40]}' is not allowed in a "
+                "saved index or has a bad value"
+            )
+        out[key] = tuple(v) if kind == "pair" else v
+    return out
 
 
 def _stage_bar(progress: bool, total: int, desc: str):

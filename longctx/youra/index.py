@@ -278,7 +278,13 @@ class YouraIndex(RetrievalIndex):
         """
         from pathlib import Path
 
-        from longctx.persist import PersistError, read_arrays, read_json, read_manifest
+        from longctx.persist import (
+            PersistError,
+            check_int_array,
+            read_arrays,
+            read_json,
+            read_manifest,
+        )
 
         d = Path(path)
         read_manifest(d, kind="youra", versions=(cls.FORMAT_VERSION,))
@@ -297,6 +303,8 @@ class YouraIndex(RetrievalIndex):
         spans, offsets = arrs["spans"], arrs["offsets"]
         if (
             spans.ndim != 2
+            or spans.dtype.kind not in "iu"
+            or offsets.dtype.kind not in "iu"
             or spans.shape[1:] != (2,)
             or offsets.shape != (len(texts) + 1,)
             or offsets[0] != 0
@@ -315,9 +323,26 @@ class YouraIndex(RetrievalIndex):
             sentences = [_check_sentences(s, len(t)) for s, t in zip(sentences, texts)]
         except (TypeError, ValueError) as exc:
             raise PersistError(f"{str(d / 'sentences.npz')!r}: {exc}") from None
+        cpath = d / "config.json"
+        try:
+            check_max_fraction(config["max_fraction"])
+            if config["score_scale"] is not None:
+                check_choice(config["score_scale"], "score_scale", SCORE_SCALES)
+        except (TypeError, ValueError) as exc:
+            raise PersistError(f"{str(cpath)!r}: {exc}") from None
+        check_int_array(
+            arrs["token_counts"], d / "sentences.npz", "token_counts", n=len(spans), minimum=0
+        )
+        saved = _check_scorer_options(config["scorer"], cpath)
         if scorer is None:
-            kwargs = {**config["scorer"], **scorer_kwargs}
-            scorer = ReactionScorer(kwargs.pop("model", None), **kwargs)
+            kwargs = {**saved, **scorer_kwargs}
+            model = kwargs.pop("model", None)
+            try:
+                scorer = ReactionScorer(model, **kwargs)
+            except (TypeError, ValueError) as exc:
+                if set(scorer_kwargs) & set(kwargs):
+                    raise
+                raise PersistError(f"{str(cpath)!r}: field 'scorer': {exc}") from None
         elif scorer_kwargs:
             raise ValueError("give either scorer or scorer options, not both")
         index = cls.from_texts(
@@ -336,3 +361,30 @@ class YouraIndex(RetrievalIndex):
                 d,
             )
         return index
+
+
+#: ``ReactionScorer`` options that a saved config may not set (objects, not settings).
+_UNSAVED_SCORER_OPTIONS = frozenset({"tokenizer", "device", "dtype", "self"})
+
+
+def _check_scorer_options(options: dict, path) -> dict:
+    """The scorer options of a saved config, checked: known names only (an unknown one is a
+    :class:`~longctx.persist.PersistError`, not a ``TypeError``), a model name that is a str."""
+    import inspect
+
+    from longctx.persist import PersistError
+
+    known = set(inspect.signature(ReactionScorer.__init__).parameters) - _UNSAVED_SCORER_OPTIONS
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise PersistError(
+            f"{str(path)!r}: field 'scorer' holds unknown option(s) "
+            f"{[str(u)[:40] for u in unknown[:5]]}"
+        )
+    model = options.get("model")
+    if model is not None and (not isinstance(model, str) or len(model) > 4096):
+        raise PersistError(f"{str(path)!r}: field 'scorer.model' must be a model name or path")
+    for key, value in options.items():
+        if not (value is None or isinstance(value, (str, int, float, bool, list))):
+            raise PersistError(f"{str(path)!r}: field 'scorer.{key}' has a bad type")
+    return dict(options)

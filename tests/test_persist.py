@@ -1,0 +1,435 @@
+"""longctx.persist: saving never deletes what it did not write; saved files are untrusted input.
+
+One test per reproduction of issue 20 ("Data loss", "Saved files trusted too much")."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from longctx.diversity import DiversityIndex
+from longctx.garlic import HWDAG
+from longctx.mixpr import MixPRConfig, MixPRIndex
+from longctx.persist import (
+    PersistError,
+    SaveTargetError,
+    read_arrays,
+    read_json,
+    read_sparse,
+    write_dir,
+)
+from tests._persist_helpers import (
+    TEXTS,
+    diversity_index,
+    edit_json,
+    edit_npz,
+    forged_npy_header_npz,
+    garlic_graph,
+    hash_encoder,
+    mixpr_index,
+)
+
+
+@pytest.fixture(scope="module")
+def mixpr():
+    return mixpr_index()
+
+
+@pytest.fixture(scope="module")
+def diversity():
+    return diversity_index()
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return garlic_graph()
+
+
+def _tree(d: Path) -> dict:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+# -- saving -------------------------------------------------------------------------------------
+def test_saving_into_a_user_directory_keeps_its_files(tmp_path, mixpr):
+    user = tmp_path / "userdir"
+    (user / "sub").mkdir(parents=True)
+    (user / "notes.txt").write_text("my notes")
+    (user / "sub" / "data.csv").write_text("a,b")
+    before = _tree(user)
+    with pytest.raises(SaveTargetError, match="not a longctx index"):
+        mixpr.save(user)
+    assert _tree(user) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["userdir"]  # no temporary left
+
+
+def test_saving_onto_a_file_is_a_clear_error_and_keeps_it(tmp_path, mixpr):
+    f = tmp_path / "report.txt"
+    f.write_text("precious")
+    with pytest.raises(SaveTargetError, match="a file of that name exists"):
+        mixpr.save(f)
+    assert f.read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.txt"]  # no *.old, no temp
+
+
+def test_saving_over_another_kind_or_extra_files_is_refused(tmp_path, mixpr, diversity):
+    d = tmp_path / "idx"
+    mixpr.save(d)
+    before = _tree(d)
+    with pytest.raises(SaveTargetError, match="longctx.mixpr"):
+        diversity.save(d)
+    assert _tree(d) == before
+    (d / "mine.txt").write_text("user file inside the index folder")
+    with pytest.raises(SaveTargetError, match="did not write"):
+        mixpr.save(d)
+    assert (d / "mine.txt").read_text() == "user file inside the index folder"
+
+
+def test_replacing_an_index_is_atomic_and_leaves_nothing_behind(tmp_path, mixpr):
+    d = tmp_path / "idx"
+    (d).mkdir()  # an empty directory is a fine target
+    mixpr.save(d)
+    other = MixPRIndex.from_texts(["Completely different words live here now."])
+    other.save(d)
+    assert MixPRIndex.load(d).texts == other.texts
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+    assert set(os.listdir(d)) == set(json.loads((d / "manifest.json").read_text())["files"]) | {
+        "manifest.json"
+    }
+
+
+def test_concurrent_saves_to_one_path_leave_one_complete_index(tmp_path):
+    a, b = mixpr_index(), MixPRIndex.from_texts(["One other small text. With two sentences."])
+    d = tmp_path / "shared"
+    errors = []
+
+    def work(index):
+        try:
+            for _ in range(15):
+                index.save(d)
+        except BaseException as exc:  # noqa: BLE001 - the test reports any
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in (a, b, a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    loaded = MixPRIndex.load(d)
+    assert loaded.texts in (a.texts, b.texts)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]
+
+
+def test_a_failing_save_leaves_the_previous_index(tmp_path, mixpr):
+    d = tmp_path / "idx"
+    mixpr.save(d)
+    before = _tree(d)
+
+    def boom(path):
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_dir(d, kind="mixpr", version=1, json_files={"x": 1}, subdirs={"bad": boom})
+    assert _tree(d) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
+# -- generic readers ----------------------------------------------------------------------------
+def test_huge_npy_header_shape_is_refused_before_allocation(tmp_path):
+    p = tmp_path / "x.npz"
+    forged_npy_header_npz(p, "embeddings", (10**12,))
+    with pytest.raises(PersistError, match=r"x\.npz.*embeddings.*claims shape"):
+        read_arrays(p, ["embeddings"])
+
+
+def test_deeply_nested_json_is_a_persist_error(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(PersistError, match="deep.json"):
+        read_json(deep)
+    medium = tmp_path / "medium.json"
+    medium.write_text("[" * 100 + "]" * 100)  # parses, but deeper than MAX_JSON_DEPTH
+    with pytest.raises(PersistError, match="medium.json.*nested deeper"):
+        read_json(medium)
+
+
+def test_json_limits_size_and_nan(tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text('{"tol": NaN}')
+    with pytest.raises(PersistError, match="c.json"):
+        read_json(p)
+    p.write_text(json.dumps(list(range(1000))))
+    with pytest.raises(PersistError, match="more than the limit"):
+        read_json(p, max_bytes=100)
+
+
+def test_sparse_indices_out_of_range_are_refused(tmp_path, mixpr):
+    d = tmp_path / "idx"
+    mixpr.save(d)
+    with np.load(d / "graph.npz") as z:
+        indices = z["indices"].copy()
+    indices[0] = 10**6
+    edit_npz(d / "graph.npz", indices=indices)
+    with pytest.raises(PersistError, match="graph.npz"):
+        read_sparse(d / "graph.npz")
+    with pytest.raises(PersistError, match="graph.npz"):
+        MixPRIndex.load(d)
+
+
+# -- MixPR ------------------------------------------------------------------------------------------
+def test_mixpr_huge_max_iter_and_zero_tol_are_refused(tmp_path, mixpr):
+    with pytest.raises(ValueError, match="max_iter"):
+        MixPRConfig(max_iter=1_000_000_000, tol=0)
+    with pytest.raises(ValueError, match="tol"):
+        MixPRConfig(tol=5.0)
+    d = tmp_path / "idx"
+    mixpr.save(d)
+    edit_json(d / "config.json", lambda c: c.update(max_iter=1_000_000_000, tol=0))
+    with pytest.raises(PersistError, match=r"config\.json.*max_iter"):
+        MixPRIndex.load(d)
+
+
+@pytest.mark.parametrize(
+    "arrays, field",
+    [
+        ({"starts": "shift"}, "start"),
+        ({"ends": "big"}, "end"),
+        ({"unit_source": "big"}, "source"),
+        ({"starts": "2d"}, "starts"),
+        ({"idf": "str"}, "idf"),
+        ({"token_counts": "neg"}, "token_counts"),
+    ],
+)
+def test_mixpr_crafted_arrays_are_persist_errors(tmp_path, mixpr, arrays, field):
+    d = tmp_path / "idx"
+    mixpr.save(d)
+    with np.load(d / "arrays.npz") as z:
+        data = {k: z[k] for k in z.files}
+    ((key, how),) = arrays.items()
+    a = data[key]
+    new = {
+        "shift": a - 35752,
+        "big": a + 10**6,
+        "2d": np.stack([a, a]),
+        "str": a.astype(str),
+        "neg": -np.ones_like(a) * 5,
+    }[how]
+    edit_npz(d / "arrays.npz", **{key: new})
+    with pytest.raises(PersistError, match=rf"arrays\.npz.*{field}"):
+        MixPRIndex.load(d)
+
+
+def test_mixpr_file_options_that_read_files_are_refused(tmp_path, mixpr):
+    d = tmp_path / "idx"
+    mixpr.save(d)
+    edit_json(d / "config.json", lambda c: c.update(vectorizer_kwargs={"input": "filename"}))
+    with pytest.raises(PersistError, match="vectorizer_kwargs.input"):
+        MixPRIndex.load(d)
+
+
+def test_mixpr_unknown_config_field_is_a_persist_error(tmp_path, mixpr):
+    d = tmp_path / "idx"
+    mixpr.save(d)
+    edit_json(d / "config.json", lambda c: c.update(evil=1))
+    with pytest.raises(PersistError, match="unknown field"):
+        MixPRIndex.load(d)
+
+
+# -- Diversity ------------------------------------------------------------------------------------
+def test_diversity_negative_token_counts_and_bad_spans(tmp_path, diversity):
+    d = tmp_path / "idx"
+    diversity.save(d)
+    before = (d / "units.json").read_text()
+    edit_json(d / "units.json", lambda u: u.update(token_counts=[-5] * len(u["token_counts"])))
+    with pytest.raises(PersistError, match=r"units\.json.*token_counts"):
+        DiversityIndex.load(d, encoder=hash_encoder())
+    (d / "units.json").write_text(before)
+    edit_json(d / "units.json", lambda u: u["end"].__setitem__(0, 10**6))
+    with pytest.raises(PersistError, match=r"units\.json.*outside text"):
+        DiversityIndex.load(d, encoder=hash_encoder())
+    (d / "units.json").write_text(before)
+    edit_json(d / "units.json", lambda u: u["start"].__setitem__(0, "0"))
+    with pytest.raises(PersistError, match=r"units\.json.*start"):
+        DiversityIndex.load(d, encoder=hash_encoder())
+
+
+def test_diversity_hub_encoder_name_is_never_downloaded(tmp_path, diversity, monkeypatch):
+    import sentence_transformers
+
+    calls = []
+    monkeypatch.setattr(
+        sentence_transformers, "SentenceTransformer", lambda *a, **k: calls.append((a, k))
+    )
+    d = tmp_path / "idx"
+    diversity.save(d)
+    edit_json(d / "config.json", lambda c: c["encoder"].update(name="evil-org/evil-model"))
+    loaded = DiversityIndex.load(d)
+    with pytest.raises(ValueError, match="evil-org/evil-model.*encoder="):
+        loaded.search("Where did the cat sit?", token_budget=50)
+    assert calls == []
+
+
+def test_sentence_transformer_encoder_loads_local_files_only(monkeypatch):
+    import sentence_transformers
+
+    from longctx.embeddings import SentenceTransformerEncoder
+
+    seen = {}
+
+    class Fake:
+        def __init__(self, path, **kwargs):
+            seen.update(kwargs, path=path)
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", Fake)
+    SentenceTransformerEncoder("some-org/some-model-not-cached", device="cpu").model  # noqa: B018
+    assert seen["local_files_only"] is True
+
+
+# -- GARLIC ---------------------------------------------------------------------------------------
+def test_garlic_round_trip(tmp_path, graph):
+    graph.save(tmp_path / "g")
+    assert HWDAG.load(tmp_path / "g") == graph
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda g: g["nodes"][0].update(level=100_000_000), r"nodes\[0\]\.level"),
+        (lambda g: g["nodes"][0].update(level="1"), r"nodes\[0\]\.level"),
+        (lambda g: g["nodes"][1].update(text="Other words entirely."), r"nodes\[1\]\.text"),
+        (lambda g: g["nodes"][0].update(start=-3), r"nodes\[0\]\.start"),
+        (lambda g: g["nodes"][0].update(end=10**6), r"nodes\[0\]\.end"),
+        (lambda g: g["nodes"][0].update(source=7), r"nodes\[0\]\.source"),
+        (lambda g: g["nodes"][-1].update(batch=99), r"nodes\[\d\]\.batch"),
+        (lambda g: g["nodes"][0].update(evil=1), r"nodes\[0\]"),
+        (lambda g: g.update(info=[1, 2]), "info"),
+        (lambda g: g.update(batches={"a": 1}), "batches"),
+        (lambda g: g["batches"][0].update(inputs=[0, 10**6]), r"batches\[0\]\.inputs"),
+        (lambda g: g["batches"][0].update(level=None), r"batches\[0\]\.level"),
+    ],
+)
+def test_garlic_crafted_graph_json_is_a_persist_error(tmp_path, graph, edit, field):
+    d = tmp_path / "g"
+    graph.save(d)
+    edit_json(d / "graph.json", edit)
+    with pytest.raises(PersistError, match=rf"graph\.json.*{field}"):
+        HWDAG.load(d)
+
+
+def test_garlic_edges_out_of_range_or_across_levels(tmp_path, graph):
+    d = tmp_path / "g"
+    graph.save(d)
+    with np.load(d / "edges.npz") as z:
+        indices = z["indices"].copy()
+    saved = indices.copy()
+    indices[0] = 10**5
+    edit_npz(d / "edges.npz", indices=indices)
+    with pytest.raises(PersistError, match="edges.npz"):
+        HWDAG.load(d)
+    indices = saved.copy()
+    indices[0] = len(graph) - 1  # a level-2 node as a child of a level-2 node
+    edit_npz(d / "edges.npz", indices=indices)
+    with pytest.raises(PersistError, match="edges.npz"):
+        HWDAG.load(d)
+
+
+def test_garlic_search_graph_dict_checks_texts_against_the_document(graph):
+    from longctx.garlic.search import SearchGraph, as_search_graph
+
+    d = as_search_graph(graph).to_dict()
+    SearchGraph.from_dict(d, source_text=TEXTS[0])
+    forged = {**d, "texts": ["Forged words."] + d["texts"][1:]}
+    with pytest.raises(ValueError, match="differs from the document"):
+        SearchGraph.from_dict(forged, source_text=TEXTS[0])
+    with pytest.raises(ValueError, match="levels"):
+        SearchGraph.from_dict({**d, "levels": [10**8] * len(d["levels"])})
+
+
+def test_garlic_checkpoint_records_are_checked(tmp_path):
+    from longctx.garlic.build import _check_records
+
+    good = {
+        "source": 0,
+        "level": 1,
+        "n_generated": 3,
+        "text": "* a",
+        "ips": ["a"],
+        "ip_tokens": [1],
+        "weights": [[0.5, 0.5]],
+        "inputs": [0, 1],
+    }
+    assert _check_records([good], tmp_path / "checkpoint.json") == [good]
+    with pytest.raises(PersistError, match=r"checkpoint\.json.*records\[0\]"):
+        _check_records([{**good, "weights": [[0.5]]}], tmp_path / "checkpoint.json")
+    with pytest.raises(PersistError, match=r"checkpoint\.json.*records\[0\]\.level"):
+        _check_records([{**good, "level": "x"}], tmp_path / "checkpoint.json")
+
+
+# -- YOURA ----------------------------------------------------------------------------------------
+def test_youra_unknown_scorer_option_is_a_persist_error(tmp_path):
+    from longctx.youra import YouraIndex
+
+    d = tmp_path / "y"
+    text = "The cat sat. The dog ran."
+    write_dir(
+        d,
+        kind="youra",
+        version=YouraIndex.FORMAT_VERSION,
+        json_files={
+            "config": {
+                "max_fraction": 0.8,
+                "score_scale": None,
+                "scorer": {"model": None, "preset": "default", "evil_option": 1},
+            },
+            "texts": [text],
+        },
+        arrays={
+            "sentences": {
+                "spans": np.array([[0, 12], [13, 25]]),
+                "offsets": np.array([0, 2]),
+                "token_counts": np.array([4, 4]),
+            }
+        },
+    )
+    with pytest.raises(PersistError, match=r"config\.json.*evil_option"):
+        YouraIndex.load(d)
+
+
+def test_every_kind_refuses_a_foreign_directory(tmp_path):
+    from longctx.youra import YouraIndex
+
+    d = tmp_path / "x"
+    d.mkdir()
+    (d / "notes.txt").write_text("n")
+    for cls in (MixPRIndex, DiversityIndex, HWDAG, YouraIndex):
+        with pytest.raises(PersistError, match="manifest.json"):
+            cls.load(d)
+    shutil.rmtree(d)
+
+
+def _save_many(path: str, seed: int) -> None:
+    index = mixpr_index() if seed % 2 else MixPRIndex.from_texts(["Another text. Two lines."])
+    for _ in range(15):
+        index.save(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_concurrent_saves_from_processes_leave_one_complete_index(tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    d = tmp_path / "shared"
+    procs = [ctx.Process(target=_save_many, args=(str(d), i)) for i in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert MixPRIndex.load(d).n_units > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]
