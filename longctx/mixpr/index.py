@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.checks import check_choice, check_text
+from longctx.checks import check_choice, check_query
 from longctx.index import RetrievalIndex, check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import similarity_graph
@@ -293,7 +293,7 @@ class MixPRIndex(RetrievalIndex):
         ``mode`` used is ``"local"``, ``"global"`` or ``"global-fallback"`` (local asked, but no
         chunk passes ``query_threshold``: PageRank is used and the fallback logged).
         """
-        check_text(query, "query")
+        check_query(query, "query")
         check_choice(mode, "mode", MODES)
         timings = {}
         t0 = time.perf_counter()
@@ -511,7 +511,7 @@ class MixPRIndex(RetrievalIndex):
         longctx.selection.BudgetTooSmallError
             (a ``ValueError``) If ``token_budget`` is smaller than the shortest chunk.
         """
-        check_text(query, "query")
+        check_query(query, "query")
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
         if token_budget is not None:  # before any scoring: no chunk would fit
