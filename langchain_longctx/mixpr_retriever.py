@@ -13,10 +13,14 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from langchain_longctx._documents import hit_to_document
-from longctx.checks import check_choice, check_text
+from langchain_longctx._documents import (
+    document_keys,
+    hit_to_document,
+    with_unique_ids,
+)
+from longctx.checks import check_choice, check_size_field, check_text
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.selection import check_size
 
@@ -83,6 +87,7 @@ class MixPRRetriever(BaseRetriever):
 
     _index: MixPRIndex | None = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
+    _check_sizes = field_validator("k", "token_budget", mode="before")(check_size_field)
 
     def model_post_init(self, context: Any) -> None:
         check_choice(self.mode, "mode", MODES)
@@ -139,10 +144,18 @@ class MixPRRetriever(BaseRetriever):
         if self._index is None:
             return []
         result = self._index.search(query, k=k, token_budget=token_budget, mode=mode)
-        return [
-            hit_to_document(h, self.documents[self._sources[h.source]], "mixpr")
-            for h in result.hits
-        ]
+        keys = document_keys(self.documents)
+        return with_unique_ids(
+            [
+                hit_to_document(
+                    h,
+                    self.documents[self._sources[h.source]],
+                    "mixpr",
+                    key=keys[self._sources[h.source]],
+                )
+                for h in result.hits
+            ]
+        )
 
     async def _aget_relevant_documents(
         self,

@@ -5,11 +5,34 @@ from __future__ import annotations
 
 from llama_index.core.schema import BaseNode, NodeRelationship, NodeWithScore, TextNode
 
+from longctx.index import source_keys, unique_ids
 from longctx.types import METADATA_KEYS, Passage, hit_id, hit_metadata, resolve_hit
 
 
+def node_keys(nodes) -> list[str]:
+    """Unique ids of the source nodes (:func:`longctx.index.source_keys`): a node repeating an
+    earlier node's id is keyed ``"{id}@{position}"``."""
+    return source_keys([n.node_id for n in nodes], "node ids")
+
+
+def with_unique_ids(out: list[NodeWithScore]) -> list[NodeWithScore]:
+    """``out`` with repeated node ids renamed (:func:`longctx.index.unique_ids`), so LlamaIndex's
+    deduplication by id never drops a result."""
+    ids = [n.node.node_id for n in out]
+    for nws, new in zip(out, unique_ids(ids)):
+        if nws.node.node_id != new:
+            nws.node = nws.node.model_copy()
+            nws.node.id_ = new
+    return out
+
+
 def hit_to_node(
-    hit: Passage, source: BaseNode, method: str, *, whole: bool = False
+    hit: Passage,
+    source: BaseNode,
+    method: str,
+    *,
+    whole: bool = False,
+    key: str | None = None,
 ) -> NodeWithScore:
     """One hit of ``source`` as a ``NodeWithScore``.
 
@@ -21,13 +44,19 @@ def hit_to_node(
 
     When ``source`` is itself a longctx hit (a retriever's chunk given to a postprocessor), offsets,
     id and SOURCE relationship refer to the original document (:func:`longctx.types.resolve_hit`).
+
+    ``key`` (from :func:`node_keys`) replaces the source's id in the hit's id (and, with
+    ``whole``, is the copy's id) when the source repeats another node's id.
     """
-    hit, source_id, chained = resolve_hit(hit, source.node_id, source.metadata)
+    key = source.node_id if key is None else key
+    hit, source_id, chained = resolve_hit(hit, key, source.metadata)
     meta = {**source.metadata, **hit_metadata(hit, method, source_id)}
     llm_excluded = list(dict.fromkeys([*source.excluded_llm_metadata_keys, *METADATA_KEYS]))
     embed_excluded = list(dict.fromkeys([*source.excluded_embed_metadata_keys, *METADATA_KEYS]))
     if whole:
         node = source.model_copy()
+        if key != source.node_id:
+            node.id_ = key
         node.metadata = meta
         node.excluded_llm_metadata_keys = llm_excluded
         node.excluded_embed_metadata_keys = embed_excluded

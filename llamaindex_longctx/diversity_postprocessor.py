@@ -16,8 +16,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from llamaindex_longctx._nodes import hit_to_node
-from longctx.checks import check_choice
+from llamaindex_longctx._nodes import hit_to_node, node_keys, with_unique_ids
+from longctx.checks import check_choice, check_size_field
 from longctx.diversity import METHODS, DiversityIndex
 from longctx.diversity.ordering import check_order
 from longctx.embeddings import default_cache, embed_texts, get_encoder
@@ -67,6 +67,7 @@ class DiversityPostprocessor(BaseNodePostprocessor):
         default=None,
         description="Most tokens to keep (int >= 1, counted by `token_counter`), instead of top_n.",
     )
+    _check_sizes = field_validator("top_n", "token_budget", mode="before")(check_size_field)
     order: str = Field(
         default="score",
         description="'score' (selection order), 'document' (by ref_doc_id then start_char_idx "
@@ -166,10 +167,19 @@ class DiversityPostprocessor(BaseNodePostprocessor):
             query_embedding=query_emb,
             rewards=rewards,
         )
-        return [
-            hit_to_node(h, nodes[keep[h.source]].node, result.method, whole=True)
-            for h in result.hits
-        ]
+        keys = node_keys([n.node for n in nodes])
+        return with_unique_ids(
+            [
+                hit_to_node(
+                    h,
+                    nodes[keep[h.source]].node,
+                    result.method,
+                    whole=True,
+                    key=keys[keep[h.source]],
+                )
+                for h in result.hits
+            ]
+        )
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

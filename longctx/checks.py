@@ -88,6 +88,19 @@ def check_int(value, name: str, *, minimum: int | None = None, allow_none: bool 
     return int(value)
 
 
+def check_size_field(value, info):
+    """``k`` / ``top_n`` / ``token_budget`` as a pydantic ``mode="before"`` field validator (the
+    adapters' fields): the core rule of :func:`check_int`, an int >= 1 or None, named by the
+    field. ``True`` and ``2.0`` are refused, where pydantic would coerce them to 1 and 2.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_int`, naming ``info.field_name``.
+    """
+    return check_int(value, info.field_name, minimum=1, allow_none=True)
+
+
 def check_float(
     value,
     name: str,

@@ -38,6 +38,68 @@ def check_texts(texts, name: str = "texts") -> tuple[str, ...]:
     return out
 
 
+def source_keys(ids, name: str = "ids") -> list[str]:
+    """One unique, deterministic id per source, for the ids of hits (the adapters' rule).
+
+    ``ids[i]`` is source ``i``'s own id or ``None``. A source keeps its id when it is the first to
+    carry it; a source without id is named by its true position, ``"source{i}"``; a later source
+    repeating an id (or whose ``"source{i}"`` name is taken) becomes ``"{id}@{i}"`` (``i`` its
+    position), so two sources never share hit ids and no hit is dropped as a duplicate.
+
+    Parameters
+    ----------
+    ids : sequence of (str or None)
+        Source ids in the order the sources were given.
+
+    Returns
+    -------
+    list of str, unique, ``len(ids)`` long.
+
+    Raises
+    ------
+    TypeError
+        ``ids`` is not a sequence, or an id is neither a str nor None (named by position).
+    """
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise TypeError(f"{name} must be a sequence of str or None, got {type(ids).__name__}")
+    first: dict[str, int] = {}
+    for i, v in enumerate(ids):
+        if v is not None and not isinstance(v, str):
+            raise TypeError(f"{name}[{i}] must be a str or None, got {type(v).__name__}")
+        if v is not None:
+            first.setdefault(v, i)
+    used = set(first)
+    keys = []
+    for i, v in enumerate(ids):
+        if v is not None and first[v] == i:
+            keys.append(v)
+            continue
+        key = f"source{i}" if v is None else f"{v}@{i}"
+        while key in used:
+            key += "'"
+        used.add(key)
+        keys.append(key)
+    return keys
+
+
+def unique_ids(ids) -> list[str]:
+    """``ids`` of one result list with every repeat renamed ``"{id}@{n}"`` (``n`` its position
+    in the list), so a framework that deduplicates by id never drops a result."""
+    used = set(ids)
+    seen: set[str] = set()
+    out = []
+    for n, v in enumerate(ids):
+        if v in seen:
+            key = f"{v}@{n}"
+            while key in used:
+                key += "'"
+            used.add(key)
+            v = key
+        seen.add(v)
+        out.append(v)
+    return out
+
+
 class RetrievalIndex(ABC):
     """Abstract base: ``from_texts`` builds, ``search`` queries, ``save`` / ``load`` persist.
 
@@ -74,4 +136,4 @@ class RetrievalIndex(ABC):
         """Read an index written by :meth:`save`; raises ``PersistError`` naming a bad file."""
 
 
-__all__ = ["RetrievalIndex", "check_texts"]
+__all__ = ["RetrievalIndex", "check_texts", "source_keys", "unique_ids"]
