@@ -12,8 +12,12 @@ from longctx.types import Passage, hit_id, hit_metadata, resolve_hit
 def document_keys(documents) -> list[str]:
     """Unique ids of the source documents (:func:`longctx.index.source_keys`): a document
     without id is ``"source{position}"``, one repeating an earlier document's id
-    ``"{id}@{position}"``."""
-    return source_keys([d.id for d in documents], "document ids")
+    ``"{id}@{position}"``, one repeating an earlier document's id and text (the same document
+    given twice) ``None``: leave its hits out."""
+    documents = list(documents)
+    return source_keys(
+        [d.id for d in documents], "document ids", texts=[d.page_content for d in documents]
+    )
 
 
 def with_unique_ids(docs: list[Document]) -> list[Document]:
@@ -36,7 +40,8 @@ def hit_to_document(
     source's id in the hit's id: the source's position for a document without id, a
     disambiguated id for one repeating another's."""
     key = source.id if key is None else key
-    hit, source_id, _ = resolve_hit(hit, key, source.metadata)
+    hit, source_id, chained = resolve_hit(hit, source.id, source.metadata)
     meta = {**source.metadata, **hit_metadata(hit, method, source_id)}
-    doc_id = (source.id if source.id is None else key) if whole else hit_id(source_id, hit)
+    id_base = source_id if chained else key
+    doc_id = (source.id if source.id is None else key) if whole else hit_id(id_base, hit)
     return Document(page_content=hit.text, metadata=meta, id=doc_id)

@@ -217,5 +217,6 @@ class DiversityCompressor(BaseDocumentCompressor):
                     h, docs[keep[h.source]], result.method, whole=True, key=keys[keep[h.source]]
                 )
                 for h in result.hits
+                if keys[keep[h.source]] is not None  # not a document given twice
             ]
         )

@@ -17,11 +17,11 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_longctx._documents import (
-    document_keys,
     hit_to_document,
     with_unique_ids,
 )
 from longctx.checks import check_size_field, check_text
+from longctx.index import source_keys
 from longctx.types import META_METHOD, META_SCORE, META_SOURCE_ID, SearchResult
 
 META_LEVEL = "longctx_level"
@@ -141,7 +141,7 @@ class GarlicRetriever(BaseRetriever):
         g = self._searcher.graph
         pos = {nid: p for p, nid in enumerate(g.ids)}
         hits = {(h.source, h.start, h.end): h for h in result.hits}
-        keys = document_keys(self.documents)
+        keys = source_keys([d.id for d in self.documents], "document ids")
         out = []
         for v in result.info["visited_nodes"]:
             p = pos[v["id"]]

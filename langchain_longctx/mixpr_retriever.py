@@ -154,6 +154,7 @@ class MixPRRetriever(BaseRetriever):
                     key=keys[self._sources[h.source]],
                 )
                 for h in result.hits
+                if keys[self._sources[h.source]] is not None  # not a document given twice
             ]
         )
 

@@ -157,7 +157,8 @@ class YouraCompressor(BaseDocumentCompressor):
         for h in result.hits:
             i = sources[h.source]
             whole = h.start == 0 and h.end == len(docs[i].page_content)
-            out.append(hit_to_document(h, docs[i], "youra", whole=whole, key=keys[i]))
+            if keys[i] is not None:  # not a document given twice
+                out.append(hit_to_document(h, docs[i], "youra", whole=whole, key=keys[i]))
         return with_unique_ids(out)
 
     async def acompress_documents(

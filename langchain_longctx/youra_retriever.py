@@ -137,7 +137,8 @@ class YouraRetriever(BaseRetriever):
             i = self._sources[h.source]
             src = self.documents[i]
             whole = h.start == 0 and h.end == len(src.page_content)
-            out.append(hit_to_document(h, src, "youra", whole=whole, key=keys[i]))
+            if keys[i] is not None:  # not a document given twice
+                out.append(hit_to_document(h, src, "youra", whole=whole, key=keys[i]))
         return with_unique_ids(out)
 
     async def _aget_relevant_documents(

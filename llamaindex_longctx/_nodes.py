@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
-from llama_index.core.schema import BaseNode, NodeRelationship, NodeWithScore, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    TextNode,
+)
 
 from longctx.index import source_keys, unique_ids
 from longctx.types import METADATA_KEYS, Passage, hit_id, hit_metadata, resolve_hit
@@ -11,8 +17,14 @@ from longctx.types import METADATA_KEYS, Passage, hit_id, hit_metadata, resolve_
 
 def node_keys(nodes) -> list[str]:
     """Unique ids of the source nodes (:func:`longctx.index.source_keys`): a node repeating an
-    earlier node's id is keyed ``"{id}@{position}"``."""
-    return source_keys([n.node_id for n in nodes], "node ids")
+    earlier node's id with another text is keyed ``"{id}@{position}"``; one repeating its id and
+    text (the same node given twice) ``None``: leave its hits out (:func:`hits_to_nodes`)."""
+    nodes = list(nodes)
+    return source_keys(
+        [n.node_id for n in nodes],
+        "node ids",
+        texts=[n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes],
+    )
 
 
 def with_unique_ids(out: list[NodeWithScore]) -> list[NodeWithScore]:
@@ -49,8 +61,9 @@ def hit_to_node(
     ``whole``, is the copy's id) when the source repeats another node's id.
     """
     key = source.node_id if key is None else key
-    hit, source_id, chained = resolve_hit(hit, key, source.metadata)
+    hit, source_id, chained = resolve_hit(hit, source.node_id, source.metadata)
     meta = {**source.metadata, **hit_metadata(hit, method, source_id)}
+    id_base = source_id if chained else key
     llm_excluded = list(dict.fromkeys([*source.excluded_llm_metadata_keys, *METADATA_KEYS]))
     embed_excluded = list(dict.fromkeys([*source.excluded_embed_metadata_keys, *METADATA_KEYS]))
     if whole:
@@ -63,7 +76,7 @@ def hit_to_node(
     else:
         origin = source.source_node if chained and source.source_node else None
         node = TextNode(
-            id_=hit_id(source_id, hit),
+            id_=hit_id(id_base, hit),
             text=hit.text,
             metadata=meta,
             start_char_idx=hit.start,

@@ -178,6 +178,7 @@ class DiversityPostprocessor(BaseNodePostprocessor):
                     key=keys[keep[h.source]],
                 )
                 for h in result.hits
+                if keys[keep[h.source]] is not None  # not a node given twice
             ]
         )
 

@@ -136,6 +136,7 @@ class MixPRRetriever(BaseRetriever):
                     key=self._keys[self._sources[h.source]],
                 )
                 for h in result.hits
+                if self._keys[self._sources[h.source]] is not None  # not a node given twice
             ]
         )
 

@@ -128,7 +128,8 @@ class YouraPostprocessor(BaseNodePostprocessor):
         for h in result.hits:
             i = sources[h.source]
             whole = h.start == 0 and h.end == len(texts[i])
-            out.append(hit_to_node(h, nodes[i].node, "youra", whole=whole, key=keys[i]))
+            if keys[i] is not None:  # not a node given twice
+                out.append(hit_to_node(h, nodes[i].node, "youra", whole=whole, key=keys[i]))
         return with_unique_ids(out)
 
     async def _apostprocess_nodes(

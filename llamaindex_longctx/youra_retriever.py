@@ -126,7 +126,8 @@ class YouraRetriever(BaseRetriever):
         for h in result.hits:
             i = self._sources[h.source]
             whole = h.start == 0 and h.end == len(self._index.texts[h.source])
-            out.append(hit_to_node(h, self._nodes[i], "youra", whole=whole, key=keys[i]))
+            if keys[i] is not None:  # not a node given twice
+                out.append(hit_to_node(h, self._nodes[i], "youra", whole=whole, key=keys[i]))
         return with_unique_ids(out)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -38,22 +38,29 @@ def check_texts(texts, name: str = "texts") -> tuple[str, ...]:
     return out
 
 
-def source_keys(ids, name: str = "ids") -> list[str]:
+def source_keys(ids, name: str = "ids", texts=None) -> list[str | None]:
     """One unique, deterministic id per source, for the ids of hits (the adapters' rule).
 
     ``ids[i]`` is source ``i``'s own id or ``None``. A source keeps its id when it is the first to
     carry it; a source without id is named by its true position, ``"source{i}"``; a later source
-    repeating an id (or whose ``"source{i}"`` name is taken) becomes ``"{id}@{i}"`` (``i`` its
-    position), so two sources never share hit ids and no hit is dropped as a duplicate.
+    repeating an id with another text (or whose ``"source{i}"`` name is taken) becomes
+    ``"{id}@{i}"`` (``i`` its position), so two sources never share hit ids and no hit is dropped
+    as a duplicate. A later source repeating both the id and the text (``texts``) of an earlier
+    one is that source given twice: its key is ``None`` and its hits are left out, so no text
+    comes back twice.
 
     Parameters
     ----------
     ids : sequence of (str or None)
         Source ids in the order the sources were given.
+    name : str
+        The argument named in errors.
+    texts : sequence of str, optional
+        The sources' texts (to recognise a source given twice).
 
     Returns
     -------
-    list of str, unique, ``len(ids)`` long.
+    list of (str or None), ``len(ids)`` long: the str keys are unique.
 
     Raises
     ------
@@ -69,10 +76,13 @@ def source_keys(ids, name: str = "ids") -> list[str]:
         if v is not None:
             first.setdefault(v, i)
     used = set(first)
-    keys = []
+    keys: list[str | None] = []
     for i, v in enumerate(ids):
         if v is not None and first[v] == i:
             keys.append(v)
+            continue
+        if v is not None and texts is not None and texts[i] == texts[first[v]]:
+            keys.append(None)  # the same source given twice
             continue
         key = f"source{i}" if v is None else f"{v}@{i}"
         while key in used:
