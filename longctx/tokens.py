@@ -29,6 +29,8 @@ _VOWELS = frozenset("aeiouyAEIOUY")
 _RANDOM_TOKENS_PER_CHAR = 0.85
 _GENERAL_PUNCT_RE = re.compile(r"[\u2000-\u206f]")
 _HANGUL_RE = re.compile(r"[\uac00-\ud7af]")
+# Whitespace a BPE tokenizer keeps as a token: a line break, a tab, a run of spaces (indentation).
+_WHITESPACE_TOKEN_RE = re.compile(r"\s{2,}|[^\S ]")
 
 
 def _ascii_cost(text: str) -> int:
@@ -63,6 +65,7 @@ def count_tokens(text: str) -> int:
       mark is one token; a longer letter run counts one token per 4 letters; a run of 8 or more
       letters and digits that looks random (mixed case or digits every few characters, or few
       vowels: ids, hashes, base64 in URLs) counts 0.85 tokens per character.
+    - A line break, a tab or a run of two or more spaces is one token.
     - Other characters count by their UTF-8 length: ``bytes - 1`` tokens each (a Cyrillic or
       accented letter 1, a Chinese, Japanese or Thai character 2, an emoji 3), Hangul syllables
       3, general punctuation (’ — …) 1.
@@ -81,7 +84,7 @@ def count_tokens(text: str) -> int:
     int
         >= 0; 0 only for empty or whitespace-only text.
     """
-    n = _ascii_cost(text)
+    n = _ascii_cost(text) + len(_WHITESPACE_TOKEN_RE.findall(text))
     if not text.isascii():
         n += len(text.encode("utf-8", "surrogatepass")) - len(text)
         n -= len(_GENERAL_PUNCT_RE.findall(text))
