@@ -82,7 +82,7 @@ def count_tokens(text: str) -> int:
     Returns
     -------
     int
-        >= 0; 0 only for empty or whitespace-only text.
+        >= 0; 0 for empty text (a line break alone is one token).
     """
     n = _ascii_cost(text) + len(_WHITESPACE_TOKEN_RE.findall(text))
     if not text.isascii():
