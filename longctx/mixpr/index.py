@@ -441,9 +441,17 @@ class MixPRIndex(RetrievalIndex):
                     cols.append(j)
                     vals.append(v)
         Eq = sp.csr_array((vals, (rows, cols)), shape=(m, len(vocab)), dtype=np.float32)
-        Q = np.array(
-            [[sum(v * wj.get(t, 0.0) for t, v in wi.items()) for wj in weights] for wi in weights]
-        )
+        # query-query cosines as one sparse product over all the query's terms (seen or not):
+        # linear in the query's length where pairwise dict sums were quadratic
+        qterms: dict[str, int] = {}
+        qr, qc, qv = [], [], []
+        for i, w in enumerate(weights):
+            for term, v in w.items():
+                qr.append(i)
+                qc.append(qterms.setdefault(term, len(qterms)))
+                qv.append(v)
+        W = sp.csr_array((qv, (qr, qc)), shape=(m, len(qterms)), dtype=np.float64)
+        Q = (W @ W.T).toarray()
         return Eq, Q
 
     def _power_iteration(self, B, Q, p, alpha: float) -> np.ndarray:
