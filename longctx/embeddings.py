@@ -485,7 +485,9 @@ def embed_texts(
                 todo.append(j)
     t0 = time.perf_counter()
     if todo:
-        with tqdm(total=len(todo), desc=desc, unit="text", disable=progress is False) as bar:
+        # disable=None: tqdm draws the bar only when stderr is a terminal
+        disable = None if progress is None else not progress
+        with tqdm(total=len(todo), desc=desc, unit="text", disable=disable) as bar:
             for a in range(0, len(todo), batch_size):
                 idx = todo[a : a + batch_size]
                 out = enc.embed_documents([texts[j] for j in idx])

@@ -136,3 +136,11 @@ def test_encoder_identity_and_cache_keys():
     assert f.name.endswith(".batch") and f.name.startswith("callable:tests.test_embeddings.")
     f.embed_documents(["abc"])
     assert f.identity()["dim"] == 3
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(capsys):
+    from longctx.diversity import DiversityIndex
+    from tests.test_diversity import HashEncoder
+
+    DiversityIndex.from_texts("The cat sat. The dog ran. " * 50, get_encoder(HashEncoder()))
+    assert capsys.readouterr().err == ""  # progress=None: tqdm draws only on a terminal
