@@ -7,21 +7,45 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
+from longctx.index import source_keys, unique_ids
 from longctx.types import Passage, hit_id, hit_metadata, resolve_hit
 
 
+def document_keys(documents) -> list[str]:
+    """Unique ids of the source documents (:func:`longctx.index.source_keys`): a document
+    without id is ``"source{position}"``, one repeating an earlier document's id
+    ``"{id}@{position}"``, one repeating an earlier document's id and text (the same document
+    given twice) ``None``: leave its hits out."""
+    documents = list(documents)
+    return source_keys(
+        [d.id for d in documents], "document ids", texts=[d.page_content for d in documents]
+    )
+
+
+def with_unique_ids(docs: list[Document]) -> list[Document]:
+    """``docs`` with repeated ids renamed (:func:`longctx.index.unique_ids`)."""
+    named = [d for d in docs if d.id is not None]
+    for d, new in zip(named, unique_ids([d.id for d in named])):
+        d.id = new
+    return docs
+
+
 def hit_to_document(
-    hit: Passage, source: Document, method: str, *, whole: bool = False
+    hit: Passage, source: Document, method: str, *, whole: bool = False, key: str | None = None
 ) -> Document:
     """One hit of ``source`` as a new ``Document``: the hit's text exactly, the source's metadata
     plus the longctx keys (``longctx_source_id`` holds the source's id). Its id is
     ``hit_id(source.id, hit)``, or the source's own id when ``whole`` (the unit is the whole
     source document). When ``source`` is itself a longctx hit (a retriever's chunk given to a
     compressor), offsets and ids refer to the original document
-    (:func:`longctx.types.resolve_hit`)."""
-    hit, source_id, _ = resolve_hit(hit, source.id, source.metadata)
+    (:func:`longctx.types.resolve_hit`). ``key`` (from :func:`document_keys`) stands for the
+    source's id in the hit's id: the source's position for a document without id, a
+    disambiguated id for one repeating another's."""
+    key = source.id if key is None else key
+    hit, source_id, chained = resolve_hit(hit, source.id, source.metadata)
     meta = {**source.metadata, **hit_metadata(hit, method, source_id)}
-    doc_id = source.id if whole else hit_id(source_id, hit)
+    id_base = source_id if chained else key
+    doc_id = (source.id if source.id is None else key) if whole else hit_id(id_base, hit)
     return Document(page_content=hit.text, metadata=meta, id=doc_id)
 
 

@@ -17,8 +17,12 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from langchain_longctx._documents import hit_to_document
-from longctx.checks import check_choice
+from langchain_longctx._documents import (
+    document_keys,
+    hit_to_document,
+    with_unique_ids,
+)
+from longctx.checks import check_choice, check_size_field
 from longctx.diversity import METHODS, DiversityIndex
 from longctx.diversity.ordering import check_order
 from longctx.embeddings import default_cache, embed_texts, get_encoder
@@ -144,6 +148,8 @@ class DiversityCompressor(BaseDocumentCompressor):
             del data["top_n"]
         return data
 
+    _check_sizes = field_validator("k", "token_budget", mode="before")(check_size_field)
+
     @field_validator("method")
     @classmethod
     def _check_method(cls, v):
@@ -208,6 +214,13 @@ class DiversityCompressor(BaseDocumentCompressor):
             query_embedding=query_emb,
             rewards=None if rewards is None else rewards[keep],
         )
-        return [
-            hit_to_document(h, docs[keep[h.source]], result.method, whole=True) for h in result.hits
-        ]
+        keys = document_keys(docs)
+        return with_unique_ids(
+            [
+                hit_to_document(
+                    h, docs[keep[h.source]], result.method, whole=True, key=keys[keep[h.source]]
+                )
+                for h in result.hits
+                if keys[keep[h.source]] is not None  # not a document given twice
+            ]
+        )

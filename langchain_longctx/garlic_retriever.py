@@ -15,11 +15,15 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from langchain_longctx._documents import hit_to_document
+from langchain_longctx._documents import (
+    hit_to_document,
+    with_unique_ids,
+)
 from langchain_longctx._persist import load_retriever, loaded_parts, loading, save_retriever
-from longctx.checks import check_text
+from longctx.checks import check_size_field, check_text
+from longctx.index import source_keys
 from longctx.persist import PersistError, read_json
 from longctx.types import META_METHOD, META_SCORE, META_SOURCE_ID, SearchResult
 
@@ -89,6 +93,7 @@ class GarlicRetriever(BaseRetriever):
     _searcher: Any = PrivateAttr(default=None)
     _encoder: Any = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
+    _check_sizes = field_validator("k", mode="before")(check_size_field)
 
     def model_post_init(self, context: Any) -> None:
         from longctx.embeddings import get_encoder
@@ -261,18 +266,19 @@ class GarlicRetriever(BaseRetriever):
         g = self._searcher.graph
         pos = {nid: p for p, nid in enumerate(g.ids)}
         hits = {(h.source, h.start, h.end): h for h in result.hits}
+        keys = source_keys([d.id for d in self.documents], "document ids")
         out = []
         for v in result.info["visited_nodes"]:
             p = pos[v["id"]]
             src = self.documents[self._sources[g.sources[p]]]
             if g.levels[p] == 1 and g.starts[p] >= 0:
                 hit = hits[(g.sources[p], int(g.starts[p]), int(g.ends[p]))]
-                doc = hit_to_document(hit, src, "garlic")
+                doc = hit_to_document(hit, src, "garlic", key=keys[self._sources[g.sources[p]]])
                 doc.metadata[META_LEVEL] = 1
                 doc.metadata[META_POSITION] = v["position"]
                 out.append(doc)
                 continue
-            sid = src.id if src.id is not None else f"source{self._sources[g.sources[p]]}"
+            sid = keys[self._sources[g.sources[p]]]
             row = g.edges[[p], :].tocoo()
             children = []
             for c, w in zip(row.col.tolist(), row.data.tolist()):
@@ -295,7 +301,7 @@ class GarlicRetriever(BaseRetriever):
                     page_content=v["text"], metadata=meta, id=f"{sid}#{g.ids[p].split('/', 1)[1]}"
                 )
             )
-        return out
+        return with_unique_ids(out)
 
     def _get_relevant_documents(
         self,

@@ -15,9 +15,14 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from langchain_longctx._documents import documents_from_texts, hit_to_document
+from langchain_longctx._documents import (
+    document_keys,
+    documents_from_texts,
+    hit_to_document,
+    with_unique_ids,
+)
 from langchain_longctx._persist import (
     check_index_texts,
     load_retriever,
@@ -25,7 +30,7 @@ from langchain_longctx._persist import (
     loading,
     save_retriever,
 )
-from longctx.checks import check_choice, check_text
+from longctx.checks import check_choice, check_size_field, check_text
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.selection import check_size
 
@@ -100,6 +105,7 @@ class MixPRRetriever(BaseRetriever):
 
     _index: MixPRIndex | None = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
+    _check_sizes = field_validator("k", "token_budget", mode="before")(check_size_field)
 
     def model_post_init(self, context: Any) -> None:
         check_choice(self.mode, "mode", MODES)
@@ -198,10 +204,19 @@ class MixPRRetriever(BaseRetriever):
         if self._index is None:
             return []
         result = self._index.search(query, k=k, token_budget=token_budget, mode=mode)
-        return [
-            hit_to_document(h, self.documents[self._sources[h.source]], "mixpr")
-            for h in result.hits
-        ]
+        keys = document_keys(self.documents)
+        return with_unique_ids(
+            [
+                hit_to_document(
+                    h,
+                    self.documents[self._sources[h.source]],
+                    "mixpr",
+                    key=keys[self._sources[h.source]],
+                )
+                for h in result.hits
+                if keys[self._sources[h.source]] is not None  # not a document given twice
+            ]
+        )
 
     async def _aget_relevant_documents(
         self,

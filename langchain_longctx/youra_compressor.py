@@ -10,10 +10,14 @@ from typing import Any, Literal
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from langchain_longctx._documents import hit_to_document
-from longctx.checks import check_text
+from langchain_longctx._documents import (
+    document_keys,
+    hit_to_document,
+    with_unique_ids,
+)
+from longctx.checks import check_size_field, check_text
 from longctx.selection import check_size
 from longctx.youra import DEFAULT_K, DEFAULT_PRESET, YouraIndex, check_max_fraction, scorer_from
 
@@ -109,6 +113,7 @@ class YouraCompressor(BaseDocumentCompressor):
         default=None, exclude=True, repr=False, description="A ready ReactionScorer."
     )
     _scorer: Any = PrivateAttr(default=None)
+    _check_sizes = field_validator("k", "token_budget", "top_n", mode="before")(check_size_field)
 
     @model_validator(mode="after")
     def _check(self):
@@ -153,16 +158,14 @@ class YouraCompressor(BaseDocumentCompressor):
             [docs[i].page_content for i in sources], self._scorer, max_fraction=self.max_fraction
         )
         result = index.search(query, k=k, token_budget=budget)
-        out, seen = [], set()
+        keys = document_keys(docs)
+        out = []
         for h in result.hits:
-            src = docs[sources[h.source]]
-            whole = h.start == 0 and h.end == len(src.page_content)
-            d = hit_to_document(h, src, "youra", whole=whole)
-            key = d.id if d.id is not None else (h.source, h.start, h.end)
-            if key not in seen:  # the same document given twice
-                seen.add(key)
-                out.append(d)
-        return out
+            i = sources[h.source]
+            whole = h.start == 0 and h.end == len(docs[i].page_content)
+            if keys[i] is not None:  # not a document given twice
+                out.append(hit_to_document(h, docs[i], "youra", whole=whole, key=keys[i]))
+        return with_unique_ids(out)
 
     async def acompress_documents(
         self,

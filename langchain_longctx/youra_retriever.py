@@ -15,9 +15,14 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from langchain_longctx._documents import documents_from_texts, hit_to_document
+from langchain_longctx._documents import (
+    document_keys,
+    documents_from_texts,
+    hit_to_document,
+    with_unique_ids,
+)
 from langchain_longctx._persist import (
     check_index_texts,
     load_retriever,
@@ -25,7 +30,7 @@ from langchain_longctx._persist import (
     loading,
     save_retriever,
 )
-from longctx.checks import check_text
+from longctx.checks import check_size_field, check_text
 from longctx.selection import check_size
 from longctx.youra import DEFAULT_K, YouraIndex, scorer_from
 
@@ -109,6 +114,7 @@ class YouraRetriever(BaseRetriever):
 
     _index: YouraIndex | None = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
+    _check_sizes = field_validator("k", "token_budget", mode="before")(check_size_field)
 
     def model_post_init(self, context: Any) -> None:
         self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
@@ -202,16 +208,15 @@ class YouraRetriever(BaseRetriever):
             k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
         k, token_budget = check_size(k, token_budget)
         result = self._index.search(query, k=k, token_budget=token_budget)
-        out, seen = [], set()
+        keys = document_keys(self.documents)
+        out = []
         for h in result.hits:
-            src = self.documents[self._sources[h.source]]
+            i = self._sources[h.source]
+            src = self.documents[i]
             whole = h.start == 0 and h.end == len(src.page_content)
-            d = hit_to_document(h, src, "youra", whole=whole)
-            key = d.id if d.id is not None else (h.source, h.start, h.end)
-            if key not in seen:  # two documents with one id
-                seen.add(key)
-                out.append(d)
-        return out
+            if keys[i] is not None:  # not a document given twice
+                out.append(hit_to_document(h, src, "youra", whole=whole, key=keys[i]))
+        return with_unique_ids(out)
 
     async def _aget_relevant_documents(
         self,

@@ -5,13 +5,49 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llama_index.core.schema import BaseNode, Document, NodeRelationship, NodeWithScore, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    Document,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    TextNode,
+)
 
+from longctx.index import source_keys, unique_ids
 from longctx.types import METADATA_KEYS, Passage, hit_id, hit_metadata, resolve_hit
 
 
+def node_keys(nodes) -> list[str]:
+    """Unique ids of the source nodes (:func:`longctx.index.source_keys`): a node repeating an
+    earlier node's id with another text is keyed ``"{id}@{position}"``; one repeating its id and
+    text (the same node given twice) ``None``: leave its hits out (:func:`hits_to_nodes`)."""
+    nodes = list(nodes)
+    return source_keys(
+        [n.node_id for n in nodes],
+        "node ids",
+        texts=[n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes],
+    )
+
+
+def with_unique_ids(out: list[NodeWithScore]) -> list[NodeWithScore]:
+    """``out`` with repeated node ids renamed (:func:`longctx.index.unique_ids`), so LlamaIndex's
+    deduplication by id never drops a result."""
+    ids = [n.node.node_id for n in out]
+    for nws, new in zip(out, unique_ids(ids)):
+        if nws.node.node_id != new:
+            nws.node = nws.node.model_copy()
+            nws.node.id_ = new
+    return out
+
+
 def hit_to_node(
-    hit: Passage, source: BaseNode, method: str, *, whole: bool = False
+    hit: Passage,
+    source: BaseNode,
+    method: str,
+    *,
+    whole: bool = False,
+    key: str | None = None,
 ) -> NodeWithScore:
     """One hit of ``source`` as a ``NodeWithScore``.
 
@@ -23,20 +59,27 @@ def hit_to_node(
 
     When ``source`` is itself a longctx hit (a retriever's chunk given to a postprocessor), offsets,
     id and SOURCE relationship refer to the original document (:func:`longctx.types.resolve_hit`).
+
+    ``key`` (from :func:`node_keys`) replaces the source's id in the hit's id (and, with
+    ``whole``, is the copy's id) when the source repeats another node's id.
     """
+    key = source.node_id if key is None else key
     hit, source_id, chained = resolve_hit(hit, source.node_id, source.metadata)
     meta = {**source.metadata, **hit_metadata(hit, method, source_id)}
+    id_base = source_id if chained else key
     llm_excluded = list(dict.fromkeys([*source.excluded_llm_metadata_keys, *METADATA_KEYS]))
     embed_excluded = list(dict.fromkeys([*source.excluded_embed_metadata_keys, *METADATA_KEYS]))
     if whole:
         node = source.model_copy()
+        if key != source.node_id:
+            node.id_ = key
         node.metadata = meta
         node.excluded_llm_metadata_keys = llm_excluded
         node.excluded_embed_metadata_keys = embed_excluded
     else:
         origin = source.source_node if chained and source.source_node else None
         node = TextNode(
-            id_=hit_id(source_id, hit),
+            id_=hit_id(id_base, hit),
             text=hit.text,
             metadata=meta,
             start_char_idx=hit.start,

@@ -17,8 +17,8 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from llamaindex_longctx._embed import app_encoder
-from llamaindex_longctx._nodes import hit_to_node
-from longctx.checks import check_choice
+from llamaindex_longctx._nodes import hit_to_node, node_keys, with_unique_ids
+from longctx.checks import check_choice, check_size_field
 from longctx.diversity import METHODS, DiversityIndex
 from longctx.diversity.ordering import check_order
 from longctx.embeddings import check_query_embedding, default_cache, embed_texts
@@ -72,6 +72,7 @@ class DiversityPostprocessor(BaseNodePostprocessor):
         default=None,
         description="Most tokens to keep (int >= 1, counted by `token_counter`), instead of top_n.",
     )
+    _check_sizes = field_validator("top_n", "token_budget", mode="before")(check_size_field)
     order: str = Field(
         default="score",
         description="'score' (selection order), 'document' (by ref_doc_id then start_char_idx "
@@ -193,10 +194,20 @@ class DiversityPostprocessor(BaseNodePostprocessor):
             query_embedding=query_emb,
             rewards=rewards,
         )
-        return [
-            hit_to_node(h, nodes[keep[h.source]].node, result.method, whole=True)
-            for h in result.hits
-        ]
+        keys = node_keys([n.node for n in nodes])
+        return with_unique_ids(
+            [
+                hit_to_node(
+                    h,
+                    nodes[keep[h.source]].node,
+                    result.method,
+                    whole=True,
+                    key=keys[keep[h.source]],
+                )
+                for h in result.hits
+                if keys[keep[h.source]] is not None  # not a node given twice
+            ]
+        )
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

@@ -55,7 +55,8 @@ from llama_index.core.schema import (
 from llama_index.core.storage.docstore.types import RefDocInfo
 from pydantic import ConfigDict
 
-from llamaindex_longctx._nodes import hit_to_node
+from llamaindex_longctx._nodes import hit_to_node, with_unique_ids
+from longctx.index import source_keys
 from longctx.types import (
     META_METHOD,
     META_SCORE,
@@ -368,18 +369,19 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             meta = dict(node.metadata) if node is not None else {}
             sources[k] = TextNode(id_=ref, text="", metadata=meta)
         by_pos = {(h.source, h.start, h.end): h for h in result.hits}
+        # two nodes of one document share their ref_doc_id: key them apart (source_keys)
+        keys = source_keys([sources[k].node_id for k in range(len(sources))], "node ids")
         chunk_ids = {}
         for p in range(len(g)):
             if g.levels[p] == 1 and g.starts[p] >= 0:
-                src = sources[g.sources[p]]
-                chunk_ids[p] = hit_id(src.node_id, _span(g, p))
+                chunk_ids[p] = hit_id(keys[g.sources[p]], _span(g, p))
         out = []
         for v in result.info["visited_nodes"]:
             p = pos[v["id"]]
             src = sources[g.sources[p]]
             if g.levels[p] == 1 and g.starts[p] >= 0:
                 hit = by_pos[(g.sources[p], int(g.starts[p]), int(g.ends[p]))]
-                nws = hit_to_node(hit, src, "garlic")
+                nws = hit_to_node(hit, src, "garlic", key=keys[g.sources[p]])
                 nws.node.metadata[META_LEVEL] = 1
                 nws.node.metadata[META_POSITION] = v["position"]
                 out.append(nws)
@@ -413,7 +415,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
                 },
             )
             out.append(NodeWithScore(node=node, score=float(v["score"])))
-        return out
+        return with_unique_ids(out)
 
     def as_retriever(self, **kwargs: Any) -> GarlicGraphRetriever:
         """A retriever returning the visited nodes (kwargs: search settings per query)."""

@@ -12,7 +12,13 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 
-from llamaindex_longctx._nodes import documents_from_texts, hit_to_node, nodes_from_defaults
+from llamaindex_longctx._nodes import (
+    documents_from_texts,
+    hit_to_node,
+    node_keys,
+    nodes_from_defaults,
+    with_unique_ids,
+)
 from longctx.checks import check_choice, check_int, check_text
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError, read_json, write_dir
@@ -97,6 +103,7 @@ class MixPRRetriever(BaseRetriever):
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in self._nodes]
         # nodes with text, in order: index source s is node self._sources[s]
         self._sources = [i for i, t in enumerate(texts) if t.strip()]
+        self._keys = node_keys(self._nodes)  # unique even when two nodes share an id
         if _index is not None:
             self._index = _index
         elif self._sources:
@@ -169,12 +176,19 @@ class MixPRRetriever(BaseRetriever):
             None if self.token_budget else self.similarity_top_k, self.token_budget
         )
         result = self._index.search(query, k=k, token_budget=budget, mode=self.mode)
-        return [
-            hit_to_node(
-                h, self._nodes[self._sources[h.source]], "mixpr", whole=not self.chunk_nodes
-            )
-            for h in result.hits
-        ]
+        return with_unique_ids(
+            [
+                hit_to_node(
+                    h,
+                    self._nodes[self._sources[h.source]],
+                    "mixpr",
+                    whole=not self.chunk_nodes,
+                    key=self._keys[self._sources[h.source]],
+                )
+                for h in result.hits
+                if self._keys[self._sources[h.source]] is not None  # not a node given twice
+            ]
+        )
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # CPU-bound sparse work: run it in a thread so the event loop stays free

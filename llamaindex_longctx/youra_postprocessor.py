@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator, model_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from llamaindex_longctx._nodes import hit_to_node
-from longctx.checks import check_text
+from llamaindex_longctx._nodes import hit_to_node, node_keys, with_unique_ids
+from longctx.checks import check_size_field, check_text
 from longctx.selection import check_size
 from longctx.youra import DEFAULT_K, DEFAULT_PRESET, YouraIndex, check_max_fraction, scorer_from
 
@@ -52,6 +52,7 @@ class YouraPostprocessor(BaseNodePostprocessor):
     token_budget: int | None = Field(
         default=None, description="Model tokens for the kept sentences, all nodes together."
     )
+    _check_sizes = field_validator("top_n", "token_budget", mode="before")(check_size_field)
     max_fraction: float = Field(
         default=0.8, description="With token_budget, keep at most this fraction of the sentences."
     )
@@ -128,15 +129,14 @@ class YouraPostprocessor(BaseNodePostprocessor):
             [texts[i] for i in sources], self._scorer, max_fraction=self.max_fraction
         )
         result = index.search(query, k=k, token_budget=budget)
-        out, seen = [], set()
+        keys = node_keys([n.node for n in nodes])
+        out = []
         for h in result.hits:
             i = sources[h.source]
             whole = h.start == 0 and h.end == len(texts[i])
-            nws = hit_to_node(h, nodes[i].node, "youra", whole=whole)
-            if nws.node.node_id not in seen:  # the same node given twice
-                seen.add(nws.node.node_id)
-                out.append(nws)
-        return out
+            if keys[i] is not None:  # not a node given twice
+                out.append(hit_to_node(h, nodes[i].node, "youra", whole=whole, key=keys[i]))
+        return with_unique_ids(out)
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

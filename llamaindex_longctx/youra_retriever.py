@@ -11,7 +11,13 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithScore, QueryBundle
 
-from llamaindex_longctx._nodes import documents_from_texts, hit_to_node, nodes_from_defaults
+from llamaindex_longctx._nodes import (
+    documents_from_texts,
+    hit_to_node,
+    node_keys,
+    nodes_from_defaults,
+    with_unique_ids,
+)
 from longctx.checks import check_int, check_text
 from longctx.selection import check_size
 from longctx.youra import DEFAULT_K, ReactionScorer, YouraIndex, scorer_from
@@ -157,15 +163,14 @@ class YouraRetriever(BaseRetriever):
             None if self.token_budget else self.similarity_top_k, self.token_budget
         )
         result = self._index.search(query, k=k, token_budget=budget)
-        out, seen = [], set()
+        keys = node_keys(self._nodes)  # unique even when two nodes share an id
+        out = []
         for h in result.hits:
             i = self._sources[h.source]
             whole = h.start == 0 and h.end == len(self._index.texts[h.source])
-            nws = hit_to_node(h, self._nodes[i], "youra", whole=whole)
-            if nws.node.node_id not in seen:  # two nodes with one id
-                seen.add(nws.node.node_id)
-                out.append(nws)
-        return out
+            if keys[i] is not None:  # not a node given twice
+                out.append(hit_to_node(h, self._nodes[i], "youra", whole=whole, key=keys[i]))
+        return with_unique_ids(out)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # model work: in a worker thread, so the event loop stays free

@@ -3,6 +3,25 @@
 from __future__ import annotations
 
 import numbers
+import re
+
+#: Most characters of the user's text an error message quotes (:func:`excerpt`).
+MAX_QUOTE_CHARS = 80
+#: Most characters of a query (:func:`check_query`). MixPR's query time grows with the square of
+#: the query's length (its query chunks are compared pairwise): 16,000 characters (~2,700 English
+#: words, 500 query chunks of Chinese) answer in well under a second.
+MAX_QUERY_CHARS = 16_000
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def excerpt(value, limit: int = MAX_QUOTE_CHARS) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, for error messages: a 5 MB text is
+    quoted as its first ``limit`` characters and its length, never whole."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value):,} characters)"
+    r = repr(value)
+    return r if len(r) <= limit + 2 else r[:limit] + "..."
 
 
 def check_text(value, name: str = "text", *, allow_empty: bool = False) -> str:
@@ -13,12 +32,40 @@ def check_text(value, name: str = "text", *, allow_empty: bool = False) -> str:
     TypeError
         If ``value`` is not a ``str``.
     ValueError
-        If ``value`` is empty or only whitespace (unless ``allow_empty``).
+        If ``value`` is empty or only whitespace (unless ``allow_empty``), or holds a lone
+        surrogate (U+D800-U+DFFF, which no tokenizer or UTF-8 file can hold); the message quotes
+        at most :data:`MAX_QUOTE_CHARS` characters of it.
     """
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if not allow_empty and not value.strip():
-        raise ValueError(f"{name} must contain some non-whitespace text, got {value!r}")
+        raise ValueError(f"{name} must contain some non-whitespace text, got {excerpt(value)}")
+    m = _SURROGATE_RE.search(value)
+    if m is not None:
+        raise ValueError(
+            f"{name} holds a lone surrogate (U+{ord(m.group()):04X}) at character {m.start()}: "
+            "not valid Unicode text (decode bytes with errors='replace', not 'surrogateescape')"
+        )
+    return value
+
+
+def check_query(value, name: str = "query", *, max_chars: int | None = None) -> str:
+    """:func:`check_text` plus a length limit (default :data:`MAX_QUERY_CHARS`).
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a ``str``.
+    ValueError
+        If it is empty, only whitespace, holds a lone surrogate, or is longer than ``max_chars``.
+    """
+    check_text(value, name)
+    limit = MAX_QUERY_CHARS if max_chars is None else max_chars
+    if len(value) > limit:
+        raise ValueError(
+            f"{name} is {len(value):,} characters long, over the limit of {limit:,} "
+            f"(longctx.checks.MAX_QUERY_CHARS): ask with a shorter {name}, got {excerpt(value)}"
+        )
     return value
 
 
@@ -39,6 +86,19 @@ def check_int(value, name: str, *, minimum: int | None = None, allow_none: bool 
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
+
+
+def check_size_field(value, info):
+    """``k`` / ``top_n`` / ``token_budget`` as a pydantic ``mode="before"`` field validator (the
+    adapters' fields): the core rule of :func:`check_int`, an int >= 1 or None, named by the
+    field. ``True`` and ``2.0`` are refused, where pydantic would coerce them to 1 and 2.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_int`, naming ``info.field_name``.
+    """
+    return check_int(value, info.field_name, minimum=1, allow_none=True)
 
 
 def check_float(
@@ -72,6 +132,10 @@ def check_float(
 
 def check_choice(value, name: str, choices) -> str:
     """Return ``value`` if it is one of ``choices``, else raise ``ValueError`` naming them."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    try:
+        known = value in choices
+    except TypeError:  # an unhashable value
+        known = False
+    if not known:
+        raise ValueError(f"{name} must be one of {sorted(choices, key=repr)}, got {excerpt(value)}")
     return value

@@ -38,6 +38,78 @@ def check_texts(texts, name: str = "texts") -> tuple[str, ...]:
     return out
 
 
+def source_keys(ids, name: str = "ids", texts=None) -> list[str | None]:
+    """One unique, deterministic id per source, for the ids of hits (the adapters' rule).
+
+    ``ids[i]`` is source ``i``'s own id or ``None``. A source keeps its id when it is the first to
+    carry it; a source without id is named by its true position, ``"source{i}"``; a later source
+    repeating an id with another text (or whose ``"source{i}"`` name is taken) becomes
+    ``"{id}@{i}"`` (``i`` its position), so two sources never share hit ids and no hit is dropped
+    as a duplicate. A later source repeating both the id and the text (``texts``) of an earlier
+    one is that source given twice: its key is ``None`` and its hits are left out, so no text
+    comes back twice.
+
+    Parameters
+    ----------
+    ids : sequence of (str or None)
+        Source ids in the order the sources were given.
+    name : str
+        The argument named in errors.
+    texts : sequence of str, optional
+        The sources' texts (to recognise a source given twice).
+
+    Returns
+    -------
+    list of (str or None), ``len(ids)`` long: the str keys are unique.
+
+    Raises
+    ------
+    TypeError
+        ``ids`` is not a sequence, or an id is neither a str nor None (named by position).
+    """
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise TypeError(f"{name} must be a sequence of str or None, got {type(ids).__name__}")
+    first: dict[str, int] = {}
+    for i, v in enumerate(ids):
+        if v is not None and not isinstance(v, str):
+            raise TypeError(f"{name}[{i}] must be a str or None, got {type(v).__name__}")
+        if v is not None:
+            first.setdefault(v, i)
+    used = set(first)
+    keys: list[str | None] = []
+    for i, v in enumerate(ids):
+        if v is not None and first[v] == i:
+            keys.append(v)
+            continue
+        if v is not None and texts is not None and texts[i] == texts[first[v]]:
+            keys.append(None)  # the same source given twice
+            continue
+        key = f"source{i}" if v is None else f"{v}@{i}"
+        while key in used:
+            key += "'"
+        used.add(key)
+        keys.append(key)
+    return keys
+
+
+def unique_ids(ids) -> list[str]:
+    """``ids`` of one result list with every repeat renamed ``"{id}@{n}"`` (``n`` its position
+    in the list), so a framework that deduplicates by id never drops a result."""
+    used = set(ids)
+    seen: set[str] = set()
+    out = []
+    for n, v in enumerate(ids):
+        if v in seen:
+            key = f"{v}@{n}"
+            while key in used:
+                key += "'"
+            used.add(key)
+            v = key
+        seen.add(v)
+        out.append(v)
+    return out
+
+
 class RetrievalIndex(ABC):
     """Abstract base: ``from_texts`` builds, ``search`` queries, ``save`` / ``load`` persist.
 
@@ -74,4 +146,4 @@ class RetrievalIndex(ABC):
         """Read an index written by :meth:`save`; raises ``PersistError`` naming a bad file."""
 
 
-__all__ = ["RetrievalIndex", "check_texts"]
+__all__ = ["RetrievalIndex", "check_texts", "source_keys", "unique_ids"]

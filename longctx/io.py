@@ -12,7 +12,11 @@ from __future__ import annotations
 import codecs
 import logging
 import os
+import re
+import stat
 from pathlib import Path
+
+from longctx.checks import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +25,16 @@ logger = logging.getLogger(__name__)
 MAX_CHAOS = 0.1
 #: Chaos margin within which cp1252 is preferred to another single-byte guess (see _detect).
 CP1252_MARGIN = 0.02
+#: Largest file :func:`read_text_file` reads by default (bytes; the CLI's ``--max-bytes``):
+#: 200 MiB, about 35 million English words. Text is held in memory several times over while
+#: indexing, so a larger input is refused up front instead of exhausting memory.
+MAX_FILE_BYTES = 200 * 2**20
+#: A file that is not valid UTF-8 is still read as UTF-8 (the invalid bytes replaced by U+FFFD,
+#: with a warning giving their byte offsets) when its valid multi-byte UTF-8 sequences carry at
+#: least this many times as many continuation bytes as there are invalid bytes: one stray Latin-1
+#: byte in a UTF-8 file, not a Latin-1 file.
+UTF8_EVIDENCE_RATIO = 10
+_ESCAPED_RE = re.compile("[\udc80-\udcff]")
 
 # Byte-order marks that name their encoding (longest first: UTF-32 LE starts with UTF-16 LE's).
 _BOMS = (
@@ -64,16 +78,46 @@ def _detect(data: bytes, name: str) -> tuple[str, str]:
         return data.decode(best.encoding), best.encoding
 
 
-def read_text_file(path: str | os.PathLike, *, return_encoding: bool = False):
+def _mostly_utf8(data: bytes, name: str) -> str | None:
+    """``data`` decoded as UTF-8 with its few invalid bytes replaced by U+FFFD (a warning gives
+    their byte offsets), or None when the bytes do not look like UTF-8 (see
+    :data:`UTF8_EVIDENCE_RATIO`)."""
+    escaped = data.decode("utf-8", "surrogateescape")
+    bad = _ESCAPED_RE.findall(escaped)
+    evidence = len(data) - len(escaped)  # continuation bytes of valid multi-byte sequences
+    if not bad or evidence < UTF8_EVIDENCE_RATIO * len(bad):
+        return None
+    first = []
+    for m in _ESCAPED_RE.finditer(escaped):
+        first.append(len(escaped[: m.start()].encode("utf-8", "surrogateescape")))
+        if len(first) == 5:
+            break
+    logger.warning(
+        "PATH %s is UTF-8 except for %d invalid byte(s) (first at byte offset(s) %s), read as "
+        "U+FFFD: offsets refer to open(path, encoding='utf-8', errors='replace', newline='')",
+        name,
+        len(bad),
+        ", ".join(map(str, first)),
+    )
+    return data.decode("utf-8", "replace")
+
+
+def read_text_file(
+    path: str | os.PathLike, *, return_encoding: bool = False, max_bytes: int = MAX_FILE_BYTES
+):
     """Read a text file, keeping its line endings exactly.
 
     UTF-8 (with or without BOM) and files that start with a UTF-16/32 byte-order mark are decoded
-    directly; any other bytes are decoded with the encoding that ``charset-normalizer`` detects
-    (cp1252, Latin-1, Shift-JIS...), refused when the detection is unsure.
+    directly. A file that is UTF-8 except for a few invalid bytes (a stray Latin-1 byte) stays
+    UTF-8: those bytes become U+FFFD and a warning (logging) gives their byte offsets. Any other
+    bytes are decoded with the encoding that ``charset-normalizer`` detects (cp1252, Latin-1,
+    Shift-JIS...), refused when the detection is unsure.
 
     Parameters
     ----------
     path : str or os.PathLike
+    max_bytes : int >= 1, default :data:`MAX_FILE_BYTES` (200 MiB)
+        Larger files are refused before anything is read.
     return_encoding : bool, default False
         Also return the Python codec name used (``"utf-8"``, ``"utf-8-sig"`` when the file starts
         with a BOM, ``"cp1252"``...).
@@ -87,17 +131,37 @@ def read_text_file(path: str | os.PathLike, *, return_encoding: bool = False):
     Raises
     ------
     InputError
-        If the path does not exist, is a directory, is empty (or only whitespace), is binary
-        (holds NUL bytes without a UTF-16/32 byte-order mark), or is not UTF-8 and its encoding
-        cannot be detected with confidence.
+        If the path does not exist, is a directory or another non-regular file (a device such
+        as ``/dev/zero``, a FIFO, a socket), is larger than ``max_bytes``, is empty (or only
+        whitespace), is binary (holds NUL bytes without a UTF-16/32 byte-order mark), or is not
+        UTF-8 and its encoding cannot be detected with confidence.
+    TypeError, ValueError
+        If ``max_bytes`` is not an int >= 1.
     """
+    max_bytes = check_int(max_bytes, "max_bytes", minimum=1)
     p = Path(path)
     name = repr(str(p))
-    if not p.exists():
-        raise InputError(f"PATH {name} does not exist")
-    if p.is_dir():
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InputError(f"PATH {name} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"PATH {name} cannot be read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
         raise InputError(f"PATH {name} is a directory, not a text file")
-    data = p.read_bytes()
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            f"PATH {name} is not a regular file (a device, FIFO or socket): give a text file"
+        )
+    if st.st_size > max_bytes:
+        raise InputError(
+            f"PATH {name} is {st.st_size:,} bytes, over the limit of {max_bytes:,} bytes "
+            "(max_bytes, --max-bytes)"
+        )
+    with open(p, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(f"PATH {name} grew over the limit of {max_bytes:,} bytes while read")
     if not data.strip():
         raise InputError(f"PATH {name} is empty")
     encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
@@ -109,14 +173,18 @@ def read_text_file(path: str | os.PathLike, *, return_encoding: bool = False):
                 f"PATH {name} starts with a {encoding.upper()} byte-order mark but does not decode "
                 "as such: convert it to UTF-8 first"
             ) from None
-    elif b"\x00" in data[:65536]:
+    elif b"\x00" in data:
         raise InputError(f"PATH {name} looks binary (it holds NUL bytes); give a text file")
     else:
         try:
             text, encoding = data.decode("utf-8"), "utf-8"
         except UnicodeDecodeError:
-            text, encoding = _detect(data, name)
-            logger.info("read %s as %s (detected by charset-normalizer)", p, encoding)
+            mostly = _mostly_utf8(data, name)
+            if mostly is not None:
+                text, encoding = mostly, "utf-8"
+            else:
+                text, encoding = _detect(data, name)
+                logger.info("read %s as %s (detected by charset-normalizer)", p, encoding)
     if not text.strip():
         raise InputError(f"PATH {name} is empty")
     return (text, encoding) if return_encoding else text

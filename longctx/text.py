@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import unicodedata
 from functools import lru_cache
 
 import numpy as np
@@ -20,6 +21,52 @@ SENTENCE_BACKENDS = ("auto", "nupunkt", "stanza")
 
 _NONSPACE_RE = re.compile(r"\S")
 _WORD_RE = re.compile(r"\S+")
+
+# -- scripts written without spaces between words ---------------------------------------------
+# Han (with 々〆〇), Hiragana, Katakana (full and half width): every character is a word here.
+_CJK_CHARS = (
+    "\u3005-\u3007\u3021-\u3029\u3031-\u3035\u303b-\u303c\u3040-\u30fa\u30fc-\u30ff"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0003134f"
+)
+# Thai, Lao, Khmer, Myanmar: words run together, spaces (if any) separate phrases.
+_SEA_CHARS = "\u0e00-\u0e7f\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f"
+_SPACELESS_RE = re.compile(f"[{_CJK_CHARS}{_SEA_CHARS}]")
+#: Longest run of Thai-like letters counted as one word by the chunkers (characters).
+SEA_WORD_CHARS = 16
+# Words when the text holds spaceless scripts: one CJK character, a run of up to SEA_WORD_CHARS
+# Thai-like characters, or a run of other non-space characters (on text without those scripts
+# this is exactly \S+).
+_INTL_WORD_RE = re.compile(
+    f"[{_CJK_CHARS}]|[{_SEA_CHARS}]{{1,{SEA_WORD_CHARS}}}|[^\\s{_CJK_CHARS}{_SEA_CHARS}]+"
+)
+# A CJK sentence end: 。！？ (full and half width, small forms), or ! ? after a CJK character,
+# with the closing quotes and brackets that follow it.
+_CJK_END_RE = re.compile(
+    f"(?:[\u3002\uff01\uff1f\uff61\ufe12\ufe52\ufe56\ufe57\uff0e]|(?<=[{_CJK_CHARS}])[!?])+"
+    "[\u300d\u300f\u3011\u3015\u3017\u3019\u301b\u3009\u300b\uff09\uff3d\uff5d"
+    "\u201d\u2019\"')\\]]*"
+)
+# Whitespace between two Thai-like characters: a phrase or sentence break in Thai.
+_SEA_SPACE_RE = re.compile(f"(?<=[{_SEA_CHARS}])\\s+(?=[{_SEA_CHARS}])")
+#: Most characters of one sentence of Chinese, Japanese or Thai text; a longer run without
+#: sentence punctuation is cut into near-equal pieces (at a clause mark, space or line break
+#: where there is one), so a text without punctuation is never one giant unit.
+MAX_SPACELESS_SENTENCE_CHARS = 160
+_SOFT_BREAK_RE = re.compile("[\\s\uff0c\u3001\uff1b\uff1a,;:\u30fb]")
+# Runs of ! and ? (with dots) longer than _MAX_PUNCT_RUN are shortened for nupunkt, which takes
+# time quadratic in their length (200 KB of "!?" took 106 s).
+_PUNCT_RUN_RE = re.compile("[!?.\u2026\u203c\u2047-\u2049]{9,}")
+_MAX_PUNCT_RUN = 8
+
+
+def word_re(text: str) -> re.Pattern:
+    """The word pattern the chunkers use on ``text``: ``\\S+`` runs, except that a CJK
+    character is a word of its own and a Thai-like run counts one word per
+    :data:`SEA_WORD_CHARS` characters when ``text`` holds those scripts."""
+    return _INTL_WORD_RE if _SPACELESS_RE.search(text) else _WORD_RE
+
+
 _LINE_RE = re.compile(r"[^\r\n]+")
 # A paragraph: text between blank lines (two line breaks with only spaces or tabs between).
 _PARAGRAPH_RE = re.compile(r"\S(?:[^\n]|\n(?![ \t\f\v\r]*\n))*")
@@ -47,10 +94,81 @@ def _partition_to_spans(text: str, starts: list[int]) -> list[Span]:
     return spans
 
 
+def _guard_punct_runs(text: str) -> str:
+    """``text`` with every run of more than 8 sentence marks holding ``!`` or ``?`` cut to its
+    first 8 marks followed by spaces: the same length, so nupunkt's offsets stay valid, and
+    nupunkt (quadratic in such runs) sees short runs only."""
+
+    def _cut(m: re.Match) -> str:
+        run = m.group()
+        if "!" not in run and "?" not in run and not re.search("[\u203c\u2047-\u2049]", run):
+            return run
+        return run[:_MAX_PUNCT_RUN] + " " * (len(run) - _MAX_PUNCT_RUN)
+
+    return _PUNCT_RUN_RE.sub(_cut, text)
+
+
 def _nupunkt_spans(text: str) -> list[Span]:
     import nupunkt
 
-    return _partition_to_spans(text, [a for a, _ in nupunkt.sent_spans(text)])
+    guarded = _guard_punct_runs(text)
+    return _partition_to_spans(text, [a for a, _ in nupunkt.sent_spans(guarded)])
+
+
+def _split_spaceless(text: str, spans: list[Span]) -> list[Span]:
+    """Cut the spans that hold Chinese, Japanese or Thai-like text further: after CJK sentence
+    marks (。！？), at spaces between Thai-like characters, and into pieces of at most
+    :data:`MAX_SPACELESS_SENTENCE_CHARS` characters where a run has no such break. Spans
+    without those scripts are kept as they are."""
+    out: list[Span] = []
+    for a, b in spans:
+        if _SPACELESS_RE.search(text, a, b) is None:
+            out.append((a, b))
+            continue
+        cuts = [m.end() for m in _CJK_END_RE.finditer(text, a, b) if m.end() < b]
+        cuts += [m.end() for m in _SEA_SPACE_RE.finditer(text, a, b)]
+        for s, e in _partition_to_spans_within(text, a, b, cuts):
+            if e - s > MAX_SPACELESS_SENTENCE_CHARS and _SPACELESS_RE.search(text, s, e):
+                out.extend(_cut_long(text, s, e))
+            else:
+                out.append((s, e))
+    return out
+
+
+def _partition_to_spans_within(text: str, a: int, b: int, cuts: list[int]) -> list[Span]:
+    bounds = [a, *sorted(set(c for c in cuts if a < c < b)), b]
+    spans = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        s = _strip_span(text, lo, hi)
+        if s is not None:
+            spans.append(s)
+    return spans
+
+
+def _cut_long(text: str, a: int, b: int) -> list[Span]:
+    """Cut ``[a, b)`` into pieces of at most MAX_SPACELESS_SENTENCE_CHARS characters, each at
+    the last clause mark, space or line break of its second half if there is one, never before
+    a combining mark (Thai vowels and tone marks stay on their letter)."""
+    limit = MAX_SPACELESS_SENTENCE_CHARS
+    pieces: list[Span] = []
+    lo = a
+    while b - lo > limit:
+        hi = lo + limit
+        cut = None
+        for m in _SOFT_BREAK_RE.finditer(text, lo + limit // 2, hi):
+            cut = m.end()
+        if cut is None:
+            cut = hi
+            while cut > lo + 1 and unicodedata.category(text[cut])[0] == "M":
+                cut -= 1
+        s = _strip_span(text, lo, cut)
+        if s is not None:
+            pieces.append(s)
+        lo = cut
+    s = _strip_span(text, lo, b)
+    if s is not None:
+        pieces.append(s)
+    return pieces
 
 
 @lru_cache(maxsize=1)
@@ -111,9 +229,10 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
     check_choice(backend, "backend", SENTENCE_BACKENDS)
     if not text.strip():
         return []
-    if backend == "stanza":
-        return _stanza_spans(text)
-    return _nupunkt_spans(text)
+    spans = _stanza_spans(text) if backend == "stanza" else _nupunkt_spans(text)
+    if _SPACELESS_RE.search(text):
+        spans = _split_spaceless(text, spans)
+    return spans
 
 
 def _equal_word_pieces(words: list[Span], max_words: int) -> list[Span]:
@@ -192,7 +311,8 @@ def chunk_words(
     if not sentences:
         return []
     # Word start positions of the whole text, once; a sentence's word count is then two bisections.
-    word_starts = np.fromiter((m.start() for m in _WORD_RE.finditer(text)), dtype=np.int64)
+    wre = word_re(text)
+    word_starts = np.fromiter((m.start() for m in wre.finditer(text)), dtype=np.int64)
     sent = np.asarray(sentences, dtype=np.int64)
     first = np.searchsorted(word_starts, sent[:, 0], side="left")
     last = np.searchsorted(word_starts, sent[:, 1], side="left")
@@ -203,7 +323,7 @@ def chunk_words(
             chunks.append((a, b))
             continue
         for line in (_LINE_RE if split_lines else _PARAGRAPH_RE).finditer(text, a, b):
-            words = [m.span() for m in _WORD_RE.finditer(text, line.start(), line.end())]
+            words = [m.span() for m in wre.finditer(text, line.start(), line.end())]
             if not words:
                 continue
             if len(words) <= max_words:
@@ -308,7 +428,8 @@ def split_long_spans(
 def _split_span(text: str, a: int, b: int, max_tokens: int, counter) -> list[Span]:
     if counter(text[a:b]) <= max_tokens:
         return [(a, b)]
-    words = [m.span() for m in _WORD_RE.finditer(text, a, b)]
+    wre = _INTL_WORD_RE if _SPACELESS_RE.search(text, a, b) else _WORD_RE
+    words = [m.span() for m in wre.finditer(text, a, b)]
     if len(words) <= 1:
         return [(a, b)]
     counts = np.fromiter((counter(text[s:e]) for s, e in words), dtype=np.int64, count=len(words))

@@ -153,3 +153,11 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     assert "embedding" in capsys.readouterr().err
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     assert progress_default() is True
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(capsys):
+    from longctx.diversity import DiversityIndex
+    from tests.test_diversity import HashEncoder
+
+    DiversityIndex.from_texts("The cat sat. The dog ran. " * 50, get_encoder(HashEncoder()))
+    assert capsys.readouterr().err == ""  # progress=None: tqdm draws only on a terminal

@@ -30,7 +30,7 @@ import warnings
 from dataclasses import replace
 
 from longctx import __version__
-from longctx.io import InputError, read_text_file, sample_text
+from longctx.io import MAX_FILE_BYTES, InputError, read_text_file, sample_text
 from longctx.selection import BudgetTooSmallError, check_budget_fits
 from longctx.types import Passage, SearchResult
 
@@ -149,6 +149,12 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--sample", choices=["alice"], help="use a bundled public-domain text (default: none)"
+    )
+    g.add_argument(
+        "--max-bytes",
+        type=_positive_int("--max-bytes"),
+        default=MAX_FILE_BYTES,
+        help="refuse a PATH larger than this many bytes (default: 200 MiB)",
     )
     g.add_argument(
         "--query", "-q", required=True, help="the question (or task) to retrieve for (required)"
@@ -563,7 +569,7 @@ def _read_input(args) -> tuple[str, str]:
     if args.sample:
         return sample_text(args.sample), "utf-8-sig"
     try:
-        text, encoding = read_text_file(args.path, return_encoding=True)
+        text, encoding = read_text_file(args.path, return_encoding=True, max_bytes=args.max_bytes)
     except InputError:
         raise
     except OSError as exc:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from longctx.checks import check_choice, check_float, check_int, check_text
+from longctx.checks import check_choice, check_float, check_int, check_query
 from longctx.diversity.blas import one_blas_thread
 from longctx.diversity.greedy import greedy
 from longctx.diversity.inputs import as_embeddings, as_vector
@@ -364,7 +364,7 @@ class DiversityIndex(RetrievalIndex):
         if query_embedding is not None:
             q = self._check_query_dim(query_embedding)
         elif query is not None:
-            q = self._embed_query(check_text(query, "query"))
+            q = self._embed_query(check_query(query, "query"))
         return rewards_from(self._emb, q)
 
     def _embed_query(self, query: str) -> np.ndarray:
@@ -450,7 +450,7 @@ class DiversityIndex(RetrievalIndex):
         if token_budget is not None and ratio is not None:
             raise ValueError("give at most one of token_budget and ratio")
         if query is not None:
-            check_text(query, "query")
+            check_query(query, "query")
         n = len(self)
         if ratio is not None:
             token_budget_eff = int(np.floor(ratio * float(self._counts.sum()) + 1e-9))

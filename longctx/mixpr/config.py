@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from longctx.checks import check_choice, check_float, check_int
+from longctx.terms import ScriptAnalyzer, fold_accents_ascii, fold_accents_unicode
 from longctx.text import chunk_words
 
 #: Question words and auxiliaries that scikit-learn's English stop-word list lacks (it holds
@@ -21,18 +22,13 @@ STOP_WORD_NAMES = ("english", "english+questions")
 MAX_ITER_LIMIT = 10_000
 
 
-class _StemmedAnalyzer:
-    """scikit-learn word analyzer followed by a Snowball stemmer (PyStemmer): a plain object, so
+class _StemmedAnalyzer(ScriptAnalyzer):
+    """scikit-learn word analyzer followed by a Snowball stemmer (PyStemmer), with CJK and Thai
+    runs indexed as character bigrams (:class:`longctx.terms.ScriptAnalyzer`): a plain object, so
     the vectorizer is rebuilt from the config's ``stemmer`` name, never pickled."""
 
-    def __init__(self, base, language: str):
-        import Stemmer
-
-        self.base = base
-        self.stem_words = Stemmer.Stemmer(language).stemWords
-
-    def __call__(self, doc: str) -> list[str]:
-        return self.stem_words(self.base(doc))
+    def __init__(self, base, language: str | None):
+        super().__init__(base, language)
 
 
 @dataclass(frozen=True)
@@ -223,10 +219,14 @@ class MixPRConfig:
             sw = list(sw)
         elif sw == "english+questions":
             sw = sorted(ENGLISH_STOP_WORDS.union(QUESTION_STOP_WORDS))
+        # accents folded on Latin, Greek and Cyrillic only (Japanese で stays で)
+        fold = {"unicode": fold_accents_unicode, "ascii": fold_accents_ascii}.get(
+            self.strip_accents
+        )
         try:
             vec = TfidfVectorizer(
                 stop_words=sw,
-                strip_accents=self.strip_accents,
+                strip_accents=fold,
                 sublinear_tf=self.sublinear_tf,
                 norm="l2",
                 vocabulary=vocabulary,
@@ -240,10 +240,12 @@ class MixPRConfig:
                         f"vectorizer_kwargs {sorted(clash)} cannot be combined with a stemmer "
                         "(set stemmer=None)"
                     )
-                analyzer = _StemmedAnalyzer(vec.build_analyzer(), self.stemmer)
-                kw = {k: v for k, v in vec.get_params().items() if k not in _WORD_ANALYZER_PARAMS}
-                vec = TfidfVectorizer(**{**kw, "analyzer": analyzer})
-                vec._validate_params()
+            # CJK and Thai runs become character bigrams; other text keeps the word analyzer's
+            # terms (stemmed when a stemmer is set)
+            analyzer = _StemmedAnalyzer(vec.build_analyzer(), self.stemmer)
+            kw = {k: v for k, v in vec.get_params().items() if k not in _WORD_ANALYZER_PARAMS}
+            vec = TfidfVectorizer(**{**kw, "analyzer": analyzer})
+            vec._validate_params()
         except TypeError as exc:
             raise ValueError(f"bad vectorizer_kwargs: {exc}") from None
         return vec

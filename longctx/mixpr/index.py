@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.checks import check_choice, check_text
+from longctx.checks import check_choice, check_query
 from longctx.index import RetrievalIndex, check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import similarity_graph
@@ -298,7 +298,7 @@ class MixPRIndex(RetrievalIndex):
         ``mode`` used is ``"local"``, ``"global"`` or ``"global-fallback"`` (local asked, but no
         chunk passes ``query_threshold``: PageRank is used and the fallback logged).
         """
-        check_text(query, "query")
+        check_query(query, "query")
         check_choice(mode, "mode", MODES)
         timings = {}
         t0 = time.perf_counter()
@@ -446,9 +446,17 @@ class MixPRIndex(RetrievalIndex):
                     cols.append(j)
                     vals.append(v)
         Eq = sp.csr_array((vals, (rows, cols)), shape=(m, len(vocab)), dtype=np.float32)
-        Q = np.array(
-            [[sum(v * wj.get(t, 0.0) for t, v in wi.items()) for wj in weights] for wi in weights]
-        )
+        # query-query cosines as one sparse product over all the query's terms (seen or not):
+        # linear in the query's length where pairwise dict sums were quadratic
+        qterms: dict[str, int] = {}
+        qr, qc, qv = [], [], []
+        for i, w in enumerate(weights):
+            for term, v in w.items():
+                qr.append(i)
+                qc.append(qterms.setdefault(term, len(qterms)))
+                qv.append(v)
+        W = sp.csr_array((qv, (qr, qc)), shape=(m, len(qterms)), dtype=np.float64)
+        Q = (W @ W.T).toarray()
         return Eq, Q
 
     def _power_iteration(self, B, Q, p, alpha: float) -> np.ndarray:
@@ -516,7 +524,7 @@ class MixPRIndex(RetrievalIndex):
         longctx.selection.BudgetTooSmallError
             (a ``ValueError``) If ``token_budget`` is smaller than the shortest chunk.
         """
-        check_text(query, "query")
+        check_query(query, "query")
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
         if token_budget is not None:  # before any scoring: no chunk would fit

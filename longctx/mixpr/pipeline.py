@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.checks import check_choice, check_text
+from longctx.checks import check_choice, check_query, check_text
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import column_normalize, personalized_pagerank, similarity_graph
@@ -208,7 +208,7 @@ class MixPR:
         TypeError, ValueError
             Bad ``chunks``, empty ``query`` or unknown ``mode``.
         """
-        check_text(query, "query")
+        check_query(query, "query")
         check_choice(mode, "mode", MODES)
         if isinstance(chunks, str) or not isinstance(chunks, Sequence):
             raise TypeError("chunks must be a sequence of str")
@@ -287,7 +287,7 @@ class MixPR:
         """The best chunks of ``texts`` (one or many) for ``query``, as a :class:`SearchResult`
         (see :meth:`MixPRIndex.search`). Arguments are checked before any work."""
         texts = check_texts(texts)
-        check_text(query, "query")
+        check_query(query, "query")
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
         if token_counter is not None and not callable(token_counter):

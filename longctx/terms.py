@@ -1,0 +1,128 @@
+"""Index terms in every script, for the TF-IDF of MixPR.
+
+scikit-learn's word analyzer takes a run of word characters as one term, so a Chinese, Japanese
+or Thai clause (no spaces between words) becomes a single term no query ever matches, and its
+``strip_accents="unicode"`` drops every combining mark, so Japanese で (て + voiced mark) becomes
+て and Thai loses its tone marks. Here, as search engines do (Lucene's ``CJKBigramFilter``):
+
+- runs of Han, Hiragana, Katakana and Hangul characters, and runs of Thai, Lao, Khmer and
+  Myanmar characters, give overlapping character bigrams (a run of one character gives itself);
+- accent folding applies to Latin, Greek and Cyrillic letters (and to symbols and punctuation)
+  only; the letters of other scripts keep their marks.
+
+On text without those scripts both are exactly scikit-learn's behaviour, so English terms (and
+the benchmark figures built on them) do not change.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sklearn.feature_extraction.text import strip_accents_ascii, strip_accents_unicode
+
+# Characters whose accents are folded (as scikit-learn does): ASCII, Latin, IPA, Greek,
+# Cyrillic, general punctuation and symbols, fullwidth ASCII, letterlike and math letters.
+_FOLDED = (
+    "\x00-\u052f\u1c80-\u1cbf\u1d00-\u1fff\u2000-\u2bff\u2c60-\u2c7f\u2de0-\u2dff"
+    "\ua640-\ua69f\ua720-\ua7ff\uab30-\uab6f\ufb00-\ufb06\ufe00-\ufe0f\ufe20-\ufe2f"
+    "\uff00-\uff65\U0001d400-\U0001d7ff"
+)
+_COMBINING = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+# A run of letters of other scripts with the combining marks that follow them: kept as written.
+_KEPT_RUN_RE = re.compile(f"(?:[^{_FOLDED}][{_COMBINING}]*)+")
+
+# Runs that give character bigrams: CJK (Han, Hiragana, Katakana, Hangul) and Thai-like scripts.
+_CJK = (
+    "\u1100-\u11ff\u3005-\u3007\u3021-\u3029\u3031-\u3035\u303b-\u303c\u3040-\u30fa"
+    "\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
+    "\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uffdc\U00020000-\U0003134f"
+)
+_SEA = "\u0e00-\u0e4e\u0e80-\u0eff\u1780-\u17dd\u1000-\u104f"
+_BIGRAM_RUN_RE = re.compile(f"[{_CJK}]+|[{_SEA}]+")
+
+
+def _fold(s: str, fold) -> str:
+    if s.isascii():
+        return s
+    out, pos = [], 0
+    for m in _KEPT_RUN_RE.finditer(s):
+        if m.start() > pos:
+            out.append(fold(s[pos : m.start()]))
+        out.append(m.group())
+        pos = m.end()
+    if pos == 0:
+        return fold(s)
+    out.append(fold(s[pos:]))
+    return "".join(out)
+
+
+def fold_accents_unicode(s: str) -> str:
+    """scikit-learn's ``strip_accents_unicode`` (NFKD, combining marks dropped) applied to
+    Latin, Greek and Cyrillic text, symbols and punctuation only: letters of other scripts and
+    their marks are kept (Japanese で stays で, Thai keeps its vowel and tone marks)."""
+    return _fold(s, strip_accents_unicode)
+
+
+def fold_accents_ascii(s: str) -> str:
+    """scikit-learn's ``strip_accents_ascii`` on Latin, Greek and Cyrillic text, symbols and
+    punctuation only; letters of other scripts are kept as written."""
+    return _fold(s, strip_accents_ascii)
+
+
+def char_bigrams(text: str) -> list[str]:
+    """Overlapping character bigrams of every CJK (Han, Kana, Hangul) or Thai-like run of
+    ``text``, in order; a run of one character gives that character (Lucene's
+    ``CJKBigramFilter`` with ``outputUnigrams=false``)."""
+    terms: list[str] = []
+    for m in _BIGRAM_RUN_RE.finditer(text):
+        run = m.group()
+        if len(run) == 1:
+            terms.append(run)
+        else:
+            terms.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return terms
+
+
+def has_bigram_script(text: str) -> bool:
+    """Whether ``text`` holds a character that :func:`char_bigrams` indexes."""
+    return _BIGRAM_RUN_RE.search(text) is not None
+
+
+class ScriptAnalyzer:
+    """A word analyzer (scikit-learn's, optionally followed by a Snowball stemmer) that indexes
+    CJK and Thai-like runs as character bigrams. Text without those scripts gets exactly the
+    word analyzer's terms. A plain object, rebuilt from the settings, never pickled.
+
+    Parameters
+    ----------
+    base : callable str -> list of str
+        ``TfidfVectorizer(...).build_analyzer()`` of the word settings.
+    stemmer : str or None
+        PyStemmer language applied to the word terms (not to the bigrams).
+    """
+
+    def __init__(self, base, stemmer: str | None = None):
+        self.base = base
+        self.stem_words = None
+        if stemmer is not None:
+            import Stemmer
+
+            self.stem_words = Stemmer.Stemmer(stemmer).stemWords
+
+    def _words(self, doc: str) -> list[str]:
+        words = self.base(doc)
+        return self.stem_words(words) if self.stem_words is not None else words
+
+    def __call__(self, doc: str) -> list[str]:
+        if _BIGRAM_RUN_RE.search(doc) is None:
+            return self._words(doc)
+        return self._words(_BIGRAM_RUN_RE.sub(" ", doc)) + char_bigrams(doc)
+
+
+__all__ = [
+    "ScriptAnalyzer",
+    "char_bigrams",
+    "fold_accents_ascii",
+    "fold_accents_unicode",
+    "has_bigram_script",
+]

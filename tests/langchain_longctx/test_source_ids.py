@@ -1,0 +1,79 @@
+"""Duplicate and missing document ids in the LangChain adapters: no id twice, documents without
+id labelled by their true position; k / token_budget checked by the core rule."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_longctx import DiversityCompressor, MixPRRetriever, YouraCompressor
+from langchain_longctx.youra_retriever import YouraRetriever
+from longctx.text import split_sentences
+from tests._youra_helpers import QUERY
+from tests._youra_helpers import tiny_scorer as _tiny_scorer
+from tests.langchain_longctx.test_diversity_compressor import HashEmbeddings
+
+tiny_scorer = lru_cache(maxsize=1)(_tiny_scorer)
+
+A = "The cat sat on the mat. The dog ate the bone. The bird sang a song."
+B = "The cat chased a mouse. The dog slept all day. The fish swam around."
+
+
+def test_mixpr_documents_with_one_id_give_unique_ids():
+    docs = [Document(page_content=A, id="x"), Document(page_content=B, id="x")]
+    out = MixPRRetriever(documents=docs, k=6).invoke("What did the cat and dog do?")
+    ids = [d.id for d in out]
+    assert len(ids) == len(set(ids)) == 6
+    assert ids[:3] == ["x#0-23", "x#24-45", "x#46-67"] and all(
+        i.startswith("x@1#") for i in ids[3:]
+    )
+    assert all(d.metadata["longctx_source_id"] == "x" for d in out)  # the user's id, kept
+
+
+def test_documents_without_id_are_labelled_by_their_true_position():
+    docs = [Document(page_content="   "), Document(page_content=B), Document(page_content=A)]
+    out = MixPRRetriever(documents=docs, k=6).invoke("What did the cat do?")
+    for d in out:
+        pos = 1 if d.page_content in B else 2
+        assert d.id.startswith(f"source{pos}#")
+        a, b = d.metadata["longctx_start_char_idx"], d.metadata["longctx_end_char_idx"]
+        assert docs[pos].page_content[a:b] == d.page_content
+
+
+def test_diversity_compressor_never_returns_an_id_twice():
+    docs = [
+        Document(page_content="The cat sat on the mat.", id="x#40-76"),
+        Document(page_content="Dogs bark at night.", id="x#40-76"),
+    ]
+    out = DiversityCompressor(k=2, lambda_=0.5, embeddings=HashEmbeddings()).compress_documents(
+        docs, "cat"
+    )
+    assert sorted(d.id for d in out) == ["x#40-76", "x#40-76@1"]
+
+
+def test_youra_adapters_keep_both_documents_with_one_id():
+    docs = [Document(page_content=A, id="x"), Document(page_content=B, id="x")]
+    n_sent = len(split_sentences(A)) + len(split_sentences(B))
+    out = YouraRetriever(documents=docs, scorer=tiny_scorer(), k=50).invoke(QUERY)
+    assert len(out) == n_sent == len({d.id for d in out})
+    out = YouraCompressor(scorer=tiny_scorer(), k=50).compress_documents(docs, QUERY)
+    assert len(out) == n_sent == len({d.id for d in out})
+
+
+@pytest.mark.parametrize("bad", [True, 2.0, 0])
+def test_k_checked_by_the_core_rule(bad):
+    docs = [Document(page_content=A, id="a")]
+    with pytest.raises((TypeError, ValueError), match="k"):
+        MixPRRetriever(documents=docs, k=bad)
+    with pytest.raises((TypeError, ValueError), match="token_budget"):
+        MixPRRetriever(documents=docs, token_budget=bad)
+    with pytest.raises((TypeError, ValueError), match="k"):
+        MixPRRetriever(documents=docs).invoke("cat", k=bad)
+    with pytest.raises((TypeError, ValueError), match="k"):
+        DiversityCompressor(k=bad, embeddings=HashEmbeddings())
+    with pytest.raises((TypeError, ValueError), match="k"):
+        YouraCompressor(scorer=tiny_scorer(), k=bad)
+    with pytest.raises((TypeError, ValueError), match="k"):
+        YouraRetriever(documents=docs, scorer=tiny_scorer(), k=bad)

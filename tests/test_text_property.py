@@ -1,0 +1,84 @@
+"""Property test: random texts in several scripts through split_sentences and MixPR give a correct
+result (exact offsets, sentences covering the text without overlap) or a ValueError / TypeError
+naming the argument, never anything else."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from longctx.mixpr import MixPRIndex
+from longctx.text import chunk_words, split_sentences
+
+_PIECES = [
+    "The cat sat on the mat",
+    "Natásha smiled",
+    "熊猫吃竹子",
+    "大熊猫是中国特有的动物",
+    "ひらがなとカタカナ",
+    "ประเทศไทย",
+    "Привет мир",
+    "😀🎉",
+    "42",
+    "é",
+]
+_PUNCT = [". ", "! ", "?", "。", "！", "？", "、", "，", "!!!!!!!!!!!!", "!?!?!?!?!?", "...", "…"]
+_SPACE = [" ", "\n", "\n\n", "\t", "\r\n", "\u3000", ""]
+
+_token = st.one_of(
+    st.sampled_from(_PIECES),
+    st.sampled_from(_PUNCT),
+    st.sampled_from(_SPACE),
+    st.text(min_size=1, max_size=4),  # any code points, lone surrogates included
+)
+texts = st.lists(_token, min_size=0, max_size=40).map("".join)
+
+
+def _check_cover(text, spans):
+    covered = np.zeros(len(text), dtype=np.int64)
+    last = 0
+    for a, b in spans:
+        assert isinstance(a, int) and isinstance(b, int)
+        assert last <= a < b <= len(text)
+        assert not text[a].isspace() and not text[b - 1].isspace()
+        covered[a:b] += 1
+        last = b
+    assert all(covered[i] == 1 for i, c in enumerate(text) if not c.isspace())
+
+
+def _surrogate(s):
+    return any("\ud800" <= c <= "\udfff" for c in s)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_split_sentences_and_chunks_cover_the_text(text):
+    try:
+        spans = split_sentences(text)
+    except ValueError as exc:
+        assert _surrogate(text) and "text" in str(exc)
+        return
+    assert not _surrogate(text)
+    _check_cover(text, spans)
+    _check_cover(text, chunk_words(text, 8, sentences=spans))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(texts, min_size=1, max_size=3), texts)
+def test_mixpr_hits_are_exact_or_a_named_error(docs, query):
+    try:
+        index = MixPRIndex.from_texts(docs)
+    except (ValueError, TypeError) as exc:
+        assert "texts" in str(exc)
+        return
+    try:
+        result = index.search(query, k=5)
+    except (ValueError, TypeError) as exc:
+        assert "query" in str(exc)
+        return
+    seen = set()
+    for h in result.hits:
+        assert docs[h.source][h.start : h.end] == h.text and h.text.strip()
+        assert (h.source, h.start) not in seen
+        seen.add((h.source, h.start))
