@@ -47,16 +47,35 @@ def documents_from_json(obj: Any, where: str) -> list[Document]:
 
 
 def save_retriever(
-    path: str | os.PathLike, kind: str, settings: dict, documents: Sequence[Document]
+    path: str | os.PathLike,
+    kind: str,
+    settings: dict,
+    documents: Sequence[Document],
+    *,
+    json_files: dict[str, Any] | None = None,
+    subdirs: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``manifest.json`` (``longctx.<kind>``, version 1), ``retriever.json`` (settings) and
-    ``documents.json``; the caller then saves its core index under ``path / "index"``."""
+    """Write ``manifest.json`` (``longctx.<kind>``, version 1), ``retriever.json`` (settings),
+    ``documents.json``, any more ``json_files`` and the core index folders ``subdirs``
+    (``{"index": index.save}``), all in one atomic :func:`~longctx.persist.write_dir` that
+    never replaces anything but a retriever of the same kind.
+
+    Raises
+    ------
+    longctx.persist.SaveTargetError
+        ``path`` is a file or a folder holding anything else.
+    """
     d = Path(path)
     write_dir(
         d,
         kind=kind,
         version=1,
-        json_files={"retriever": settings, "documents": documents_to_json(documents)},
+        json_files={
+            "retriever": settings,
+            "documents": documents_to_json(documents),
+            **(json_files or {}),
+        },
+        subdirs=subdirs or {},
     )
     return d
 

@@ -172,8 +172,6 @@ class GarlicRetriever(BaseRetriever):
         TypeError
             A document's metadata is not JSON-serializable.
         """
-        import json
-
         settings = {
             "k": self.k,
             "stop_patience": self.stop_patience,
@@ -181,9 +179,10 @@ class GarlicRetriever(BaseRetriever):
             "max_context_tokens": self.max_context_tokens,
             "encoder": self._encoder.name,
         }
-        d = save_retriever(path, "langchain.garlic_retriever", settings, self.documents)
-        if self._searcher is not None:
-            (d / "graph.json").write_text(json.dumps(self._searcher.graph.to_dict()), "utf-8")
+        graph = {"graph": self._searcher.graph.to_dict()} if self._searcher is not None else None
+        save_retriever(
+            path, "langchain.garlic_retriever", settings, self.documents, json_files=graph
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike, **kwargs: Any) -> GarlicRetriever:

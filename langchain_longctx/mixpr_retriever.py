@@ -157,15 +157,14 @@ class MixPRRetriever(BaseRetriever):
         TypeError
             A document's metadata is not JSON-serializable.
         """
-        d = save_retriever(
+        save_retriever(
             path,
             "langchain.mixpr_retriever",
             {"k": self.k, "token_budget": self.token_budget, "mode": self.mode,
              "max_words": self.max_words},
             self.documents,
+            subdirs={"index": self._index.save} if self._index is not None else None,
         )  # fmt: skip
-        if self._index is not None:
-            self._index.save(d / "index")
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, router=None, **kwargs: Any) -> MixPRRetriever:

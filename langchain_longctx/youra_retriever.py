@@ -160,13 +160,13 @@ class YouraRetriever(BaseRetriever):
         TypeError
             A document's metadata is not JSON-serializable.
         """
-        d = save_retriever(
+        save_retriever(
             path,
             "langchain.youra_retriever",
             {"k": self.k, "token_budget": self.token_budget, "max_fraction": self.max_fraction},
             self.documents,
+            subdirs={"index": self._index.save},
         )
-        self._index.save(d / "index")
 
     @classmethod
     def load(cls, path: str | os.PathLike, **kwargs: Any) -> YouraRetriever:
