@@ -62,6 +62,10 @@ __all__ = [
 
 _WORD_RE = re.compile(r"\S+")
 
+# Records keyed by (source, level, position in the level) with per-document node ids (2); the
+# first checkpoints listed records in build order with global node ids (1).
+CHECKPOINT_VERSION = 2
+
 
 # -- input checks ------------------------------------------------------------------------------
 def check_documents(texts) -> list[str]:
@@ -241,7 +245,8 @@ def generate_with_capture(
     logits_processor: Callable | None = None,
     capture: bool = True,
 ) -> tuple[list[int], np.ndarray]:
-    """Greedy decoding with a KV cache, reducing each new token's attention to per-node means.
+    """Greedy decoding of one prompt with a KV cache, reducing each new token's attention to
+    per-node means (:func:`~longctx.garlic.decode.generate_batch_with_capture` with one row).
 
     Parameters
     ----------
@@ -257,8 +262,8 @@ def generate_with_capture(
     layers : {"all", "last"} or list of int
         Layers averaged (the paper: all).
     logits_processor : callable, optional
-        ``f(generated_ids: list[int], logits: (vocab,) tensor) -> (vocab,) tensor``, applied before
-        the argmax (tests use it to force bullet-shaped output from a random model).
+        ``f(generated_ids: list[int], logits: (vocab,) tensor) -> (vocab,) tensor``, or a
+        ``transformers.LogitsProcessor`` (given the generated ids only), applied before the argmax.
     capture : bool, default True
         False: plain greedy decoding (the benchmark's baseline), ``node_att`` is empty.
 
@@ -270,45 +275,22 @@ def generate_with_capture(
         ``node_att[t, k]``: attention of generated token ``t`` to node ``k``, averaged over heads,
         the selected layers and node ``k``'s tokens.
     """
-    import torch
-    from transformers import DynamicCache
+    from longctx.garlic.decode import generate_batch_with_capture
 
-    from longctx.attention import record_attention_stats
-
-    device = next(model.parameters()).device
-    ids = torch.tensor([list(input_ids)], dtype=torch.long, device=device)
-    p_len = ids.shape[1]
-    n_nodes = len(node_ranges)
-    assign = torch.zeros(p_len, n_nodes, dtype=torch.float32, device=device)
     for k, (a, b) in enumerate(node_ranges):
-        if not 0 <= a < b <= p_len:
+        if not 0 <= a < b <= len(input_ids):
             raise ValueError(f"node_ranges[{k}] = {(a, b)} is not a non-empty range of the prompt")
-        assign[a:b, k] = 1.0 / (b - a)
-    eos = set(int(e) for e in eos_token_ids)
-    generated: list[int] = []
-    rows = []
-    with torch.no_grad(), record_attention_stats(model, layers) as rec:
-        cache = DynamicCache()
-        with rec.paused():
-            out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
-        rec.enabled = capture
-        for _ in range(max_new_tokens):
-            logits = out.logits[0, -1]
-            if logits_processor is not None:
-                logits = logits_processor(generated, logits)
-            tok = int(torch.argmax(logits))
-            if tok in eos:
-                break
-            generated.append(tok)
-            step = torch.tensor([[tok]], dtype=torch.long, device=device)
-            out = model(input_ids=step, past_key_values=cache, use_cache=True)
-            if capture:
-                row = rec.pop()[0, :p_len]
-                rows.append(row @ assign)
-    if rows:
-        node_att = torch.stack(rows).double().cpu().numpy()
-    else:
-        node_att = np.zeros((0, n_nodes), dtype=np.float64)
+    ((generated, node_att),) = generate_batch_with_capture(
+        model,
+        [(list(input_ids), list(node_ranges))],
+        max_new_tokens=max_new_tokens,
+        eos_token_ids=eos_token_ids,
+        layers=layers,
+        logits_processors=[logits_processor] if logits_processor is not None else [],
+        capture=capture,
+    )
+    if not capture:
+        node_att = np.zeros((0, len(node_ranges)), dtype=np.float64)
     return generated, node_att
 
 
@@ -389,7 +371,15 @@ def _batches(ids: list[int], n_tokens: list[int], batch_tokens: int) -> list[lis
 
 
 def _config(
-    model, tokenizer, texts, layers, chunk_tokens, batch_tokens, max_new_tokens, max_levels
+    model,
+    tokenizer,
+    texts,
+    layers,
+    chunk_tokens,
+    batch_tokens,
+    max_new_tokens,
+    max_levels,
+    force_bullets,
 ):
     cfg = model.config
     digest = hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode("utf-8")).hexdigest()
@@ -405,6 +395,8 @@ def _config(
         "max_new_tokens": max_new_tokens,
         "max_levels": max_levels,
         "prompt_version": PROMPT_VERSION,
+        "force_bullets": bool(force_bullets),
+        "checkpoint_version": CHECKPOINT_VERSION,
         "texts_sha256": digest,
     }
 
@@ -441,6 +433,8 @@ def build_hwdag(
     max_new_tokens: int = 1024,
     max_levels: int = 10,
     layers="all",
+    batch_size: int | None = None,
+    force_bullets: bool = True,
     progress: bool = False,
     logits_processor: Callable | None = None,
     on_batch: Callable | None = None,
@@ -452,7 +446,13 @@ def build_hwdag(
     each batch summarized greedily with the Table 4 prompt; every generated ``*`` line is one IP
     (a node one level up) with attention edge weights to the batch's nodes (module docstring).
     A document's levels stop when a level fits in one batch: that batch's IPs are its top (or at
-    ``max_levels``). Documents are never mixed in a batch.
+    ``max_levels``). Documents are never mixed in a summarization batch.
+
+    Decoding is batched (:func:`~longctx.garlic.decode.generate_batch_with_capture`): the
+    summarization batches of one level of every document still growing are decoded together,
+    ``batch_size`` prompts per forward pass (left-padded, longest prompts first), each row
+    stopping at its own end of sequence. The graph equals the one decoded one prompt at a time
+    (float32: same tokens, edge weights to ~1e-6).
 
     Parameters
     ----------
@@ -462,9 +462,9 @@ def build_hwdag(
         A chat-tuned causal LM on ``transformers.AttentionInterface`` and its tokenizer (with a
         chat template). Default: :func:`longctx.models.load_causal_lm` (SmolLM2-135M-Instruct).
     out_dir : path, optional
-        Checkpoint directory, rewritten after every batch; finally holds the graph
+        Checkpoint directory, rewritten after every summarization batch; finally holds the graph
         (:meth:`HWDAG.load`). If it holds an interrupted build of the same inputs and settings,
-        the build resumes from it; a finished one is loaded and returned.
+        the build resumes from it (any ``batch_size``); a finished one is loaded and returned.
     encoder : optional
         Node embeddings: anything :func:`longctx.embeddings.get_encoder` takes (default the
         packaged MiniLM); ``False`` for none.
@@ -479,27 +479,42 @@ def build_hwdag(
         Most levels a document's graph gets (level 1 included), >= 2.
     layers : {"all", "last"} or list of int, default "all"
         Attention layers averaged for the edge weights.
+    batch_size : int, optional
+        Summarization prompts decoded together per forward pass (rows of the padded batch).
+        Default by the model's device (:data:`~longctx.garlic.decode.DEFAULT_BATCH_SIZE`): 8 on
+        CPU, 32 on CUDA. Memory: about ``batch_size * n_s`` tokens of KV cache (SmolLM2-135M,
+        float32: 46 kB a token, so 8 rows of 7,200 tokens take 2.6 GB); lower it if that is too
+        much. 1 decodes one prompt at a time.
+    force_bullets : bool, default True
+        Constrain decoding with :class:`~longctx.garlic.decode.BulletLogitsProcessor` so every
+        line of a summary is ``* <text>`` (Table 4's format) whatever the model. False: the model
+        writes freely and a summary without ``*`` lines falls back to list items or plain lines
+        (:func:`ip_edge_weights`).
     progress : bool, default False
-        A tqdm bar over batches on stderr.
+        A tqdm bar over summarization batches on stderr.
     logits_processor : callable, optional
-        See :func:`generate_with_capture`.
+        Applied before the bullet constraint; see :func:`generate_with_capture`.
     on_batch : callable, optional
-        ``f(index, record)`` called after each batch is summarized and checkpointed.
+        ``f(index, record)`` called after each summarization batch is checkpointed; ``index``
+        counts batches in the order they finished (resumed ones first).
 
     Returns
     -------
     HWDAG
+        ``info`` holds ``tokens_generated``, ``tokens_generated_this_run``, ``seconds``,
+        ``resumed_batches`` and ``batch_size``.
 
     Raises
     ------
     TypeError, ValueError
-        Bad documents (empty, binary), bad sizes, a tokenizer without chat template, a model
-        window smaller than ``n_s``, an ``out_dir`` built from other inputs: all before any model
-        call.
+        Bad documents (empty, binary), bad sizes (``batch_size`` < 1 included), a tokenizer
+        without chat template, a model window smaller than ``n_s``, an ``out_dir`` built from
+        other inputs: all before any model call.
     PersistError
         ``out_dir`` is half-written, of another format version, or not a GARLIC graph.
     """
     from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
+    from longctx.garlic.decode import BulletLogitsProcessor, check_batch_size
 
     t0 = time.perf_counter()
     texts = check_documents(texts)
@@ -507,6 +522,10 @@ def build_hwdag(
     batch_tokens = check_int(batch_tokens, "batch_tokens", minimum=1)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=1)
     max_levels = check_int(max_levels, "max_levels", minimum=2)
+    if batch_size is not None:
+        check_batch_size(batch_size)
+    if not isinstance(force_bullets, bool):
+        raise TypeError(f"force_bullets must be True or False, got {force_bullets!r}")
     check_layers_spec(layers)
     if chunk_tokens > batch_tokens:
         raise ValueError(f"chunk_tokens ({chunk_tokens}) must be <= batch_tokens ({batch_tokens})")
@@ -520,6 +539,7 @@ def build_hwdag(
         from longctx.models import load_causal_lm
 
         model, tokenizer = load_causal_lm()
+    batch_size = check_batch_size(batch_size, model)
     sel_layers = resolve_layers(layers, num_hidden_layers(model))
     overhead = len(build_prompt(tokenizer, ["x"], bullets=True)[0])
     window = _model_window(model)
@@ -531,7 +551,15 @@ def build_hwdag(
             "batch_tokens or max_new_tokens"
         )
     config = _config(
-        model, tokenizer, texts, sel_layers, chunk_tokens, batch_tokens, max_new_tokens, max_levels
+        model,
+        tokenizer,
+        texts,
+        sel_layers,
+        chunk_tokens,
+        batch_tokens,
+        max_new_tokens,
+        max_levels,
+        force_bullets,
     )
     out = Path(out_dir) if out_dir is not None else None
     done: list[dict] = []
@@ -545,64 +573,74 @@ def build_hwdag(
             graph.info.update(tokens_generated_this_run=0, resumed_batches=len(done))
             return graph
     eos = _eos_ids(model, tokenizer)
+    processors: list = [logits_processor] if logits_processor is not None else []
+    if force_bullets:
+        processors.append(BulletLogitsProcessor(tokenizer, eos, _vocab_size(model, tokenizer)))
+    done_by_key = {}
+    for r in done:
+        if not isinstance(r, dict) or not {"source", "level", "pos", "inputs"} <= set(r):
+            raise PersistError(f"{str(out / 'checkpoint.json')!r} is damaged: a bad record")
+        done_by_key[(r["source"], r["level"], r["pos"])] = r
 
-    nodes: list[Node] = []
-    records: list[dict] = []
-    rows, cols, vals = [], [], []
+    # per document: its nodes (ids local to the document) and the level being summarized
+    doc_nodes: list[list[Node]] = []
+    for src, text in enumerate(texts):
+        doc_nodes.append(
+            [
+                Node(j, text[a:b], 1, n, src, -1, a, b)
+                for j, (a, b, n) in enumerate(chunk_text(text, tokenizer, chunk_tokens))
+            ]
+        )
+    level_ids = {src: [x.id for x in doc_nodes[src]] for src in range(len(texts))}
+    level = 1
+    records: dict[tuple, dict] = {}
+    order: list[dict] = list(done)  # checkpoint records, in the order they finished
     n_generated_now = 0
     from tqdm.auto import tqdm
 
     bar = tqdm(total=None, unit="batch", disable=not progress, file=sys.stderr, leave=False)
     try:
-        for src, text in enumerate(texts):
-            level_ids = []
-            for a, b, n in chunk_text(text, tokenizer, chunk_tokens):
-                level_ids.append(len(nodes))
-                nodes.append(Node(len(nodes), text[a:b], 1, n, src, -1, a, b))
-            level = 1
-            while True:
-                batches = _batches(level_ids, [nodes[i].n_tokens for i in level_ids], batch_tokens)
-                next_ids: list[int] = []
-                for batch in batches:
-                    bar.set_description(f"doc {src + 1}/{len(texts)} level {level}")
-                    k = len(records)
-                    if k < len(done):
-                        rec = done[k]
-                        if rec["inputs"] != batch or rec["source"] != src:
+        while level_ids:
+            # every summarization batch of this level, all growing documents
+            level_batches = {}
+            todo = []
+            for src, ids in level_ids.items():
+                nodes = doc_nodes[src]
+                level_batches[src] = _batches(ids, [nodes[i].n_tokens for i in ids], batch_tokens)
+                for pos, batch in enumerate(level_batches[src]):
+                    key = (src, level, pos)
+                    if key in done_by_key:
+                        if done_by_key[key]["inputs"] != batch:
                             raise PersistError(
                                 f"{str(out / 'checkpoint.json')!r} does not match this build "
-                                f"(batch {k}); delete the directory"
+                                f"(document {src}, level {level}, batch {pos}); delete the "
+                                "directory"
                             )
+                        records[key] = done_by_key[key]
                     else:
-                        rec = _summarize(
-                            model,
-                            tokenizer,
-                            [nodes[i] for i in batch],
-                            level,
-                            src,
-                            sel_layers,
-                            max_new_tokens,
-                            eos,
-                            logits_processor,
-                        )
-                        rec["inputs"] = batch
-                        n_generated_now += rec["n_generated"]
-                    outs = []
-                    for ip_text, n_tok, w in zip(rec["ips"], rec["ip_tokens"], rec["weights"]):
-                        pid = len(nodes)
-                        nodes.append(Node(pid, ip_text, level + 1, n_tok, src, k))
-                        rows.extend([pid] * len(batch))
-                        cols.extend(batch)
-                        vals.extend(w)
-                        outs.append(pid)
-                    rec["outputs"] = outs
-                    records.append(rec)
-                    next_ids.extend(outs)
-                    if k >= len(done) and out is not None:
-                        _write_checkpoint(out, config, records)
-                    bar.update(1)
-                    if on_batch is not None and k >= len(done):
-                        on_batch(k, rec)
+                        todo.append((key, [nodes[i] for i in batch], batch))
+            bar.set_description(f"level {level}")
+            for key, rec in _summarize_level(
+                model, tokenizer, todo, sel_layers, max_new_tokens, eos, processors, batch_size
+            ):
+                records[key] = rec
+                order.append(rec)
+                n_generated_now += rec["n_generated"]
+                if out is not None:
+                    _write_checkpoint(out, config, order)
+                bar.update(1)
+                if on_batch is not None:
+                    on_batch(len(order) - 1, rec)
+            # the IPs of each document become its next level
+            next_level = {}
+            for src, batches in level_batches.items():
+                nodes = doc_nodes[src]
+                next_ids: list[int] = []
+                for pos in range(len(batches)):
+                    rec = records[(src, level, pos)]
+                    for ip_text, n_tok in zip(rec["ips"], rec["ip_tokens"]):
+                        next_ids.append(len(nodes))
+                        nodes.append(Node(len(nodes), ip_text, level + 1, n_tok, src, pos))
                 if len(batches) == 1 or level + 1 >= max_levels or not next_ids:
                     if len(batches) > 1:
                         logger.warning(
@@ -612,20 +650,79 @@ def build_hwdag(
                             max_levels,
                             len(batches),
                         )
-                    break
+                    continue
                 total_now = sum(nodes[i].n_tokens for i in next_ids)
-                if total_now >= sum(nodes[i].n_tokens for i in level_ids):
+                if total_now >= sum(nodes[i].n_tokens for i in level_ids[src]):
                     logger.warning(
                         "document %d: level %d is not shorter than level %d; stopping there",
                         src,
                         level + 1,
                         level,
                     )
-                    break
-                level_ids = next_ids
-                level += 1
+                    continue
+                next_level[src] = next_ids
+            level_ids = next_level
+            level += 1
     finally:
         bar.close()
+    graph = _assemble(texts, doc_nodes, records, encoder)
+    graph.info.update(
+        config=config,
+        tokens_generated=int(sum(r["n_generated"] for r in records.values())),
+        tokens_generated_this_run=int(n_generated_now),
+        seconds=round(time.perf_counter() - t0, 3),
+        resumed_batches=len(done),
+        batch_size=batch_size,
+    )
+    if out is not None:
+        payload = graph._payload()
+        payload["json_files"]["checkpoint"] = {"config": config, "records": order}
+        write_dir(out, **payload, extra={"complete": True})
+    return graph
+
+
+def _vocab_size(model, tokenizer) -> int:
+    try:
+        return int(model.get_output_embeddings().weight.shape[0])
+    except (AttributeError, TypeError):
+        return len(tokenizer)
+
+
+def _assemble(texts, doc_nodes, records, encoder) -> HWDAG:
+    """One graph from the per-document nodes: documents in order, each document's nodes level by
+    level and its summarization batches in (level, position) order, as a one-at-a-time build
+    numbers them."""
+    nodes: list[Node] = []
+    batches_out: list[dict] = []
+    rows, cols, vals = [], [], []
+    for src, local in enumerate(doc_nodes):
+        offset = len(nodes)
+        keys = sorted(k for k in records if k[0] == src)
+        batch_index = {(lv, pos): len(batches_out) + j for j, (_, lv, pos) in enumerate(keys)}
+        outputs: dict[tuple, list[int]] = {k: [] for k in keys}
+        for x in local:
+            b = -1 if x.level == 1 else batch_index[(x.level - 1, x.batch)]
+            nodes.append(Node(offset + x.id, x.text, x.level, x.n_tokens, src, b, x.start, x.end))
+            if x.level > 1:
+                outputs[(src, x.level - 1, x.batch)].append(offset + x.id)
+        for key in keys:
+            rec = records[key]
+            inputs = [offset + i for i in rec["inputs"]]
+            outs = outputs[key]
+            for pid, w in zip(outs, rec["weights"]):
+                rows.extend([pid] * len(inputs))
+                cols.extend(inputs)
+                vals.extend(w)
+            batches_out.append(
+                {
+                    "source": src,
+                    "level": rec["level"],
+                    "inputs": inputs,
+                    "outputs": outs,
+                    "n_generated": rec["n_generated"],
+                    "text": rec["text"],
+                }
+            )
     n = len(nodes)
     edges = sp.csr_array(
         (np.asarray(vals, dtype=np.float64), (np.asarray(rows, int), np.asarray(cols, int))),
@@ -637,58 +734,59 @@ def build_hwdag(
 
         enc = encoder if encoder is not None else get_encoder(None)
         embeddings = np.asarray(enc.embed_documents([x.text for x in nodes]), dtype=np.float32)
-    batches_out = [
-        {k: r[k] for k in ("source", "level", "inputs", "outputs", "n_generated", "text")}
-        for r in records
-    ]
-    info = {
-        "config": config,
-        "tokens_generated": int(sum(r["n_generated"] for r in records)),
-        "tokens_generated_this_run": int(n_generated_now),
-        "seconds": round(time.perf_counter() - t0, 3),
-        "resumed_batches": len(done),
-    }
-    graph = HWDAG(nodes, edges, embeddings, texts=texts, batches=batches_out, info=info)
-    if out is not None:
-        payload = graph._payload()
-        payload["json_files"]["checkpoint"] = {"config": config, "records": records}
-        write_dir(out, **payload, extra={"complete": True})
-    return graph
+    return HWDAG(nodes, edges, embeddings, texts=texts, batches=batches_out, info={})
 
 
-def _summarize(model, tokenizer, inputs, level, src, layers, max_new_tokens, eos, processor):
-    ids, ranges = build_prompt(tokenizer, [x.text for x in inputs], bullets=level > 1)
+def _summarize_level(model, tokenizer, todo, layers, max_new_tokens, eos, processors, batch_size):
+    """Summarize the batches ``todo`` (``(key, input nodes, input ids)``), ``batch_size`` prompts
+    per decoding pass, longest prompts first; yields ``(key, record)`` as groups finish (in
+    ``todo`` order within a group)."""
+    from longctx.garlic.decode import generate_batch_with_capture
+
     window = _model_window(model)
-    if window is not None and len(ids) + max_new_tokens > window:
-        raise RuntimeError(
-            f"a batch prompt of {len(ids)} tokens + max_new_tokens ({max_new_tokens}) exceeds "
-            f"the model window of {window}: lower batch_tokens"
+    prompts = []
+    for key, inputs, _ in todo:
+        ids, ranges = build_prompt(tokenizer, [x.text for x in inputs], bullets=key[1] > 1)
+        if window is not None and len(ids) + max_new_tokens > window:
+            raise RuntimeError(
+                f"a batch prompt of {len(ids)} tokens + max_new_tokens ({max_new_tokens}) exceeds "
+                f"the model window of {window}: lower batch_tokens"
+            )
+        prompts.append((ids, ranges))
+    by_length = sorted(range(len(todo)), key=lambda j: -len(prompts[j][0]))
+    for g in range(0, len(by_length), batch_size):
+        group = sorted(by_length[g : g + batch_size])
+        results = generate_batch_with_capture(
+            model,
+            [prompts[j] for j in group],
+            max_new_tokens=max_new_tokens,
+            eos_token_ids=eos,
+            layers=layers,
+            logits_processors=processors,
         )
-    gen, node_att = generate_with_capture(
-        model,
-        ids,
-        ranges,
-        max_new_tokens=max_new_tokens,
-        eos_token_ids=eos,
-        layers=layers,
-        logits_processor=processor,
-    )
-    text, spans, weights = ip_edge_weights(tokenizer, gen, node_att)
-    if not spans:
-        raise RuntimeError(
-            f"document {src}, level {level}: the model wrote nothing for a batch of "
-            f"{len(inputs)} nodes"
-        )
-    ip_texts = [text[a:b] for a, b in spans]
-    return {
-        "source": src,
-        "level": level,
-        "n_generated": len(gen),
-        "text": text,
-        "ips": ip_texts,
-        "ip_tokens": _count(tokenizer, ip_texts),
-        "weights": [[float(x) for x in row] for row in weights],
-    }
+        for j, (gen, node_att) in zip(group, results):
+            (src, level, pos), inputs, batch = todo[j]
+            text, spans, weights = ip_edge_weights(tokenizer, gen, node_att)
+            if not spans:
+                raise RuntimeError(
+                    f"document {src}, level {level}: the model wrote nothing for a batch of "
+                    f"{len(inputs)} nodes"
+                )
+            ip_texts = [text[a:b] for a, b in spans]
+            yield (
+                (src, level, pos),
+                {
+                    "source": src,
+                    "level": level,
+                    "pos": pos,
+                    "inputs": list(batch),
+                    "n_generated": len(gen),
+                    "text": text,
+                    "ips": ip_texts,
+                    "ip_tokens": _count(tokenizer, ip_texts),
+                    "weights": [[float(x) for x in row] for row in weights],
+                },
+            )
 
 
 def _write_checkpoint(out: Path, config: dict, records: list[dict]) -> None:
