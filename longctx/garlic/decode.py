@@ -22,11 +22,13 @@ is ``* <text>`` and :func:`~longctx.garlic.prompts.parse_ips` finds every inform
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from longctx.checks import check_int
+from longctx.garlic.prompts import parse_ips, parse_list_items
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +38,8 @@ __all__ = [
     "default_batch_size",
     "check_batch_size",
     "generate_batch_with_capture",
+    "generate_with_capture",
+    "ip_edge_weights",
 ]
 
 # Sequences decoded together per forward pass, by device type (measured: docs/notes/garlic-speed.md).
@@ -190,6 +194,126 @@ class BulletLogitsProcessor(_LogitsProcessorBase):
                 keep = keep[: out.shape[-1]]
             out[r] = out[r].masked_fill(~keep, neg)
         return out
+
+
+# -- one prompt, and splitting a summary into IPs -------------------------------------------------------------------
+def generate_with_capture(
+    model,
+    input_ids: Sequence[int],
+    node_ranges: Sequence[tuple[int, int]],
+    *,
+    max_new_tokens: int,
+    eos_token_ids: Sequence[int] = (),
+    layers="all",
+    logits_processor: Callable | None = None,
+    capture: bool = True,
+) -> tuple[list[int], np.ndarray]:
+    """Greedy decoding of one prompt with a KV cache, reducing each new token's attention to
+    per-node means (:func:`~longctx.garlic.decode.generate_batch_with_capture` with one row).
+
+    Parameters
+    ----------
+    model : transformers causal LM (AttentionInterface-based, e.g. Llama)
+    input_ids : sequence of int
+        The prompt.
+    node_ranges : sequence of (start, end)
+        Token ranges of the input nodes in ``input_ids`` (non-empty, end exclusive).
+    max_new_tokens : int
+        Generation limit.
+    eos_token_ids : sequence of int
+        Tokens that stop generation (not returned).
+    layers : {"all", "last"} or list of int
+        Layers averaged (the paper: all).
+    logits_processor : callable, optional
+        ``f(generated_ids: list[int], logits: (vocab,) tensor) -> (vocab,) tensor``, or a
+        ``transformers.LogitsProcessor`` (given the generated ids only), applied before the argmax.
+    capture : bool, default True
+        False: plain greedy decoding (the benchmark's baseline), ``node_att`` is empty.
+
+    Returns
+    -------
+    generated : list of int
+        Generated token ids (without the stopping EOS).
+    node_att : (n_generated, n_nodes) float64 ndarray
+        ``node_att[t, k]``: attention of generated token ``t`` to node ``k``, averaged over heads,
+        the selected layers and node ``k``'s tokens.
+    """
+    from longctx.garlic.decode import generate_batch_with_capture
+
+    for k, (a, b) in enumerate(node_ranges):
+        if not 0 <= a < b <= len(input_ids):
+            raise ValueError(f"node_ranges[{k}] = {(a, b)} is not a non-empty range of the prompt")
+    ((generated, node_att),) = generate_batch_with_capture(
+        model,
+        [(list(input_ids), list(node_ranges))],
+        max_new_tokens=max_new_tokens,
+        eos_token_ids=eos_token_ids,
+        layers=layers,
+        logits_processors=[logits_processor] if logits_processor is not None else [],
+        capture=capture,
+    )
+    if not capture:
+        node_att = np.zeros((0, len(node_ranges)), dtype=np.float64)
+    return generated, node_att
+
+
+def _token_char_ends(tokenizer, ids: list[int]) -> tuple[str, np.ndarray]:
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    prefixes = tokenizer.batch_decode(
+        [ids[: i + 1] for i in range(len(ids))], skip_special_tokens=True
+    )
+    ends = np.array([len(p) for p in prefixes], dtype=np.int64)
+    ends = np.minimum(np.maximum.accumulate(ends), len(text)) if len(ends) else ends
+    return text, ends
+
+
+def ip_edge_weights(
+    tokenizer, generated: list[int], node_att: np.ndarray
+) -> tuple[str, list[tuple[int, int]], np.ndarray]:
+    """Split a generated summary into IPs and turn per-token node attention into edge weights.
+
+    A generated token belongs to the first IP whose text (:func:`~longctx.garlic.prompts.parse_ips`
+    span, bullet excluded) it overlaps; tokens of no IP (bullets, newlines, text before the first
+    bullet) are left out. Without any ``*`` line (a weak model), numbered or dashed lines
+    (:func:`~longctx.garlic.prompts.parse_list_items`) are the IPs, else every non-empty line.
+
+    Returns
+    -------
+    text : str
+        The decoded summary.
+    spans : list of (start, end)
+        IP character spans in ``text``.
+    weights : (n_ips, n_nodes) float64 ndarray
+        Rows sum to 1 (answer A1, step 5).
+    """
+    text, ends = _token_char_ends(tokenizer, generated)
+    spans = parse_ips(text)
+    if not spans and text.strip():
+        # a weak model may ignore the "*" format: numbered or dashed lines, else every line
+        spans = parse_list_items(text)
+        if not spans:
+            spans = [(m.start(), m.end()) for m in re.finditer(r"[^\s](?:[^\n]*[^\s])?", text)]
+        logger.warning(
+            "no '*' line in a generated summary; using %d list or plain line(s) as information "
+            "points",
+            len(spans),
+        )
+    starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+    n_nodes = node_att.shape[1]
+    weights = np.zeros((len(spans), n_nodes), dtype=np.float64)
+    owner = np.full(len(generated), -1, dtype=np.int64)
+    for j, (s, e) in enumerate(spans):
+        hit = (owner < 0) & (starts < e) & (ends > s)
+        owner[hit] = j
+    for j in range(len(spans)):
+        sel = owner == j
+        if sel.any():
+            e = node_att[sel].mean(axis=0)
+        else:  # cannot happen for a non-empty IP; keep the graph well-formed anyway
+            e = np.ones(n_nodes)
+        total = e.sum()
+        weights[j] = e / total if total > 0 else 1.0 / n_nodes
+    return text, spans, weights
 
 
 # -- batched decoding --------------------------------------------------------------------------
