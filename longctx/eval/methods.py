@@ -358,15 +358,18 @@ class GarlicMethod(Method):
     that order (document order inside a chunk) while they fit the budget; the result is in
     document order. A question-free task asks :data:`GLOBAL_QUERY`.
 
-    The build runs the LLM over the whole document (SmolLM2-135M writes about 7 tokens/s on
-    this project's CPU: minutes per document), so documents above ``max_doc_tokens`` are
-    skipped, with the reason in the results. Graphs are kept under
+    The build runs the LLM over the whole document, so documents above ``max_doc_tokens`` are
+    skipped, with the reason in the results. The documents of a task are built together in
+    :meth:`prepare` (:func:`longctx.garlic.build_hwdags`: their summarization prompts share
+    decoding passes, ``batch_size`` rows each), which is several times faster on a CPU than one
+    after another. Graphs are kept under
     ``<cache_dir>/garlic/<sha256 of document and settings>`` (reruns load them).
 
     Options (``Context.options["garlic"]``): ``model`` and ``tokenizer`` (default the packaged
     SmolLM2-135M-Instruct), ``encoder`` (default the run's sentence encoder), ``max_doc_tokens``
     (default 20000), ``build`` (keyword arguments of ``build_hwdag``; default
-    ``max_new_tokens=160``), ``search`` (keyword arguments of ``GarlicSearcher``).
+    ``max_new_tokens=160``; ``force_bullets`` and ``batch_size`` too), ``search`` (keyword
+    arguments of ``GarlicSearcher``).
     """
 
     name = "garlic"
