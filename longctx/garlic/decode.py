@@ -4,10 +4,11 @@ Wang, Xiang, Gui & He, "GARLIC: LLM-Guided Dynamic Progress Control with Hierarc
 Graph for Long Document QA", 2024, arXiv:2410.04790, sec. 3.1 (the summarization that makes the
 HWDAG) and Table 4 (the ``* summary point`` answer format).
 
-:func:`generate_batch_with_capture` decodes several summarization prompts at once: the prompts are
-left-padded to one length, the padding is masked out (2-D attention mask) and each row gets its own
-position ids (``0 .. p_i - 1`` over its real tokens), so a row's logits and attention rows are the
-ones it gets alone, up to float rounding. A row that emits an end-of-sequence token stops growing
+:func:`generate_batch_with_capture` decodes several summarization prompts at once. Each prompt is
+first run alone (so the prefill's peak memory is one prompt's, as before); the per-row KV caches are
+left-padded to one length and stacked; every decoding step then runs all rows in one forward pass,
+the padding masked out (2-D attention mask) and each row at its own position ids, so a row's logits
+and attention rows are the ones it gets alone, up to float rounding. A row that emits an end-of-sequence token stops growing
 and is dropped from the batch and the KV cache (``DynamicCache.batch_select_indices``); the others go
 on. Each step's attention row of every active sequence (the column sums of a one-token pass,
 :func:`longctx.attention.record_attention_stats`) is reduced at once to per-node means with one
@@ -337,6 +338,54 @@ def _cache_keyword(model) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
+def _layer_kv(cache, layer: int):
+    lay = cache.layers[layer]
+    return lay.keys, lay.values
+
+
+def _prefill(model, prompts, ids, mask, positions, cache_kw):
+    """Run the prompts and return (batched KV cache, last logits ``(rows, vocab)``).
+
+    Each prompt runs alone (no padding, the one-at-a-time computation, peak memory of one
+    prompt); the per-row caches are then left-padded (zeros, masked out later) and stacked into
+    one ``DynamicCache``. A model whose cache has no ``layers`` runs the padded batch instead.
+    """
+    import torch
+    from transformers import DynamicCache
+
+    p_max = ids.shape[1]
+    rows_kv, logits = [], []
+    try:
+        for toks, _ in prompts:
+            c = DynamicCache()
+            t = torch.tensor([[int(x) for x in toks]], dtype=torch.long, device=ids.device)
+            out = model(input_ids=t, use_cache=True, logits_to_keep=1, **{cache_kw: c})
+            logits.append(out.logits[:, -1])
+            rows_kv.append([_layer_kv(c, layer) for layer in range(len(c.layers))])
+    except (AttributeError, IndexError, TypeError):  # another cache layout: one padded batch
+        cache = DynamicCache()
+        out = model(
+            input_ids=ids, attention_mask=mask, position_ids=positions,
+            use_cache=True, logits_to_keep=1, **{cache_kw: cache},
+        )  # fmt: skip
+        return cache, out.logits[:, -1]
+    cache = DynamicCache()
+    for layer in range(len(rows_kv[0])):
+        ks, vs = [], []
+        for kv in rows_kv:
+            k, v = kv[layer]
+            pad = p_max - k.shape[2]
+            if pad:
+                k = torch.nn.functional.pad(k, (0, 0, pad, 0))
+                v = torch.nn.functional.pad(v, (0, 0, pad, 0))
+            ks.append(k)
+            vs.append(v)
+        cache.update(torch.cat(ks), torch.cat(vs), layer)
+        for kv in rows_kv:
+            kv[layer] = None  # free the row's copy
+    return cache, torch.cat(logits)
+
+
 def generate_batch_with_capture(
     model,
     prompts: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]],
@@ -384,7 +433,6 @@ def generate_batch_with_capture(
         An empty prompt or a node range outside its prompt.
     """
     import torch
-    from transformers import DynamicCache
 
     from longctx.attention import record_attention_stats
 
@@ -427,15 +475,11 @@ def generate_batch_with_capture(
     active = list(range(n_rows))
     gen_t = torch.zeros((n_rows, 0), dtype=torch.long, device=device)
     with torch.no_grad(), record_attention_stats(model, layers) as rec:
-        cache = DynamicCache()
         with rec.paused():
-            out = model(
-                input_ids=ids, attention_mask=mask, position_ids=positions,
-                use_cache=True, logits_to_keep=1, **{cache_kw: cache},
-            )  # fmt: skip
+            cache, logits = _prefill(model, prompts, ids, mask, positions, cache_kw)
         rec.enabled = capture
         for _ in range(max_new_tokens):
-            scores = out.logits[:, -1]
+            scores = logits
             if batched or per_row:
                 for p in order:
                     if _is_batched(p):
@@ -467,6 +511,7 @@ def generate_batch_with_capture(
                 use_cache=True, **{cache_kw: cache},
             )  # fmt: skip
             next_pos = next_pos + 1
+            logits = out.logits[:, -1]
             if capture:
                 row = rec.pop()[:, :p_max]  # (rows, p_max): attention to the padded prompt
                 steps.append((list(active), torch.bmm(row[:, None, :], assign)[:, 0]))
