@@ -187,7 +187,7 @@ def test_bullet_processor_always_gives_parseable_ips(tok, caplog):
     word = tok(" Tom", add_special_tokens=False)["input_ids"][0]
     p = BulletLogitsProcessor(tok, [2], vocab_size=49152)
     scores = torch.zeros(4, 49152)
-    ids = torch.tensor([[star, star, star], [star, word, nl], [nl, star, star], [star, word, word]])
+    ids = torch.tensor([[nl, nl, star], [star, word, nl], [nl, star, star], [star, word, word]])
     allowed = [set(torch.nonzero(r > -1e30).ravel().tolist()) for r in p(ids[:, :3], scores)]
     assert allowed[1] == {star, 2}
     assert word in allowed[0] and nl not in allowed[0] and star not in allowed[0]
