@@ -1,24 +1,30 @@
-"""GARLIC HWDAG build with SmolLM2: build seconds, generation speed, nodes per level, capture
-overhead against plain ``model.generate``, peak memory.
+"""GARLIC HWDAG build with SmolLM2: generated tokens/s at batch 1 and at the default batch size,
+seconds for one NarrativeQA summary and one Gutenberg chapter, the IPs written, per dtype.
 
 Graph: Wang, Xiang, Gui & He, "GARLIC: LLM-Guided Dynamic Progress Control with Hierarchical
 Weighted Graph for Long Document QA", 2024, arXiv:2410.04790, sec. 3.1.
 
-Documents: the first ``--narrativeqa`` distinct NarrativeQA story summaries and one Gutenberg
-chapter (Alice in Wonderland, chapter I onwards) cut to ``--chapter-tokens`` tokens, from
-``../shared/data``. The CPU defaults (``--batch-tokens 1500``, ``--max-new-tokens 160``) keep the
-run to a few minutes and give the chapter two levels of summaries; the paper's setting for an 8k
-window is ``--batch-tokens 6000 --max-new-tokens 1024``.
+Documents (from ``../shared/data``): the first ``--narrativeqa`` distinct NarrativeQA story
+summaries and one Gutenberg chapter (Alice in Wonderland, chapter I onwards) cut to
+``--chapter-tokens`` tokens. Figures:
 
-Capture overhead: one batch prompt (the chapter's first batch) generated three ways with the
-same greedy tokens: ``model.generate`` (``do_sample=False``), the build's own decoding loop
-without capture, and with capture (attention statistics reduced per node every step). Target:
-capture <= 1.3x generate.
+- one NarrativeQA summary built alone at the default batch size (seconds, IPs);
+- the ``--narrativeqa`` summaries built together (:func:`longctx.garlic.build_hwdags`) at each of
+  ``--batch-sizes`` (default ``1,default``): generated tokens/s, and whether the summaries are the
+  same as at the first batch size (greedy decoding: they must be);
+- the chapter at each batch size.
+
+The CPU defaults (``--batch-tokens 1500``, ``--max-new-tokens 160``) keep the run to minutes;
+the paper's setting for an 8k window is ``--batch-tokens 6000 --max-new-tokens 1024``. Every row
+carries ``/proc/loadavg`` and the process's CPU seconds (on a shared machine, tokens per CPU
+second compare runs better than wall-clock tokens/s). ``--overhead`` adds the capture overhead
+against ``model.generate`` on one prompt.
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/bench_garlic_build.py
-    PYTHONPATH=. python benchmarks/bench_garlic_build.py --device cuda --dtype bfloat16
+    PYTHONPATH=. python benchmarks/bench_garlic_build.py --dtype float32,bfloat16
+    PYTHONPATH=. python benchmarks/bench_garlic_build.py --device cuda --dtype bfloat16 \
+        --batch-sizes 1,8,32
 """
 
 from __future__ import annotations
@@ -121,74 +127,121 @@ def overhead(model, tokenizer, text: str, batch_tokens: int, max_new_tokens: int
     return res
 
 
+def loadavg() -> str:
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def ip_stats(graphs) -> dict:
+    ips = [n for g in graphs for n in g.nodes if n.level > 1]
+    return {
+        "ips": len(ips),
+        "mean_ip_tokens": round(sum(n.n_tokens for n in ips) / max(1, len(ips)), 1),
+        "levels": [[len(x) for x in g.levels] for g in graphs],
+    }
+
+
+def timed_build(docs, model, tok, batch_size, args) -> dict:
+    """Build one graph per document, all decoded together (``build_hwdags``)."""
+    from longctx.garlic import build_hwdags
+
+    t, c = time.perf_counter(), time.process_time()
+    graphs = build_hwdags(
+        docs, model, tok, encoder=False, batch_tokens=args.batch_tokens,
+        max_new_tokens=args.max_new_tokens, batch_size=batch_size,
+        force_bullets=args.force_bullets,
+    )  # fmt: skip
+    s, c = time.perf_counter() - t, time.process_time() - c
+    gen = sum(g.info["tokens_generated"] for g in graphs)
+    return {
+        "batch_size": batch_size, "documents": len(docs), "build_s": round(s, 1),
+        "cpu_s": round(c, 1), "gen_tok_per_cpu_s": round(gen / c, 2),
+        "tokens_generated": gen, "gen_tok_per_s": round(gen / s, 2), **ip_stats(graphs),
+        "batches": sum(len(g.batches) for g in graphs), "loadavg": loadavg(),
+        "peak_rss_gb": round(peak_rss_gb(), 2), "_texts": [b["text"] for g in graphs
+                                                          for b in g.batches],
+    }  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--narrativeqa", type=int, default=2)
+    ap.add_argument("--narrativeqa", type=int, default=8,
+                    help="NarrativeQA summaries built together for the tokens/s figure")  # fmt: skip
     ap.add_argument("--chapter-tokens", type=int, default=3000)
     ap.add_argument("--batch-tokens", type=int, default=1500)
     ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--batch-sizes", default="1,default",
+                    help="comma-separated batch sizes to compare ('default': the device's)")  # fmt: skip
+    ap.add_argument("--force-bullets", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--device")
-    ap.add_argument("--dtype")
+    ap.add_argument("--dtype", help="float32 / bfloat16 (several: comma-separated)")
     ap.add_argument("--model", help="model path (default SmolLM2-135M-Instruct)")
-    ap.add_argument("--skip-overhead", action="store_true")
-    ap.add_argument("--skip-build", action="store_true", help="only the capture overhead")
+    ap.add_argument("--overhead", action="store_true", help="also the capture overhead table")
+    ap.add_argument("--skip-chapter", action="store_true")
     ap.add_argument("--threads", type=int, help="torch CPU threads")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     import torch
 
     from longctx.garlic import build_hwdag
+    from longctx.garlic.decode import default_batch_size
     from longctx.models import load_causal_lm
 
     torch.manual_seed(0)
     if args.threads:
         torch.set_num_threads(args.threads)
-    t = time.perf_counter()
-    model, tok = load_causal_lm(args.model, device=args.device, dtype=args.dtype)
-    print(f"model loaded in {time.perf_counter() - t:.1f} s on {next(model.parameters()).device}, "
-          f"{next(model.parameters()).dtype}; torch threads {torch.get_num_threads()}")  # fmt: skip
-    docs = load_documents(tok, args.narrativeqa, args.chapter_tokens)
-    rows = []
-    for name, text in [] if args.skip_build else docs.items():
-        n_tok = len(tok(text, add_special_tokens=False)["input_ids"])
+    summary = []
+    for dtype in (args.dtype or "").split(",") if args.dtype else [None]:
         t = time.perf_counter()
-        g = build_hwdag(
-            text, model, tok, encoder=False, batch_tokens=args.batch_tokens,
-            max_new_tokens=args.max_new_tokens,
-        )  # fmt: skip
-        s = time.perf_counter() - t
-        gen = g.info["tokens_generated"]
-        rows.append({
-            "document": name, "words": len(text.split()), "tokens": n_tok,
-            "nodes_per_level": [len(x) for x in g.levels], "batches": len(g.batches),
-            "edges": int(g.edges.nnz), "tokens_generated": gen, "build_s": round(s, 1),
-            "gen_tok_per_s": round(gen / s, 2), "peak_rss_gb": round(peak_rss_gb(), 2),
-        })  # fmt: skip
-        print(json.dumps(rows[-1]), flush=True)
-        if name.startswith("narrativeqa_1"):
-            top = g.levels[-1]
-            print("  top IPs:", [g.nodes[i].text[:80] for i in top[:3]], flush=True)
+        model, tok = load_causal_lm(args.model, device=args.device, dtype=dtype)
+        dt = str(next(model.parameters()).dtype).replace("torch.", "")
+        print(f"model loaded in {time.perf_counter() - t:.1f} s on "
+              f"{next(model.parameters()).device}, {dt}; torch threads "
+              f"{torch.get_num_threads()}; loadavg {loadavg()}", flush=True)  # fmt: skip
+        docs = load_documents(tok, args.narrativeqa, args.chapter_tokens)
+        nqa = [v for k, v in docs.items() if k.startswith("narrativeqa")]
+        sizes = [default_batch_size(model) if x == "default" else int(x)
+                 for x in args.batch_sizes.split(",")]  # fmt: skip
+        # one NarrativeQA summary, alone, at the default batch size
+        t = time.perf_counter()
+        g = build_hwdag(nqa[0], model, tok, encoder=False, batch_tokens=args.batch_tokens,
+                        max_new_tokens=args.max_new_tokens, force_bullets=args.force_bullets)  # fmt: skip
+        row = {"dtype": dt, "what": "one NarrativeQA summary", "build_s":
+               round(time.perf_counter() - t, 1), "tokens_generated": g.info["tokens_generated"],
+               **ip_stats([g]), "loadavg": loadavg()}  # fmt: skip
+        row["gen_tok_per_s"] = round(row["tokens_generated"] / row["build_s"], 2)
+        print(json.dumps(row), flush=True)
+        summary.append(row)
+        print("  IPs:", [n.text[:70] for n in g.nodes if n.level > 1][:4], flush=True)
+        groups = [(f"{len(nqa)} NarrativeQA summaries together", nqa)]
+        if not args.skip_chapter:
+            groups.append(("Gutenberg chapter (Alice ch. I+)", [docs["gutenberg_alice_ch1"]]))
+        for what, texts in groups:
+            ref = None
+            for bs in sizes:
+                r = timed_build(texts, model, tok, bs, args)
+                texts_out = r.pop("_texts")
+                if ref is None:
+                    ref = texts_out
+                r.update(dtype=dt, what=what, same_output_as_first=texts_out == ref)
+                print(json.dumps(r), flush=True)
+                summary.append(r)
+        if args.overhead:
+            o = overhead(
+                model, tok, docs["gutenberg_alice_ch1"], args.batch_tokens, args.max_new_tokens
+            )
+            print(json.dumps(o), flush=True)
+        del model
     print()
-    print("| document | words | tokens | nodes per level | batches | edges | generated | build s "
-          "| gen tok/s | peak RSS GB |")  # fmt: skip
+    print("| dtype | what | batch size | build s | generated | gen tok/s | IPs | mean IP tokens "
+          "| same output | loadavg |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['document']} | {r['words']} | {r['tokens']} | {r['nodes_per_level']} | "
-              f"{r['batches']} | {r['edges']} | {r['tokens_generated']} | {r['build_s']} | "
-              f"{r['gen_tok_per_s']} | {r['peak_rss_gb']} |")  # fmt: skip
-    if not args.skip_overhead:
-        o = overhead(
-            model, tok, docs["gutenberg_alice_ch1"], args.batch_tokens, args.max_new_tokens
-        )
-        print()
-        print(json.dumps(o))
-        print("| prompt tokens | new tokens | generate s | own loop s | capture s (best of 2 each) "
-              "| capture / generate | capture / loop | same tokens |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|")
-        print(f"| {o['prompt_tokens']} | {o['tokens_capture']} | "
-              f"{o['s_generate']} | {o['s_loop']} | {o['s_capture']} | "
-              f"{o['overhead_capture_vs_generate']} | {o['overhead_capture_vs_loop']} | "
-              f"{o['same_tokens']} |")  # fmt: skip
+    for r in summary:
+        print(f"| {r['dtype']} | {r['what']} | {r.get('batch_size', 'default')} | {r['build_s']} "
+              f"| {r['tokens_generated']} | {r['gen_tok_per_s']} | {r['ips']} | "
+              f"{r['mean_ip_tokens']} | {r.get('same_output_as_first', '')} | {r['loadavg']} |")  # fmt: skip
     print(f"\npeak RSS of the process: {peak_rss_gb():.2f} GB")
 
 

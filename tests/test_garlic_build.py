@@ -64,6 +64,18 @@ def bullet_forcer(tok, answer: str):
 ANSWER = "Sure:\n* Tom Kitten bursts buttons.\n*   \n* The ducks take the clothes.\n"
 
 
+def assert_same_graph(a: HWDAG, b: HWDAG, atol: float = 1e-5) -> None:
+    """Same nodes, texts, batches and edge pattern; edge weights equal to ``atol`` (batched
+    decoding pads prompts differently, so weights may differ in the last float bits)."""
+    assert a.nodes == b.nodes and a.texts == b.texts and a.batches == b.batches
+    ea, eb = a.edges.tocoo(), b.edges.tocoo()
+    assert ea.shape == eb.shape
+    assert sorted(zip(ea.row.tolist(), ea.col.tolist())) == sorted(
+        zip(eb.row.tolist(), eb.col.tolist())
+    )
+    np.testing.assert_allclose(a.edges.toarray(), b.edges.toarray(), atol=atol, rtol=0)
+
+
 def small_build(model, tok, **kw):
     args = dict(
         chunk_tokens=40,
@@ -71,6 +83,7 @@ def small_build(model, tok, **kw):
         max_new_tokens=30,
         encoder=lambda texts: np.array([[len(t), t.count(" ") + 1.0] for t in texts]),
         logits_processor=bullet_forcer(tok, ANSWER),
+        force_bullets=False,  # the scripted answer has a preamble line
     )
     args.update(kw)
     return build_hwdag(STORY, model, tok, **args)
@@ -233,11 +246,11 @@ def test_interrupted_build_resumes_to_the_same_graph(tok, model, full_graph, tmp
     resumed = small_build(model, tok, out_dir=out, on_batch=lambda k, r: seen.append(k))
     assert seen[0] == 2  # batches 0 and 1 were not generated again
     assert resumed.info["resumed_batches"] == 2
-    assert resumed == full
-    assert HWDAG.load(out) == full
+    assert_same_graph(resumed, full)
+    assert HWDAG.load(out) == resumed
     # a finished out_dir is loaded, not rebuilt
     again = small_build(model, tok, out_dir=out, on_batch=lambda k, r: seen.append(-1))
-    assert again == full and -1 not in seen
+    assert again == resumed and -1 not in seen
     # other settings -> a clear error, not a silent mix
     with pytest.raises(ValueError, match="batch_tokens"):
         small_build(model, tok, out_dir=out, batch_tokens=120)

@@ -75,3 +75,17 @@ def test_index_bad_input(model_dir, tmp_path, capsys):
     assert code == 2
     assert "window" in capsys.readouterr().err
     assert not (tmp_path / "g").exists()
+
+
+def test_index_batch_size_and_bullets(model_dir, tmp_path, capsys):
+    src = tmp_path / "story.txt"
+    src.write_text(TEXT, "utf-8")
+    base = ["index", str(src), "--model", str(model_dir), "--chunk-tokens", "40",
+            "--batch-tokens", "130", "--max-new-tokens", "6", "--no-embeddings", "--no-progress"]  # fmt: skip
+    # the rule is the core's: its message names batch_size
+    assert main([*base, "--out", str(tmp_path / "bad"), "--batch-size", "0"]) == 2
+    assert "batch_size" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
+    assert main([*base, "--out", str(tmp_path / "g"), "--batch-size", "3", "--no-bullets"]) == 0
+    g = HWDAG.load(tmp_path / "g")
+    assert g.info["batch_size"] == 3 and g.info["config"]["force_bullets"] is False

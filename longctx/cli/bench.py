@@ -85,6 +85,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="garlic: documents longer than this (tokens) are reported as skipped (its graph "
         "build runs the LLM over the whole document)",
     )
+    b.add_argument(
+        "--garlic-batch-size",
+        type=int,
+        help="garlic: summarization prompts decoded together per forward pass, across the "
+        "task's documents (default: the device's, 8 on CPU)",
+    )
+    b.add_argument(
+        "--garlic-bullets",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="garlic: force every summary line to start with '* ' (the paper's format) while "
+        "building; --no-garlic-bullets lets the model write freely (fallback parsing)",
+    )
     b.add_argument("--seed", type=int, default=0, help="seed of question sampling and haystacks")
     b.add_argument("--out", type=Path, default=Path("bench-results"), help="output folder")
     b.add_argument(
@@ -103,6 +116,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "SmolLM2, or MODEL: a local path) and report QA F1; slow on CPU",
     )
     return b
+
+
+def _garlic_build_options(args: argparse.Namespace) -> dict:
+    """``build_hwdag`` keywords from the CLI; the checks are the core's
+    (:func:`longctx.garlic.decode.check_batch_size`)."""
+    from longctx.garlic.decode import check_batch_size
+
+    out = {"max_new_tokens": 160, "force_bullets": bool(args.garlic_bullets)}
+    if args.garlic_batch_size is not None:
+        try:
+            out["batch_size"] = check_batch_size(args.garlic_batch_size)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"--garlic-batch-size: {e}") from None
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,7 +158,12 @@ def run(args: argparse.Namespace) -> int:
         babilong_tokens=args.babilong_tokens,
         babilong_questions=args.babilong_questions,
         isolate=args.isolate,
-        method_options={"garlic": {"max_doc_tokens": args.garlic_max_tokens}},
+        method_options={
+            "garlic": {
+                "max_doc_tokens": args.garlic_max_tokens,
+                "build": _garlic_build_options(args),
+            }
+        },
     )
     result["settings"]["seconds"] = round(time.perf_counter() - t0, 1)
     print(markdown(result))

@@ -75,6 +75,19 @@ def add_parser(sub, positive_int) -> None:
         help="generation limit per batch (default 1024)",
     )
     p.add_argument("--max-levels", type=positive_int("--max-levels"), default=10)
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        help="summarization prompts decoded together per forward pass (default: 8 on CPU, 32 "
+        "on CUDA; lower it if memory runs short)",
+    )
+    p.add_argument(
+        "--bullets",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="force every summary line to start with '* ' (the paper's format); --no-bullets "
+        "lets the model write freely",
+    )
     p.add_argument("--encoder", help="sentence-transformers model path (default: MiniLM)")
     p.add_argument("--no-embeddings", action="store_true", help="store no node embeddings")
     p.add_argument("--format", choices=["text", "json"], default="text")
@@ -201,6 +214,8 @@ def run(args: argparse.Namespace) -> int:
             batch_tokens=args.batch_tokens,
             max_new_tokens=args.max_new_tokens,
             max_levels=args.max_levels,
+            batch_size=args.batch_size,
+            force_bullets=args.bullets,
             progress=not args.no_progress and sys.stderr.isatty(),
         )
     except ModuleNotFoundError as exc:

@@ -173,6 +173,12 @@ class Method:
     def build(self, doc: Doc):
         return doc
 
+    def prepare(self, ctx: Context, texts: list[str]) -> None:
+        """Called once per task run with every document the method will :meth:`build` (those
+        not skipped), before the first build; a method may do batched work here (GARLIC builds
+        every graph in shared decoding passes). Default: nothing."""
+        return None
+
     def select(self, state, query: str | None, token_budget: int) -> list[tuple[int, int]]:
         raise NotImplementedError
 
@@ -352,21 +358,27 @@ class GarlicMethod(Method):
     that order (document order inside a chunk) while they fit the budget; the result is in
     document order. A question-free task asks :data:`GLOBAL_QUERY`.
 
-    The build runs the LLM over the whole document (SmolLM2-135M writes about 7 tokens/s on
-    this project's CPU: minutes per document), so documents above ``max_doc_tokens`` are
-    skipped, with the reason in the results. Graphs are kept under
+    The build runs the LLM over the whole document, so documents above ``max_doc_tokens`` are
+    skipped, with the reason in the results. The documents of a task are built together in
+    :meth:`prepare` (:func:`longctx.garlic.build_hwdags`: their summarization prompts share
+    decoding passes, ``batch_size`` rows each), which is several times faster on a CPU than one
+    after another. Graphs are kept under
     ``<cache_dir>/garlic/<sha256 of document and settings>`` (reruns load them).
 
     Options (``Context.options["garlic"]``): ``model`` and ``tokenizer`` (default the packaged
     SmolLM2-135M-Instruct), ``encoder`` (default the run's sentence encoder), ``max_doc_tokens``
     (default 20000), ``build`` (keyword arguments of ``build_hwdag``; default
-    ``max_new_tokens=160``), ``search`` (keyword arguments of ``GarlicSearcher``).
+    ``max_new_tokens=160``; ``force_bullets`` and ``batch_size`` too), ``search`` (keyword
+    arguments of ``GarlicSearcher``).
     """
 
     name = "garlic"
     needs_encoder = True
     MAX_DOC_TOKENS = 20_000
     _shared: dict = {}
+
+    def __init__(self):
+        self._prepared: dict = {}  # document text -> graph built by prepare()
 
     def _opts(self, ctx: Context) -> dict:
         return ctx.options.get("garlic", {})
@@ -390,36 +402,69 @@ class GarlicMethod(Method):
             GarlicMethod._shared["model"] = load_causal_lm(None)
         return GarlicMethod._shared["model"]
 
-    def build(self, doc: Doc):
+    def _build_settings(self, ctx: Context):
+        opts = self._opts(ctx)
+        model, tok = self._model(ctx)
+        encoder = opts.get("encoder") or ctx.encoder
+        build_kw = {"max_new_tokens": 160, **opts.get("build", {})}
+        return model, tok, encoder, build_kw
+
+    def _out_dir(self, ctx: Context, text: str, model, encoder, build_kw):
         import json
         from pathlib import Path
 
+        if ctx.cache_dir is None:
+            return None
+        cfg = getattr(model, "config", None)
+        ident = {
+            "model": [
+                type(model).__name__,
+                getattr(cfg, "_name_or_path", ""),
+                getattr(cfg, "vocab_size", None),
+                getattr(cfg, "num_hidden_layers", None),
+                getattr(cfg, "hidden_size", None),
+            ],
+            "encoder": type(encoder).__name__ + str(getattr(encoder, "name", "")),
+            "build": {k: v for k, v in build_kw.items() if not callable(v) and k != "batch_size"},
+        }
+        key = hashlib.sha256(
+            (json.dumps(ident, sort_keys=True, default=str) + "\0" + text).encode()
+        ).hexdigest()[:20]
+        return Path(ctx.cache_dir) / "garlic" / key
+
+    def prepare(self, ctx: Context, texts: list[str]) -> None:
+        """Build every document's graph in shared decoding passes
+        (:func:`longctx.garlic.build_hwdags`, ``batch_size`` rows per pass), cached like
+        :meth:`build`'s (a cached graph is loaded, not rebuilt)."""
+        from longctx.garlic import build_hwdags
+
+        texts = [t for t in dict.fromkeys(texts) if t not in self._prepared]
+        if len(texts) < 2:
+            return
+        model, tok, encoder, build_kw = self._build_settings(ctx)
+        dirs = [self._out_dir(ctx, t, model, encoder, build_kw) for t in texts]
+        graphs = build_hwdags(
+            texts,
+            model,
+            tok,
+            out_dirs=dirs if ctx.cache_dir is not None else None,
+            encoder=encoder,
+            **build_kw,
+        )
+        for t, g in zip(texts, graphs):
+            self._prepared[t] = g
+
+    def build(self, doc: Doc):
         from longctx.garlic import build_hwdag
         from longctx.garlic.search import GarlicSearcher
 
         opts = self._opts(doc.ctx)
-        model, tok = self._model(doc.ctx)
-        encoder = opts.get("encoder") or doc.ctx.encoder
-        build_kw = {"max_new_tokens": 160, **opts.get("build", {})}
-        out_dir = None
-        if doc.ctx.cache_dir is not None:
-            cfg = getattr(model, "config", None)
-            ident = {
-                "model": [
-                    type(model).__name__,
-                    getattr(cfg, "_name_or_path", ""),
-                    getattr(cfg, "vocab_size", None),
-                    getattr(cfg, "num_hidden_layers", None),
-                    getattr(cfg, "hidden_size", None),
-                ],
-                "encoder": type(encoder).__name__ + str(getattr(encoder, "name", "")),
-                "build": {k: v for k, v in build_kw.items() if not callable(v)},
-            }
-            key = hashlib.sha256(
-                (json.dumps(ident, sort_keys=True, default=str) + "\0" + doc.text).encode()
-            ).hexdigest()[:20]
-            out_dir = Path(doc.ctx.cache_dir) / "garlic" / key
-        graph = build_hwdag(doc.text, model, tok, out_dir=out_dir, encoder=encoder, **build_kw)
+        model, tok, encoder, build_kw = self._build_settings(doc.ctx)
+        if doc.text in self._prepared:
+            graph = self._prepared.pop(doc.text)
+        else:
+            out_dir = self._out_dir(doc.ctx, doc.text, model, encoder, build_kw)
+            graph = build_hwdag(doc.text, model, tok, out_dir=out_dir, encoder=encoder, **build_kw)
         searcher = GarlicSearcher(graph, model, tok, encoder=encoder, **opts.get("search", {}))
         return doc, searcher
 

@@ -7,9 +7,17 @@ Part 1 (this package): building and storing the graph. Searching it is part 2.
 
 from __future__ import annotations
 
-from longctx.garlic.build import build_hwdag, chunk_text
+from longctx.garlic.build import build_hwdag, build_hwdags, chunk_text
 from longctx.garlic.graph import HWDAG, Node
 from longctx.garlic.prompts import parse_ips
 from longctx.garlic.search import GarlicSearcher
 
-__all__ = ["HWDAG", "GarlicSearcher", "Node", "build_hwdag", "chunk_text", "parse_ips"]
+__all__ = [
+    "HWDAG",
+    "GarlicSearcher",
+    "Node",
+    "build_hwdag",
+    "build_hwdags",
+    "chunk_text",
+    "parse_ips",
+]

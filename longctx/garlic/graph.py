@@ -27,7 +27,7 @@ from longctx.persist import (
     read_sparse,
 )
 
-__all__ = ["Node", "HWDAG", "FORMAT_KIND", "FORMAT_VERSION"]
+__all__ = ["Node", "HWDAG", "FORMAT_KIND", "FORMAT_VERSION", "assemble_graph"]
 
 FORMAT_KIND = "garlic"
 FORMAT_VERSION = 1
@@ -317,3 +317,52 @@ def _check_graph_json(data, gpath: str):
             for x in ids:
                 check_int_value(x, gpath, f"{f}.{key}", minimum=0, maximum=n - 1)
     return nodes, texts, batches, info
+
+
+def assemble_graph(texts, doc_nodes, records, encoder) -> HWDAG:
+    """One graph from the per-document nodes: documents in order, each document's nodes level by
+    level and its summarization batches in (level, position) order, as a one-at-a-time build
+    numbers them."""
+    nodes: list[Node] = []
+    batches_out: list[dict] = []
+    rows, cols, vals = [], [], []
+    for src, local in enumerate(doc_nodes):
+        offset = len(nodes)
+        keys = sorted(k for k in records if k[0] == src)
+        batch_index = {(lv, pos): len(batches_out) + j for j, (_, lv, pos) in enumerate(keys)}
+        outputs: dict[tuple, list[int]] = {k: [] for k in keys}
+        for x in local:
+            b = -1 if x.level == 1 else batch_index[(x.level - 1, x.batch)]
+            nodes.append(Node(offset + x.id, x.text, x.level, x.n_tokens, src, b, x.start, x.end))
+            if x.level > 1:
+                outputs[(src, x.level - 1, x.batch)].append(offset + x.id)
+        for key in keys:
+            rec = records[key]
+            inputs = [offset + i for i in rec["inputs"]]
+            outs = outputs[key]
+            for pid, w in zip(outs, rec["weights"]):
+                rows.extend([pid] * len(inputs))
+                cols.extend(inputs)
+                vals.extend(w)
+            batches_out.append(
+                {
+                    "source": src,
+                    "level": rec["level"],
+                    "inputs": inputs,
+                    "outputs": outs,
+                    "n_generated": rec["n_generated"],
+                    "text": rec["text"],
+                }
+            )
+    n = len(nodes)
+    edges = sp.csr_array(
+        (np.asarray(vals, dtype=np.float64), (np.asarray(rows, int), np.asarray(cols, int))),
+        shape=(n, n),
+    )
+    embeddings = None
+    if encoder is not False:
+        from longctx.embeddings import get_encoder
+
+        enc = encoder if encoder is not None else get_encoder(None)
+        embeddings = np.asarray(enc.embed_documents([x.text for x in nodes]), dtype=np.float32)
+    return HWDAG(nodes, edges, embeddings, texts=texts, batches=batches_out, info={})

@@ -1,0 +1,530 @@
+"""Batched greedy decoding with per-node attention capture, and the bullet-format logits processor.
+
+Wang, Xiang, Gui & He, "GARLIC: LLM-Guided Dynamic Progress Control with Hierarchical Weighted
+Graph for Long Document QA", 2024, arXiv:2410.04790, sec. 3.1 (the summarization that makes the
+HWDAG) and Table 4 (the ``* summary point`` answer format).
+
+:func:`generate_batch_with_capture` decodes several summarization prompts at once. Each prompt is
+first run alone (so the prefill's peak memory is one prompt's, as before); the per-row KV caches are
+left-padded to one length and stacked; every decoding step then runs all rows in one forward pass,
+the padding masked out (2-D attention mask) and each row at its own position ids, so a row's logits
+and attention rows are the ones it gets alone, up to float rounding. A row that emits an end-of-sequence token stops growing
+and is dropped from the batch and the KV cache (``DynamicCache.batch_select_indices``); the others go
+on. Each step's attention row of every active sequence (the column sums of a one-token pass,
+:func:`longctx.attention.record_attention_stats`) is reduced at once to per-node means with one
+batched matrix product.
+
+:class:`BulletLogitsProcessor` makes any model write the Table 4 format: at the start of the
+answer only the bullet (``*``) may be written, after a newline the bullet or the end of the
+answer, and after the bullet only a token that starts with one space and then text; so every line
+is ``* <text>`` and :func:`~longctx.garlic.prompts.parse_ips` finds every information point.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from longctx.checks import check_int
+from longctx.garlic.prompts import parse_ips, parse_list_items
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BulletLogitsProcessor",
+    "DEFAULT_BATCH_SIZE",
+    "default_batch_size",
+    "check_batch_size",
+    "generate_batch_with_capture",
+    "generate_with_capture",
+    "ip_edge_weights",
+]
+
+# Sequences decoded together per forward pass, by device type (measured: docs/notes/garlic-speed.md).
+DEFAULT_BATCH_SIZE = {"cpu": 8, "cuda": 32, "mps": 8}
+
+
+def default_batch_size(model) -> int:
+    """The default ``batch_size`` for ``model``'s device (:data:`DEFAULT_BATCH_SIZE`; 8 for an
+    unknown device type)."""
+    try:
+        dev = next(model.parameters()).device.type
+    except (AttributeError, StopIteration, TypeError):
+        dev = "cpu"
+    return DEFAULT_BATCH_SIZE.get(dev, 8)
+
+
+def check_batch_size(batch_size, model=None) -> int:
+    """Validate ``batch_size`` (sequences per forward pass); ``None`` -> the device default.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``batch_size`` is not an int >= 1 (the message names ``batch_size``).
+    """
+    if batch_size is None:
+        return default_batch_size(model) if model is not None else DEFAULT_BATCH_SIZE["cpu"]
+    return check_int(batch_size, "batch_size", minimum=1)
+
+
+# -- the bullet format -------------------------------------------------------------------------
+try:  # a real transformers LogitsProcessor when transformers is installed
+    from transformers import LogitsProcessor as _LogitsProcessorBase
+except ImportError:  # pragma: no cover - the build needs transformers anyway
+    _LogitsProcessorBase = object
+
+
+_VOCAB_CACHE: dict[tuple, tuple] = {}
+
+
+def _vocab_classes(tokenizer, bullet_ids: tuple[int, ...], vocab_size: int):
+    """Per token id (as the text it adds after the bullet): ends a line; holds a newline before
+    its end; is one space followed by text (a valid first token after the bullet)."""
+    key = (id(tokenizer), getattr(tokenizer, "name_or_path", ""), bullet_ids, vocab_size)
+    hit = _VOCAB_CACHE.get(key)
+    if hit is not None:
+        return hit
+    head = tokenizer.decode(list(bullet_ids))
+    n = min(vocab_size, len(tokenizer))
+    texts = tokenizer.batch_decode([[*bullet_ids, t] for t in range(n)])
+    ends_line = np.zeros(vocab_size, dtype=bool)
+    inner_newline = np.zeros(vocab_size, dtype=bool)
+    space_text = np.zeros(vocab_size, dtype=bool)
+    for t, full in enumerate(texts):
+        s = full[len(head) :] if full.startswith(head) else full
+        if "\n" in s:
+            ends_line[t] = s.endswith("\n")
+            inner_newline[t] = "\n" in s.rstrip("\n") or not s.endswith("\n")
+        space_text[t] = len(s) >= 2 and s[0] == " " and not s[1].isspace() and "\n" not in s
+    _VOCAB_CACHE.clear()  # one tokenizer at a time
+    _VOCAB_CACHE[key] = (ends_line, inner_newline, space_text)
+    return _VOCAB_CACHE[key]
+
+
+class BulletLogitsProcessor(_LogitsProcessorBase):
+    """A ``transformers.LogitsProcessor`` that forces every line of the answer to be ``* <text>``.
+
+    At the start of the answer only the bullet token(s) of ``"*"`` are allowed; after a token that
+    ends a line, the bullet or an end-of-sequence token; right after the bullet, only tokens made
+    of one space and then text (``" word"``); inside a line, any token that does not start a new
+    line in its middle. Every other logit is set to ``-inf``. Table 4 of Wang et al. (2024),
+    arXiv:2410.04790 asks for this format; small models often ignore it.
+
+    Parameters
+    ----------
+    tokenizer : transformers tokenizer
+        The model's tokenizer (its vocabulary is classified once, ~1 s for 50k tokens).
+    eos_token_ids : sequence of int
+        Tokens that end the answer (allowed at the start of a line after the first).
+    vocab_size : int, optional
+        Size of the logits' last axis (default ``len(tokenizer)``).
+    prompt_length : int, default 0
+        Tokens of ``input_ids`` before the answer (``model.generate`` passes the prompt too;
+        :func:`generate_batch_with_capture` passes the generated tokens only).
+
+    ``__call__(input_ids: (batch, length) long tensor, scores: (batch, vocab) float tensor)``
+    returns the masked scores.
+    """
+
+    def __init__(self, tokenizer, eos_token_ids: Sequence[int] = (), vocab_size=None, *,
+                 prompt_length: int = 0):  # fmt: skip
+        ids = tuple(int(x) for x in tokenizer("*", add_special_tokens=False)["input_ids"])
+        if not ids:
+            raise ValueError("the tokenizer has no token for the bullet '*'")
+        self.bullet_ids = ids
+        self.eos_token_ids = tuple(int(e) for e in eos_token_ids)
+        self.vocab_size = int(vocab_size) if vocab_size is not None else len(tokenizer)
+        self.prompt_length = check_int(prompt_length, "prompt_length", minimum=0)
+        self._ends_line, self._inner_nl, self._space_text = _vocab_classes(
+            tokenizer, ids, self.vocab_size
+        )
+        self._masks: dict = {}
+
+    def _mask(self, name: str, device):
+        import torch
+
+        key = (name, str(device))
+        m = self._masks.get(key)
+        if m is None:
+            if name == "after_bullet":
+                arr = self._space_text
+            elif name == "in_line":
+                arr = ~self._inner_nl
+            else:
+                raise KeyError(name)
+            m = torch.as_tensor(arr, device=device)
+            self._masks[key] = m
+        return m
+
+    def _state(self, toks: list[int]) -> tuple[str, int]:
+        """(state, position): "start" (line start, answer start when position < 0), "bullet"
+        (inside the bullet tokens, position = tokens written), "after_bullet", "in_line"."""
+        j = len(toks) - 1
+        while j >= 0 and not (toks[j] < len(self._ends_line) and self._ends_line[toks[j]]):
+            j -= 1
+        seg = toks[j + 1 :]
+        nb = len(self.bullet_ids)
+        if len(seg) < nb:
+            return ("bullet", len(seg)) if seg or j >= 0 else ("bullet", -1)
+        if len(seg) == nb:
+            return "after_bullet", 0
+        return "in_line", 0
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        out = scores.clone()
+        neg = torch.finfo(out.dtype).min if out.dtype.is_floating_point else -(2**31)
+        rows = input_ids[:, self.prompt_length :].tolist()
+        for r, toks in enumerate(rows):
+            state, pos = self._state(toks)
+            if state == "bullet":
+                keep = torch.zeros(out.shape[-1], dtype=torch.bool, device=out.device)
+                keep[self.bullet_ids[max(pos, 0)]] = True
+                if pos == 0:  # a new line after at least one: the answer may end here
+                    for e in self.eos_token_ids:
+                        if e < out.shape[-1]:
+                            keep[e] = True
+            else:
+                keep = self._mask(state, out.device)
+                if keep.shape[0] < out.shape[-1]:
+                    keep = torch.cat([keep, keep.new_zeros(out.shape[-1] - keep.shape[0])])
+                keep = keep[: out.shape[-1]]
+            out[r] = out[r].masked_fill(~keep, neg)
+        return out
+
+
+# -- one prompt, and splitting a summary into IPs -------------------------------------------------------------------
+def generate_with_capture(
+    model,
+    input_ids: Sequence[int],
+    node_ranges: Sequence[tuple[int, int]],
+    *,
+    max_new_tokens: int,
+    eos_token_ids: Sequence[int] = (),
+    layers="all",
+    logits_processor: Callable | None = None,
+    capture: bool = True,
+) -> tuple[list[int], np.ndarray]:
+    """Greedy decoding of one prompt with a KV cache, reducing each new token's attention to
+    per-node means (:func:`~longctx.garlic.decode.generate_batch_with_capture` with one row).
+
+    Parameters
+    ----------
+    model : transformers causal LM (AttentionInterface-based, e.g. Llama)
+    input_ids : sequence of int
+        The prompt.
+    node_ranges : sequence of (start, end)
+        Token ranges of the input nodes in ``input_ids`` (non-empty, end exclusive).
+    max_new_tokens : int
+        Generation limit.
+    eos_token_ids : sequence of int
+        Tokens that stop generation (not returned).
+    layers : {"all", "last"} or list of int
+        Layers averaged (the paper: all).
+    logits_processor : callable, optional
+        ``f(generated_ids: list[int], logits: (vocab,) tensor) -> (vocab,) tensor``, or a
+        ``transformers.LogitsProcessor`` (given the generated ids only), applied before the argmax.
+    capture : bool, default True
+        False: plain greedy decoding (the benchmark's baseline), ``node_att`` is empty.
+
+    Returns
+    -------
+    generated : list of int
+        Generated token ids (without the stopping EOS).
+    node_att : (n_generated, n_nodes) float64 ndarray
+        ``node_att[t, k]``: attention of generated token ``t`` to node ``k``, averaged over heads,
+        the selected layers and node ``k``'s tokens.
+    """
+    from longctx.garlic.decode import generate_batch_with_capture
+
+    for k, (a, b) in enumerate(node_ranges):
+        if not 0 <= a < b <= len(input_ids):
+            raise ValueError(f"node_ranges[{k}] = {(a, b)} is not a non-empty range of the prompt")
+    ((generated, node_att),) = generate_batch_with_capture(
+        model,
+        [(list(input_ids), list(node_ranges))],
+        max_new_tokens=max_new_tokens,
+        eos_token_ids=eos_token_ids,
+        layers=layers,
+        logits_processors=[logits_processor] if logits_processor is not None else [],
+        capture=capture,
+    )
+    if not capture:
+        node_att = np.zeros((0, len(node_ranges)), dtype=np.float64)
+    return generated, node_att
+
+
+def _token_char_ends(tokenizer, ids: list[int]) -> tuple[str, np.ndarray]:
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    prefixes = tokenizer.batch_decode(
+        [ids[: i + 1] for i in range(len(ids))], skip_special_tokens=True
+    )
+    ends = np.array([len(p) for p in prefixes], dtype=np.int64)
+    ends = np.minimum(np.maximum.accumulate(ends), len(text)) if len(ends) else ends
+    return text, ends
+
+
+def ip_edge_weights(
+    tokenizer, generated: list[int], node_att: np.ndarray
+) -> tuple[str, list[tuple[int, int]], np.ndarray]:
+    """Split a generated summary into IPs and turn per-token node attention into edge weights.
+
+    A generated token belongs to the first IP whose text (:func:`~longctx.garlic.prompts.parse_ips`
+    span, bullet excluded) it overlaps; tokens of no IP (bullets, newlines, text before the first
+    bullet) are left out. Without any ``*`` line (a weak model), numbered or dashed lines
+    (:func:`~longctx.garlic.prompts.parse_list_items`) are the IPs, else every non-empty line.
+
+    Returns
+    -------
+    text : str
+        The decoded summary.
+    spans : list of (start, end)
+        IP character spans in ``text``.
+    weights : (n_ips, n_nodes) float64 ndarray
+        Rows sum to 1 (answer A1, step 5).
+    """
+    text, ends = _token_char_ends(tokenizer, generated)
+    spans = parse_ips(text)
+    if not spans and text.strip():
+        # a weak model may ignore the "*" format: numbered or dashed lines, else every line
+        spans = parse_list_items(text)
+        if not spans:
+            spans = [(m.start(), m.end()) for m in re.finditer(r"[^\s](?:[^\n]*[^\s])?", text)]
+        logger.warning(
+            "no '*' line in a generated summary; using %d list or plain line(s) as information "
+            "points",
+            len(spans),
+        )
+    starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+    n_nodes = node_att.shape[1]
+    weights = np.zeros((len(spans), n_nodes), dtype=np.float64)
+    owner = np.full(len(generated), -1, dtype=np.int64)
+    for j, (s, e) in enumerate(spans):
+        hit = (owner < 0) & (starts < e) & (ends > s)
+        owner[hit] = j
+    for j in range(len(spans)):
+        sel = owner == j
+        if sel.any():
+            e = node_att[sel].mean(axis=0)
+        else:  # cannot happen for a non-empty IP; keep the graph well-formed anyway
+            e = np.ones(n_nodes)
+        total = e.sum()
+        weights[j] = e / total if total > 0 else 1.0 / n_nodes
+    return text, spans, weights
+
+
+# -- batched decoding --------------------------------------------------------------------------
+def _is_batched(proc) -> bool:
+    try:
+        from transformers import LogitsProcessor, LogitsProcessorList
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(proc, (LogitsProcessor, LogitsProcessorList))
+
+
+def _cache_keyword(model) -> str:
+    """``cache`` where the model's forward takes it (transformers >= 5.2x deprecates
+    ``past_key_values``), else ``past_key_values``."""
+    import inspect
+
+    try:
+        params = inspect.signature(type(model).forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _layer_kv(cache, layer: int):
+    lay = cache.layers[layer]
+    return lay.keys, lay.values
+
+
+def _prefill(model, prompts, ids, mask, positions, cache_kw):
+    """Run the prompts and return (batched KV cache, last logits ``(rows, vocab)``).
+
+    Each prompt runs alone (no padding, the one-at-a-time computation, peak memory of one
+    prompt); the per-row caches are then left-padded (zeros, masked out later) and stacked into
+    one ``DynamicCache``. A model whose cache has no ``layers`` runs the padded batch instead.
+    """
+    import torch
+    from transformers import DynamicCache
+
+    p_max = ids.shape[1]
+    rows_kv, logits = [], []
+    try:
+        for toks, _ in prompts:
+            c = DynamicCache()
+            t = torch.tensor([[int(x) for x in toks]], dtype=torch.long, device=ids.device)
+            out = model(input_ids=t, use_cache=True, logits_to_keep=1, **{cache_kw: c})
+            logits.append(out.logits[:, -1])
+            rows_kv.append([_layer_kv(c, layer) for layer in range(len(c.layers))])
+    except (AttributeError, IndexError, TypeError):  # another cache layout: one padded batch
+        cache = DynamicCache()
+        out = model(
+            input_ids=ids, attention_mask=mask, position_ids=positions,
+            use_cache=True, logits_to_keep=1, **{cache_kw: cache},
+        )  # fmt: skip
+        return cache, out.logits[:, -1]
+    cache = DynamicCache()
+    for layer in range(len(rows_kv[0])):
+        ks, vs = [], []
+        for kv in rows_kv:
+            k, v = kv[layer]
+            pad = p_max - k.shape[2]
+            if pad:
+                k = torch.nn.functional.pad(k, (0, 0, pad, 0))
+                v = torch.nn.functional.pad(v, (0, 0, pad, 0))
+            ks.append(k)
+            vs.append(v)
+        cache.update(torch.cat(ks), torch.cat(vs), layer)
+        for kv in rows_kv:
+            kv[layer] = None  # free the row's copy
+    return cache, torch.cat(logits)
+
+
+def generate_batch_with_capture(
+    model,
+    prompts: Sequence[tuple[Sequence[int], Sequence[tuple[int, int]]]],
+    *,
+    max_new_tokens: int,
+    eos_token_ids: Sequence[int] = (),
+    layers="all",
+    logits_processors: Sequence[Callable] = (),
+    capture: bool = True,
+) -> list[tuple[list[int], np.ndarray]]:
+    """Greedy decoding of several prompts as one left-padded batch, with attention capture.
+
+    Parameters
+    ----------
+    model : transformers causal LM (AttentionInterface-based, e.g. Llama)
+    prompts : sequence of (input_ids, node_ranges)
+        Each prompt's token ids and its input nodes' token ranges (non-empty, end exclusive,
+        within the prompt). All are decoded together: memory is about
+        ``len(prompts) * (max prompt + max_new_tokens)`` tokens of KV cache.
+    max_new_tokens : int
+        Generation limit per prompt.
+    eos_token_ids : sequence of int
+        Tokens that end a row (not returned); a finished row leaves the batch.
+    layers : {"all", "last"} or list of int
+        Layers averaged (the paper: all).
+    logits_processors : sequence
+        Applied in order before the argmax. A ``transformers.LogitsProcessor`` is called once per
+        step as ``p(generated_ids (rows, n_generated) long, scores (rows, vocab))`` (the prompt is
+        not passed); any other callable per row as ``f(generated: list[int], logits: (vocab,))``.
+    capture : bool, default True
+        False: plain greedy decoding, every ``node_att`` is empty.
+
+    Returns
+    -------
+    list of (generated, node_att), one per prompt, in order
+        ``generated``: token ids without the stopping EOS; ``node_att``:
+        ``(n_generated, n_nodes)`` float64, the attention of generated token ``t`` (fed back as a
+        one-token pass) to node ``k``, averaged over heads, the layers and node ``k``'s tokens.
+        In float32 both equal decoding each prompt alone (tokens identical up to exact ties,
+        attention to ~1e-6).
+
+    Raises
+    ------
+    ValueError
+        An empty prompt or a node range outside its prompt.
+    """
+    import torch
+
+    from longctx.attention import record_attention_stats
+
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=0)
+    n_rows = len(prompts)
+    if n_rows == 0:
+        return []
+    device = next(model.parameters()).device
+    lens = [len(p[0]) for p in prompts]
+    if min(lens) < 1:
+        raise ValueError("every prompt must hold at least one token")
+    n_nodes = [len(r) for _, r in prompts]
+    p_max, k_max = max(lens), max(1, max(n_nodes))
+    eos = [int(e) for e in eos_token_ids]
+    pad = eos[0] if eos else 0
+    ids = torch.full((n_rows, p_max), pad, dtype=torch.long)
+    mask = torch.zeros((n_rows, p_max), dtype=torch.long)
+    assign = torch.zeros(n_rows, p_max, k_max, dtype=torch.float32)
+    for i, (toks, ranges) in enumerate(prompts):
+        off = p_max - lens[i]
+        ids[i, off:] = torch.tensor([int(t) for t in toks], dtype=torch.long)
+        mask[i, off:] = 1
+        for k, (a, b) in enumerate(ranges):
+            if not 0 <= a < b <= lens[i]:
+                raise ValueError(
+                    f"prompts[{i}]: node range {k} = {(a, b)} is not a non-empty range of the prompt"
+                )
+            assign[i, off + a : off + b, k] = 1.0 / (b - a)
+    ids, mask, assign = ids.to(device), mask.to(device), assign.to(device)
+    positions = (mask.cumsum(-1) - 1).clamp_(min=0)
+    next_pos = torch.tensor(lens, dtype=torch.long, device=device)
+    eos_t = torch.tensor(eos, dtype=torch.long, device=device)
+    batched = [p for p in logits_processors if _is_batched(p)]
+    per_row = [p for p in logits_processors if not _is_batched(p)]
+    order = list(logits_processors)
+
+    cache_kw = _cache_keyword(model)
+    generated: list[list[int]] = [[] for _ in range(n_rows)]
+    steps: list[tuple[list[int], torch.Tensor]] = []  # (active rows, (rows, k_max) node attention)
+    active = list(range(n_rows))
+    gen_t = torch.zeros((n_rows, 0), dtype=torch.long, device=device)
+    with torch.no_grad(), record_attention_stats(model, layers) as rec:
+        with rec.paused():
+            cache, logits = _prefill(model, prompts, ids, mask, positions, cache_kw)
+        rec.enabled = capture
+        for _ in range(max_new_tokens):
+            scores = logits
+            if batched or per_row:
+                for p in order:
+                    if _is_batched(p):
+                        scores = p(gen_t, scores)
+                    else:
+                        scores = torch.stack(
+                            [p(generated[i], scores[j]) for j, i in enumerate(active)]
+                        )
+            tok = torch.argmax(scores, dim=-1)
+            done = torch.isin(tok, eos_t) if eos else torch.zeros_like(tok, dtype=torch.bool)
+            tok_list = tok.tolist()
+            done_list = done.tolist()
+            for j, i in enumerate(active):
+                if not done_list[j]:
+                    generated[i].append(tok_list[j])
+            if all(done_list):
+                break
+            if any(done_list):
+                keep = [j for j, d in enumerate(done_list) if not d]
+                keep_t = torch.tensor(keep, dtype=torch.long, device=device)
+                cache.batch_select_indices(keep_t)
+                mask, next_pos, assign = mask[keep_t], next_pos[keep_t], assign[keep_t]
+                gen_t, tok = gen_t[keep_t], tok[keep_t]
+                active = [active[j] for j in keep]
+            gen_t = torch.cat([gen_t, tok[:, None]], dim=1)
+            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+            out = model(
+                input_ids=tok[:, None], attention_mask=mask, position_ids=next_pos[:, None],
+                use_cache=True, **{cache_kw: cache},
+            )  # fmt: skip
+            next_pos = next_pos + 1
+            logits = out.logits[:, -1]
+            if capture:
+                row = rec.pop()[:, :p_max]  # (rows, p_max): attention to the padded prompt
+                steps.append((list(active), torch.bmm(row[:, None, :], assign)[:, 0]))
+    results = []
+    per_row_att: list[list] = [[] for _ in range(n_rows)]
+    for rows, att in steps:
+        att = att.double().cpu().numpy()
+        for j, i in enumerate(rows):
+            per_row_att[i].append(att[j, : n_nodes[i]])
+    for i in range(n_rows):
+        if per_row_att[i]:
+            node_att = np.stack(per_row_att[i])
+        else:
+            node_att = np.zeros((0, n_nodes[i]), dtype=np.float64)
+        results.append((generated[i], node_att))
+    return results
