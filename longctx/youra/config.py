@@ -65,3 +65,30 @@ QUERY_TEMPLATES = {"paper": "\n{query}", "instruction": " {query}\n\nAnswer:"}
 #: Reaction values are floored at this value before the log of the geometric mean, so a token
 #: whose attention did not change at all (reaction exactly 0) does not send the score to 0.
 GMEAN_EPS = 1e-12
+
+#: Model dtype the scorer loads on CPU when none is given (``ReactionScorer(dtype=None)``): on
+#: this kind of 2-core CPU bfloat16 runs SmolLM2 faster than float32 with the same sentence ranks
+#: (``benchmarks/youra_bf16.py``, figures in ``docs/notes/youra-speed.md``). On CUDA the default
+#: is bfloat16 too (``longctx.models.load_causal_lm``). ``dtype="float32"`` keeps float32.
+DEFAULT_CPU_DTYPE = "bfloat16"
+
+#: Windows scored together in one padded forward pass (``ReactionScorer(batch_size=None)``). A
+#: batch also never holds more padded tokens than ``max_window`` (the tokens of one full pass),
+#: so batching short windows (a postprocessor's retrieved nodes) needs no more memory than one
+#: long window.
+DEFAULT_BATCH_SIZE = 16
+
+#: On CUDA, with ``cache_bytes=None``, the window cache may use this fraction of the GPU memory
+#: that is free once the model is loaded (``torch.cuda.mem_get_info``).
+CUDA_CACHE_FRACTION = 0.5
+
+#: On CUDA, with ``max_window=None``, one pass may use this fraction of the free GPU memory left
+#: after the cache budget; ``max_window`` is capped (at most the model's window) so an estimate
+#: of a pass's memory (KV cache, one layer's activations, the attention statistics) fits in it.
+CUDA_PASS_FRACTION = 0.8
+
+
+class YouraOutOfMemoryError(MemoryError):
+    """A YOURA forward pass ran out of (GPU) memory. The message names the pass's shape and the
+    settings to lower: ``max_window`` (tokens of one pass), ``batch_size`` (windows of one pass)
+    and ``cache_bytes`` (memory the window cache keeps). Chained from torch's error."""
