@@ -103,7 +103,9 @@ def main(argv=None) -> int:
             a, b = res["float32"], res["bfloat16"]
             k = min(10, len(a))
             rho = float(spearmanr(a, b).statistic) if len(a) > 2 else 1.0
-            top = len(set(np.argsort(-a, kind="stable")[:k]) & set(np.argsort(-b, kind="stable")[:k]))
+            top = len(
+                set(np.argsort(-a, kind="stable")[:k]) & set(np.argsort(-b, kind="stable")[:k])
+            )
             rhos.append(rho)
             tops.append(top / k)
             cold = "" if j else "*"
