@@ -217,3 +217,22 @@ def test_cpu_default_dtype_is_bfloat16_and_float32_selectable(model, tok, monkey
     ReactionScorer(device="cpu")._setup()
     ReactionScorer(device="cpu", dtype="float32")._setup()
     assert asked == [DEFAULT_CPU_DTYPE, "float32"]
+
+
+def test_cli_dtype_option_reaches_the_scorer(monkeypatch):
+    import longctx.cli.youra as youra_cli
+    from longctx.cli import build_parser
+
+    args = build_parser().parse_args(["retrieve", "f.txt", "-q", "x", "--method", "youra"])
+    assert args.dtype is None  # the scorer's default (bfloat16)
+    args = build_parser().parse_args(
+        ["retrieve", "f.txt", "-q", "x", "--method", "youra", "--dtype", "float32"]
+    )
+    seen = {}
+    monkeypatch.setattr(youra_cli, "ReactionScorer", lambda model, **kw: seen.update(kw) or "s")
+    youra_cli._scorer.cache_clear()
+    try:
+        assert youra_cli._get_scorer(args) == "s"
+    finally:
+        youra_cli._scorer.cache_clear()
+    assert seen["dtype"] == "float32" and seen["cache_bytes"] is None

@@ -229,6 +229,12 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         help="model tokens per scoring window (default: the model's window); smaller is faster "
         "on CPU",
     )
+    g.add_argument(
+        "--dtype",
+        choices=["bfloat16", "float32", "float16"],
+        help="youra model dtype (default bfloat16, on CPU too: same sentence ranks as float32, "
+        "see docs/notes/youra-speed.md); float32 to keep float32",
+    )
     g = r.add_argument_group("mmr / fps options (and --diversify)")
     g.add_argument(
         "--lambda",
