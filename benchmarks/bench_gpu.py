@@ -160,7 +160,7 @@ def youra_rows(model, tok, sizes, device) -> list[dict]:
         try:
             scorer = ReactionScorer(model, tok, max_window=size, max_query_tokens=32)
             text = synthetic_text(scorer._ctx_window - 20, vocab, seed=size)
-            n_ctx = len(scorer.encode_context(text)[0])
+            n_ctx = len(tok(text, add_special_tokens=False)["input_ids"])  # no layout yet
             n_all = n_ctx + len(scorer._suffix_ids) + len(scorer._query_ids(q))
             ids = torch.randint(len(SPECIALS), vocab, (1, n_all), device=device)
             with torch.inference_mode(), _Timer(device) as plain:
