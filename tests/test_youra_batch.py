@@ -204,7 +204,7 @@ def test_out_of_memory_is_a_clear_error(model, tok):
 
 
 # -- dtype default --------------------------------------------------------------------------------
-def test_cpu_default_dtype_is_bfloat16_and_float32_selectable(model, tok, monkeypatch):
+def test_cpu_default_dtype_and_bfloat16_selectable(model, tok, monkeypatch):
     import longctx.models
 
     asked = []
@@ -215,8 +215,8 @@ def test_cpu_default_dtype_is_bfloat16_and_float32_selectable(model, tok, monkey
 
     monkeypatch.setattr(longctx.models, "load_causal_lm", fake_load)
     ReactionScorer(device="cpu")._setup()
-    ReactionScorer(device="cpu", dtype="float32")._setup()
-    assert asked == [DEFAULT_CPU_DTYPE, "float32"]
+    ReactionScorer(device="cpu", dtype="bfloat16")._setup()
+    assert asked == [DEFAULT_CPU_DTYPE, "bfloat16"]
 
 
 def test_cli_dtype_option_reaches_the_scorer(monkeypatch):
@@ -224,9 +224,9 @@ def test_cli_dtype_option_reaches_the_scorer(monkeypatch):
     from longctx.cli import build_parser
 
     args = build_parser().parse_args(["retrieve", "f.txt", "-q", "x", "--method", "youra"])
-    assert args.dtype is None  # the scorer's default (bfloat16)
+    assert args.dtype is None  # the scorer's default (DEFAULT_CPU_DTYPE on CPU)
     args = build_parser().parse_args(
-        ["retrieve", "f.txt", "-q", "x", "--method", "youra", "--dtype", "float32"]
+        ["retrieve", "f.txt", "-q", "x", "--method", "youra", "--dtype", "bfloat16"]
     )
     seen = {}
     monkeypatch.setattr(youra_cli, "ReactionScorer", lambda model, **kw: seen.update(kw) or "s")
@@ -235,4 +235,4 @@ def test_cli_dtype_option_reaches_the_scorer(monkeypatch):
         assert youra_cli._get_scorer(args) == "s"
     finally:
         youra_cli._scorer.cache_clear()
-    assert seen["dtype"] == "float32" and seen["cache_bytes"] is None
+    assert seen["dtype"] == "bfloat16" and seen["cache_bytes"] is None

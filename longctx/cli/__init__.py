@@ -232,8 +232,8 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
     g.add_argument(
         "--dtype",
         choices=["bfloat16", "float32", "float16"],
-        help="youra model dtype (default bfloat16, on CPU too: same sentence ranks as float32, "
-        "see docs/notes/youra-speed.md); float32 to keep float32",
+        help="youra model dtype (default float32 on CPU, bfloat16 on CUDA; bfloat16 gives the "
+        "same sentence ranks, see docs/notes/youra-speed.md)",
     )
     g = r.add_argument_group("mmr / fps options (and --diversify)")
     g.add_argument(

@@ -6,7 +6,7 @@ through the same :class:`longctx.YouraIndex` as the Python API and the adapters.
 choose the model; ``--budget`` is in that model's tokens; ``--k`` is the number of sentences;
 ``--preset`` (``default``, or ``paper`` for the paper's exact setting), ``--baseline`` and
 ``--layers`` (default: the preset's), ``--max-window`` and ``--dtype`` (model dtype, default
-bfloat16, ``float32`` to keep float32) are scorer options. ``args.cache_bytes`` (when the parser
+float32 on CPU, bfloat16 on CUDA) are scorer options. ``args.cache_bytes`` (when the parser
 defines it) sets the window cache budget (default: the scorer's, ``DEFAULT_CACHE_BYTES`` = 1 GiB
 on CPU, half the free GPU memory on CUDA).
 """
