@@ -4,8 +4,8 @@ The nodes are consecutive ~1,000-token pieces of War and Peace (cut at sentence 
 configuration scores them for one question with a fresh scorer (a postprocessor meets new nodes
 on every query: every window is a cache miss), as ``YouraPostprocessor`` does through
 :class:`longctx.YouraIndex`. Configurations (``--configs``): ``f32-b1`` (float32, one window a
-pass: the behaviour before padded batches and the bf16 default), ``f32`` (float32, padded
-batches), ``bf16`` (bfloat16, padded batches: the new CPU default), ``bf16-b1``.
+pass: the behaviour before padded batches), ``f32`` (float32, padded batches: the CPU default
+now), ``bf16`` (bfloat16, padded batches), ``bf16-b1``.
 Wall seconds and CPU seconds (``time.process_time``, all threads) are printed with the load
 average: on a shared machine CPU seconds are the steadier figure.
 
