@@ -9,14 +9,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-import longctx.youra.scorer as scorer_mod  # noqa: E402
+import longctx.youra.memory as memory_mod  # noqa: E402
 from longctx.youra import ReactionScorer, YouraIndex  # noqa: E402
 from longctx.youra.config import (  # noqa: E402
     CUDA_CACHE_FRACTION,
     DEFAULT_CPU_DTYPE,
     YouraOutOfMemoryError,
 )
-from longctx.youra.scorer import gpu_memory_defaults, pass_bytes  # noqa: E402
+from longctx.youra.memory import gpu_memory_defaults, pass_bytes  # noqa: E402
 from tests._youra_helpers import smollm2_tokenizer, tiny_llama  # noqa: E402
 
 # nodes of different lengths (one window each), as a postprocessor gets them
@@ -170,7 +170,7 @@ def test_scorer_takes_gpu_defaults_from_free_memory(sdpa_model, tok, monkeypatch
         seen.append(device)
         return free
 
-    monkeypatch.setattr(scorer_mod, "_free_device_memory", fake_free)
+    monkeypatch.setattr(memory_mod, "free_device_memory", fake_free)
     s = ReactionScorer(sdpa_model, tok)
     assert seen and s.cache_bytes == free // 2 and s.cache_info()["budget"] == free // 2
     assert s._window == 768  # the model window (2048) capped
@@ -178,7 +178,7 @@ def test_scorer_takes_gpu_defaults_from_free_memory(sdpa_model, tok, monkeypatch
     given = ReactionScorer(sdpa_model, tok, cache_bytes=1234, max_window=300)
     assert given.cache_bytes == 1234 and given._window == 300
     # on CPU (no free-memory figure) the fixed defaults
-    monkeypatch.setattr(scorer_mod, "_free_device_memory", lambda device: None)
+    monkeypatch.setattr(memory_mod, "free_device_memory", lambda device: None)
     cpu = ReactionScorer(sdpa_model, tok)
     assert cpu.cache_bytes == 2**30 and cpu._window == 2048
 

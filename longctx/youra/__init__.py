@@ -122,7 +122,7 @@ on CPU (``DEFAULT_CPU_DTYPE``) and bfloat16 on CUDA; ``dtype="bfloat16"`` on CPU
 sentence ranks (Spearman >= 0.994, top-10 overlap 10/10 on real text,
 ``benchmarks/youra_bf16.py``) but was not faster on the shared 2-core CPU. On CUDA, ``cache_bytes=None`` gives the window cache half of the GPU memory free once
 the model is loaded (``CUDA_CACHE_FRACTION``) and ``max_window=None`` is capped so one pass
-fits in 80% of the rest (``CUDA_PASS_FRACTION``, :func:`longctx.youra.scorer.gpu_memory_defaults`);
+fits in 80% of the rest (``CUDA_PASS_FRACTION``, :func:`longctx.youra.memory.gpu_memory_defaults`);
 a pass that still runs out of memory raises :class:`YouraOutOfMemoryError` naming
 ``max_window``, ``batch_size`` and ``cache_bytes``.
 

@@ -17,12 +17,11 @@ import numpy as np
 from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
 from longctx.checks import check_choice, check_int, check_text
 from longctx.text import split_sentences
+from longctx.youra import batches, memory
 from longctx.youra.config import (
     AGGREGATES,
     BASELINES,
     CACHE_DTYPES,
-    CUDA_CACHE_FRACTION,
-    CUDA_PASS_FRACTION,
     DEFAULT_BATCH_SIZE,
     DEFAULT_CACHE_BYTES,
     DEFAULT_CPU_DTYPE,
@@ -48,99 +47,6 @@ from longctx.youra.spans import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-def _free_device_memory(device) -> int | None:
-    """Free bytes on a CUDA ``device`` (``torch.cuda.mem_get_info``); None elsewhere (CPU: no
-    memory-based defaults). Tests replace it to check the GPU defaults on CPU."""
-    if getattr(device, "type", None) != "cuda":
-        return None
-    import torch
-
-    return int(torch.cuda.mem_get_info(device)[0])
-
-
-def _oom_errors() -> tuple:
-    """The exceptions that mean a pass ran out of memory."""
-    import torch
-
-    oom = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
-    return (oom, MemoryError)
-
-
-def pass_bytes(config, elem_bytes: int, n_tokens: int, *, eager: bool = False) -> int:
-    """Estimated peak memory (bytes) of one YOURA pass of ``n_tokens`` tokens beyond the model's
-    weights: the KV cache of all layers, one layer's activations (hidden states, q/k/v, the MLP's
-    gate/up/product) and the float32 keys of the attention statistics; with eager attention the
-    ``(heads, n, n)`` scores and their float32 softmax. ``config``: the model's text config;
-    ``elem_bytes``: bytes per value of the model's dtype."""
-    heads = config.num_attention_heads
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    hidden = config.hidden_size
-    head_dim = getattr(config, "head_dim", None) or hidden // heads
-    inter = getattr(config, "intermediate_size", None) or 4 * hidden
-    kv = 2 * config.num_hidden_layers * kv_heads * head_dim * elem_bytes
-    act = (4 * hidden + (heads + 2 * kv_heads) * head_dim + 3 * inter) * elem_bytes
-    stats = kv_heads * head_dim * 4
-    quad = heads * n_tokens * (elem_bytes + 4) if eager else 0
-    return int(n_tokens * (kv + act + stats + quad))
-
-
-def gpu_memory_defaults(
-    free_bytes: int,
-    config,
-    elem_bytes: int,
-    model_window: int,
-    *,
-    cache_bytes: int | None = None,
-    max_window: int | None = None,
-    eager: bool = False,
-) -> tuple[int, int]:
-    """``(cache_bytes, window)`` of a scorer on a GPU with ``free_bytes`` free once the model is
-    loaded.
-
-    ``cache_bytes=None``: ``CUDA_CACHE_FRACTION`` (0.5) of the free memory. ``max_window=None``:
-    the model's window (``model_window``), capped at the most tokens whose pass
-    (:func:`pass_bytes`) fits in ``CUDA_PASS_FRACTION`` (0.8) of the memory left after the cache
-    budget, rounded down to a multiple of 256. Given values are kept.
-
-    Raises
-    ------
-    YouraOutOfMemoryError
-        When not even 256 tokens a pass fit (the message names ``cache_bytes`` and
-        ``max_window``).
-    """
-    free_bytes = max(0, int(free_bytes))
-    if cache_bytes is None:
-        cache_bytes = int(CUDA_CACHE_FRACTION * free_bytes)
-    if max_window is not None:
-        return cache_bytes, int(max_window)
-    budget = CUDA_PASS_FRACTION * max(0, free_bytes - cache_bytes)
-    lo, hi = 0, int(model_window)
-    while lo < hi:  # the largest n with pass_bytes(n) <= budget (it grows with n)
-        mid = (lo + hi + 1) // 2
-        if pass_bytes(config, elem_bytes, mid, eager=eager) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    if lo >= model_window:
-        return cache_bytes, int(model_window)
-    window = lo // 256 * 256
-    if window < 256:
-        raise YouraOutOfMemoryError(
-            f"{free_bytes / 2**30:.2f} GiB of GPU memory are free once the model is loaded and "
-            f"the window cache may keep {cache_bytes / 2**30:.2f} GiB (cache_bytes): not even "
-            "256 tokens a pass fit; lower cache_bytes, or give max_window (tokens a pass)"
-        )
-    logger.info(
-        "YOURA on GPU: max_window capped at %d tokens (model window %d) so one pass fits in "
-        "%.1f GiB; window cache budget %.1f GiB",
-        window,
-        model_window,
-        budget / 2**30,
-        cache_bytes / 2**30,
-    )
-    return cache_bytes, window
 
 
 @dataclass(frozen=True)
@@ -368,9 +274,9 @@ class ReactionScorer:
                 "max_window is required: the model config has no max_position_embeddings"
             )
         self._window = int(window)
-        free = _free_device_memory(self.device)
+        free = memory.free_device_memory(self.device)
         if free is not None:  # CUDA: defaults from the free GPU memory
-            self.cache_bytes, self._window = gpu_memory_defaults(
+            self.cache_bytes, self._window = memory.gpu_memory_defaults(
                 free,
                 cfg,
                 next(self.model.parameters()).element_size(),
@@ -538,29 +444,12 @@ class ReactionScorer:
         return DynamicCache(ddp_cache_data=data, config=self.model.config)
 
     def _cache_from(self, entries):
-        """A fresh DynamicCache holding cached windows (copies, in the model's dtype), one batch
-        row each, right-padded to the longest: the query pass appends to the copy, the stored
-        tensors are never changed. Returns ``(cache, past_mask)``: ``past_mask`` is None or
-        ``(batch, padded length)`` bool, True at each row's real tokens."""
-        torch = self._torch
-        dtype = next(self.model.parameters()).dtype
-        if len(entries) == 1:
-            (entry,) = entries
-            data = [(k.to(dtype), v.to(dtype)) for k, v in entry.kv]
-            return self._new_cache(data), None
-        lens = [e.kv[0][0].shape[2] for e in entries]
-        n = max(lens)
-        data = []
-        for layer in range(len(entries[0].kv)):
-            k0, v0 = entries[0].kv[layer]
-            ks = k0.new_zeros((len(entries), *k0.shape[1:2], n, k0.shape[3]), dtype=dtype)
-            vs = v0.new_zeros((len(entries), *v0.shape[1:2], n, v0.shape[3]), dtype=dtype)
-            for r, e in enumerate(entries):
-                k, v = e.kv[layer]
-                ks[r, :, : lens[r]] = k[0]
-                vs[r, :, : lens[r]] = v[0]
-            data.append((ks, vs))
-        past_mask = torch.arange(n)[None, :] < torch.as_tensor(lens)[:, None]
+        """A fresh DynamicCache holding cached windows (copies in the model's dtype, one row
+        each, right-padded: :func:`longctx.youra.batches.pad_kv`); the query pass appends to the
+        copy. Returns ``(cache, past_mask)``."""
+        data, past_mask = batches.pad_kv(
+            [e.kv for e in entries], next(self.model.parameters()).dtype
+        )
         return self._new_cache(data), past_mask
 
     def _forward(self, ids, cache, lens=None, past_mask=None):
@@ -592,7 +481,7 @@ class ReactionScorer:
             kwargs["position_ids"] = pos.to(self.device)
         try:
             self.model(input_ids=x.to(self.device), **kwargs)
-        except _oom_errors() as exc:
+        except memory.oom_errors() as exc:
             if self.device.type == "cuda":
                 torch.cuda.empty_cache()
             total = width + (0 if past_mask is None else past_mask.shape[1])
@@ -636,45 +525,16 @@ class ReactionScorer:
         bases = [(sums[r, : lens[r]].copy(), rows[r]) for r in range(len(seqs))]
         return cache, past_mask, bases
 
-    def _row_kv(self, cache, r: int, c: int, width: int):
-        """Row ``r`` of a batch cache without its padding (context ``[0, c)`` and the suffix
-        after the padded context of ``width`` tokens), as owned tensors."""
-        single = cache.layers[0].keys.shape[0] == 1 and c == width
-        out = []
-        for layer in cache.layers:
-            k, v = layer.keys[r : r + 1], layer.values[r : r + 1]
-            if not single:
-                if c < width:
-                    k = self._torch.cat([k[:, :, :c], k[:, :, width:]], dim=2)
-                    v = self._torch.cat([v[:, :, :c], v[:, :, width:]], dim=2)
-                else:
-                    k, v = k.clone(), v.clone()
-            out.append((k, v))
-        return out
-
     def _store_batch(self, keys, seqs, cache, bases) -> list[bool]:
         """Store each row of a batch computed by :meth:`_context_batch`; returns which were."""
         width = max(len(s) for s in seqs)
         return [
-            self._store(key, self._row_kv(cache, r, len(seq), width), *bases[r])
+            self._store(key, batches.unpad_row(cache, r, len(seq), width), *bases[r])
             for r, (key, seq) in enumerate(zip(keys, seqs))
         ]
 
     def _batches(self, items, length):
-        """Group ``items`` (sorted by ``length`` descending) into batches of at most
-        ``batch_size`` items and ``max_window`` padded tokens."""
-        items = sorted(items, key=length, reverse=True)
-        out, cur = [], []
-        for it in items:
-            if cur and (
-                len(cur) >= self._batch_size or (len(cur) + 1) * length(cur[0]) > self._window
-            ):
-                out.append(cur)
-                cur = []
-            cur.append(it)
-        if cur:
-            out.append(cur)
-        return out
+        return batches.group(items, length, self._batch_size, self._window)
 
     def _progress(self, total: int):
         if not (self.show_progress and total > 1):
