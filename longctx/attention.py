@@ -131,12 +131,17 @@ class AttentionStatsRecorder:
         Query rows per block (None: chosen so one block takes about 64 MB).
     enabled : bool
         When False, forward passes run as usual and record nothing (see :meth:`paused`).
+    row_mask : torch.Tensor or None
+        Optional ``(batch, q_len)`` mask of the query rows of the next passes: rows where it is
+        0/False are left out of the column sums (the padding rows of a padded batch). None (the
+        default): every row counts. Set it before a pass and back to None after it.
     """
 
     def __init__(self, layers: tuple[int, ...], row_block: int | None = None):
         self.layers = tuple(layers)
         self.row_block = row_block
         self.enabled = True
+        self.row_mask: torch.Tensor | None = None
         self._sums: dict[int, torch.Tensor] = {}
         self._rows: dict[int, int] = {}
 
@@ -238,14 +243,17 @@ def _column_sums(
     scaling: float,
     softcap: float | None,
     row_block: int | None,
+    row_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Column sums of softmax(Q K^T * scaling + mask), ``(batch, heads, k_len)`` float32.
 
     ``query``: ``(b, H, q, d)``; ``key``: ``(b, Hkv, k, d)`` with ``H % Hkv == 0`` (GQA: query head
     ``h`` uses key head ``h // (H // Hkv)``, as ``repeat_kv`` does). ``attention_mask``: ``None``
     (causal, aligned bottom-right: query row ``i`` sees keys ``<= k - q + i``), a boolean mask
-    (True = attend) or an additive float mask, broadcastable to ``(b, H, q, k)``.
+    (True = attend) or an additive float mask, broadcastable to ``(b, H, q, k)``. ``row_mask``:
+    ``None`` or ``(b, q)``; rows where it is 0 are not summed.
     """
+    weights = None if row_mask is None else row_mask.to(device=query.device, dtype=torch.float32)
     b, h, q_len, d = query.shape
     h_kv, k_len = key.shape[1], key.shape[2]
     n_rep = h // h_kv
@@ -260,7 +268,8 @@ def _column_sums(
                 s = s.masked_fill(~m, float("-inf"))
             else:
                 s = s + m.float()
-        return torch.nan_to_num_(torch.softmax(s, dim=-1), nan=0.0)
+        p = torch.nan_to_num_(torch.softmax(s, dim=-1), nan=0.0)
+        return p if weights is None else p * weights[:, -1, None, None]
     qf = query.float().reshape(b, h_kv, n_rep, q_len, d)
     kf = key.float().transpose(-1, -2).unsqueeze(2)  # (b, Hkv, 1, d, k)
     if row_block is None:
@@ -288,6 +297,8 @@ def _column_sums(
         p = torch.softmax(s, dim=-1)
         del s
         p = torch.nan_to_num_(p, nan=0.0)  # rows with every key masked (padding) contribute 0
+        if weights is not None:
+            p.mul_(weights[:, None, r0:r1, None])
         sums[..., :k_hi] += p.sum(dim=2)
         del p
     return sums
@@ -315,7 +326,13 @@ def _stats_attention(module, query, key, value, attention_mask, *args, **kwargs)
             )
         with torch.no_grad():
             sums = _column_sums(
-                query, key, mask, float(scaling), kwargs.get("softcap"), recorder.row_block
+                query,
+                key,
+                mask,
+                float(scaling),
+                kwargs.get("softcap"),
+                recorder.row_block,
+                recorder.row_mask,
             )
         recorder._add(layer, sums, query.shape[2])
     return out

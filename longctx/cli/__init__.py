@@ -235,6 +235,12 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         help="model tokens per scoring window (default: the model's window); smaller is faster "
         "on CPU",
     )
+    g.add_argument(
+        "--dtype",
+        choices=["bfloat16", "float32", "float16"],
+        help="youra model dtype (default float32 on CPU, bfloat16 on CUDA; bfloat16 gives the "
+        "same sentence ranks, see docs/notes/youra-speed.md)",
+    )
     g = r.add_argument_group("mmr / fps options (and --diversify)")
     g.add_argument(
         "--lambda",

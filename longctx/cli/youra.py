@@ -5,9 +5,10 @@ through the same :class:`longctx.YouraIndex` as the Python API and the adapters.
 ``--model`` (path or cached name of a causal LM, default SmolLM2-135M-Instruct) and ``--device``
 choose the model; ``--budget`` is in that model's tokens; ``--k`` is the number of sentences;
 ``--preset`` (``default``, or ``paper`` for the paper's exact setting), ``--baseline`` and
-``--layers`` (default: the preset's) and ``--max-window`` are scorer options.
-``args.cache_bytes`` (when the parser defines it) sets the window cache budget (default
-``longctx.youra.DEFAULT_CACHE_BYTES``, 1 GiB).
+``--layers`` (default: the preset's), ``--max-window`` and ``--dtype`` (model dtype, default
+float32 on CPU, bfloat16 on CUDA) are scorer options. ``args.cache_bytes`` (when the parser
+defines it) sets the window cache budget (default: the scorer's, ``DEFAULT_CACHE_BYTES`` = 1 GiB
+on CPU, half the free GPU memory on CUDA).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import numpy as np
 from longctx.selection import unit_token_cap
 from longctx.types import SearchResult
 from longctx.youra import (
-    DEFAULT_CACHE_BYTES,
     DEFAULT_MAX_UNIT_TOKENS,
     DEFAULT_PRESET,
     ReactionScorer,
@@ -30,11 +30,12 @@ from longctx.youra import (
 
 @lru_cache(maxsize=2)
 def _scorer(
-    model, device, progress, preset, baseline, layers, max_window, cache_bytes
+    model, device, progress, preset, baseline, layers, max_window, cache_bytes, dtype=None
 ) -> ReactionScorer:
     return ReactionScorer(
         model,
         device=device,
+        dtype=dtype,
         show_progress=progress,
         preset=preset,
         baseline=baseline,
@@ -54,7 +55,8 @@ def _get_scorer(args: argparse.Namespace) -> ReactionScorer:
         getattr(args, "baseline", None),
         getattr(args, "layers", None),
         getattr(args, "max_window", None),
-        DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes,
+        cache_bytes,
+        getattr(args, "dtype", None),
     )
 
 

@@ -108,6 +108,24 @@ The memory the model needs for the pass being run (activations, one window's cac
 stored) is not part of the budget. With a model on CUDA the cache lives on the GPU and the budget
 is GPU memory.
 
+Batches, dtype and devices
+--------------------------
+Windows are scored in **padded batches** (``batch_size``, default 16 windows, and never more
+than ``max_window`` padded tokens a pass): windows of similar length are grouped, right-padded,
+and run with an attention mask and position ids, so each row sees exactly what its own pass
+would; pad keys are masked and padding rows are left out of the column sums
+(``AttentionStatsRecorder.row_mask``), so the reaction vector never includes a pad position
+(``tests/test_youra_batch.py``: batched scores equal single passes to 1e-5 in float32). Short
+texts that fit one window each (a postprocessor's retrieved nodes) cost a few passes instead of
+one each; windows with the same tokens are scored once. The scorer loads its model in float32
+on CPU (``DEFAULT_CPU_DTYPE``) and bfloat16 on CUDA; ``dtype="bfloat16"`` on CPU gives the same
+sentence ranks (Spearman >= 0.994, top-10 overlap 10/10 on real text,
+``benchmarks/youra_bf16.py``) but was not faster on the shared 2-core CPU. On CUDA, ``cache_bytes=None`` gives the window cache half of the GPU memory free once
+the model is loaded (``CUDA_CACHE_FRACTION``) and ``max_window=None`` is capped so one pass
+fits in 80% of the rest (``CUDA_PASS_FRACTION``, :func:`longctx.youra.memory.gpu_memory_defaults`);
+a pass that still runs out of memory raises :class:`YouraOutOfMemoryError` naming
+``max_window``, ``batch_size`` and ``cache_bytes``.
+
 Baselines
 ---------
 ``baseline="instruction"`` (default preset): what the authors' released code does. The context is
@@ -166,6 +184,9 @@ __all__ = [
     "join_selected",
     "check_select_args",
     "scorer_from",
+    "YouraOutOfMemoryError",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_CPU_DTYPE",
 ]
 
 # Re-exports: the public names in __all__, and the settings and helpers that tests and
@@ -175,8 +196,12 @@ from longctx.youra.config import (
     AGGREGATES,
     BASELINES,
     CACHE_DTYPES,
+    CUDA_CACHE_FRACTION,
+    CUDA_PASS_FRACTION,
     DEFAULT_BASELINE,
+    DEFAULT_BATCH_SIZE,
     DEFAULT_CACHE_BYTES,
+    DEFAULT_CPU_DTYPE,
     DEFAULT_K,
     DEFAULT_MAX_UNIT_TOKENS,
     DEFAULT_PRESET,
@@ -187,6 +212,7 @@ from longctx.youra.config import (
     QUERY_TEMPLATES,
     RATIO_EPS,
     SCORE_SCALES,
+    YouraOutOfMemoryError,
 )
 from longctx.youra.index import YouraIndex
 from longctx.youra.scorer import ReactionScorer, _Entry, scorer_from

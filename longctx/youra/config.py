@@ -65,3 +65,33 @@ QUERY_TEMPLATES = {"paper": "\n{query}", "instruction": " {query}\n\nAnswer:"}
 #: Reaction values are floored at this value before the log of the geometric mean, so a token
 #: whose attention did not change at all (reaction exactly 0) does not send the score to 0.
 GMEAN_EPS = 1e-12
+
+#: Model dtype the scorer loads on CPU when none is given (``ReactionScorer(dtype=None)``).
+#: bfloat16 gives the same sentence ranks as float32 on real text (Spearman >= 0.994, top-10
+#: overlap 10/10, ``benchmarks/youra_bf16.py``) but was not faster on the shared 2-core CPU
+#: (about 1.25x the CPU seconds of float32 a pass; figures in ``docs/notes/youra-speed.md``), so
+#: float32 stays the CPU default; ``dtype="bfloat16"`` (``--dtype bfloat16``) selects it. Set this
+#: to ``"bfloat16"`` where it measures faster. On CUDA the default is bfloat16
+#: (``longctx.models.load_causal_lm``).
+DEFAULT_CPU_DTYPE = "float32"
+
+#: Windows scored together in one padded forward pass (``ReactionScorer(batch_size=None)``). A
+#: batch also never holds more padded tokens than ``max_window`` (the tokens of one full pass),
+#: so batching short windows (a postprocessor's retrieved nodes) needs no more memory than one
+#: long window.
+DEFAULT_BATCH_SIZE = 16
+
+#: On CUDA, with ``cache_bytes=None``, the window cache may use this fraction of the GPU memory
+#: that is free once the model is loaded (``torch.cuda.mem_get_info``).
+CUDA_CACHE_FRACTION = 0.5
+
+#: On CUDA, with ``max_window=None``, one pass may use this fraction of the free GPU memory left
+#: after the cache budget; ``max_window`` is capped (at most the model's window) so an estimate
+#: of a pass's memory (KV cache, one layer's activations, the attention statistics) fits in it.
+CUDA_PASS_FRACTION = 0.8
+
+
+class YouraOutOfMemoryError(MemoryError):
+    """A YOURA forward pass ran out of (GPU) memory. The message names the pass's shape and the
+    settings to lower: ``max_window`` (tokens of one pass), ``batch_size`` (windows of one pass)
+    and ``cache_bytes`` (memory the window cache keeps). Chained from torch's error."""
