@@ -10,7 +10,8 @@ methods share one sentence split and one set of sentence embeddings per document
 Methods: ``mixpr`` (:class:`longctx.MixPRIndex`), ``bm25`` (rank-bm25's BM25Okapi; Robertson and
 Zaragoza, 2009), ``minilm`` (all-MiniLM-L6-v2 cosine to the question), ``mmr`` and ``fps``
 (:func:`longctx.diversity.mmr_select` / ``fps_select`` on MiniLM sentence embeddings,
-lambda 0.5), ``mixpr+mmr`` (MixPR PageRank scores as MMR rewards over MixPR chunks),
+lambda 0.5), ``mixpr+mmr`` (MixPR's best chunks filling half the budget, then MMR with its
+scores as rewards over the rest: :func:`longctx.diversity.rerank.rerank_select`),
 ``truncate`` (LongBench's middle truncation: the head and the tail, half the budget each; Bai et
 al., 2023, arXiv:2308.14508), ``random`` (seeded), ``youra`` (:class:`longctx.ReactionScorer`,
 ``baseline="instruction"``, model tokens), ``garlic`` (:class:`GarlicMethod`; opt-in, its graph
@@ -285,11 +286,13 @@ class MixPRMMRMethod(Method):
         return index, emb
 
     def select(self, state, query, token_budget):
-        from longctx.diversity import mmr_select
+        from longctx.diversity.rerank import rerank_select
 
         index, emb = state
         scores, _, _ = index.score(query or GLOBAL_QUERY, "global" if query is None else "auto")
-        idx = mmr_select(emb, scores, index.token_counts, token_budget, lambda_=0.5)
+        idx = rerank_select(
+            emb, scores, index.token_counts, token_budget=token_budget, lambda_=0.5
+        )
         return [(int(index.starts[i]), int(index.ends[i])) for i in sorted(idx)]
 
 
