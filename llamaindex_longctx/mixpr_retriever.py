@@ -34,7 +34,12 @@ class MixPRRetriever(BaseRetriever):
     the source node. With ``chunk_nodes=False`` every node is one unit and comes back as a copy of
     itself (same id) with those keys added.
 
-    Scores are PageRank probabilities; results are in document (chronological) order.
+    Scores are MixPR's (:meth:`longctx.MixPRIndex.score`); results are in document
+    (chronological) order.
+
+    Hybrid mode: with ``embed_model`` (or ``Settings.embed_model`` when the app set it) every
+    chunk is embedded once at construction and saved by :meth:`persist`; each query is embedded
+    with it and its nearest chunks join the walk (:meth:`longctx.MixPRIndex.from_texts`).
 
     Parameters
     ----------
@@ -47,11 +52,14 @@ class MixPRRetriever(BaseRetriever):
     mode : {"auto", "local", "global"}
         ``"auto"``: the router decides (keyword router unless ``mixpr`` has another, e.g.
         ``MixPR(router=LLMRouter(llm))``).
-    max_words : int, default 32
-        Chunk size when no ``mixpr`` is given.
+    max_words : int, optional
+        Chunk size when no ``mixpr`` is given (default: the preset's, 64 words).
     chunk_nodes : bool, default True
     mixpr : longctx.MixPR, optional
         Settings and router (``MixPR(preset="paper")`` for the paper's exact setting).
+    embed_model : llama_index BaseEmbedding, optional
+        The app's embedding model for hybrid mode. ``None``: ``Settings.embed_model`` if the app
+        set it, else plain MixPR (no dense vectors).
 
     Raises
     ------
@@ -71,11 +79,12 @@ class MixPRRetriever(BaseRetriever):
         similarity_top_k: int = 100,
         token_budget: int | None = None,
         mode: str = "auto",
-        max_words: int = 32,
+        max_words: int | None = None,
         chunk_nodes: bool = True,
         mixpr: MixPR | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        embed_model=None,
         *,
         _index: MixPRIndex | None = None,
     ) -> None:
@@ -91,14 +100,18 @@ class MixPRRetriever(BaseRetriever):
         self.chunk_nodes = bool(chunk_nodes)
         if mixpr is not None and not isinstance(mixpr, MixPR):
             raise TypeError(f"mixpr must be a longctx MixPR, got {type(mixpr).__name__}")
-        mixpr = mixpr if mixpr is not None else MixPR(max_words=max_words)
+        if mixpr is None:
+            mixpr = MixPR() if max_words is None else MixPR(max_words=max_words)
+        embed_model = _app_embed_model(embed_model)
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in self._nodes]
         # nodes with text, in order: index source s is node self._sources[s]
         self._sources = [i for i, t in enumerate(texts) if t.strip()]
         if _index is not None:
             self._index = _index
         elif self._sources:
-            self._index = mixpr.index([texts[i] for i in self._sources], chunk=self.chunk_nodes)
+            self._index = mixpr.index(
+                [texts[i] for i in self._sources], chunk=self.chunk_nodes, encoder=embed_model
+            )
         else:
             self._index = None
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -162,9 +175,10 @@ class MixPRRetriever(BaseRetriever):
 
     @classmethod
     def from_persist_dir(
-        cls, persist_dir: str | os.PathLike, *, router=None, **kwargs
+        cls, persist_dir: str | os.PathLike, *, router=None, embed_model=None, **kwargs
     ) -> MixPRRetriever:
-        """Load a retriever saved with :meth:`persist` (nothing is rebuilt).
+        """Load a retriever saved with :meth:`persist` (nothing is rebuilt; a hybrid index
+        embeds queries with ``embed_model``, or ``Settings.embed_model`` when set).
 
         Raises
         ------
@@ -182,5 +196,19 @@ class MixPRRetriever(BaseRetriever):
             nodes = [json_to_doc(x) for x in read_json(d / "nodes.json")]
         except (KeyError, TypeError, ValueError) as exc:
             raise PersistError(f"{str(d / 'nodes.json')!r} is damaged: {exc}") from None
-        index = MixPRIndex.load(d / "index", router=router) if (d / "index").exists() else None
+        index = None
+        if (d / "index").exists():
+            index = MixPRIndex.load(
+                d / "index", router=router, encoder=_app_embed_model(embed_model)
+            )
         return cls(nodes=nodes, **{**settings, **kwargs}, _index=index)
+
+
+def _app_embed_model(embed_model):
+    """``embed_model``, else ``Settings.embed_model`` when the app set one (never LlamaIndex's
+    lazily resolved default, which would reach for OpenAI)."""
+    if embed_model is not None:
+        return embed_model
+    from llama_index.core import Settings
+
+    return getattr(Settings, "_embed_model", None)

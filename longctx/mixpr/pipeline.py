@@ -120,16 +120,25 @@ class MixPR:
 
     # -- one corpus, many queries -------------------------------------------------------------
     def index(
-        self, texts, *, token_counter: TokenCounter | None = None, chunk: bool = True
+        self,
+        texts,
+        *,
+        token_counter: TokenCounter | None = None,
+        chunk: bool = True,
+        encoder=None,
+        unit_vectors=None,
     ) -> MixPRIndex:
         """A :class:`MixPRIndex` over ``texts`` with these settings and router (``chunk=False``:
-        every text is one unit)."""
+        every text is one unit; ``encoder`` / ``unit_vectors``: hybrid mode, see
+        :meth:`MixPRIndex.from_texts`)."""
         return MixPRIndex.from_texts(
             texts,
             router=self.router,
             token_counter=token_counter,
             progress=self.progress,
             chunk=chunk,
+            encoder=encoder,
+            unit_vectors=unit_vectors,
             **self.config.to_dict(),
         )
 
