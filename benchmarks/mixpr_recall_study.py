@@ -132,7 +132,9 @@ def main() -> None:
                     variants["minilm@units"] = P["dense"]
                     for g in (0.5, 1.0, 2.0):
                         d = np.maximum(P["dense"], 0)
-                        variants[f"walk+.5cos+{g}dense"] = norm(walk) + 0.5 * norm(cos) + g * norm(d)
+                        variants[f"walk+.5cos+{g}dense"] = (
+                            norm(walk) + 0.5 * norm(cos) + g * norm(d)
+                        )
                 variants = {v: (sc, index) for v, sc in variants.items()}
                 for p, other in others.items():
                     variants[f"shipped:{p}"] = (other.score(ex.query, "auto")[0], other)
