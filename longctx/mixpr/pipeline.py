@@ -216,7 +216,8 @@ class MixPR:
         -------
         scores : (len(chunks),) float64
             Stationary probabilities of the chunk nodes (query nodes excluded, so they may sum
-            to less than 1). Higher is more relevant.
+            to less than 1) with ``lexical_weight=0`` (the paper); otherwise local scores are
+            :meth:`MixPRIndex.score`'s blend. Higher is more relevant.
         mode : "local", "global", "global-fallback", or None for no chunks
 
         Raises
