@@ -213,3 +213,31 @@ def test_mixpr_mmr_keeps_both_babi_facts_on_a_small_haystack():
     assert not all(f in plain_texts for f in facts)
     with pytest.raises(ValueError, match="keep"):
         rerank_select(emb, scores, index.token_counts, token_budget=budget, keep=1.5)
+
+
+class _LCEmbeddings:
+    """A LangChain-style ``Embeddings`` (embed_documents / embed_query) over the concepts."""
+
+    def embed_documents(self, texts):
+        return concept_encoder(list(texts)).tolist()
+
+    def embed_query(self, text):
+        return concept_encoder([text])[0].tolist()
+
+
+def test_framework_retrievers_take_the_apps_embedding_model():
+    from langchain_core.documents import Document
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.schema import TextNode
+
+    from langchain_longctx import MixPRRetriever as LCRetriever
+    from llamaindex_longctx import MixPRRetriever as LIRetriever
+
+    lc = LCRetriever(
+        documents=[Document(page_content=TEXT, id="d")], embeddings=_LCEmbeddings(), k=2
+    )
+    assert lc.index.unit_vectors.shape[1] == DIM
+    assert any("automobile" in d.page_content for d in lc.invoke(QUERY))
+    li = LIRetriever([TextNode(text=TEXT, id_="n")], embed_model=MockEmbedding(embed_dim=8))
+    assert li.index.unit_vectors.shape == (li.index.n_units, 8)
+    assert LIRetriever([TextNode(text=TEXT, id_="n")]).index.unit_vectors is None
