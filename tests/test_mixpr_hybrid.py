@@ -72,11 +72,15 @@ def test_hybrid_ranks_a_dense_only_match_that_plain_mixpr_misses():
     # "automobile" / "garage" share no term with the question: the walk never reaches them
     auto = next(i for i, h in enumerate(plain.units()) if "automobile" in h.text)
     assert s_plain[auto] < 1e-4 and s_hyb[auto] > 0.5  # walk leftovers of the uniform start
-    assert _rank(s_plain, plain, "automobile") >= 2
-    assert _rank(s_hyb, hybrid, "automobile") == 0
-    hits = hybrid.search(QUERY, k=2, mode="local").hits
+    assert _rank(s_plain, plain, "automobile") >= 3
+    # the dense restart alone (dense_weight 0, the default) ranks it right after the two
+    # lexical matches, far above the unrelated units
+    assert _rank(s_hyb, hybrid, "automobile") == 2
+    hits = hybrid.search(QUERY, k=3, mode="local").hits
     assert any("automobile" in h.text for h in hits)
-    assert not any("automobile" in h.text for h in plain.search(QUERY, k=2, mode="local").hits)
+    assert not any("automobile" in h.text for h in plain.search(QUERY, k=3, mode="local").hits)
+    weighted = MixPRIndex.from_texts(TEXT, encoder=concept_encoder, dense_weight=1.0)
+    assert _rank(weighted.score(QUERY, "local")[0], weighted, "automobile") == 0
     # the lexical matches stay in front of the unrelated units
     assert {h.text for h in hits} & {"Mary went to the kitchen.", "Mary sang a song."}
 
@@ -234,7 +238,7 @@ def test_framework_retrievers_take_the_apps_embedding_model():
     from llamaindex_longctx import MixPRRetriever as LIRetriever
 
     lc = LCRetriever(
-        documents=[Document(page_content=TEXT, id="d")], embeddings=_LCEmbeddings(), k=2
+        documents=[Document(page_content=TEXT, id="d")], embeddings=_LCEmbeddings(), k=3
     )
     assert lc.index.unit_vectors.shape[1] == DIM
     assert any("automobile" in d.page_content for d in lc.invoke(QUERY))

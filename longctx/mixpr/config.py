@@ -113,9 +113,13 @@ class MixPRConfig:
         its maximum over the units. The walk's mass leaves the question's terms after the first
         matches, so without it the tail of the ranking is the walk's diffusion, not relevance:
         recall stopped growing with the budget (``docs/notes/mixpr-recall.md``).
-    dense_weight : float >= 0, default 1.0
+    dense_weight : float >= 0, default 0.0
         Hybrid mode only (an index built with ``encoder=`` or ``unit_vectors=``): weight of the
-        unit's dense cosine to the query (clipped at 0, divided by its maximum) in the score.
+        unit's dense cosine to the query (clipped at 0, divided by its maximum) added to the
+        score. Off by default: at 1.0 the haystack sentences nearest to a bAbI question push
+        the second supporting fact out (``longctx bench`` qa2 at 16k: 0.00), while the dense
+        restart alone keeps bAbI at 1.00 (``docs/notes/mixpr-recall.md``); 1.0 gains
+        NarrativeQA 10/20% (0.60 / 0.82 -> 0.65 / 0.85) for corpora without multi-hop questions.
     dense_restart : float >= 0, default 1.0
         Hybrid mode only: the restart distribution of the walk is the lexical one plus
         ``dense_restart`` times the dense one (each summing to 1): the ``dense_top_k``
@@ -143,7 +147,7 @@ class MixPRConfig:
     coverage_power: float = 4.0
     literal_query_weights: bool = False
     lexical_weight: float = 0.25
-    dense_weight: float = 1.0
+    dense_weight: float = 0.0
     dense_restart: float = 1.0
     dense_top_k: int = 16
 
