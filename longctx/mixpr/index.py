@@ -233,8 +233,8 @@ class MixPRIndex(RetrievalIndex):
 
         Hybrid mode (``encoder`` or ``unit_vectors``): every unit gets a dense vector once, at
         build time (saved with the index); each local query is embedded once and its nearest
-        units join the walk's restart distribution and the score (``dense_restart``,
-        ``dense_top_k``, ``dense_weight`` of :class:`MixPRConfig`).
+        units join the walk's restart distribution (``dense_restart``, ``dense_top_k`` of
+        :class:`MixPRConfig`; ``dense_weight``, default 0, also adds the cosine to the score).
 
         Parameters
         ----------
