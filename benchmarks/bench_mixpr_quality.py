@@ -4,7 +4,8 @@ Usage: python benchmarks/bench_mixpr_quality.py [--data ../shared/data] [--explo
        [--questions] [--variants v1-default,default+cov2,...] [--babi-questions 20]
        [--babi-lengths 16000,128000] [--skip-qa] [--skip-babi] [--skip-1m]
 
-Every method ranks the same units (MixPR chunks, ``longctx.text.chunk_words``, N=32 words) and
+Every method ranks the same units (the default's MixPR chunks, ``longctx.text.chunk_words``,
+N=64 words since issue 22, 32 before) and
 fills the same budget (a share of the document's SmolLM2 tokens, ``longctx.select_top``):
 
 - SQuAD dev v2.0, first five articles, each article one document (paragraphs joined by a blank
@@ -253,6 +254,10 @@ def make_index(method, chunks: list[str], text: str):
         return ProtoIndex(chunks, method)
     if method == DEFAULT_NAME:
         return LibIndex(chunks, text)
+    if method == HYBRID:
+        from longctx.embeddings import get_encoder
+
+        return LibIndex(chunks, text, encoder=get_encoder())
     if method in LIB_VARIANTS:
         return LibIndex(chunks, text, **LIB_VARIANTS[method])
     if method == "paper-graph-index":
@@ -675,6 +680,8 @@ def run_router(data: Path, n_llm: int) -> None:
 DEFAULT_NAME = "default"
 DEFAULT = Cfg("v1-default-prototype")  # prototype of the v1 default (no coverage weighting)
 BASELINES = [PAPER, "bm25", "tfidf", DEFAULT_NAME]
+#: ``--hybrid``: the default with all-MiniLM-L6-v2 vectors of its units (issue 22)
+HYBRID = "hybrid"
 # Variants of the shipped index (``MixPRIndex.from_texts(text, **params)``), issue #12 demo work.
 LIB_VARIANTS = {
     # main before the coverage weighting (issue #12 first round)
@@ -776,6 +783,7 @@ def main() -> None:
     ap.add_argument("--llm-queries", type=int, default=8, help="LLM-routed queries per class")
     ap.add_argument("--variants", default="", help="comma-separated LIB_VARIANTS to add")
     ap.add_argument("--only", default="", help="comma-separated method names to run (all if empty)")
+    ap.add_argument("--hybrid", action="store_true", help="also the default + MiniLM (QA only)")
     args = ap.parse_args()
     if not (args.data / "squad").is_dir():
         sys.exit(f"bench_mixpr_quality: no data under {args.data} (use --data)")
@@ -789,6 +797,8 @@ def main() -> None:
         methods = [m for m in methods if method_name(m) in keep]
     if args.variants:
         methods += args.variants.split(",")
+    if args.hybrid:
+        methods.append(HYBRID)
     if not args.skip_qa:
         results = {}
         for task in args.tasks.split(","):

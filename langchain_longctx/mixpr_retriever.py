@@ -61,6 +61,9 @@ class MixPRRetriever(BaseRetriever):
         mixpr: longctx.MixPR | None
             Settings and router, e.g. ``MixPR(preset="paper")`` or
             ``MixPR(router=LLMRouter(chat_model))``.
+        embeddings: langchain_core.embeddings.Embeddings | None
+            The app's embedding model: hybrid mode (every chunk embedded once at construction,
+            each query embedded with it; its nearest chunks join the walk).
 
     Instantiate:
         .. code-block:: python
@@ -86,7 +89,7 @@ class MixPRRetriever(BaseRetriever):
     Each returned ``Document`` is one chunk: ``page_content`` the chunk text exactly, ``id``
     ``"{source id}#{start}-{end}"``, ``metadata`` its source's plus ``longctx_start_char_idx`` /
     ``longctx_end_char_idx`` (character offsets in the source ``page_content``),
-    ``longctx_unit_index``, ``longctx_score`` (PageRank probability), ``longctx_method`` and
+    ``longctx_unit_index``, ``longctx_score`` (MixPR's score), ``longctx_method`` and
     ``longctx_source_id``.
     """
 
@@ -100,8 +103,15 @@ class MixPRRetriever(BaseRetriever):
         default=None, ge=1, description="Token budget instead of k (longctx.tokens.count_tokens)"
     )
     mode: str = Field(default="auto", description="'auto' (router), 'local' or 'global'")
-    max_words: int = Field(default=32, ge=1, description="Most words per chunk (paper: N=32)")
+    max_words: int | None = Field(
+        default=None, ge=1, description="Most words per chunk (default the preset's 64; paper 32)"
+    )
     mixpr: MixPR | None = Field(default=None, repr=False, description="MixPR settings and router")
+    embeddings: Any = Field(
+        default=None,
+        repr=False,
+        description="The app's LangChain Embeddings for hybrid mode (chunks embedded once)",
+    )
 
     _index: MixPRIndex | None = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
@@ -109,14 +119,16 @@ class MixPRRetriever(BaseRetriever):
 
     def model_post_init(self, context: Any) -> None:
         check_choice(self.mode, "mode", MODES)
-        mixpr = self.mixpr if self.mixpr is not None else MixPR(max_words=self.max_words)
+        mixpr = self.mixpr
+        if mixpr is None:
+            mixpr = MixPR() if self.max_words is None else MixPR(max_words=self.max_words)
         self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
         loaded = loaded_parts()
         if "mixpr_index" in loaded:  # from load(): built
             self._index = loaded["mixpr_index"]
         elif self._sources:
             texts = [self.documents[i].page_content for i in self._sources]
-            self._index = mixpr.index(texts)
+            self._index = mixpr.index(texts, encoder=self.embeddings)
 
     @property
     def index(self) -> MixPRIndex | None:

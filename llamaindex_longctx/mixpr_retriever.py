@@ -12,6 +12,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 
+from llamaindex_longctx._embed import app_embed_model
 from llamaindex_longctx._nodes import (
     documents_from_texts,
     hit_to_node,
@@ -40,7 +41,12 @@ class MixPRRetriever(BaseRetriever):
     the source node. With ``chunk_nodes=False`` every node is one unit and comes back as a copy of
     itself (same id) with those keys added.
 
-    Scores are PageRank probabilities; results are in document (chronological) order.
+    Scores are MixPR's (:meth:`longctx.MixPRIndex.score`); results are in document
+    (chronological) order.
+
+    Hybrid mode (opt-in, since it embeds every chunk): with ``embed_model`` (for the app's own
+    model, ``embed_model=Settings.embed_model``) every chunk is embedded once at construction and saved by :meth:`persist`; each query is embedded
+    with it and its nearest chunks join the walk (:meth:`longctx.MixPRIndex.from_texts`).
 
     Parameters
     ----------
@@ -53,11 +59,14 @@ class MixPRRetriever(BaseRetriever):
     mode : {"auto", "local", "global"}
         ``"auto"``: the router decides (keyword router unless ``mixpr`` has another, e.g.
         ``MixPR(router=LLMRouter(llm))``).
-    max_words : int, default 32
-        Chunk size when no ``mixpr`` is given.
+    max_words : int, optional
+        Chunk size when no ``mixpr`` is given (default: the preset's, 64 words).
     chunk_nodes : bool, default True
     mixpr : longctx.MixPR, optional
         Settings and router (``MixPR(preset="paper")`` for the paper's exact setting).
+    embed_model : llama_index BaseEmbedding, optional
+        The app's embedding model for hybrid mode. ``None``: plain MixPR (no dense vectors;
+        ``Settings.embed_model`` is not used implicitly, so no chunk is embedded unasked).
 
     Raises
     ------
@@ -79,11 +88,12 @@ class MixPRRetriever(BaseRetriever):
         similarity_top_k: int = 100,
         token_budget: int | None = None,
         mode: str = "auto",
-        max_words: int = 32,
+        max_words: int | None = None,
         chunk_nodes: bool = True,
         mixpr: MixPR | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        embed_model=None,
         *,
         _index: MixPRIndex | None = None,
     ) -> None:
@@ -99,7 +109,8 @@ class MixPRRetriever(BaseRetriever):
         self.chunk_nodes = bool(chunk_nodes)
         if mixpr is not None and not isinstance(mixpr, MixPR):
             raise TypeError(f"mixpr must be a longctx MixPR, got {type(mixpr).__name__}")
-        mixpr = mixpr if mixpr is not None else MixPR(max_words=max_words)
+        if mixpr is None:
+            mixpr = MixPR() if max_words is None else MixPR(max_words=max_words)
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in self._nodes]
         # nodes with text, in order: index source s is node self._sources[s]
         self._sources = [i for i, t in enumerate(texts) if t.strip()]
@@ -107,7 +118,9 @@ class MixPRRetriever(BaseRetriever):
         if _index is not None:
             self._index = _index
         elif self._sources:
-            self._index = mixpr.index([texts[i] for i in self._sources], chunk=self.chunk_nodes)
+            self._index = mixpr.index(
+                [texts[i] for i in self._sources], chunk=self.chunk_nodes, encoder=embed_model
+            )
         else:
             self._index = None
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -233,12 +246,14 @@ class MixPRRetriever(BaseRetriever):
 
     @classmethod
     def from_persist_dir(
-        cls, persist_dir: str | os.PathLike, *, router=None, **kwargs
+        cls, persist_dir: str | os.PathLike, *, router=None, embed_model=None, **kwargs
     ) -> MixPRRetriever:
         """Load a retriever saved with :meth:`persist` (nothing is rebuilt). Reads
         ``persist_dir/longctx_mixpr/`` (or ``persist_dir`` itself, the layout of longctx 0.1).
         Every node is checked against the saved ids and text digests and against the index's
         texts, so a reordered or edited ``nodes.json`` cannot attribute a text to another node.
+        A hybrid index embeds queries with ``embed_model``, or ``Settings.embed_model`` when the
+        app set one.
 
         Raises
         ------
@@ -287,7 +302,11 @@ class MixPRRetriever(BaseRetriever):
                     f"{str(npath)!r}: field 'text': a node text differs from the one saved "
                     "(edited or forged)"
                 )
-        index = MixPRIndex.load(d / "index", router=router) if (d / "index").exists() else None
+        index = None
+        if (d / "index").exists():
+            index = MixPRIndex.load(
+                d / "index", router=router, encoder=app_embed_model(embed_model)
+            )
         with_text = [t for t in texts if t.strip()]
         if (list(index.texts) if index is not None else []) != with_text:
             raise PersistError(

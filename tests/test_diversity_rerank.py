@@ -39,7 +39,7 @@ def test_pool_as_large_as_the_text_equals_mmr_over_every_unit():
     enc = get_encoder(HashEncoder())
     full = DiversityIndex.from_units([text], [spans], enc, token_counts=counts)
     want = full.search(rewards=scores, k=5, lambda_=0.5)
-    got = rerank(text, spans, scores, counts, encoder=enc, k=5, pool=len(spans))
+    got = rerank(text, spans, scores, counts, encoder=enc, k=5, pool=len(spans), keep=0)
     assert [(h.start, h.end, h.index) for h in got.hits] == [
         (h.start, h.end, h.index) for h in want.hits
     ]

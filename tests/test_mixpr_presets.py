@@ -221,8 +221,9 @@ WRAPPED = (
 
 
 def test_hard_wrapped_paragraph_is_not_cut_into_line_fragments():
-    units = [h.text for h in MixPRIndex.from_texts(WRAPPED).units()]
+    units = [h.text for h in MixPRIndex.from_texts(WRAPPED, max_words=32).units()]
     assert [len(u.split()) for u in units] == [25, 25]
+    assert [len(h.text.split()) for h in MixPRIndex.from_texts(WRAPPED).units()] == [50]
     assert units[0].startswith("Prince Andrew") and units[1].endswith("St Petersburg.")
     paper = [WRAPPED[a:b] for a, b in chunk_words(WRAPPED, 32, split_lines=True)]
     assert paper == WRAPPED.split("\n")  # the paper's chunker: one unit per line

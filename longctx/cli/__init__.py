@@ -199,8 +199,8 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
     g.add_argument(
         "--max-words",
         type=_positive_int("--max-words"),
-        default=32,
-        help="most words per chunk (N of the MixPR paper)",
+        default=None,
+        help="most words per chunk (N of the MixPR paper: 32; default: the preset's, 64)",
     )
     g = r.add_argument_group("youra options")
     g.add_argument(

@@ -12,9 +12,8 @@ from longctx.types import SearchResult
 
 
 def _index(text: str, args: argparse.Namespace) -> MixPRIndex:
-    return MixPRIndex.from_texts(
-        text, max_words=args.max_words, progress=bool(getattr(args, "progress", False))
-    )
+    words = {} if args.max_words is None else {"max_words": args.max_words}
+    return MixPRIndex.from_texts(text, progress=bool(getattr(args, "progress", False)), **words)
 
 
 def score_units(

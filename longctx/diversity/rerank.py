@@ -26,6 +26,9 @@ from longctx.types import Passage, SearchResult
 logger = logging.getLogger(__name__)
 
 DEFAULT_POOL = 10
+#: Share of the selection (units for ``k``, tokens for ``token_budget``) taken from the method's
+#: own best units before MMR / FPS re-selects the rest (:func:`rerank_select`).
+DEFAULT_KEEP = 0.5
 
 
 def candidate_pool(scores, token_counts, *, k=None, token_budget=None, pool=DEFAULT_POOL):
@@ -57,6 +60,113 @@ def candidate_pool(scores, token_counts, *, k=None, token_budget=None, pool=DEFA
     return order[:m]
 
 
+def kept_units(scores, token_counts, *, k=None, token_budget=None, keep=DEFAULT_KEEP):
+    """The method's best units that the diversity step keeps as they are: the best
+    ``ceil(keep * k)`` units, or the best units in score order while they fit in
+    ``floor(keep * token_budget)`` tokens (a unit that does not fit is skipped, as in
+    :func:`longctx.selection.select_top`).
+
+    Returns
+    -------
+    (m,) int64 unit indices, best score first.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-scores, kind="stable")
+    if keep <= 0 or not len(order):
+        return order[:0]
+    if k is not None:
+        return order[: int(np.ceil(keep * k))]
+    counts = np.asarray(token_counts, dtype=np.int64)
+    room = int(keep * token_budget)
+    out = []
+    for i in order.tolist():
+        if room <= 0:
+            break
+        if counts[i] <= room:
+            out.append(i)
+            room -= int(counts[i])
+    return np.asarray(out, dtype=np.int64)
+
+
+def rerank_select(
+    embeddings,
+    scores,
+    token_counts=None,
+    *,
+    k: int | None = None,
+    token_budget: int | None = None,
+    method: str = "mmr",
+    lambda_: float = 0.5,
+    window: int | None = None,
+    keep: float = DEFAULT_KEEP,
+) -> list[int]:
+    """MMR / FPS over a method's scored units that keeps what the method found first.
+
+    The method's best units filling ``keep`` of the selection (:func:`kept_units`) are selected
+    as they are; MMR (eq. 1) or FPS (eq. 2) then fills the rest, its diversity term measured
+    against every selected unit, kept ones included, with the method's scores min-max rescaled
+    to [0, 1] as rewards. Plain MMR over PageRank rewards (``keep=0``) drops the second
+    supporting fact of a two-hop question when it resembles the first (bAbI qa2 1.00 -> 0.00 in
+    ``longctx bench``) and SQuAD answers for near-duplicate context (0.92 -> 0.77 at 5%); the
+    kept half holds them (``docs/notes/mixpr-recall.md``). Implemented with the existing
+    greedy: kept units get rewards above what any other unit's objective can reach, so they
+    are picked first and then count in the diversity term.
+
+    Parameters
+    ----------
+    embeddings : (n_units, dim) float array
+    scores : (n_units,) float
+        The method's scores (higher is better).
+    token_counts : (n_units,) int, required with ``token_budget``
+    k, token_budget : int >= 1, exactly one
+    method : {"mmr", "fps"}
+    lambda_ : float in (0, 1] when ``keep > 0``, else [0, 1]
+    window : int >= 1, optional
+    keep : float in [0, 1], default 0.5
+        ``0`` is plain MMR / FPS with the scores as rewards; ``1`` is the method's own top-k.
+
+    Returns
+    -------
+    list of int: unit indices in selection order (kept units first).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad arguments, named (``keep``, ``lambda_``, ``scores``...).
+    """
+    from longctx.checks import check_float
+    from longctx.diversity import fps_select, mmr_select
+    from longctx.diversity.objective import rescale
+
+    keep = check_float(keep, "keep", low=0.0, high=1.0)
+    lambda_ = check_float(lambda_, "lambda_", low=0.0, high=1.0)
+    if method not in ("mmr", "fps"):
+        raise ValueError(f"method must be 'mmr' or 'fps', got {method!r}")
+    if keep > 0 and lambda_ == 0:
+        raise ValueError("keep > 0 needs lambda_ > 0 (lambda_=0 ignores the rewards)")
+    emb = np.asarray(embeddings)
+    scores = as_vector(scores, "scores", emb.shape[0] if emb.ndim == 2 else -1)
+    if token_budget is not None:
+        token_counts = as_token_counts(token_counts, len(scores))
+    kept = kept_units(scores, token_counts, k=k, token_budget=token_budget, keep=keep)
+    rewards = rescale(scores) if len(scores) else scores
+    if len(kept):
+        # above anything another unit can reach: MMR <= lambda_, FPS <= lambda_ + 2 (1 - lambda_)
+        rewards = rewards.copy()
+        rewards[kept] = 1.0 + 3.0 / lambda_ + rewards[kept]
+    fn = mmr_select if method == "mmr" else fps_select
+    return fn(
+        emb,
+        rewards,
+        token_counts,
+        token_budget,
+        k=k,
+        lambda_=lambda_,
+        window=window,
+        rescale_rewards=False,
+    )
+
+
 def rerank(
     text: str,
     spans,
@@ -72,6 +182,7 @@ def rerank(
     pool: int = DEFAULT_POOL,
     progress: bool = False,
     method_name: str = "diversify",
+    keep: float = DEFAULT_KEEP,
 ) -> SearchResult:
     """Select diverse units among another method's best-scored ones, its scores as rewards.
 
@@ -100,6 +211,9 @@ def rerank(
         A tqdm bar while the pool is embedded.
     method_name : str
         ``SearchResult.method``.
+    keep : float in [0, 1], default 0.5
+        Share of the selection taken from the method's best units as they are before the
+        diversity step fills the rest (:func:`rerank_select`); ``0``: plain MMR / FPS.
 
     Returns
     -------
@@ -139,19 +253,38 @@ def rerank(
     )
     t_embed = time.perf_counter() - t0
     size = {"k": k} if token_budget is None else {"token_budget": token_budget}
-    result = index.search(
-        rewards=scores[idx], method=method, lambda_=lambda_, window=window, **size
+    t0 = time.perf_counter()
+    picked = rerank_select(
+        index.embeddings,
+        scores[idx],
+        counts[idx],
+        method=method,
+        lambda_=lambda_,
+        window=window,
+        keep=keep,
+        **size,
     )
+    t_select = time.perf_counter() - t0
     hits = tuple(
         sorted(
             (
-                Passage(h.start, h.end, h.text, float(scores[idx[h.index]]), int(idx[h.index]), 0)
-                for h in result.hits
+                Passage(
+                    spans[idx[j]][0],
+                    spans[idx[j]][1],
+                    text[spans[idx[j]][0] : spans[idx[j]][1]],
+                    float(scores[idx[j]]),
+                    int(idx[j]),
+                    0,
+                )
+                for j in picked
             ),
             key=lambda p: p.start,
         )
     )
-    timings = {"pool": t_pool, "embed": t_embed, "select": result.timings.get("select", 0.0)}
+    timings = {"pool": t_pool, "embed": t_embed, "select": t_select}
+    budget = dict(size)
+    if token_budget is not None:
+        budget["unit"] = "tokens"
     return SearchResult(
-        hits, method_name, "rewards", timings, result.budget, info={"pool": len(idx), "units": n}
+        hits, method_name, "rewards", timings, budget, info={"pool": len(idx), "units": n}
     )

@@ -7,10 +7,12 @@ SmolLM2 tokenizer by default), and returns character spans of the document. The 
 methods share one sentence split and one set of sentence embeddings per document
 (:class:`Doc`), so baselines do not pay twice for what the methods share.
 
-Methods: ``mixpr`` (:class:`longctx.MixPRIndex`), ``bm25`` (rank-bm25's BM25Okapi; Robertson and
+Methods: ``mixpr`` (:class:`longctx.MixPRIndex`), ``mixpr-hybrid`` (MixPR with MiniLM vectors of its
+units, :class:`MixPRHybridMethod`), ``mixpr-paper`` (``preset="paper"``), ``bm25`` (rank-bm25's BM25Okapi; Robertson and
 Zaragoza, 2009), ``minilm`` (all-MiniLM-L6-v2 cosine to the question), ``mmr`` and ``fps``
 (:func:`longctx.diversity.mmr_select` / ``fps_select`` on MiniLM sentence embeddings,
-lambda 0.5), ``mixpr+mmr`` (MixPR PageRank scores as MMR rewards over MixPR chunks),
+lambda 0.5), ``mixpr+mmr`` (MixPR's best chunks filling half the budget, then MMR with its
+scores as rewards over the rest: :func:`longctx.diversity.rerank.rerank_select`),
 ``truncate`` (LongBench's middle truncation: the head and the tail, half the budget each; Bai et
 al., 2023, arXiv:2308.14508), ``random`` (seeded), ``youra`` (:class:`longctx.ReactionScorer`,
 ``baseline="instruction"``, model tokens), ``garlic`` (:class:`GarlicMethod`; opt-in, its graph
@@ -220,6 +222,28 @@ class MixPRMethod(Method):
         return [(h.start, h.end) for h in r.hits]
 
 
+class MixPRHybridMethod(MixPRMethod):
+    """MixPR in hybrid mode: the run's sentence encoder (MiniLM) embeds MixPR's units once per
+    document (cached like the sentence vectors) and each question
+    (:meth:`longctx.MixPRIndex.from_texts` with ``unit_vectors``)."""
+
+    name = "mixpr-hybrid"
+    needs_encoder = True
+
+    def build(self, doc: Doc):
+        from longctx.mixpr import MixPRIndex
+
+        plain = MixPRIndex.from_texts(doc.text, token_counter=doc.ctx.token_counter, **self.params)
+        units = [doc.text[a:b] for a, b in zip(plain.starts.tolist(), plain.ends.tolist())]
+        return MixPRIndex.from_texts(
+            doc.text,
+            token_counter=doc.ctx.token_counter,
+            unit_vectors=doc.ctx.embed(units),
+            encoder=doc.ctx.encoder,
+            **self.params,
+        )
+
+
 class BM25Method(Method):
     name = "bm25"
 
@@ -291,11 +315,11 @@ class MixPRMMRMethod(Method):
         return index, emb
 
     def select(self, state, query, token_budget):
-        from longctx.diversity import mmr_select
+        from longctx.diversity.rerank import rerank_select
 
         index, emb = state
         scores, _, _ = index.score(query or GLOBAL_QUERY, "global" if query is None else "auto")
-        idx = mmr_select(emb, scores, index.token_counts, token_budget, lambda_=0.5)
+        idx = rerank_select(emb, scores, index.token_counts, token_budget=token_budget, lambda_=0.5)
         return [(int(index.starts[i]), int(index.ends[i])) for i in sorted(idx)]
 
 
@@ -533,6 +557,8 @@ def get_methods(names) -> list[Method]:
     """Method objects by name (see the module docstring)."""
     table = {
         "mixpr": MixPRMethod,
+        "mixpr-hybrid": MixPRHybridMethod,
+        "mixpr-paper": lambda: _named(MixPRMethod(preset="paper"), "mixpr-paper"),
         "bm25": BM25Method,
         "minilm": MiniLMMethod,
         "mmr": lambda: DiversityMethod("mmr"),
@@ -551,8 +577,15 @@ def get_methods(names) -> list[Method]:
     return out
 
 
+def _named(method: Method, name: str) -> Method:
+    method.name = name
+    return method
+
+
 METHOD_NAMES = (
     "mixpr",
+    "mixpr-hybrid",
+    "mixpr-paper",
     "bm25",
     "minilm",
     "mmr",

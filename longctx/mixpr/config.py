@@ -63,8 +63,11 @@ class MixPRConfig:
         so that no setting, saved or given, can make a search run without end.
     tol : float in [0, 1], default 1e-6
         Stop when ``||x_t - x_{t-1}||_1 < n * tol`` (networkx's rule).
-    max_words : int >= 1, default 32
-        N of the chunker (sec. 4 "Chunking method").
+    max_words : int >= 1, default 64 (paper: 32)
+        N of the chunker (sec. 4 "Chunking method"): a sentence longer than it is cut into equal
+        word pieces. At 32 the long sentences of Wikipedia (HotpotQA) were cut in two, and a
+        supporting fact then needed both pieces: HotpotQA "all facts" at 20 / 40% 0.35 / 0.53
+        -> 0.48 / 0.67 with 64 (``docs/notes/mixpr-recall.md``).
     stop_words : "english", "english+questions", tuple of str or None
         Stop words (``"english+questions"``: scikit-learn's English list plus
         :data:`QUESTION_STOP_WORDS`, so "did" / "does" do not rank chunks). The paper does not
@@ -105,6 +108,26 @@ class MixPRConfig:
         10% below BM25 (share 49.6 against 50.0).
     vectorizer_kwargs : tuple of (name, value)
         More ``TfidfVectorizer`` arguments (given as a dict, stored as sorted pairs).
+    lexical_weight : float >= 0, default 0.25 (paper: 0, off)
+        Not in the paper. The score of a local query is the walk's score plus
+        ``lexical_weight`` times the unit's direct TF-IDF cosine to the query, each divided by
+        its maximum over the units. The walk's mass leaves the question's terms after the first
+        matches, so without it the tail of the ranking is the walk's diffusion, not relevance:
+        recall stopped growing with the budget (``docs/notes/mixpr-recall.md``).
+    dense_weight : float >= 0, default 0.0
+        Hybrid mode only (an index built with ``encoder=`` or ``unit_vectors=``): weight of the
+        unit's dense cosine to the query (clipped at 0, divided by its maximum) added to the
+        score. Off by default: at 1.0 the haystack sentences nearest to a bAbI question push
+        the second supporting fact out (``longctx bench`` qa2 at 16k: 0.00), while the dense
+        restart alone keeps bAbI at 1.00 (``docs/notes/mixpr-recall.md``); 1.0 gains
+        NarrativeQA 10/20% (0.60 / 0.82 -> 0.65 / 0.85) for corpora without multi-hop questions.
+    dense_restart : float >= 0, default 1.0
+        Hybrid mode only: the restart distribution of the walk is the lexical one plus
+        ``dense_restart`` times the dense one (each summing to 1): the ``dense_top_k``
+        nearest units by dense cosine, in proportion to it. So a unit that shares no term with
+        the question, but is near it in the embedding space, starts the walk too.
+    dense_top_k : int >= 1, default 16
+        Hybrid mode only: how many nearest units get the query's dense edges.
     """
 
     threshold: float = 0.2
@@ -112,7 +135,7 @@ class MixPRConfig:
     alpha_local: float = 0.8
     max_iter: int = 18
     tol: float = 1e-6
-    max_words: int = 32
+    max_words: int = 64
     stop_words: str | tuple[str, ...] | None = "english+questions"
     strip_accents: str | None = "unicode"
     sublinear_tf: bool = True
@@ -124,6 +147,10 @@ class MixPRConfig:
     min_words: int | None = None
     coverage_power: float = 4.0
     literal_query_weights: bool = False
+    lexical_weight: float = 0.25
+    dense_weight: float = 0.0
+    dense_restart: float = 1.0
+    dense_top_k: int = 16
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -171,6 +198,9 @@ class MixPRConfig:
                 "coverage_power needs fit_query=False (the built index); set coverage_power=0 "
                 "for the paper-literal pipeline"
             )
+        for name in ("lexical_weight", "dense_weight", "dense_restart"):
+            set_(self, name, check_float(getattr(self, name), name, low=0.0))
+        set_(self, "dense_top_k", check_int(self.dense_top_k, "dense_top_k", minimum=1))
         if self.min_words is not None:
             set_(self, "min_words", check_int(self.min_words, "min_words", minimum=1))
         if self.stemmer is not None:
@@ -301,8 +331,10 @@ PRESETS["paper"] = MixPRConfig(
     stemmer=None,
     split_lines=True,
     alpha_local=0.6,
+    max_words=32,
     coverage_power=0.0,
     min_words=None,
     literal_query_weights=True,
+    lexical_weight=0.0,
 )
 PRESETS["default"] = MixPRConfig()

@@ -38,6 +38,12 @@ from longctx.types import Passage, SearchResult
 logger = logging.getLogger(__name__)
 
 
+def _by_max(x: np.ndarray) -> np.ndarray:
+    """``x / max(x)`` (``x`` unchanged when its maximum is not positive)."""
+    top = float(x.max()) if len(x) else 0.0
+    return x / top if top > 0 else x.astype(np.float64, copy=True)
+
+
 def _personalization(n_query: int, query_chunks: Sequence[str]) -> np.ndarray:
     """Restart weights over the query nodes (sec. 4 "Personalization vector"): one-hot on the last
     query chunk, or .5 / .5 on the last two when the last one has fewer than 3 words."""
@@ -135,8 +141,21 @@ class MixPRIndex(RetrievalIndex):
         router=None,
         token_counter_name: str = "count_tokens",
         token_counter: TokenCounter | None = None,
+        unit_vectors: np.ndarray | None = None,
+        encoder=None,
+        encoder_identity: dict | None = None,
     ):
         self._texts = texts
+        if unit_vectors is not None:
+            unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
+            unit_vectors.setflags(write=False)
+        self._unit_vectors = unit_vectors
+        self._encoder = encoder
+        ident = dict(encoder_identity or {})
+        if unit_vectors is not None:
+            ident["dim"] = int(unit_vectors.shape[1])
+            ident.setdefault("name", None if encoder is None else encoder.name)
+        self._encoder_identity = ident
         self.config = config
         self._vectorizer = vectorizer
         self.unit_source = unit_source
@@ -172,6 +191,17 @@ class MixPRIndex(RetrievalIndex):
         return len(self.starts)
 
     @property
+    def unit_vectors(self) -> np.ndarray | None:
+        """``(n_units, dim) float32`` L2-normalized dense vectors of the units (hybrid mode,
+        read-only), or ``None``."""
+        return self._unit_vectors
+
+    @property
+    def encoder_identity(self) -> dict:
+        """``{"name": encoder name or None, "dim": int}`` in hybrid mode, else ``{}``."""
+        return dict(self._encoder_identity)
+
+    @property
     def token_counts(self) -> np.ndarray:
         """``(n_units,) int64`` tokens of each unit (the build's ``token_counter``), counted once
         on first use (the first token-budget query, or :meth:`save`), then shared read-only."""
@@ -199,16 +229,36 @@ class MixPRIndex(RetrievalIndex):
         token_counter: TokenCounter | None = None,
         progress: bool = False,
         chunk: bool = True,
+        encoder=None,
+        unit_vectors=None,
         **params,
     ) -> MixPRIndex:
         """Build the index (see the class docstring). With ``chunk=False`` every text is one unit
         (for callers whose texts are already chunks, e.g. LlamaIndex nodes).
 
+        Hybrid mode (``encoder`` or ``unit_vectors``): every unit gets a dense vector once, at
+        build time (saved with the index); each local query is embedded once and its nearest
+        units join the walk's restart distribution (``dense_restart``, ``dense_top_k`` of
+        :class:`MixPRConfig`; ``dense_weight``, default 0, also adds the cosine to the score).
+
+        Parameters
+        ----------
+        encoder : optional
+            Anything :func:`longctx.embeddings.get_encoder` accepts: a LlamaIndex
+            ``BaseEmbedding``, a LangChain ``Embeddings``, a sentence-transformers model, a model
+            path, an :class:`longctx.embeddings.Encoder` or a callable ``list[str] -> (n, dim)``.
+            Embeds the units (unless ``unit_vectors``) and the queries.
+        unit_vectors : (n_units, dim) float array, optional
+            Precomputed vectors of the units, in :attr:`units` order (build once without them to
+            learn the units, or use ``chunk=False``); rows are L2-normalized here. Without an
+            ``encoder``, queries need ``query_vector=``.
+
         Raises
         ------
         TypeError, ValueError
-            Bad texts or settings (checked before any heavy work), or texts that hold no term to
-            index once stop words are removed.
+            Bad texts or settings (checked before any heavy work), ``unit_vectors`` of the wrong
+            count of rows, dimension or values (named, before the TF-IDF fit), or texts that
+            hold no term to index once stop words are removed.
         """
         config = MixPRConfig.from_preset(preset, **params)
         texts = check_texts(texts)
@@ -227,6 +277,18 @@ class MixPRIndex(RetrievalIndex):
                 raise ValueError("texts hold no words to retrieve from")
             src, idx, starts, ends = (np.asarray(c, dtype=np.int64) for c in zip(*units))
             unit_texts = [texts[d][a:b] for d, _, a, b in units]
+            enc = None
+            if encoder is not None:
+                from longctx.embeddings import get_encoder
+
+                enc = get_encoder(encoder)
+            if unit_vectors is not None:
+                unit_vectors = _check_unit_vectors(unit_vectors, len(units))
+            elif enc is not None:
+                from longctx.embeddings import embed_texts
+
+                unit_vectors = embed_texts(enc, unit_texts, progress=progress, desc="mixpr units")
+                unit_vectors = _check_unit_vectors(unit_vectors, len(units))
             _stage(bar, "mixpr embed")
             vec = config.vectorizer()
             try:
@@ -263,6 +325,8 @@ class MixPRIndex(RetrievalIndex):
             router=router,
             token_counter_name=name,
             token_counter=token_counter,
+            unit_vectors=unit_vectors,
+            encoder=enc,
         )
 
     def global_pagerank(self) -> np.ndarray:
@@ -292,11 +356,20 @@ class MixPRIndex(RetrievalIndex):
         logger.info("MixPR router: %s for query %.80r", mode, query)
         return mode
 
-    def score(self, query: str, mode: str = "auto") -> tuple[np.ndarray, str, dict]:
+    def score(
+        self, query: str, mode: str = "auto", *, query_vector=None
+    ) -> tuple[np.ndarray, str, dict]:
         """Scores of every unit for ``query``: ``(scores (n_units,) float64, mode used, timings)``.
 
         ``mode`` used is ``"local"``, ``"global"`` or ``"global-fallback"`` (local asked, but no
-        chunk passes ``query_threshold``: PageRank is used and the fallback logged).
+        chunk passes ``query_threshold`` and no unit vector is near: PageRank is used and the
+        fallback logged). Local scores are the walk's probabilities divided by their maximum,
+        plus ``lexical_weight`` times the direct TF-IDF cosine and, in hybrid mode,
+        ``dense_weight`` times the dense cosine (each divided by its maximum); with both weights
+        0 (``preset="paper"``) they are the walk's probabilities.
+
+        ``query_vector`` : ``(dim,)`` float, optional
+            Hybrid mode: the query's vector (else the index's encoder embeds ``query``).
         """
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
@@ -305,6 +378,8 @@ class MixPRIndex(RetrievalIndex):
         if mode == "auto":
             mode = self.route(query)
             timings["route"] = time.perf_counter() - t0
+        if query_vector is not None and self._unit_vectors is None:
+            raise ValueError("query_vector needs an index built with encoder= or unit_vectors=")
         if mode == "global":
             t0 = time.perf_counter()
             pr = self.global_pagerank().copy()  # computed on the first global query, then reused
@@ -324,12 +399,23 @@ class MixPRIndex(RetrievalIndex):
             Et = self._reweight_query_terms(Et, terms)
         Eqt = Eq[:, terms]
         B = sp.csr_array(Et @ sp.csr_array(Eqt, dtype=np.float64).T)
+        m = len(qchunks)
+        p_query = _personalization(m, qchunks)
+        # direct lexical score: the units' cosine to the query's restart chunk(s), unthresholded
+        lexical = np.asarray(B @ p_query).ravel() if cfg.lexical_weight else None
         B.data[B.data < thr] = 0.0
         B.eliminate_zeros()
         if cfg.coverage_power and B.nnz:
             B = self._weigh_by_coverage(B, Et, Eqt)
+        dense = None
+        if self._unit_vectors is not None:
+            dense = self._dense_scores(query, query_vector)
         timings["embed_query"] = time.perf_counter() - t0
-        if B.nnz == 0:
+        n = self.n_units
+        dense_w = None
+        if dense is not None and cfg.dense_restart:
+            dense_w = self._dense_restart(dense)
+        if B.nnz == 0 and dense_w is None:
             logger.info(
                 "MixPR: no chunk reaches query_threshold=%.3g for query %.80r; "
                 "using PageRank (global mode)",
@@ -339,23 +425,76 @@ class MixPRIndex(RetrievalIndex):
             return self.global_pagerank().copy(), "global-fallback", timings
         t0 = time.perf_counter()
         Q = np.where(Q >= thr, Q, 0.0)
-        m = len(qchunks)
-        p_query = _personalization(m, qchunks)
-        n = self.n_units
-        if self.config.personalization == "similarity":
+        if self.config.personalization == "similarity" or B.nnz == 0:
             # restart over the chunks by their similarity to the query; the query is no node
             # of the walk (it would be a hub joining every chunk that shares a query term)
-            w = B @ p_query
-            if w.sum() <= 0:  # the restart query chunk itself links nowhere
+            w = B @ p_query if B.nnz else np.zeros(n)
+            if B.nnz and w.sum() <= 0:  # the restart query chunk itself links nowhere
                 w = np.asarray(B.sum(axis=1)).ravel()
+            w = w / w.sum() if w.sum() > 0 else w
+            if dense_w is not None:
+                w = w + cfg.dense_restart * dense_w
             pi = self._power_iteration(
                 sp.csr_array((n, 0)), None, w / w.sum(), alpha=self.config.alpha_local
             )
         else:
+            if dense_w is not None:  # dense query edges next to the lexical ones
+                B = sp.csr_array(B + sp.csr_array(np.outer(dense_w, p_query)) * B.sum())
             p = np.concatenate([np.zeros(n), p_query])
             pi = self._power_iteration(B, Q, p, alpha=self.config.alpha_local)
+        scores = np.ascontiguousarray(pi[:n])
+        if lexical is not None or (dense is not None and cfg.dense_weight):
+            scores = _by_max(scores)
+            if lexical is not None:
+                scores += cfg.lexical_weight * _by_max(lexical)
+            if dense is not None and cfg.dense_weight:
+                scores += cfg.dense_weight * _by_max(np.maximum(dense, 0.0))
         timings["rank"] = time.perf_counter() - t0
-        return np.ascontiguousarray(pi[:n]), "local", timings
+        return scores, "local", timings
+
+    def _dense_scores(self, query: str, query_vector=None) -> np.ndarray:
+        """``(n_units,) float64`` cosine of every unit vector to the query's vector."""
+        d = self._unit_vectors.shape[1]
+        if query_vector is None:
+            if self._encoder is None:
+                raise ValueError(
+                    "this MixPR index holds unit vectors but no encoder to embed the query "
+                    f"(encoder {self._encoder_identity.get('name')!r}): pass query_vector= "
+                    "to search / score, or encoder= to from_texts / load"
+                )
+            query_vector = self._encoder.embed_query(query)
+        q = np.asarray(query_vector, dtype=np.float32)
+        if q.shape != (d,):
+            raise ValueError(f"query_vector must have shape ({d},), got {q.shape}")
+        if not np.isfinite(q).all():
+            raise ValueError("query_vector must be finite")
+        norm = float(np.linalg.norm(q))
+        if norm == 0:
+            return np.zeros(self.n_units)
+        return (self._unit_vectors @ (q / norm)).astype(np.float64)
+
+    def _dense_restart(self, dense: np.ndarray) -> np.ndarray | None:
+        """The dense restart distribution: the ``dense_top_k`` nearest units (positive cosine
+        only), in proportion to their cosine; ``None`` when no unit is near."""
+        k = min(self.config.dense_top_k, len(dense))
+        top = np.argpartition(-dense, k - 1)[:k]
+        top = top[dense[top] > 0]
+        if not len(top):
+            return None
+        w = np.zeros(len(dense))
+        w[top] = dense[top]
+        return w / w.sum()
+
+    def _lexical_parts(self, query: str) -> dict:
+        """Study helper: ``{"cos": (n_units,) direct TF-IDF cosine of each unit to the query}``."""
+        cfg = self.config
+        qchunks = [query[a:b] for a, b in cfg.chunk(query)] or [query]
+        Eq, _ = self._query_vectors(qchunks)
+        terms = np.unique(Eq.indices)
+        Et = sp.csc_array(self._E_by_term[:, terms], dtype=np.float64)
+        B = sp.csr_array(Et @ sp.csr_array(Eq[:, terms], dtype=np.float64).T)
+        p_query = _personalization(len(qchunks), qchunks)
+        return {"cos": np.asarray(B @ p_query).ravel()}
 
     def _reweight_query_terms(self, Et: sp.csc_array, terms: np.ndarray) -> sp.csc_array:
         """The chunks' weights of the query's terms as the paper-literal pipeline has them.
@@ -497,6 +636,7 @@ class MixPRIndex(RetrievalIndex):
         k: int | None = None,
         token_budget: int | None = None,
         mode: str = "auto",
+        query_vector=None,
     ) -> SearchResult:
         """The best chunks for ``query``, in document order (by source, then position).
 
@@ -509,11 +649,13 @@ class MixPRIndex(RetrievalIndex):
             Most tokens of the selection, as counted at build time (``token_counter``).
         mode : {"auto", "local", "global"}
             ``"auto"`` asks the router.
+        query_vector : (dim,) float, optional
+            Hybrid mode: the query's dense vector (else the index's encoder embeds the query).
 
         Returns
         -------
         SearchResult
-            ``hits``: :class:`Passage` with ``score`` the PageRank probability, ``index`` the
+            ``hits``: :class:`Passage` with ``score`` the unit's score (:meth:`score`), ``index`` the
             chunk's position in ``chunk_words`` of its text, ``source`` the text's position;
             ``mode``: ``"local"``, ``"global"`` or ``"global-fallback"``; ``timings`` in seconds.
 
@@ -529,7 +671,7 @@ class MixPRIndex(RetrievalIndex):
         k, token_budget = check_size(k, token_budget, default_k=100)
         if token_budget is not None:  # before any scoring: no chunk would fit
             check_budget_fits(token_budget, self.token_counts)
-        scores, used, timings = self.score(query, mode)
+        scores, used, timings = self.score(query, mode, query_vector=query_vector)
         t0 = time.perf_counter()
         if token_budget is not None:
             idx = select_top(scores, token_budget=token_budget, token_counts=self.token_counts)
@@ -553,40 +695,57 @@ class MixPRIndex(RetrievalIndex):
     def save(self, path) -> None:
         """Write the index to directory ``path``: ``config.json`` (settings), ``texts.json``,
         ``vocabulary.json`` (terms by column), ``arrays.npz`` (IDF, unit offsets, token counts),
-        ``graph.npz`` and ``embeddings.npz`` (scipy.sparse). The router is not saved."""
+        ``graph.npz`` and ``embeddings.npz`` (scipy.sparse), and in hybrid mode ``vectors.npz``
+        (``unit_vectors``: ``(n_units, dim) float32``) with the encoder's name and dimension in
+        ``config.json``. The router and the encoder object are not saved."""
         vocab = self._vectorizer.get_feature_names_out().tolist()
+        arrays = {
+            "arrays": {
+                "idf": self._vectorizer.idf_,
+                "unit_source": self.unit_source,
+                "unit_index": self.unit_index,
+                "starts": self.starts,
+                "ends": self.ends,
+                "token_counts": self.token_counts,
+            }
+        }
+        extra = {}
+        if self._unit_vectors is not None:
+            arrays["vectors"] = {"unit_vectors": self._unit_vectors}
+            extra["encoder"] = self._encoder_identity
         write_dir(
             path,
             kind="mixpr",
             version=self.FORMAT_VERSION,
             json_files={
-                "config": {**self.config.to_dict(), "token_counter": self.token_counter_name},
+                "config": {
+                    **self.config.to_dict(),
+                    "token_counter": self.token_counter_name,
+                    **extra,
+                },
                 "texts": list(self._texts),
                 "vocabulary": vocab,
             },
-            arrays={
-                "arrays": {
-                    "idf": self._vectorizer.idf_,
-                    "unit_source": self.unit_source,
-                    "unit_index": self.unit_index,
-                    "starts": self.starts,
-                    "ends": self.ends,
-                    "token_counts": self.token_counts,
-                }
-            },
+            arrays=arrays,
             sparse={"graph": self._S, "embeddings": self._E_by_term.tocsr()},
         )
 
     @classmethod
-    def load(cls, path, *, router=None) -> MixPRIndex:
+    def load(cls, path, *, router=None, encoder=None) -> MixPRIndex:
         """Read an index written by :meth:`save` (pass the ``router`` again if it was not the
         default keyword router).
+
+        ``encoder`` (hybrid indexes): the encoder for queries, as given to :meth:`from_texts`.
+        ``None``: the default all-MiniLM-L6-v2 when the index was built with it (loaded on the
+        first query), else queries need ``query_vector=``.
 
         Raises
         ------
         PersistError
             A missing, truncated or damaged file (named), another index kind or format version,
             or files that do not fit together.
+        ValueError
+            ``encoder`` embeds in another dimension than the saved unit vectors.
         """
         d = Path(path)
         read_manifest(d, kind="mixpr", versions=(cls.FORMAT_VERSION,))
@@ -599,6 +758,12 @@ class MixPRIndex(RetrievalIndex):
         S = read_sparse(d / "graph.npz")
         E = read_sparse(d / "embeddings.npz")
         cfg = dict(cfg)
+        vectors = ident = None
+        if "encoder" in cfg:
+            ident = cfg.pop("encoder")
+            if not isinstance(ident, dict) or not isinstance(ident.get("name"), (str, type(None))):
+                raise PersistError(f"{str(cfg_path)!r}: field 'encoder' must be an object")
+            vectors = read_arrays(d / "vectors.npz", ("unit_vectors",))["unit_vectors"]
         counter = cfg.pop("token_counter", None)
         if not isinstance(counter, str) or len(counter) > 200:
             raise PersistError(f"{str(cfg_path)!r}: field 'token_counter' must be a short str")
@@ -645,6 +810,14 @@ class MixPRIndex(RetrievalIndex):
             raise PersistError(
                 f"{str(d / 'embeddings.npz')!r}: shape {E.shape}, expected ({n}, {len(vocab)})"
             )
+        if vectors is not None:
+            vpath = str(d / "vectors.npz")
+            if ident.get("dim") != (vectors.shape[1] if vectors.ndim == 2 else None):
+                raise PersistError(f"{vpath!r} does not match the encoder in config.json")
+            try:
+                vectors = _check_unit_vectors(vectors, n)
+            except (TypeError, ValueError) as exc:
+                raise PersistError(f"{vpath!r}: field 'unit_vectors': {exc}") from None
         try:
             vec = config.vectorizer(vocabulary={t: i for i, t in enumerate(vocab)})
             vec.idf_ = idf.astype(np.float64)
@@ -670,6 +843,9 @@ class MixPRIndex(RetrievalIndex):
             embeddings=E,
             router=router,
             token_counter_name=counter,
+            unit_vectors=vectors,
+            encoder=_load_encoder(encoder, ident, vectors, d),
+            encoder_identity=ident,
         )
 
 
@@ -709,6 +885,48 @@ def _loadable_vectorizer_kwargs(kw, path) -> dict:
             )
         out[key] = tuple(v) if kind == "pair" else v
     return out
+
+
+def _check_unit_vectors(unit_vectors, n_units: int) -> np.ndarray:
+    """``unit_vectors`` as ``(n_units, dim)`` float32 with L2-normalized rows, or a
+    ``ValueError`` / ``TypeError`` naming the argument."""
+    try:
+        v = np.asarray(unit_vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"unit_vectors must be a 2-D array of numbers: {exc}") from None
+    if v.ndim != 2 or v.shape[1] == 0:
+        raise ValueError(f"unit_vectors must be 2-D (n_units, dim), got shape {v.shape}")
+    if v.shape[0] != n_units:
+        raise ValueError(
+            f"unit_vectors must have one row per unit: {n_units} units, got {v.shape[0]} rows"
+        )
+    if not np.isfinite(v).all():
+        raise ValueError("unit_vectors must be finite (no NaN or inf)")
+    from longctx.embeddings import l2_normalize
+
+    return l2_normalize(v)
+
+
+def _load_encoder(encoder, ident, vectors, d):
+    if vectors is None:
+        return None
+    from longctx.embeddings import DEFAULT_MODEL_NAME, SentenceTransformerEncoder, get_encoder
+
+    name = ident.get("name")
+    if encoder is None:
+        if name == DEFAULT_MODEL_NAME:
+            return SentenceTransformerEncoder(None)
+        return None
+    enc = get_encoder(encoder)
+    dim = enc.dim
+    if dim is None:
+        dim = int(np.asarray(enc.embed_query("dimension check")).shape[0])
+    if dim != vectors.shape[1]:
+        raise ValueError(
+            f"encoder {enc.name!r} embeds in {dim} dimensions but the index at {str(d)!r} was "
+            f"built with {name!r} in {vectors.shape[1]}: pass the encoder that built it"
+        )
+    return enc
 
 
 def _stage_bar(progress: bool, total: int, desc: str):

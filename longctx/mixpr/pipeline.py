@@ -54,9 +54,16 @@ class MixPR:
       Turtle sing about?" on Alice the top 5 were five "... said the Mock Turtle." lines; with
       it the top 5 hold "Sing her 'Turtle Soup,'" and the song itself ("Beautiful Soup, so rich
       and green"). Nine natural questions on Alice, War and Peace, Moby-Dick and Pride and
-      Prejudice: answer in the top 5 for 6 (BM25 3, the paper 3, without coverage 2).
+      Prejudice: answer in the top 5 for 6 (BM25 3, the paper 3, without coverage 2);
+    - (issue 22) units of up to ``max_words=64`` words (long sentences stay whole) and the
+      unit's direct TF-IDF cosine added to the walk's score (``lexical_weight=0.25``), so the
+      tail of the ranking is ordered by relevance, not by the walk's diffusion: at every budget
+      of ``longctx bench``'s SQuAD, NarrativeQA and HotpotQA at least sentence BM25
+      (``docs/notes/mixpr-recall.md``). Hybrid mode (``MixPRIndex.from_texts(encoder=...)``)
+      adds dense unit vectors to the restart and the score.
 
-    Answer in the selection, same chunks and SmolLM2-token budget for every method (paper /
+    Before issue 22 (32-word units, no lexical term): answer in the selection, same chunks and
+    SmolLM2-token budget for every method (paper /
     BM25 (rank-bm25) / default): SQuAD at 5% 63.3 / 93.8 / 96.0, NarrativeQA summaries at 10%
     42.5 / 61.7 / 64.2, HotpotQA all supporting sentences at 20% 23 / 34 / 37 (at 10% and 40%
     the default ties BM25 on "all": 19 / 19 and 51 / 51, the mean share 50.1 / 50.0 and
@@ -120,16 +127,25 @@ class MixPR:
 
     # -- one corpus, many queries -------------------------------------------------------------
     def index(
-        self, texts, *, token_counter: TokenCounter | None = None, chunk: bool = True
+        self,
+        texts,
+        *,
+        token_counter: TokenCounter | None = None,
+        chunk: bool = True,
+        encoder=None,
+        unit_vectors=None,
     ) -> MixPRIndex:
         """A :class:`MixPRIndex` over ``texts`` with these settings and router (``chunk=False``:
-        every text is one unit)."""
+        every text is one unit; ``encoder`` / ``unit_vectors``: hybrid mode, see
+        :meth:`MixPRIndex.from_texts`)."""
         return MixPRIndex.from_texts(
             texts,
             router=self.router,
             token_counter=token_counter,
             progress=self.progress,
             chunk=chunk,
+            encoder=encoder,
+            unit_vectors=unit_vectors,
             **self.config.to_dict(),
         )
 
@@ -200,7 +216,8 @@ class MixPR:
         -------
         scores : (len(chunks),) float64
             Stationary probabilities of the chunk nodes (query nodes excluded, so they may sum
-            to less than 1). Higher is more relevant.
+            to less than 1) with ``lexical_weight=0`` (the paper); otherwise local scores are
+            :meth:`MixPRIndex.score`'s blend. Higher is more relevant.
         mode : "local", "global", "global-fallback", or None for no chunks
 
         Raises
