@@ -243,7 +243,12 @@ def write_dir(
     """
     from longctx import __version__
 
-    final = check_save_target(path, kind)
+    try:
+        final = check_save_target(path, kind)
+    except SaveTargetError:
+        # a concurrent save may be swapping the directory right now: look again, holding the lock
+        with _save_lock(_dir(path)):
+            final = check_save_target(path, kind)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
     try:

@@ -390,7 +390,7 @@ def test_help_gives_every_option_a_help_line_and_its_default(capsys):
     for expected in (
         "(default: mixpr)",
         "(default: text)",
-        "(default: 32)",
+        "(default: the preset's, 64)",
         "(default: 0.5)",
         "or 'paper' (eq. 1 as written, last layer)",  # --preset; --baseline, --layers follow it
         "(default: the preset's)",

@@ -200,7 +200,7 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         "--max-words",
         type=_positive_int("--max-words"),
         default=None,
-        help="most words per chunk (N of the MixPR paper: 32; default: the preset's, 64)",
+        help="most words per chunk, N of the MixPR paper: 32 (default: the preset's, 64)",
     )
     g = r.add_argument_group("youra options")
     g.add_argument(

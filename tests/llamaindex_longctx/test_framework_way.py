@@ -99,7 +99,7 @@ def test_diversity_in_query_engine_uses_settings_embed_model(app_settings):
 
 
 def test_explicit_embed_model_wins_over_settings(app_settings):
-    mine = Hash8Embedding()
+    mine = Hash8Embedding(model_name="hash8-explicit")  # its own cache key: it must embed
     pp = DiversityPostprocessor(top_n=2, embed_model=mine)
     nodes = [NodeWithScore(node=TextNode(text=t, id_=f"n{j}")) for j, t in enumerate(TEXTS)]
     pp.postprocess_nodes(nodes, query_str="the milk")
