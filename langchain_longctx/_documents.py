@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
+from longctx.checks import check_texts_metadatas_ids
 from longctx.index import source_keys, unique_ids
 from longctx.types import Passage, hit_id, hit_metadata, resolve_hit
 
@@ -63,20 +64,5 @@ def documents_from_texts(
     TypeError, ValueError
         A text that is not a ``str``; ``metadatas`` or ``ids`` of another length than ``texts``.
     """
-    texts = [texts] if isinstance(texts, str) else list(texts)
-    if isinstance(ids, str):
-        ids = [ids]
-    if isinstance(metadatas, dict):
-        metadatas = [metadatas]
-    for j, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{j}] must be a str, got {type(t).__name__}")
-    metadatas = list(metadatas) if metadatas is not None else [{} for _ in texts]
-    ids = list(ids) if ids is not None else [None] * len(texts)
-    if len(metadatas) != len(texts):
-        raise ValueError(f"metadatas has {len(metadatas)} items for {len(texts)} texts")
-    if len(ids) != len(texts):
-        raise ValueError(f"ids has {len(ids)} items for {len(texts)} texts")
-    return [
-        Document(page_content=t, metadata=dict(m), id=i) for t, m, i in zip(texts, metadatas, ids)
-    ]
+    texts, metadatas, ids = check_texts_metadatas_ids(texts, metadatas, ids)
+    return [Document(page_content=t, metadata=m, id=i) for t, m, i in zip(texts, metadatas, ids)]

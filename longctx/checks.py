@@ -139,3 +139,41 @@ def check_choice(value, name: str, choices) -> str:
     if not known:
         raise ValueError(f"{name} must be one of {sorted(choices, key=repr)}, got {excerpt(value)}")
     return value
+
+
+def check_texts_metadatas_ids(texts, metadatas=None, ids=None, *, default_id=None):
+    """The ``from_texts`` inputs of both frameworks as three equal-length lists.
+
+    A single ``str`` is one text (never a sequence of characters), as are a single ``dict`` of
+    metadata and a single ``str`` id. ``default_id(j)`` names a text without id (``None``: the id
+    stays ``None``).
+
+    Returns
+    -------
+    (texts, metadatas, ids) : tuple of lists
+        ``list[str]``, ``list[dict]`` (copies), ``list[str | None]``.
+
+    Raises
+    ------
+    TypeError
+        A text that is not a ``str`` (named ``texts[j]``).
+    ValueError
+        ``metadatas`` or ``ids`` of another length than ``texts``.
+    """
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if isinstance(ids, str):
+        ids = [ids]
+    if isinstance(metadatas, dict):
+        metadatas = [metadatas]
+    for j, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{j}] must be a str, got {type(t).__name__}")
+    metadatas = [dict(m) for m in metadatas] if metadatas is not None else [{} for _ in texts]
+    if ids is None:
+        ids = [default_id(j) if default_id is not None else None for j in range(len(texts))]
+    ids = list(ids)
+    if len(metadatas) != len(texts):
+        raise ValueError(f"metadatas has {len(metadatas)} items for {len(texts)} texts")
+    if len(ids) != len(texts):
+        raise ValueError(f"ids has {len(ids)} items for {len(texts)} texts")
+    return texts, metadatas, ids
