@@ -758,3 +758,13 @@ def test_sentences_longer_than_max_unit_tokens_are_cut(tiny_model, smollm2_token
     assert len(whole.units(0)[0]) == 1
     with pytest.raises(ValueError, match="max_unit_tokens"):
         YouraIndex.from_texts(text, model=model, tokenizer=tok, max_unit_tokens=0)
+
+
+def test_overlong_query_is_refused_before_any_model_pass():
+    from longctx.checks import MAX_QUERY_CHARS
+    from longctx.youra import YouraIndex
+    from tests._youra_helpers import tiny_scorer
+
+    index = YouraIndex.from_texts("The cat sat on the mat. The dog ran.", tiny_scorer())
+    with pytest.raises(ValueError, match="query is .* over the limit"):
+        index.search("why " * (MAX_QUERY_CHARS // 4 + 1), k=1)

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.checks import check_float, check_int, check_text
+from longctx.checks import check_float, check_int, check_query
 from longctx.types import Passage, SearchResult
 
 logger = logging.getLogger(__name__)
@@ -654,7 +654,7 @@ class GarlicSearcher:
             Empty question; the question, or the top level, does not fit ``max_context_tokens``;
             bad overrides. Raised before any forward pass.
         """
-        check_text(query, "query")
+        check_query(query, "query")
         patience = check_int(
             self.stop_patience if stop_patience is None else stop_patience,
             "stop_patience",

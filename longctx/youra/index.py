@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from longctx.checks import check_choice, check_int, check_text
+from longctx.checks import check_choice, check_int, check_query
 from longctx.index import RetrievalIndex, check_texts
 from longctx.selection import check_budget_fits, check_size
 from longctx.types import Passage, SearchResult
@@ -143,7 +143,7 @@ class YouraIndex(RetrievalIndex):
         info : dict
             Windows, cache hits/misses and seconds of this query (see ``search``'s ``info``).
         """
-        check_text(query, "query")
+        check_query(query, "query")
         self.scorer._query_ids(query)  # a too long query fails before any pass
         vecs, info = self.scorer._vectors(self._layouts, query)
         raw = np.concatenate([self.scorer._scores(lay, v) for lay, v in zip(self._layouts, vecs)])
@@ -191,7 +191,7 @@ class YouraIndex(RetrievalIndex):
             Bad ``query`` or size (named), a query longer than ``max_query_tokens``, before any
             model pass.
         """
-        check_text(query, "query")
+        check_query(query, "query")
         k, token_budget = check_size(k, token_budget, default_k=DEFAULT_K)
         frac = self.max_fraction if max_fraction is None else check_max_fraction(max_fraction)
         if token_budget is not None:  # before any model pass: no sentence would fit

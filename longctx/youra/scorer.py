@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
-from longctx.checks import check_choice, check_int, check_text
+from longctx.checks import check_choice, check_int, check_query, check_text
 from longctx.text import split_sentences
 from longctx.youra import batches, memory
 from longctx.youra.config import (
@@ -745,7 +745,7 @@ class ReactionScorer:
 
     def _checked(self, context, query, sentences=None) -> _Layout:
         check_text(context, "context")
-        check_text(query, "query")
+        check_query(query, "query")
         sentences = _check_sentences(sentences, len(context))
         self._setup()
         self._query_ids(query)  # a too long query fails before any pass
@@ -838,7 +838,7 @@ class ReactionScorer:
             Bad arguments (named), before the model runs.
         """
         check_text(context, "context")
-        check_text(query, "query")
+        check_query(query, "query")
         token_budget, top_n, max_fraction = check_select_args(token_budget, top_n, max_fraction)
         spans = self.score_sentences(context, query, sentences=sentences)
         scores = np.asarray([s.score for s in spans])

@@ -203,3 +203,10 @@ def test_search_graph_view(graph):
     assert len(g) == 10 and list(g.levels) == [1] * 7 + [2] * 3
     assert list(g.top) == [7, 8, 9]
     np.testing.assert_allclose(g.edges.sum(axis=1)[7:], 1.0)
+
+
+def test_overlong_query_is_refused_before_any_model_pass(searcher):
+    from longctx.checks import MAX_QUERY_CHARS
+
+    with pytest.raises(ValueError, match="query is .* over the limit"):
+        searcher.search("why " * (MAX_QUERY_CHARS // 4 + 1))
