@@ -156,9 +156,10 @@ def main(argv=None) -> int:
         ray.shutdown()
     print()
     print(
-        "| method | docs | workers | seconds | speed-up | doc-seconds | peak RSS per worker (MiB) |"
+        "| method | docs | workers | seconds | speed-up | doc-seconds | doc CPU-seconds "
+        "| peak RSS per worker (MiB) | load average |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     base = {}
     for r in rows:
         base.setdefault(r["method"], r["seconds"])
