@@ -111,6 +111,9 @@ def test_cli_bad_input(cli, capsys, tmp_path):
     assert main(["ask", str(other), "--graph", d, "-q", Q]) == 2
     assert "another text" in capsys.readouterr().err
     assert main(["ask", path, "--graph", d, "-q", "why " * 9000]) == 2
+    assert "over the limit of 16,000" in capsys.readouterr().err  # the query length limit
+    argv = ["ask", path, "--graph", d, "-q", "why " * 3000, "--max-context-tokens", "500"]
+    assert main(argv) == 2
     assert "max_context_tokens" in capsys.readouterr().err
     assert main(["retrieve", path, "--method", "garlic", "-q", Q]) == 2
     assert "--graph" in capsys.readouterr().err
