@@ -9,20 +9,21 @@ from longctx.checks import check_float, check_int
 __all__ = ["as_embeddings", "as_vector", "as_token_counts", "prepare", "max_picks"]
 
 
-def as_embeddings(embeddings) -> np.ndarray:
-    """``(n, d)`` float32, finite, rows L2-normalized (zero rows stay zero); never modified."""
+def as_embeddings(embeddings, name: str = "embeddings") -> np.ndarray:
+    """``(n, d)`` float32, finite, rows L2-normalized (zero rows stay zero); never modified (it
+    may be the caller's own array when its rows are already unit). Errors name ``name``."""
     try:
         e = np.asarray(embeddings, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"embeddings must be a 2-D array of numbers: {exc}") from None
+        raise TypeError(f"{name} must be a 2-D array of numbers: {exc}") from None
     if e.ndim != 2:
-        raise ValueError(f"embeddings must be 2-D (n_items, dim), got shape {e.shape}")
+        raise ValueError(f"{name} must be 2-D (n_items, dim), got shape {e.shape}")
     if e.shape[0] and e.shape[1] == 0:
-        raise ValueError("embeddings must have at least one dimension (dim >= 1)")
+        raise ValueError(f"{name} must have at least one dimension (dim >= 1)")
     sq = np.einsum("ij,ij->i", e, e)  # no (n, d) temporaries: this is on the 100k-row hot path
     if not np.isfinite(sq).all():
         if not np.isfinite(e).all():
-            raise ValueError("embeddings must be finite (no NaN or inf)")
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
         sq = np.einsum("ij,ij->i", e.astype(np.float64), e.astype(np.float64))  # float32 overflow
     if np.abs(sq - 1.0).max(initial=0.0) <= 2e-5 and e.flags.c_contiguous:
         return e  # already unit rows (|norm - 1| <= 1e-5): no 4 * n * d-byte copy (read only)

@@ -888,23 +888,16 @@ def _loadable_vectorizer_kwargs(kw, path) -> dict:
 
 
 def _check_unit_vectors(unit_vectors, n_units: int) -> np.ndarray:
-    """``unit_vectors`` as ``(n_units, dim)`` float32 with L2-normalized rows, or a
-    ``ValueError`` / ``TypeError`` naming the argument."""
-    try:
-        v = np.asarray(unit_vectors, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"unit_vectors must be a 2-D array of numbers: {exc}") from None
-    if v.ndim != 2 or v.shape[1] == 0:
-        raise ValueError(f"unit_vectors must be 2-D (n_units, dim), got shape {v.shape}")
+    """``unit_vectors`` as ``(n_units, dim)`` float32 with L2-normalized rows (a copy: the index
+    marks it read-only), or a ``ValueError`` / ``TypeError`` naming the argument."""
+    from longctx.diversity.inputs import as_embeddings
+
+    v = as_embeddings(unit_vectors, name="unit_vectors")
     if v.shape[0] != n_units:
         raise ValueError(
             f"unit_vectors must have one row per unit: {n_units} units, got {v.shape[0]} rows"
         )
-    if not np.isfinite(v).all():
-        raise ValueError("unit_vectors must be finite (no NaN or inf)")
-    from longctx.embeddings import l2_normalize
-
-    return l2_normalize(v)
+    return v.copy() if np.may_share_memory(v, unit_vectors) else v
 
 
 def _load_encoder(encoder, ident, vectors, d):
