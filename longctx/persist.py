@@ -153,7 +153,10 @@ def check_save_target(path: str | os.PathLike, kind: str) -> Path:
             f"cannot save a longctx index to {str(final)!r}: a file of that name exists (it was "
             "left untouched); choose a directory path"
         )
-    entries = {p.name for p in final.iterdir()}
+    try:
+        entries = {p.name for p in final.iterdir()}
+    except FileNotFoundError:  # a concurrent save moved the previous index away just now
+        return final
     if not entries:
         return final
     manifest = _manifest_of(final)
