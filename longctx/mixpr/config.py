@@ -119,13 +119,16 @@ class MixPRConfig:
         unit's dense cosine to the query (clipped at 0, divided by its maximum) added to the
         score. Off by default: at 1.0 the haystack sentences nearest to a bAbI question push
         the second supporting fact out (``longctx bench`` qa2 at 16k: 0.00), while the dense
-        restart alone keeps bAbI at 1.00 (``docs/notes/mixpr-recall.md``); 1.0 gains
-        NarrativeQA 10/20% (0.60 / 0.82 -> 0.65 / 0.85) for corpora without multi-hop questions.
-    dense_restart : float >= 0, default 1.0
+        restart alone keeps bAbI at 1.00 (``docs/notes/mixpr-recall.md``).
+    dense_restart : float >= 0, default 4.0
         Hybrid mode only: the restart distribution of the walk is the lexical one plus
         ``dense_restart`` times the dense one (each summing to 1): the ``dense_top_k``
         nearest units by dense cosine, in proportion to it. So a unit that shares no term with
-        the question, but is near it in the embedding space, starts the walk too.
+        the question, but is near it in the embedding space, starts the walk too. 4.0 puts 80%
+        of the restart on the dense neighbours; it was chosen on ``longctx bench``
+        (MiniLM vectors, 60 questions a task): at least MiniLM top-k at every budget of SQuAD,
+        NarrativeQA and HotpotQA and bAbI qa1-qa3 still 1.00, where 1.0 was one NarrativeQA
+        question short of MiniLM at 20% (``docs/notes/mixpr-recall.md``).
     dense_top_k : int >= 1, default 16
         Hybrid mode only: how many nearest units get the query's dense edges.
     """
@@ -149,7 +152,7 @@ class MixPRConfig:
     literal_query_weights: bool = False
     lexical_weight: float = 0.25
     dense_weight: float = 0.0
-    dense_restart: float = 1.0
+    dense_restart: float = 4.0
     dense_top_k: int = 16
 
     def __post_init__(self):
