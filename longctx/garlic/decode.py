@@ -22,6 +22,7 @@ is ``* <text>`` and :func:`~longctx.garlic.prompts.parse_ips` finds every inform
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -343,7 +344,84 @@ def _layer_kv(cache, layer: int):
     return lay.keys, lay.values
 
 
-def _prefill(model, prompts, ids, mask, positions, cache_kw):
+@functools.cache
+def _growing_layer_class():
+    """``DynamicLayer`` keeping keys and values in buffers with room for ``extra`` more tokens
+    (built on first use: transformers is imported lazily)."""
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowingLayer(DynamicLayer):
+        def __init__(self, extra: int = 0):
+            super().__init__()
+            self._extra = int(extra)
+            self._kbuf = self._vbuf = None
+            self._n = 0
+
+        def _view(self):
+            self.keys = self._kbuf[:, :, : self._n]
+            self.values = self._vbuf[:, :, : self._n]
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            n_new = key_states.shape[-2]
+            kb = self._kbuf
+            if kb is None or kb.shape[0] != key_states.shape[0] or self._n + n_new > kb.shape[2]:
+                cap = self._n + n_new + self._extra
+                b, h, _, d = key_states.shape
+                new_k = key_states.new_empty(b, h, cap, d)
+                new_v = value_states.new_empty(b, h, cap, value_states.shape[-1])
+                if self._n:
+                    new_k[:, :, : self._n] = self.keys
+                    new_v[:, :, : self._n] = self.values
+                self._kbuf, self._vbuf = new_k, new_v
+            self._kbuf[:, :, self._n : self._n + n_new] = key_states
+            self._vbuf[:, :, self._n : self._n + n_new] = value_states
+            self._n += n_new
+            self._view()
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return self._n
+
+        def reset(self) -> None:
+            self._kbuf = self._vbuf = None
+            self._n = 0
+            super().reset()
+
+        def crop(self, tokens_to_remove: int) -> None:
+            super().crop(tokens_to_remove)
+            if self._kbuf is not None:
+                self._n = self.keys.shape[-2]
+                self._view()
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            if self._kbuf is not None:
+                self._kbuf = self._kbuf.repeat_interleave(repeats, dim=0)
+                self._vbuf = self._vbuf.repeat_interleave(repeats, dim=0)
+                self._view()
+
+        def batch_select_indices(self, indices) -> None:
+            if self._kbuf is not None:
+                self._kbuf, self._vbuf = self._kbuf[indices], self._vbuf[indices]
+                self._view()
+
+    return GrowingLayer
+
+
+def _growing_cache(extra: int):
+    """A ``DynamicCache`` whose layers keep keys and values in buffers with room for ``extra``
+    more tokens: a decoding step writes one slot instead of concatenating (copying) the whole
+    cache, copies that grew with the square of the generated length. The layers hand out views
+    of the filled part, so attention sees the same keys and values as with ``DynamicLayer``."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    cache.layer_class_to_replicate = functools.partial(_growing_layer_class(), extra)
+    return cache
+
+
+def _prefill(model, prompts, ids, mask, positions, cache_kw, extra: int = 0):
     """Run the prompts and return (batched KV cache, last logits ``(rows, vocab)``).
 
     Each prompt runs alone (no padding, the one-at-a-time computation, peak memory of one
@@ -369,7 +447,7 @@ def _prefill(model, prompts, ids, mask, positions, cache_kw):
             use_cache=True, logits_to_keep=1, **{cache_kw: cache},
         )  # fmt: skip
         return cache, out.logits[:, -1]
-    cache = DynamicCache()
+    cache = _growing_cache(extra)
     for layer in range(len(rows_kv[0])):
         ks, vs = [], []
         for kv in rows_kv:
@@ -476,7 +554,9 @@ def generate_batch_with_capture(
     gen_t = torch.zeros((n_rows, 0), dtype=torch.long, device=device)
     with torch.no_grad(), record_attention_stats(model, layers) as rec:
         with rec.paused():
-            cache, logits = _prefill(model, prompts, ids, mask, positions, cache_kw)
+            cache, logits = _prefill(
+                model, prompts, ids, mask, positions, cache_kw, extra=max_new_tokens
+            )
         rec.enabled = capture
         for _ in range(max_new_tokens):
             scores = logits

@@ -213,3 +213,33 @@ def test_force_bullets_on_a_build_and_batch_size_checks(tok, model):
         build_hwdag(DOC_A, model, tok, force_bullets="yes", logits_processor=never, **BUILD)
     assert default_batch_size(model) == 8 and check_batch_size(None, model) == 8
     assert check_batch_size(3) == 3
+
+
+def test_growing_cache_layer_matches_dynamic_layer():
+    """The decoding cache writes each step into a pre-sized buffer; what attention reads
+    (keys, values, length) after updates, row selection and crops equals ``DynamicLayer``'s."""
+    from transformers.cache_utils import DynamicLayer
+
+    from longctx.garlic.decode import _growing_cache
+
+    g = torch.Generator().manual_seed(0)
+    grow, ref = _growing_cache(extra=2).layer_class_to_replicate(), DynamicLayer()
+    steps = [5, 1, 1, 1, 3]  # the prefill, then one-token steps past the spare room
+    for i, n in enumerate(steps):
+        k = torch.randn(3, 2, n, 4, generator=g)
+        v = torch.randn(3, 2, n, 4, generator=g)
+        if i == 3:  # a row finished: both caches drop it
+            keep = torch.tensor([0, 2])
+            grow.batch_select_indices(keep)
+            ref.batch_select_indices(keep)
+        if i >= 3:
+            k, v = k[:2], v[:2]
+        got, want = grow.update(k, v), ref.update(k, v)
+        for a, b in zip(got, want):
+            assert torch.equal(a, b)
+        assert grow.get_seq_length() == ref.get_seq_length() == sum(steps[: i + 1])
+    grow.crop(-2)
+    ref.crop(-2)
+    assert torch.equal(grow.keys, ref.keys) and grow.get_seq_length() == ref.get_seq_length()
+    grow.reset()
+    assert grow.get_seq_length() == 0
