@@ -10,7 +10,17 @@ from pathlib import Path
 
 from longctx.eval import METHOD_NAMES, TASKS
 
-DEFAULT_METHODS = ("mixpr", "bm25", "minilm", "mmr", "mixpr+mmr", "truncate", "random")
+DEFAULT_METHODS = (
+    "mixpr",
+    "mixpr-hybrid",
+    "mixpr-paper",
+    "bm25",
+    "minilm",
+    "mmr",
+    "mixpr+mmr",
+    "truncate",
+    "random",
+)
 
 
 def _int_list(text: str) -> tuple[int, ...]:
