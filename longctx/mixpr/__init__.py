@@ -17,7 +17,8 @@ Pipeline of the paper (``preset="paper"``; all sparse, never an ``n x n`` dense 
 
 Files: ``graph.py`` (similarity graph, column normalization, personalized PageRank),
 ``router.py`` (local / global routers), ``config.py`` (:class:`MixPRConfig`, :data:`PRESETS`),
-``index.py`` (:class:`MixPRIndex`, built once per corpus), ``pipeline.py`` (:class:`MixPR`, one call).
+``index.py`` (:class:`MixPRIndex`, built once per corpus), ``persist.py`` (saving and loading an
+index, validation of saved files), ``pipeline.py`` (:class:`MixPR`, one call).
 """
 
 # ``X as X``: also importable from ``longctx.mixpr`` as before the split, not in ``__all__``.

@@ -1,5 +1,6 @@
 """YOURA reaction scores: :class:`ReactionScorer` (eq. 1 and 6 from a causal LM's attention,
-with its window cache) and :func:`scorer_from`."""
+with its window cache) and :func:`scorer_from`. The model passes over padded batches of windows
+(context, suffix and query passes, the scoring loop) are in :mod:`longctx.youra.passes`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import hashlib
 import inspect
 import logging
 import threading
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -17,7 +17,7 @@ import numpy as np
 from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
 from longctx.checks import check_choice, check_int, check_query, check_text
 from longctx.text import split_sentences
-from longctx.youra import batches, memory
+from longctx.youra import batches, memory, passes
 from longctx.youra.config import (
     AGGREGATES,
     BASELINES,
@@ -33,8 +33,8 @@ from longctx.youra.config import (
     PRESETS,
     QUERY_TEMPLATES,
     RATIO_EPS,
-    YouraOutOfMemoryError,
 )
+from longctx.youra.config import YouraOutOfMemoryError as YouraOutOfMemoryError
 from longctx.youra.spans import (
     ScoredSpan,
     _align_sentences,
@@ -453,77 +453,14 @@ class ReactionScorer:
         return self._new_cache(data), past_mask
 
     def _forward(self, ids, cache, lens=None, past_mask=None):
-        """One forward pass of a batch of token rows over ``cache`` (a DynamicCache, appended
-        to in place).
-
-        ``ids``: one list of token ids a row. Rows of different lengths (``lens``, empty cache)
-        are right-padded: the attention mask hides the pad keys and real rows keep positions
-        ``0..len-1``, as in a pass of their own. With ``past_mask`` (``(batch, cache length)``
-        bool, True at each row's real cached tokens; rows all of one length) the pad keys of
-        the cache are masked and the new tokens of a row take the positions after its real
-        tokens. A batch without padding runs exactly as an unbatched pass (no mask).
-        """
-        torch = self._torch
-        b = len(ids)
-        width = max(len(x) for x in ids)
-        x = torch.zeros((b, width), dtype=torch.long)
-        for r, row in enumerate(ids):
-            x[r, : len(row)] = torch.as_tensor(row, dtype=torch.long)
-        kwargs = dict(self._fwd_kwargs)
-        kwargs[self._cache_arg] = cache
-        if lens is not None and any(n != width for n in lens):
-            mask = torch.arange(width)[None, :] < torch.as_tensor(lens)[:, None]
-            kwargs["attention_mask"] = mask.long().to(self.device)
-        elif past_mask is not None and not bool(past_mask.all()):
-            mask = torch.cat([past_mask, torch.ones((b, width), dtype=torch.bool)], dim=1)
-            pos = past_mask.sum(dim=1, keepdim=True) + torch.arange(width)[None, :]
-            kwargs["attention_mask"] = mask.long().to(self.device)
-            kwargs["position_ids"] = pos.to(self.device)
-        try:
-            self.model(input_ids=x.to(self.device), **kwargs)
-        except memory.oom_errors() as exc:
-            if self.device.type == "cuda":
-                torch.cuda.empty_cache()
-            total = width + (0 if past_mask is None else past_mask.shape[1])
-            raise YouraOutOfMemoryError(
-                f"YOURA ran out of {self.device.type} memory in a forward pass of {b} window(s) "
-                f"x {total} tokens ({exc.__class__.__name__}); lower max_window (now "
-                f"{self._window} tokens a pass), batch_size (now {self._batch_size} windows a "
-                f"pass) or cache_bytes (now {self.cache_bytes} bytes kept for the window cache)"
-            ) from exc
+        """One forward pass of a batch of token rows over ``cache``
+        (:func:`longctx.youra.passes.forward`)."""
+        return passes.forward(self, ids, cache, lens=lens, past_mask=past_mask)
 
     def _context_batch(self, seqs, rec):
-        """Query-independent passes of a batch of windows (token id lists): the context pass
-        (recorded for ``baseline="paper"``), then the suffix pass (recorded, instruction
-        baseline), rows right-padded. Returns ``(cache, past_mask, bases)``: the batch's
-        DynamicCache (context, padding, suffix), its mask of real tokens (``(batch, length)``
-        bool, or None without padding) and per row ``(base_sums (c,) float64, base_rows)``."""
-        torch = self._torch
-        lens = [len(s) for s in seqs]
-        width = max(lens)
-        cache = self._new_cache()
-        real = torch.arange(width)[None, :] < torch.as_tensor(lens)[:, None]
-        past_mask = None if bool(real.all()) else real
-        if self.baseline == "paper":
-            rec.row_mask = past_mask  # padding rows of the batch are left out of the sums
-            try:
-                self._forward(seqs, cache, lens=lens)
-            finally:
-                rec.row_mask = None
-            sums = rec.pop()
-            rows = lens
-        else:
-            with rec.paused():
-                self._forward(seqs, cache, lens=lens)
-            s = len(self._suffix_ids)
-            self._forward([self._suffix_ids] * len(seqs), cache, past_mask=past_mask)
-            sums = rec.pop()
-            rows = [s] * len(seqs)
-            if past_mask is not None:
-                past_mask = torch.cat([past_mask, torch.ones((len(seqs), s), dtype=torch.bool)], 1)
-        sums = sums.double().cpu().numpy()
-        bases = [(sums[r, : lens[r]].copy(), rows[r]) for r in range(len(seqs))]
-        return cache, past_mask, bases
+        """Query-independent passes of a batch of windows
+        (:func:`longctx.youra.passes.context_batch`)."""
+        return passes.context_batch(self, seqs, rec)
 
     def _store_batch(self, keys, seqs, cache, bases) -> list[bool]:
         """Store each row of a batch computed by :meth:`_context_batch`; returns which were."""
@@ -544,155 +481,14 @@ class ReactionScorer:
         return tqdm(total=total, desc="YOURA", unit="window", dynamic_ncols=True)
 
     def _warm(self, layouts) -> int:
-        """Compute and cache the windows of ``layouts`` that are not cached, while they fit in
-        the budget. Returns the number of windows computed."""
-        from longctx.attention import record_attention_stats
-
-        self._setup()
-        if not self.cache_bytes:
-            return 0
-        torch = self._torch
-        done = 0
-        with self._lock:
-            todo, seen = [], set()
-            for lay in layouts:
-                for i, key in enumerate(lay.wkeys):
-                    if key not in self._windows and key not in seen:
-                        seen.add(key)
-                        todo.append((lay, i))
-            bar = self._progress(len(todo))
-            try:
-                with (
-                    torch.inference_mode(),
-                    record_attention_stats(
-                        self.model, self._layers, row_block=self.row_block
-                    ) as rec,
-                ):
-                    for batch in self._batches(
-                        todo, lambda t: t[0].windows[t[1]][1] - t[0].windows[t[1]][0]
-                    ):
-                        if self._used >= self.cache_bytes:
-                            break
-                        seqs = [list(lay.ids[slice(*lay.windows[i])]) for lay, i in batch]
-                        cache, _, bases = self._context_batch(seqs, rec)
-                        self._stats["misses"] += len(batch)
-                        evictions = self._stats["evictions"]
-                        stored = self._store_batch(
-                            [lay.wkeys[i] for lay, i in batch], seqs, cache, bases
-                        )
-                        del cache
-                        done += len(batch)
-                        if bar is not None:
-                            bar.update(len(batch))
-                        if self._stats["evictions"] > evictions or not all(stored):
-                            break  # the budget is full: more would evict what was just computed
-            finally:
-                if bar is not None:
-                    bar.close()
-        return done
+        """Compute and cache the windows of ``layouts`` not cached yet, while they fit in the
+        budget (:func:`longctx.youra.passes.warm`); returns the number of windows computed."""
+        return passes.warm(self, layouts)
 
     def _vectors(self, layouts, query: str):
-        """Reaction vectors (eq. 1-5) of several layouts for one query.
-
-        Windows run in padded batches (``batch_size``): cached windows first (query pass only,
-        their stored caches right-padded into one batch), then the others (context and suffix
-        passes, stored, then the query pass on the same batch cache). Pad positions are masked
-        and never enter a vector.
-
-        Returns ``(vectors, info)``: one ``(n_tokens,) float64`` array per layout, and a dict
-        with the windows scored, cache hits and misses of this query, the forward ``passes``
-        run and the seconds spent in context passes (``context_s``) and query passes
-        (``query_s``).
-        """
-        from longctx.attention import record_attention_stats
-
-        torch = self._torch
-        q_ids = self._query_ids(query)
-        q = len(q_ids)
-        out = [np.empty(len(lay.ids), dtype=np.float64) for lay in layouts]
-        info = {
-            "windows": 0,
-            "cache_hits": 0,
-            "cache_misses": 0,
-            "passes": 0,
-            "context_s": 0.0,
-            "query_s": 0.0,
-        }
-
-        def length(t):
-            w0, w1 = layouts[t[0]].windows[t[1]]
-            return w1 - w0
-
-        with self._lock:
-            tasks = [(li, wi) for li, lay in enumerate(layouts) for wi in range(len(lay.windows))]
-            info["windows"] = len(tasks)
-            groups: dict[str, list] = {}  # windows of the same tokens are scored once
-            for task in tasks:
-                groups.setdefault(layouts[task[0]].wkeys[task[1]], []).append(task)
-            first = [g[0] for g in groups.values()]
-            info["cache_hits"] = len(tasks) - len(first)
-            self._stats["hits"] += len(tasks) - len(first)
-            # cached windows first: they are then the most recent when the misses evict
-            hits = [t for t in first if layouts[t[0]].wkeys[t[1]] in self._windows]
-            misses = [t for t in first if layouts[t[0]].wkeys[t[1]] not in self._windows]
-            batches = [(b, True) for b in self._batches(hits, length)]
-            batches += [(b, False) for b in self._batches(misses, length)]
-            bar = self._progress(len(tasks))
-            try:
-                with (
-                    torch.inference_mode(),
-                    record_attention_stats(
-                        self.model, self._layers, row_block=self.row_block
-                    ) as rec,
-                ):
-                    for batch, cached in batches:
-                        t = time.perf_counter()
-                        keys = [layouts[li].wkeys[wi] for li, wi in batch]
-                        cs = [length(task) for task in batch]
-                        entries = [self._windows.get(k) for k in keys] if cached else None
-                        if cached and all(e is not None for e in entries):
-                            for k in keys:
-                                self._windows.move_to_end(k)
-                            self._stats["hits"] += len(batch)
-                            info["cache_hits"] += len(batch)
-                            cache, past_mask = self._cache_from(entries)
-                            bases = [(e.base_sums, e.base_rows) for e in entries]
-                        else:
-                            self._stats["misses"] += len(batch)
-                            info["cache_misses"] += len(batch)
-                            seqs = [
-                                list(layouts[li].ids[slice(*layouts[li].windows[wi])])
-                                for li, wi in batch
-                            ]
-                            cache, past_mask, bases = self._context_batch(seqs, rec)
-                            info["passes"] += 1 if self.baseline == "paper" else 2
-                            if self.cache_bytes:
-                                stored = self._store_batch(keys, seqs, cache, bases)
-                                if self._store_dtype is not None and any(stored):
-                                    # score with the stored (rounded) cache, as a later hit would
-                                    for layer in cache.layers:
-                                        for r in np.flatnonzero(stored).tolist():
-                                            for x in (layer.keys, layer.values):
-                                                x[r] = x[r].to(self._store_dtype)
-                        t2 = time.perf_counter()
-                        info["context_s"] += t2 - t
-                        self._forward([q_ids] * len(batch), cache, past_mask=past_mask)
-                        info["passes"] += 1
-                        q_sums = rec.pop().double().cpu().numpy()
-                        del cache
-                        for r in range(len(batch)):
-                            base_sums, base_rows = bases[r]
-                            vec = self._window_vector(base_sums, base_rows, q_sums[r, : cs[r]], q)
-                            for li, wi in groups[keys[r]]:
-                                t0, t1 = layouts[li].windows[wi]
-                                out[li][t0:t1] = vec
-                        info["query_s"] += time.perf_counter() - t2
-                        if bar is not None:
-                            bar.update(len(batch))
-            finally:
-                if bar is not None:
-                    bar.close()
-        return out, info
+        """Reaction vectors (eq. 1-5) of several layouts for one query, and the pass counts and
+        times (:func:`longctx.youra.passes.vectors`)."""
+        return passes.vectors(self, layouts, query)
 
     def _window_vector(self, base_sums, base_rows: int, q_sums, q: int) -> np.ndarray:
         """One window's slice of the reaction vector, ``(c,) float64``, from the baseline's
