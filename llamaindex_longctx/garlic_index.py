@@ -151,10 +151,12 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
     encoder : optional
         The same as ``embed_model`` (its older name); give at most one.
     graph_builder : callable, optional
-        ``(texts, model, tokenizer, **build_kwargs) -> HWDAG``; default
-        :func:`longctx.garlic.build_hwdag`.
+        ``(texts, model, tokenizer, **build_kwargs) -> HWDAG``, called once per document; default
+        :func:`longctx.garlic.build_hwdag`, and several documents ingested at once are built
+        together by :func:`longctx.garlic.build_hwdags` (shared decoding passes, the same graphs).
     build_kwargs : dict, optional
-        Passed to the builder (``batch_tokens``, ``max_levels``...).
+        Passed to the builder (``batch_tokens``, ``max_levels``, ``batch_size``,
+        ``force_bullets``...).
     alpha, stop_patience, max_context_tokens, max_new_tokens :
         Search settings, see :class:`longctx.garlic.search.GarlicSearcher`.
     """
@@ -257,18 +259,34 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         return index
 
     # -- building -------------------------------------------------------------------------------
-    def _graph_dict(self, node: BaseNode) -> dict:
+    def _graph_dicts(self, nodes: Sequence[BaseNode]) -> list[dict]:
+        """One graph per node. With the default builder the nodes' graphs are built together
+        (:func:`longctx.garlic.build_hwdags`: their summarization prompts share decoding passes,
+        ``batch_size`` rows each; each graph equals the one built alone)."""
+        from longctx.garlic.build import batchable_across_documents, build_hwdags
         from longctx.garlic.search import as_search_graph
 
-        text = node.get_content()
-        if not text.strip():
-            raise ValueError(f"node {node.node_id!r} has no text to build a GARLIC graph from")
+        texts = []
+        for node in nodes:
+            text = node.get_content()
+            if not text.strip():
+                raise ValueError(f"node {node.node_id!r} has no text to build a GARLIC graph from")
+            texts.append(text)
+        if not texts:
+            return []
         self._resolve_model()
         kw = dict(self._build_kwargs)
         if self._graph_builder is _default_builder:
             kw.setdefault("encoder", self._encoder)  # the search embeds the question with it
-        hw = self._graph_builder([text], model=self._model, tokenizer=self._tokenizer, **kw)
-        return as_search_graph(hw).to_dict()
+            if len(texts) > 1 and batchable_across_documents(kw):
+                graphs = build_hwdags(texts, self._model, self._tokenizer, **kw)
+                return [as_search_graph(g).to_dict() for g in graphs]
+        return [
+            as_search_graph(
+                self._graph_builder([t], model=self._model, tokenizer=self._tokenizer, **kw)
+            ).to_dict()
+            for t in texts
+        ]
 
     def _resolve_model(self) -> None:
         """Load the default model once (SmolLM2) when none was given; shared by build and search."""
@@ -279,8 +297,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
 
     def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **kw: Any) -> GarlicIndexStruct:
         struct = GarlicIndexStruct(encoder=self._encoder.name)
-        for node in nodes:
-            struct.graphs[node.node_id] = self._graph_dict(node)
+        for node, graph in zip(nodes, self._graph_dicts(nodes)):
+            struct.graphs[node.node_id] = graph
         return struct
 
     def _check_encoder(self) -> None:
@@ -296,8 +314,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         self._check_encoder()
         if self._index_struct.encoder is None and not self._index_struct.graphs:
             self._index_struct.encoder = self._encoder.name
-        for node in nodes:
-            self._index_struct.graphs[node.node_id] = self._graph_dict(node)
+        for node, graph in zip(nodes, self._graph_dicts(nodes)):
+            self._index_struct.graphs[node.node_id] = graph
         self._searcher = None
 
     def _delete_node(self, node_id: str, **kw: Any) -> None:

@@ -369,6 +369,18 @@ def build_hwdag(
     )
 
 
+def batchable_across_documents(build_kwargs) -> bool:
+    """Whether keyword arguments meant for :func:`build_hwdag` (one document at a time) can go to
+    :func:`build_hwdags` instead: they name only parameters both take (not ``out_dir``,
+    ``on_batch`` or ``resume``, which are per document)."""
+    import inspect
+
+    both = set(inspect.signature(build_hwdags).parameters) & set(
+        inspect.signature(build_hwdag).parameters
+    )
+    return set(build_kwargs) <= both - {"texts", "text", "model", "tokenizer"}
+
+
 def build_hwdags(
     texts,
     model=None,

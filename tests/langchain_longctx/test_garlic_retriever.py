@@ -78,3 +78,40 @@ async def test_async_equals_sync_and_k():
     assert full.info["answer"] is not None and full.info["visited"][:4]
     with pytest.raises(ValueError, match="k"):
         r.invoke(QUESTION, k=0)
+
+
+def test_default_builder_builds_the_documents_together(monkeypatch):
+    """Without a graph_builder the documents' graphs are built in shared decoding passes
+    (``build_hwdags``), each equal to the graph built alone."""
+    import functools
+
+    import numpy as np
+
+    import longctx.garlic.build as build_mod
+    from longctx.garlic import build_hwdag
+    from longctx.garlic.search import as_search_graph
+
+    params = _params()
+    del params["graph_builder"]
+    params["build_kwargs"] = {"chunk_tokens": 40, "batch_tokens": 120, "max_new_tokens": 6}
+    calls, built = [], []
+    real = build_mod.build_hwdags
+
+    @functools.wraps(real)
+    def spy(texts, *args, **kwargs):
+        calls.append(len(texts))
+        built.extend(real(texts, *args, **kwargs))
+        return built[-len(texts) :]
+
+    monkeypatch.setattr(build_mod, "build_hwdags", spy)
+    r = GarlicRetriever(**params)
+    assert r.invoke(QUESTION)
+    assert calls == [2]
+    for doc, got in zip(DOCS, built):
+        alone = build_hwdag(
+            [doc.page_content], params["model"], params["tokenizer"],
+            encoder=params["encoder"], **params["build_kwargs"],
+        )  # fmt: skip
+        g, w = as_search_graph(got), as_search_graph(alone)
+        assert list(g.texts) == list(w.texts) and g.levels.tolist() == w.levels.tolist()
+        np.testing.assert_allclose(g.edges.toarray(), w.edges.toarray(), atol=1e-5)

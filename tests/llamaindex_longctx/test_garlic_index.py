@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import pytest
 from llama_index.core import Document, StorageContext, VectorStoreIndex, load_index_from_storage
 from llama_index.core.embeddings import MockEmbedding
@@ -135,3 +138,40 @@ def test_insert_and_delete_ref_doc(kit):
     assert len(g) == 10 and all(i.startswith("peter#garlic/") for i in g.ids)
     nodes = index.as_retriever(max_context_tokens=260).retrieve(QUESTION)
     assert {n.node.relationships[NodeRelationship.SOURCE].node_id for n in nodes} == {"peter"}
+
+
+def test_default_builder_builds_the_documents_together(tiny_model, smollm2_tokenizer, monkeypatch):
+    """With the default builder, several documents share decoding passes (``build_hwdags``)
+    and each graph equals the one built alone."""
+    import longctx.garlic.build as build_mod
+    from llamaindex_longctx import GarlicIndex
+    from longctx.garlic import build_hwdag
+    from longctx.garlic.search import as_search_graph
+
+    encoder = CallableEncoder(hash_embed)
+    build_kwargs = {"chunk_tokens": 40, "batch_tokens": 120, "max_new_tokens": 6}
+    calls = []
+    real = build_mod.build_hwdags
+
+    @functools.wraps(real)
+    def spy(texts, *args, **kwargs):
+        calls.append(len(texts))
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(build_mod, "build_hwdags", spy)
+    index = GarlicIndex.from_documents(
+        _docs(), model=tiny_model, tokenizer=smollm2_tokenizer, encoder=encoder,
+        build_kwargs=build_kwargs, max_new_tokens=2,
+    )  # fmt: skip
+    assert calls == [2]
+    graphs = list(index.index_struct.graphs.values())
+    assert len(graphs) == 2
+    for doc, got in zip(_docs(), graphs):
+        alone = build_hwdag(
+            [doc.text], tiny_model, smollm2_tokenizer, encoder=encoder, **build_kwargs
+        )
+        want = as_search_graph(alone).to_dict()
+        for key in ("ids", "texts", "levels", "starts", "ends", "n_tokens", "top"):
+            assert got[key] == want[key], key
+        assert got["edges"]["indices"] == want["edges"]["indices"]
+        np.testing.assert_allclose(got["edges"]["data"], want["edges"]["data"], atol=1e-5)
