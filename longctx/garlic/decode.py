@@ -126,8 +126,10 @@ class BulletLogitsProcessor(_LogitsProcessorBase):
         Tokens of ``input_ids`` before the answer (``model.generate`` passes the prompt too;
         :func:`generate_batch_with_capture` passes the generated tokens only).
 
-    ``__call__(input_ids: (batch, length) long tensor, scores: (batch, vocab) float tensor)``
-    returns the masked scores.
+    Notes
+    -----
+    Called as ``processor(input_ids, scores)`` with ``input_ids`` a ``(batch, length)`` long
+    tensor and ``scores`` a ``(batch, vocab)`` float tensor; returns the masked scores.
     """
 
     def __init__(self, tokenizer, eos_token_ids: Sequence[int] = (), vocab_size=None, *,

@@ -15,12 +15,25 @@ devices").
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
 
 from longctx.youra import memory
 from longctx.youra.config import YouraOutOfMemoryError
+
+
+@contextlib.contextmanager
+def _recording(scorer):
+    """No-grad inference with the attention recorder on the scorer's layers; yields it."""
+    from longctx.attention import record_attention_stats
+
+    with (
+        scorer._torch.inference_mode(),
+        record_attention_stats(scorer.model, scorer._layers, row_block=scorer.row_block) as rec,
+    ):
+        yield rec
 
 
 def forward(scorer, ids, cache, lens=None, past_mask=None):
@@ -101,12 +114,9 @@ def context_batch(scorer, seqs, rec):
 def warm(scorer, layouts) -> int:
     """Compute and cache the windows of ``layouts`` that are not cached, while they fit in
     the budget. Returns the number of windows computed."""
-    from longctx.attention import record_attention_stats
-
     scorer._setup()
     if not scorer.cache_bytes:
         return 0
-    torch = scorer._torch
     done = 0
     with scorer._lock:
         todo, seen = [], set()
@@ -117,12 +127,7 @@ def warm(scorer, layouts) -> int:
                     todo.append((lay, i))
         bar = scorer._progress(len(todo))
         try:
-            with (
-                torch.inference_mode(),
-                record_attention_stats(
-                    scorer.model, scorer._layers, row_block=scorer.row_block
-                ) as rec,
-            ):
+            with _recording(scorer) as rec:
                 for batch in scorer._batches(
                     todo, lambda t: t[0].windows[t[1]][1] - t[0].windows[t[1]][0]
                 ):
@@ -160,9 +165,6 @@ def vectors(scorer, layouts, query: str):
     run and the seconds spent in context passes (``context_s``) and query passes
     (``query_s``).
     """
-    from longctx.attention import record_attention_stats
-
-    torch = scorer._torch
     q_ids = scorer._query_ids(query)
     q = len(q_ids)
     out = [np.empty(len(lay.ids), dtype=np.float64) for lay in layouts]
@@ -195,12 +197,7 @@ def vectors(scorer, layouts, query: str):
         batches += [(b, False) for b in scorer._batches(misses, length)]
         bar = scorer._progress(len(tasks))
         try:
-            with (
-                torch.inference_mode(),
-                record_attention_stats(
-                    scorer.model, scorer._layers, row_block=scorer.row_block
-                ) as rec,
-            ):
+            with _recording(scorer) as rec:
                 for batch, cached in batches:
                     t = time.perf_counter()
                     keys = [layouts[li].wkeys[wi] for li, wi in batch]
