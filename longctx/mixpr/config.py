@@ -125,12 +125,14 @@ class MixPRConfig:
         ``dense_restart`` times the dense one (each summing to 1): the ``dense_top_k``
         nearest units by dense cosine, in proportion to it. So a unit that shares no term with
         the question, but is near it in the embedding space, starts the walk too. 4.0 puts 80%
-        of the restart on the dense neighbours; it was chosen on ``longctx bench``
-        (MiniLM vectors, 60 questions a task): at least MiniLM top-k at every budget of SQuAD,
-        NarrativeQA and HotpotQA and bAbI qa1-qa3 still 1.00, where 1.0 was one NarrativeQA
-        question short of MiniLM at 20% (``docs/notes/mixpr-recall.md``).
-    dense_top_k : int >= 1, default 16
-        Hybrid mode only: how many nearest units get the query's dense edges.
+        of the restart on the dense neighbours.
+    dense_top_k : int >= 1, default 6
+        Hybrid mode only: how many nearest units join the restart. ``dense_restart=4`` with 6
+        neighbours was chosen on ``longctx bench`` (MiniLM vectors, 60 questions a task): at
+        least MiniLM top-k on the same units at every budget of SQuAD, NarrativeQA and
+        HotpotQA, and bAbI qa1-qa3 at 1.00 at 16k and 128k; more neighbours (16) or a smaller
+        share (1.0) each lost one of those by a question or two
+        (``docs/notes/mixpr-recall.md``).
     """
 
     threshold: float = 0.2
@@ -153,7 +155,7 @@ class MixPRConfig:
     lexical_weight: float = 0.25
     dense_weight: float = 0.0
     dense_restart: float = 4.0
-    dense_top_k: int = 16
+    dense_top_k: int = 6
 
     def __post_init__(self):
         set_ = object.__setattr__
