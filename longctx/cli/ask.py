@@ -102,12 +102,14 @@ def searcher_for(text: str, args):
 
 
 def run(text: str, query: str, args) -> list[Passage]:
-    """``retrieve --method garlic``: the visited level-1 chunks in document order (``--k`` keeps
-    the best-scored ``k`` of them; ``--budget`` is not used: the model decides when to stop)."""
+    """``retrieve --method garlic``: the level-1 chunks reached from the visited nodes
+    (:meth:`~longctx.garlic.search.GarlicSearcher.reached_passages`: a visited chunk, or the
+    chunks under a visited information point), in document order; ``--k`` keeps the first
+    ``k`` reached; ``--budget`` is not used: the model decides when to stop."""
     searcher, graph = searcher_for(text, args)
     result = searcher.search(query, answer=False)
     src = graph.texts.index(text) if text in graph.texts else 0
-    hits = [h for h in result.hits if h.source == src]
+    hits = [h for h in searcher.reached_passages(result) if h.source == src]
     k = getattr(args, "k", None)
     if k is not None and len(hits) > k:
         keep = sorted(hits, key=lambda h: -h.score)[:k]

@@ -493,27 +493,10 @@ class GarlicMethod(Method):
         return doc, searcher
 
     def _chunk_order(self, searcher, query) -> list[int]:
-        """Graph positions of the level-1 chunks reached from the visited nodes, in visit order."""
+        """Graph positions of the level-1 chunks reached from the visited nodes, in visit order
+        (:meth:`longctx.garlic.search.GarlicSearcher.reached_chunks`)."""
         r = searcher.search(query or GLOBAL_QUERY, answer=False)
-        g = searcher.graph
-        pos = {nid: p for p, nid in enumerate(g.ids)}
-        chunks: list[int] = []
-        seen: set[int] = set()
-        for nid in r.info["visited"]:
-            stack = [pos[nid]]
-            while stack:  # depth-first to level 1, heavier edges first
-                p = stack.pop()
-                if p in seen:
-                    continue
-                seen.add(p)
-                if g.levels[p] == 1:
-                    if g.starts[p] >= 0:
-                        chunks.append(p)
-                    continue
-                lo, hi = g.edges.indptr[p], g.edges.indptr[p + 1]
-                kids, w = g.edges.indices[lo:hi], g.edges.data[lo:hi]
-                stack.extend(int(kids[i]) for i in np.argsort(w, kind="stable"))
-        return chunks
+        return searcher.reached_chunks(r.info["visited"])
 
     def _cut(self, doc: Doc, g, chunks: list[int], token_budget: int) -> list[tuple[int, int]]:
         starts = np.asarray([a for a, _ in doc.sentences])

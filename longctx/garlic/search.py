@@ -589,6 +589,70 @@ class GarlicSearcher:
                 out[s] = s if isinstance(s, (int, np.integer)) else len(out)
         return out
 
+    def reached_chunks(self, visited_ids: Sequence) -> list[int]:
+        """Graph positions of the level-1 chunks reached from the visited nodes, in visit order.
+
+        A visited chunk counts itself; a visited information point counts its level-1
+        descendants through the HWDAG's edges, depth first, heavier edges first. The search
+        often stops on information points (the LLM says it has enough after reading the top
+        level), so this is how its result maps back to source text.
+
+        Parameters
+        ----------
+        visited_ids : sequence
+            Node ids in visit order (``result.info["visited"]``).
+
+        Returns
+        -------
+        list of int
+            Positions into the graph's arrays; each chunk once, chunks with no source span
+            (``start < 0``) left out.
+        """
+        g = self.graph
+        pos = {nid: p for p, nid in enumerate(g.ids)}
+        chunks: list[int] = []
+        seen: set[int] = set()
+        for nid in visited_ids:
+            if nid not in pos:
+                raise ValueError(f"visited_ids: {nid!r} is not a node of this graph")
+            stack = [pos[nid]]
+            while stack:
+                p = stack.pop()
+                if p in seen:
+                    continue
+                seen.add(p)
+                if g.levels[p] == 1:
+                    if g.starts[p] >= 0:
+                        chunks.append(p)
+                    continue
+                lo, hi = g.edges.indptr[p], g.edges.indptr[p + 1]
+                kids, w = g.edges.indices[lo:hi], g.edges.data[lo:hi]
+                stack.extend(int(kids[i]) for i in np.argsort(w, kind="stable"))
+        return chunks
+
+    def reached_passages(self, result: SearchResult) -> tuple[Passage, ...]:
+        """The level-1 chunks reached from ``result``'s visited nodes (:meth:`reached_chunks`)
+        as passages of the source text, in document order; ``score`` is ``1 - rank / n`` by
+        reach order (the first reached chunk scores 1)."""
+        g = self.graph
+        src_pos = self.source_positions()
+        chunk_index = self._chunk_index()
+        order = self.reached_chunks(result.info.get("visited", ()))
+        n = max(1, len(order))
+        out = [
+            Passage(
+                start=int(g.starts[p]),
+                end=int(g.ends[p]),
+                text=g.texts[p],
+                score=1.0 - rank / n,
+                index=chunk_index[p],
+                source=int(src_pos[g.sources[p]]),
+            )
+            for rank, p in enumerate(order)
+        ]
+        out.sort(key=lambda h: (h.source, h.start))
+        return tuple(out)
+
     def _hits(self, visited: Sequence[int], scores: Mapping[int, float]) -> tuple[Passage, ...]:
         g = self.graph
         src_pos = self.source_positions()

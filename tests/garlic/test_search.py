@@ -210,3 +210,34 @@ def test_overlong_query_is_refused_before_any_model_pass(searcher):
 
     with pytest.raises(ValueError, match="query is .* over the limit"):
         searcher.search("why " * (MAX_QUERY_CHARS // 4 + 1))
+
+
+def test_reached_chunks_descend_from_information_points(searcher, graph, tiny_model):
+    """A search that stops on the top level (information points only) still maps to source
+    text: the chunks under each visited IP, heavier edges first, each chunk once."""
+    g = searcher.graph
+    ips = [p for p in range(len(g.ids)) if g.levels[p] == 2]
+    first = ips[0]
+    lo, hi = g.edges.indptr[first], g.edges.indptr[first + 1]
+    kids, w = g.edges.indices[lo:hi], g.edges.data[lo:hi]
+    want = [int(k) for k in kids[np.argsort(-w, kind="stable")] if g.levels[k] == 1]
+    assert searcher.reached_chunks([g.ids[first]]) == want
+    every = searcher.reached_chunks([g.ids[p] for p in ips])
+    assert every[: len(want)] == want and len(every) == len(set(every))
+    assert all(g.levels[p] == 1 for p in every)
+    with pytest.raises(ValueError, match="visited_ids"):
+        searcher.reached_chunks(["no such node"])
+
+    class _StopAtOnce(GarlicSearcher):
+        def _margin(self, logits):
+            return 1.0  # "enough" at the first decision
+
+    s = _StopAtOnce(
+        graph, tiny_model, searcher.tokenizer, encoder=CallableEncoder(hash_embed),
+        max_new_tokens=2,
+    )  # fmt: skip
+    r = s.search(QUESTION)
+    assert r.hits == ()  # only IPs were visited
+    passages = s.reached_passages(r)
+    assert passages and all(STORY[p.start : p.end] == p.text for p in passages)
+    assert max(p.score for p in passages) == 1.0
