@@ -124,25 +124,19 @@ class GarlicRetriever(BaseRetriever):
                 raise ValueError("graphs must hold one graph per document")
             graphs = [as_search_graph(self.graphs[i]) for i in self._sources]
         else:
-            from longctx.garlic.build import batchable_across_documents, build_hwdags
+            from longctx.garlic.build import build_each
 
-            if self.graph_builder is None:
-                from longctx.garlic import build_hwdag as builder
-            else:
-                builder = self.graph_builder
             kw = dict(self.build_kwargs)
-            texts = [self.documents[i].page_content for i in self._sources]
             if self.graph_builder is None:
                 kw.setdefault("encoder", self._encoder)  # the search embeds the question with it
-            if self.graph_builder is None and len(texts) > 1 and batchable_across_documents(kw):
-                # the documents' summarization prompts share decoding passes (same graphs)
-                built = build_hwdags(texts, self.model, self.tokenizer, **kw)
-                graphs = [as_search_graph(g) for g in built]
-            else:
-                graphs = [
-                    as_search_graph(builder([t], model=self.model, tokenizer=self.tokenizer, **kw))
-                    for t in texts
-                ]
+            built = build_each(
+                [self.documents[i].page_content for i in self._sources],
+                self.model,
+                self.tokenizer,
+                builder=self.graph_builder,
+                **kw,
+            )
+            graphs = [as_search_graph(g) for g in built]
         if graphs:
             self._searcher = self._make_searcher(
                 merge_graphs(graphs, [str(i) for i in self._sources])

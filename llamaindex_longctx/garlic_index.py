@@ -127,12 +127,6 @@ class _WholeDocuments(TransformComponent):
         return out
 
 
-def _default_builder(texts, model=None, tokenizer=None, **kwargs):
-    from longctx.garlic import build_hwdag
-
-    return build_hwdag(texts, model, tokenizer, **kwargs)
-
-
 class GarlicIndex(BaseIndex[GarlicIndexStruct]):
     """GARLIC's HWDAG as a LlamaIndex index (one graph per document, searched as one).
 
@@ -188,7 +182,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         self._model = model
         self._tokenizer = tokenizer
         self._encoder = app_encoder(embed_model if embed_model is not None else encoder)
-        self._graph_builder = graph_builder or _default_builder
+        self._graph_builder = graph_builder  # None: longctx.garlic.build.build_each's default
         self._build_kwargs = dict(build_kwargs or {})
         self._search_kwargs = {
             "alpha": check_float(alpha, "alpha", low=0.0, high=1.0),
@@ -263,7 +257,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         """One graph per node. With the default builder the nodes' graphs are built together
         (:func:`longctx.garlic.build_hwdags`: their summarization prompts share decoding passes,
         ``batch_size`` rows each; each graph equals the one built alone)."""
-        from longctx.garlic.build import batchable_across_documents, build_hwdags
+        from longctx.garlic.build import build_each
         from longctx.garlic.search import as_search_graph
 
         texts = []
@@ -276,17 +270,11 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             return []
         self._resolve_model()
         kw = dict(self._build_kwargs)
-        if self._graph_builder is _default_builder:
+        builder = self._graph_builder
+        if builder is None:
             kw.setdefault("encoder", self._encoder)  # the search embeds the question with it
-            if len(texts) > 1 and batchable_across_documents(kw):
-                graphs = build_hwdags(texts, self._model, self._tokenizer, **kw)
-                return [as_search_graph(g).to_dict() for g in graphs]
-        return [
-            as_search_graph(
-                self._graph_builder([t], model=self._model, tokenizer=self._tokenizer, **kw)
-            ).to_dict()
-            for t in texts
-        ]
+        graphs = build_each(texts, self._model, self._tokenizer, builder=builder, **kw)
+        return [as_search_graph(g).to_dict() for g in graphs]
 
     def _resolve_model(self) -> None:
         """Load the default model once (SmolLM2) when none was given; shared by build and search."""

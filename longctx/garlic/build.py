@@ -369,16 +369,31 @@ def build_hwdag(
     )
 
 
-def batchable_across_documents(build_kwargs) -> bool:
+def _batchable_across_documents(build_kwargs) -> bool:
     """Whether keyword arguments meant for :func:`build_hwdag` (one document at a time) can go to
-    :func:`build_hwdags` instead: they name only parameters both take (not ``out_dir``,
-    ``on_batch`` or ``resume``, which are per document)."""
+    :func:`build_hwdags` instead: they name only parameters both take (not ``out_dir`` or
+    ``on_batch``, which are per document)."""
     import inspect
 
     both = set(inspect.signature(build_hwdags).parameters) & set(
         inspect.signature(build_hwdag).parameters
     )
     return set(build_kwargs) <= both - {"texts", "text", "model", "tokenizer"}
+
+
+def build_each(texts, model=None, tokenizer=None, *, builder=None, **build_kwargs) -> list:
+    """One graph per text, as the framework adapters need them.
+
+    With ``builder=None`` and several texts whose keywords :func:`build_hwdags` takes, the texts
+    are built together (their summarization prompts share decoding passes; each graph equals
+    the one built alone); otherwise ``builder([text], model=model, tokenizer=tokenizer,
+    **build_kwargs)`` runs per text (``builder`` defaults to :func:`build_hwdag`).
+    """
+    texts = list(texts)
+    if builder is None and len(texts) > 1 and _batchable_across_documents(build_kwargs):
+        return build_hwdags(texts, model, tokenizer, **build_kwargs)
+    builder = builder or build_hwdag
+    return [builder([t], model=model, tokenizer=tokenizer, **build_kwargs) for t in texts]
 
 
 def build_hwdags(
