@@ -12,7 +12,12 @@ summaries and one Gutenberg chapter (Alice in Wonderland, chapter I onwards) cut
 - the ``--narrativeqa`` summaries built together (:func:`longctx.garlic.build_hwdags`) at each of
   ``--batch-sizes`` (default ``1,default``): generated tokens/s, and whether the summaries are the
   same as at the first batch size (greedy decoding: they must be);
-- the chapter at each batch size.
+- the chapter at each batch size;
+- each of those at every ``--prompt-lookup`` setting (default ``0,default``: plain greedy
+  decoding against prompt-lookup decoding, same output);
+- with ``--issue-workload``, issue #21's own measurement: the first 20,000 characters of
+  Wuthering Heights (about 5k tokens, one summarization batch) at the paper's ``batch_tokens``
+  6000 and ``max_new_tokens`` 1024.
 
 The CPU defaults (``--batch-tokens 1500``, ``--max-new-tokens 160``) keep the run to minutes;
 the paper's setting for an 8k window is ``--batch-tokens 6000 --max-new-tokens 1024``. Every row
@@ -23,6 +28,8 @@ against ``model.generate`` on one prompt.
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_garlic_build.py --dtype float32,bfloat16
+    PYTHONPATH=. python benchmarks/bench_garlic_build.py --narrativeqa 6 --batch-sizes 1,8 \
+        --prompt-lookup 0,default --issue-workload --threads 2
     PYTHONPATH=. python benchmarks/bench_garlic_build.py --device cuda --dtype bfloat16 \
         --batch-sizes 1,8,32
 """
@@ -143,20 +150,22 @@ def ip_stats(graphs) -> dict:
     }
 
 
-def timed_build(docs, model, tok, batch_size, args) -> dict:
+def timed_build(docs, model, tok, batch_size, args, lookup=None, batch_tokens=None,
+                max_new_tokens=None) -> dict:  # fmt: skip
     """Build one graph per document, all decoded together (``build_hwdags``)."""
     from longctx.garlic import build_hwdags
 
     t, c = time.perf_counter(), time.process_time()
     graphs = build_hwdags(
-        docs, model, tok, encoder=False, batch_tokens=args.batch_tokens,
-        max_new_tokens=args.max_new_tokens, batch_size=batch_size,
-        force_bullets=args.force_bullets,
+        docs, model, tok, encoder=False, batch_tokens=batch_tokens or args.batch_tokens,
+        max_new_tokens=max_new_tokens or args.max_new_tokens, batch_size=batch_size,
+        force_bullets=args.force_bullets, prompt_lookup_num_tokens=lookup,
     )  # fmt: skip
     s, c = time.perf_counter() - t, time.process_time() - c
     gen = sum(g.info["tokens_generated"] for g in graphs)
     return {
-        "batch_size": batch_size, "documents": len(docs), "build_s": round(s, 1),
+        "batch_size": batch_size, "prompt_lookup": graphs[0].info["prompt_lookup_num_tokens"],
+        "documents": len(docs), "build_s": round(s, 1),
         "cpu_s": round(c, 1), "gen_tok_per_cpu_s": round(gen / c, 2),
         "tokens_generated": gen, "gen_tok_per_s": round(gen / s, 2), **ip_stats(graphs),
         "batches": sum(len(g.batches) for g in graphs), "loadavg": loadavg(),
@@ -174,6 +183,12 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=160)
     ap.add_argument("--batch-sizes", default="1,default",
                     help="comma-separated batch sizes to compare ('default': the device's)")  # fmt: skip
+    ap.add_argument("--prompt-lookup", default="0,default",
+                    help="comma-separated prompt_lookup_num_tokens to compare at each batch size "
+                    "('default': 32; 0: off)")  # fmt: skip
+    ap.add_argument("--issue-workload", action="store_true",
+                    help="also #21's own measurement: 20,000 characters of Wuthering Heights at "
+                    "the paper's batch_tokens 6000 and max_new_tokens 1024, batch 1")  # fmt: skip
     ap.add_argument("--force-bullets", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--device")
     ap.add_argument("--dtype", help="float32 / bfloat16 (several: comma-separated)")
@@ -215,13 +230,19 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         summary.append(row)
         print("  IPs:", [n.text[:70] for n in g.nodes if n.level > 1][:4], flush=True)
-        groups = [(f"{len(nqa)} NarrativeQA summaries together", nqa)]
+        lookups = [None if x == "default" else int(x) for x in args.prompt_lookup.split(",")]
+        groups = [(f"{len(nqa)} NarrativeQA summaries together", nqa, sizes, {})]
         if not args.skip_chapter:
-            groups.append(("Gutenberg chapter (Alice ch. I+)", [docs["gutenberg_alice_ch1"]]))
-        for what, texts in groups:
+            groups.append(("Gutenberg chapter (Alice ch. I+)", [docs["gutenberg_alice_ch1"]],
+                           sizes, {}))  # fmt: skip
+        if args.issue_workload:
+            wh = (DATA / "gutenberg" / "pg768.txt").read_bytes()[:20000].decode("utf-8", "ignore")
+            groups.append(("Wuthering Heights, first 20,000 characters (#21)", [wh], [1],
+                           {"batch_tokens": 6000, "max_new_tokens": 1024}))  # fmt: skip
+        for what, texts, group_sizes, kw in groups:
             ref = None
-            for bs in sizes:
-                r = timed_build(texts, model, tok, bs, args)
+            for bs, lookup in [(b, k) for b in group_sizes for k in lookups]:
+                r = timed_build(texts, model, tok, bs, args, lookup, **kw)
                 texts_out = r.pop("_texts")
                 if ref is None:
                     ref = texts_out
@@ -235,11 +256,12 @@ def main() -> None:
             print(json.dumps(o), flush=True)
         del model
     print()
-    print("| dtype | what | batch size | build s | generated | gen tok/s | IPs | mean IP tokens "
-          "| same output | loadavg |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| dtype | what | batch size | prompt lookup | build s | generated | gen tok/s | IPs "
+          "| mean IP tokens | same output | loadavg |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in summary:
-        print(f"| {r['dtype']} | {r['what']} | {r.get('batch_size', 'default')} | {r['build_s']} "
+        print(f"| {r['dtype']} | {r['what']} | {r.get('batch_size', 'default')} "
+              f"| {r.get('prompt_lookup', 'default')} | {r['build_s']} "
               f"| {r['tokens_generated']} | {r['gen_tok_per_s']} | {r['ips']} | "
               f"{r['mean_ip_tokens']} | {r.get('same_output_as_first', '')} | {r['loadavg']} |")  # fmt: skip
     print(f"\npeak RSS of the process: {peak_rss_gb():.2f} GB")

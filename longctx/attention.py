@@ -48,6 +48,9 @@ _ACTIVE_LOCK = threading.Lock()
 # Extra memory one block of probabilities may take (bytes); sets the number of query rows a block.
 _BLOCK_BYTES = 64 * 2**20
 
+#: Most new tokens a pass may have for ``AttentionStatsRecorder.fuse_steps`` to fuse it.
+FUSED_MAX_QUERY = 64
+
 
 def num_hidden_layers(model) -> int:
     """Number of decoder layers of a transformers causal LM (``config.num_hidden_layers``)."""
@@ -135,6 +138,14 @@ class AttentionStatsRecorder:
         Optional ``(batch, q_len)`` mask of the query rows of the next passes: rows where it is
         0/False are left out of the column sums (the padding rows of a padded batch). None (the
         default): every row counts. Set it before a pass and back to None after it.
+    fuse_steps : bool
+        False (default): every layer output comes from the model's own attention function, and
+        every pass records column sums. True: a pass of at most :data:`FUSED_MAX_QUERY` new
+        tokens (a decoding step, with or without draft tokens) computes a recorded layer's
+        attention once, in float32: its output is ``p @ V`` with the probabilities ``p``, and it
+        records each query row's ``p`` (mean over heads; read with :meth:`pop_rows`) instead of
+        column sums. The output equals the model's own to float rounding, not bit for bit.
+        Soft-capped or sink attention, a ``row_mask`` and training mode are never fused.
     """
 
     def __init__(self, layers: tuple[int, ...], row_block: int | None = None):
@@ -142,13 +153,16 @@ class AttentionStatsRecorder:
         self.row_block = row_block
         self.enabled = True
         self.row_mask: torch.Tensor | None = None
+        self.fuse_steps = False
         self._sums: dict[int, torch.Tensor] = {}
         self._rows: dict[int, int] = {}
+        self._row_probs: dict[int, torch.Tensor] = {}
 
     def reset(self) -> None:
         """Forget what was recorded."""
         self._sums = {}
         self._rows = {}
+        self._row_probs = {}
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -200,6 +214,26 @@ class AttentionStatsRecorder:
         out = self.mean_column_sums()
         self.reset()
         return out
+
+    def pop_rows(self) -> torch.Tensor:
+        """Attention rows of the last fused pass (``fuse_steps``), averaged over heads and the
+        recorded layers, ``(batch, q_len, k_len)`` float32 (row ``i``: query token ``i``'s
+        attention to every key); then :meth:`reset`.
+
+        Raises
+        ------
+        RuntimeError
+            If a selected layer recorded no fused pass.
+        """
+        missing = [layer for layer in self.layers if layer not in self._row_probs]
+        if missing:
+            raise RuntimeError(f"no fused attention rows recorded for layers {missing}")
+        total = None
+        for layer in self.layers:
+            m = self._row_probs[layer]
+            total = m if total is None else total + m
+        self.reset()
+        return total / len(self.layers)
 
     # -- accumulation (called from the attention function) -----------------------------------
     def _add(self, layer: int, sums: torch.Tensor, rows: int) -> None:
@@ -309,10 +343,25 @@ def _stats_attention(module, query, key, value, attention_mask, *args, **kwargs)
     column statistics for the recorder's layers."""
     recorder = _ACTIVE.get(id(module))
     original = getattr(module, "_longctx_original_attn", "sdpa")
+    layer = getattr(module, "layer_idx", None)
+    if (
+        recorder is not None
+        and recorder.enabled
+        and recorder.fuse_steps
+        and layer in recorder.layers
+        and query.shape[2] <= FUSED_MAX_QUERY
+        and recorder.row_mask is None
+        and not getattr(module, "training", False)
+        and not kwargs.get("dropout")
+        and kwargs.get("softcap") is None
+        and kwargs.get("s_aux") is None
+        and kwargs.get("sinks") is None
+        and (attention_mask is None or attention_mask.dim() == 4)
+    ):
+        return _fused_step(recorder, layer, module, query, key, value, attention_mask, kwargs)
     out = _original_function(module, original)(
         module, query, key, value, attention_mask, *args, **kwargs
     )
-    layer = getattr(module, "layer_idx", None)
     if recorder is not None and recorder.enabled and layer in recorder.layers:
         if kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
             raise NotImplementedError("attention sinks (s_aux) are not supported by longctx stats")
@@ -336,6 +385,41 @@ def _stats_attention(module, query, key, value, attention_mask, *args, **kwargs)
             )
         recorder._add(layer, sums, query.shape[2])
     return out
+
+
+def _fused_step(recorder, layer, module, query, key, value, attention_mask, kwargs):
+    """A short pass (decoding step) of a recorded layer: probabilities once, ``p @ V``, and each
+    query row's ``p`` (mean over heads) recorded.
+
+    ``query`` ``(b, H, q, d)``, ``key``/``value`` ``(b, Hkv, k, d)`` (GQA: query head ``h`` uses
+    key head ``h // (H // Hkv)``); ``attention_mask`` ``None`` (causal, bottom-right aligned) or
+    4-D boolean/additive, broadcastable to ``(b, H, q, k)``. Returns the attention function's
+    ``(output (b, q, H, d) in query's dtype, None)``.
+    """
+    scaling = kwargs.get("scaling")
+    if scaling is None:
+        scaling = getattr(module, "scaling", None) or 1.0 / math.sqrt(query.shape[-1])
+    b, h, q_len, d = query.shape
+    h_kv, k_len = key.shape[1], key.shape[2]
+    rep = h // h_kv
+    with torch.no_grad():
+        qf = query.float().reshape(b, h_kv, rep * q_len, d)
+        s = torch.matmul(qf, key.float().transpose(-1, -2)).view(b, h, q_len, k_len)
+        s.mul_(float(scaling))
+        if attention_mask is None:
+            rows = torch.arange(q_len, device=query.device)[:, None] + (k_len - q_len)
+            s.masked_fill_(torch.arange(k_len, device=query.device)[None, :] > rows, float("-inf"))
+        else:
+            m = attention_mask[..., -q_len:, :k_len]
+            if m.dtype == torch.bool:
+                s.masked_fill_(~m, float("-inf"))
+            else:
+                s.add_(m.float())
+        p = torch.nan_to_num_(torch.softmax(s, dim=-1), nan=0.0)  # (b, H, q, k)
+        out = torch.matmul(p.view(b, h_kv, rep * q_len, k_len), value.float())
+        out = out.view(b, h, q_len, -1).transpose(1, 2).contiguous()
+    recorder._row_probs[layer] = p.mean(dim=1)
+    return out.to(query.dtype), None
 
 
 def _register(original: str) -> str:

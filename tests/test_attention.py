@@ -138,3 +138,40 @@ def test_bad_model_and_row_block(models):
     with pytest.raises(TypeError, match="model"):
         with record_attention_stats(torch.nn.Linear(2, 2), "last"):
             pass
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_fused_steps_give_the_same_output_and_attention_rows(models, padded):
+    """``fuse_steps``: a pass of a few new tokens over a KV cache computes attention once; its
+    logits equal the model's own and ``pop_rows`` equals the eager maps' rows (mean over heads
+    and layers), with or without left padding in the batch."""
+    from transformers import DynamicCache
+
+    model, eager = models
+    g = torch.Generator().manual_seed(5)
+    ctx = torch.randint(0, VOCAB, (2, 20), generator=g)
+    new = torch.randint(0, VOCAB, (2, 4), generator=g)
+    mask = torch.ones(2, 24, dtype=torch.long)
+    if padded:
+        mask[1, :5] = 0  # row 1: five padding tokens on the left
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        ref = eager(torch.cat([ctx, new], 1), attention_mask=mask, position_ids=pos,
+                    output_attentions=True)  # fmt: skip
+        want_rows = torch.stack([a[:, :, 20:] for a in ref.attentions]).mean(dim=(0, 2))
+        with record_attention_stats(model, "all") as rec:
+            cache = DynamicCache()
+            with rec.paused():
+                model(ctx, attention_mask=mask[:, :20], position_ids=pos[:, :20],
+                      past_key_values=cache, use_cache=True)  # fmt: skip
+            rec.fuse_steps = True
+            out = model(new, attention_mask=mask, position_ids=pos[:, 20:],
+                        past_key_values=cache, use_cache=True)  # fmt: skip
+            rows = rec.pop_rows()
+    assert rows.shape == (2, 4, 24) and rows.dtype == torch.float32
+    torch.testing.assert_close(out.logits, ref.logits[:, 20:], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(rows, want_rows, atol=1e-6, rtol=1e-5)
+    if padded:
+        assert float(rows[1, :, :5].abs().max()) == 0.0  # padding gets no attention
+    with pytest.raises(RuntimeError, match="no fused attention rows"):
+        rec.pop_rows()

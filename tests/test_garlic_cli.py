@@ -86,6 +86,11 @@ def test_index_batch_size_and_bullets(model_dir, tmp_path, capsys):
     assert main([*base, "--out", str(tmp_path / "bad"), "--batch-size", "0"]) == 2
     assert "batch_size" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
-    assert main([*base, "--out", str(tmp_path / "g"), "--batch-size", "3", "--no-bullets"]) == 0
+    assert main([*base, "--out", str(tmp_path / "bad"), "--prompt-lookup", "64"]) == 2
+    assert "prompt_lookup_num_tokens" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
+    assert main([*base, "--out", str(tmp_path / "g"), "--batch-size", "3", "--no-bullets",
+                 "--prompt-lookup", "0"]) == 0  # fmt: skip
     g = HWDAG.load(tmp_path / "g")
     assert g.info["batch_size"] == 3 and g.info["config"]["force_bullets"] is False
+    assert g.info["prompt_lookup_num_tokens"] == 0

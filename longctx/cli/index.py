@@ -82,6 +82,12 @@ def add_parser(sub, positive_int) -> None:
         "on CUDA; lower it if memory runs short)",
     )
     p.add_argument(
+        "--prompt-lookup",
+        type=int,
+        help="most draft tokens per summary and decoding pass for prompt-lookup decoding "
+        "(default 32, at most 63; 0 turns it off; the summaries are the same either way)",
+    )
+    p.add_argument(
         "--bullets",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -215,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens,
             max_levels=args.max_levels,
             batch_size=args.batch_size,
+            prompt_lookup_num_tokens=args.prompt_lookup,
             force_bullets=args.bullets,
             progress=not args.no_progress and sys.stderr.isatty(),
         )

@@ -274,6 +274,7 @@ def build_hwdag(
     progress: bool = False,
     logits_processor: Callable | None = None,
     on_batch: Callable | None = None,
+    prompt_lookup_num_tokens: int | None = None,
 ) -> HWDAG:
     """Build GARLIC's hierarchical weighted DAG over one or more documents (sec. 3.1).
 
@@ -328,6 +329,13 @@ def build_hwdag(
         (:func:`ip_edge_weights`).
     progress : bool, default False
         A tqdm bar over summarization batches on stderr.
+    prompt_lookup_num_tokens : int, optional
+        Most draft tokens per summary and decoding pass for prompt-lookup decoding; 0 turns it
+        off; default :data:`~longctx.garlic.decode.DEFAULT_PROMPT_LOOKUP` (32), at most 63. A
+        summary copies phrases of its batch (and a small model repeats its own lines), so each
+        pass also checks the tokens that followed the summary's last 1-3 tokens earlier in the
+        prompt or the summary, and keeps those the model writes anyway: the same summaries
+        (greedy), in fewer passes (:func:`~longctx.garlic.decode.generate_batch_with_capture`).
     logits_processor : callable, optional
         Applied before the bullet constraint; see :func:`generate_with_capture`.
     on_batch : callable, optional
@@ -366,6 +374,7 @@ def build_hwdag(
         progress=progress,
         logits_processor=logits_processor,
         on_batch=on_batch,
+        prompt_lookup_num_tokens=prompt_lookup_num_tokens,
     )
 
 
@@ -412,6 +421,7 @@ def build_hwdags(
     force_bullets: bool = True,
     progress: bool = False,
     logits_processor: Callable | None = None,
+    prompt_lookup_num_tokens: int | None = None,
 ) -> list[HWDAG]:
     """One HWDAG per document, built together: every document's summarization batches of a level
     share the decoding passes (``batch_size`` prompts each), so many short documents build about
@@ -456,6 +466,7 @@ def build_hwdags(
         progress=progress,
         logits_processor=logits_processor,
         on_batch=None,
+        prompt_lookup_num_tokens=prompt_lookup_num_tokens,
     )
 
 
@@ -477,10 +488,15 @@ def _build(
     progress,
     logits_processor,
     on_batch,
+    prompt_lookup_num_tokens=None,
     separate: bool = False,
 ):
     from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
-    from longctx.garlic.decode import BulletLogitsProcessor, check_batch_size
+    from longctx.garlic.decode import (
+        BulletLogitsProcessor,
+        check_batch_size,
+        check_prompt_lookup,
+    )
 
     t0 = time.perf_counter()
     texts = check_documents(texts)
@@ -490,6 +506,7 @@ def _build(
     max_levels = check_int(max_levels, "max_levels", minimum=2)
     if batch_size is not None:
         check_batch_size(batch_size)
+    prompt_lookup_num_tokens = check_prompt_lookup(prompt_lookup_num_tokens)
     if not isinstance(force_bullets, bool):
         raise TypeError(f"force_bullets must be True or False, got {force_bullets!r}")
     check_layers_spec(layers)
@@ -618,7 +635,15 @@ def _build(
                         todo.append((key, [nodes[i] for i in batch], batch))
             bar.set_description(f"level {level}")
             for key, rec in _summarize_level(
-                model, tokenizer, todo, sel_layers, max_new_tokens, eos, processors, batch_size
+                model,
+                tokenizer,
+                todo,
+                sel_layers,
+                max_new_tokens,
+                eos,
+                processors,
+                batch_size,
+                prompt_lookup_num_tokens,
             ):
                 records[key] = rec
                 order.append(rec)
@@ -677,6 +702,7 @@ def _build(
                 seconds_all_documents=round(time.perf_counter() - t0, 3),
                 resumed_batches=0,
                 batch_size=batch_size,
+                prompt_lookup_num_tokens=prompt_lookup_num_tokens,
             )
             if out_dirs is not None:
                 payload = graph._payload()
@@ -693,6 +719,7 @@ def _build(
         seconds=round(time.perf_counter() - t0, 3),
         resumed_batches=len(done),
         batch_size=batch_size,
+        prompt_lookup_num_tokens=prompt_lookup_num_tokens,
     )
     if out is not None:
         payload = graph._payload()
@@ -708,7 +735,9 @@ def _vocab_size(model, tokenizer) -> int:
         return len(tokenizer)
 
 
-def _summarize_level(model, tokenizer, todo, layers, max_new_tokens, eos, processors, batch_size):
+def _summarize_level(
+    model, tokenizer, todo, layers, max_new_tokens, eos, processors, batch_size, prompt_lookup=0
+):
     """Summarize the batches ``todo`` (``(key, input nodes, input ids)``), ``batch_size`` prompts
     per decoding pass, longest prompts first; yields ``(key, record)`` as groups finish (in
     ``todo`` order within a group)."""
@@ -734,6 +763,7 @@ def _summarize_level(model, tokenizer, todo, layers, max_new_tokens, eos, proces
             eos_token_ids=eos,
             layers=layers,
             logits_processors=processors,
+            prompt_lookup_num_tokens=prompt_lookup,
         )
         for j, (gen, node_att) in zip(group, results):
             (src, level, pos), inputs, batch = todo[j]

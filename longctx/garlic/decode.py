@@ -10,9 +10,15 @@ left-padded to one length and stacked; every decoding step then runs all rows in
 the padding masked out (2-D attention mask) and each row at its own position ids, so a row's logits
 and attention rows are the ones it gets alone, up to float rounding. A row that emits an end-of-sequence token stops growing
 and is dropped from the batch and the KV cache (``DynamicCache.batch_select_indices``); the others go
-on. Each step's attention row of every active sequence (the column sums of a one-token pass,
-:func:`longctx.attention.record_attention_stats`) is reduced at once to per-node means with one
-batched matrix product.
+on. Each step's attention rows of every active sequence (recorded by
+:func:`longctx.attention.record_attention_stats` with ``fuse_steps``, which computes a step's
+attention once and takes the layer output from the same probabilities) are reduced at once to
+per-node means with one batched matrix product.
+
+Prompt-lookup decoding (:mod:`longctx.garlic.lookup`, on by default in the build) feeds each row's
+draft tokens, guessed from the text it summarizes and from its own earlier lines, in the same pass,
+and keeps the prefix the model's greedy choice agrees with: the same summaries and edge weights in
+fewer passes.
 
 :class:`BulletLogitsProcessor` makes any model write the Table 4 format: at the start of the
 answer only the bullet (``*``) may be written, after a newline the bullet or the end of the
@@ -30,6 +36,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from longctx.checks import check_int
+from longctx.garlic.lookup import (
+    DEFAULT_PROMPT_LOOKUP,
+    PASS_TOKENS,
+    PromptLookup,
+    check_prompt_lookup,
+)
 from longctx.garlic.prompts import parse_ips, parse_list_items
 
 logger = logging.getLogger(__name__)
@@ -39,6 +51,8 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "default_batch_size",
     "check_batch_size",
+    "check_prompt_lookup",
+    "DEFAULT_PROMPT_LOOKUP",
     "generate_batch_with_capture",
     "generate_with_capture",
     "ip_edge_weights",
@@ -383,6 +397,25 @@ def _growing_layer_class():
             self._view()
             return self.keys, self.values
 
+        def fill_left_padded(self, rows: list, length: int) -> None:
+            """Start the layer from per-row ``(keys, values)`` of shape ``(1, h, n_i, d)``,
+            each written right-aligned into one ``(rows, h, length + extra, d)`` buffer (one
+            copy); the left padding is zeros (finite: masked positions get probability 0)."""
+            k0, v0 = rows[0]
+            self.lazy_initialization(k0, v0)
+            b, h, d, dv = len(rows), k0.shape[1], k0.shape[-1], v0.shape[-1]
+            self._kbuf = k0.new_empty(b, h, length + self._extra, d)
+            self._vbuf = v0.new_empty(b, h, length + self._extra, dv)
+            for i, (k, v) in enumerate(rows):
+                pad = length - k.shape[2]
+                if pad:
+                    self._kbuf[i, :, :pad].zero_()
+                    self._vbuf[i, :, :pad].zero_()
+                self._kbuf[i, :, pad:length] = k[0]
+                self._vbuf[i, :, pad:length] = v[0]
+            self._n = length
+            self._view()
+
         def get_seq_length(self) -> int:
             return self._n
 
@@ -450,17 +483,11 @@ def _prefill(model, prompts, ids, mask, positions, cache_kw, extra: int = 0):
         )  # fmt: skip
         return cache, out.logits[:, -1]
     cache = _growing_cache(extra)
-    for layer in range(len(rows_kv[0])):
-        ks, vs = [], []
-        for kv in rows_kv:
-            k, v = kv[layer]
-            pad = p_max - k.shape[2]
-            if pad:
-                k = torch.nn.functional.pad(k, (0, 0, pad, 0))
-                v = torch.nn.functional.pad(v, (0, 0, pad, 0))
-            ks.append(k)
-            vs.append(v)
-        cache.update(torch.cat(ks), torch.cat(vs), layer)
+    n_layers = len(rows_kv[0])
+    while len(cache.layers) < n_layers:  # what DynamicCache.update does for a new layer index
+        cache.layers.append(cache.layer_class_to_replicate())
+    for layer in range(n_layers):
+        cache.layers[layer].fill_left_padded([kv[layer] for kv in rows_kv], p_max)
         for kv in rows_kv:
             kv[layer] = None  # free the row's copy
     return cache, torch.cat(logits)
@@ -475,6 +502,7 @@ def generate_batch_with_capture(
     layers="all",
     logits_processors: Sequence[Callable] = (),
     capture: bool = True,
+    prompt_lookup_num_tokens: int = 0,
 ) -> list[tuple[list[int], np.ndarray]]:
     """Greedy decoding of several prompts as one left-padded batch, with attention capture.
 
@@ -497,6 +525,17 @@ def generate_batch_with_capture(
         not passed); any other callable per row as ``f(generated: list[int], logits: (vocab,))``.
     capture : bool, default True
         False: plain greedy decoding, every ``node_att`` is empty.
+    prompt_lookup_num_tokens : int, default 0
+        Prompt-lookup decoding (Saxena 2023; 0: off): each pass also feeds up to this many draft
+        tokens per row, the tokens that followed the most recent earlier occurrence of the row's
+        last 3 (else 2, else 1) tokens in its prompt or generated text, continued cyclically when
+        the match runs into the end (a repeated line repeats again). The model's greedy choice at
+        every draft position (after the logits processors) is compared with the draft; the
+        agreeing prefix and the model's next token are kept, so the output is the greedy output,
+        at up to ``1 + prompt_lookup_num_tokens`` tokens per pass. A row's draft starts at 4
+        tokens, doubles after a fully accepted draft and falls back to one more than the tokens
+        accepted otherwise; one pass feeds at most about 64 tokens over all rows. Draft tokens not
+        kept stay in the KV cache, masked out. At most 63.
 
     Returns
     -------
@@ -514,9 +553,10 @@ def generate_batch_with_capture(
     """
     import torch
 
-    from longctx.attention import record_attention_stats
+    from longctx.attention import FUSED_MAX_QUERY, record_attention_stats
 
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=0)
+    prompt_lookup_num_tokens = check_prompt_lookup(prompt_lookup_num_tokens)
     n_rows = len(prompts)
     if n_rows == 0:
         return []
@@ -527,6 +567,7 @@ def generate_batch_with_capture(
     n_nodes = [len(r) for _, r in prompts]
     p_max, k_max = max(lens), max(1, max(n_nodes))
     eos = [int(e) for e in eos_token_ids]
+    eos_set = set(eos)
     pad = eos[0] if eos else 0
     ids = torch.full((n_rows, p_max), pad, dtype=torch.long)
     mask = torch.zeros((n_rows, p_max), dtype=torch.long)
@@ -544,68 +585,117 @@ def generate_batch_with_capture(
     ids, mask, assign = ids.to(device), mask.to(device), assign.to(device)
     positions = (mask.cumsum(-1) - 1).clamp_(min=0)
     next_pos = torch.tensor(lens, dtype=torch.long, device=device)
-    eos_t = torch.tensor(eos, dtype=torch.long, device=device)
-    batched = [p for p in logits_processors if _is_batched(p)]
-    per_row = [p for p in logits_processors if not _is_batched(p)]
-    order = list(logits_processors)
+    processors = list(logits_processors)
+
+    def process(i: int, extra: list[int], scores):
+        """Row ``i``'s scores ``(vocab,)`` after the processors, given its generated tokens plus
+        ``extra`` (draft tokens being checked)."""
+        if not processors:
+            return scores
+        toks = generated[i] + extra
+        for p in processors:
+            if _is_batched(p):
+                ids_t = torch.tensor([toks], dtype=torch.long, device=device)
+                scores = p(ids_t, scores[None])[0]
+            else:
+                scores = p(toks, scores)
+        return scores
 
     cache_kw = _cache_keyword(model)
     generated: list[list[int]] = [[] for _ in range(n_rows)]
-    steps: list[tuple[list[int], torch.Tensor]] = []  # (active rows, (rows, k_max) node attention)
-    active = list(range(n_rows))
-    gen_t = torch.zeros((n_rows, 0), dtype=torch.long, device=device)
+    lookups = (
+        [PromptLookup(toks, prompt_lookup_num_tokens) for toks, _ in prompts]
+        if prompt_lookup_num_tokens
+        else []
+    )
+    # per decoding pass: (active rows, (rows, q, k_max) node attention, tokens kept per row)
+    steps: list[tuple[list[int], torch.Tensor, list[int]]] = []
+    active = list(range(n_rows)) if max_new_tokens else []
+    n_passes = 0
     with torch.no_grad(), record_attention_stats(model, layers) as rec:
         with rec.paused():
             cache, logits = _prefill(
-                model, prompts, ids, mask, positions, cache_kw, extra=max_new_tokens
+                model, prompts, ids, mask, positions, cache_kw, extra=2 * max_new_tokens + 8
             )
         rec.enabled = capture
-        for _ in range(max_new_tokens):
-            scores = logits
-            if batched or per_row:
-                for p in order:
-                    if _is_batched(p):
-                        scores = p(gen_t, scores)
-                    else:
-                        scores = torch.stack(
-                            [p(generated[i], scores[j]) for j, i in enumerate(active)]
-                        )
-            tok = torch.argmax(scores, dim=-1)
-            done = torch.isin(tok, eos_t) if eos else torch.zeros_like(tok, dtype=torch.bool)
-            tok_list = tok.tolist()
-            done_list = done.tolist()
-            for j, i in enumerate(active):
-                if not done_list[j]:
-                    generated[i].append(tok_list[j])
-            if all(done_list):
-                break
-            if any(done_list):
-                keep = [j for j, d in enumerate(done_list) if not d]
+        rec.fuse_steps = True  # a decoding pass computes attention once (p @ V from recorded p)
+        while active:
+            tok_list = [int(torch.argmax(process(i, [], logits[j]))) for j, i in enumerate(active)]
+            keep = [
+                j
+                for j, i in enumerate(active)
+                if tok_list[j] not in eos_set and len(generated[i]) < max_new_tokens
+            ]
+            if len(keep) < len(active):
+                if not keep:
+                    break
                 keep_t = torch.tensor(keep, dtype=torch.long, device=device)
                 cache.batch_select_indices(keep_t)
                 mask, next_pos, assign = mask[keep_t], next_pos[keep_t], assign[keep_t]
-                gen_t, tok = gen_t[keep_t], tok[keep_t]
                 active = [active[j] for j in keep]
-            gen_t = torch.cat([gen_t, tok[:, None]], dim=1)
-            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+                tok_list = [tok_list[j] for j in keep]
+            drafts = []
+            cap = max(1, PASS_TOKENS // len(active) - 1)  # draft tokens a row, this pass
+            cap = min(cap, FUSED_MAX_QUERY - 1)
+            for j, i in enumerate(active):
+                generated[i].append(tok_list[j])
+                room = max_new_tokens - len(generated[i])
+                d = (
+                    lookups[i].draft(generated[i], min(room, lookups[i].k, cap))
+                    if (lookups and room > 0)
+                    else []
+                )
+                drafts.append(d)
+            q_len = 1 + max(len(d) for d in drafts)
+            inp = torch.full((len(active), q_len), pad, dtype=torch.long)
+            new_mask = torch.zeros((len(active), q_len), dtype=mask.dtype)
+            for j, d in enumerate(drafts):
+                inp[j, : 1 + len(d)] = torch.tensor([tok_list[j], *d], dtype=torch.long)
+                new_mask[j, : 1 + len(d)] = 1
+            inp, new_mask = inp.to(device), new_mask.to(device)
+            start = mask.shape[1]
+            mask = torch.cat([mask, new_mask], dim=1)
+            pos = next_pos[:, None] + torch.arange(q_len, device=device)[None, :]
+            n_passes += 1
             out = model(
-                input_ids=tok[:, None], attention_mask=mask, position_ids=next_pos[:, None],
+                input_ids=inp, attention_mask=mask, position_ids=pos,
                 use_cache=True, **{cache_kw: cache},
             )  # fmt: skip
-            next_pos = next_pos + 1
-            logits = out.logits[:, -1]
+            step_logits = out.logits  # (rows, q_len, vocab)
+            accepted = []
+            for j, i in enumerate(active):
+                d, a = drafts[j], 0
+                while a < len(d):
+                    t = int(torch.argmax(process(i, d[:a], step_logits[j, a])))
+                    if t != d[a] or t in eos_set:
+                        break
+                    a += 1
+                accepted.append(a)
+                if d:
+                    lookups[i].adapt(a, len(d))
+                generated[i].extend(d[:a])
+            n_kept = torch.tensor([1 + a for a in accepted], dtype=torch.long, device=device)
+            if q_len > 1:  # draft tokens not accepted (and padding) are masked out from now on
+                cols = torch.arange(q_len, device=device)[None, :]
+                mask[:, start:] = mask[:, start:] * (cols < n_kept[:, None]).to(mask.dtype)
+            next_pos = next_pos + n_kept
+            logits = step_logits[torch.arange(len(active), device=device), n_kept - 1]
             if capture:
-                row = rec.pop()[:, :p_max]  # (rows, p_max): attention to the padded prompt
-                steps.append((list(active), torch.bmm(row[:, None, :], assign)[:, 0]))
+                row = rec.pop_rows()[:, :, :p_max]  # (rows, q, p_max): attention to the prompt
+                steps.append((list(active), torch.bmm(row, assign), [1 + a for a in accepted]))
+    logger.debug(
+        "decoded %d prompt(s): %d tokens in %d passes (prompt lookup %d)",
+        n_rows, sum(len(g) for g in generated), n_passes, prompt_lookup_num_tokens,
+    )  # fmt: skip
     results = []
     per_row_att: list[list] = [[] for _ in range(n_rows)]
-    for rows, att in steps:
+    for rows, att, kept in steps:
         att = att.double().cpu().numpy()
         for j, i in enumerate(rows):
-            per_row_att[i].append(att[j, : n_nodes[i]])
+            per_row_att[i].append(att[j, : kept[j], : n_nodes[i]])
     for i in range(n_rows):
         if per_row_att[i]:
-            node_att = np.stack(per_row_att[i])
+            node_att = np.concatenate(per_row_att[i])
         else:
             node_att = np.zeros((0, n_nodes[i]), dtype=np.float64)
         results.append((generated[i], node_att))

@@ -243,3 +243,83 @@ def test_growing_cache_layer_matches_dynamic_layer():
     assert torch.equal(grow.keys, ref.keys) and grow.get_seq_length() == ref.get_seq_length()
     grow.reset()
     assert grow.get_seq_length() == 0
+
+
+def test_prompt_lookup_drafts():
+    """Drafts: what followed the most recent earlier match of the last 3, 2, then 1 tokens,
+    continued cyclically into itself; the length adapts to what the model accepted."""
+    from longctx.garlic.lookup import PromptLookup
+
+    p = PromptLookup([5, 1, 2, 9, 7, 1, 2, 3, 4], 8)
+    assert p.draft([], 3) == []  # (2, 3, 4), (3, 4), (4,) never occurred before
+    assert p.draft([1, 2], 3) == [3, 4, 1]  # (4, 1, 2) is new; (1, 2) last followed by 3 4 1
+    p = PromptLookup([8, 1, 2, 9, 5, 1, 2, 7], 8)
+    assert p.draft([5, 1, 2], 2) == [7, 5]  # the 3-gram (5, 1, 2) wins over the later (1, 2)
+    p = PromptLookup([4], 8)
+    assert p.draft([6, 7, 6, 7], 5) == [6, 7, 6, 7, 6]  # a repeated phrase repeats again
+    assert p.k == 4
+    p.adapt(4, 4)
+    assert p.k == 8
+    p.adapt(8, 8)
+    assert p.k == 8  # at most max_k
+    p.adapt(0, 8)
+    assert p.k == 2
+    p.adapt(3, 5)
+    assert p.k == 4
+
+
+def test_prompt_lookup_decoding_equals_plain_decoding(tok, model, caplog):
+    """Draft tokens change nothing but the number of passes: same tokens, same node attention,
+    alone or batched, with processors, an early end and the token limit inside a draft."""
+    prompts = [build_prompt(tok, nodes, bullets=False) for nodes in NODES]
+    rep = tok("the cat sat on the mat. " * 12, add_special_tokens=False)["input_ids"]
+    prompts.append((rep, [(0, 30), (30, len(rep))]))
+    eos = _eos_ids(model, tok)
+    first = {}
+
+    def one_row_ends(generated, logits):
+        """The row whose first word differs from row 0's may end after its first line; the
+        others run to the token limit (the random model repeats itself: long drafts)."""
+        if len(generated) == 2:
+            first.setdefault("row0", generated[1])
+        if generated[1:2] == [first.get("row0")] or len(generated) < 7:
+            logits = logits.clone()
+            logits[eos] = -1e9
+        return logits
+
+    kw = dict(max_new_tokens=19, eos_token_ids=eos, logits_processors=[
+        newline_every(7, tok), one_row_ends, BulletLogitsProcessor(tok, eos)])  # fmt: skip
+    ref = [generate_batch_with_capture(model, [p], **kw)[0] for p in prompts]
+    assert sorted(len(g) for g, _ in ref) == [7, 19, 19, 19]  # one early end, three at the limit
+    for k, together in [(4, False), (4, True), (63, True)]:
+        with caplog.at_level(logging.DEBUG, logger="longctx.garlic.decode"):
+            caplog.clear()
+            if together:
+                got = generate_batch_with_capture(model, prompts, prompt_lookup_num_tokens=k, **kw)
+            else:
+                got = [generate_batch_with_capture(model, [p], prompt_lookup_num_tokens=k,
+                                                   **kw)[0] for p in prompts]  # fmt: skip
+        for (g1, a1), (g2, a2) in zip(ref, got):
+            assert g2 == g1
+            np.testing.assert_allclose(a2, a1, atol=1e-5, rtol=0)
+        passes = [int(r.getMessage().split(" in ")[1].split()[0]) for r in caplog.records
+                  if "passes" in r.getMessage()]  # fmt: skip
+        assert passes and sum(passes) < sum(len(g) for g, _ in ref)  # drafts were accepted
+
+
+def test_prompt_lookup_checks(tok, model):
+    from longctx.garlic.decode import DEFAULT_PROMPT_LOOKUP, check_prompt_lookup
+
+    assert check_prompt_lookup(None) == DEFAULT_PROMPT_LOOKUP == 32
+    assert check_prompt_lookup(0) == 0 and check_prompt_lookup(63) == 63
+
+    def never(generated, logits):
+        raise AssertionError("generation started")
+
+    for bad, err in [(-1, ValueError), (64, ValueError), ("4", TypeError), (True, TypeError)]:
+        with pytest.raises(err, match="prompt_lookup_num_tokens"):
+            build_hwdag(DOC_A, model, tok, prompt_lookup_num_tokens=bad, logits_processor=never,
+                        **BUILD)  # fmt: skip
+    g = build_hwdag(DOC_B, model, tok, prompt_lookup_num_tokens=0, **BUILD)
+    assert g.info["prompt_lookup_num_tokens"] == 0
+    _same_graph(g, build_hwdag(DOC_B, model, tok, **BUILD))
