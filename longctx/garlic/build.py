@@ -333,7 +333,7 @@ def build_hwdag(
         Most draft tokens per summary and decoding pass for prompt-lookup decoding; 0 turns it
         off; default :data:`~longctx.garlic.decode.DEFAULT_PROMPT_LOOKUP` (32), at most 63. A
         summary copies phrases of its batch (and a small model repeats its own lines), so each
-        pass also checks the tokens that followed the summary's last 1-3 tokens earlier in the
+        pass also checks the tokens that followed the summary's last 1-8 tokens earlier in the
         prompt or the summary, and keeps those the model writes anyway: the same summaries
         (greedy), in fewer passes (:func:`~longctx.garlic.decode.generate_batch_with_capture`).
     logits_processor : callable, optional

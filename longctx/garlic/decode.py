@@ -528,7 +528,7 @@ def generate_batch_with_capture(
     prompt_lookup_num_tokens : int, default 0
         Prompt-lookup decoding (Saxena 2023; 0: off): each pass also feeds up to this many draft
         tokens per row, the tokens that followed the most recent earlier occurrence of the row's
-        last 3 (else 2, else 1) tokens in its prompt or generated text, continued cyclically when
+        last 8 (else 7, ..., else 1) tokens in its prompt or generated text, continued cyclically when
         the match runs into the end (a repeated line repeats again). The model's greedy choice at
         every draft position (after the logits processors) is compared with the draft; the
         agreeing prefix and the model's next token are kept, so the output is the greedy output,

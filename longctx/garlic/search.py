@@ -174,6 +174,7 @@ class GarlicSearcher:
             import torch
 
             from longctx.attention import num_hidden_layers, resolve_layers
+            from longctx.garlic.decode import _cache_keyword
 
             if self.model is None:
                 from longctx.models import load_causal_lm
@@ -181,6 +182,7 @@ class GarlicSearcher:
                 self.model, self.tokenizer = load_causal_lm(device=self._device_arg)
             self.model.eval()
             self._torch = torch
+            self._cache_kw = _cache_keyword(self.model)  # ``cache`` where the model takes it
             self.device = next(self.model.parameters()).device
             self._layers = resolve_layers(self.layers, num_hidden_layers(self.model))
             tok = self.tokenizer
@@ -295,8 +297,9 @@ class GarlicSearcher:
     def _forward(self, ids, cache):
         torch = self._torch
         x = torch.tensor([ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
-        return out.past_key_values, out.logits[0, -1]
+        out = self.model(input_ids=x, use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
+        new_cache = out["cache"] if "cache" in out else out.past_key_values
+        return new_cache, out.logits[0, -1]
 
     def _margin(self, logits) -> float:
         lp = self._torch.log_softmax(logits.float(), dim=-1)

@@ -246,8 +246,8 @@ def test_growing_cache_layer_matches_dynamic_layer():
 
 
 def test_prompt_lookup_drafts():
-    """Drafts: what followed the most recent earlier match of the last 3, 2, then 1 tokens,
-    continued cyclically into itself; the length adapts to what the model accepted."""
+    """Drafts: what followed the most recent earlier match of the longest suffix (8 tokens
+    down to 1), continued cyclically into itself; the length adapts to what was accepted."""
     from longctx.garlic.lookup import PromptLookup
 
     p = PromptLookup([5, 1, 2, 9, 7, 1, 2, 3, 4], 8)
@@ -257,6 +257,9 @@ def test_prompt_lookup_drafts():
     assert p.draft([5, 1, 2], 2) == [7, 5]  # the 3-gram (5, 1, 2) wins over the later (1, 2)
     p = PromptLookup([4], 8)
     assert p.draft([6, 7, 6, 7], 5) == [6, 7, 6, 7, 6]  # a repeated phrase repeats again
+    # a line saying one phrase twice: (1, 2, 3) last led to 20, the longer (10 1 2 3 20 1 2 3) to 30
+    line = [10, 1, 2, 3, 20, 1, 2, 3, 30]
+    assert PromptLookup(line, 8).draft(line[:8], 3) == [30, 10, 1]
     assert p.k == 4
     p.adapt(4, 4)
     assert p.k == 8
