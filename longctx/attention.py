@@ -142,7 +142,8 @@ class AttentionStatsRecorder:
         False (default): every layer output comes from the model's own attention function, and
         every pass records column sums. True: a pass of at most :data:`FUSED_MAX_QUERY` new
         tokens (a decoding step, with or without draft tokens) computes a recorded layer's
-        attention once, in float32: its output is ``p @ V`` with the probabilities ``p``, and it
+        attention once (as eager attention does: products in the model's dtype, softmax in
+        float32): its output is ``p @ V`` with the probabilities ``p``, and it
         records each query row's ``p`` (mean over heads; read with :meth:`pop_rows`) instead of
         column sums. The output equals the model's own to float rounding, not bit for bit.
         Soft-capped or sink attention, a ``row_mask`` and training mode are never fused.
@@ -403,8 +404,11 @@ def _fused_step(recorder, layer, module, query, key, value, attention_mask, kwar
     h_kv, k_len = key.shape[1], key.shape[2]
     rep = h // h_kv
     with torch.no_grad():
-        qf = query.float().reshape(b, h_kv, rep * q_len, d)
-        s = torch.matmul(qf, key.float().transpose(-1, -2)).view(b, h, q_len, k_len)
+        # float32 models: all in float32. Others (bf16/fp16): the products in the model's dtype
+        # (accumulated in float32 by the kernels) as eager attention does, without a float32
+        # copy of the whole KV cache at every step; softmax and the recorded rows in float32.
+        qf = query.reshape(b, h_kv, rep * q_len, d)
+        s = torch.matmul(qf, key.transpose(-1, -2)).view(b, h, q_len, k_len).float()
         s.mul_(float(scaling))
         if attention_mask is None:
             rows = torch.arange(q_len, device=query.device)[:, None] + (k_len - q_len)
@@ -416,7 +420,7 @@ def _fused_step(recorder, layer, module, query, key, value, attention_mask, kwar
             else:
                 s.add_(m.float())
         p = torch.nan_to_num_(torch.softmax(s, dim=-1), nan=0.0)  # (b, H, q, k)
-        out = torch.matmul(p.view(b, h_kv, rep * q_len, k_len), value.float())
+        out = torch.matmul(p.view(b, h_kv, rep * q_len, k_len).to(value.dtype), value)
         out = out.view(b, h, q_len, -1).transpose(1, 2).contiguous()
     recorder._row_probs[layer] = p.mean(dim=1)
     return out.to(query.dtype), None
