@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 from contextlib import contextmanager
+
+
+def cache_keyword(model) -> str:
+    """The keyword a model's forward takes its KV cache by: ``cache`` where it has one
+    (transformers >= 5.2x deprecates ``past_key_values``), else ``past_key_values``."""
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (AttributeError, TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
 
 
 @contextmanager

@@ -295,15 +295,7 @@ def _column_sums(
     if q_len == 1 and softcap is None:
         # one decoding step: the column sums are the new token's attention row (few small ops,
         # since this runs once per layer and generated token)
-        s = torch.matmul(query.float().reshape(b, h_kv, n_rep, d), key.float().transpose(-1, -2))
-        s = s.reshape(b, h, k_len).mul_(scaling)
-        if attention_mask is not None:
-            m = attention_mask[..., -1, :k_len].reshape(attention_mask.shape[0], -1, k_len)
-            if m.dtype == torch.bool:
-                s = s.masked_fill(~m, float("-inf"))
-            else:
-                s = s + m.float()
-        p = torch.nan_to_num_(torch.softmax(s, dim=-1), nan=0.0)
+        p = _short_pass_probs(query, key, attention_mask, scaling, upcast=True)[:, :, 0]
         return p if weights is None else p * weights[:, -1, None, None]
     qf = query.float().reshape(b, h_kv, n_rep, q_len, d)
     kf = key.float().transpose(-1, -2).unsqueeze(2)  # (b, Hkv, 1, d, k)
@@ -366,9 +358,7 @@ def _stats_attention(module, query, key, value, attention_mask, *args, **kwargs)
     if recorder is not None and recorder.enabled and layer in recorder.layers:
         if kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
             raise NotImplementedError("attention sinks (s_aux) are not supported by longctx stats")
-        scaling = kwargs.get("scaling")
-        if scaling is None:
-            scaling = getattr(module, "scaling", None) or 1.0 / math.sqrt(query.shape[-1])
+        scaling = _scaling(module, query, kwargs)
         mask = attention_mask
         if mask is not None and mask.dim() != 4:
             raise NotImplementedError(
@@ -379,13 +369,45 @@ def _stats_attention(module, query, key, value, attention_mask, *args, **kwargs)
                 query,
                 key,
                 mask,
-                float(scaling),
+                scaling,
                 kwargs.get("softcap"),
                 recorder.row_block,
                 recorder.row_mask,
             )
         recorder._add(layer, sums, query.shape[2])
     return out
+
+
+def _scaling(module, query, kwargs) -> float:
+    """The scaling the attention function was given, else the module's, else 1/sqrt(d)."""
+    scaling = kwargs.get("scaling")
+    if scaling is None:
+        scaling = getattr(module, "scaling", None) or 1.0 / math.sqrt(query.shape[-1])
+    return float(scaling)
+
+
+def _short_pass_probs(query, key, attention_mask, scaling: float, *, upcast: bool):
+    """``softmax(Q K^T * scaling + mask)`` of a pass of few new tokens, ``(b, H, q, k)`` float32.
+
+    Shapes and mask as :func:`_column_sums` (GQA heads grouped; ``None``: causal, bottom-right
+    aligned). ``upcast``: the products in float32 (else in the inputs' dtype, as eager
+    attention; the same for float32 inputs). Rows with every key masked are 0.
+    """
+    b, h, q_len, d = query.shape
+    h_kv, k_len = key.shape[1], key.shape[2]
+    q, k = (query.float(), key.float()) if upcast else (query, key)
+    s = torch.matmul(q.reshape(b, h_kv, (h // h_kv) * q_len, d), k.transpose(-1, -2))
+    s = s.view(b, h, q_len, k_len).float().mul_(scaling)
+    if attention_mask is None:
+        rows = torch.arange(q_len, device=query.device)[:, None] + (k_len - q_len)
+        s.masked_fill_(torch.arange(k_len, device=query.device)[None, :] > rows, float("-inf"))
+    else:
+        m = attention_mask[..., -q_len:, :k_len]
+        if m.dtype == torch.bool:
+            s.masked_fill_(~m, float("-inf"))
+        else:
+            s.add_(m.float())
+    return torch.nan_to_num_(torch.softmax(s, dim=-1), nan=0.0)
 
 
 def _fused_step(recorder, layer, module, query, key, value, attention_mask, kwargs):
@@ -397,29 +419,15 @@ def _fused_step(recorder, layer, module, query, key, value, attention_mask, kwar
     4-D boolean/additive, broadcastable to ``(b, H, q, k)``. Returns the attention function's
     ``(output (b, q, H, d) in query's dtype, None)``.
     """
-    scaling = kwargs.get("scaling")
-    if scaling is None:
-        scaling = getattr(module, "scaling", None) or 1.0 / math.sqrt(query.shape[-1])
-    b, h, q_len, d = query.shape
+    scaling = _scaling(module, query, kwargs)
+    b, h, q_len, _ = query.shape
     h_kv, k_len = key.shape[1], key.shape[2]
     rep = h // h_kv
     with torch.no_grad():
         # float32 models: all in float32. Others (bf16/fp16): the products in the model's dtype
         # (accumulated in float32 by the kernels) as eager attention does, without a float32
         # copy of the whole KV cache at every step; softmax and the recorded rows in float32.
-        qf = query.reshape(b, h_kv, rep * q_len, d)
-        s = torch.matmul(qf, key.transpose(-1, -2)).view(b, h, q_len, k_len).float()
-        s.mul_(float(scaling))
-        if attention_mask is None:
-            rows = torch.arange(q_len, device=query.device)[:, None] + (k_len - q_len)
-            s.masked_fill_(torch.arange(k_len, device=query.device)[None, :] > rows, float("-inf"))
-        else:
-            m = attention_mask[..., -q_len:, :k_len]
-            if m.dtype == torch.bool:
-                s.masked_fill_(~m, float("-inf"))
-            else:
-                s.add_(m.float())
-        p = torch.nan_to_num_(torch.softmax(s, dim=-1), nan=0.0)  # (b, H, q, k)
+        p = _short_pass_probs(query, key, attention_mask, scaling, upcast=False)
         out = torch.matmul(p.view(b, h_kv, rep * q_len, k_len).to(value.dtype), value)
         out = out.view(b, h, q_len, -1).transpose(1, 2).contiguous()
     recorder._row_probs[layer] = p.mean(dim=1)

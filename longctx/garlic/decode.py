@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from longctx._hf import cache_keyword
 from longctx.checks import check_int
 from longctx.garlic.lookup import (
     DEFAULT_PROMPT_LOOKUP,
@@ -343,18 +344,6 @@ def _is_batched(proc) -> bool:
     return isinstance(proc, (LogitsProcessor, LogitsProcessorList))
 
 
-def _cache_keyword(model) -> str:
-    """``cache`` where the model's forward takes it (transformers >= 5.2x deprecates
-    ``past_key_values``), else ``past_key_values``."""
-    import inspect
-
-    try:
-        params = inspect.signature(type(model).forward).parameters
-    except (TypeError, ValueError):
-        return "past_key_values"
-    return "cache" if "cache" in params else "past_key_values"
-
-
 def _layer_kv(cache, layer: int):
     lay = cache.layers[layer]
     return lay.keys, lay.values
@@ -601,7 +590,7 @@ def generate_batch_with_capture(
                 scores = p(toks, scores)
         return scores
 
-    cache_kw = _cache_keyword(model)
+    cache_kw = cache_keyword(model)
     generated: list[list[int]] = [[] for _ in range(n_rows)]
     lookups = (
         [PromptLookup(toks, prompt_lookup_num_tokens) for toks, _ in prompts]
@@ -616,7 +605,7 @@ def generate_batch_with_capture(
         with rec.paused():
             cache, logits = _prefill(
                 model, prompts, ids, mask, positions, cache_kw, extra=2 * max_new_tokens + 8
-            )
+            )  # room for the draft tokens not kept too; past it the buffers grow (one copy)
         rec.enabled = capture
         rec.fuse_steps = True  # a decoding pass computes attention once (p @ V from recorded p)
         while active:
@@ -674,7 +663,8 @@ def generate_batch_with_capture(
                 if d:
                     lookups[i].adapt(a, len(d))
                 generated[i].extend(d[:a])
-            n_kept = torch.tensor([1 + a for a in accepted], dtype=torch.long, device=device)
+            kept = [1 + a for a in accepted]  # tokens of each row's pass that stay
+            n_kept = torch.tensor(kept, dtype=torch.long, device=device)
             if q_len > 1:  # draft tokens not accepted (and padding) are masked out from now on
                 cols = torch.arange(q_len, device=device)[None, :]
                 mask[:, start:] = mask[:, start:] * (cols < n_kept[:, None]).to(mask.dtype)
@@ -682,7 +672,7 @@ def generate_batch_with_capture(
             logits = step_logits[torch.arange(len(active), device=device), n_kept - 1]
             if capture:
                 row = rec.pop_rows()[:, :, :p_max]  # (rows, q, p_max): attention to the prompt
-                steps.append((list(active), torch.bmm(row, assign), [1 + a for a in accepted]))
+                steps.append((list(active), torch.bmm(row, assign), kept))
     logger.debug(
         "decoded %d prompt(s): %d tokens in %d passes (prompt lookup %d)",
         n_rows, sum(len(g) for g in generated), n_passes, prompt_lookup_num_tokens,

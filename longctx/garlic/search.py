@@ -173,8 +173,8 @@ class GarlicSearcher:
                 return
             import torch
 
+            from longctx._hf import cache_keyword
             from longctx.attention import num_hidden_layers, resolve_layers
-            from longctx.garlic.decode import _cache_keyword
 
             if self.model is None:
                 from longctx.models import load_causal_lm
@@ -182,7 +182,7 @@ class GarlicSearcher:
                 self.model, self.tokenizer = load_causal_lm(device=self._device_arg)
             self.model.eval()
             self._torch = torch
-            self._cache_kw = _cache_keyword(self.model)  # ``cache`` where the model takes it
+            self._cache_kw = cache_keyword(self.model)
             self.device = next(self.model.parameters()).device
             self._layers = resolve_layers(self.layers, num_hidden_layers(self.model))
             tok = self.tokenizer

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from longctx._hf import cache_keyword
 from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
 from longctx.checks import check_choice, check_int, check_query, check_text
 from longctx.text import split_sentences
@@ -295,8 +296,7 @@ class ReactionScorer:
                 f"({len(self._suffix_ids)} tokens) and the query ({self._max_q} tokens)"
             )
         params = inspect.signature(self.model.forward).parameters
-        # transformers >= 5.20 names the KV cache argument ``cache`` (``past_key_values`` before)
-        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        self._cache_arg = cache_keyword(self.model)
         self._fwd_kwargs = {"use_cache": True}
         if "logits_to_keep" in params:
             self._fwd_kwargs["logits_to_keep"] = 1  # skip (n, vocab) logits: 1.6 GB at 8k tokens
