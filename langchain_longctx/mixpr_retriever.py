@@ -4,6 +4,7 @@ Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078)."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -24,14 +25,15 @@ from langchain_longctx._documents import (
     with_unique_ids,
 )
 from langchain_longctx._persist import (
-    check_index_texts,
     load_retriever,
     loaded_parts,
     loading,
     save_retriever,
 )
 from longctx.checks import check_choice, check_size_field, check_text
+from longctx.filters import compile_filter
 from longctx.mixpr import MODES, MixPR, MixPRIndex
+from longctx.persist import PersistError
 from longctx.selection import check_size
 
 
@@ -113,22 +115,124 @@ class MixPRRetriever(BaseRetriever):
         description="The app's LangChain Embeddings for hybrid mode (chunks embedded once)",
     )
 
+    filter: Any = Field(
+        default=None,
+        repr=False,
+        description="Metadata filter: a dict ({'author': 'Austen'}, {'year': {'$gte': 1800}}) "
+        "or a callable metadata -> bool; invoke(..., filter=...) overrides it",
+    )
+
     _index: MixPRIndex | None = PrivateAttr(default=None)
-    _sources: list[int] = PrivateAttr(default_factory=list)
+    _keys: list = PrivateAttr(default_factory=list)
+    _by_key: dict = PrivateAttr(default_factory=dict)
+    _lock: Any = PrivateAttr(default_factory=threading.RLock)
     _check_sizes = field_validator("k", "token_budget", mode="before")(check_size_field)
 
     def model_post_init(self, context: Any) -> None:
         check_choice(self.mode, "mode", MODES)
-        mixpr = self.mixpr
-        if mixpr is None:
-            mixpr = MixPR() if self.max_words is None else MixPR(max_words=self.max_words)
-        self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
+        compile_filter(self.filter)  # a bad filter raises now, before the build
+        self._keys = document_keys(self.documents)
+        self._by_key = {k: d for k, d in zip(self._keys, self.documents) if k is not None}
         loaded = loaded_parts()
         if "mixpr_index" in loaded:  # from load(): built
             self._index = loaded["mixpr_index"]
-        elif self._sources:
-            texts = [self.documents[i].page_content for i in self._sources]
-            self._index = mixpr.index(texts, encoder=self.embeddings)
+        else:
+            texts, ids, metas = _indexed(self.documents, self._keys)
+            if texts:
+                self._index = self._settings().index(
+                    texts, ids=ids, metadatas=metas, encoder=self.embeddings
+                )
+
+    def _settings(self) -> MixPR:
+        if self.mixpr is not None:
+            return self.mixpr
+        return MixPR() if self.max_words is None else MixPR(max_words=self.max_words)
+
+    # -- add and delete -----------------------------------------------------------------------
+    def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
+        """Add documents (LangChain's ``VectorStore.add_documents`` name): their texts are
+        chunked and indexed, the rest of the index is not rebuilt
+        (:meth:`longctx.MixPRIndex.insert`). ``ids=`` (one per document) sets their ids.
+
+        Returns
+        -------
+        list of str
+            The documents' ids (``"source{position}"`` for a document without one).
+
+        Raises
+        ------
+        TypeError, ValueError
+            A non-``Document``, ``ids`` of another length, or an id the retriever holds.
+        """
+        docs = list(documents)
+        for i, d in enumerate(docs):
+            if not isinstance(d, Document):
+                raise TypeError(f"documents[{i}] must be a Document, got {type(d).__name__}")
+        ids = kwargs.pop("ids", None)
+        if kwargs:
+            raise TypeError(f"add_documents() got unexpected arguments {sorted(kwargs)}")
+        if ids is not None:
+            if len(ids) != len(docs):
+                raise ValueError(f"ids has {len(ids)} entries for {len(docs)} documents")
+            docs = [Document(page_content=d.page_content, metadata=d.metadata, id=i)
+                    for d, i in zip(docs, ids)]  # fmt: skip
+        with self._lock:
+            held = {d.id for d in self.documents if d.id is not None}
+            dup = [d.id for d in docs if d.id is not None and d.id in held]
+            if dup:
+                raise ValueError(f"ids {dup[:5]} are already in the retriever: delete them first")
+            keys = document_keys(self.documents + docs)[len(self.documents) :]
+            texts, kids, metas = _indexed(docs, keys)
+            if texts:
+                if self._index is None:
+                    self._index = self._settings().index(
+                        texts, ids=kids, metadatas=metas, encoder=self.embeddings
+                    )
+                else:
+                    self._index.insert(texts, ids=kids, metadatas=metas)
+            self.documents.extend(docs)
+            self._keys.extend(keys)
+            self._by_key.update((k, d) for k, d in zip(keys, docs) if k is not None)
+        return [k if k is not None else d.id for k, d in zip(keys, docs)]
+
+    def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
+        """Remove documents by id (LangChain's ``VectorStore.delete`` name).
+
+        Returns
+        -------
+        bool
+            True (every id was found and removed).
+
+        Raises
+        ------
+        ValueError
+            ``ids`` is missing or empty.
+        KeyError
+            An id the retriever does not hold (nothing is removed).
+        """
+        if not ids:
+            raise ValueError("delete() needs ids=[...]")
+        if isinstance(ids, str):
+            ids = [ids]
+        with self._lock:
+            want = set(ids)
+            drop = [
+                j for j, k in enumerate(self._keys) if k in want or self.documents[j].id in want
+            ]
+            found = {self._keys[j] for j in drop} | {self.documents[j].id for j in drop}
+            missing = [i for i in ids if i not in found]
+            if missing:
+                raise KeyError(f"ids {missing[:5]} are not in the retriever")
+            held = set(self._index.doc_ids) if self._index is not None else set()
+            gone = [self._keys[j] for j in drop if self._keys[j] in held]
+            if gone:
+                self._index.delete(gone)
+            for j in drop:
+                self._by_key.pop(self._keys[j], None)
+            dropped = set(drop)
+            self.documents[:] = [d for j, d in enumerate(self.documents) if j not in dropped]
+            self._keys = [k for j, k in enumerate(self._keys) if j not in dropped]
+        return True
 
     @property
     def index(self) -> MixPRIndex | None:
@@ -193,9 +297,13 @@ class MixPRRetriever(BaseRetriever):
         data = {**settings, **kwargs, "documents": docs}
         with loading(mixpr_index=index):
             retriever = cls(**data)
-        check_index_texts(
-            index.texts if index is not None else [], docs, retriever._sources, str(d / "index")
-        )
+        texts, ids, _ = _indexed(docs, retriever._keys)
+        have = list(zip(index.doc_ids, index.texts)) if index is not None else []
+        if have != list(zip(ids, texts)):
+            raise PersistError(
+                f"{str(d / 'index')!r} does not hold the texts of the saved documents: the "
+                "folder is damaged or mixes two saves"
+            )
         return retriever
 
     def _get_relevant_documents(
@@ -206,26 +314,24 @@ class MixPRRetriever(BaseRetriever):
         k: int | None = None,
         token_budget: int | None = None,
         mode: str | None = None,
+        filter: Any = None,
     ) -> list[Document]:
         check_text(query, "query")
         mode = check_choice(mode or self.mode, "mode", MODES)
         if k is None and token_budget is None:
             k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
         k, token_budget = check_size(k, token_budget)
-        if self._index is None:
+        index = self._index
+        if index is None:
             return []
-        result = self._index.search(query, k=k, token_budget=token_budget, mode=mode)
-        keys = document_keys(self.documents)
+        flt = self.filter if filter is None else filter
+        result = index.search(query, k=k, token_budget=token_budget, mode=mode, filters=flt)
+        by_key = dict(self._by_key)
         return with_unique_ids(
             [
-                hit_to_document(
-                    h,
-                    self.documents[self._sources[h.source]],
-                    "mixpr",
-                    key=keys[self._sources[h.source]],
-                )
-                for h in result.hits
-                if keys[self._sources[h.source]] is not None  # not a document given twice
+                hit_to_document(h, by_key[key], "mixpr", key=key)
+                for h, key in zip(result.hits, result.info["doc_ids"])
+                if key in by_key
             ]
         )
 
@@ -237,9 +343,29 @@ class MixPRRetriever(BaseRetriever):
         k: int | None = None,
         token_budget: int | None = None,
         mode: str | None = None,
+        filter: Any = None,
     ) -> list[Document]:
         # CPU-bound (sparse products): run in a worker thread, keep the event loop free
         return await run_in_executor(
             None,
-            partial(self._get_relevant_documents, query, k=k, token_budget=token_budget, mode=mode),
+            partial(
+                self._get_relevant_documents,
+                query,
+                k=k,
+                token_budget=token_budget,
+                mode=mode,
+                filter=filter,
+            ),
         )
+
+
+def _indexed(documents, keys):
+    """``(texts, ids, metadatas)`` of the documents that go into the index: those with text, not
+    given twice."""
+    texts, ids, metas = [], [], []
+    for d, k in zip(documents, keys):
+        if k is not None and d.page_content.strip():
+            texts.append(d.page_content)
+            ids.append(k)
+            metas.append(d.metadata)
+    return texts, ids, metas

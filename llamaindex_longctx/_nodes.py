@@ -128,3 +128,21 @@ def documents_from_texts(
         texts, metadatas, ids, default_id=lambda j: f"text{j}"
     )
     return [Document(text=t, metadata=m, id_=i) for t, m, i in zip(texts, metadatas, ids)]
+
+
+def docstore_hashes(docstore) -> dict[str, str | None]:
+    """``{node_id: hash}`` of every node a LlamaIndex docstore holds, in insertion order, without
+    deserializing the nodes where the docstore is a key-value one (the hashes it records on
+    ``add_documents``); ``None`` where it recorded none. Other docstores: from ``docs``."""
+    kv = getattr(docstore, "_kvstore", None)
+    node_coll = getattr(docstore, "_node_collection", None)
+    meta_coll = getattr(docstore, "_metadata_collection", None)
+    if kv is not None and node_coll is not None and meta_coll is not None:
+        try:
+            nodes = kv.get_all(collection=node_coll)
+            meta = kv.get_all(collection=meta_coll)
+        except Exception:  # noqa: BLE001 - fall back to the public (slower) API
+            nodes = None
+        if nodes is not None:
+            return {i: (meta.get(i) or {}).get("doc_hash") for i in nodes}
+    return {i: n.hash for i, n in docstore.docs.items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, Query
 
 from llamaindex_longctx._embed import app_embed_model
 from llamaindex_longctx._nodes import (
+    docstore_hashes,
     documents_from_texts,
     hit_to_node,
     node_keys,
@@ -21,6 +23,7 @@ from llamaindex_longctx._nodes import (
     with_unique_ids,
 )
 from longctx.checks import check_choice, check_int, check_text
+from longctx.filters import compile_filter
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError, read_json, write_dir
 from longctx.selection import check_size
@@ -94,7 +97,9 @@ class MixPRRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         embed_model=None,
+        filters=None,
         *,
+        docstore=None,
         _index: MixPRIndex | None = None,
     ) -> None:
         self._nodes = list(nodes)
@@ -107,23 +112,46 @@ class MixPRRetriever(BaseRetriever):
         self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
         self.mode = check_choice(mode, "mode", MODES)
         self.chunk_nodes = bool(chunk_nodes)
+        self.filters = filters
+        compile_filter(filters)  # a bad filter raises now, before the build
         if mixpr is not None and not isinstance(mixpr, MixPR):
             raise TypeError(f"mixpr must be a longctx MixPR, got {type(mixpr).__name__}")
         if mixpr is None:
             mixpr = MixPR() if max_words is None else MixPR(max_words=max_words)
-        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in self._nodes]
-        # nodes with text, in order: index source s is node self._sources[s]
-        self._sources = [i for i, t in enumerate(texts) if t.strip()]
+        self._mixpr = mixpr
+        self._embed_model = embed_model
+        self._docstore = docstore
+        self._seen: dict[str, str | None] = {}  # docstore node id -> hash, when following one
+        self._lock = threading.RLock()
         self._keys = node_keys(self._nodes)  # unique even when two nodes share an id
+        self._by_key = {k: n for k, n in zip(self._keys, self._nodes) if k is not None}
         if _index is not None:
             self._index = _index
-        elif self._sources:
-            self._index = mixpr.index(
-                [texts[i] for i in self._sources], chunk=self.chunk_nodes, encoder=embed_model
-            )
         else:
-            self._index = None
+            self._index = self._build(self._nodes, self._keys)
+        if docstore is not None:
+            self._seen = {n.node_id: n.hash for n in self._nodes}
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _indexed(self, nodes, keys):
+        """``(texts, ids, metadatas)`` of the nodes that go into the index: those with text,
+        not given twice."""
+        texts, ids, metas = [], [], []
+        for n, k in zip(nodes, keys):
+            t = n.get_content(metadata_mode=MetadataMode.NONE)
+            if k is not None and t.strip():
+                texts.append(t)
+                ids.append(k)
+                metas.append(n.metadata)
+        return texts, ids, metas
+
+    def _build(self, nodes, keys) -> MixPRIndex | None:
+        texts, ids, metas = self._indexed(nodes, keys)
+        if not texts:
+            return None
+        return self._mixpr.index(
+            texts, ids=ids, metadatas=metas, chunk=self.chunk_nodes, encoder=self._embed_model
+        )
 
     @classmethod
     def class_name(cls) -> str:
@@ -147,14 +175,21 @@ class MixPRRetriever(BaseRetriever):
         (its docstore's nodes), ``nodes`` or ``docstore`` (every node, in insertion order); the
         other keyword arguments are the constructor's.
 
+        Built from an ``index`` or a ``docstore``, the retriever follows it: before each query
+        it compares the docstore's node ids and hashes with its own and inserts, updates or
+        deletes the nodes that changed (``index.insert(doc)``, ``index.delete_ref_doc(id)``),
+        so no rebuild is needed.
+
         Raises
         ------
         ValueError
             None or several of ``index``, ``nodes`` and ``docstore``; bad arguments.
         """
+        store = index.docstore if index is not None else docstore
         return cls(
             nodes=nodes_from_defaults(index, nodes, docstore),
             similarity_top_k=similarity_top_k,
+            docstore=store if nodes is None else None,
             **kwargs,
         )
 
@@ -181,25 +216,139 @@ class MixPRRetriever(BaseRetriever):
         """The core :class:`longctx.MixPRIndex` (``None`` when no node has text)."""
         return self._index
 
+    @property
+    def nodes(self) -> list[BaseNode]:
+        """The nodes the retriever searches, in order (a copy of the list)."""
+        return list(self._nodes)
+
+    # -- insert and delete --------------------------------------------------------------------
+    def insert_nodes(self, nodes: Sequence[BaseNode]) -> None:
+        """Add nodes (LlamaIndex's name; a ``Document`` is a node too): their texts are chunked
+        and indexed, the rest of the index is not rebuilt (:meth:`longctx.MixPRIndex.insert`).
+
+        Raises
+        ------
+        TypeError, ValueError
+            A non-node; a node whose id the retriever already holds (use
+            :meth:`update_ref_doc`).
+        """
+        nodes = list(nodes)
+        for i, node in enumerate(nodes):
+            if not isinstance(node, BaseNode):
+                raise TypeError(
+                    f"nodes[{i}] must be a llama_index BaseNode, got {type(node).__name__}"
+                )
+        with self._lock:
+            held = {n.node_id for n in self._nodes}
+            dup = [n.node_id for n in nodes if n.node_id in held]
+            if dup:
+                raise ValueError(
+                    f"node ids {dup[:5]} are already in the retriever: use update_ref_doc()"
+                )
+            keys = node_keys(self._nodes + nodes)[len(self._nodes) :]
+            texts, ids, metas = self._indexed(nodes, keys)
+            if texts:
+                if self._index is None:
+                    self._index = self._build(nodes, keys)
+                else:
+                    self._index.insert(texts, ids=ids, metadatas=metas)
+            self._nodes.extend(nodes)
+            self._keys.extend(keys)
+            self._by_key.update((k, n) for k, n in zip(keys, nodes) if k is not None)
+
+    def insert(self, document: BaseNode) -> None:
+        """Add one document (see :meth:`insert_nodes`)."""
+        self.insert_nodes([document])
+
+    def delete_ref_doc(self, ref_doc_id: str, raise_error: bool = True) -> None:
+        """Remove every node of document ``ref_doc_id`` (nodes whose ``ref_doc_id`` or own id it
+        is), as LlamaIndex's ``BaseIndex.delete_ref_doc``.
+
+        Raises
+        ------
+        KeyError
+            No node belongs to ``ref_doc_id`` (unless ``raise_error=False``).
+        """
+        with self._lock:
+            gone = [
+                j
+                for j, n in enumerate(self._nodes)
+                if n.ref_doc_id == ref_doc_id or n.node_id == ref_doc_id
+            ]
+            if not gone:
+                if raise_error:
+                    raise KeyError(f"no node of document {ref_doc_id!r} in the retriever")
+                return
+            self._remove(gone)
+
+    def delete_nodes(self, node_ids: Sequence[str]) -> None:
+        """Remove nodes by their own id (unknown ids are ignored)."""
+        with self._lock:
+            ids = set(node_ids)
+            self._remove([j for j, n in enumerate(self._nodes) if n.node_id in ids])
+
+    def _remove(self, positions) -> None:
+        if not positions:
+            return
+        drop = set(positions)
+        keys = [self._keys[j] for j in positions]
+        held = [k for k in keys if k is not None and self._index is not None]
+        held = [k for k in held if k in self._index_ids()]
+        if held:
+            self._index.delete(held)
+        for k in keys:
+            self._by_key.pop(k, None)
+        self._nodes = [n for j, n in enumerate(self._nodes) if j not in drop]
+        self._keys = [k for j, k in enumerate(self._keys) if j not in drop]
+
+    def _index_ids(self) -> set:
+        return set(self._index.doc_ids) if self._index is not None else set()
+
+    def update_ref_doc(self, document: BaseNode) -> None:
+        """Replace document ``document.node_id``: its nodes are deleted and ``document`` is
+        inserted (LlamaIndex's ``BaseIndex.update_ref_doc``)."""
+        with self._lock:
+            self.delete_ref_doc(document.node_id, raise_error=False)
+            self.insert_nodes([document])
+
+    def _sync_docstore(self) -> None:
+        """Follow the docstore given to :meth:`from_defaults`: insert its new nodes, delete the
+        ones it lost, and replace those whose hash changed."""
+        store = self._docstore
+        if store is None:
+            return
+        now = docstore_hashes(store)
+        with self._lock:
+            seen = self._seen
+            gone = [i for i in seen if i not in now]
+            changed = [i for i, h in now.items() if i in seen and h is not None and h != seen[i]]
+            new = [i for i in now if i not in seen]
+            if not (gone or changed or new):
+                return
+            if gone or changed:
+                self.delete_nodes(gone + changed)
+            fresh = store.get_nodes(changed + new, raise_error=False)
+            fresh = [n for n in fresh if n is not None]
+            if fresh:
+                self.insert_nodes(fresh)
+            self._seen = {n.node_id: n.hash for n in self._nodes}
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_text(query_bundle.query_str, "query")
-        if self._index is None:
+        self._sync_docstore()
+        index = self._index
+        if index is None:
             return []
         k, budget = check_size(
             None if self.token_budget else self.similarity_top_k, self.token_budget
         )
-        result = self._index.search(query, k=k, token_budget=budget, mode=self.mode)
+        result = index.search(query, k=k, token_budget=budget, mode=self.mode, filters=self.filters)
+        by_key = dict(self._by_key)
         return with_unique_ids(
             [
-                hit_to_node(
-                    h,
-                    self._nodes[self._sources[h.source]],
-                    "mixpr",
-                    whole=not self.chunk_nodes,
-                    key=self._keys[self._sources[h.source]],
-                )
-                for h in result.hits
-                if self._keys[self._sources[h.source]] is not None  # not a node given twice
+                hit_to_node(h, by_key[key], "mixpr", whole=not self.chunk_nodes, key=key)
+                for h, key in zip(result.hits, result.info["doc_ids"])
+                if key in by_key
             ]
         )
 
@@ -224,8 +373,10 @@ class MixPRRetriever(BaseRetriever):
 
         from longctx.persist import text_digest
 
-        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in self._nodes]
-        index = self._index
+        self._sync_docstore()
+        with self._lock:
+            nodes, index = list(self._nodes), self._index
+        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
         write_dir(
             Path(persist_dir) / PERSIST_SUBDIR,
             kind=_PERSIST_KIND,
@@ -236,10 +387,10 @@ class MixPRRetriever(BaseRetriever):
                     "token_budget": self.token_budget,
                     "mode": self.mode,
                     "chunk_nodes": self.chunk_nodes,
-                    "node_ids": [n.node_id for n in self._nodes],
+                    "node_ids": [n.node_id for n in nodes],
                     "text_sha256": [text_digest(t) for t in texts],
                 },
-                "nodes": [doc_to_json(n) for n in self._nodes],
+                "nodes": [doc_to_json(n) for n in nodes],
             },
             subdirs={"index": index.save} if index is not None else {},
         )
@@ -307,17 +458,19 @@ class MixPRRetriever(BaseRetriever):
             index = MixPRIndex.load(
                 d / "index", router=router, encoder=app_embed_model(embed_model)
             )
-        with_text = [t for t in texts if t.strip()]
-        if (list(index.texts) if index is not None else []) != with_text:
+        keys = node_keys(nodes)
+        want = [(k, t) for k, t in zip(keys, texts) if k is not None and t.strip()]
+        have = list(zip(index.doc_ids, index.texts)) if index is not None else []
+        if have != want:
             raise PersistError(
                 f"{str(npath)!r}: the nodes' texts are not the texts of the saved index "
                 f"{str(d / 'index')!r} (reordered or edited)"
             )
         if index is not None and not settings.get("chunk_nodes", True):
             whole = (
-                index.n_units == len(with_text)
+                index.n_units == len(want)
                 and not index.starts.any()
-                and [int(e) for e in index.ends] == [len(t) for t in with_text]
+                and [int(e) for e in index.ends] == [len(t) for _, t in want]
             )
             if not whole:
                 raise PersistError(

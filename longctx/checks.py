@@ -177,3 +177,45 @@ def check_texts_metadatas_ids(texts, metadatas=None, ids=None, *, default_id=Non
     if len(ids) != len(texts):
         raise ValueError(f"ids has {len(ids)} items for {len(texts)} texts")
     return texts, metadatas, ids
+
+
+#: Deepest nesting of a metadata value (lists and dicts) kept in an index.
+MAX_METADATA_DEPTH = 16
+
+
+def check_metadata_json(metadata, name: str = "metadata") -> None:
+    """Check that ``metadata`` can be saved as JSON and read back equal: a dict with ``str``
+    keys whose values are ``str``, ``int``, finite ``float``, ``bool``, ``None``, or lists /
+    dicts of them (at most :data:`MAX_METADATA_DEPTH` deep).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming ``name`` and the key path of the first bad value (a ``datetime``, a ``set``,
+        ``bytes``, ``NaN``, a non-str key...), before anything is written.
+    """
+    import math
+
+    stack = [(metadata, name, 0)]
+    while stack:
+        v, where, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise ValueError(f"{where} is nested deeper than {MAX_METADATA_DEPTH} levels")
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise TypeError(
+                        f"{where} has the key {excerpt(k)} of type {type(k).__name__}: metadata "
+                        "keys must be str (JSON would turn it into a string)"
+                    )
+                stack.append((x, f"{where}[{k!r}]", depth + 1))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v))
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValueError(f"{where} is {v}: metadata values must be finite numbers")
+        elif v is not None and not isinstance(v, (str, int, bool)):
+            raise TypeError(
+                f"{where} is a {type(v).__name__}, which JSON cannot hold: metadata values must "
+                "be str, int, float, bool, None or lists / dicts of them"
+            )

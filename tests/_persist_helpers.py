@@ -21,7 +21,9 @@ TEXTS = [
 def mixpr_index():
     from longctx.mixpr import MixPRIndex
 
-    return MixPRIndex.from_texts(TEXTS, max_words=8)
+    index = MixPRIndex.from_texts(TEXTS, max_words=8)
+    assert len(index.token_counts)  # counted, so the saved index holds them
+    return index
 
 
 def diversity_index():

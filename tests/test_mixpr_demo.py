@@ -11,6 +11,7 @@ import pytest
 
 from longctx.cli import main
 from longctx.mixpr import PRESETS, MixPR, MixPRConfig, MixPRIndex
+from longctx.persist import PersistError
 from longctx.text import chunk_words
 
 DEMO_QUERY = "What did the Mock Turtle sing about?"  # the Makefile's `demo` target
@@ -31,8 +32,11 @@ def test_default_index_top5_holds_the_song_where_the_previous_default_did_not(al
     hits = MixPRIndex.from_texts(alice_text).search(DEMO_QUERY, k=5).hits
     assert len(hits) == 5
     assert any(SONG.search(" ".join(h.text.split())) for h in hits)
-    # the default before coverage weighting: five "... said the Mock Turtle." lines
-    before = MixPRIndex.from_texts(alice_text, coverage_power=0.0, alpha_local=0.6)
+    # the default before coverage weighting (and its thresholded graph): five "... said the
+    # Mock Turtle." lines
+    before = MixPRIndex.from_texts(
+        alice_text, coverage_power=0.0, alpha_local=0.6, graph="threshold"
+    )
     old = before.search(DEMO_QUERY, k=5).hits
     assert not any(SONG.search(" ".join(h.text.split())) for h in old)
     assert sum("Mock Turtle" in h.text for h in old) == 5
@@ -82,18 +86,15 @@ def test_bad_coverage_and_min_words_settings_raise():
     assert MixPRConfig(fit_query=True, coverage_power=0).fit_query
 
 
-def test_index_saved_before_coverage_loads_without_it(tmp_path):
+def test_a_saved_config_missing_a_setting_is_refused(tmp_path):
     index = MixPRIndex.from_texts(DIALOGUE, coverage_power=0.0)
     index.save(tmp_path / "idx")
     cfg_path = tmp_path / "idx" / "config.json"
     cfg = json.loads(cfg_path.read_text())
-    del cfg["coverage_power"], cfg["min_words"]
+    del cfg["coverage_power"]  # a default would silently change how the index ranks
     cfg_path.write_text(json.dumps(cfg))
-    loaded = MixPRIndex.load(tmp_path / "idx")
-    assert (loaded.config.coverage_power, loaded.config.min_words) == (0.0, None)
-    a = index.search(DEMO_QUERY, k=3)
-    b = loaded.search(DEMO_QUERY, k=3)
-    assert [(h.start, h.score) for h in a.hits] == [(h.start, h.score) for h in b.hits]
+    with pytest.raises(PersistError, match="coverage_power"):
+        MixPRIndex.load(tmp_path / "idx")
 
 
 def test_min_words_merges_short_chunks_inside_a_paragraph_only():

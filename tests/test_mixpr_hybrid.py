@@ -7,6 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 from longctx.mixpr import MixPRIndex
+from longctx.mixpr.index import _dense_restart
+from longctx.mixpr.query import query_weights, weigh_by_coverage
 from longctx.persist import PersistError
 
 # concept dimensions of a tiny deterministic encoder: synonyms share a dimension
@@ -97,20 +99,22 @@ def test_hybrid_restart_is_personalized_pagerank_as_networkx_computes_it():
     n = idx.n_units
     parts = idx._lexical_parts(QUERY)["cos"]
     assert parts.sum() > 0
-    S = idx._S.astype(np.float64)
+    # the factored graph E W E^T, formed here to hand it to networkx
+    E = idx.terms.embeddings().toarray()
+    S = E @ np.diag(idx.graph.term_weights) @ E.T
     G = nx.from_scipy_sparse_array(sp.csr_array(S), create_using=nx.DiGraph)
     # recover the restart from the index's own pieces and compare the walk with networkx
-    dense = idx._dense_scores(QUERY)
-    w_dense = idx._dense_restart(dense)
+    dense = idx._dense_scores(idx._state, QUERY)
     cfg = idx.config
-    Eq, _ = idx._query_vectors([QUERY])
+    w_dense = _dense_restart(dense, cfg.dense_top_k, None)
+    Eq, _ = query_weights(idx.terms, [QUERY], with_q=False)
     terms = np.unique(Eq.indices)
-    Et = sp.csc_array(idx._E_by_term[:, terms], dtype=np.float64)
+    Et = sp.csc_array(idx.terms.embeddings()[:, terms])
     Eqt = Eq[:, terms]
-    B = sp.csr_array(Et @ sp.csr_array(Eqt, dtype=np.float64).T)
+    B = sp.csr_array(Et @ sp.csr_array(Eqt).T)
     B.data[B.data < cfg.effective_query_threshold] = 0
     B.eliminate_zeros()
-    B = idx._weigh_by_coverage(B, Et, Eqt)
+    B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
     w_lex = np.asarray(B @ np.ones(1)).ravel()
     p = w_lex / w_lex.sum() + cfg.dense_restart * w_dense
     p = p / p.sum()

@@ -18,6 +18,7 @@ from longctx.mixpr import (
     personalized_pagerank,
     similarity_graph,
 )
+from longctx.mixpr.query import query_weights
 from longctx.persist import PersistError
 from longctx.types import SearchResult
 
@@ -49,8 +50,8 @@ def test_bordered_power_iteration_equals_pagerank_on_explicit_graph(alice_index)
     scores, mode, _ = alice_index.score(q, "local")
     assert mode == "local"
     qchunks = ["What did the Caterpillar smoke?", "Tell me"]
-    Eq, Q = alice_index._query_vectors(qchunks)
-    E = sp.csr_array(alice_index._E_by_term.tocsr(), dtype=np.float64)
+    Eq, Q = query_weights(alice_index.terms, qchunks, with_q=True)
+    E = sp.csr_array(alice_index.terms.embeddings(), dtype=np.float64)
     # the chunks' query-term weights as in the paper-literal fit (the query is one more
     # document: df + 1 for its terms), rows re-normalized; df counted from E's nonzeros
     n = alice_index.n_units
@@ -125,7 +126,7 @@ def test_save_load_round_trip(tmp_path, alice_index):
         == alice_index.search(QUESTIONS[0], token_budget=80).hits
     )
     raw = json.loads((tmp_path / "idx" / "manifest.json").read_text())
-    assert raw["format"] == "longctx.mixpr" and raw["format_version"] == 1
+    assert raw["format"] == "longctx.mixpr" and raw["format_version"] == 2
 
 
 def test_damaged_saves_are_clear_errors(tmp_path, alice_index):

@@ -322,4 +322,4 @@ def test_literal_query_weights_is_the_paper_presets_and_changes_only_query_edges
     sa, _, _ = a.score(q, "local")
     sb, _, _ = b.score(q, "local")
     assert not np.allclose(sa, sb)  # the query's edges differ
-    assert (a._S != b._S).nnz == 0  # the chunk graph does not
+    assert (a.graph.S != b.graph.S).nnz == 0  # the chunk graph does not

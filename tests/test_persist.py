@@ -172,13 +172,13 @@ def test_json_limits_size_and_nan(tmp_path):
 def test_sparse_indices_out_of_range_are_refused(tmp_path, mixpr):
     d = tmp_path / "idx"
     mixpr.save(d)
-    with np.load(d / "graph.npz") as z:
+    with np.load(d / "terms.npz") as z:
         indices = z["indices"].copy()
     indices[0] = 10**6
-    edit_npz(d / "graph.npz", indices=indices)
-    with pytest.raises(PersistError, match="graph.npz"):
-        read_sparse(d / "graph.npz")
-    with pytest.raises(PersistError, match="graph.npz"):
+    edit_npz(d / "terms.npz", indices=indices)
+    with pytest.raises(PersistError, match="terms.npz"):
+        read_sparse(d / "terms.npz")
+    with pytest.raises(PersistError, match="terms.npz"):
         MixPRIndex.load(d)
 
 
@@ -202,7 +202,7 @@ def test_mixpr_huge_max_iter_and_zero_tol_are_refused(tmp_path, mixpr):
         ({"ends": "big"}, "end"),
         ({"unit_source": "big"}, "source"),
         ({"starts": "2d"}, "starts"),
-        ({"idf": "str"}, "idf"),
+        ({"unit_index": "str"}, "unit_index"),
         ({"token_counts": "neg"}, "token_counts"),
     ],
 )

@@ -127,6 +127,44 @@ def _run_sequential(method, options, storage, jobs, return_files) -> Iterator[di
         yield run_one(builder, storage, doc_id, rel, text, return_files)
 
 
+def _build_mixpr(docs, storage, manifest, options, progress, workers, t0) -> CorpusBuildResult:
+    """A MixPR corpus: one index over every document (:mod:`longctx.corpus.mixpr_corpus`),
+    built in this process."""
+    from tqdm.auto import tqdm
+
+    from longctx.corpus.mixpr_corpus import build_mixpr_corpus
+
+    if workers not in (None, 1):
+        logger.info(
+            "MixPR builds one index over the whole corpus in this process; workers=%s is not "
+            "used (it applies to the diversity and GARLIC corpora)",
+            workers,
+        )
+    show = progress if progress is not None else sys.stderr.isatty()
+    bar = tqdm(total=len(docs), unit="doc", disable=not show, file=sys.stderr)
+    try:
+        done = build_mixpr_corpus(docs, storage, manifest, options, bar)
+        bar.update(len(done["skipped"]))
+    finally:
+        bar.close()
+    if done["built"]:
+        manifest.reorder([d for d, _ in docs])
+        storage.write_json(CORPUS_MANIFEST, manifest.to_json())
+    result = CorpusBuildResult(
+        built=tuple(done["built"]),
+        skipped=tuple(done["skipped"]),
+        failed=(),
+        errors={},
+        seconds=round(time.perf_counter() - t0, 3),
+        backend="in-process",
+        workers=1,
+        out=storage.url,
+        peak_rss_mib={os.getpid(): _peak_rss_mib()},
+    )
+    logger.info("%s: %s", storage.url, result.summary())
+    return result
+
+
 # -- the driver ----------------------------------------------------------------------------------
 def _check_out_is_ours(storage: Storage) -> None:
     """Refuse a non-empty ``out`` that is not a corpus (nothing of the user's is overwritten)."""
@@ -183,7 +221,10 @@ def build_indexes(
         (unsafe or duplicate ids raise) and kept as given; each index lives in
         ``indexes/<safe_component(doc_id)>``.
     method : {"mixpr", "diversity", "garlic"}
-        ``"mixpr"``: :class:`longctx.MixPRIndex` (Alonso & Millidge 2024, arXiv:2412.06078);
+        ``"mixpr"``: one :class:`longctx.MixPRIndex` over every document, at
+        ``indexes/mixpr`` (Alonso & Millidge 2024, arXiv:2412.06078), built in this process
+        (``workers`` and Ray are not used): a later call inserts the new documents and updates
+        the changed ones;
         ``"diversity"``: :class:`longctx.DiversityIndex` (sentence embeddings, MMR/FPS);
         ``"garlic"``: :func:`longctx.garlic.build_hwdag` (Wang et al. 2024, arXiv:2410.04790,
         sec. 3.1). ``"youra"`` is refused: it has no query-independent work to persist.
@@ -254,6 +295,9 @@ def build_indexes(
                 f"{manifest.options}; this call asks for {method!r} with "
                 f"{describe_options(method_options)}: choose another out"
             )
+
+    if method == "mixpr":
+        return _build_mixpr(docs, storage, manifest, method_options, progress, workers, t0)
 
     jobs, skipped = [], []
     for doc_id, text in docs:

@@ -85,6 +85,7 @@ def read_corpus_manifest(out, *, storage_options: dict | None = None) -> CorpusM
 
 def load_corpus(out, *, storage_options: dict | None = None, **load_kwargs) -> dict:
     """Every finished index of the corpus at ``out``: ``{doc_id: index}`` in manifest order.
+    A MixPR corpus has one index holding every document: it is the value of every key.
 
     Failed documents are left out (logged); ``**load_kwargs`` go to each index's ``load``.
 
@@ -96,6 +97,15 @@ def load_corpus(out, *, storage_options: dict | None = None, **load_kwargs) -> d
     """
     storage = open_storage(out, storage_options)
     manifest = read_corpus_manifest(storage)
+    if manifest.method == "mixpr":
+        from longctx.corpus.mixpr_corpus import check_entries, load_mixpr_index
+
+        done = [d for d, e in manifest.entries.items() if e.status == "done"]
+        if not done:
+            return {}
+        index = load_mixpr_index(storage, **load_kwargs)
+        check_entries(index, manifest, storage.location(CORPUS_MANIFEST))
+        return {d: index for d in done}
     out_indexes = {}
     for doc_id, e in manifest.entries.items():
         if e.status != "done":
@@ -108,26 +118,35 @@ def load_corpus(out, *, storage_options: dict | None = None, **load_kwargs) -> d
 
 
 class CorpusIndex:
-    """One search over the per-document indexes of a MixPR or diversity corpus.
-
-    Each document's index answers the query on its own (``search(query, k=k)``); the hits are
-    merged by score and the ``k`` best kept, returned in document order (corpus order, then
-    ``start``) like every :class:`~longctx.types.SearchResult`. ``Passage.source`` is the
-    document's position in :attr:`doc_ids`.
-
-    Scores are those of each method: for ``diversity`` the relevance reward (cosine similarity
-    to the query with one encoder for all documents, so comparable across documents); for
-    ``mixpr`` the personalized PageRank probability, which sums to 1 within each document: a
-    short document's chunks score higher than a long one's at equal relevance. For GARLIC
-    corpora use :meth:`llamaindex_longctx.GarlicIndex.from_corpus` (one graph search over all
-    documents).
+    """One search over a corpus: a MixPR corpus is one :class:`longctx.MixPRIndex` over every
+    document (one walk, corpus-wide term statistics: scores comparable across documents); a
+    diversity corpus is one index per document, each answering the query on its own (its
+    relevance reward is the cosine to the query with one encoder for all documents, so
+    comparable too), the hits merged by score. Hits come back in document order (corpus order,
+    then ``start``) like every :class:`~longctx.types.SearchResult`; ``Passage.source`` is the
+    document's position in :attr:`doc_ids`. For GARLIC corpora use
+    :meth:`llamaindex_longctx.GarlicIndex.from_corpus` (one graph search over all documents).
 
     Parameters
     ----------
-    indexes : mapping doc_id -> MixPRIndex or DiversityIndex
+    indexes : MixPRIndex, or mapping doc_id -> DiversityIndex (or MixPRIndex)
+        A mapping whose values are all one MixPRIndex (what :func:`load_corpus` gives for a
+        MixPR corpus) is that index.
     """
 
-    def __init__(self, indexes: Mapping):
+    def __init__(self, indexes):
+        from longctx.mixpr import MixPRIndex
+
+        if isinstance(indexes, Mapping) and indexes:
+            values = list(indexes.values())
+            if isinstance(values[0], MixPRIndex) and all(v is values[0] for v in values):
+                indexes = values[0]
+        self.index = None
+        if isinstance(indexes, MixPRIndex):
+            self.index = indexes
+            self.indexes = {}
+            self.doc_ids = tuple(indexes.doc_ids)
+            return
         if not indexes:
             raise ValueError("indexes is empty: the corpus has no finished document")
         for doc_id, ix in indexes.items():
@@ -141,18 +160,37 @@ class CorpusIndex:
 
     @classmethod
     def from_corpus(cls, out, *, storage_options: dict | None = None, **load_kwargs) -> CorpusIndex:
-        """Load every finished index of the corpus at ``out`` (see :func:`load_corpus`)."""
+        """Load the corpus at ``out`` (see :func:`load_corpus`).
+
+        Raises
+        ------
+        PersistError
+            No corpus, a damaged manifest or index, an entry whose digest does not match.
+        ValueError
+            The corpus has no finished document.
+        """
         return cls(load_corpus(out, storage_options=storage_options, **load_kwargs))
 
     def text(self, doc_id: str) -> str:
-        """The whole text of document ``doc_id``."""
+        """The whole text of document ``doc_id``.
+
+        Raises
+        ------
+        KeyError
+            No such document.
+        """
+        if self.index is not None:
+            pos = {d: i for i, d in enumerate(self.index.doc_ids)}
+            return self.index.texts[pos[doc_id]]
         return self.indexes[doc_id].texts[0]
 
     def search(self, query: str, *, k: int = 10, **kwargs) -> SearchResult:
         """The ``k`` best hits over every document (see the class docstring).
 
-        ``**kwargs`` go to each index's ``search`` (``mode`` for MixPR, ``lambda_`` for
-        diversity...). ``info["per_document"]`` holds each document's ``mode`` and hit count.
+        ``**kwargs`` go to the index's ``search`` (``mode``, ``filters``, ``token_budget`` for
+        MixPR; ``lambda_`` for diversity...). ``info["doc_ids"]`` holds the corpus's document
+        ids (``Passage.source`` indexes it); a per-document corpus also gives
+        ``info["per_document"]`` (each document's ``mode`` and hit count).
 
         Raises
         ------
@@ -162,6 +200,12 @@ class CorpusIndex:
         from longctx.checks import check_int
 
         k = check_int(k, "k", minimum=1)
+        if self.index is not None:
+            if kwargs.get("token_budget") is not None:
+                r = self.index.search(query, **kwargs)
+            else:
+                r = self.index.search(query, k=k, **kwargs)
+            return dataclasses.replace(r, info={**r.info, "doc_ids": self.doc_ids})
         t0 = time.perf_counter()
         scored, per_doc, method = [], {}, None
         for pos, (doc_id, ix) in enumerate(self.indexes.items()):

@@ -77,6 +77,10 @@ def check_method(method: str, options: dict) -> None:
             )
     if method == "mixpr" and "progress" in options:
         raise ValueError("progress is an argument of build_indexes, not a MixPR option")
+    if method == "mixpr":
+        from longctx.corpus.mixpr_corpus import check_mixpr_options
+
+        check_mixpr_options(options)
 
 
 def _describe(v):

@@ -133,6 +133,23 @@ class MixPRConfig:
         HotpotQA, and bAbI qa1-qa3 at 1.00 at 16k and 128k; more neighbours (16) or a smaller
         share (1.0) each lost one of those by a question or two
         (``docs/notes/mixpr-recall.md``).
+    graph : {"factored", "threshold"}, default "factored" (paper: "threshold")
+        The unit graph of the walk. ``"threshold"``: the paper's ``S = E E^T`` with entries below
+        ``threshold`` dropped (:func:`~longctx.mixpr.graph.similarity_graph`); its size grows
+        with the square of the text where terms repeat (4M words of Gutenberg: 136M entries,
+        9 GB, 19x the build time of 1M words), so it suits texts of up to about a million
+        words. ``"factored"``: ``S = E W E^T`` kept as its factor
+        (:class:`~longctx.mixpr.graph.FactoredGraph`): a walk step costs two passes over
+        ``E``'s non-zeros, so build, memory and query time grow linearly with the text, and
+        documents can be inserted and deleted without rebuilding anything quadratic. ``threshold``
+        is not used by it.
+    graph_idf_power : float in [0, 64], default 4.0
+        ``"factored"`` only: each term links units with weight ``(idf / max idf) **
+        graph_idf_power``, so terms held by many units (which link everything) carry little of
+        the walk, as the threshold removed their weak edges. 4 was chosen on ``longctx bench``
+        (60 questions a task): at powers 1, 2 and 4 SQuAD, NarrativeQA and bAbI qa1-qa3 are
+        within one question of the thresholded graph at every budget; power 0 (plain cosine,
+        no threshold) lost two HotpotQA questions at 20% (``docs/notes/mixpr-linear.md``).
     """
 
     threshold: float = 0.2
@@ -156,6 +173,8 @@ class MixPRConfig:
     dense_weight: float = 0.0
     dense_restart: float = 4.0
     dense_top_k: int = 6
+    graph: str = "factored"
+    graph_idf_power: float = 4.0
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -206,6 +225,12 @@ class MixPRConfig:
         for name in ("lexical_weight", "dense_weight", "dense_restart"):
             set_(self, name, check_float(getattr(self, name), name, low=0.0))
         set_(self, "dense_top_k", check_int(self.dense_top_k, "dense_top_k", minimum=1))
+        check_choice(self.graph, "graph", GRAPHS)
+        set_(
+            self,
+            "graph_idf_power",
+            check_float(self.graph_idf_power, "graph_idf_power", low=0.0, high=64.0),
+        )
         if self.min_words is not None:
             set_(self, "min_words", check_int(self.min_words, "min_words", minimum=1))
         if self.stemmer is not None:
@@ -278,6 +303,7 @@ class MixPRConfig:
             # CJK and Thai runs become character bigrams; other text keeps the word analyzer's
             # terms (stemmed when a stemmer is set)
             analyzer = _StemmedAnalyzer(vec.build_analyzer(), self.stemmer)
+            analyzer.word_vectorizer = vec  # its settings, for the batched analysis of MixPR
             kw = {k: v for k, v in vec.get_params().items() if k not in _WORD_ANALYZER_PARAMS}
             vec = TfidfVectorizer(**{**kw, "analyzer": analyzer})
             vec._validate_params()
@@ -301,6 +327,7 @@ class MixPRConfig:
 
 
 PERSONALIZATIONS = ("query", "similarity")
+GRAPHS = ("factored", "threshold")
 
 # TfidfVectorizer parameters that only its own word analyzer reads (moved into the stemmer's).
 _WORD_ANALYZER_PARAMS = frozenset(
@@ -322,7 +349,7 @@ _WORD_ANALYZER_PARAMS = frozenset(
 #: ``"paper"``: the exact setting of the paper's appendix A.2 as implemented before the index
 #: (the literal per-query pipeline: query appended before the TF-IDF fit, every edge
 #: thresholded at .27, one-hot personalization on the query node, newline chunking, no accent
-#: folding, no stemming, alpha .6, no coverage weighting). ``"default"``: built once per corpus, tuned on SQuAD, NarrativeQA,
+#: folding, no stemming, alpha .6, no coverage weighting, the thresholded graph). ``"default"``: built once per corpus, tuned on SQuAD, NarrativeQA,
 #: HotpotQA and bAbI (``benchmarks/MIXPR_DEFAULTS.md``): see :class:`MixPR`.
 PRESETS: dict[str, MixPRConfig] = {}
 PRESETS["paper"] = MixPRConfig(
@@ -341,5 +368,6 @@ PRESETS["paper"] = MixPRConfig(
     min_words=None,
     literal_query_weights=True,
     lexical_weight=0.0,
+    graph="threshold",
 )
 PRESETS["default"] = MixPRConfig()

@@ -200,3 +200,95 @@ def column_normalize(S: sp.spmatrix) -> sp.csr_array:
     A = S.copy()
     A.data = A.data * inv[A.indices]
     return A
+
+
+class ThresholdGraph:
+    """The paper's explicit chunk graph: ``S = E E^T`` with entries below ``threshold`` dropped
+    (:func:`similarity_graph`). Its size grows with the square of the text where terms repeat
+    (4M words of Gutenberg: 136M entries, 9 GB): the ``"paper"`` preset's graph, for texts
+    where it fits.
+
+    Attributes
+    ----------
+    S : (n, n) float64 CSR, symmetric, non-negative
+    colsum : (n,) float64
+        Column sums of ``S`` (the ``D`` of eq. 3).
+    """
+
+    kind = "threshold"
+
+    def __init__(self, S: sp.spmatrix):
+        S = sp.csr_array(S, dtype=np.float64)
+        self.S = S
+        self.shape = S.shape
+        self.colsum = np.bincount(S.indices, weights=S.data, minlength=S.shape[1])
+
+    @classmethod
+    def build(cls, E: sp.spmatrix, threshold: float) -> ThresholdGraph:
+        return cls(similarity_graph(E, threshold))
+
+    @property
+    def nnz(self) -> int:
+        return int(self.S.nnz)
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        """``S v``: ``(n,) float64``."""
+        return self.S @ v
+
+
+class FactoredGraph:
+    """The unit graph ``S = E W E^T`` kept as its factor, never formed: MixPR's walk only needs
+    products with the graph, and ``S v = E (W (E^T v))`` costs two passes over ``E``'s non-zeros.
+    So the graph's memory and a walk step grow linearly with the text, where the thresholded
+    ``E E^T`` of the paper grows with its square (Alonso and Millidge, "Mixture-of-PageRanks:
+    Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4
+    eq. 3 and appendix A.2, where the graph is ``E^T E`` thresholded at .27).
+
+    ``W = diag(w)`` weighs each term's links: two units sharing a term are linked by the product
+    of their TF-IDF weights of it times ``w``. With ``w = 1`` this is the cosine graph without a
+    threshold (a threshold cannot be applied to a product that is never formed); MixPR's default
+    (:class:`~longctx.mixpr.config.MixPRConfig` ``graph_idf_power``) uses
+    ``w = (idf / max idf) ** power``, so the terms that link everything (low IDF) carry little
+    of the walk, as the threshold dropped their weak edges.
+
+    Parameters
+    ----------
+    E : (n, V) scipy sparse, L2-normalized rows
+    term_weights : (V,) float >= 0, optional
+        ``w`` (all ones by default).
+
+    Attributes
+    ----------
+    colsum : (n,) float64
+        Column sums of ``S``: ``E (W (E^T 1))``.
+    """
+
+    kind = "factored"
+
+    def __init__(self, E: sp.spmatrix, term_weights: np.ndarray | None = None):
+        E = sp.csc_array(E, dtype=np.float64)
+        self.E = E
+        self._ET = E.T  # CSR view: E^T x is a gather over each term's units
+        w = None
+        if term_weights is not None:
+            w = np.asarray(term_weights, dtype=np.float64)
+            if w.shape != (E.shape[1],):
+                raise ValueError(f"term_weights must have shape ({E.shape[1]},), got {w.shape}")
+            if not np.isfinite(w).all() or (w.size and w.min() < 0):
+                raise ValueError("term_weights must be finite and >= 0")
+        self.term_weights = w
+        n = E.shape[0]
+        self.shape = (n, n)
+        self.colsum = self.matvec(np.ones(n))
+
+    @property
+    def nnz(self) -> int:
+        """Non-zeros of the factor (what a walk step reads, twice)."""
+        return int(self.E.nnz)
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        """``S v = E (W (E^T v))``: ``(n,) float64``."""
+        u = self._ET @ v
+        if self.term_weights is not None:
+            u = u * self.term_weights
+        return self.E @ u

@@ -1,27 +1,39 @@
-"""MixPR built once per corpus, queried many times: :class:`MixPRIndex` (build, search, save,
-load) and the build-stage progress bar. Saving and loading (the file layout and the validation of
-saved files) live in :mod:`longctx.mixpr.persist`."""
+"""MixPR built once per corpus, queried many times, grown and shrunk by document:
+:class:`MixPRIndex` (build, search with metadata filters, insert / update / delete, save, load)
+and the build-stage progress bar. Saving and loading (the file layout and the validation of saved
+files) live in :mod:`longctx.mixpr.persist`; the query's edges and the power iteration in
+:mod:`longctx.mixpr.query`; the TF-IDF counts in :mod:`longctx.mixpr.tfidf`."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from longctx.checks import check_choice, check_query
+from longctx.filters import compile_filter
 from longctx.index import RetrievalIndex, check_texts
 from longctx.mixpr.config import MixPRConfig
-from longctx.mixpr.graph import similarity_graph
+from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
 from longctx.mixpr.persist import _check_unit_vectors, load_index, save_index
+from longctx.mixpr.query import (
+    MAX_QUERY_CHUNKS,
+    by_max,
+    personalization,
+    power_iteration,
+    query_weights,
+    reweight_query_terms,
+    weigh_by_coverage,
+)
 from longctx.mixpr.router import MODES, KeywordRouter
+from longctx.mixpr.tfidf import TermTable, TfidfSettings
 from longctx.persist import PersistError as PersistError
 from longctx.selection import check_budget_fits, check_size, select_top
 from longctx.tokens import TokenCounter, count_many
@@ -29,22 +41,9 @@ from longctx.types import Passage, SearchResult
 
 logger = logging.getLogger(__name__)
 
-
-def _by_max(x: np.ndarray) -> np.ndarray:
-    """``x / max(x)`` (``x`` unchanged when its maximum is not positive)."""
-    top = float(x.max()) if len(x) else 0.0
-    return x / top if top > 0 else x.astype(np.float64, copy=True)
-
-
-def _personalization(n_query: int, query_chunks: Sequence[str]) -> np.ndarray:
-    """Restart weights over the query nodes (sec. 4 "Personalization vector"): one-hot on the last
-    query chunk, or .5 / .5 on the last two when the last one has fewer than 3 words."""
-    p = np.zeros(n_query)
-    if n_query >= 2 and len(query_chunks[-1].split()) < 3:
-        p[-2:] = 0.5
-    else:
-        p[-1] = 1.0
-    return p
+# old private names, kept for the studies that import them
+_by_max = by_max
+_personalization = personalization
 
 
 class _LazyTexts(Sequence):
@@ -62,41 +61,119 @@ class _LazyTexts(Sequence):
         return self._t[self._s[i]][self._a[i] : self._b[i]]
 
 
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    a.setflags(write=False)
+    return a
+
+
+class _State:
+    """One immutable snapshot of a :class:`MixPRIndex`: documents, units, term table, graph and
+    what is computed from them on first use (token counts, global PageRank, filter masks).
+    Insert, update and delete build a new snapshot and swap it in, so a search running on the
+    old one is never disturbed."""
+
+    def __init__(
+        self,
+        *,
+        config: MixPRConfig,
+        doc_ids: tuple,
+        texts: tuple,
+        metadata: tuple,
+        unit_source,
+        unit_index,
+        starts,
+        ends,
+        table: TermTable,
+        graph=None,
+        unit_vectors=None,
+        token_counts=None,
+    ):
+        self.config = config
+        self.doc_ids = doc_ids
+        self.texts = texts
+        self.metadata = metadata
+        self.unit_source = _frozen(unit_source)
+        self.unit_index = _frozen(unit_index)
+        self.starts = _frozen(starts)
+        self.ends = _frozen(ends)
+        self.table = table
+        self.unit_vectors = unit_vectors
+        if token_counts is not None:
+            token_counts = _frozen(token_counts)
+        self.token_counts = token_counts
+        self.positions = {d: i for i, d in enumerate(doc_ids)}
+        self.graph = graph if graph is not None else self._build_graph()
+        self.global_pr = None
+        self.lock = threading.Lock()
+        self.masks: dict = {}
+
+    @property
+    def n_units(self) -> int:
+        return len(self.starts)
+
+    def _build_graph(self):
+        cfg = self.config
+        E = self.table.embeddings()
+        if cfg.graph == "threshold":
+            return ThresholdGraph.build(E, cfg.threshold)
+        return FactoredGraph(E, term_weights=self.term_weights())
+
+    def term_weights(self) -> np.ndarray | None:
+        """``(n_terms,) float64``: how much each term links units in the factored graph,
+        ``(idf / max idf) ** graph_idf_power`` (``None``: power 0, every term alike)."""
+        power = self.config.graph_idf_power
+        if not power:
+            return None
+        idf = self.table.idf()
+        top = float(idf.max()) if idf.size else 0.0
+        return (idf / top) ** power if top > 0 else np.zeros_like(idf)
+
+    def unit_text(self, i: int) -> str:
+        return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]
+
+
 class MixPRIndex(RetrievalIndex):
     """MixPR built once per corpus, queried many times (Alonso and Millidge, "Mixture-of-PageRanks:
     Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4).
 
-    Build (:meth:`from_texts`, query-independent): chunk every text (``chunk_words``), fit TF-IDF
-    on the chunks, build the thresholded similarity graph ``S`` (:func:`similarity_graph`), its
-    column sums, the chunk token counts and the global PageRank. Search (:meth:`search`): the
-    query, split like the text into ``m`` query chunks, is transformed with the fitted vectorizer;
-    one sparse product gives its similarities ``B`` (``(n, m)``) to the chunks, thresholded at
-    ``query_threshold`` and weighted by query coverage (``coverage_power``); the graph is bordered with the query nodes,
-    ``[[S, B], [B^T, Q]]`` with column sums fixed for the affected columns, and personalized
-    PageRank runs on it as a matrix-free power iteration (one sparse product with ``S`` per
-    iteration). Nothing is rebuilt and nothing on the index changes, so it can be shared by
-    threads and asyncio tasks.
+    Build (:meth:`from_texts`, query-independent): chunk every text (``chunk_words``), count
+    the terms of every chunk with corpus-wide document frequencies (:class:`TermTable`: the
+    TF-IDF rows ``E``, L2-normalized), and keep the unit graph ``S = E E^T`` as its factor
+    (:class:`~longctx.mixpr.graph.FactoredGraph`, ``graph="factored"``, the default): a walk step
+    is ``E (E^T v)``, two passes over ``E``'s non-zeros, so build time, memory and query time grow
+    linearly with the text. The paper's thresholded graph (``graph="threshold"``,
+    :func:`~longctx.mixpr.graph.similarity_graph`, the ``"paper"`` preset) is still available: it
+    grows with the square of the text where terms repeat (4M words of Gutenberg: 136M entries,
+    9 GB), so it suits texts of up to about a million words.
 
-    Global queries (the router says ``"global"``) use the PageRank of the chunk graph computed
-    at build time (``alpha=0``, query-independent, the query not in the graph). A local query
-    that reaches no chunk (no query edge above the threshold) falls back to it too; the result's
-    ``mode`` is then ``"global-fallback"`` and the fallback is logged.
+    Search (:meth:`search`): the query, split like the text into query chunks, is transformed
+    with the corpus's TF-IDF; one sparse product over its terms' columns gives its similarities
+    ``B`` (``(n, m)``) to the units, thresholded at ``query_threshold`` and weighted by query
+    coverage (``coverage_power``); personalized PageRank runs on the unit graph as a matrix-free
+    power iteration (``personalization="similarity"``: the restart spread over the units by
+    their similarity to the query; ``"query"``: the graph bordered with the query nodes,
+    ``[[S, B], [B^T, Q]]``). Nothing on the index changes, so it can be shared by threads and
+    asyncio tasks. Global queries (the router says ``"global"``) use the PageRank of the unit
+    graph (``alpha=0``), computed once; a local query that reaches no unit falls back to it
+    (``mode="global-fallback"``, logged).
 
-    How it differs from the paper-literal pipeline (``fit_query=True``, :class:`MixPR` with
-    ``preset="paper"``): there the query is appended before fitting TF-IDF, so its terms enter
-    the vocabulary and the IDF, and global PageRank runs with the query nodes in the graph. Here
-    the query is weighed as that fit would weigh it (IDF with ``n + 1`` documents, the query
-    counting in its terms' document frequency) and, with ``literal_query_weights`` (the paper
-    preset), so are the chunks' weights of the query's terms (the affected rows re-normalized),
-    so the query's edges are the literal ones; the chunk-chunk graph keeps the text's own IDF,
-    and global PageRank runs without query nodes. On ten War and Peace questions the top-100
-    overlap of ``preset="paper", fit_query=False`` with the literal path is 0.99 to 1.00 (mean
-    0.998; ``benchmarks/bench_mixpr.py``).
+    One index holds many documents (each text is one, with an id and metadata): term
+    statistics are corpus-wide and one walk runs over every unit, so scores are comparable
+    across documents. Documents are inserted, updated and deleted by id (:meth:`insert`,
+    :meth:`update`, :meth:`delete`); after any sequence of them every search equals that of an
+    index built from the remaining documents at once (same hits, scores within 1e-9; with
+    ``graph="threshold"`` the graph is rebuilt, quadratic). Searches take metadata filters
+    (``filters=``, :mod:`longctx.filters`), applied to the walk's restart and to the results.
 
     Parameters (of :meth:`from_texts`)
     ----------------------------------
     texts : str or sequence of str
-        The corpus; each text is chunked on its own, all chunks form one graph.
+        The corpus; each text is a document, chunked on its own; all units form one graph.
+    ids : sequence of str, optional
+        One unique id per text (default ``"0"``, ``"1"``, ...).
+    metadatas : sequence of dict, optional
+        One JSON-compatible dict per text, for ``filters``.
     preset : {"default", "paper"}
         Base settings (:data:`PRESETS`); any :class:`MixPRConfig` field overrides by keyword.
     router : callable ``(query, chunks) -> "local" | "global"``, optional
@@ -111,82 +188,100 @@ class MixPRIndex(RetrievalIndex):
     >>> index = MixPRIndex.from_texts(book_text)  # doctest: +SKIP
     >>> result = index.search("Who gave Alice the bottle?", k=20)  # doctest: +SKIP
     >>> result.mode, [h.text for h in result.hits][:3]  # doctest: +SKIP
+    >>> index.insert([note], ids=["note-7"], metadatas=[{"kind": "note"}])  # doctest: +SKIP
+    >>> index.search("bottle", k=5, filters={"kind": "note"})  # doctest: +SKIP
     >>> index.save("alice.mixpr"); MixPRIndex.load("alice.mixpr")  # doctest: +SKIP
     """
 
     method = "mixpr"
-    FORMAT_VERSION = 1
+    #: 2: term counts instead of TF-IDF rows and graph (longctx 0.2); 1 is refused (rebuild).
+    FORMAT_VERSION = 2
 
     def __init__(
         self,
-        texts: tuple[str, ...],
-        config: MixPRConfig,
+        state: _State,
         *,
-        vectorizer,
-        unit_source: np.ndarray,
-        unit_index: np.ndarray,
-        starts: np.ndarray,
-        ends: np.ndarray,
-        token_counts: np.ndarray | None,
-        graph: sp.csr_array,
-        embeddings: sp.csr_array,
         router=None,
         token_counter_name: str = "count_tokens",
         token_counter: TokenCounter | None = None,
-        unit_vectors: np.ndarray | None = None,
         encoder=None,
         encoder_identity: dict | None = None,
+        chunk: bool = True,
     ):
-        self._texts = texts
-        if unit_vectors is not None:
-            unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
-            unit_vectors.setflags(write=False)
-        self._unit_vectors = unit_vectors
+        self._state = state
+        self._write_lock = threading.Lock()
         self._encoder = encoder
         ident = dict(encoder_identity or {})
-        if unit_vectors is not None:
-            ident["dim"] = int(unit_vectors.shape[1])
+        if state.unit_vectors is not None:
+            ident["dim"] = int(state.unit_vectors.shape[1])
             ident.setdefault("name", None if encoder is None else encoder.name)
         self._encoder_identity = ident
-        self.config = config
-        self._vectorizer = vectorizer
-        self.unit_source = unit_source
-        self.unit_index = unit_index
-        self.starts = starts
-        self.ends = ends
-        self._token_counts = token_counts
         self._token_counter = token_counter
-        self._counts_lock = threading.Lock()
         self.token_counter_name = token_counter_name
+        self.chunk = bool(chunk)
         if router is not None and not callable(router):
             raise TypeError(f"router must be callable, got {type(router).__name__}")
         self.router = router if router is not None else KeywordRouter()
-        # E by term (CSC): a query reads only its terms' columns.
-        self._E_by_term = sp.csc_array(embeddings, dtype=np.float32)
-        # S in float32 for the per-query products; column sums of S in float64.
-        self._S = sp.csr_array(graph, dtype=np.float32)
-        if self._S.nnz < 2**31:  # int32 indices: less memory traffic per product
-            self._S.indices = self._S.indices.astype(np.int32)
-            self._S.indptr = self._S.indptr.astype(np.int32)
-        self._colsum = np.bincount(
-            self._S.indices, weights=self._S.data, minlength=self._S.shape[1]
-        ).astype(np.float64)
-        self._global_pr = None  # PageRank of the chunk graph, computed on first use
 
-    # -- building -----------------------------------------------------------------------------
+    # -- what the index holds -------------------------------------------------------------------
+    @property
+    def config(self) -> MixPRConfig:
+        return self._state.config
+
     @property
     def texts(self) -> tuple[str, ...]:
-        return self._texts
+        """The documents' texts, in order (``Passage.source`` indexes this tuple)."""
+        return self._state.texts
+
+    @property
+    def doc_ids(self) -> tuple[str, ...]:
+        """The documents' ids, in the order of :attr:`texts`."""
+        return self._state.doc_ids
+
+    @property
+    def metadatas(self) -> tuple[Mapping, ...]:
+        """The documents' metadata dicts (read-only views), in the order of :attr:`texts`."""
+        return self._state.metadata
 
     @property
     def n_units(self) -> int:
-        return len(self.starts)
+        return self._state.n_units
+
+    @property
+    def unit_source(self) -> np.ndarray:
+        """``(n_units,) int64``: each unit's document position (read-only)."""
+        return self._state.unit_source
+
+    @property
+    def unit_index(self) -> np.ndarray:
+        """``(n_units,) int64``: each unit's position among its document's chunks."""
+        return self._state.unit_index
+
+    @property
+    def starts(self) -> np.ndarray:
+        """``(n_units,) int64``: character offsets of the units in their documents."""
+        return self._state.starts
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self._state.ends
+
+    @property
+    def terms(self) -> TermTable:
+        """The term counts and document frequencies (:class:`TermTable`)."""
+        return self._state.table
+
+    @property
+    def graph(self):
+        """The unit graph: :class:`~longctx.mixpr.graph.FactoredGraph` (``graph="factored"``) or
+        :class:`~longctx.mixpr.graph.ThresholdGraph`."""
+        return self._state.graph
 
     @property
     def unit_vectors(self) -> np.ndarray | None:
         """``(n_units, dim) float32`` L2-normalized dense vectors of the units (hybrid mode,
         read-only), or ``None``."""
-        return self._unit_vectors
+        return self._state.unit_vectors
 
     @property
     def encoder_identity(self) -> dict:
@@ -197,25 +292,29 @@ class MixPRIndex(RetrievalIndex):
     def token_counts(self) -> np.ndarray:
         """``(n_units,) int64`` tokens of each unit (the build's ``token_counter``), counted once
         on first use (the first token-budget query, or :meth:`save`), then shared read-only."""
-        if self._token_counts is None:
-            with self._counts_lock:
-                if self._token_counts is None:
-                    texts = [
-                        self._texts[d][a:b]
-                        for d, a, b in zip(
-                            self.unit_source.tolist(), self.starts.tolist(), self.ends.tolist()
-                        )
-                    ]
-                    counts = count_many(texts, self._token_counter)
-                    counts.setflags(write=False)
-                    self._token_counts = counts
-        return self._token_counts
+        return self._counts(self._state)
 
+    def _counts(self, st: _State) -> np.ndarray:
+        if st.token_counts is None:
+            with st.lock:
+                if st.token_counts is None:
+                    texts = [st.unit_text(i) for i in range(st.n_units)]
+                    st.token_counts = _frozen(count_many(texts, self._token_counter))
+        return st.token_counts
+
+    def units(self) -> list[Passage]:
+        """Every unit (chunk) of the index in document order, with score 0."""
+        st = self._state
+        return [self._hit(st, i, 0.0) for i in range(st.n_units)]
+
+    # -- building -----------------------------------------------------------------------------
     @classmethod
     def from_texts(
         cls,
         texts,
         *,
+        ids: Sequence[str] | None = None,
+        metadatas: Sequence[Mapping] | None = None,
         preset: str = "default",
         router=None,
         token_counter: TokenCounter | None = None,
@@ -226,7 +325,7 @@ class MixPRIndex(RetrievalIndex):
         **params,
     ) -> MixPRIndex:
         """Build the index (see the class docstring). With ``chunk=False`` every text is one unit
-        (for callers whose texts are already chunks, e.g. LlamaIndex nodes).
+        (for callers whose texts are already chunks, e.g. LlamaIndex nodes or passages).
 
         Hybrid mode (``encoder`` or ``unit_vectors``): every unit gets a dense vector once, at
         build time (saved with the index); each local query is embedded once and its nearest
@@ -235,65 +334,72 @@ class MixPRIndex(RetrievalIndex):
 
         Parameters
         ----------
+        ids : sequence of str, optional
+            Unique document ids (default: the positions as strings).
+        metadatas : sequence of dict, optional
+            Metadata per document, for ``filters=``; :meth:`save` keeps it, and needs it
+            JSON-compatible (str keys; str, number, bool, None or lists / dicts of them).
         encoder : optional
             Anything :func:`longctx.embeddings.get_encoder` accepts: a LlamaIndex
             ``BaseEmbedding``, a LangChain ``Embeddings``, a sentence-transformers model, a model
             path, an :class:`longctx.embeddings.Encoder` or a callable ``list[str] -> (n, dim)``.
             Embeds the units (unless ``unit_vectors``) and the queries.
         unit_vectors : (n_units, dim) float array, optional
-            Precomputed vectors of the units, in :attr:`units` order (build once without them to
+            Precomputed vectors of the units, in :meth:`units` order (build once without them to
             learn the units, or use ``chunk=False``); rows are L2-normalized here. Without an
             ``encoder``, queries need ``query_vector=``.
 
         Raises
         ------
         TypeError, ValueError
-            Bad texts or settings (checked before any heavy work), ``unit_vectors`` of the wrong
-            count of rows, dimension or values (named, before the TF-IDF fit), or texts that
-            hold no term to index once stop words are removed.
+            Bad texts, ids, metadata or settings (checked before any heavy work),
+            ``unit_vectors`` of the wrong count of rows, dimension or values (named, before the
+            TF-IDF), or texts that hold no term to index once stop words are removed.
         """
         config = MixPRConfig.from_preset(preset, **params)
         texts = check_texts(texts)
+        ids = _check_ids(ids, len(texts), default=[str(i) for i in range(len(texts))])
+        metadatas = _check_metadatas(metadatas, len(texts), ids)
         if token_counter is not None and not callable(token_counter):
             raise TypeError("token_counter must be a callable str -> int")
         if router is not None and not callable(router):
             raise TypeError(f"router must be callable, got {type(router).__name__}")
+        enc = None
+        if encoder is not None:
+            from longctx.embeddings import get_encoder
+
+            enc = get_encoder(encoder)
         bar = _stage_bar(progress, 3, "mixpr chunk")
         try:
-            units = [
-                (d, i, a, b)
-                for d, t in enumerate(texts)
-                for i, (a, b) in enumerate(config.chunk(t) if chunk else [(0, len(t))])
-            ]
-            if not units:
+            src, idx, starts, ends = _chunk(config, texts, chunk)
+            if not len(starts):
                 raise ValueError("texts hold no words to retrieve from")
-            src, idx, starts, ends = (np.asarray(c, dtype=np.int64) for c in zip(*units))
-            unit_texts = [texts[d][a:b] for d, _, a, b in units]
-            enc = None
-            if encoder is not None:
-                from longctx.embeddings import get_encoder
-
-                enc = get_encoder(encoder)
+            unit_texts = [texts[d][a:b] for d, a, b in zip(src.tolist(), starts, ends)]
             if unit_vectors is not None:
-                unit_vectors = _check_unit_vectors(unit_vectors, len(units))
+                unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
             elif enc is not None:
                 from longctx.embeddings import embed_texts
 
                 unit_vectors = embed_texts(enc, unit_texts, progress=progress, desc="mixpr units")
-                unit_vectors = _check_unit_vectors(unit_vectors, len(units))
-            _stage(bar, "mixpr embed")
-            vec = config.vectorizer()
-            try:
-                E = sp.csr_array(vec.fit_transform(unit_texts))
-            except ValueError as exc:
-                if "empty vocabulary" not in str(exc):
-                    raise
-                raise ValueError(
-                    "texts hold no term to index once stop words are removed "
-                    f"(stop_words={config.stop_words!r})"
-                ) from None
+                unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
+            if unit_vectors is not None:
+                unit_vectors.setflags(write=False)
+            _stage(bar, "mixpr terms")
+            table = TermTable.build(TfidfSettings(config), unit_texts)
+            _check_vocabulary(table, config)
             _stage(bar, "mixpr graph")
-            S = similarity_graph(E, config.threshold)
+            state = _State(
+                config=config,
+                doc_ids=ids,
+                texts=texts,
+                metadata=metadatas,
+                unit_source=src,
+                unit_index=idx,
+                starts=starts,
+                ends=ends,
+                table=table,
+                unit_vectors=unit_vectors,
+            )
             _stage(bar, "mixpr done")
         finally:
             if bar is not None:
@@ -304,57 +410,267 @@ class MixPRIndex(RetrievalIndex):
             else getattr(token_counter, "__name__", "custom")
         )
         return cls(
-            texts,
-            config,
-            vectorizer=vec,
-            unit_source=src,
-            unit_index=idx,
-            starts=starts,
-            ends=ends,
-            token_counts=None,
-            graph=S,
-            embeddings=E,
+            state,
             router=router,
             token_counter_name=name,
             token_counter=token_counter,
-            unit_vectors=unit_vectors,
             encoder=enc,
+            chunk=chunk,
         )
 
+    # -- insert, update, delete ---------------------------------------------------------------
+    def insert(
+        self,
+        texts,
+        *,
+        ids: Sequence[str],
+        metadatas: Sequence[Mapping] | None = None,
+        unit_vectors=None,
+    ) -> None:
+        """Add documents after the existing ones.
+
+        Costs what building these documents costs (chunking and counting their terms) plus
+        passes over the index's term counts to recompute the IDF and the row norms (vectorized,
+        linear in the index's non-zeros); ``graph="threshold"`` rebuilds its graph.
+
+        Parameters
+        ----------
+        texts : str or sequence of str
+        ids : sequence of str
+            New, unique ids (an id the index holds raises: use :meth:`update`).
+        metadatas : sequence of dict, optional
+        unit_vectors : (n_new_units, dim) array, optional
+            Hybrid indexes: the new units' vectors (else the index's encoder embeds them).
+
+        Raises
+        ------
+        TypeError, ValueError
+            Bad texts, ids (taken, duplicated) or metadata, a hybrid index without an encoder
+            and without ``unit_vectors``; checked before anything changes.
+        """
+        texts = check_texts(texts)
+        with self._write_lock:
+            st = self._state
+            ids = _check_ids(ids, len(texts))
+            taken = [i for i in ids if i in st.positions]
+            if taken:
+                raise ValueError(
+                    f"ids {taken[:5]} are already in the index: use update() to replace them"
+                )
+            metadatas = _check_metadatas(metadatas, len(texts), ids)
+            self._state = self._splice(st, len(st.doc_ids), 0, texts, ids, metadatas, unit_vectors)
+
+    def update(
+        self,
+        texts,
+        *,
+        ids: Sequence[str],
+        metadatas: Sequence[Mapping] | None = None,
+        unit_vectors=None,
+    ) -> None:
+        """Replace documents by id, each keeping its position (what a new build with the new
+        texts in the same order gives).
+
+        Raises
+        ------
+        KeyError
+            An id the index does not hold (nothing changes).
+        TypeError, ValueError
+            As :meth:`insert`.
+        """
+        texts = check_texts(texts)
+        with self._write_lock:
+            st = self._state
+            ids = _check_ids(ids, len(texts))
+            missing = [i for i in ids if i not in st.positions]
+            if missing:
+                raise KeyError(f"ids {missing[:5]} are not in the index")
+            metadatas = _check_metadatas(metadatas, len(texts), ids)
+            if unit_vectors is not None and len(ids) > 1:
+                raise ValueError("unit_vectors with update() takes one document at a time")
+            for t, i, md in zip(texts, ids, metadatas):
+                st = self._splice(st, st.positions[i], 1, (t,), (i,), (md,), unit_vectors)
+            self._state = st
+
+    def delete(self, ids) -> None:
+        """Remove documents by id.
+
+        Costs passes over the index's term counts (vectorized, linear in its non-zeros);
+        ``graph="threshold"`` rebuilds its graph.
+
+        Raises
+        ------
+        KeyError
+            An id the index does not hold (nothing changes).
+        """
+        if isinstance(ids, str):
+            ids = [ids]
+        ids = list(ids)
+        with self._write_lock:
+            st = self._state
+            missing = [i for i in ids if i not in st.positions]
+            if missing:
+                raise KeyError(f"ids {missing[:5]} are not in the index")
+            gone = {st.positions[i] for i in ids}
+            keep_docs = np.array([d not in gone for d in range(len(st.doc_ids))], dtype=bool)
+            keep = keep_docs[st.unit_source]
+            new_pos = np.cumsum(keep_docs) - 1
+            table = st.table.remove(keep)
+            vectors = st.unit_vectors
+            if vectors is not None:
+                vectors = vectors[keep]
+                vectors.setflags(write=False)
+            counts = st.token_counts[keep] if st.token_counts is not None else None
+            self._state = _State(
+                config=st.config,
+                doc_ids=tuple(d for j, d in enumerate(st.doc_ids) if keep_docs[j]),
+                texts=tuple(t for j, t in enumerate(st.texts) if keep_docs[j]),
+                metadata=tuple(m for j, m in enumerate(st.metadata) if keep_docs[j]),
+                unit_source=new_pos[st.unit_source[keep]],
+                unit_index=st.unit_index[keep],
+                starts=st.starts[keep],
+                ends=st.ends[keep],
+                table=table,
+                unit_vectors=vectors,
+                token_counts=counts,
+            )
+
+    def _splice(self, st: _State, at: int, n_old: int, texts, ids, metadatas, unit_vectors):
+        """A new state with documents ``at .. at + n_old`` replaced by ``texts``."""
+        cfg = st.config
+        src, idx, starts, ends = _chunk(cfg, texts, self.chunk)
+        src = src + at
+        unit_texts = [texts[d - at][a:b] for d, a, b in zip(src.tolist(), starts, ends)]
+        vectors = None
+        if st.unit_vectors is not None:
+            if unit_vectors is not None:
+                vectors = _check_unit_vectors(unit_vectors, len(starts))
+            elif self._encoder is not None:
+                from longctx.embeddings import embed_texts
+
+                vectors = embed_texts(self._encoder, unit_texts, progress=False)
+                vectors = _check_unit_vectors(vectors, len(starts))
+            else:
+                raise ValueError(
+                    "this MixPR index holds unit vectors but no encoder to embed new documents: "
+                    "pass unit_vectors=, or encoder= to from_texts / load"
+                )
+            if vectors.shape[1] != st.unit_vectors.shape[1]:
+                raise ValueError(
+                    f"unit_vectors have {vectors.shape[1]} dimensions, the index "
+                    f"{st.unit_vectors.shape[1]}"
+                )
+        elif unit_vectors is not None:
+            raise ValueError("unit_vectors needs an index built with encoder= or unit_vectors=")
+        # units before, new, after (the replaced documents' units dropped)
+        lo = int(np.searchsorted(st.unit_source, at, side="left"))
+        hi = int(np.searchsorted(st.unit_source, at + n_old, side="left"))
+        keep = np.ones(st.n_units, dtype=bool)
+        keep[lo:hi] = False
+        table = st.table.remove(keep) if hi > lo else st.table
+        vocab, rows = table.rows_for(unit_texts)
+        table = table.insert_rows(vocab, rows, at=lo)
+        shift = len(texts) - n_old
+        after = st.unit_source[hi:] + shift
+        cat = np.concatenate
+        counts = None
+        if st.token_counts is not None:
+            new_counts = count_many(unit_texts, self._token_counter)
+            counts = cat([st.token_counts[:lo], new_counts, st.token_counts[hi:]])
+        if vectors is not None:
+            vectors = cat([st.unit_vectors[:lo], vectors, st.unit_vectors[hi:]])
+            vectors.setflags(write=False)
+        return _State(
+            config=cfg,
+            doc_ids=st.doc_ids[:at] + tuple(ids) + st.doc_ids[at + n_old :],
+            texts=st.texts[:at] + tuple(texts) + st.texts[at + n_old :],
+            metadata=st.metadata[:at] + tuple(metadatas) + st.metadata[at + n_old :],
+            unit_source=cat([st.unit_source[:lo], src, after]),
+            unit_index=cat([st.unit_index[:lo], idx, st.unit_index[hi:]]),
+            starts=cat([st.starts[:lo], starts, st.starts[hi:]]),
+            ends=cat([st.ends[:lo], ends, st.ends[hi:]]),
+            table=table,
+            unit_vectors=vectors,
+            token_counts=counts,
+        )
+
+    # -- PageRank -----------------------------------------------------------------------------
     def global_pagerank(self) -> np.ndarray:
-        """``(n_units,) float64`` PageRank of the chunk graph (``alpha=0``, query-independent):
+        """``(n_units,) float64`` PageRank of the unit graph (``alpha=0``, query-independent):
         the scores of global queries and of the fallback. Computed once, on first use, then
         shared read-only."""
-        if self._global_pr is None:
-            with self._counts_lock:
-                if self._global_pr is None:
-                    pr = self._pagerank_global()
-                    pr.setflags(write=False)
-                    self._global_pr = pr
-        return self._global_pr
+        return self._global_pagerank(self._state)
 
-    def _pagerank_global(self) -> np.ndarray:
-        n = self.n_units
-        uniform = np.full(n, 1.0 / n)
-        return self._power_iteration(sp.csr_array((n, 0)), None, uniform, alpha=0.0)[:n]
+    def _global_pagerank(self, st: _State) -> np.ndarray:
+        if st.global_pr is None:
+            with st.lock:
+                if st.global_pr is None:
+                    n = st.n_units
+                    uniform = np.full(n, 1.0 / n) if n else np.zeros(0)
+                    pr = self._walk(st, uniform, alpha=0.0) if n else uniform
+                    pr.setflags(write=False)
+                    st.global_pr = pr
+        return st.global_pr
+
+    def _walk(self, st: _State, p: np.ndarray, alpha: float, B=None, Q=None) -> np.ndarray:
+        n = st.n_units
+        if B is None:
+            B = sp.csr_array((n, 0))
+        cfg = st.config
+        return power_iteration(st.graph, B, Q, p, alpha=alpha, max_iter=cfg.max_iter, tol=cfg.tol)
 
     # -- searching ----------------------------------------------------------------------------
     def route(self, query: str) -> str:
         """``"local"`` or ``"global"`` for ``query``, as the router decides (logged at INFO)."""
-        chunks = _LazyTexts(self._texts, self.unit_source, self.starts, self.ends)
+        st = self._state
+        chunks = _LazyTexts(st.texts, st.unit_source, st.starts, st.ends)
         mode = self.router(query, chunks)
         if mode not in ("local", "global"):
             raise RuntimeError(f"router returned {mode!r}, expected 'local' or 'global'")
         logger.info("MixPR router: %s for query %.80r", mode, query)
         return mode
 
+    def unit_mask(self, filters) -> np.ndarray | None:
+        """``(n_units,) bool``: the units of the documents that ``filters`` keeps (``None``: no
+        filter). See :func:`longctx.filters.compile_filter`.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A bad filter (named).
+        """
+        return self._mask(self._state, filters)
+
+    def _mask(self, st: _State, filters) -> np.ndarray | None:
+        pred = compile_filter(filters)
+        if pred is None:
+            return None
+        key = None
+        if not callable(filters) or hasattr(filters, "filters"):
+            try:
+                key = repr(filters)
+                hash(key)
+            except Exception:  # noqa: BLE001 - an unprintable filter is just not cached
+                key = None
+        if key is not None and key in st.masks:
+            return st.masks[key]
+        docs = np.fromiter((bool(pred(md)) for md in st.metadata), bool, len(st.metadata))
+        mask = docs[st.unit_source] if st.n_units else np.zeros(0, bool)
+        mask.setflags(write=False)
+        if key is not None:
+            with st.lock:
+                if len(st.masks) >= 64:
+                    st.masks.pop(next(iter(st.masks)))
+                st.masks[key] = mask
+        return mask
+
     def score(
-        self, query: str, mode: str = "auto", *, query_vector=None
+        self, query: str, mode: str = "auto", *, query_vector=None, filters=None
     ) -> tuple[np.ndarray, str, dict]:
         """Scores of every unit for ``query``: ``(scores (n_units,) float64, mode used, timings)``.
 
         ``mode`` used is ``"local"``, ``"global"`` or ``"global-fallback"`` (local asked, but no
-        chunk passes ``query_threshold`` and no unit vector is near: PageRank is used and the
+        unit passes ``query_threshold`` and no unit vector is near: PageRank is used and the
         fallback logged). Local scores are the walk's probabilities divided by their maximum,
         plus ``lexical_weight`` times the direct TF-IDF cosine and, in hybrid mode,
         ``dense_weight`` times the dense cosine (each divided by its maximum); with both weights
@@ -362,91 +678,114 @@ class MixPRIndex(RetrievalIndex):
 
         ``query_vector`` : ``(dim,)`` float, optional
             Hybrid mode: the query's vector (else the index's encoder embeds ``query``).
+        ``filters`` : optional
+            Metadata filters (:func:`longctx.filters.compile_filter`): the walk restarts only at
+            units of the documents they keep, and the other units score 0.
         """
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
+        st = self._state
+        mask = self._mask(st, filters)
+        return self._score(st, query, mode, query_vector, mask)
+
+    def _score(self, st: _State, query, mode, query_vector, mask):
         timings = {}
         t0 = time.perf_counter()
+        if query_vector is not None and st.unit_vectors is None:
+            raise ValueError("query_vector needs an index built with encoder= or unit_vectors=")
         if mode == "auto":
             mode = self.route(query)
             timings["route"] = time.perf_counter() - t0
-        if query_vector is not None and self._unit_vectors is None:
-            raise ValueError("query_vector needs an index built with encoder= or unit_vectors=")
+        n = st.n_units
         if mode == "global":
             t0 = time.perf_counter()
-            pr = self.global_pagerank().copy()  # computed on the first global query, then reused
+            pr = self._masked(self._global_pagerank(st).copy(), mask)
             timings["rank"] = time.perf_counter() - t0
             return pr, mode, timings
         t0 = time.perf_counter()
-        cfg = self.config
-        qchunks = [query[a:b] for a, b in cfg.chunk(query)]
-        if not qchunks:
-            qchunks = [query]
-        Eq, Q = self._query_vectors(qchunks)
-        thr = self.config.effective_query_threshold
+        cfg = st.config
+        qchunks = [query[a:b] for a, b in cfg.chunk(query)] or [query]
+        if len(qchunks) > MAX_QUERY_CHUNKS:
+            logger.info(
+                "MixPR: the query splits into %d chunks; its last %d are the query nodes",
+                len(qchunks),
+                MAX_QUERY_CHUNKS,
+            )
+            qchunks = qchunks[-MAX_QUERY_CHUNKS:]
+        bordered = cfg.personalization == "query"
+        Eq, Q = query_weights(st.table, qchunks, with_q=bordered)
+        thr = cfg.effective_query_threshold
         # (n, m) query-chunk similarities: only the columns of the query's terms are read.
         terms = np.unique(Eq.indices)
-        Et = sp.csc_array(self._E_by_term[:, terms], dtype=np.float64)
+        E = st.table.embeddings()
+        Et = sp.csc_array(E[:, terms])
         if cfg.literal_query_weights:
-            Et = self._reweight_query_terms(Et, terms)
+            Et = reweight_query_terms(st.table, Et, terms)
         Eqt = Eq[:, terms]
-        B = sp.csr_array(Et @ sp.csr_array(Eqt, dtype=np.float64).T)
+        B = sp.csr_array(Et @ sp.csr_array(Eqt).T)
         m = len(qchunks)
-        p_query = _personalization(m, qchunks)
+        p_query = personalization(m, qchunks)
         # direct lexical score: the units' cosine to the query's restart chunk(s), unthresholded
         lexical = np.asarray(B @ p_query).ravel() if cfg.lexical_weight else None
         B.data[B.data < thr] = 0.0
         B.eliminate_zeros()
         if cfg.coverage_power and B.nnz:
-            B = self._weigh_by_coverage(B, Et, Eqt)
+            B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
+        if mask is not None and B.nnz:  # the walk restarts only in the kept documents
+            B = sp.csr_array(B.multiply(mask[:, None].astype(np.float64)))
+            B.eliminate_zeros()
         dense = None
-        if self._unit_vectors is not None:
-            dense = self._dense_scores(query, query_vector)
+        if st.unit_vectors is not None:
+            dense = self._dense_scores(st, query, query_vector)
         timings["embed_query"] = time.perf_counter() - t0
-        n = self.n_units
         dense_w = None
         if dense is not None and cfg.dense_restart:
-            dense_w = self._dense_restart(dense)
+            dense_w = _dense_restart(dense, cfg.dense_top_k, mask)
         if B.nnz == 0 and dense_w is None:
             logger.info(
-                "MixPR: no chunk reaches query_threshold=%.3g for query %.80r; "
+                "MixPR: no unit reaches query_threshold=%.3g for query %.80r; "
                 "using PageRank (global mode)",
                 thr,
                 query,
             )
-            return self.global_pagerank().copy(), "global-fallback", timings
+            pr = self._masked(self._global_pagerank(st).copy(), mask)
+            return pr, "global-fallback", timings
         t0 = time.perf_counter()
-        Q = np.where(Q >= thr, Q, 0.0)
-        if self.config.personalization == "similarity" or B.nnz == 0:
-            # restart over the chunks by their similarity to the query; the query is no node
-            # of the walk (it would be a hub joining every chunk that shares a query term)
+        Q = np.where(Q >= thr, Q, 0.0) if bordered else Q
+        if not bordered or B.nnz == 0:
+            # restart over the units by their similarity to the query; the query is no node
+            # of the walk (it would be a hub joining every unit that shares a query term)
             w = B @ p_query if B.nnz else np.zeros(n)
             if B.nnz and w.sum() <= 0:  # the restart query chunk itself links nowhere
                 w = np.asarray(B.sum(axis=1)).ravel()
             w = w / w.sum() if w.sum() > 0 else w
             if dense_w is not None:
                 w = w + cfg.dense_restart * dense_w
-            pi = self._power_iteration(
-                sp.csr_array((n, 0)), None, w / w.sum(), alpha=self.config.alpha_local
-            )
+            pi = self._walk(st, w / w.sum(), alpha=cfg.alpha_local)
         else:
             if dense_w is not None:  # dense query edges next to the lexical ones
                 B = sp.csr_array(B + sp.csr_array(np.outer(dense_w, p_query)) * B.sum())
             p = np.concatenate([np.zeros(n), p_query])
-            pi = self._power_iteration(B, Q, p, alpha=self.config.alpha_local)
+            pi = self._walk(st, p, alpha=cfg.alpha_local, B=B, Q=Q)
         scores = np.ascontiguousarray(pi[:n])
         if lexical is not None or (dense is not None and cfg.dense_weight):
-            scores = _by_max(scores)
+            scores = by_max(scores)
             if lexical is not None:
-                scores += cfg.lexical_weight * _by_max(lexical)
+                scores += cfg.lexical_weight * by_max(lexical)
             if dense is not None and cfg.dense_weight:
-                scores += cfg.dense_weight * _by_max(np.maximum(dense, 0.0))
+                scores += cfg.dense_weight * by_max(np.maximum(dense, 0.0))
         timings["rank"] = time.perf_counter() - t0
-        return scores, "local", timings
+        return self._masked(scores, mask), "local", timings
 
-    def _dense_scores(self, query: str, query_vector=None) -> np.ndarray:
+    @staticmethod
+    def _masked(scores: np.ndarray, mask) -> np.ndarray:
+        if mask is not None:
+            scores[~mask] = 0.0
+        return scores
+
+    def _dense_scores(self, st: _State, query: str, query_vector=None) -> np.ndarray:
         """``(n_units,) float64`` cosine of every unit vector to the query's vector."""
-        d = self._unit_vectors.shape[1]
+        d = st.unit_vectors.shape[1]
         if query_vector is None:
             if self._encoder is None:
                 raise ValueError(
@@ -462,164 +801,21 @@ class MixPRIndex(RetrievalIndex):
             raise ValueError("query_vector must be finite")
         norm = float(np.linalg.norm(q))
         if norm == 0:
-            return np.zeros(self.n_units)
-        return (self._unit_vectors @ (q / norm)).astype(np.float64)
-
-    def _dense_restart(self, dense: np.ndarray) -> np.ndarray | None:
-        """The dense restart distribution: the ``dense_top_k`` nearest units (positive cosine
-        only), in proportion to their cosine; ``None`` when no unit is near."""
-        k = min(self.config.dense_top_k, len(dense))
-        top = np.argpartition(-dense, k - 1)[:k]
-        top = top[dense[top] > 0]
-        if not len(top):
-            return None
-        w = np.zeros(len(dense))
-        w[top] = dense[top]
-        return w / w.sum()
+            return np.zeros(st.n_units)
+        return (st.unit_vectors @ (q / norm)).astype(np.float64)
 
     def _lexical_parts(self, query: str) -> dict:
         """Study helper: ``{"cos": (n_units,) direct TF-IDF cosine of each unit to the query}``."""
-        cfg = self.config
+        st = self._state
+        cfg = st.config
         qchunks = [query[a:b] for a, b in cfg.chunk(query)] or [query]
-        Eq, _ = self._query_vectors(qchunks)
+        qchunks = qchunks[-MAX_QUERY_CHUNKS:]
+        Eq, _ = query_weights(st.table, qchunks, with_q=False)
         terms = np.unique(Eq.indices)
-        Et = sp.csc_array(self._E_by_term[:, terms], dtype=np.float64)
-        B = sp.csr_array(Et @ sp.csr_array(Eq[:, terms], dtype=np.float64).T)
-        p_query = _personalization(len(qchunks), qchunks)
+        Et = sp.csc_array(st.table.embeddings()[:, terms])
+        B = sp.csr_array(Et @ sp.csr_array(Eq[:, terms]).T)
+        p_query = personalization(len(qchunks), qchunks)
         return {"cos": np.asarray(B @ p_query).ravel()}
-
-    def _reweight_query_terms(self, Et: sp.csc_array, terms: np.ndarray) -> sp.csc_array:
-        """The chunks' weights of the query's terms as the paper-literal pipeline has them.
-
-        There the query is one more document, so each query term's document frequency is one
-        higher and its IDF lower; every chunk holding it gets that column scaled by
-        ``idf' / idf`` and its row re-normalized (the other terms' IDF shift, ``~1/n``, is
-        negligible). Only the query terms' columns (``Et``, ``(n, t)``) are touched; the
-        chunk-chunk graph keeps the text's own IDF.
-        """
-        vec = self._vectorizer
-        if not vec.use_idf or Et.nnz == 0:
-            return Et
-        n = self.n_units
-        idf = vec.idf_[terms]
-        if vec.smooth_idf:
-            df = (1 + n) / np.exp(idf - 1) - 1
-            new = np.log((2 + n) / (2 + df)) + 1.0
-        else:
-            df = n / np.exp(idf - 1)
-            new = np.log((n + 1) / (df + 1)) + 1.0
-        ratio = new / idf
-        Et = Et.copy()
-        rows = Et.indices
-        cols = np.repeat(np.arange(len(terms)), np.diff(Et.indptr))
-        old = Et.data
-        # squared row norms change by sum over the query terms of w^2 (r^2 - 1)
-        delta = np.bincount(rows, weights=old * old * (ratio[cols] ** 2 - 1.0), minlength=n)
-        if vec.norm == "l2":  # unit rows: the new norm follows from the changed weights alone
-            norm = np.sqrt(np.maximum(1.0 + delta, 1e-12))
-            Et.data = old * ratio[cols] / norm[rows]
-        else:
-            Et.data = old * ratio[cols]
-        return Et
-
-    def _weigh_by_coverage(self, B: sp.csr_array, Et, Eqt) -> sp.csr_array:
-        """``B[i, j] * coverage[i, j] ** coverage_power``: ``coverage[i, j]`` is the share of
-        query chunk ``j``'s TF-IDF weight (L1) on the terms that chunk ``i`` holds."""
-        hits = sp.csc_array(Et, copy=True)
-        hits.data[:] = 1.0
-        matched = sp.csr_array(hits @ sp.csr_array(Eqt, dtype=np.float32).T, dtype=np.float64)
-        total = np.asarray(Eqt.sum(axis=1), dtype=np.float64).ravel()
-        cov = matched.multiply(1.0 / np.where(total > 0, total, 1.0)[None, :])
-        cov = sp.csr_array(cov)
-        cov.data = np.clip(cov.data, 0.0, 1.0) ** self.config.coverage_power
-        return sp.csr_array(B.multiply(cov))
-
-    def _query_vectors(self, qchunks: list[str]) -> tuple[sp.csr_array, np.ndarray]:
-        """TF-IDF rows of the query chunks as the paper-literal pipeline weighs them, had the
-        query been one more document of the corpus: IDF with ``n + 1`` documents and the query
-        counted in its own terms' document frequency, and terms unseen in the text kept in the
-        L2 norm (they match no chunk, but a query full of them is less similar to every chunk).
-
-        Returns ``(Eq (m, V) float32 CSR over the fitted vocabulary, Q (m, m) float64 query-query
-        cosine similarities)``.
-        """
-        vec = self._vectorizer
-        analyzer = vec.build_analyzer()
-        vocab = vec.vocabulary_
-        n = self.n_units
-        use_idf, smooth = vec.use_idf, vec.smooth_idf
-        if use_idf:
-            idf = vec.idf_
-            # document frequencies recovered from the fitted IDF (smooth: ln((1+n)/(1+df)) + 1)
-            df = (1 + n) / np.exp(idf - 1) - 1 if smooth else n / np.exp(idf - 1)
-        weights = []
-        for chunk in qchunks:
-            tf = Counter(analyzer(chunk))
-            w = {}
-            for term, count in tf.items():
-                c = 1.0 if vec.binary else float(count)
-                if vec.sublinear_tf:
-                    c = 1.0 + np.log(c)
-                if use_idf:
-                    j = vocab.get(term)
-                    d = (df[j] if j is not None else 0.0) + 1.0  # the query is a document too
-                    c *= (np.log((2 + n) / (1 + d)) if smooth else np.log((n + 1) / d)) + 1.0
-                w[term] = c
-            norm = np.sqrt(sum(v * v for v in w.values())) or 1.0
-            weights.append({t: v / norm for t, v in w.items()})
-        m = len(qchunks)
-        rows, cols, vals = [], [], []
-        for i, w in enumerate(weights):
-            for term, v in w.items():
-                j = vocab.get(term)
-                if j is not None:
-                    rows.append(i)
-                    cols.append(j)
-                    vals.append(v)
-        Eq = sp.csr_array((vals, (rows, cols)), shape=(m, len(vocab)), dtype=np.float32)
-        # query-query cosines as one sparse product over all the query's terms (seen or not):
-        # linear in the query's length where pairwise dict sums were quadratic
-        qterms: dict[str, int] = {}
-        qr, qc, qv = [], [], []
-        for i, w in enumerate(weights):
-            for term, v in w.items():
-                qr.append(i)
-                qc.append(qterms.setdefault(term, len(qterms)))
-                qv.append(v)
-        W = sp.csr_array((qv, (qr, qc)), shape=(m, len(qterms)), dtype=np.float64)
-        Q = (W @ W.T).toarray()
-        return Eq, Q
-
-    def _power_iteration(self, B, Q, p, alpha: float) -> np.ndarray:
-        """Personalized PageRank (eq. 2, networkx conventions as :func:`personalized_pagerank`)
-        on the bordered graph ``[[S, B], [B^T, Q]]``, matrix-free."""
-        S = self._S
-        n = S.shape[0]
-        m = B.shape[1]
-        N = n + m
-        Bsum_rows = np.asarray(B.sum(axis=1)).ravel() if m else np.zeros(n)
-        col_c = self._colsum + Bsum_rows
-        col_q = (np.asarray(B.sum(axis=0)).ravel() + Q.sum(axis=0)) if m else np.zeros(0)
-        col = np.concatenate([col_c, col_q])
-        inv = np.divide(1.0, col, out=np.zeros_like(col), where=col > 0)
-        dangling = col == 0
-        x = np.full(N, 1.0 / N)
-        damping = 1.0 - alpha
-        restart = alpha * p
-        for _ in range(self.config.max_iter):
-            x_last = x
-            v = x_last * inv
-            y = np.empty(N)
-            y[:n] = S @ v[:n].astype(np.float32)
-            if m:
-                y[:n] += B @ v[n:]
-                y[n:] = B.T @ v[:n] + Q @ v[n:]
-            if dangling.any():
-                y += x_last[dangling].sum() * p
-            x = damping * y + restart
-            if np.abs(x - x_last).sum() < N * self.config.tol:
-                break
-        return x
 
     def search(
         self,
@@ -629,67 +825,89 @@ class MixPRIndex(RetrievalIndex):
         token_budget: int | None = None,
         mode: str = "auto",
         query_vector=None,
+        filters=None,
     ) -> SearchResult:
-        """The best chunks for ``query``, in document order (by source, then position).
+        """The best units for ``query``, in document order (by source, then position).
 
         Parameters
         ----------
         query : str, non-empty
         k : int >= 1, optional
-            Number of chunks (100 by default, as in the paper, when no ``token_budget``).
+            Number of units (100 by default, as in the paper, when no ``token_budget``).
         token_budget : int >= 1, optional
             Most tokens of the selection, as counted at build time (``token_counter``).
         mode : {"auto", "local", "global"}
             ``"auto"`` asks the router.
         query_vector : (dim,) float, optional
             Hybrid mode: the query's dense vector (else the index's encoder embeds the query).
+        filters : optional
+            Metadata filters: a :class:`longctx.filters.MetadataFilters`, a LlamaIndex
+            ``MetadataFilters``, a LangChain-style dict (``{"author": "Austen"}``,
+            ``{"year": {"$gte": 1800}}``) or a callable ``metadata -> bool``. Only units of the
+            documents it keeps are returned, and the walk restarts only there.
 
         Returns
         -------
         SearchResult
             ``hits``: :class:`Passage` with ``score`` the unit's score (:meth:`score`), ``index`` the
-            chunk's position in ``chunk_words`` of its text, ``source`` the text's position;
-            ``mode``: ``"local"``, ``"global"`` or ``"global-fallback"``; ``timings`` in seconds.
+            unit's position among its document's chunks, ``source`` the document's position in
+            :attr:`texts` / :attr:`doc_ids`; ``mode``: ``"local"``, ``"global"`` or
+            ``"global-fallback"``; ``timings`` in seconds; ``info["doc_ids"]``: the ids of the
+            hits' documents, in hit order.
 
         Raises
         ------
         TypeError, ValueError
-            Empty query, unknown mode, bad sizes (checked before any work).
+            Empty query, unknown mode, bad sizes or filters (checked before any work).
         longctx.selection.BudgetTooSmallError
-            (a ``ValueError``) If ``token_budget`` is smaller than the shortest chunk.
+            (a ``ValueError``) If ``token_budget`` is smaller than the shortest unit.
         """
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
-        if token_budget is not None:  # before any scoring: no chunk would fit
-            check_budget_fits(token_budget, self.token_counts)
-        scores, used, timings = self.score(query, mode, query_vector=query_vector)
+        st = self._state
+        mask = self._mask(st, filters)
+        allowed = np.flatnonzero(mask) if mask is not None else None
+        if token_budget is not None:  # before any scoring: no unit would fit
+            counts = self._counts(st)
+            check_budget_fits(token_budget, counts if allowed is None else counts[allowed])
+        if st.n_units == 0 or (allowed is not None and not len(allowed)):
+            budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
+            return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
+        scores, used, timings = self._score(st, query, mode, query_vector, mask)
         t0 = time.perf_counter()
+        sub = scores if allowed is None else scores[allowed]
         if token_budget is not None:
-            idx = select_top(scores, token_budget=token_budget, token_counts=self.token_counts)
+            counts = self._counts(st)
+            sel = select_top(
+                sub,
+                token_budget=token_budget,
+                token_counts=counts if allowed is None else counts[allowed],
+            )
             budget = {"token_budget": token_budget, "unit": self.token_counter_name}
         else:
-            idx = select_top(scores, k=k)
+            sel = select_top(sub, k=k)
             budget = {"k": k}
-        hits = tuple(self._hit(int(i), float(scores[i])) for i in idx.tolist())
+        idx = sel if allowed is None else allowed[sel]
+        hits = tuple(self._hit(st, int(i), float(scores[i])) for i in idx.tolist())
         timings["select"] = time.perf_counter() - t0
-        return SearchResult(hits, self.method, used, timings, budget)
+        info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
+        return SearchResult(hits, self.method, used, timings, budget, info=info)
 
-    def _hit(self, i: int, score: float) -> Passage:
-        d, a, b = int(self.unit_source[i]), int(self.starts[i]), int(self.ends[i])
-        return Passage(a, b, self._texts[d][a:b], score, int(self.unit_index[i]), d)
-
-    def units(self) -> list[Passage]:
-        """Every unit (chunk) of the index in document order, with score 0."""
-        return [self._hit(i, 0.0) for i in range(self.n_units)]
+    @staticmethod
+    def _hit(st: _State, i: int, score: float) -> Passage:
+        d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
+        return Passage(a, b, st.texts[d][a:b], score, int(st.unit_index[i]), d)
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, path) -> None:
-        """Write the index to directory ``path``: ``config.json`` (settings), ``texts.json``,
-        ``vocabulary.json`` (terms by column), ``arrays.npz`` (IDF, unit offsets, token counts),
-        ``graph.npz`` and ``embeddings.npz`` (scipy.sparse), and in hybrid mode ``vectors.npz``
-        (``unit_vectors``: ``(n_units, dim) float32``) with the encoder's name and dimension in
-        ``config.json``. The router and the encoder object are not saved."""
+        """Write the index to directory ``path``: ``config.json`` (settings), ``documents.json``
+        (ids and metadata), ``texts.json``, ``vocabulary.json`` (terms by column),
+        ``arrays.npz`` (unit offsets, token counts), ``terms.npz`` (the term counts, one
+        scipy.sparse row per unit), with ``graph="threshold"`` ``graph.npz`` (the thresholded
+        graph), and in hybrid mode ``vectors.npz`` (``unit_vectors``: ``(n_units, dim)
+        float32``) with the encoder's name and dimension in ``config.json``. The router and the
+        encoder object are not saved."""
         save_index(self, path)
 
     @classmethod
@@ -697,19 +915,112 @@ class MixPRIndex(RetrievalIndex):
         """Read an index written by :meth:`save` (pass the ``router`` again if it was not the
         default keyword router).
 
-        ``encoder`` (hybrid indexes): the encoder for queries, as given to :meth:`from_texts`.
-        ``None``: the default all-MiniLM-L6-v2 when the index was built with it (loaded on the
-        first query), else queries need ``query_vector=``.
+        ``encoder`` (hybrid indexes): the encoder for queries (and inserted documents), as given
+        to :meth:`from_texts`. ``None``: the default all-MiniLM-L6-v2 when the index was built
+        with it (loaded on the first query), else queries need ``query_vector=``.
 
         Raises
         ------
         PersistError
-            A missing, truncated or damaged file (named), another index kind or format version,
-            or files that do not fit together.
+            A missing, truncated or damaged file (named), another index kind or format version
+            (an index saved by longctx 0.1 says to rebuild), or files that do not fit together.
         ValueError
             ``encoder`` embeds in another dimension than the saved unit vectors.
         """
         return load_index(cls, path, router=router, encoder=encoder)
+
+
+def _chunk(config: MixPRConfig, texts, chunk: bool):
+    """``(source, index, starts, ends)`` int64 arrays of the units of ``texts``."""
+    src, idx, starts, ends = [], [], [], []
+    for d, t in enumerate(texts):
+        spans = config.chunk(t) if chunk else [(0, len(t))]
+        src.extend([d] * len(spans))
+        idx.extend(range(len(spans)))
+        starts.extend(a for a, _ in spans)
+        ends.extend(b for _, b in spans)
+    return tuple(np.asarray(x, dtype=np.int64) for x in (src, idx, starts, ends))
+
+
+def _check_vocabulary(table: TermTable, config: MixPRConfig) -> None:
+    if not table.kept_terms().any():
+        raise ValueError(
+            "texts hold no term to index once stop words are removed "
+            f"(stop_words={config.stop_words!r})"
+        )
+
+
+def _dense_restart(dense: np.ndarray, top_k: int, mask) -> np.ndarray | None:
+    """The dense restart distribution: the ``top_k`` nearest units (positive cosine only, among
+    ``mask``), in proportion to their cosine; ``None`` when no unit is near."""
+    if mask is not None:
+        dense = np.where(mask, dense, -np.inf)
+    k = min(top_k, len(dense))
+    if k == 0:
+        return None
+    top = np.argpartition(-dense, k - 1)[:k]
+    top = top[dense[top] > 0]
+    if not len(top):
+        return None
+    w = np.zeros(len(dense))
+    w[top] = dense[top]
+    return w / w.sum()
+
+
+def _check_ids(ids, n: int, default=None) -> tuple[str, ...]:
+    if ids is None:
+        if default is None:
+            raise TypeError("ids is required: one unique str per text")
+        return tuple(default)
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise TypeError(f"ids must be a sequence of str, got {type(ids).__name__}")
+    ids = tuple(ids)
+    if len(ids) != n:
+        raise ValueError(f"ids has {len(ids)} entries for {n} texts")
+    for i, x in enumerate(ids):
+        if not isinstance(x, str) or not x:
+            raise TypeError(f"ids[{i}] must be a non-empty str, got {x!r}")
+    if len(set(ids)) != len(ids):
+        seen, dup = set(), []
+        for x in ids:
+            if x in seen:
+                dup.append(x)
+            seen.add(x)
+        raise ValueError(f"ids must be unique: {dup[:5]} repeat")
+    return ids
+
+
+def _check_metadatas(metadatas, n: int, ids) -> tuple[Mapping, ...]:
+    if metadatas is None:
+        return tuple(_READONLY_EMPTY for _ in range(n))
+    if isinstance(metadatas, Mapping) or not isinstance(metadatas, Sequence):
+        raise TypeError(f"metadatas must be a sequence of dicts, got {type(metadatas).__name__}")
+    if len(metadatas) != n:
+        raise ValueError(f"metadatas has {len(metadatas)} entries for {n} texts")
+    out = []
+    for i, md in enumerate(metadatas):
+        if md is None:
+            out.append(_READONLY_EMPTY)
+            continue
+        if not isinstance(md, Mapping):
+            raise TypeError(f"metadatas[{i}] (document {ids[i]!r}) must be a dict")
+        out.append(_ReadOnlyDict(md))
+    return tuple(out)
+
+
+class _ReadOnlyDict(dict):
+    """A copy of a metadata dict that refuses changes (the index shares it with every search)."""
+
+    def _refuse(self, *a, **k):
+        raise TypeError("a document's metadata in the index is read-only: use update()")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self):
+        return (dict, (dict(self),))
+
+
+_READONLY_EMPTY = _ReadOnlyDict()
 
 
 def _stage_bar(progress: bool, total: int, desc: str):

@@ -14,13 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.persist import (
     PersistError,
     check_dict,
-    check_float_array,
     check_int_array,
     check_spans,
     check_str_list,
@@ -37,52 +37,70 @@ __all__ = ["LOADABLE_VECTORIZER_KWARGS", "load_index", "save_index"]
 def save_index(index, path) -> None:
     """Write ``index`` (a :class:`~longctx.mixpr.index.MixPRIndex`) to directory ``path``
     (the files are listed in :meth:`MixPRIndex.save <longctx.mixpr.index.MixPRIndex.save>`)."""
-    vocab = index._vectorizer.get_feature_names_out().tolist()
+    from longctx.checks import check_metadata_json
+
+    st = index._state
+    for doc_id, md in zip(st.doc_ids, st.metadata):  # before anything is written
+        check_metadata_json(md, f"the metadata of document {doc_id!r}")
+    counts = st.token_counts
     arrays = {
         "arrays": {
-            "idf": index._vectorizer.idf_,
-            "unit_source": index.unit_source,
-            "unit_index": index.unit_index,
-            "starts": index.starts,
-            "ends": index.ends,
-            "token_counts": index.token_counts,
+            "unit_source": st.unit_source,
+            "unit_index": st.unit_index,
+            "starts": st.starts,
+            "ends": st.ends,
+            "token_counts": counts if counts is not None else np.zeros(0, np.int64),
         }
     }
     extra = {}
-    if index._unit_vectors is not None:
-        arrays["vectors"] = {"unit_vectors": index._unit_vectors}
+    if st.unit_vectors is not None:
+        arrays["vectors"] = {"unit_vectors": st.unit_vectors}
         extra["encoder"] = index._encoder_identity
+    sparse = {"terms": st.table.counts}
+    if st.config.graph == "threshold":
+        sparse["graph"] = st.graph.S
     write_dir(
         path,
         kind="mixpr",
         version=index.FORMAT_VERSION,
         json_files={
             "config": {
-                **index.config.to_dict(),
+                **st.config.to_dict(),
                 "token_counter": index.token_counter_name,
+                "chunk": index.chunk,
                 **extra,
             },
-            "texts": list(index._texts),
-            "vocabulary": vocab,
+            "documents": {"ids": list(st.doc_ids), "metadata": [dict(m) for m in st.metadata]},
+            "texts": list(st.texts),
+            "vocabulary": st.table.terms(),
         },
         arrays=arrays,
-        sparse={"graph": index._S, "embeddings": index._E_by_term.tocsr()},
+        sparse=sparse,
     )
+
+
+#: Largest term count of one term in one unit accepted from a file.
+MAX_TERM_COUNT = 1 << 31
 
 
 def load_index(cls, path, *, router=None, encoder=None):
     """Read the index at directory ``path`` as an instance of ``cls`` (errors: see
     :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`)."""
+    from longctx.mixpr.index import _check_ids, _check_metadatas, _State
+    from longctx.mixpr.tfidf import TermTable, TfidfSettings
+
     d = Path(path)
+    _refuse_old_format(d, cls.FORMAT_VERSION)
     read_manifest(d, kind="mixpr", versions=(cls.FORMAT_VERSION,))
     cfg_path, arr_path = d / "config.json", d / "arrays.npz"
+    doc_path, terms_path = d / "documents.json", d / "terms.npz"
     cfg = check_dict(read_json(cfg_path), cfg_path, "config")
     texts = check_str_list(read_json(d / "texts.json"), d / "texts.json", "texts")
     vocab = check_str_list(read_json(d / "vocabulary.json"), d / "vocabulary.json", "terms")
-    keys = ("idf", "unit_source", "unit_index", "starts", "ends", "token_counts")
+    docs = check_dict(read_json(doc_path), doc_path, "documents")
+    keys = ("unit_source", "unit_index", "starts", "ends", "token_counts")
     arrs = read_arrays(arr_path, keys)
-    S = read_sparse(d / "graph.npz")
-    E = read_sparse(d / "embeddings.npz")
+    counts_m = read_sparse(terms_path)
     cfg = dict(cfg)
     vectors = ident = None
     if "encoder" in cfg:
@@ -93,15 +111,15 @@ def load_index(cls, path, *, router=None, encoder=None):
     counter = cfg.pop("token_counter", None)
     if not isinstance(counter, str) or len(counter) > 200:
         raise PersistError(f"{str(cfg_path)!r}: field 'token_counter' must be a short str")
-    # indexes saved before these fields existed were built without them
-    cfg.setdefault("stemmer", None)
-    cfg.setdefault("split_lines", True)
-    cfg.setdefault("min_words", None)
-    cfg.setdefault("coverage_power", 0.0)
-    cfg.setdefault("literal_query_weights", False)
+    chunk = cfg.pop("chunk", True)
+    if not isinstance(chunk, bool):
+        raise PersistError(f"{str(cfg_path)!r}: field 'chunk' must be true or false")
     unknown = sorted(set(cfg) - set(MixPRConfig.__dataclass_fields__))
     if unknown:
         raise PersistError(f"{str(cfg_path)!r}: unknown field(s) {unknown[:5]}")
+    missing = sorted(set(MixPRConfig.__dataclass_fields__) - set(cfg))
+    if missing:  # a default would silently change how the saved index ranks
+        raise PersistError(f"{str(cfg_path)!r}: missing field(s) {missing[:5]}")
     cfg["vectorizer_kwargs"] = _loadable_vectorizer_kwargs(
         cfg.get("vectorizer_kwargs", {}), cfg_path
     )
@@ -115,27 +133,45 @@ def load_index(cls, path, *, router=None, encoder=None):
         texts = check_texts(texts, "texts.json")
     except (TypeError, ValueError) as exc:
         raise PersistError(f"{str(d / 'texts.json')!r}: {str(exc)[:300]}") from None
+    unknown = sorted(set(docs) - {"ids", "metadata"})
+    if unknown:
+        raise PersistError(f"{str(doc_path)!r}: unknown field(s) {unknown[:5]}")
+    try:
+        ids = _check_ids(docs.get("ids"), len(texts))
+    except (TypeError, ValueError) as exc:
+        raise PersistError(f"{str(doc_path)!r}: field 'ids': {str(exc)[:300]}") from None
+    metadata = docs.get("metadata")
+    if not isinstance(metadata, list) or not all(isinstance(m, dict) for m in metadata):
+        raise PersistError(f"{str(doc_path)!r}: field 'metadata' must be a list of objects")
+    try:
+        metadata = _check_metadatas(metadata, len(texts), ids)
+    except (TypeError, ValueError) as exc:
+        raise PersistError(f"{str(doc_path)!r}: field 'metadata': {str(exc)[:300]}") from None
     starts = check_int_array(arrs["starts"], arr_path, "starts", minimum=0)
     n = len(starts)
     source = check_int_array(arrs["unit_source"], arr_path, "unit_source", n=n, minimum=0)
     ends = check_int_array(arrs["ends"], arr_path, "ends", n=n, minimum=0)
     unit_index = check_int_array(arrs["unit_index"], arr_path, "unit_index", n=n, minimum=0)
-    counts = check_int_array(arrs["token_counts"], arr_path, "token_counts", n=n, minimum=0)
+    counts = check_int_array(arrs["token_counts"], arr_path, "token_counts", minimum=0)
+    if len(counts) not in (0, n):
+        raise PersistError(f"{str(arr_path)!r}: field 'token_counts' has {len(counts)} entries")
     check_spans(texts, source, starts, ends, arr_path)
-    idf = check_float_array(arrs["idf"], arr_path, "idf", shape=(len(vocab),))
+    if n and np.any(np.diff(source) < 0):
+        raise PersistError(f"{str(arr_path)!r}: field 'unit_source' is not in document order")
     if len(set(vocab)) != len(vocab):
         raise PersistError(f"{str(d / 'vocabulary.json')!r}: field 'terms' has duplicates")
-    if len(idf) and idf.min() <= 0:
-        raise PersistError(f"{str(arr_path)!r}: field 'idf' must be > 0")
-    if S.shape != (n, n) or (S.nnz and S.data.min() < 0):
+    if counts_m.shape != (n, len(vocab)):
         raise PersistError(
-            f"{str(d / 'graph.npz')!r}: graph of shape {S.shape} for {n} units (or negative "
-            "weights)"
+            f"{str(terms_path)!r}: shape {counts_m.shape}, expected ({n}, {len(vocab)})"
         )
-    if E.shape != (n, len(vocab)):
-        raise PersistError(
-            f"{str(d / 'embeddings.npz')!r}: shape {E.shape}, expected ({n}, {len(vocab)})"
-        )
+    data = counts_m.data
+    if data.size and (
+        data.min() < 1 or data.max() > MAX_TERM_COUNT or not np.all(data == np.round(data))
+    ):
+        raise PersistError(f"{str(terms_path)!r}: term counts must be whole numbers >= 1")
+    counts_m = sp.csr_array(counts_m, dtype=np.float64)
+    counts_m.sum_duplicates()
+    counts_m.sort_indices()
     if vectors is not None:
         vpath = str(d / "vectors.npz")
         if ident.get("dim") != (vectors.shape[1] if vectors.ndim == 2 else None):
@@ -144,35 +180,67 @@ def load_index(cls, path, *, router=None, encoder=None):
             vectors = _check_unit_vectors(vectors, n)
         except (TypeError, ValueError) as exc:
             raise PersistError(f"{vpath!r}: field 'unit_vectors': {exc}") from None
+        vectors.setflags(write=False)
+    graph = None
+    if config.graph == "threshold":
+        from longctx.mixpr.graph import ThresholdGraph
+
+        S = read_sparse(d / "graph.npz")
+        if S.shape != (n, n) or (S.nnz and S.data.min() < 0):
+            raise PersistError(
+                f"{str(d / 'graph.npz')!r}: graph of shape {S.shape} for {n} units (or negative "
+                "weights)"
+            )
+        graph = ThresholdGraph(S)
     try:
-        vec = config.vectorizer(vocabulary={t: i for i, t in enumerate(vocab)})
-        vec.idf_ = idf.astype(np.float64)
+        settings = TfidfSettings(config)
     except (TypeError, ValueError) as exc:
         raise PersistError(f"{str(d)!r} holds an inconsistent MixPR index: {exc}") from None
-    arrs = {
-        "unit_source": source,
-        "unit_index": unit_index,
-        "starts": starts,
-        "ends": ends,
-        "token_counts": counts,
-    }
+    V = len(vocab)
+    df = np.bincount(counts_m.indices, minlength=V).astype(np.int64)
+    tfc = np.ones_like(counts_m.data) if settings.binary else counts_m.data
+    cf = np.bincount(counts_m.indices, weights=tfc, minlength=V)
+    table = TermTable(settings, {t: i for i, t in enumerate(vocab)}, counts_m, df, cf)
+    state = _State(
+        config=config,
+        doc_ids=ids,
+        texts=texts,
+        metadata=metadata,
+        unit_source=source,
+        unit_index=unit_index,
+        starts=starts,
+        ends=ends,
+        table=table,
+        graph=graph,
+        unit_vectors=vectors,
+        token_counts=counts if len(counts) == n and n else None,
+    )
     return cls(
-        texts,
-        config,
-        vectorizer=vec,
-        unit_source=arrs["unit_source"],
-        unit_index=arrs["unit_index"],
-        starts=arrs["starts"],
-        ends=arrs["ends"],
-        token_counts=arrs["token_counts"],
-        graph=S,
-        embeddings=E,
+        state,
         router=router,
         token_counter_name=counter,
-        unit_vectors=vectors,
         encoder=_load_encoder(encoder, ident, vectors, d),
         encoder_identity=ident,
+        chunk=chunk,
     )
+
+
+def _refuse_old_format(d: Path, version: int) -> None:
+    """An index saved by longctx 0.1 (format version 1) is a clear error that says to rebuild."""
+    m = d / "manifest.json"
+    try:
+        raw = read_json(m, max_bytes=1 << 20)
+    except PersistError:
+        return  # read_manifest names the problem
+    if isinstance(raw, dict) and raw.get("format") == "longctx.mixpr":
+        fv = raw.get("format_version")
+        if fv == 1:
+            raise PersistError(
+                f"{str(m)!r} holds a MixPR index saved by longctx "
+                f"{str(raw.get('longctx_version', '0.1'))[:20]} (format version 1, with the "
+                f"quadratic similarity graph); this longctx reads format version {version}: "
+                "rebuild the index (MixPRIndex.from_texts, or longctx index) and save it again"
+            )
 
 
 #: ``TfidfVectorizer`` arguments a saved config may set (checked on load): arguments such as

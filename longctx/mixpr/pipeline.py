@@ -130,16 +130,20 @@ class MixPR:
         self,
         texts,
         *,
+        ids=None,
+        metadatas=None,
         token_counter: TokenCounter | None = None,
         chunk: bool = True,
         encoder=None,
         unit_vectors=None,
     ) -> MixPRIndex:
-        """A :class:`MixPRIndex` over ``texts`` with these settings and router (``chunk=False``:
-        every text is one unit; ``encoder`` / ``unit_vectors``: hybrid mode, see
-        :meth:`MixPRIndex.from_texts`)."""
+        """A :class:`MixPRIndex` over ``texts`` with these settings and router (``ids`` /
+        ``metadatas``: one per text; ``chunk=False``: every text is one unit; ``encoder`` /
+        ``unit_vectors``: hybrid mode, see :meth:`MixPRIndex.from_texts`)."""
         return MixPRIndex.from_texts(
             texts,
+            ids=ids,
+            metadatas=metadatas,
             router=self.router,
             token_counter=token_counter,
             progress=self.progress,

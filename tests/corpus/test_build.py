@@ -97,52 +97,87 @@ def test_out_holding_user_files_is_refused(tmp_path, docs):
     assert (tmp_path / "mine.txt").read_text("utf-8") == "keep me"
 
 
-# -- building, resuming, failing ------------------------------------------------------------------
+# -- building, resuming, growing ------------------------------------------------------------------
+def _results(corpus, queries=("What did the Caterpillar say?", "Who is the Queen?")):
+    return [
+        [
+            (corpus.doc_ids[h.source], h.start, h.end, round(h.score, 12))
+            for h in corpus.search(q, k=8)
+        ]
+        for q in queries
+    ]
+
+
 def test_build_manifest_and_load(tmp_path, docs):
     r = seq(docs, tmp_path / "c")
-    assert r.built == tuple(d for d, _ in docs) and not r.failed and r.backend == "sequential"
+    assert r.built == tuple(d for d, _ in docs) and not r.failed and r.backend == "in-process"
     m = read_corpus_manifest(tmp_path / "c")
     assert m.method == "mixpr" and list(m.entries) == [d for d, _ in docs]
     e = m.entries["alice/part 0"]
     assert e.status == "done" and e.tokens > 500 and e.seconds > 0 and e.error is None
-    assert e.path == f"indexes/{safe_component('alice/part 0')}"
+    assert e.path == "indexes/mixpr"  # one index over every document
     ix = load_index(tmp_path / "c" / e.path)
-    assert isinstance(ix, MixPRIndex) and ix.texts == (docs[0][1],)
-    assert list(load_corpus(tmp_path / "c")) == [d for d, _ in docs]
+    assert isinstance(ix, MixPRIndex) and ix.texts == tuple(t for _, t in docs)
+    assert ix.doc_ids == tuple(d for d, _ in docs)
+    loaded = load_corpus(tmp_path / "c")
+    assert list(loaded) == [d for d, _ in docs] and len({id(v) for v in loaded.values()}) == 1
 
 
-def test_interrupted_build_resumes_equal(tmp_path, docs):
-    whole = seq(docs, tmp_path / "whole")
-    assert len(whole.built) == 4
-    first = seq(docs[:2], tmp_path / "resumed")  # "stopped after 2 documents"
+def test_a_corpus_grows_and_equals_one_build(tmp_path, docs):
+    seq(docs, tmp_path / "whole")
+    first = seq(docs[:2], tmp_path / "grown")
     assert len(first.built) == 2
-    # a half-written index (no manifest.json) and a done entry whose folder lost its manifest
-    name = safe_component(docs[2][0])
-    (tmp_path / "resumed" / "indexes" / name).mkdir()
-    (tmp_path / "resumed" / "indexes" / name / "texts.json").write_text("[", "utf-8")
-    gone = tmp_path / "resumed" / "indexes" / safe_component(docs[1][0]) / "manifest.json"
-    gone.unlink()
-    again = seq(docs, tmp_path / "resumed")
-    assert again.skipped == (docs[0][0],)
-    assert set(again.built) == {d for d, _ in docs[1:]}
-    assert index_files(tmp_path / "resumed") == index_files(tmp_path / "whole")
-    # a changed text is rebuilt, the rest skipped
+    again = seq(docs, tmp_path / "grown")  # the two new documents are inserted
+    assert again.skipped == (docs[0][0], docs[1][0]) and again.built == (docs[2][0], docs[3][0])
+    whole = CorpusIndex.from_corpus(tmp_path / "whole")
+    grown = CorpusIndex.from_corpus(tmp_path / "grown")
+    assert grown.doc_ids == whole.doc_ids and _results(grown) == _results(whole)
+    # a changed text is updated in place, the rest skipped
     changed = [docs[0], (docs[1][0], docs[1][1] + " More words about the Queen."), *docs[2:]]
-    r = seq(changed, tmp_path / "resumed")
+    r = seq(changed, tmp_path / "grown")
     assert r.built == (docs[1][0],) and len(r.skipped) == 3
+    seq(changed, tmp_path / "fresh")
+    assert _results(CorpusIndex.from_corpus(tmp_path / "grown")) == _results(
+        CorpusIndex.from_corpus(tmp_path / "fresh")
+    )
+    # documents the call does not name stay in the corpus
+    r = seq(docs[:1], tmp_path / "grown")
+    assert (
+        r.skipped == (docs[0][0],) and len(CorpusIndex.from_corpus(tmp_path / "grown").doc_ids) == 4
+    )
 
 
-def test_failing_document_is_recorded_and_others_complete(tmp_path, docs):
-    bad = [docs[0], ("stop words", STOP_WORDS_ONLY), docs[1]]
-    r = seq(bad, tmp_path / "c")
-    assert r.built == (docs[0][0], docs[1][0]) and r.failed == ("stop words",)
-    assert "ValueError" in r.errors["stop words"]
-    e = read_corpus_manifest(tmp_path / "c").entries["stop words"]
-    assert e.status == "failed" and "ValueError" in e.error
-    assert not (tmp_path / "c" / e.path).exists()
-    assert list(load_corpus(tmp_path / "c")) == [docs[0][0], docs[1][0]]
-    r2 = seq(bad, tmp_path / "c")  # a failed document is tried again
-    assert r2.failed == ("stop words",) and len(r2.skipped) == 2
+def test_stop_word_documents_and_an_empty_vocabulary(tmp_path, docs):
+    r = seq([docs[0], ("stop words", STOP_WORDS_ONLY), docs[1]], tmp_path / "c")
+    assert r.built == (docs[0][0], "stop words", docs[1][0]) and not r.failed
+    corpus = CorpusIndex.from_corpus(tmp_path / "c")
+    assert "stop words" not in {corpus.doc_ids[h.source] for h in corpus.search("Alice?", k=5)}
+    with pytest.raises(ValueError, match="no term to index"):
+        seq([("stop words", STOP_WORDS_ONLY)], tmp_path / "d")
+    assert not (tmp_path / "d" / "corpus.json").exists()
+
+
+def test_swapped_or_edited_entries_are_persist_errors(tmp_path, docs):
+    seq(docs[:2], tmp_path / "c")
+    f = tmp_path / "c" / "corpus.json"
+    raw = json.loads(f.read_text("utf-8"))
+    a, b = raw["documents"]
+    a["text_sha256"], b["text_sha256"] = b["text_sha256"], a["text_sha256"]
+    f.write_text(json.dumps(raw), "utf-8")
+    with pytest.raises(PersistError, match="text_sha256"):
+        CorpusIndex.from_corpus(tmp_path / "c")
+    with pytest.raises(PersistError, match="text_sha256"):
+        seq(docs[:2], tmp_path / "c")
+
+
+def test_bad_mixpr_options_raise_before_anything_is_written(tmp_path, docs):
+    with pytest.raises(ValueError, match="preset"):
+        seq(docs[:1], tmp_path / "c", preset="nope")
+    with pytest.raises(ValueError, match="takes no option"):
+        seq(docs[:1], tmp_path / "c", no_such=1)
+    assert not (tmp_path / "c").exists()
+    seq(docs[:1], tmp_path / "c", preset="paper")  # the corrected call is not refused
+    assert read_corpus_manifest(tmp_path / "c").options == {"preset": "paper"}
 
 
 def test_other_options_in_same_out_raise(tmp_path, docs):
@@ -156,9 +191,8 @@ def test_memory_url_round_trip(docs):
     r = seq(docs[:2], out)
     assert len(r.built) == 2
     assert seq(docs[:2], out).skipped == tuple(d for d, _ in docs[:2])
-    loaded = load_corpus(out)
-    assert [ix.texts[0] for ix in loaded.values()] == [t for _, t in docs[:2]]
     corpus = CorpusIndex.from_corpus(out)
+    assert [corpus.text(d) for d, _ in docs[:2]] == [t for _, t in docs[:2]]
     res = corpus.search("What did the Caterpillar say?", k=5)
     assert len(res.hits) == 5 and res.info["doc_ids"] == (docs[0][0], docs[1][0])
     for h in res.hits:
@@ -172,13 +206,18 @@ def test_file_url_equals_folder(tmp_path, docs):
 
 
 def test_without_ray_runs_sequentially(tmp_path, docs, monkeypatch, caplog):
+    from tests.corpus._helpers import hash_embed
+
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ModuleNotFoundError
     with caplog.at_level(logging.INFO, logger="longctx.corpus.build"):
-        r = build_indexes(docs[:2], "mixpr", tmp_path / "c", progress=False)
+        r = build_indexes(docs[:2], "diversity", tmp_path / "c", progress=False, encoder=hash_embed)
     assert r.backend == "sequential" and len(r.built) == 2
     assert "Ray is not installed" in caplog.text
     with pytest.raises(ModuleNotFoundError, match="longctx\\[ray\\]"):
-        build_indexes(docs[2:], "mixpr", tmp_path / "d", use_ray=True)
+        build_indexes(docs[2:], "diversity", tmp_path / "d", use_ray=True, encoder=hash_embed)
+    with caplog.at_level(logging.INFO, logger="longctx.corpus.build"):
+        r = build_indexes(docs[:2], "mixpr", tmp_path / "m", workers=2, progress=False)
+    assert r.backend == "in-process" and "workers=2 is not used" in caplog.text
 
 
 # -- CLI -------------------------------------------------------------------------------------------
@@ -188,15 +227,15 @@ def test_cli_corpus(tmp_path, docs, capsys):
     (tmp_path / "in").mkdir()
     for i, (_, text) in enumerate(docs[:2]):
         (tmp_path / "in" / f"{i}.txt").write_text(text, "utf-8")
-    (tmp_path / "in" / "bad.txt").write_text(STOP_WORDS_ONLY, "utf-8")
+    (tmp_path / "in" / "stop.txt").write_text(STOP_WORDS_ONLY, "utf-8")
     argv = ["index", str(tmp_path / "in"), "--method", "mixpr", "--out", str(tmp_path / "c")]
-    assert main([*argv, "--sequential"]) == 1  # one document failed
+    assert main([*argv, "--sequential"]) == 0
     out = capsys.readouterr().out
-    assert "failed: bad.txt: ValueError" in out
-    assert "built 2, skipped 0, failed 1" in out
-    assert main([*argv, "--sequential", "--format", "json"]) == 1
+    assert "built 3, skipped 0, failed 0" in out
+    (tmp_path / "in" / "2.txt").write_text(docs[2][1], "utf-8")
+    assert main([*argv, "--format", "json"]) == 0  # the new file is inserted
     data = json.loads(capsys.readouterr().out)
-    assert data["skipped"] == ["0.txt", "1.txt"] and data["failed"] == ["bad.txt"]
+    assert data["skipped"] == ["0.txt", "1.txt", "stop.txt"] and data["built"] == ["2.txt"]
     assert main(["index", str(tmp_path / "in" / "0.txt"), "--out", "x", "--workers", "2"]) == 2
     assert "--workers needs --method" in capsys.readouterr().err
 

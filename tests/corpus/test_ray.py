@@ -1,5 +1,5 @@
 """``build_indexes`` on a local Ray (2 CPUs, started once for the module): GARLIC with the tiny
-random Llama in an actor pool, MixPR as tasks, ``memory://`` through the driver."""
+random Llama and diversity in actor pools, ``memory://`` through the driver."""
 
 from __future__ import annotations
 
@@ -102,22 +102,21 @@ def test_garlic_corpus_in_llamaindex(garlic_corpora):
     assert len(s.graph.ids) == sum(len(g.nodes) for g in load_corpus(root / "ray").values())
 
 
-def test_mixpr_tasks_fail_resume_and_memory(local_ray, tmp_path, docs):
-    bad = ("stop words", "the and of the to a in that it was")
-    first = build_indexes([*docs[:2], bad], "mixpr", tmp_path / "c", workers=2)
+def test_diversity_actors_resume_and_memory(local_ray, tmp_path, docs):
+    first = build_indexes(docs[:2], "diversity", tmp_path / "c", workers=2, encoder=hash_embed)
     assert first.backend == "ray-local" and set(first.built) == {d for d, _ in docs[:2]}
-    assert first.failed == ("stop words",) and "ValueError" in first.errors["stop words"]
-    resumed = build_indexes([*docs, bad], "mixpr", tmp_path / "c", workers=2)
+    resumed = build_indexes(docs, "diversity", tmp_path / "c", workers=2, encoder=hash_embed)
     assert set(resumed.skipped) == {d for d, _ in docs[:2]}
-    assert set(resumed.built) == {d for d, _ in docs[2:]} and resumed.failed == ("stop words",)
-    whole = build_indexes(docs, "mixpr", tmp_path / "whole", use_ray=False)
+    assert set(resumed.built) == {d for d, _ in docs[2:]}
+    whole = build_indexes(docs, "diversity", tmp_path / "whole", use_ray=False, encoder=hash_embed)
     assert len(whole.built) == 4
     assert index_files(tmp_path / "c") == index_files(tmp_path / "whole")
     # memory:// lives in the driver: the workers hand their files over
     out = "memory://longctx-ray-corpus"
-    r = build_indexes(docs[:2], "mixpr", out, workers=2)
+    r = build_indexes(docs[:2], "diversity", out, workers=2, encoder=hash_embed)
     assert r.backend == "ray-local" and len(r.built) == 2
-    assert [ix.texts[0] for ix in load_corpus(out).values()] == [t for _, t in docs[:2]]
+    loaded = load_corpus(out, encoder=hash_embed)
+    assert [ix.texts[0] for ix in loaded.values()] == [t for _, t in docs[:2]]
 
 
 def test_garlic_corpus_in_langchain(garlic_corpora):

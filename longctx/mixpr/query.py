@@ -1,0 +1,183 @@
+"""The query side of a built MixPR index: the query's TF-IDF rows, its edges to the units
+(thresholded, weighted by coverage), and the power iteration of personalized PageRank on the
+chunk graph bordered with the query (Alonso and Millidge, "Mixture-of-PageRanks: Replacing
+Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4 eq. 2 and
+"Personalization vector").
+
+Every function here reads an immutable snapshot of the index and returns new arrays: nothing a
+query computes is kept.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+#: The most query chunks a query's edges are computed for: a query is split like the text, and
+#: its last chunks are the query nodes (the paper's personalization restarts at the last one or
+#: two). A longer query's earlier chunks are not used, so the work of a query stays linear in
+#: its length (a 16,000-character query of 8,000 one-character sentences made an
+#: 8,000 x 8,000 query-query matrix before).
+MAX_QUERY_CHUNKS = 64
+
+
+def personalization(n_query: int, query_chunks: Sequence[str]) -> np.ndarray:
+    """Restart weights over the query nodes (sec. 4 "Personalization vector"): one-hot on the last
+    query chunk, or .5 / .5 on the last two when the last one has fewer than 3 words."""
+    p = np.zeros(n_query)
+    if n_query >= 2 and len(query_chunks[-1].split()) < 3:
+        p[-2:] = 0.5
+    else:
+        p[-1] = 1.0
+    return p
+
+
+def by_max(x: np.ndarray) -> np.ndarray:
+    """``x / max(x)`` (``x`` unchanged when its maximum is not positive)."""
+    top = float(x.max()) if len(x) else 0.0
+    return x / top if top > 0 else x.astype(np.float64, copy=True)
+
+
+def query_weights(table, qchunks: list[str], *, with_q: bool) -> tuple[sp.csr_array, np.ndarray]:
+    """TF-IDF rows of the query chunks as the paper-literal pipeline weighs them, had the query
+    been one more document of the corpus: IDF with ``n + 1`` documents and the query counted in
+    its own terms' document frequency, and terms unseen in the text (or pruned from its
+    vocabulary) kept in the L2 norm (they match no chunk, but a query full of them is less
+    similar to every chunk).
+
+    Parameters
+    ----------
+    table : longctx.mixpr.tfidf.TermTable
+    qchunks : list of str
+    with_q : bool
+        Also compute the query-query cosines (the bordered graph of ``personalization="query"``).
+
+    Returns
+    -------
+    Eq : (m, n_terms) float64 CSR over the table's vocabulary
+    Q : (m, m) float64 query-query cosines, or an empty array without ``with_q``
+    """
+    s = table.settings
+    vocab = table.vocabulary
+    n = table.n_units
+    keep = table.kept_terms() if (s.min_df != 1 or s.max_df != 1.0 or s.max_features) else None
+    df = table.df
+    weights = []
+    for chunk in qchunks:
+        tf = Counter(s.analyzer(chunk))
+        w = {}
+        for term, count in tf.items():
+            c = 1.0 if s.binary else float(count)
+            if s.sublinear_tf:
+                c = 1.0 + np.log(c)
+            if s.use_idf:
+                j = vocab.get(term)
+                d = 0.0 if j is None or (keep is not None and not keep[j]) else float(df[j])
+                d += 1.0  # the query is a document too
+                c *= (np.log((2 + n) / (1 + d)) if s.smooth_idf else np.log((n + 1) / d)) + 1.0
+            w[term] = c
+        norm = np.sqrt(sum(v * v for v in w.values())) or 1.0
+        weights.append({t: v / norm for t, v in w.items()})
+    m = len(qchunks)
+    rows, cols, vals = [], [], []
+    for i, w in enumerate(weights):
+        for term, v in w.items():
+            j = vocab.get(term)
+            if j is not None and df[j] > 0 and (keep is None or keep[j]):
+                rows.append(i)
+                cols.append(j)
+                vals.append(v)
+    Eq = sp.csr_array((vals, (rows, cols)), shape=(m, len(vocab)), dtype=np.float64)
+    if not with_q:
+        return Eq, np.zeros((0, 0))
+    # query-query cosines over all the query's terms (seen or not); m <= MAX_QUERY_CHUNKS
+    qterms: dict[str, int] = {}
+    qr, qc, qv = [], [], []
+    for i, w in enumerate(weights):
+        for term, v in w.items():
+            qr.append(i)
+            qc.append(qterms.setdefault(term, len(qterms)))
+            qv.append(v)
+    W = sp.csr_array((qv, (qr, qc)), shape=(m, len(qterms)), dtype=np.float64)
+    return Eq, (W @ W.T).toarray()
+
+
+def reweight_query_terms(table, Et: sp.csc_array, terms: np.ndarray) -> sp.csc_array:
+    """The units' weights of the query's terms as the paper-literal pipeline has them.
+
+    There the query is one more document, so each query term's document frequency is one
+    higher and its IDF lower; every unit holding it gets that column scaled by ``idf' / idf``
+    and its row re-normalized (the other terms' IDF shift, ``~1/n``, is negligible). Only the
+    query terms' columns (``Et``, ``(n, t)``) are touched; the unit graph keeps the text's own
+    IDF.
+    """
+    s = table.settings
+    if not s.use_idf or Et.nnz == 0:
+        return Et
+    n = table.n_units
+    idf = table.idf()[terms]
+    df = table.df[terms].astype(np.float64)
+    if s.smooth_idf:
+        new = np.log((2 + n) / (2 + df)) + 1.0
+    else:
+        new = np.log((n + 1) / (df + 1)) + 1.0
+    ratio = np.divide(new, idf, out=np.ones_like(idf), where=idf > 0)
+    Et = Et.copy()
+    rows = Et.indices
+    cols = np.repeat(np.arange(len(terms)), np.diff(Et.indptr))
+    old = Et.data
+    # squared row norms change by sum over the query terms of w^2 (r^2 - 1)
+    delta = np.bincount(rows, weights=old * old * (ratio[cols] ** 2 - 1.0), minlength=n)
+    norm = np.sqrt(np.maximum(1.0 + delta, 1e-12))
+    Et.data = old * ratio[cols] / norm[rows]
+    return Et
+
+
+def weigh_by_coverage(B: sp.csr_array, Et, Eqt, power: float) -> sp.csr_array:
+    """``B[i, j] * coverage[i, j] ** power``: ``coverage[i, j]`` is the share of query chunk
+    ``j``'s TF-IDF weight (L1) on the terms that unit ``i`` holds."""
+    hits = sp.csc_array(Et, copy=True)
+    hits.data[:] = 1.0
+    matched = sp.csr_array(hits @ sp.csr_array(Eqt).T, dtype=np.float64)
+    total = np.asarray(Eqt.sum(axis=1), dtype=np.float64).ravel()
+    cov = matched.multiply(1.0 / np.where(total > 0, total, 1.0)[None, :])
+    cov = sp.csr_array(cov)
+    cov.data = np.clip(cov.data, 0.0, 1.0) ** power
+    return sp.csr_array(B.multiply(cov))
+
+
+def power_iteration(graph, B, Q, p, *, alpha: float, max_iter: int, tol: float) -> np.ndarray:
+    """Personalized PageRank (eq. 2, networkx conventions as
+    :func:`longctx.mixpr.graph.personalized_pagerank`) on the graph ``[[S, B], [B^T, Q]]``:
+    the unit graph (``graph.matvec``, ``graph.colsum``) bordered with ``m`` query nodes (``B``:
+    ``(n, m)`` unit-query edges, ``Q``: ``(m, m)``), matrix-free. ``p``: ``(n + m,)`` restart
+    distribution. Returns ``(n + m,) float64``."""
+    n = graph.shape[0]
+    m = B.shape[1]
+    N = n + m
+    Bsum_rows = np.asarray(B.sum(axis=1)).ravel() if m else np.zeros(n)
+    col_c = graph.colsum + Bsum_rows
+    col_q = (np.asarray(B.sum(axis=0)).ravel() + Q.sum(axis=0)) if m else np.zeros(0)
+    col = np.concatenate([col_c, col_q])
+    inv = np.divide(1.0, col, out=np.zeros_like(col), where=col > 0)
+    dangling = col == 0
+    x = np.full(N, 1.0 / N)
+    damping = 1.0 - alpha
+    restart = alpha * p
+    for _ in range(max_iter):
+        x_last = x
+        v = x_last * inv
+        y = np.empty(N)
+        y[:n] = graph.matvec(v[:n])
+        if m:
+            y[:n] += B @ v[n:]
+            y[n:] = B.T @ v[:n] + Q @ v[n:]
+        if dangling.any():
+            y += x_last[dangling].sum() * p
+        x = damping * y + restart
+        if np.abs(x - x_last).sum() < N * tol:
+            break
+    return x

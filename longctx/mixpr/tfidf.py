@@ -1,0 +1,366 @@
+"""MixPR's TF-IDF, kept as term counts so that units can be added and removed.
+
+:class:`TermTable` holds, for every unit, how often each index term occurs in it (one sparse row
+per unit), with the corpus-wide document frequency of every term. The TF-IDF embeddings ``E`` of
+the paper (Alonso and Millidge, "Mixture-of-PageRanks: Replacing Long-Context with Real-Time,
+Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4 "TF-IDF embeddings") are derived from it when
+needed (:meth:`TermTable.embeddings`), with exactly scikit-learn's ``TfidfVectorizer`` weights:
+``binary`` / ``sublinear_tf`` term frequencies, IDF ``ln((1 + n) / (1 + df)) + 1`` (smooth) or
+``ln(n / df) + 1``, vocabulary pruning by ``min_df`` / ``max_df`` / ``max_features``, then
+L2-normalized rows. Because the IDF and the norms are recomputed from the counts, a table grown by
+:meth:`TermTable.add` and shrunk by :meth:`TermTable.remove` gives the same ``E`` (up to the order
+of its columns and float rounding) as a table built from the remaining units at once.
+
+A table is immutable: :meth:`add` and :meth:`remove` return new tables, so searches running on
+the old one are never disturbed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["TermTable", "TfidfSettings"]
+
+
+class TfidfSettings:
+    """The TF-IDF weighting of a :class:`~longctx.mixpr.config.MixPRConfig`, read once from the
+    config's ``TfidfVectorizer`` (so both accept the same arguments)."""
+
+    def __init__(self, config):
+        vec = config.vectorizer()
+        self.analyzer = vec.build_analyzer()
+        self.batch = _BatchAnalyzer.of(vec)
+        self.binary = bool(vec.binary)
+        self.sublinear_tf = bool(vec.sublinear_tf)
+        self.use_idf = bool(vec.use_idf)
+        self.smooth_idf = bool(vec.smooth_idf)
+        self.min_df = vec.min_df
+        self.max_df = vec.max_df
+        self.max_features = vec.max_features
+
+    def count_limits(self, n: int) -> tuple[int, int]:
+        """``(min_count, max_count)``: the document-frequency bounds of a term among ``n`` units
+        (scikit-learn's reading of ``min_df`` / ``max_df``: an int is a count, a float a share)."""
+        lo = self.min_df if isinstance(self.min_df, numbers_int) else self.min_df * n
+        hi = self.max_df if isinstance(self.max_df, numbers_int) else self.max_df * n
+        return lo, hi
+
+
+numbers_int = (int, np.integer)
+
+
+class _BatchAnalyzer:
+    """The terms of many units at once, equal to the config's analyzer applied to each unit but
+    with one ``lower``, one accent fold and one stemming call over all of them: the unit texts are
+    joined with a separator character absent from them (which no step changes and no term can
+    hold), processed, and split again. Units holding CJK or Thai-like runs go through the
+    per-unit analyzer (their character bigrams). Only for the word analyzer's plain settings
+    (unigrams, the default token pattern, no custom preprocessor or tokenizer); ``of`` returns
+    ``None`` otherwise."""
+
+    _SEPARATORS = ("\x00", "\x01", "\x02", "\ue000", "\ue001", "\U000f0000")
+    _DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+
+    def __init__(self, vec, base_vec, stemmer):
+        import re
+
+        self.per_unit = vec.build_analyzer()
+        self.lower = bool(base_vec.lowercase)
+        self.fold = base_vec.strip_accents if callable(base_vec.strip_accents) else None
+        self.tokens = re.compile(base_vec.token_pattern).findall
+        self.stop = frozenset(base_vec.get_stop_words() or ())
+        self.stem = stemmer
+
+    @classmethod
+    def of(cls, vec):
+        # the word vectorizer whose analyzer longctx.terms.ScriptAnalyzer wraps (config.vectorizer)
+        words = getattr(vec.analyzer, "word_vectorizer", None)
+        if words is None:
+            return None
+        plain = (
+            words.analyzer == "word"
+            and tuple(words.ngram_range) == (1, 1)
+            and words.token_pattern == cls._DEFAULT_TOKEN_PATTERN
+            and words.preprocessor is None
+            and words.tokenizer is None
+            and words.input == "content"
+            and (words.strip_accents is None or callable(words.strip_accents))
+        )
+        return cls(vec, words, vec.analyzer.stem_words) if plain else None
+
+    def __call__(self, texts: Sequence[str]) -> list[list[str]]:
+        from longctx.terms import has_bigram_script
+
+        if not texts:
+            return []
+        joined_raw = None
+        for sep in self._SEPARATORS:
+            joined = sep.join(texts)
+            if joined.count(sep) == len(texts) - 1:  # no unit holds the separator
+                joined_raw = joined
+                break
+        if joined_raw is None:
+            return [self.per_unit(t) for t in texts]
+        spaceless = has_bigram_script(joined_raw)
+        doc = joined_raw.lower() if self.lower else joined_raw
+        if self.fold is not None:
+            doc = self.fold(doc)
+        parts = doc.split(sep)
+        if len(parts) != len(texts):  # a step changed the separators: be exact instead
+            return [self.per_unit(t) for t in texts]
+        tokens = self.tokens
+        stop = self.stop
+        out = [[w for w in tokens(p) if w not in stop] for p in parts]
+        if self.stem is not None:
+            flat = [w for ws in out for w in ws]
+            uniq = list(set(flat))
+            stems = dict(zip(uniq, self.stem(uniq)))
+            out = [[stems[w] for w in ws] for ws in out]
+        if spaceless:
+            for i, t in enumerate(texts):
+                if has_bigram_script(t):
+                    out[i] = self.per_unit(t)
+        return out
+
+
+def _count_rows(settings, texts: Sequence[str], vocabulary: dict[str, int]):
+    """Term counts of ``texts`` (one row each) over ``vocabulary``, which grows in place with
+    the new terms (scikit-learn's ``CountVectorizer._count_vocab``, without the sorting).
+
+    Returns ``(indptr, indices, counts)`` of a CSR matrix with ``len(vocabulary)`` columns."""
+    batch = settings.batch
+    if batch is not None:
+        return _count_batched(batch(texts), vocabulary)
+    analyzer = settings.analyzer
+    indptr = [0]
+    indices: list[int] = []
+    counts: list[int] = []
+    get = vocabulary.get
+    for text in texts:
+        row: dict[int, int] = {}
+        for term in analyzer(text):
+            j = get(term)
+            if j is None:
+                j = vocabulary[term] = len(vocabulary)
+            row[j] = row.get(j, 0) + 1
+        indices.extend(row)
+        counts.extend(row.values())
+        indptr.append(len(indices))
+    return (
+        np.asarray(indptr, dtype=np.int64),
+        np.asarray(indices, dtype=np.int64),
+        np.asarray(counts, dtype=np.float64),
+    )
+
+
+def _count_batched(terms: list[list[str]], vocabulary: dict[str, int]):
+    """:func:`_count_rows` from the units' term lists: ids looked up once per term occurrence,
+    then counted per (unit, term) with one sort."""
+    lens = np.fromiter((len(ws) for ws in terms), np.int64, len(terms))
+    get = vocabulary.get
+    ids = []
+    append = ids.append
+    for ws in terms:
+        for w in ws:
+            j = get(w)
+            if j is None:
+                j = vocabulary[w] = len(vocabulary)
+            append(j)
+    V = max(len(vocabulary), 1)
+    rows = np.repeat(np.arange(len(terms), dtype=np.int64), lens)
+    keys = rows * V + np.asarray(ids, dtype=np.int64)
+    uniq, counts = np.unique(keys, return_counts=True)
+    r, c = np.divmod(uniq, V)
+    indptr = np.zeros(len(terms) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=len(terms)), out=indptr[1:])
+    return indptr, c, counts.astype(np.float64)
+
+
+def _canonical(settings, vocab: dict, counts: sp.csr_array, df, cf) -> TermTable:
+    """The table with the terms no unit holds dropped and the others in sorted order (as
+    scikit-learn sorts its vocabulary): a table grown and shrunk by any sequence of
+    :meth:`TermTable.add` / :meth:`TermTable.remove` then has the very columns, in the very order,
+    of one built at once from the same units, so every sum over them is computed in the same
+    order and searches agree to the last bit."""
+    terms = [""] * len(vocab)
+    for t, j in vocab.items():
+        terms[j] = t
+    live = [j for j in sorted(range(len(terms)), key=terms.__getitem__) if df[j] > 0]
+    if len(live) == len(terms) and all(a < b for a, b in zip(live, live[1:])):
+        return TermTable(settings, vocab, counts, df, cf)  # already canonical
+    live = np.asarray(live, dtype=np.int64)
+    remap = np.full(len(terms), -1, dtype=np.int64)
+    remap[live] = np.arange(len(live))
+    new = sp.csr_array(
+        (counts.data.copy(), remap[counts.indices], counts.indptr.copy()),
+        shape=(counts.shape[0], len(live)),
+    )
+    new.sort_indices()
+    return TermTable(
+        settings, {terms[j]: i for i, j in enumerate(live.tolist())}, new, df[live], cf[live]
+    )
+
+
+class TermTable:
+    """Term counts of every unit with corpus-wide document frequencies (see the module doc).
+
+    Attributes
+    ----------
+    vocabulary : dict str -> int
+        Term to column (shared by tables derived from one another: never mutated once a table
+        holds it; :meth:`add` copies it before adding terms).
+    counts : (n_units, n_terms) float64 CSR
+        Occurrences of each term in each unit (sorted indices).
+    df : (n_terms,) int64
+        Units holding each term (0 for a term whose units were all removed).
+    cf : (n_terms,) float64
+        Total count of each term over the units (after ``binary``), for ``max_features``.
+    """
+
+    def __init__(self, settings: TfidfSettings, vocabulary: dict, counts: sp.csr_array, df, cf):
+        self.settings = settings
+        self.vocabulary = vocabulary
+        self.counts = counts
+        self.df = df
+        self.cf = cf
+        self._derived = None
+
+    # -- building ---------------------------------------------------------------------------
+    @classmethod
+    def build(cls, settings: TfidfSettings, texts: Sequence[str]) -> TermTable:
+        """The table of ``texts`` (one unit each)."""
+        empty = cls(
+            settings,
+            {},
+            sp.csr_array((0, 0), dtype=np.float64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.float64),
+        )
+        return empty.add(texts)
+
+    @property
+    def n_units(self) -> int:
+        return self.counts.shape[0]
+
+    @property
+    def n_terms(self) -> int:
+        return len(self.vocabulary)
+
+    def terms(self) -> list[str]:
+        """The terms, by column."""
+        out = [""] * len(self.vocabulary)
+        for t, j in self.vocabulary.items():
+            out[j] = t
+        return out
+
+    def rows_for(self, texts: Sequence[str]) -> tuple[dict, sp.csr_array]:
+        """``(vocabulary, rows)``: the counts of ``texts`` as rows over this table's vocabulary
+        extended by their new terms (a copy; this table is unchanged)."""
+        vocab = dict(self.vocabulary)
+        indptr, indices, counts = _count_rows(self.settings, texts, vocab)
+        rows = sp.csr_array((counts, indices, indptr), shape=(len(texts), len(vocab)))
+        rows.sort_indices()
+        return vocab, rows
+
+    def add(self, texts: Sequence[str], *, at: int | None = None) -> TermTable:
+        """A new table with the units of ``texts`` inserted before row ``at`` (appended by
+        default)."""
+        vocab, rows = self.rows_for(texts)
+        return self.insert_rows(vocab, rows, at=at)
+
+    def insert_rows(self, vocab: dict, rows: sp.csr_array, *, at: int | None = None) -> TermTable:
+        """A new table with ``rows`` (counts over ``vocab``, an extension of this table's
+        vocabulary from :meth:`rows_for`) inserted before row ``at`` (appended by default)."""
+        V = len(vocab)
+        old = self.counts
+        old = sp.csr_array((old.data, old.indices, old.indptr), shape=(old.shape[0], V))
+        at = old.shape[0] if at is None else at
+        parts = [p for p in (old[:at], rows, old[at:]) if p.shape[0]]
+        counts = (
+            sp.csr_array(sp.vstack(parts, format="csr"))
+            if parts
+            else sp.csr_array((0, V), dtype=np.float64)
+        )
+        counts.sort_indices()
+        df = np.zeros(V, np.int64)
+        df[: len(self.df)] = self.df
+        df += np.bincount(rows.indices, minlength=V)
+        cf = np.zeros(V, np.float64)
+        cf[: len(self.cf)] = self.cf
+        cf += np.bincount(rows.indices, weights=self._tf_counts(rows.data), minlength=V)
+        return _canonical(self.settings, vocab, counts, df, cf)
+
+    def remove(self, keep: np.ndarray) -> TermTable:
+        """A new table holding only the units where ``keep`` ((n_units,) bool) is true."""
+        keep = np.asarray(keep, dtype=bool)
+        gone = self.counts[np.flatnonzero(~keep)]
+        counts = sp.csr_array(self.counts[np.flatnonzero(keep)])
+        V = self.n_terms
+        df = self.df - np.bincount(gone.indices, minlength=V)
+        cf = self.cf - np.bincount(gone.indices, weights=self._tf_counts(gone.data), minlength=V)
+        cf[df == 0] = 0.0  # exact zero, not a rounding residue
+        return _canonical(self.settings, self.vocabulary, counts, df, cf)
+
+    def _tf_counts(self, data: np.ndarray) -> np.ndarray:
+        return np.ones_like(data) if self.settings.binary else data
+
+    # -- weights ----------------------------------------------------------------------------
+    def kept_terms(self) -> np.ndarray:
+        """``(n_terms,) bool``: the terms the vocabulary keeps after ``min_df``, ``max_df`` and
+        ``max_features`` (scikit-learn's pruning; ``max_features`` ties go to the smaller
+        term), and that some unit holds."""
+        s = self.settings
+        n = self.n_units
+        lo, hi = s.count_limits(n)
+        keep = (self.df > 0) & (self.df >= lo) & (self.df <= hi)
+        if s.max_features is not None and keep.sum() > s.max_features:
+            cand = np.flatnonzero(keep)
+            terms = self.terms()
+            order = sorted(cand.tolist(), key=lambda j: (-self.cf[j], terms[j]))
+            keep = np.zeros_like(keep)
+            keep[order[: s.max_features]] = True
+        return keep
+
+    def idf(self) -> np.ndarray:
+        """``(n_terms,) float64`` IDF of each term (scikit-learn's formula), 0 for pruned and
+        absent terms."""
+        return self._derive()[0]
+
+    def embeddings(self) -> sp.csc_array:
+        """``E``: ``(n_units, n_terms) float64`` CSC, the L2-normalized TF-IDF rows (a unit with
+        no kept term is an empty row). Computed once per table."""
+        return self._derive()[1]
+
+    def _derive(self):
+        if self._derived is None:
+            s = self.settings
+            n = self.n_units
+            keep = self.kept_terms()
+            if s.use_idf:
+                df = self.df.astype(np.float64)
+                with np.errstate(divide="ignore"):
+                    if s.smooth_idf:
+                        idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
+                    else:
+                        idf = np.log(n / np.where(df > 0, df, 1.0)) + 1.0
+            else:
+                idf = np.ones(self.n_terms)
+            idf = np.where(keep, idf, 0.0)
+            c = self.counts
+            tf = c.data.copy()
+            if s.binary:
+                tf[:] = 1.0
+            elif s.sublinear_tf:
+                tf = 1.0 + np.log(tf)
+            w = tf * idf[c.indices]
+            rows = np.repeat(np.arange(n), np.diff(c.indptr))
+            norm = np.sqrt(np.bincount(rows, weights=w * w, minlength=n))
+            w = w / np.where(norm > 0, norm, 1.0)[rows]
+            # copies of the index arrays: eliminate_zeros works in place, and the counts are shared
+            E = sp.csr_array((w, c.indices.copy(), c.indptr.copy()), shape=c.shape)
+            E.eliminate_zeros()
+            self._derived = (idf, sp.csc_array(E))
+        return self._derived
