@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import asdict, dataclass, field
 
 from longctx.persist import PersistError
@@ -150,6 +151,8 @@ _ENTRY_TYPES = {
     "extra": (dict,),
 }
 _SHA256_HEX = frozenset("0123456789abcdef")
+#: An index folder name as :func:`longctx.corpus.documents.safe_component` writes it.
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
 
 
 def _check_entry(d, where: str, f: str) -> DocumentEntry:
@@ -173,14 +176,10 @@ def _check_entry(d, where: str, f: str) -> DocumentEntry:
     if e.status not in STATUSES:
         raise PersistError(f"{where!r}: field '{f}.status' must be one of {STATUSES}")
     name = e.path[len("indexes/") :]
-    if (
-        not e.path.startswith("indexes/")
-        or not name
-        or name in (".", "..")
-        or any(c in name for c in "/\\\x00")
-    ):
+    if not e.path.startswith("indexes/") or name in (".", "..") or not _NAME.fullmatch(name):
         raise PersistError(
-            f"{where!r}: field '{f}.path' must be 'indexes/<folder name>', got {e.path[:80]!r}"
+            f"{where!r}: field '{f}.path' must be 'indexes/<folder name>' (letters, digits, "
+            f"'.', '_', '-'), got {e.path[:80]!r}"
         )
     if len(e.text_sha256) != 64 or not set(e.text_sha256) <= _SHA256_HEX:
         raise PersistError(f"{where!r}: field '{f}.text_sha256' is not a sha256 hex digest")

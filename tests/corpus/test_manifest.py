@@ -8,6 +8,8 @@ import json
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from longctx.corpus import CorpusIndex, build_indexes, load_corpus, read_corpus_manifest
 from longctx.io import InputError
@@ -60,6 +62,7 @@ def test_edited_digest_is_a_persist_error(tmp_path):
         (lambda d: d["documents"][0].update(path="indexes/../../etc"), r"documents\[0\]\.path"),
         (lambda d: d["documents"][0].update(path="indexes/x/y"), r"documents\[0\]\.path"),
         (lambda d: d["documents"][0].update(path="/etc"), r"documents\[0\]\.path"),
+        (lambda d: d["documents"][0].update(path="indexes/C:"), r"documents\[0\]\.path"),
         (lambda d: d["documents"][0].update(path=["indexes/x"]), r"documents\[0\]\.path"),
         (lambda d: d["documents"][0].update(doc_id=7), r"documents\[0\]\.doc_id"),
         (lambda d: d["documents"][0].update(tokens="many"), r"documents\[0\]\.tokens"),
@@ -176,3 +179,36 @@ def test_memory_out_refused_by_the_cli_and_logged_by_the_api(tmp_path, capsys, c
     with caplog.at_level(logging.WARNING, logger="longctx.corpus.build"):
         r = seq(DOCS[:1], "memory://longctx-test-manifest")
     assert r.built == ("a",) and "lost when it exits" in caplog.text
+
+
+_SEGMENTS = ["indexes", "..", ".", "", "a", "b-1", "/", "\\", "\x00", "C:", "~", "x/y"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    path=st.one_of(
+        st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=5).map("/".join),
+        st.text(max_size=30),
+    )
+)
+def test_random_entry_paths_are_plain_folders_under_indexes_or_refused(path):
+    """Property: an entry's path is accepted only as ``indexes/<one plain folder name>``."""
+    from longctx.corpus.manifest import CorpusManifest, text_sha256
+
+    entry = {"doc_id": "a", "path": path, "status": "done", "text_sha256": text_sha256("x")}
+    data = {
+        "format": "longctx.corpus",
+        "format_version": 1,
+        "method": "mixpr",
+        "options": {},
+        "options_sha256": "0",
+        "documents": [entry],
+    }
+    try:
+        m = CorpusManifest.from_json(data, "corpus.json")
+    except PersistError as exc:
+        assert "documents[0].path" in str(exc)
+        return
+    head, name = m.entries["a"].path.split("/", 1)
+    assert head == "indexes" and name not in ("", ".", "..")
+    assert all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
