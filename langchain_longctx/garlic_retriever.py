@@ -45,6 +45,9 @@ class GarlicRetriever(BaseRetriever):
             The long documents.
         graphs: list | None
             One HWDAG per document (``longctx.garlic.HWDAG.load(dir)``), instead of building.
+            Every level-1 chunk must have a span and be its document's text there
+            (``ValueError`` otherwise), as must the chunks of the graphs ``graph_builder``
+            builds.
         model, tokenizer:
             The causal LM the graphs were built with and its tokenizer (default
             SmolLM2-135M-Instruct).
@@ -97,7 +100,7 @@ class GarlicRetriever(BaseRetriever):
 
     def model_post_init(self, context: Any) -> None:
         from longctx.embeddings import get_encoder
-        from longctx.garlic.search import as_search_graph, merge_graphs
+        from longctx.garlic.search import as_search_graph, check_chunk_texts, merge_graphs
 
         if self.embeddings is not None and self.encoder is not None:
             raise ValueError("give embeddings or encoder (its older name), not both")
@@ -123,6 +126,7 @@ class GarlicRetriever(BaseRetriever):
             if len(self.graphs) != len(self.documents):
                 raise ValueError("graphs must hold one graph per document")
             graphs = [as_search_graph(self.graphs[i]) for i in self._sources]
+            what = "graphs[{i}]"
         else:
             from longctx.garlic.build import build_each
 
@@ -137,6 +141,14 @@ class GarlicRetriever(BaseRetriever):
                 **kw,
             )
             graphs = [as_search_graph(g) for g in built]
+            what = "the graph_builder's graph of documents[{i}]"
+        for i, g in zip(self._sources, graphs):
+            try:  # a chunk is returned as the document's text: it must be that text
+                check_chunk_texts(g, self.documents[i].page_content)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{what.format(i=i)} is not a graph of documents[{i}]: {exc}"
+                ) from None
         if graphs:
             self._searcher = self._make_searcher(
                 merge_graphs(graphs, [str(i) for i in self._sources])
@@ -188,7 +200,8 @@ class GarlicRetriever(BaseRetriever):
         Raises
         ------
         PersistError
-            A missing, damaged or foreign file, named.
+            A missing, damaged or foreign file, named; a level-1 text of ``graph.json`` that is
+            not its saved document's text at its offsets (field ``texts[p]``).
         ValueError
             ``embeddings`` is not the model the graphs were built with (by name).
         """
@@ -196,20 +209,24 @@ class GarlicRetriever(BaseRetriever):
 
         d, settings, docs = load_retriever(path, "langchain.garlic_retriever")
         saved_encoder = settings.pop("encoder", None)
-        n_sources = sum(1 for doc in docs if doc.page_content.strip())
+        sources = [doc.page_content for doc in docs if doc.page_content.strip()]
         graph = None
-        if n_sources:
+        gpath = str(d / "graph.json")
+        if sources:
+            raw = read_json(d / "graph.json")
             try:
-                graph = SearchGraph.from_dict(read_json(d / "graph.json"))
+                graph = SearchGraph.from_dict(raw, source_texts=sources)
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 if isinstance(exc, PersistError):
                     raise
-                raise PersistError(f"{str(d / 'graph.json')!r} is damaged: {exc}") from None
+                raise PersistError(
+                    f"{gpath!r} is damaged or does not fit the saved documents: {exc}"
+                ) from None
             if any(
-                isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < n_sources
+                isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < len(sources)
                 for x in graph.sources
             ):
-                raise PersistError(f"{str(d / 'graph.json')!r} does not fit the saved documents")
+                raise PersistError(f"{gpath!r}: field 'sources' does not fit the saved documents")
         data = {**settings, **kwargs, "documents": docs}
         with loading(garlic_graph=(graph, saved_encoder) if graph is not None else None):
             return cls(**data)

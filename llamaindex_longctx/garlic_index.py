@@ -53,6 +53,7 @@ from llama_index.core.schema import (
     TransformComponent,
 )
 from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.storage.storage_context import StorageContext
 from pydantic import ConfigDict
 
 from llamaindex_longctx._nodes import hit_to_node, with_unique_ids
@@ -194,8 +195,12 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         }
         self._searcher = None
         self._searcher_lock = threading.Lock()
+        #: index node id -> its graph as a SearchGraph, checked against the node's text
+        self._graphs: dict[str, Any] = {}
         kwargs.setdefault("transformations", [_WholeDocuments()])
         super().__init__(nodes=nodes, index_struct=index_struct, **kwargs)
+        if index_struct is not None:
+            self._check_loaded_struct()
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], **kwargs: Any) -> GarlicIndex:
@@ -219,7 +224,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         Raises
         ------
         longctx.persist.PersistError
-            No corpus at ``out``, a damaged one, or one holding no GARLIC graph.
+            No corpus at ``out``, a damaged one (a graph whose chunks are not its text, a text
+            that is not the one the corpus manifest records), or one holding no GARLIC graph.
         ValueError
             A graph without node embeddings (built with ``encoder=False``).
         """
@@ -246,19 +252,21 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
                     },
                 )
             )
-        index = cls(index_struct=struct, **kwargs)
-        index.docstore.add_documents(nodes, allow_update=True)
+        # the document nodes first: the index checks every graph against its node's text
+        storage_context = kwargs.pop("storage_context", None) or StorageContext.from_defaults()
+        storage_context.docstore.add_documents(nodes, allow_update=True)
         for node in nodes:
-            index.docstore.set_document_hash(node.node_id, node.hash)
-        return index
+            storage_context.docstore.set_document_hash(node.node_id, node.hash)
+        return cls(index_struct=struct, storage_context=storage_context, **kwargs)
 
     # -- building -------------------------------------------------------------------------------
-    def _graph_dicts(self, nodes: Sequence[BaseNode]) -> list[dict]:
-        """One graph per node. With the default builder the nodes' graphs are built together
+    def _search_graphs(self, nodes: Sequence[BaseNode]) -> list:
+        """One graph per node (a ``SearchGraph``, its level-1 chunks checked against the node's
+        text). With the default builder the nodes' graphs are built together
         (:func:`longctx.garlic.build_hwdags`: their summarization prompts share decoding passes,
         ``batch_size`` rows each; each graph equals the one built alone)."""
         from longctx.garlic.build import build_each
-        from longctx.garlic.search import as_search_graph
+        from longctx.garlic.search import as_search_graph, check_chunk_texts
 
         texts = []
         for node in nodes:
@@ -273,8 +281,18 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         builder = self._graph_builder
         if builder is None:
             kw.setdefault("encoder", self._encoder)  # the search embeds the question with it
-        graphs = build_each(texts, self._model, self._tokenizer, builder=builder, **kw)
-        return [as_search_graph(g).to_dict() for g in graphs]
+        graphs = [
+            as_search_graph(g)
+            for g in build_each(texts, self._model, self._tokenizer, builder=builder, **kw)
+        ]
+        for node, text, g in zip(nodes, texts, graphs):
+            try:  # a chunk is returned as the node's text: it must be that text
+                check_chunk_texts(g, text)
+            except ValueError as exc:
+                raise ValueError(
+                    f"the graph built for node {node.node_id!r} is not a graph of its text: {exc}"
+                ) from None
+        return graphs
 
     def _resolve_model(self) -> None:
         """Load the default model once (SmolLM2) when none was given; shared by build and search."""
@@ -285,9 +303,48 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
 
     def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **kw: Any) -> GarlicIndexStruct:
         struct = GarlicIndexStruct(encoder=self._encoder.name)
-        for node, graph in zip(nodes, self._graph_dicts(nodes)):
-            struct.graphs[node.node_id] = graph
+        for node, graph in zip(nodes, self._search_graphs(nodes)):
+            struct.graphs[node.node_id] = graph.to_dict()
+            self._graphs[node.node_id] = graph
         return struct
+
+    def _check_loaded_struct(self) -> None:
+        """Check a struct given to the constructor (``load_index_from_storage``,
+        :func:`load_garlic_index`, :meth:`from_corpus`): every graph parsed field by field and
+        its level-1 chunks compared with its document node's text in the docstore, so a forged
+        chunk is a ``PersistError`` here, at load, never a retrieved node.
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            Naming the index store entry and the field: a damaged graph, a document node the
+            docstore lacks (nothing to check the graph's texts against), or a level-1 text that
+            differs from its document.
+        """
+        from longctx.garlic.search import SearchGraph
+        from longctx.persist import PersistError
+
+        struct = self._index_struct
+        where = (
+            f"the GARLIC index {str(struct.index_id)[:80]!r} of the index store (index_store.json)"
+        )
+        if not isinstance(struct.graphs, dict):
+            raise PersistError(f"{where}: field 'graphs' must be an object")
+        if struct.encoder is not None and not isinstance(struct.encoder, str):
+            raise PersistError(f"{where}: field 'encoder' must be a str or null")
+        for node_id, d in struct.graphs.items():
+            field = f"graphs[{str(node_id)[:80]!r}]"
+            node = self.docstore.get_node(node_id, raise_error=False)
+            if node is None:
+                raise PersistError(
+                    f"{where}: field {field!r}: the docstore (docstore.json) lacks its document "
+                    f"node {str(node_id)[:80]!r}, so the graph's texts cannot be checked against "
+                    "the document: persist and load the docstore with the index"
+                )
+            try:
+                self._graphs[node_id] = SearchGraph.from_dict(d, source_text=node.get_content())
+            except (TypeError, ValueError) as exc:
+                raise PersistError(f"{where}: field {field!r}: {exc}") from None
 
     def _check_encoder(self) -> None:
         saved = self._index_struct.encoder
@@ -302,12 +359,14 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         self._check_encoder()
         if self._index_struct.encoder is None and not self._index_struct.graphs:
             self._index_struct.encoder = self._encoder.name
-        for node, graph in zip(nodes, self._graph_dicts(nodes)):
-            self._index_struct.graphs[node.node_id] = graph
+        for node, graph in zip(nodes, self._search_graphs(nodes)):
+            self._index_struct.graphs[node.node_id] = graph.to_dict()
+            self._graphs[node.node_id] = graph
         self._searcher = None
 
     def _delete_node(self, node_id: str, **kw: Any) -> None:
         self._index_struct.graphs.pop(node_id, None)
+        self._graphs.pop(node_id, None)
         self._searcher = None
 
     @property
@@ -326,7 +385,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
     def searcher(self):
         """The :class:`~longctx.garlic.search.GarlicSearcher` over every document's graph
         (built on first use, rebuilt after ``insert`` / ``delete``)."""
-        from longctx.garlic.search import GarlicSearcher, SearchGraph, merge_graphs
+        from longctx.garlic.search import GarlicSearcher, merge_graphs
 
         with self._searcher_lock:
             s = self._searcher
@@ -335,12 +394,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
                 if not ids:
                     raise ValueError("GarlicIndex holds no documents")
                 self._check_encoder()
-                graphs = [
-                    SearchGraph.from_dict(
-                        self._index_struct.graphs[i], source_text=self._source_text(i)
-                    )
-                    for i in ids
-                ]
+                graphs = [self._graph(i) for i in ids]
                 self._resolve_model()
                 s = GarlicSearcher(
                     merge_graphs(graphs, ids),
@@ -353,11 +407,30 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
                 self._searcher = s
             return s
 
-    def _source_text(self, node_id: str) -> str | None:
-        """The text a document's graph was built from (its index node in the docstore), against
-        which the graph's level-1 texts are checked; ``None`` when the docstore lacks it."""
-        node = self.docstore.get_node(node_id, raise_error=False)
-        return None if node is None else node.get_content()
+    def _graph(self, node_id: str):
+        """The graph of index node ``node_id`` as a ``SearchGraph``: the one built or loaded,
+        else (a struct changed in place since) parsed and checked against the node's text.
+
+        Raises
+        ------
+        ValueError
+            The docstore lacks the node, or the graph does not fit its text.
+        """
+        from longctx.garlic.search import SearchGraph
+
+        g = self._graphs.get(node_id)
+        if g is None:
+            node = self.docstore.get_node(node_id, raise_error=False)
+            if node is None:
+                raise ValueError(
+                    f"the docstore lacks node {node_id!r}: its GARLIC graph's texts cannot be "
+                    "checked against the document"
+                )
+            g = SearchGraph.from_dict(
+                self._index_struct.graphs[node_id], source_text=node.get_content()
+            )
+            self._graphs[node_id] = g
+        return g
 
     def search(self, query: str, **kwargs: Any) -> SearchResult:
         """One Dynamic Graph Search (see ``GarlicSearcher.search``)."""

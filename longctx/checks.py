@@ -69,15 +69,22 @@ def check_query(value, name: str = "query", *, max_chars: int | None = None) -> 
     return value
 
 
-def check_int(value, name: str, *, minimum: int | None = None, allow_none: bool = False):
-    """Return ``value`` as ``int`` after checking type and lower bound.
+def check_int(
+    value,
+    name: str,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    allow_none: bool = False,
+):
+    """Return ``value`` as ``int`` after checking type and bounds.
 
     Raises
     ------
     TypeError
         If ``value`` is not an integer (``bool`` is rejected too).
     ValueError
-        If ``value < minimum``.
+        If ``value < minimum`` or ``value > maximum``.
     """
     if value is None and allow_none:
         return None
@@ -85,6 +92,8 @@ def check_int(value, name: str, *, minimum: int | None = None, allow_none: bool 
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum:,}, got {str(value)[:40]}")
     return int(value)
 
 

@@ -409,6 +409,37 @@ def read_json(
     return data
 
 
+def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) -> Any:
+    """``json.loads`` of bytes or text already read (a corpus manifest from an object store, a
+    line of a JSONL file), strict and depth-limited like :func:`read_json`; the caller bounds
+    the size.
+
+    Parameters
+    ----------
+    raw : bytes or str
+        UTF-8 bytes or text.
+    where : str
+        What the error names (a path, a URL, ``"file.jsonl line 3"``).
+    max_depth : int, optional
+        Deepest list/dict nesting accepted (default :data:`MAX_JSON_DEPTH`).
+
+    Raises
+    ------
+    PersistError
+        Not UTF-8, not JSON, nested too deep, or holding ``NaN`` / ``Infinity`` or an integer
+        of more than 4300 digits (the message names ``where``).
+    """
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise PersistError(f"{where!r} is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise PersistError(f"{where!r} is damaged or truncated: {str(exc)[:200]}") from None
+    _check_depth(data, where, MAX_JSON_DEPTH if max_depth is None else max_depth)
+    return data
+
+
 def _check_npz_headers(p: Path, zf: zipfile.ZipFile) -> None:
     """Read every ``.npy`` header of an open ``.npz`` and bound its size before any load."""
     fmt = np.lib.format
@@ -728,6 +759,7 @@ __all__ = [
     "check_save_target",
     "read_manifest",
     "read_json",
+    "parse_json",
     "read_arrays",
     "read_sparse",
     "check_int_value",

@@ -279,3 +279,20 @@ def test_bad_input_fails_before_generation(tok, model):
         build_hwdag(STORY, model, tok, **{**kw, "chunk_tokens": 500})
     with pytest.raises(ValueError, match="max_levels"):
         build_hwdag(STORY, model, tok, max_levels=1, **kw)
+
+
+def test_finished_out_dir_with_other_texts_is_refused(tok, model, tmp_path):
+    """#28: a finished graph in out_dir is returned only when it holds the texts given (its
+    checkpoint's text digest is in another file than its texts): forged texts, consistent
+    with their chunks, are a PersistError naming graph.json's field 'texts'."""
+    out = tmp_path / "g"
+    small_build(model, tok, out_dir=out, encoder=False)
+    path = out / "graph.json"
+    g = json.loads(path.read_text("utf-8"))
+    g["texts"] = [t.replace("Tom", "Bob") for t in g["texts"]]
+    for node in g["nodes"]:
+        node["text"] = node["text"].replace("Tom", "Bob")
+    path.write_text(json.dumps(g), "utf-8")
+    assert "Bob" in HWDAG.load(out).texts[0]  # consistent in itself
+    with pytest.raises(PersistError, match=r"graph\.json.*field 'texts'"):
+        small_build(model, tok, out_dir=out, encoder=False)

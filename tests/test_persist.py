@@ -345,7 +345,7 @@ def test_garlic_search_graph_dict_checks_texts_against_the_document(graph):
     d = as_search_graph(graph).to_dict()
     SearchGraph.from_dict(d, source_text=TEXTS[0])
     forged = {**d, "texts": ["Forged words."] + d["texts"][1:]}
-    with pytest.raises(ValueError, match="differs from the document"):
+    with pytest.raises(ValueError, match="differs from its document"):
         SearchGraph.from_dict(forged, source_text=TEXTS[0])
     with pytest.raises(ValueError, match="levels"):
         SearchGraph.from_dict({**d, "levels": [10**8] * len(d["levels"])})
@@ -357,6 +357,7 @@ def test_garlic_checkpoint_records_are_checked(tmp_path):
     good = {
         "source": 0,
         "level": 1,
+        "pos": 0,
         "n_generated": 3,
         "text": "* a",
         "ips": ["a"],

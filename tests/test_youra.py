@@ -768,3 +768,52 @@ def test_overlong_query_is_refused_before_any_model_pass():
     index = YouraIndex.from_texts("The cat sat on the mat. The dog ran.", tiny_scorer())
     with pytest.raises(ValueError, match="query is .* over the limit"):
         index.search("why " * (MAX_QUERY_CHARS // 4 + 1), k=1)
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("max_window", 10**12),
+        ("cache_bytes", 10**15),
+        ("batch_size", 10**9),
+        ("max_query_tokens", 10**9),
+        ("row_block", 10**9),
+        ("cache_size", 10**9),
+        ("prior_tokens", 10**9),
+    ],
+)
+def test_size_options_are_bounded_in_the_constructor_and_on_load(tmp_path, option, value):
+    """#28: huge sizes are a ValueError naming the argument, and a saved YOURA index holding
+    them is a PersistError naming config.json (they used to load without error)."""
+    from longctx.persist import PersistError, write_dir
+    from longctx.youra import YouraIndex
+    from longctx.youra.config import MAX_BATCH_SIZE, MAX_CACHE_BYTES, MAX_WINDOW
+
+    with pytest.raises(ValueError, match=rf"{option} must be <="):
+        ReactionScorer(**{option: value})
+    ok = {"max_window": MAX_WINDOW, "cache_bytes": MAX_CACHE_BYTES, "batch_size": MAX_BATCH_SIZE}
+    if option in ok:
+        assert getattr(ReactionScorer(**{option: ok[option]}), option) == ok[option]
+    d = tmp_path / "y"
+    write_dir(
+        d,
+        kind="youra",
+        version=YouraIndex.FORMAT_VERSION,
+        json_files={
+            "config": {
+                "max_fraction": 0.8,
+                "score_scale": None,
+                "scorer": {"model": None, "preset": "default", option: value},
+            },
+            "texts": ["The cat sat. The dog ran."],
+        },
+        arrays={
+            "sentences": {
+                "spans": np.array([[0, 12], [13, 25]]),
+                "offsets": np.array([0, 2]),
+                "token_counts": np.array([4, 4]),
+            }
+        },
+    )
+    with pytest.raises(PersistError, match=rf"config\.json.*'scorer'.*{option} must be <="):
+        YouraIndex.load(d)

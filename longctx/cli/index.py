@@ -40,7 +40,7 @@ def add_parser(sub, positive_int) -> None:
         "--out",
         required=True,
         help="graph directory (checkpoint while building); with --method a corpus folder or "
-        "fsspec URL (s3://..., gs://..., file://...)",
+        "fsspec URL (s3://..., gs://..., file://...; not memory://)",
     )
     p.add_argument(
         "--method",
@@ -136,6 +136,11 @@ def run_corpus(args: argparse.Namespace) -> int:
 
     if args.gpus_per_worker < 0:
         return _error(f"--gpus-per-worker must be >= 0, got {args.gpus_per_worker}")
+    if "://" in args.out and args.out.split("://", 1)[0].lower().split("::")[-1] == "memory":
+        return _error(
+            f"--out {args.out!r} is an in-memory file system: the corpus would vanish when "
+            "longctx exits; give a folder or a persistent URL (file://, s3://, gs://...)"
+        )
     try:
         result = build_indexes(
             args.path,

@@ -230,7 +230,10 @@ def build_indexes(
         sec. 3.1). ``"youra"`` is refused: it has no query-independent work to persist.
     out : str, os.PathLike or fsspec URL
         A local folder (new, empty, or a corpus) or a URL (``s3://``, ``gs://``, ``file://``,
-        ``memory://``). Holds ``corpus.json`` (the manifest) and ``indexes/``.
+        ``memory://``). Holds ``corpus.json`` (the manifest) and ``indexes/``. A ``memory://``
+        corpus lives in this process only (logged as a warning; the CLI refuses it). A corpus
+        whose documents all failed may be built again with other options (its manifest is
+        replaced); one holding a finished index may not.
     workers : int, optional
         Ray workers (actors for model-backed methods, concurrent tasks for MixPR). Default: this
         machine's CPU count (local Ray), or the cluster's GPUs / ``gpus_per_worker`` (or CPUs).
@@ -261,9 +264,10 @@ def build_indexes(
     Raises
     ------
     ValueError, TypeError
-        Unknown method or option, bad or duplicate document ids, empty texts, an ``out`` that
-        holds other files, a corpus in ``out`` built with another method or options: all before
-        any index is built. A document that fails while building is not raised: it is recorded
+        Unknown method or option, a bad option value (the method's settings are built first:
+        :func:`longctx.corpus.methods.check_method`), bad or duplicate document ids, empty
+        texts, an ``out`` that holds other files, a corpus in ``out`` holding finished indexes
+        built with another method or options: all before any index is built or recorded. A document that fails while building is not raised: it is recorded
         (``status="failed"``, ``error``) and the others go on.
     longctx.persist.PersistError
         ``out/corpus.json`` is damaged or of another format version.
@@ -290,11 +294,28 @@ def build_indexes(
     else:
         manifest = CorpusManifest.from_json(raw, storage.location(CORPUS_MANIFEST))
         if manifest.method != method or manifest.options_sha256 != fingerprint:
-            raise ValueError(
-                f"out {storage.url!r} holds a {manifest.method!r} corpus built with options "
-                f"{manifest.options}; this call asks for {method!r} with "
-                f"{describe_options(method_options)}: choose another out"
+            if any(e.status == "done" for e in manifest.entries.values()):
+                raise ValueError(
+                    f"out {storage.url!r} holds a {manifest.method!r} corpus built with options "
+                    f"{manifest.options}; this call asks for {method!r} with "
+                    f"{describe_options(method_options)}: choose another out"
+                )
+            # nothing finished there (every document failed): nothing to keep consistent
+            logger.info(
+                "%s holds no finished index (method %r, options %s): building with %r, %s",
+                storage.url,
+                manifest.method,
+                manifest.options,
+                method,
+                describe_options(method_options),
             )
+            manifest = CorpusManifest(method, describe_options(method_options), fingerprint)
+    if not storage.shared:
+        logger.warning(
+            "out %r is an in-memory file system: the corpus lives in this process only and is "
+            "lost when it exits",
+            storage.url,
+        )
 
     if method == "mixpr":
         return _build_mixpr(docs, storage, manifest, method_options, progress, workers, t0)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from longctx.io import InputError, read_text_file
+from longctx.persist import PersistError, parse_json
 
 __all__ = ["MAX_ID_CHARS", "check_doc_id", "read_documents", "safe_component"]
 
@@ -73,9 +73,9 @@ def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[st
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{str(path)!r} line {n} is not JSON: {exc}") from None
+                rec = parse_json(line, f"{path} line {n}")
+            except PersistError as exc:  # not JSON, or nested too deeply
+                raise InputError(str(exc)) from None
             if not isinstance(rec, dict) or id_field not in rec or text_field not in rec:
                 raise InputError(
                     f"{str(path)!r} line {n}: expected an object with {id_field!r} and "

@@ -9,7 +9,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 
-from longctx.corpus.manifest import CORPUS_MANIFEST, CorpusManifest
+from longctx.corpus.manifest import CORPUS_MANIFEST, CorpusManifest, check_entry_text
 from longctx.corpus.storage import open_storage
 from longctx.persist import PersistError
 from longctx.types import SearchResult
@@ -92,8 +92,8 @@ def load_corpus(out, *, storage_options: dict | None = None, **load_kwargs) -> d
     Raises
     ------
     PersistError
-        No corpus at ``out``, a damaged manifest, or an index listed as done that is missing or
-        damaged.
+        No corpus at ``out``, a damaged manifest, an index listed as done that is missing or
+        damaged, or one whose text is not the one its entry's ``text_sha256`` records (named).
     """
     storage = open_storage(out, storage_options)
     manifest = read_corpus_manifest(storage)
@@ -113,7 +113,9 @@ def load_corpus(out, *, storage_options: dict | None = None, **load_kwargs) -> d
             continue
         if not storage.index_complete(e.path):
             raise PersistError(f"{storage.location(e.path)!r} is missing or half-written")
-        out_indexes[doc_id] = load_index(storage.location(e.path), **load_kwargs)
+        index = load_index(storage.location(e.path), **load_kwargs)
+        check_entry_text(e, getattr(index, "texts", ()), storage.location(CORPUS_MANIFEST))
+        out_indexes[doc_id] = index
     return out_indexes
 
 

@@ -10,11 +10,20 @@ unchanged and whose index folder is still complete.
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from dataclasses import asdict, dataclass, field
 
 from longctx.persist import PersistError
 
-__all__ = ["CORPUS_MANIFEST", "FORMAT_VERSION", "CorpusManifest", "DocumentEntry", "text_sha256"]
+__all__ = [
+    "CORPUS_MANIFEST",
+    "FORMAT_VERSION",
+    "CorpusManifest",
+    "DocumentEntry",
+    "check_entry_text",
+    "text_sha256",
+]
 
 CORPUS_MANIFEST = "corpus.json"
 FORMAT = "longctx.corpus"
@@ -93,29 +102,119 @@ class CorpusManifest:
 
     @classmethod
     def from_json(cls, data, where: str) -> CorpusManifest:
-        """Parse and check a manifest read from ``where``.
+        """Parse and check a manifest read from ``where``: every field typed, every entry's
+        ``path`` a plain folder name under ``indexes/``, no document id or path given twice,
+        every ``text_sha256`` 64 hex digits (checked against the index's text when it is
+        loaded: :func:`check_entry_text`).
 
         Raises
         ------
         PersistError
-            Not a corpus manifest, another format version, a damaged entry.
+            Not a corpus manifest, another format version, a damaged entry (named).
         """
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise PersistError(f"{where!r} is not a longctx corpus manifest")
         if data.get("format_version") != FORMAT_VERSION:
             raise PersistError(
-                f"{where!r} has format version {data.get('format_version')!r}; this longctx "
-                f"reads {FORMAT_VERSION}: rebuild the corpus into another location"
+                f"{where!r} has format version {str(data.get('format_version'))[:40]!r}; this "
+                f"longctx reads {FORMAT_VERSION}: rebuild the corpus into another location"
             )
-        try:
-            entries = []
-            for d in data["documents"]:
-                e = DocumentEntry(**d)
-                if e.status not in STATUSES or not isinstance(e.path, str):
-                    raise ValueError(f"bad entry {d!r}")
-                if not e.path.startswith("indexes/") or ".." in e.path.split("/"):
-                    raise ValueError(f"entry path {e.path!r} is outside indexes/")
-                entries.append(e)
-            return cls(str(data["method"]), data["options"], str(data["options_sha256"]), entries)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PersistError(f"{where!r} is damaged: {exc}") from None
+        for key, kind in (("method", str), ("options", dict), ("options_sha256", str)):
+            if not isinstance(data.get(key), kind):
+                raise PersistError(
+                    f"{where!r}: field {key!r} must be a {kind.__name__}, got "
+                    f"{type(data.get(key)).__name__}"
+                )
+        docs = data.get("documents")
+        if not isinstance(docs, list):
+            raise PersistError(f"{where!r}: field 'documents' must be a list")
+        entries, paths = {}, set()
+        for j, d in enumerate(docs):
+            e = _check_entry(d, where, f"documents[{j}]")
+            if e.doc_id in entries:
+                raise PersistError(f"{where!r}: field 'documents[{j}].doc_id' repeats {e.doc_id!r}")
+            # a MixPR corpus is one index holding every document: its entries share one path
+            if data["method"] == "mixpr" and e.path != "indexes/mixpr":
+                raise PersistError(
+                    f"{where!r}: field 'documents[{j}].path' must be 'indexes/mixpr' in a MixPR "
+                    f"corpus, got {e.path[:80]!r}"
+                )
+            if e.path in paths and data["method"] != "mixpr":
+                raise PersistError(f"{where!r}: field 'documents[{j}].path' repeats {e.path!r}")
+            entries[e.doc_id] = e
+            paths.add(e.path)
+        return cls(data["method"], data["options"], data["options_sha256"], entries.values())
+
+
+_ENTRY_TYPES = {
+    "doc_id": (str,),
+    "path": (str,),
+    "status": (str,),
+    "seconds": (int, float),
+    "tokens": (int, type(None)),
+    "error": (str, type(None)),
+    "text_sha256": (str,),
+    "extra": (dict,),
+}
+_SHA256_HEX = frozenset("0123456789abcdef")
+#: An index folder name as :func:`longctx.corpus.documents.safe_component` writes it.
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
+
+
+def _check_entry(d, where: str, f: str) -> DocumentEntry:
+    """One ``documents[j]`` entry of a manifest, every field typed (``PersistError`` naming it)."""
+    if not isinstance(d, dict):
+        raise PersistError(f"{where!r}: field {f!r} must be an object")
+    unknown = sorted(set(d) - set(_ENTRY_TYPES))
+    missing = sorted({"doc_id", "path", "status", "text_sha256"} - set(d))
+    if unknown or missing:
+        raise PersistError(
+            f"{where!r}: field {f!r} has unknown keys {[str(k)[:40] for k in unknown[:5]]} "
+            f"or lacks {missing}"
+        )
+    for key, kinds in _ENTRY_TYPES.items():
+        if key in d and (isinstance(d[key], bool) or not isinstance(d[key], kinds)):
+            raise PersistError(
+                f"{where!r}: field '{f}.{key}' has type {type(d[key]).__name__}, expected "
+                f"{' or '.join(k.__name__ for k in kinds)}"
+            )
+    e = DocumentEntry(**d)
+    if e.status not in STATUSES:
+        raise PersistError(f"{where!r}: field '{f}.status' must be one of {STATUSES}")
+    name = e.path[len("indexes/") :]
+    if not e.path.startswith("indexes/") or name in (".", "..") or not _NAME.fullmatch(name):
+        raise PersistError(
+            f"{where!r}: field '{f}.path' must be 'indexes/<folder name>' (letters, digits, "
+            f"'.', '_', '-'), got {e.path[:80]!r}"
+        )
+    if len(e.text_sha256) != 64 or not set(e.text_sha256) <= _SHA256_HEX:
+        raise PersistError(f"{where!r}: field '{f}.text_sha256' is not a sha256 hex digest")
+    if not math.isfinite(e.seconds) or e.seconds < 0 or (e.tokens is not None and e.tokens < 0):
+        raise PersistError(f"{where!r}: field '{f}.seconds' or '{f}.tokens' is out of range")
+    return e
+
+
+def check_entry_text(entry: DocumentEntry, texts, where: str) -> None:
+    """Check that a loaded index holds exactly the text the manifest recorded for ``entry``.
+
+    Parameters
+    ----------
+    entry : DocumentEntry
+    texts : sequence of str
+        The loaded index's texts (one per-document index holds one).
+    where : str
+        The corpus manifest's location (named in the error).
+
+    Raises
+    ------
+    PersistError
+        The index holds another number of texts or another text than the entry's
+        ``text_sha256`` (entries' paths swapped or edited, an index replaced), naming the entry.
+    """
+    texts = list(texts)
+    if len(texts) != 1 or text_sha256(texts[0]) != entry.text_sha256:
+        raise PersistError(
+            f"{where!r}: the index of document {entry.doc_id!r} ({entry.path!r}) does not hold "
+            "the text its entry's 'text_sha256' records (paths swapped or edited, or the index "
+            "replaced)"
+        )

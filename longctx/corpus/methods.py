@@ -59,7 +59,17 @@ def _garlic_keys() -> set[str]:
 
 
 def check_method(method: str, options: dict) -> None:
-    """Refuse an unknown method or an option it does not take (``ValueError`` naming it)."""
+    """Refuse an unknown method, an option it does not take or a bad option value, before
+    anything is built or recorded: the method's settings are built as its build would
+    (MixPR: its :class:`~longctx.mixpr.MixPRConfig`; GARLIC:
+    :func:`longctx.garlic.options.check_build_options`; diversity: each setting checked).
+    Models and encoders are only loaded by the build.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the method or the option.
+    """
     if method == "youra":
         raise ValueError(
             "method='youra' is not a corpus index: YOURA scores each query from the model's "
@@ -77,10 +87,48 @@ def check_method(method: str, options: dict) -> None:
             )
     if method == "mixpr" and "progress" in options:
         raise ValueError("progress is an argument of build_indexes, not a MixPR option")
-    if method == "mixpr":
-        from longctx.corpus.mixpr_corpus import check_mixpr_options
+    _CHECKS[method](options)
 
-        check_mixpr_options(options)
+
+def _check_mixpr(options: dict) -> None:
+    """A MixPR corpus's options: ``preset``, ``chunk`` and the :class:`~longctx.mixpr.MixPRConfig`
+    fields, the config built (:func:`longctx.corpus.mixpr_corpus.check_mixpr_options`)."""
+    from longctx.corpus.mixpr_corpus import check_mixpr_options
+
+    check_mixpr_options(options)
+
+
+def _check_diversity(options: dict) -> None:
+    """The :meth:`DiversityIndex.from_texts` settings of ``options``, typed and in range."""
+    from longctx.checks import check_choice, check_int
+    from longctx.diversity.index import UNITS
+    from longctx.text import SENTENCE_BACKENDS
+
+    check_choice(options.get("unit", "sentence"), "unit", UNITS)
+    check_choice(options.get("sentence_backend", "auto"), "sentence_backend", SENTENCE_BACKENDS)
+    check_int(options.get("batch_size", 256), "batch_size", minimum=1)
+    check_int(options.get("max_unit_tokens", 128), "max_unit_tokens", minimum=1, allow_none=True)
+    counter = options.get("token_counter")
+    if counter is not None and not callable(counter):
+        raise TypeError(f"token_counter must be callable, got {type(counter).__name__}")
+
+
+def _check_garlic(options: dict) -> None:
+    """The :func:`build_hwdag` settings of ``options`` (:func:`check_build_options`) and the
+    model given as a name, a path or a callable returning ``(model, tokenizer)``."""
+    from longctx.garlic.options import check_build_options
+
+    kw = {k: v for k, v in options.items() if k not in ("model", "device", "encoder")}
+    check_build_options(**kw)
+    model = options.get("model")
+    if model is not None and not (isinstance(model, (str, os.PathLike)) or callable(model)):
+        raise TypeError(
+            "model must be a model name or path, or a callable returning (model, tokenizer); "
+            f"got {type(model).__name__}"
+        )
+
+
+_CHECKS = {"mixpr": _check_mixpr, "diversity": _check_diversity, "garlic": _check_garlic}
 
 
 def _describe(v):

@@ -87,7 +87,7 @@ def check_entries(index, manifest, where: str) -> None:
             raise PersistError(f"{where!r}: document {doc_id!r} is not in the corpus's index")
         if e.path != MIXPR_INDEX or text_sha256(index.texts[pos[doc_id]]) != e.text_sha256:
             raise PersistError(
-                f"{where!r}: field 'text_sha256' of document {doc_id!r} does not match the "
+                f"{where!r}: document {doc_id!r}: field 'text_sha256' does not match the "
                 "index's text (damaged or forged)"
             )
 

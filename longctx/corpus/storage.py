@@ -110,29 +110,29 @@ class Storage:
         Raises
         ------
         longctx.persist.PersistError
-            It is larger than ``limit`` bytes, or not JSON.
+            It is larger than ``limit`` bytes, not JSON, or nested deeper than
+            :data:`longctx.persist.MAX_JSON_DEPTH`.
         """
-        from longctx.persist import PersistError
+        from longctx.persist import PersistError, parse_json
 
         where = self.location(rel)
-        try:
-            if self.local is not None:
-                p = self.local / rel
-                if not p.is_file():
-                    return None
-                if p.stat().st_size > limit:
-                    raise PersistError(f"{where!r} is larger than {limit} bytes")
-                data = p.read_bytes()
-            else:
-                path = self._remote(rel)
-                if not self.fs.isfile(path):
-                    return None
-                if (self.fs.size(path) or 0) > limit:
-                    raise PersistError(f"{where!r} is larger than {limit} bytes")
-                data = self.fs.cat_file(path)
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise PersistError(f"{where!r} is damaged or truncated: {exc}") from None
+        if self.local is not None:
+            p = self.local / rel
+            if not p.is_file():
+                return None
+            if p.stat().st_size > limit:
+                raise PersistError(f"{where!r} is larger than {limit} bytes")
+            data = p.read_bytes()
+        else:
+            path = self._remote(rel)
+            if not self.fs.isfile(path):
+                return None
+            if (self.fs.size(path) or 0) > limit:
+                raise PersistError(f"{where!r} is larger than {limit} bytes")
+            data = self.fs.cat_file(path)
+        if len(data) > limit:
+            raise PersistError(f"{where!r} is larger than {limit} bytes")
+        return parse_json(data, where)
 
     def write_json(self, rel: str, obj) -> None:
         """Write ``obj`` at ``rel`` as a whole: local roots write a temporary sibling and

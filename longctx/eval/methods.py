@@ -100,12 +100,12 @@ class Context:
     def count_document(self, text: str) -> int:
         """Tokens of a whole document, kept in ``cache_dir`` (a 128k-token haystack costs about
         a second to count, in every worker process)."""
-        import json
+        from longctx.persist import read_json
 
         if self._doc_counts is None:
             self._doc_counts = {}
             if self.cache_dir is not None and self._cache_file("doc-tokens", "json").is_file():
-                self._doc_counts = json.loads(self._cache_file("doc-tokens", "json").read_text())
+                self._doc_counts = read_json(self._cache_file("doc-tokens", "json"))
         k = _key(text)
         if k not in self._doc_counts:
             self._doc_counts[k] = int(self.token_counter(text))

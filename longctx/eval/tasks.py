@@ -18,11 +18,12 @@ once per document and answers every question of that document from it.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from longctx.persist import parse_json, read_json
 
 TASKS = ("babilong", "squad", "hotpotqa", "narrativeqa", "multilexsum")
 
@@ -64,6 +65,13 @@ def check_data(data: Path) -> Path:
     return data
 
 
+def _read_jsonl(path: Path) -> list:
+    """The JSON value of every non-blank line, each depth-bounded (``PersistError`` naming the
+    line)."""
+    lines = path.read_text("utf-8").splitlines()
+    return [parse_json(x, f"{path} line {i}") for i, x in enumerate(lines, 1) if x.strip()]
+
+
 def _need(path: Path) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"benchmark data {str(path)!r} is missing (--data PATH)")
@@ -72,7 +80,7 @@ def _need(path: Path) -> Path:
 
 def squad(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
     """SQuAD v2.0 dev, first five articles; each article one document, answerable questions."""
-    raw = json.loads(_need(data / "squad" / "dev-v2.0-first5.json").read_text("utf-8"))
+    raw = read_json(_need(data / "squad" / "dev-v2.0-first5.json"))
     per_doc = max(1, -(-n_questions // len(raw["data"])))
     for art in raw["data"]:
         text = "\n\n".join(p["context"] for p in art["paragraphs"])
@@ -93,7 +101,7 @@ def squad(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]
 def narrativeqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
     """NarrativeQA summaries: ``n_questions`` questions, grouped by summary."""
     path = _need(data / "narrativeqa_summaries" / "test.jsonl")
-    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    rows = _read_jsonl(path)
     rows = random.Random(seed).sample(rows, min(n_questions, len(rows)))
     by_doc: dict[str, list[dict]] = {}
     for r in rows:
@@ -107,7 +115,7 @@ def narrativeqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Ex
 
 def hotpotqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
     """HotpotQA distractor: ten paragraphs per question; gold = supporting sentences."""
-    rows = json.loads(_need(data / "hotpotqa" / "dev-distractor-first100.json").read_text("utf-8"))
+    rows = read_json(_need(data / "hotpotqa" / "dev-distractor-first100.json"))
     for r in rows[:n_questions]:
         parts, spans, pos = [], {}, 0
         for title, sents in r["context"]:
@@ -135,7 +143,7 @@ def hotpotqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Examp
 def multilexsum(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
     """Multi-LexSum: documents with their expert summaries; no question (global task)."""
     path = _need(data / "multilexsum" / "test.jsonl")
-    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    rows = _read_jsonl(path)
     rows = [r for r in rows if r["document"].strip() and r["summary"].strip()]
     for i, r in enumerate(random.Random(seed).sample(rows, min(n_questions, len(rows)))):
         yield [Example("multilexsum", f"mls{i}", r["document"], None, reference=r["summary"])]

@@ -41,6 +41,7 @@ from longctx.checks import check_int
 from longctx.garlic.checkpoint import CHECKPOINT_VERSION as CHECKPOINT_VERSION
 from longctx.garlic.checkpoint import _check_records as _check_records
 from longctx.garlic.checkpoint import (
+    _check_same_texts,
     _config,
     _read_checkpoint,
     _write_checkpoint,
@@ -49,6 +50,7 @@ from longctx.garlic.decode import generate_with_capture, ip_edge_weights
 from longctx.garlic.graph import FORMAT_KIND as FORMAT_KIND
 from longctx.garlic.graph import FORMAT_VERSION as FORMAT_VERSION
 from longctx.garlic.graph import HWDAG, Node, assemble_graph
+from longctx.garlic.options import check_build_options
 from longctx.garlic.prompts import (
     BULLET,
     PROMPT_HEAD,
@@ -491,27 +493,26 @@ def _build(
     prompt_lookup_num_tokens=None,
     separate: bool = False,
 ):
-    from longctx.attention import check_layers_spec, num_hidden_layers, resolve_layers
-    from longctx.garlic.decode import (
-        BulletLogitsProcessor,
-        check_batch_size,
-        check_prompt_lookup,
-    )
+    from longctx.attention import num_hidden_layers, resolve_layers
+    from longctx.garlic.decode import BulletLogitsProcessor, check_batch_size
 
     t0 = time.perf_counter()
     texts = check_documents(texts)
-    chunk_tokens = check_int(chunk_tokens, "chunk_tokens", minimum=1)
-    batch_tokens = check_int(batch_tokens, "batch_tokens", minimum=1)
-    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=1)
-    max_levels = check_int(max_levels, "max_levels", minimum=2)
-    if batch_size is not None:
-        check_batch_size(batch_size)
-    prompt_lookup_num_tokens = check_prompt_lookup(prompt_lookup_num_tokens)
-    if not isinstance(force_bullets, bool):
-        raise TypeError(f"force_bullets must be True or False, got {force_bullets!r}")
-    check_layers_spec(layers)
-    if chunk_tokens > batch_tokens:
-        raise ValueError(f"chunk_tokens ({chunk_tokens}) must be <= batch_tokens ({batch_tokens})")
+    opts = check_build_options(
+        chunk_tokens=chunk_tokens,
+        batch_tokens=batch_tokens,
+        max_new_tokens=max_new_tokens,
+        max_levels=max_levels,
+        layers=layers,
+        batch_size=batch_size,
+        force_bullets=force_bullets,
+        prompt_lookup_num_tokens=prompt_lookup_num_tokens,
+        logits_processor=logits_processor,
+        on_batch=on_batch,
+    )
+    chunk_tokens, batch_tokens = opts["chunk_tokens"], opts["batch_tokens"]
+    max_new_tokens, max_levels = opts["max_new_tokens"], opts["max_levels"]
+    prompt_lookup_num_tokens = opts["prompt_lookup_num_tokens"]
     if encoder is not None and encoder is not False:
         from longctx.embeddings import get_encoder
 
@@ -553,6 +554,7 @@ def _build(
         if complete:
             logger.info("%s holds a finished graph of these inputs: loading it", out)
             graph = HWDAG.load(out)
+            _check_same_texts(graph, texts, out)
             graph.info.update(tokens_generated_this_run=0, resumed_batches=len(done))
             return graph
     loaded: dict[int, HWDAG] = {}
@@ -583,6 +585,7 @@ def _build(
                     raise ValueError(f"out_dirs[{src}] {str(d)!r} is not a directory")
                 if _read_checkpoint(d, cfg)[1]:
                     loaded[src] = HWDAG.load(d)
+                    _check_same_texts(loaded[src], [text], d)
                     loaded[src].info.update(tokens_generated_this_run=0)
     eos = _eos_ids(model, tokenizer)
     processors: list = [logits_processor] if logits_processor is not None else []

@@ -77,6 +77,22 @@ def _read_checkpoint(out_dir: Path, config: dict) -> tuple[list[dict], bool]:
     return _check_records(data["records"], path), bool(manifest.get("complete", False))
 
 
+def _check_same_texts(graph, texts: list[str], out: Path) -> None:
+    """A finished graph found in ``out`` is returned for ``texts`` only when it holds exactly
+    them (its checkpoint's digest of the texts is in another file than its ``texts``).
+
+    Raises
+    ------
+    PersistError
+        Naming ``graph.json`` and its field ``texts``.
+    """
+    if graph.texts != list(texts):
+        raise PersistError(
+            f"{str(Path(out) / 'graph.json')!r}: field 'texts' is not the documents given to "
+            "this build (damaged or forged); delete the folder or choose another out_dir"
+        )
+
+
 def _check_records(records, path: Path) -> list[dict]:
     """The batch records of a checkpoint, every value typed and bounded (the inputs are
     compared with the build's own batches as they are replayed).
@@ -90,15 +106,34 @@ def _check_records(records, path: Path) -> list[dict]:
 
     if not isinstance(records, list):
         raise PersistError(f"{str(path)!r}: field 'records' must be a list")
-    keys = ("source", "level", "n_generated", "text", "ips", "ip_tokens", "weights", "inputs")
+    keys = (
+        "source",
+        "level",
+        "pos",
+        "n_generated",
+        "text",
+        "ips",
+        "ip_tokens",
+        "weights",
+        "inputs",
+    )
+    seen = set()
     for j, rec in enumerate(records):
         f = f"records[{j}]"
         rec = check_dict(rec, path, f)
         missing = [k for k in keys if k not in rec]
         if missing:
             raise PersistError(f"{str(path)!r}: field {f!r} lacks {missing}")
-        check_int_value(rec["source"], path, f"{f}.source", minimum=0)
-        check_int_value(rec["level"], path, f"{f}.level", minimum=1)
+        key = (
+            check_int_value(rec["source"], path, f"{f}.source", minimum=0),
+            check_int_value(rec["level"], path, f"{f}.level", minimum=1),
+            check_int_value(rec["pos"], path, f"{f}.pos", minimum=0),
+        )
+        if key in seen:
+            raise PersistError(
+                f"{str(path)!r}: field {f!r} repeats the batch (source, level, pos) = {key}"
+            )
+        seen.add(key)
         check_int_value(rec["n_generated"], path, f"{f}.n_generated", minimum=0)
         ips, toks, weights, inputs = rec["ips"], rec["ip_tokens"], rec["weights"], rec["inputs"]
         ok = (

@@ -57,7 +57,12 @@ import numpy as np
 from longctx.checks import check_float, check_int, check_query
 
 # The graph view lives in ``longctx.garlic.search_graph``; re-exported here (public names).
-from longctx.garlic.search_graph import SearchGraph, as_search_graph, merge_graphs
+from longctx.garlic.search_graph import (
+    SearchGraph,
+    as_search_graph,
+    check_chunk_texts,
+    merge_graphs,
+)
 from longctx.types import Passage, SearchResult
 
 logger = logging.getLogger(__name__)
@@ -68,6 +73,7 @@ __all__ = [
     "SearchGraph",
     "GarlicSearcher",
     "as_search_graph",
+    "check_chunk_texts",
     "merge_graphs",
 ]
 

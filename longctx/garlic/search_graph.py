@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SearchGraph", "as_search_graph", "merge_graphs"]
+__all__ = ["SearchGraph", "as_search_graph", "check_chunk_texts", "merge_graphs"]
 
 
 def _field(node, *names, default=None):
@@ -98,28 +98,97 @@ class SearchGraph:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping, *, source_text: str | None = None) -> SearchGraph:
+    def from_dict(
+        cls,
+        d: Mapping,
+        *,
+        source_text: str | None = None,
+        source_texts: Sequence[str] | None = None,
+    ) -> SearchGraph:
         """Inverse of :meth:`to_dict`, every field checked (the dict may come from a persisted
         store, which is untrusted): lengths, levels, spans, edges between adjacent levels,
-        finite embeddings, top positions; with ``source_text`` (the document the graph was
-        built from) every level-1 text must equal ``source_text[start:end]``.
+        finite embeddings, top positions.
+
+        With ``source_text`` (the one document the graph was built from) or ``source_texts``
+        (the documents, indexed by each node's int ``sources`` entry) every level-1 node must
+        have a span and its text must equal the document's text there
+        (:func:`check_chunk_texts`): a load path passes the document, so a graph whose chunk
+        texts were replaced is refused instead of being returned as the document's text.
 
         Raises
         ------
         ValueError
-            Unknown ``format_version``, missing fields, or a field of the wrong type, length
-            or range (named).
+            Unknown ``format_version``, missing fields, a field of the wrong type, length or
+            range, or a level-1 text that is not its document's (named by field and node).
         """
         if not isinstance(d, Mapping):
             raise ValueError("a GARLIC graph dict must be a mapping")
         if d.get("format_version") != 1:
-            raise ValueError(f"unknown GARLIC graph format_version {d.get('format_version')!r}")
+            raise ValueError(
+                f"unknown GARLIC graph format_version {str(d.get('format_version'))[:40]!r}"
+            )
+        if source_text is not None and source_texts is not None:
+            raise ValueError("give source_text or source_texts, not both")
         try:
-            return _graph_from_dict(cls, d, source_text)
+            graph = _graph_from_dict(cls, d)
         except KeyError as exc:
             raise ValueError(f"GARLIC graph dict lacks {exc}") from None
         except (TypeError, OverflowError) as exc:
             raise ValueError(f"GARLIC graph dict has a field of the wrong type: {exc}") from None
+        if source_text is not None or source_texts is not None:
+            check_chunk_texts(graph, source_text if source_text is not None else source_texts)
+        return graph
+
+
+def check_chunk_texts(graph: SearchGraph, texts: str | Sequence[str]) -> None:
+    """Check that every level-1 node of ``graph`` is the text of its document at its span.
+
+    Parameters
+    ----------
+    graph : SearchGraph
+    texts : str or sequence of str
+        One str: the document of every node (a one-document graph). A sequence: the documents,
+        node ``p``'s being ``texts[graph.sources[p]]`` (an int position).
+
+    Raises
+    ------
+    ValueError
+        A level-1 node without a span (its text could not be checked), a ``sources`` entry that
+        is not a position in ``texts``, a span outside its document, or a text that differs from
+        the document there (field and node named).
+    """
+    one = isinstance(texts, str)
+    if not one and (not isinstance(texts, Sequence) or not all(isinstance(t, str) for t in texts)):
+        raise TypeError("texts must be a str or a sequence of str")
+    for p in np.flatnonzero(graph.levels == 1).tolist():
+        a, b = int(graph.starts[p]), int(graph.ends[p])
+        if a < 0 or b < 0:
+            raise ValueError(
+                f"GARLIC graph field 'starts'/'ends': level-1 node {p} has no span, so its text "
+                "cannot be checked against its document"
+            )
+        if one:
+            doc = texts
+        else:
+            src = graph.sources[p]
+            if isinstance(src, bool) or not isinstance(src, (int, np.integer)):
+                raise ValueError(f"GARLIC graph field 'sources[{p}]' must be a document position")
+            if not 0 <= src < len(texts):
+                raise ValueError(
+                    f"GARLIC graph field 'sources[{p}]' = {src} is not one of the "
+                    f"{len(texts)} documents"
+                )
+            doc = texts[src]
+        if not a <= b <= len(doc):
+            raise ValueError(
+                f"GARLIC graph field 'starts'/'ends': node {p}'s span [{a}:{b}] is outside its "
+                f"document of {len(doc)} characters"
+            )
+        if doc[a:b] != graph.texts[p]:
+            raise ValueError(
+                f"GARLIC graph field 'texts[{p}]': the text of level-1 node {p} differs from its "
+                f"document at [{a}:{b}] (damaged or forged)"
+            )
 
 
 def _int_list(d, key, n=None, low=None, high=None) -> np.ndarray:
@@ -136,7 +205,7 @@ def _int_list(d, key, n=None, low=None, high=None) -> np.ndarray:
     return a
 
 
-def _graph_from_dict(cls, d, source_text):
+def _graph_from_dict(cls, d):
     ids, texts = d["ids"], d["texts"]
     if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
         raise ValueError("GARLIC graph field 'ids' must be a list of str")
@@ -156,13 +225,8 @@ def _graph_from_dict(cls, d, source_text):
     for p in range(n):
         a, b = int(starts[p]), int(ends[p])
         if levels[p] == 1 and (a >= 0 or b >= 0):
-            if not 0 <= a <= b or (source_text is not None and b > len(source_text)):
+            if not 0 <= a <= b:
                 raise ValueError(f"GARLIC graph node {p}: span [{a}:{b}] out of range")
-            if source_text is not None and source_text[a:b] != texts[p]:
-                raise ValueError(
-                    f"GARLIC graph node {p}: its text differs from the document at [{a}:{b}] "
-                    "(damaged or forged)"
-                )
         elif a != -1 or b != -1:
             raise ValueError(f"GARLIC graph node {p}: an information point has a span")
     ed = d["edges"]

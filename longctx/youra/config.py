@@ -81,6 +81,20 @@ DEFAULT_CPU_DTYPE = "float32"
 #: long window.
 DEFAULT_BATCH_SIZE = 16
 
+# Upper bounds of the scorer's size options (``ReactionScorer`` raises ``ValueError`` naming the
+# argument above them; a saved YOURA index holding more is a ``PersistError``). They bound what a
+# setting, or a file, may ask for; they are not recommendations.
+
+#: Most tokens of one forward pass (``max_window``), and of ``max_query_tokens``, ``row_block``
+#: and ``prior_tokens``: 2**20 = 1,048,576 tokens, above any model window longctx runs.
+MAX_WINDOW = 2**20
+#: Largest window cache budget (``cache_bytes``): 2**40 bytes (1 TiB).
+MAX_CACHE_BYTES = 2**40
+#: Most windows scored in one padded pass (``batch_size``): 1,024.
+MAX_BATCH_SIZE = 1024
+#: Most text layouts kept (``cache_size``): 65,536.
+MAX_CACHE_SIZE = 2**16
+
 #: On CUDA, with ``cache_bytes=None``, the window cache may use this fraction of the GPU memory
 #: that is free once the model is loaded (``torch.cuda.mem_get_info``).
 CUDA_CACHE_FRACTION = 0.5

@@ -30,6 +30,10 @@ from longctx.youra.config import (
     DEFAULT_PRESET,
     GMEAN_EPS,
     INSTRUCTION_SUFFIX,
+    MAX_BATCH_SIZE,
+    MAX_CACHE_BYTES,
+    MAX_CACHE_SIZE,
+    MAX_WINDOW,
     NORMALIZATIONS,
     PRESETS,
     QUERY_TEMPLATES,
@@ -83,7 +87,7 @@ class ReactionScorer:
         Reaction score of a sentence: geometric mean of its values (sec. 3.3 and the authors'
         code; values floored at ``GMEAN_EPS`` = 1e-12 before the log) or arithmetic mean (eq. 6).
         Default: the preset's (``"mean"``; ``"gmean"`` for ``"paper"``).
-    prior_tokens : int >= 0, optional
+    prior_tokens : int in [0, ``MAX_WINDOW``], optional
         Shrink each sentence's score toward the median of its window's values as if the sentence
         had ``prior_tokens`` more tokens at that median (for ``"gmean"``, in log space), so the
         score of a two-token sentence is not the noise of two values (module docstring,
@@ -103,35 +107,37 @@ class ReactionScorer:
         as it is. Default: ``DEFAULT_CPU_DTYPE`` (float32) on CPU, bfloat16 on CUDA.
         ``"bfloat16"`` on CPU gives the same sentence ranks as float32 (Spearman >= 0.994 on
         real text) but measured no faster on the shared 2-core CPU (``docs/notes/youra-speed.md``).
-    max_window : int, optional
-        Most tokens in one forward pass (context window + suffix + query); default
+    max_window : int in [4, ``MAX_WINDOW``], optional
+        Most tokens in one forward pass (context window + suffix + query; at most
+        ``longctx.youra.config.MAX_WINDOW`` = 2**20); default
         ``config.max_position_embeddings``, on CUDA capped so one pass fits in the GPU memory
         left free after the cache budget (``CUDA_PASS_FRACTION`` of it, from an estimate of the
         KV cache and one layer's activations per token).
-    max_query_tokens : int, optional
+    max_query_tokens : int in [1, ``MAX_WINDOW``], optional
         Tokens reserved for the query in each window (default ``min(512, max_window // 4)``).
-    cache_bytes : int >= 0, optional
-        Budget of the window cache (KV caches + column sums), in bytes; least recently used
+    cache_bytes : int in [0, ``MAX_CACHE_BYTES``], optional
+        Budget of the window cache (KV caches + column sums), in bytes (at most
+        ``longctx.youra.config.MAX_CACHE_BYTES`` = 1 TiB); least recently used
         windows are evicted and recomputed when a later query needs them (module docstring).
         0 disables the cache (every query runs the context passes again). Default (None):
         ``DEFAULT_CACHE_BYTES`` (1 GiB) on CPU; on CUDA ``CUDA_CACHE_FRACTION`` (half) of the
         GPU memory free once the model is loaded (``torch.cuda.mem_get_info``).
-    batch_size : int >= 1, optional
+    batch_size : int in [1, ``MAX_BATCH_SIZE``], optional
         Windows scored together in one padded forward pass (default ``DEFAULT_BATCH_SIZE`` =
-        16). Windows are grouped by length, right-padded with attention masks and position ids,
-        and a batch never holds more than ``max_window`` padded tokens, so it needs no more
-        memory than one full window; pad positions are left out of the reaction vector. Short
+        16, at most ``longctx.youra.config.MAX_BATCH_SIZE`` = 1,024). Windows are grouped by
+        length, right-padded with attention masks and position ids, and a batch never holds
+        more than ``max_window`` padded tokens, so it needs no more memory than one full window; pad positions are left out of the reaction vector. Short
         texts (a postprocessor's retrieved nodes, one window each) then cost a few passes
         instead of one each. 1 scores one window a pass.
     cache_dtype : {None, "bfloat16"}, default None
         Store cached keys and values in this dtype (None: as the model computes them).
         ``"bfloat16"`` halves the bytes of a float32 model's cache at a small change of the scores
         (module docstring).
-    cache_size : int >= 0, default 8
+    cache_size : int in [0, ``MAX_CACHE_SIZE``], default 8
         Layouts (tokens, sentence and window spans; a few bytes a token) of the most recent texts
         given to :meth:`score_sentences` and friends that are kept, so they are not tokenized
         again. :class:`YouraIndex` keeps its own.
-    row_block : int, optional
+    row_block : int in [1, ``MAX_WINDOW``], optional
         Query rows per block in the attention statistics (memory/speed trade-off).
     show_progress : bool, default False
         tqdm bar on stderr over the windows of a query (total = windows, with the time left).
@@ -180,23 +186,31 @@ class ReactionScorer:
         baseline = settings["baseline"] if baseline is None else baseline
         normalize = settings["normalize"] if normalize is None else normalize
         prior_tokens = settings["prior_tokens"] if prior_tokens is None else prior_tokens
-        self.prior_tokens = check_int(prior_tokens, "prior_tokens", minimum=0)
+        self.prior_tokens = check_int(prior_tokens, "prior_tokens", minimum=0, maximum=MAX_WINDOW)
         check_layers_spec(layers)
         check_choice(aggregate, "aggregate", AGGREGATES)
         check_choice(baseline, "baseline", BASELINES)
         check_choice(normalize, "normalize", NORMALIZATIONS)
         if cache_dtype is not None:
             check_choice(cache_dtype, "cache_dtype", CACHE_DTYPES[1:])
-        self.max_window = check_int(max_window, "max_window", minimum=4, allow_none=True)
-        self.max_query_tokens = check_int(
-            max_query_tokens, "max_query_tokens", minimum=1, allow_none=True
+        self.max_window = check_int(
+            max_window, "max_window", minimum=4, maximum=MAX_WINDOW, allow_none=True
         )
-        self._cache_bytes_arg = check_int(cache_bytes, "cache_bytes", minimum=0, allow_none=True)
+        self.max_query_tokens = check_int(
+            max_query_tokens, "max_query_tokens", minimum=1, maximum=MAX_WINDOW, allow_none=True
+        )
+        self._cache_bytes_arg = check_int(
+            cache_bytes, "cache_bytes", minimum=0, maximum=MAX_CACHE_BYTES, allow_none=True
+        )
         #: the cache budget in bytes (resolved from the device when ``cache_bytes=None``)
         self.cache_bytes = DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes
-        self.batch_size = check_int(batch_size, "batch_size", minimum=1, allow_none=True)
-        self.cache_size = check_int(cache_size, "cache_size", minimum=0)
-        self.row_block = check_int(row_block, "row_block", minimum=1, allow_none=True)
+        self.batch_size = check_int(
+            batch_size, "batch_size", minimum=1, maximum=MAX_BATCH_SIZE, allow_none=True
+        )
+        self.cache_size = check_int(cache_size, "cache_size", minimum=0, maximum=MAX_CACHE_SIZE)
+        self.row_block = check_int(
+            row_block, "row_block", minimum=1, maximum=MAX_WINDOW, allow_none=True
+        )
         if model is not None and not isinstance(model, str) and tokenizer is None:
             raise ValueError("tokenizer is required when a loaded model is given")
         if model is None and tokenizer is not None:
