@@ -130,7 +130,7 @@ def test_corpus_task_ranks_the_pool(shared_data):
     result = run(
         shared_data,
         tasks=["hotpotqa-corpus"],
-        methods=["bm25", "random", "youra"],
+        methods=["bm25", "random", "youra", "mixpr-multihop"],
         n_questions=10,
         token_counter=len,
         isolate=False,
@@ -143,8 +143,26 @@ def test_corpus_task_ranks_the_pool(shared_data):
         cell[("youra", 2)]["recall"] is None
         and "no corpus index" in cell[("youra", 2)]["skip_reason"]
     )
+    # the multi-hop walk finds the second passage BM25 misses
+    assert cell[("mixpr-multihop", 5)]["recall"] > cell[("bm25", 5)]["recall"]
     table = markdown(result)
     assert "| hotpotqa-corpus | k=2 |" in table and "| hotpotqa-corpus | bm25 |" in table
+
+
+def test_multihop_method_fills_a_budget_on_a_document(shared_data):
+    from longctx.eval import run
+
+    result = run(
+        shared_data,
+        tasks=["squad"],
+        methods=["mixpr-multihop"],
+        n_questions=5,
+        token_counter=lambda s: len(s.split()),
+        isolate=False,
+    )
+    rows = result["results"]
+    assert len(rows) == 3 and all(r["over_budget"] == 0 and r["n"] == 5 for r in rows)
+    assert rows[-1]["recall"] >= 0.6  # SQuAD's answers are single-hop: the first hop counts
 
 
 def test_bench_needs_data(tmp_path, capsys, monkeypatch):

@@ -8,7 +8,9 @@ methods share one sentence split and one set of sentence embeddings per document
 (:class:`Doc`), so baselines do not pay twice for what the methods share.
 
 Methods: ``mixpr`` (:class:`longctx.MixPRIndex`), ``mixpr-hybrid`` (MixPR with MiniLM vectors of its
-units, :class:`MixPRHybridMethod`), ``mixpr-paper`` (``preset="paper"``), ``bm25`` (rank-bm25's BM25Okapi; Robertson and
+units, :class:`MixPRHybridMethod`), ``mixpr-paper`` (``preset="paper"``), ``mixpr-multihop`` and
+``mixpr-multihop-hybrid`` (MixPR's score, then the multi-hop walk of
+:mod:`longctx.mixpr.multihop`: :class:`MixPRMultiHopMethod`), ``bm25`` (rank-bm25's BM25Okapi; Robertson and
 Zaragoza, 2009), ``minilm`` (all-MiniLM-L6-v2 cosine to the question), ``mmr`` and ``fps``
 (:func:`longctx.diversity.mmr_select` / ``fps_select`` on MiniLM sentence embeddings,
 lambda 0.5), ``mixpr+mmr`` (MixPR's best chunks filling half the budget, then MMR with its
@@ -21,8 +23,8 @@ build runs the LLM over every document).
 Corpus tasks (:data:`longctx.eval.tasks.CORPUS_TASKS`): ``build_corpus(passages, ctx) -> state``
 builds one index over every passage of the pool, each passage one unit, whole (timed as
 *build*), and ``rank(state, query, k) -> passage positions`` returns the ``k`` best, best first
-(timed as *query*). ``mixpr``, ``mixpr-hybrid`` and ``mixpr-paper`` build
-:class:`longctx.MixPRIndex` with ``chunk=False``; ``bm25`` and ``minilm`` score the passages
+(timed as *query*). ``mixpr``, ``mixpr-hybrid``, ``mixpr-paper`` and the ``mixpr-multihop``
+methods build :class:`longctx.MixPRIndex` with ``chunk=False``; ``bm25`` and ``minilm`` score the passages
 as they score sentences; ``mmr`` / ``fps`` select ``k`` passages by their MiniLM vectors;
 ``random`` shuffles (seeded). The others have no ranking of passages and are reported as
 skipped.
@@ -302,6 +304,65 @@ def bm25_index(texts):
 
     analyzer = TfidfVectorizer(stop_words="english", strip_accents="unicode").build_analyzer()
     return BM25Okapi([analyzer(t) or ["<empty>"] for t in texts]), analyzer
+
+
+class MixPRMultiHopMethod(Method):
+    """MixPR's local score as the first hop, then the multi-hop walk over the units and the
+    phrases they share (:class:`longctx.mixpr.multihop.MultiHopRanker`, default settings).
+    Hybrid (``mixpr-multihop-hybrid``): the run's sentence encoder (MiniLM) embeds the units and
+    the question, and the nearest units seed the walk too. On a document task the units are
+    MixPR's chunks; a question-free task keeps MixPR's global ranking."""
+
+    name = "mixpr-multihop"
+    corpus_skip = None
+
+    def __init__(self, hybrid: bool = False, **params):
+        self.hybrid = hybrid
+        self.needs_encoder = hybrid
+        self.params = params
+        if hybrid:
+            self.name = "mixpr-multihop-hybrid"
+
+    def _build(self, texts, ctx, chunk: bool):
+        from longctx.mixpr import MixPRIndex
+        from longctx.mixpr.multihop import MultiHopRanker, MultiHopWalk
+
+        index = MixPRIndex.from_texts(texts, token_counter=ctx.token_counter, chunk=chunk)
+        units = [
+            index.texts[d][a:b]
+            for d, a, b in zip(
+                index.unit_source.tolist(), index.starts.tolist(), index.ends.tolist()
+            )
+        ]
+        ranker = MultiHopRanker.from_texts(units, MultiHopWalk(**self.params))
+        vectors = ctx.embed(units) if self.hybrid else None
+        return index, ranker, vectors, ctx
+
+    def _scores(self, state, query):
+        index, ranker, vectors, ctx = state
+        first, mode, _ = index.score(query, "local")
+        dense = None
+        if vectors is not None:
+            dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
+        return ranker.scores(query, first, dense)
+
+    def build(self, doc: Doc):
+        return self._build(doc.text, doc.ctx, True)
+
+    def select(self, state, query, token_budget):
+        index = state[0]
+        if query is None:
+            scores = index.score(GLOBAL_QUERY, "global")[0]
+        else:
+            scores = self._scores(state, query)
+        idx = select_top(scores, token_budget=token_budget, token_counts=index.token_counts)
+        return [(int(index.starts[i]), int(index.ends[i])) for i in idx]
+
+    def build_corpus(self, passages, ctx):
+        return self._build(list(passages), ctx, False)
+
+    def rank(self, state, query, k):
+        return top_k(self._scores(state, query), k)
 
 
 class BM25Method(Method):
@@ -639,6 +700,8 @@ def get_methods(names) -> list[Method]:
         "mixpr": MixPRMethod,
         "mixpr-hybrid": MixPRHybridMethod,
         "mixpr-paper": lambda: _named(MixPRMethod(preset="paper"), "mixpr-paper"),
+        "mixpr-multihop": MixPRMultiHopMethod,
+        "mixpr-multihop-hybrid": lambda: MixPRMultiHopMethod(hybrid=True),
         "bm25": BM25Method,
         "minilm": MiniLMMethod,
         "mmr": lambda: DiversityMethod("mmr"),
@@ -666,6 +729,8 @@ METHOD_NAMES = (
     "mixpr",
     "mixpr-hybrid",
     "mixpr-paper",
+    "mixpr-multihop",
+    "mixpr-multihop-hybrid",
     "bm25",
     "minilm",
     "mmr",
