@@ -119,6 +119,18 @@ def test_walk_reaches_the_second_hop():
     assert np.argsort(-ranker.scores(QUESTION)).tolist()[0] == 0
 
 
+def test_allowed_units_filter_seeds_and_results():
+    ranker = MultiHopRanker.from_texts(UNITS)
+    first = np.array([1.0, 0.0, 0.6, 0.5, 0.0])
+    allowed = np.array([False, True, True, True, True])
+    s = ranker.scores(QUESTION, first, allowed=allowed)
+    assert s[0] == 0.0 and s[1:].max() > 0
+    # the film is no seed, but its name still leads the walk to the actress it mentions
+    assert s[1] > 0
+    with pytest.raises(ValueError, match="allowed"):
+        ranker.scores(QUESTION, first, allowed=[1, 0, 1, 1, 1])
+
+
 def test_walk_mass_is_a_distribution():
     ranker = MultiHopRanker.from_texts(UNITS, MultiHopWalk(max_iter=200, tol=0.0))
     w = ranker.query_phrases(QUESTION)

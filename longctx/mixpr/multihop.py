@@ -91,8 +91,8 @@ class MultiHopWalk:
         no longer changes (30 steps gave the same figures).
     tol : float >= 0, default 1e-6
         Stop when the L1 change of the passage and phrase mass is below it.
-    head_weight : float >= 0, default 16
-    link_boost : float >= 0, default 8
+    head_weight : float >= 0, default 32
+    link_boost : float >= 0, default 16
     skip_own_heads : bool, default True
     term_share : float in [0, 1], default 0 (needs ``E``)
     max_df : float in (0, 1], default 0.05
@@ -113,8 +113,8 @@ class MultiHopWalk:
     alpha: float = 0.5
     max_iter: int = 15
     tol: float = 1e-6
-    head_weight: float = 16.0
-    link_boost: float = 8.0
+    head_weight: float = 32.0
+    link_boost: float = 16.0
     skip_own_heads: bool = True
     term_share: float = 0.0
     max_df: float = 0.05
@@ -300,7 +300,13 @@ class MultiHopRanker:
         return w
 
     def scores(
-        self, query: str | None = None, first_hop=None, dense=None, *, phrase_weights=None
+        self,
+        query: str | None = None,
+        first_hop=None,
+        dense=None,
+        *,
+        phrase_weights=None,
+        allowed=None,
     ) -> np.ndarray:
         """``(n_units,) float64`` scores of every unit (higher is better; see
         :class:`MultiHopWalk`).
@@ -315,6 +321,10 @@ class MultiHopRanker:
             Cosine of each unit to the query (hybrid mode).
         phrase_weights : (n_phrases,) float, optional
             Restart weights of phrases instead of the query's own.
+        allowed : (n_units,) bool, optional
+            A filter (metadata filters): only these units are seeds, and the others score 0
+            (the caller drops them from the results). The walk may still pass through them, as
+            a name links passages whatever their metadata.
 
         Returns
         -------
@@ -335,6 +345,19 @@ class MultiHopRanker:
         phrase_weights = _check_vector(phrase_weights, "phrase_weights", self.graph.n_phrases)
         if phrase_weights is not None and phrase_weights.min(initial=0.0) < 0:
             raise ValueError("phrase_weights must be non-negative")
+        if allowed is not None:
+            allowed = np.asarray(allowed)
+            if allowed.shape != (n,) or allowed.dtype != bool:
+                raise ValueError(f"allowed must be a bool array of shape ({n},)")
+            first_hop = None if first_hop is None else np.where(allowed, first_hop, 0.0)
+            dense = None if dense is None else np.where(allowed, dense, 0.0)
+            return np.where(
+                allowed, self._scores(query, first_hop, dense, phrase_weights, allowed), 0.0
+            )
+        return self._scores(query, first_hop, dense, phrase_weights, None)
+
+    def _scores(self, query, first_hop, dense, phrase_weights, allowed) -> np.ndarray:
+        n = self.n_units
         w = self.walk
         r_u, r_p = np.zeros(n), np.zeros(len(self._cols))
         d_u = np.zeros(n)  # restart on phrases of one passage, moved to that passage
@@ -358,6 +381,8 @@ class MultiHopRanker:
                 )
             else:
                 r_u += (share / total) * v
+        if allowed is not None:  # a phrase of one passage seeds only an allowed passage
+            d_u[~allowed] = 0.0
         mass, arrived = self._iterate(r_u, r_p, d_u)
         out = _by_max(arrived if w.score == "propagated" else mass)
         if first_hop is not None and w.lexical_weight:
