@@ -78,10 +78,17 @@ def test_bench_quick_end_to_end(shared_data, tmp_path, capsys):
     table = capsys.readouterr().out
     assert "| task | budget | mixpr | bm25 | minilm | mmr | truncate | random |" in table
     data = json.loads((tmp_path / "out" / "bench.json").read_text())
-    rows = data["results"]
+    rows = [r for r in data["results"] if r["task"] != "hotpotqa-corpus"]
     assert {r["task"] for r in rows} >= {"squad", "hotpotqa", "narrativeqa", "multilexsum"}
     assert all(r["over_budget"] == 0 for r in rows if r["method"] != "truncate")
     assert all(0 <= r["recall"] <= 1 and r["ratio"] >= 1 for r in rows)
+    # the corpus task (--quick: the pool of 4 examples' paragraphs) ranks passages at k
+    corpus = {
+        (r["method"], r["budget"]): r for r in data["results"] if r["task"] == "hotpotqa-corpus"
+    }
+    assert corpus[("truncate", 5)]["recall"] is None and corpus[("truncate", 5)]["skipped"] == 1
+    assert corpus[("bm25", 10)]["recall"] >= corpus[("bm25", 2)]["recall"] > 0
+    assert "| hotpotqa-corpus | k=5 |" in table
     # MixPR's multi-hop lead (BABILong qa2/qa3 at 5%) is visible even on 2 questions
     mix = {(r["task"], r["budget"]): r["recall"] for r in rows if r["method"] == "mixpr"}
     assert mix[("babilong-qa1@8k", 0.05)] == 1.0
@@ -90,6 +97,72 @@ def test_bench_quick_end_to_end(shared_data, tmp_path, capsys):
     assert (tmp_path / "cache" / "sentence-embeddings-babilong-8k.npz").is_file()
     assert data["settings"]["babilong_tokens"] == [8000] and not data["settings"]["isolate"]
     assert all(r["peak_rss_mb"] >= r["base_rss_mb"] > 0 for r in rows)
+
+
+def test_hotpotqa_corpus_pools_unique_passages(shared_data):
+    from longctx.eval.tasks import Corpus, passage_recall
+
+    corpus = load_task("hotpotqa-corpus", shared_data, 100)
+    assert isinstance(corpus, Corpus) and len(corpus.questions) == 100
+    # ten paragraphs an example, duplicates by title merged: about 1,000 unique passages
+    assert 950 <= len(corpus.passages) <= 1000
+    assert len(set(corpus.titles)) == len(corpus.titles) == len(corpus.passages)
+    assert all(
+        p.startswith(t + "\n") and len(p) > len(t) + 20
+        for t, p in zip(corpus.titles, corpus.passages)
+    )
+    raw = json.loads((shared_data / "hotpotqa" / "dev-distractor-first100.json").read_text())
+    for q, r in zip(corpus.questions, raw):
+        gold_titles = {t for t, _ in r["supporting_facts"]}
+        assert q.query == r["question"] and {corpus.titles[i] for i in q.gold} == gold_titles
+        assert len(q.gold) == 2 and q.kind in ("bridge", "comparison")
+    # fewer questions ask over the same pool
+    few = load_task("hotpotqa-corpus", shared_data, 3)
+    assert few.passages == corpus.passages and few.questions == corpus.questions[:3]
+    assert passage_recall([5, 1, 9], (1, 2)) == 0.5
+    with pytest.raises(ValueError, match="n_questions"):
+        load_task("hotpotqa-corpus", shared_data, 0)
+
+
+def test_corpus_task_ranks_the_pool(shared_data):
+    from longctx.eval import markdown, run
+
+    result = run(
+        shared_data,
+        tasks=["hotpotqa-corpus"],
+        methods=["bm25", "random", "youra", "mixpr-multihop"],
+        n_questions=10,
+        token_counter=len,
+        isolate=False,
+    )
+    cell = {(r["method"], r["budget"]): r for r in result["results"]}
+    assert cell[("bm25", 10)]["n"] == 10 and cell[("bm25", 5)]["all"] <= cell[("bm25", 5)]["recall"]
+    # BM25 over the 991 passages beats a random ranking by far
+    assert cell[("bm25", 5)]["recall"] > 0.5 > cell[("random", 5)]["recall"] + 0.3
+    assert (
+        cell[("youra", 2)]["recall"] is None
+        and "no corpus index" in cell[("youra", 2)]["skip_reason"]
+    )
+    # the multi-hop walk finds the second passage BM25 misses
+    assert cell[("mixpr-multihop", 5)]["recall"] > cell[("bm25", 5)]["recall"]
+    table = markdown(result)
+    assert "| hotpotqa-corpus | k=2 |" in table and "| hotpotqa-corpus | bm25 |" in table
+
+
+def test_multihop_method_fills_a_budget_on_a_document(shared_data):
+    from longctx.eval import run
+
+    result = run(
+        shared_data,
+        tasks=["squad"],
+        methods=["mixpr-multihop"],
+        n_questions=5,
+        token_counter=lambda s: len(s.split()),
+        isolate=False,
+    )
+    rows = result["results"]
+    assert len(rows) == 3 and all(r["over_budget"] == 0 and r["n"] == 5 for r in rows)
+    assert rows[-1]["recall"] >= 0.6  # SQuAD's answers are single-hop: the first hop counts
 
 
 def test_bench_needs_data(tmp_path, capsys, monkeypatch):

@@ -55,7 +55,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     b.add_argument(
         "--quick",
         action="store_true",
-        help="4 questions per task, one 8k-token bAbI haystack, no worker processes",
+        help="4 questions per task, one 8k-token bAbI haystack, a corpus task over 4 examples' "
+        "passages, no worker processes",
     )
     b.add_argument("--questions", type=int, help="questions per task (overrides --quick's)")
     b.add_argument(

@@ -17,6 +17,13 @@ include what earlier methods left in memory.
 
 A budget smaller than every unit of a method (:class:`longctx.selection.BudgetTooSmallError`)
 is an empty selection, a miss, counted in ``budget_too_small``.
+
+Corpus tasks (:data:`~longctx.eval.tasks.CORPUS_TASKS`, e.g. ``hotpotqa-corpus``): each method
+builds one index over the pool of passages (``build_s``: that one build) and ranks the whole
+pool for every question (``query_s``: one ranking, cut at every ``k``); the "budgets" are ``k``
+passages (:data:`BUDGETS`), ``recall`` is passage recall@k (``|top-k ∩ gold| / |gold|``) and
+``all`` the share of questions with every gold passage in the top ``k``. A method without a
+ranking of whole passages is reported as skipped.
 """
 
 from __future__ import annotations
@@ -36,18 +43,23 @@ import numpy as np
 
 from longctx.eval import metrics
 from longctx.eval.methods import Context, Doc, get_methods
-from longctx.eval.tasks import TASKS, load_task, size_label
+from longctx.eval.tasks import CORPUS_TASKS, TASKS, load_task, passage_recall, size_label
 
 logger = logging.getLogger(__name__)
 
-#: budgets (share of the document's tokens) per task
+#: budgets per task: shares of the document's tokens (float), or for a corpus task the number
+#: of passages ``k`` (int)
 BUDGETS = {
     "babilong": (0.05, 0.1, 0.2),
     "squad": (0.05, 0.1, 0.2),
     "hotpotqa": (0.1, 0.2, 0.4),
     "narrativeqa": (0.1, 0.2, 0.4),
     "multilexsum": (0.1, 0.2, 0.4),
+    "hotpotqa-corpus": (2, 5, 10),
 }
+#: ``--quick`` pools the paragraphs of this many examples for a corpus task (not the 100; the
+#: questions' own examples are always in the pool)
+QUICK_CORPUS_POOL = 4
 #: ``--quick``: 4 questions a task (a bAbI subtask), one 8k-token haystack, no worker processes
 QUICK = {"n_questions": 4, "babilong_tokens": (8_000,), "babilong_questions": None}
 #: full run: 60 questions a task; bAbI at 16k (60 per subtask) and 128k tokens (10 per subtask)
@@ -88,7 +100,9 @@ def default_token_counter():
     return hf_token_counter(load_tokenizer(None))
 
 
-def _task_runs(tasks, n_q, babilong_tokens, babilong_questions) -> list[tuple[str, str, int, dict]]:
+def _task_runs(
+    tasks, n_q, babilong_tokens, babilong_questions, quick_pool=None
+) -> list[tuple[str, str, int, dict]]:
     """``(task, scope, n_questions, load_task kwargs)`` per task run (a bAbI size is one run)."""
     runs = []
     for task in tasks:
@@ -102,6 +116,8 @@ def _task_runs(tasks, n_q, babilong_tokens, babilong_questions) -> list[tuple[st
                 )
             for n_tok, q in zip(babilong_tokens, qs):
                 runs.append((task, f"babilong-{size_label(n_tok)}", int(q), {"n_tokens": n_tok}))
+        elif task in CORPUS_TASKS and quick_pool is not None:
+            runs.append((task, task, n_q, {"pool": quick_pool}))
         else:
             runs.append((task, task, n_q, {}))
     return runs
@@ -134,14 +150,21 @@ def _run_method(spec: dict) -> dict:
         reset_ok = _reset_peak()
         base = _status_mb("VmRSS") or _peak_rss_mb()
         t_task = time.perf_counter()
-        groups = list(load_task(task, Path(spec["data"]), n_q, spec["seed"], **kw))
+        if task in CORPUS_TASKS:
+            corpus = load_task(task, Path(spec["data"]), n_q, spec["seed"], **kw)
+            _run_corpus(m, ctx, corpus, cells)
+            order.append(task)
+            groups = []
+        else:
+            groups = list(load_task(task, Path(spec["data"]), n_q, spec["seed"], **kw))
         # one call with every document the method will build (GARLIC decodes them together);
         # its seconds are shared out among those documents' build times
         ready = [
             g[0].text for g in groups if m.skip_reason(ctx, ctx.count_document(g[0].text)) is None
         ]
         t0 = time.perf_counter()
-        m.prepare(ctx, ready)
+        if ready:
+            m.prepare(ctx, ready)
         prep_share = (time.perf_counter() - t0) / max(1, len(ready))
         for examples in groups:
             doc = Doc(examples[0].text, ctx)
@@ -194,6 +217,35 @@ def _run_method(spec: dict) -> dict:
     return {"cells": {k: dict(v) for k, v in cells.items()}, "memory": memory, "tasks": order}
 
 
+def _run_corpus(m, ctx: Context, corpus, cells) -> None:
+    """One corpus task for method ``m``: one build over the pool, one ranking per question cut
+    at every ``k`` of :data:`BUDGETS` (figures into ``cells``, as :func:`_run_method`)."""
+    ks = BUDGETS[corpus.task]
+    if m.corpus_skip is not None:
+        for k in ks:
+            cells[(corpus.task, k)]["skipped"].append(m.corpus_skip)
+        return
+    t0 = time.perf_counter()
+    state = m.build_corpus(list(corpus.passages), ctx)
+    build_s = time.perf_counter() - t0
+    for k in ks:
+        cells[(corpus.task, k)]["build_s"].append(build_s)
+    for q in corpus.questions:
+        t0 = time.perf_counter()
+        ranked = [int(i) for i in m.rank(state, q.query, max(ks))]
+        sec = time.perf_counter() - t0
+        if len(set(ranked)) != len(ranked) or not all(
+            0 <= i < len(corpus.passages) for i in ranked
+        ):
+            raise RuntimeError(f"{m.name}: ranking of {q.qid!r} repeats or leaves the corpus")
+        for k in ks:
+            cell = cells[(corpus.task, k)]
+            cell["query_s"].append(sec)
+            cell["recall"].append(passage_recall(ranked[:k], q.gold))
+            cell["all"].append(float(set(q.gold) <= set(ranked[:k])))
+    del state
+
+
 def _scope_of(task_name: str) -> str:
     if task_name.startswith("babilong-") and "@" in task_name:
         return "babilong-" + task_name.split("@", 1)[1]
@@ -212,12 +264,15 @@ def _row(task_name, mname, b, cell, mem) -> dict:
     row.update(
         {
             "recall": float(np.mean(cell["recall"])),
-            "ratio": float(np.sum(cell["doc_tokens"]) / max(1, np.sum(cell["selected_tokens"]))),
             "build_s": float(np.mean(cell["build_s"])),
             "query_s": float(np.mean(cell["query_s"])),
-            "over_budget": int(np.sum(cell["over_budget"])),
         }
     )
+    if cell.get("all"):  # a corpus task: k passages, no token budget
+        row["all"] = float(np.mean(cell["all"]))
+        return row
+    row["ratio"] = float(np.sum(cell["doc_tokens"]) / max(1, np.sum(cell["selected_tokens"])))
+    row["over_budget"] = int(np.sum(cell["over_budget"]))
     if cell.get("too_small"):
         row["budget_too_small"] = int(np.sum(cell["too_small"]))
     if cell.get("share"):
@@ -302,7 +357,7 @@ def run(
     b_questions = babilong_questions
     if b_questions is None and babilong_tokens is None and n_questions is None:
         b_questions = sizes["babilong_questions"]
-    runs = _task_runs(tasks, n_q, b_tokens, b_questions)
+    runs = _task_runs(tasks, n_q, b_tokens, b_questions, QUICK_CORPUS_POOL if quick else None)
     spec = {
         "data": str(Path(data)),
         "runs": runs,
@@ -423,13 +478,21 @@ def _cell_text(r: dict | None) -> str:
     v = f"{r['recall']:.2f}"
     if "share" in r:
         v += f" ({r['share']:.2f})"
+    if "all" in r:
+        v += f" ({r['all']:.2f})"
     return v
 
 
+def _budget_label(b) -> str:
+    """``0.1 -> "10%"`` (a share of the document's tokens), ``5 -> "k=5"`` (passages)."""
+    return f"k={b}" if isinstance(b, int) else f"{b:.0%}"
+
+
 def markdown(result: dict) -> str:
-    """Tables: a row per task x budget, a column per method (recall; share in brackets;
-    "skipped" with the reasons below); QA F1 when answered; seconds and peak memory per method;
-    peak memory per task x method."""
+    """Tables: a row per task x budget, a column per method (recall; share in brackets, or for a
+    corpus task at ``k=`` passages the share of questions with every gold passage; "skipped"
+    with the reasons below); QA F1 when answered; seconds and peak memory per method; peak
+    memory per task x method."""
     rows = result["results"]
     methods = list(dict.fromkeys(r["method"] for r in rows))
     keys = list(dict.fromkeys((r["task"], r["budget"]) for r in rows))
@@ -437,7 +500,7 @@ def markdown(result: dict) -> str:
     out = ["| task | budget | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
     for task, b in keys:
         vals = [_cell_text(cell.get((task, b, m))) for m in methods]
-        out.append(f"| {task} | {b:.0%} | " + " | ".join(vals) + " |")
+        out.append(f"| {task} | {_budget_label(b)} | " + " | ".join(vals) + " |")
     reasons = {}
     for r in rows:
         if r.get("skip_reason"):
@@ -460,7 +523,7 @@ def markdown(result: dict) -> str:
                 else ""
                 for m in methods
             ]
-            out.append(f"| {task} | {b:.0%} | " + " | ".join(vals) + " |")
+            out.append(f"| {task} | {_budget_label(b)} | " + " | ".join(vals) + " |")
     out.append("")
     out.append("| method | build s / doc | query s / question | peak RSS MB (max over tasks) |")
     out.append("|---|---|---|---|")
@@ -475,6 +538,16 @@ def markdown(result: dict) -> str:
             f"| {m} | {np.mean([r['build_s'] for r in rs]):.3f} | "
             f"{np.mean([r['query_s'] for r in rs]):.4f} | {peak} |"
         )
+    corpus_rows = [r for r in rows if r["task"] in CORPUS_TASKS and r.get("recall") is not None]
+    if corpus_rows:
+        out.append("")
+        out.append("Corpus tasks: one build over the pool, one ranking per question:")
+        out.append("")
+        out.append("| task | method | passages build s | query ms / question |")
+        out.append("|---|---|---|---|")
+        for task, m in dict.fromkeys((r["task"], r["method"]) for r in corpus_rows):
+            r = next(x for x in corpus_rows if x["task"] == task and x["method"] == m)
+            out.append(f"| {task} | {m} | {r['build_s']:.2f} | {1000 * r['query_s']:.1f} |")
     mem = result.get("memory") or {}
     scopes = list(dict.fromkeys(s for m in methods for s in mem.get(m, {})))
     if scopes:
@@ -518,14 +591,15 @@ def plot(result: dict, out_dir: Path) -> list[Path]:
             )
             if pts:
                 ax.plot(
-                    [p[0] * 100 for p in pts],
+                    [p[0] if isinstance(p[0], int) else p[0] * 100 for p in pts],
                     [p[1] for p in pts],
                     marker="o",
                     label=m,
                     color=f"C{i}",
                 )
         ax.set_title(task, fontsize=9)
-        ax.set_xlabel("budget (% of tokens)", fontsize=8)
+        corpus = _scope_of(task) in CORPUS_TASKS
+        ax.set_xlabel("k (passages)" if corpus else "budget (% of tokens)", fontsize=8)
         ax.set_ylim(-0.02, 1.02)
     for ax in axes.flat[len(tasks) :]:
         ax.axis("off")

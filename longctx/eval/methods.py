@@ -8,7 +8,9 @@ methods share one sentence split and one set of sentence embeddings per document
 (:class:`Doc`), so baselines do not pay twice for what the methods share.
 
 Methods: ``mixpr`` (:class:`longctx.MixPRIndex`), ``mixpr-hybrid`` (MixPR with MiniLM vectors of its
-units, :class:`MixPRHybridMethod`), ``mixpr-paper`` (``preset="paper"``), ``bm25`` (rank-bm25's BM25Okapi; Robertson and
+units, :class:`MixPRHybridMethod`), ``mixpr-paper`` (``preset="paper"``), ``mixpr-multihop`` and
+``mixpr-multihop-hybrid`` (MixPR's score, then the multi-hop walk of
+:mod:`longctx.mixpr.multihop`: :class:`MixPRMultiHopMethod`), ``bm25`` (rank-bm25's BM25Okapi; Robertson and
 Zaragoza, 2009), ``minilm`` (all-MiniLM-L6-v2 cosine to the question), ``mmr`` and ``fps``
 (:func:`longctx.diversity.mmr_select` / ``fps_select`` on MiniLM sentence embeddings,
 lambda 0.5), ``mixpr+mmr`` (MixPR's best chunks filling half the budget, then MMR with its
@@ -17,6 +19,15 @@ scores as rewards over the rest: :func:`longctx.diversity.rerank.rerank_select`)
 al., 2023, arXiv:2308.14508), ``random`` (seeded), ``youra`` (:class:`longctx.ReactionScorer`,
 ``baseline="instruction"``, model tokens), ``garlic`` (:class:`GarlicMethod`; opt-in, its graph
 build runs the LLM over every document).
+
+Corpus tasks (:data:`longctx.eval.tasks.CORPUS_TASKS`): ``build_corpus(passages, ctx) -> state``
+builds one index over every passage of the pool, each passage one unit, whole (timed as
+*build*), and ``rank(state, query, k) -> passage positions`` returns the ``k`` best, best first
+(timed as *query*). ``mixpr``, ``mixpr-hybrid``, ``mixpr-paper`` and the ``mixpr-multihop``
+methods build :class:`longctx.MixPRIndex` with ``chunk=False``; ``bm25`` and ``minilm`` score the passages
+as they score sentences; ``mmr`` / ``fps`` select ``k`` passages by their MiniLM vectors;
+``random`` shuffles (seeded). The others have no ranking of passages and are reported as
+skipped.
 """
 
 from __future__ import annotations
@@ -204,12 +215,41 @@ class Method:
         """Why this method does not run on a document of ``n_tokens`` tokens (``None``: it runs)."""
         return None
 
+    #: why the method does not rank the passages of a corpus task (``None``: it does)
+    corpus_skip = "no ranking of whole passages"
+
+    def build_corpus(self, passages: list[str], ctx: Context):
+        """One index over ``passages`` (each one unit, whole) for a corpus task."""
+        raise NotImplementedError(self.corpus_skip)
+
+    def rank(self, state, query: str, k: int) -> list[int]:
+        """The ``k`` best passages for ``query``, best first (positions in the corpus)."""
+        raise NotImplementedError(self.corpus_skip)
+
+
+def top_k(scores: np.ndarray, k: int) -> list[int]:
+    """Positions of the ``k`` highest ``scores``, best first, ties to the earlier position."""
+    scores = np.asarray(scores, dtype=np.float64)
+    return np.argsort(-scores, kind="stable")[:k].tolist()
+
 
 class MixPRMethod(Method):
     name = "mixpr"
+    corpus_skip = None
 
     def __init__(self, **params):
         self.params = params
+
+    def build_corpus(self, passages, ctx):
+        from longctx.mixpr import MixPRIndex
+
+        return MixPRIndex.from_texts(
+            passages, token_counter=ctx.token_counter, chunk=False, **self.params
+        )
+
+    def rank(self, state, query, k):
+        scores, _, _ = state.score(query, "auto")
+        return top_k(scores, k)
 
     def build(self, doc: Doc):
         from longctx.mixpr import MixPRIndex
@@ -243,17 +283,102 @@ class MixPRHybridMethod(MixPRMethod):
             **self.params,
         )
 
+    def build_corpus(self, passages, ctx):
+        from longctx.mixpr import MixPRIndex
+
+        return MixPRIndex.from_texts(
+            passages,
+            token_counter=ctx.token_counter,
+            chunk=False,
+            unit_vectors=ctx.embed(list(passages)),
+            encoder=ctx.encoder,
+            **self.params,
+        )
+
+
+def bm25_index(texts):
+    """``(rank_bm25.BM25Okapi over texts, analyzer)``: scikit-learn's English word analyzer
+    (stop words dropped, accents folded), the tokens of every BM25 baseline of the harness."""
+    from rank_bm25 import BM25Okapi
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    analyzer = TfidfVectorizer(stop_words="english", strip_accents="unicode").build_analyzer()
+    return BM25Okapi([analyzer(t) or ["<empty>"] for t in texts]), analyzer
+
+
+class MixPRMultiHopMethod(Method):
+    """MixPR's local score as the first hop, then the multi-hop walk over the units and the
+    phrases they share (:class:`longctx.mixpr.multihop.MultiHopRanker`, default settings).
+    Hybrid (``mixpr-multihop-hybrid``): the run's sentence encoder (MiniLM) embeds the units and
+    the question, and the nearest units seed the walk too. On a document task the units are
+    MixPR's chunks; a question-free task keeps MixPR's global ranking."""
+
+    name = "mixpr-multihop"
+    corpus_skip = None
+
+    def __init__(self, hybrid: bool = False, **params):
+        self.hybrid = hybrid
+        self.needs_encoder = hybrid
+        self.params = params
+        if hybrid:
+            self.name = "mixpr-multihop-hybrid"
+
+    def _build(self, texts, ctx, chunk: bool):
+        from longctx.mixpr import MixPRIndex
+        from longctx.mixpr.multihop import MultiHopRanker, MultiHopWalk
+
+        index = MixPRIndex.from_texts(texts, token_counter=ctx.token_counter, chunk=chunk)
+        units = [
+            index.texts[d][a:b]
+            for d, a, b in zip(
+                index.unit_source.tolist(), index.starts.tolist(), index.ends.tolist()
+            )
+        ]
+        ranker = MultiHopRanker.from_texts(units, MultiHopWalk(**self.params))
+        vectors = ctx.embed(units) if self.hybrid else None
+        return index, ranker, vectors, ctx
+
+    def _scores(self, state, query):
+        index, ranker, vectors, ctx = state
+        first, mode, _ = index.score(query, "local")
+        dense = None
+        if vectors is not None:
+            dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
+        return ranker.scores(query, first, dense)
+
+    def build(self, doc: Doc):
+        return self._build(doc.text, doc.ctx, True)
+
+    def select(self, state, query, token_budget):
+        index = state[0]
+        if query is None:
+            scores = index.score(GLOBAL_QUERY, "global")[0]
+        else:
+            scores = self._scores(state, query)
+        idx = select_top(scores, token_budget=token_budget, token_counts=index.token_counts)
+        return [(int(index.starts[i]), int(index.ends[i])) for i in idx]
+
+    def build_corpus(self, passages, ctx):
+        return self._build(list(passages), ctx, False)
+
+    def rank(self, state, query, k):
+        return top_k(self._scores(state, query), k)
+
 
 class BM25Method(Method):
     name = "bm25"
+    corpus_skip = None
 
     def build(self, doc: Doc):
-        from rank_bm25 import BM25Okapi
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        bm25, analyzer = bm25_index(doc.sentence_texts)
+        return doc, bm25, analyzer
 
-        analyzer = TfidfVectorizer(stop_words="english", strip_accents="unicode").build_analyzer()
-        toks = [analyzer(t) or ["<empty>"] for t in doc.sentence_texts]
-        return doc, BM25Okapi(toks), analyzer
+    def build_corpus(self, passages, ctx):
+        return bm25_index(passages)
+
+    def rank(self, state, query, k):
+        bm25, analyzer = state
+        return top_k(bm25.get_scores(analyzer(query)), k)
 
     def select(self, state, query, token_budget):
         doc, bm25, analyzer = state
@@ -267,6 +392,14 @@ class BM25Method(Method):
 class MiniLMMethod(Method):
     name = "minilm"
     needs_encoder = True
+    corpus_skip = None
+
+    def build_corpus(self, passages, ctx):
+        return ctx, ctx.embed(list(passages))
+
+    def rank(self, state, query, k):
+        ctx, emb = state
+        return top_k(emb @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32), k)
 
     def build(self, doc: Doc):
         doc.embeddings  # noqa: B018  (embedded once, shared with mmr / fps)
@@ -279,10 +412,22 @@ class MiniLMMethod(Method):
 
 class DiversityMethod(Method):
     needs_encoder = True
+    corpus_skip = None
 
     def __init__(self, name: str, lambda_: float = 0.5):
         self.name = name
         self.lambda_ = lambda_
+
+    def build_corpus(self, passages, ctx):
+        return ctx, ctx.embed(list(passages))
+
+    def rank(self, state, query, k):
+        from longctx.diversity import fps_select, mmr_select
+
+        ctx, emb = state
+        fn = mmr_select if self.name == "mmr" else fps_select
+        q = np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
+        return list(fn(emb, query_embedding=q, k=min(k, len(emb)), lambda_=self.lambda_))
 
     def build(self, doc: Doc):
         doc.embeddings  # noqa: B018
@@ -304,6 +449,7 @@ class DiversityMethod(Method):
 
 class MixPRMMRMethod(Method):
     name = "mixpr+mmr"
+    corpus_skip = "fills a token budget of one document: no ranking of passages"
     needs_encoder = True
 
     def build(self, doc: Doc):
@@ -325,6 +471,7 @@ class MixPRMMRMethod(Method):
 
 class TruncateMethod(Method):
     name = "truncate"
+    corpus_skip = "keeps one document's head and tail: no ranking of passages"
 
     def select(self, doc, query, token_budget):
         counts = doc.counts.tolist()
@@ -346,6 +493,15 @@ class TruncateMethod(Method):
 
 class RandomMethod(Method):
     name = "random"
+    corpus_skip = None
+
+    def build_corpus(self, passages, ctx):
+        return len(passages), ctx.seed
+
+    def rank(self, state, query, k):
+        n, seed = state
+        rng = random.Random(f"{seed}\0{query}")
+        return rng.sample(range(n), min(k, n))
 
     def select(self, doc, query, token_budget):
         rng = random.Random(doc.ctx.seed * 1_000_003 + len(doc.text))
@@ -355,6 +511,7 @@ class RandomMethod(Method):
 
 class YouraMethod(Method):
     name = "youra"
+    corpus_skip = "scores the sentences of one document read by the LLM: no corpus index"
     _scorer = None
 
     def build(self, doc: Doc):
@@ -398,6 +555,7 @@ class GarlicMethod(Method):
 
     name = "garlic"
     needs_encoder = True
+    corpus_skip = "builds one document's graph with the LLM: no corpus index"
     MAX_DOC_TOKENS = 20_000
     _shared: dict = {}
 
@@ -542,6 +700,8 @@ def get_methods(names) -> list[Method]:
         "mixpr": MixPRMethod,
         "mixpr-hybrid": MixPRHybridMethod,
         "mixpr-paper": lambda: _named(MixPRMethod(preset="paper"), "mixpr-paper"),
+        "mixpr-multihop": MixPRMultiHopMethod,
+        "mixpr-multihop-hybrid": lambda: MixPRMultiHopMethod(hybrid=True),
         "bm25": BM25Method,
         "minilm": MiniLMMethod,
         "mmr": lambda: DiversityMethod("mmr"),
@@ -569,6 +729,8 @@ METHOD_NAMES = (
     "mixpr",
     "mixpr-hybrid",
     "mixpr-paper",
+    "mixpr-multihop",
+    "mixpr-multihop-hybrid",
     "bm25",
     "minilm",
     "mmr",

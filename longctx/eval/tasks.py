@@ -14,6 +14,11 @@ once per document and answers every question of that document from it.
   arXiv:1712.07040).
 - ``multilexsum``: Multi-LexSum legal documents, no question (a global task); gold = the expert
   summary (Shen et al., 2022, arXiv:2206.10883).
+- ``hotpotqa-corpus`` (a *corpus* task, :class:`Corpus`): the paragraphs of the HotpotQA
+  examples pooled into one corpus of passages (duplicates by title merged), each passage
+  ``title\ntext``; every question ranks the whole pool and its gold is its supporting
+  paragraphs, scored as passage recall@k (the setting of HippoRAG: Gutierrez et al., 2024,
+  arXiv:2405.14831; HippoRAG 2: Gutierrez et al., 2025, arXiv:2502.14802).
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from pathlib import Path
 
 from longctx.persist import parse_json, read_json
 
-TASKS = ("babilong", "squad", "hotpotqa", "narrativeqa", "multilexsum")
+TASKS = ("babilong", "squad", "hotpotqa", "narrativeqa", "multilexsum", "hotpotqa-corpus")
+#: tasks over one pool of passages ranked as a whole (:class:`Corpus`), scored at ``k`` passages
+CORPUS_TASKS = ("hotpotqa-corpus",)
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,57 @@ class Example:
     gold_spans: tuple[tuple[int, int], ...] = ()
     reference: str | None = None
     meta: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class CorpusQuestion:
+    """One question over a :class:`Corpus`.
+
+    Attributes
+    ----------
+    qid : str
+        The source example's id.
+    query : str
+    gold : tuple of int
+        Positions in :attr:`Corpus.passages` of the passages the answer needs (HotpotQA: the
+        supporting paragraphs).
+    answers : tuple of str
+    kind : str
+        The source's question type (HotpotQA: ``"bridge"`` or ``"comparison"``).
+    """
+
+    qid: str
+    query: str
+    gold: tuple[int, ...]
+    answers: tuple[str, ...] = ()
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A pool of passages and the questions that rank all of it (a corpus task).
+
+    Attributes
+    ----------
+    task : str
+    titles : tuple of str
+        One per passage, unique.
+    passages : tuple of str
+        ``title + "\n" + text`` per passage: the unit every method ranks, whole.
+    questions : tuple of CorpusQuestion
+    """
+
+    task: str
+    titles: tuple[str, ...]
+    passages: tuple[str, ...]
+    questions: tuple[CorpusQuestion, ...]
+
+
+def passage_recall(ranked, gold) -> float:
+    """``|ranked ∩ gold| / |gold|``: passage recall of the top ``len(ranked)`` passages
+    (HippoRAG's retrieval metric); ``gold`` non-empty."""
+    gold = set(gold)
+    return len(gold.intersection(ranked)) / len(gold)
 
 
 def check_data(data: Path) -> Path:
@@ -138,6 +196,64 @@ def hotpotqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Examp
                 "hotpotqa", r["_id"], text, r["question"], answers=(r["answer"],), gold_spans=gold
             )
         ]
+
+
+def _paragraph_text(sents: list[str]) -> str:
+    """A HotpotQA paragraph's sentences joined as :func:`hotpotqa` joins them (a space after a
+    sentence that lacks one), stripped."""
+    return "".join(s if s.endswith(" ") else s + " " for s in sents).strip()
+
+
+def hotpotqa_corpus(
+    data: Path, n_questions: int, seed: int = 0, *, pool: int | None = None
+) -> Corpus:
+    """HotpotQA distractor's paragraphs pooled into one corpus, questions over all of it.
+
+    The pool holds the ten paragraphs of each of the first ``pool`` examples (default: every
+    example of the file, 100), duplicates by title merged (991 passages from the shared file),
+    each passage ``title\ntext``; the questions are the first ``n_questions`` examples', gold =
+    their supporting paragraphs (two each). So ``n_questions`` changes how many questions are
+    asked, never the pool the methods search.
+
+    Raises
+    ------
+    FileNotFoundError
+        The data file is missing (named).
+    ValueError
+        ``n_questions`` or ``pool`` below 1, or a supporting title that no paragraph of its
+        example holds.
+    """
+    rows = read_json(_need(data / "hotpotqa" / "dev-distractor-first100.json"))
+    if n_questions < 1:
+        raise ValueError(f"n_questions must be >= 1, got {n_questions}")
+    if pool is not None and pool < 1:
+        raise ValueError(f"pool must be >= 1, got {pool}")
+    pool_rows = rows if pool is None else rows[: max(pool, min(n_questions, len(rows)))]
+    position: dict[str, int] = {}
+    titles: list[str] = []
+    passages: list[str] = []
+    for r in pool_rows:
+        for title, sents in r["context"]:
+            if title not in position:
+                position[title] = len(titles)
+                titles.append(title)
+                passages.append(f"{title}\n{_paragraph_text(sents)}")
+    questions = []
+    for r in rows[:n_questions]:
+        sup = list(dict.fromkeys(t for t, _ in r["supporting_facts"]))
+        missing = [t for t in sup if t not in position]
+        if missing:
+            raise ValueError(f"example {r['_id']}: supporting titles {missing} hold no paragraph")
+        questions.append(
+            CorpusQuestion(
+                r["_id"],
+                r["question"],
+                tuple(position[t] for t in sup),
+                answers=(r["answer"],),
+                kind=r.get("type", ""),
+            )
+        )
+    return Corpus("hotpotqa-corpus", tuple(titles), tuple(passages), tuple(questions))
 
 
 def multilexsum(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
@@ -281,8 +397,11 @@ def babilong(
 
 
 def load_task(name: str, data: Path, n_questions: int, seed: int = 0, **kw):
-    """Documents (lists of examples) of one task."""
+    """Documents (lists of examples) of one task; a :class:`Corpus` for a corpus task
+    (:data:`CORPUS_TASKS`)."""
     data = check_data(data)
+    if name == "hotpotqa-corpus":
+        return hotpotqa_corpus(data, n_questions, seed, **kw)
     funcs = {
         "babilong": babilong,
         "squad": squad,
@@ -291,5 +410,5 @@ def load_task(name: str, data: Path, n_questions: int, seed: int = 0, **kw):
         "multilexsum": multilexsum,
     }
     if name not in funcs:
-        raise ValueError(f"task must be one of {sorted(funcs)}, got {name!r}")
+        raise ValueError(f"task must be one of {sorted(TASKS)}, got {name!r}")
     return funcs[name](data, n_questions, seed, **kw)

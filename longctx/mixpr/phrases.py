@@ -1,0 +1,333 @@
+"""Phrases of a text found without a model, and the passage-phrase graph of a corpus.
+
+:class:`PhraseExtractor` finds the names a text mentions: capitalised spans ("Kiss and Tell",
+"Shirley Temple", "No. 2 Squadron RAAF") and their sub-spans, with one regular expression and no
+tagger, and the phrases a passage is *about* (its heads: a title line, else its first
+capitalised span). :class:`PhraseGraph` is the incidence of units (passages) and phrases,
+built in one pass over the text (:meth:`PhraseGraph.from_texts`), extended and cut by rows for
+inserts and deletes; :mod:`longctx.mixpr.multihop` walks it. The phrase nodes stand where
+HippoRAG puts the entities an LLM extracts (Gutierrez et al., 2024, arXiv:2405.14831).
+
+Every structure here is linear in the text: the extractor emits at most ``max_words *
+(max_words + 1) / 2`` sub-spans per capitalised run, and the graph holds one entry per
+(unit, phrase) mention.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx.checks import check_int
+from longctx.terms import fold_accents_unicode
+
+__all__ = ["CONNECTORS", "PhraseExtractor", "PhraseGraph"]
+
+#: lower-case words that may join capitalised words inside a name ("Bank of America",
+#: "Ludwig van Beethoven", "Kiss and Tell"); never at a phrase's edge
+CONNECTORS = frozenset(
+    "of the and de del della der den di da das dos du la le les von van y for &".split()
+)
+#: capitalised words that are no name on their own (sentence starts, pronouns, question words)
+_STOP = frozenset(
+    """a an the this that these those he she it they we i you his her its their our my your
+    in on at by for of to from with as and or but if when where who whom whose which what why
+    how is was are were be been being has have had do does did not no yes there here then than
+    after before during while since until also however although though both either neither
+    each every all any some many most more other such one two three first second new""".split()
+)
+_UPPER = re.escape("".join(chr(c) for c in range(0x10000) if chr(c).isupper()))
+_UPPER_RE = re.compile(f"[{_UPPER}]")
+# a word: letters/digits, with inner apostrophes, hyphens, dashes, periods or ampersands
+_WORD_RE = re.compile(r"[^\W_](?:[\w'’\-–.&]*[^\W_])?")
+# a run of capitalised words, numbers and (inside) connectors, single spaces between them; a
+# capitalised word of one or two letters may keep its period ("Roger O. Egeberg", "St. Louis")
+_ELEM = rf"(?:[{_UPPER}][^\W\d_]?\.(?= )|[{_UPPER}][\w'’\-–&]*|\d[\w\-–]*)"
+_CONN = "|".join(re.escape(c) for c in sorted(CONNECTORS, key=len, reverse=True))
+_RUN_RE = re.compile(rf"(?<![\w'’\-–]){_ELEM}(?: (?:(?:{_CONN}) ){{0,3}}{_ELEM})*")
+
+
+def _norm(text: str) -> list[str]:
+    """Lower-cased, accent-folded words of ``text`` (split on spaces), possessive ``'s`` and a
+    final period dropped."""
+    if text.isascii():
+        text = text.lower()
+    else:
+        text = fold_accents_unicode(unicodedata.normalize("NFC", text.replace("’", "'").lower()))
+    words = text.split()
+    if "'" in text or "." in text or "-" in text or "–" in text:
+        words = [w[:-2] if w.endswith("'s") else w for w in words]
+        words = [w for w in (w.rstrip(".'-–") for w in words) if w]
+    return words
+
+
+def _norm_token(tok: str) -> str:
+    words = _norm(tok)
+    return words[0] if words else ""
+
+
+@dataclass(frozen=True)
+class PhraseExtractor:
+    """Capitalised spans of a text and their sub-spans, normalised (lower case, accents folded,
+    possessive ``'s`` dropped), with no model.
+
+    A span is a run of words each capitalised, a number, or (inside the run) a connector of
+    :data:`CONNECTORS`; punctuation ends it, except the period after a capitalised word of one
+    or two letters ("Roger O. Egeberg", "St. Louis"). Edge connectors and the stop words that
+    open a sentence ("The", "In", "He") are trimmed; a span needs a capitalised word that is not
+    a stop word.
+
+    Attributes
+    ----------
+    max_words : int >= 1, default 6
+        Longest phrase, in words; longer runs give only their sub-spans.
+    min_words : int >= 1, default 1
+        Shortest sub-span emitted (a whole span is always emitted when it fits ``max_words``).
+    subspans : bool, default True
+        Also emit every sub-span that starts and ends with a capitalised word or a number
+        ("Shirley Temple Black" gives "shirley temple" too), so a name written in full links
+        to its shorter mentions. Quadratic in the span, bounded by ``max_words``.
+    max_head_words : int >= 1, default 12
+        A first line of at most this many words, followed by more text, is the passage's title
+        (its head phrase); otherwise the head is the first capitalised span.
+    """
+
+    max_words: int = 6
+    min_words: int = 1
+    subspans: bool = True
+    max_head_words: int = 12
+
+    def __post_init__(self):
+        check_int(self.max_words, "max_words", minimum=1)
+        check_int(self.min_words, "min_words", minimum=1)
+        check_int(self.max_head_words, "max_head_words", minimum=1)
+
+    def _runs(self, text: str) -> Iterable[list[str]]:
+        """Runs of normalised words (capitalised words, numbers, inner connectors)."""
+        for m in _RUN_RE.finditer(text):
+            yield _norm(m.group())
+
+    def _spans_of_run(self, run: list[str], out: list[str]) -> None:
+        # trim connectors and stop words at the edges
+        lo, hi = 0, len(run)
+        while lo < hi and (run[lo] in _STOP or run[lo] in CONNECTORS):
+            lo += 1
+        while hi > lo and (run[hi - 1] in _STOP or run[hi - 1] in CONNECTORS):
+            hi -= 1
+        n = hi - lo
+        if n == 1:  # most runs: one word
+            w = run[lo]
+            if len(w) > 1 and not w[0].isdigit():
+                out.append(w)
+            return
+        if n == 0:
+            return
+        run = run[lo:hi]
+        # a word that carries the name: not a number, a connector or a stop word
+        name = [not (w[0].isdigit() or w in CONNECTORS or w in _STOP) for w in run]
+        if not any(name):
+            return
+        if n <= self.max_words:
+            out.append(" ".join(run))
+        if not self.subspans:
+            return
+        edge = [w not in CONNECTORS for w in run]
+        for i in range(n):
+            if not edge[i]:
+                continue
+            for j in range(i + self.min_words, min(n, i + self.max_words) + 1):
+                if (i == 0 and j == n) or not edge[j - 1]:
+                    continue
+                if j - i == 1:
+                    if name[i] and len(run[i]) > 1:
+                        out.append(run[i])
+                elif any(name[i:j]):
+                    out.append(" ".join(run[i:j]))
+
+    def phrases(self, text: str) -> list[str]:
+        """Every phrase mentioned in ``text``, in order, repeats kept."""
+        out: list[str] = []
+        for m in _RUN_RE.finditer(text):
+            self._spans_of_run(_norm(m.group()), out)
+        return out
+
+    def heads(self, text: str) -> list[str]:
+        """The phrases ``text`` is about: its title line (when it starts with a line of at most
+        ``max_head_words`` words followed by more text) with the title stripped of a trailing
+        ``(qualifier)`` and of a ``, qualifier``; else its first capitalised span."""
+        first, sep, rest = text.strip().partition("\n")
+        if sep and rest.strip() and 0 < len(first.split()) <= self.max_head_words:
+            names = [first, re.sub(r"\s*\([^()]*\)\s*$", "", first), first.split(",")[0]]
+            out = []
+            for name in names:
+                toks = _norm(" ".join(_WORD_RE.findall(name)))
+                while toks and toks[0] in _STOP:
+                    toks = toks[1:]
+                if toks and len(toks) <= self.max_words:
+                    out.append(" ".join(toks))
+            return list(dict.fromkeys(out))
+        spans: list[str] = []
+        for run in self._runs(text):
+            self._spans_of_run(run, spans)
+            if spans:
+                return spans[:1]
+        return []
+
+    def query_candidates(self, query: str, *, any_case: bool = False) -> list[str]:
+        """Word n-grams of ``query`` (``n <= max_words``), normalised like the phrases, that
+        hold a word capitalised in the query (not a stop word), or with ``any_case`` every
+        n-gram (so that a name written in lower case still links: "the film kiss and tell")."""
+        raw = _WORD_RE.findall(query)
+        toks = [_norm_token(w) for w in raw]
+        cap = [bool(_UPPER_RE.match(w)) and t not in _STOP for w, t in zip(raw, toks)]
+        cap = [c or w[:1].isdigit() and any(cap) for c, w in zip(cap, raw)]
+        out = []
+        for i in range(len(toks)):
+            if not toks[i] or toks[i] in _STOP or toks[i] in CONNECTORS:
+                continue
+            for j in range(i + 1, min(len(toks), i + self.max_words) + 1):
+                if toks[j - 1] in CONNECTORS or toks[j - 1] in _STOP:
+                    continue
+                if any_case or any(cap[i:j]):
+                    out.append(" ".join(toks[i:j]))
+        return out
+
+
+class PhraseGraph:
+    """Which unit mentions which phrase, and which phrases each unit is about.
+
+    Build with :meth:`from_texts`; the arrays can be saved and given back to the constructor
+    (they are checked: a bad shape, a negative or non-finite entry or a repeated phrase is a
+    ``ValueError`` naming the argument).
+
+    Parameters
+    ----------
+    vocabulary : sequence of str
+        The phrase of each column (unique).
+    mentions : (n_units, n_phrases) sparse, float
+        How often each unit mentions each phrase (:meth:`PhraseExtractor.phrases`).
+    heads : (n_units, n_phrases) sparse, float
+        Non-zero where the phrase is a head of the unit (:meth:`PhraseExtractor.heads`);
+        stored as 1.
+
+    Attributes
+    ----------
+    df : (n_phrases,) int64
+        How many units mention or are headed by each phrase.
+    """
+
+    def __init__(self, vocabulary: Sequence[str], mentions, heads):
+        vocabulary = list(vocabulary)
+        if not all(isinstance(p, str) for p in vocabulary):
+            raise TypeError("vocabulary must hold str")
+        lookup = {p: j for j, p in enumerate(vocabulary)}
+        if len(lookup) != len(vocabulary):
+            raise ValueError("vocabulary must not repeat a phrase")
+        mentions = _check_incidence(mentions, "mentions", len(vocabulary))
+        heads = _check_incidence(heads, "heads", len(vocabulary))
+        if heads.shape != mentions.shape:
+            raise ValueError(
+                f"heads has shape {heads.shape}, mentions {mentions.shape}: they must match"
+            )
+        heads.data[:] = 1.0
+        self.vocabulary = vocabulary
+        self.mentions = mentions
+        self.heads = heads
+        self._lookup = lookup
+        both = sp.csr_array(mentions + heads)
+        self.df = np.bincount(both.indices, minlength=len(vocabulary)).astype(np.int64)
+
+    @property
+    def n_units(self) -> int:
+        return self.mentions.shape[0]
+
+    @property
+    def n_phrases(self) -> int:
+        return len(self.vocabulary)
+
+    def lookup(self, phrases: Iterable[str]) -> np.ndarray:
+        """``(m,) int64`` sorted columns of the known ``phrases`` (unknown ones skipped, each
+        column once)."""
+        cols = {self._lookup[p] for p in phrases if p in self._lookup}
+        return np.fromiter(sorted(cols), dtype=np.int64, count=len(cols))
+
+    @classmethod
+    def from_texts(
+        cls, texts: Sequence[str], extractor: PhraseExtractor | None = None
+    ) -> PhraseGraph:
+        """The graph of ``texts`` (one unit each, in order): one pass over the text.
+
+        Raises
+        ------
+        TypeError
+            ``texts`` is a str, or holds something else than str.
+        """
+        return cls._build([], texts, extractor)
+
+    def extend(self, texts: Sequence[str], extractor: PhraseExtractor | None = None) -> PhraseGraph:
+        """A new graph with ``texts`` appended as units ``n_units, n_units + 1, ...`` (new
+        phrases get new columns at the end): what :meth:`from_texts` gives for all the texts,
+        at the cost of the new ones."""
+        new = PhraseGraph._build(self.vocabulary, texts, extractor)
+        v = new.n_phrases
+        pad = sp.csr_array((self.n_units, v), dtype=np.float32)
+        grow = v - self.n_phrases
+        mentions = sp.vstack([sp.hstack([self.mentions, pad[:, :grow]]), new.mentions])
+        heads = sp.vstack([sp.hstack([self.heads, pad[:, :grow]]), new.heads])
+        return PhraseGraph(new.vocabulary, sp.csr_array(mentions), sp.csr_array(heads))
+
+    def without(self, rows) -> PhraseGraph:
+        """A new graph without the units ``rows`` (the others keep their order; phrases no unit
+        holds any more stay in the vocabulary with ``df`` 0, which no walk visits)."""
+        drop = np.zeros(self.n_units, dtype=bool)
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n_units):
+            raise ValueError(f"rows must lie in [0, {self.n_units}), got {rows.tolist()[:5]}")
+        drop[rows] = True
+        keep = np.flatnonzero(~drop)
+        return PhraseGraph(self.vocabulary, self.mentions[keep], self.heads[keep])
+
+    @staticmethod
+    def _build(vocabulary, texts, extractor) -> PhraseGraph:
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise TypeError("texts must be a sequence of str (one per unit)")
+        ex = extractor or PhraseExtractor()
+        vocab: dict[str, int] = {p: j for j, p in enumerate(vocabulary)}
+        add = vocab.setdefault
+        cols: list[int] = []
+        hcols: list[int] = []
+        counts = np.zeros(len(texts), dtype=np.int64)
+        hcounts = np.zeros(len(texts), dtype=np.int64)
+        for i, t in enumerate(texts):
+            ph = ex.phrases(t)
+            cols.extend([add(p, len(vocab)) for p in ph])
+            counts[i] = len(ph)
+            hd = ex.heads(t)
+            hcols.extend([add(p, len(vocab)) for p in hd])
+            hcounts[i] = len(hd)
+        n, v = len(texts), len(vocab)
+        rows = np.repeat(np.arange(n), counts)
+        hrows = np.repeat(np.arange(n), hcounts)
+        ones = np.ones(len(cols), np.float32)
+        mentions = sp.csr_array((ones, (rows, cols)), shape=(n, v), dtype=np.float32)
+        hones = np.ones(len(hcols), np.float32)
+        heads = sp.csr_array((hones, (hrows, hcols)), shape=(n, v), dtype=np.float32)
+        return PhraseGraph(list(vocab), mentions, heads)
+
+
+def _check_incidence(M, name: str, n_phrases: int) -> sp.csr_array:
+    if not sp.issparse(M):
+        raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(M).__name__}")
+    M = sp.csr_array(M, dtype=np.float32)
+    M.sum_duplicates()
+    if M.ndim != 2 or M.shape[1] != n_phrases:
+        raise ValueError(f"{name} must have shape (n_units, {n_phrases}), got {M.shape}")
+    if M.nnz and (not np.isfinite(M.data).all() or M.data.min() < 0):
+        raise ValueError(f"{name} must hold finite non-negative counts")
+    M.eliminate_zeros()
+    return M
