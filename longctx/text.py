@@ -388,8 +388,8 @@ def split_long_spans(
     max_tokens : int >= 1
         Most tokens a piece may hold, as counted by ``token_counter``.
     token_counter : callable str -> int, optional
-        Default :func:`longctx.tokens.count_tokens` (words and punctuation marks); pass
-        ``longctx.tokens.hf_token_counter(tokenizer)`` for model tokens.
+        Default :func:`longctx.tokens.count_tokens` (SmolLM2's tokens); pass
+        ``longctx.tokens.hf_token_counter(tokenizer)`` for another model's tokens.
 
     Returns
     -------
