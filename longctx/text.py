@@ -340,6 +340,11 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
     list of (start, end)
         Character offsets, end exclusive, in document order. Spans start and end on non-space
         characters, do not overlap, and together cover every non-space character exactly once.
+        Every edge is an extended grapheme cluster boundary (Unicode UAX #29): an emoji
+        sequence, a flag or a letter with its combining marks is never cut, and a cluster longer
+        than any limit (``"中" + "\\u0301" * 5000``) is one span. A span starts with a space
+        only when that space carries combining marks (one cluster, a standalone accent).
+        Linear time on any input, punctuation runs included (see ``docs/notes/text.md``).
 
     Raises
     ------
@@ -418,7 +423,9 @@ def chunk_words(
     -------
     list of (start, end)
         Character spans in document order, each with 1..``max_words`` words, covering every
-        non-space character exactly once.
+        non-space character exactly once, every edge a grapheme cluster boundary (a word is
+        widened to whole clusters: a CJK character keeps its combining marks, a Thai run of
+        :data:`SEA_WORD_CHARS` characters its vowel and tone marks).
 
     Raises
     ------
