@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import stat
+import unicodedata
 from pathlib import Path
 
 from longctx.checks import check_int
@@ -23,8 +24,6 @@ logger = logging.getLogger(__name__)
 #: Highest charset-normalizer "chaos" (mess ratio, 0 = clean text) accepted for a detected
 #: encoding; above it the guess is treated as unsure and the file is refused.
 MAX_CHAOS = 0.1
-#: Chaos margin within which cp1252 is preferred to another single-byte guess (see _detect).
-CP1252_MARGIN = 0.02
 #: Largest file :func:`read_text_file` reads by default (bytes; the CLI's ``--max-bytes``):
 #: 200 MiB, about 35 million English words. Text is held in memory several times over while
 #: indexing, so a larger input is refused up front instead of exhausting memory.
@@ -50,32 +49,149 @@ class InputError(ValueError):
     """The user's input cannot be used (missing, empty or binary file, bad argument)."""
 
 
-def _detect(data: bytes, name: str) -> tuple[str, str]:
-    """Decode bytes that are not UTF-8 with charset-normalizer's best guess, or refuse.
+#: Western (Latin-script) single-byte code pages tried before any other legacy encoding, in
+#: order of preference: cp1252 (Windows Western, a superset of Latin-1's printable characters),
+#: then the Windows code pages of Central Europe, Turkey and the Baltic states.
+LATIN_CODE_PAGES = ("cp1252", "cp1250", "cp1254", "cp1257")
+#: Coherence (charset-normalizer's language fit, 0-1) by which another Latin code page must beat
+#: cp1252 when both decode every letter as a letter (Turkish in cp1254).
+LATIN_COHERENCE_MARGIN = 0.05
+# Bytes cp1252 leaves undefined (Latin-1 reads them as C1 control characters).
+_CP1252_UNDEFINED = frozenset(b"\x81\x8d\x8f\x90\x9d")
+_HIGH_RUN_RE = re.compile(rb"[\x80-\xff]+")
+_NON_ASCII_RE = re.compile("[^\x00-\x7f]")
+_CONTROL_RE = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+# Western text is refused when more than 1% of it is control characters, or its best Latin
+# decoding has a symbol inside a word for more than 1 in this many runs of non-ASCII bytes
+# (random bytes: 10% control characters, a symbol for 1 run in 5 or more).
+MAX_MISFIT_SHARE_INV = 5
+_NORMAL_NAMES = {"latin_1": "cp1252", "iso8859_15": "cp1252", "iso8859_2": "cp1250"}
+_NORMAL_NAMES |= {"iso8859_9": "cp1254", "iso8859_13": "cp1257"}
 
-    UTF-16/32 guesses without a byte-order mark are ignored (text without NUL bytes is not
-    UTF-16). Western single-byte text is ambiguous between code pages (cp1250 and cp1252 decode
-    "café" alike); cp1252, the most common legacy encoding, is preferred whenever it decodes the
-    bytes about as cleanly (chaos within ``CP1252_MARGIN``) as the best guess.
+
+def _looks_western(data: bytes) -> bool:
+    """True when the non-ASCII bytes sit mostly alone or in pairs inside ASCII words, as the
+    accented letters of a Latin-script language do ("garçon", "ação"). Cyrillic, Greek, Hebrew,
+    Arabic, Thai and CJK text in a legacy encoding spells whole words in non-ASCII bytes: runs
+    of 3 or more hold most of them."""
+    runs = _HIGH_RUN_RE.findall(data)
+    total = sum(map(len, runs))
+    in_long_runs = sum(len(r) for r in runs if len(r) >= 3)
+    return in_long_runs * 2 < total
+
+
+def _misfits(text: str) -> int:
+    """Characters a wrong Latin code page produces: U+FFFD, control characters, and symbols
+    (not letters, marks, punctuation or spaces: ``³ ¹ £ ¤ ¦``) with a letter on both sides
+    ("g³¹b" for Polish "głąb" read as cp1252)."""
+    bad = 0
+    for m in _NON_ASCII_RE.finditer(text):
+        i, c = m.start(), m.group()
+        cat = unicodedata.category(c)
+        if c == "\ufffd" or cat == "Cc":
+            bad += 1
+        elif cat[0] in "SN" and 0 < i < len(text) - 1:
+            if (text[i - 1].isalpha() or text[i - 1] > "\x7f") and (
+                text[i + 1].isalpha() or text[i + 1] > "\x7f"
+            ):
+                bad += 1
+    return bad
+
+
+def _decode_cp1252(data: bytes, name: str) -> str:
+    """``data`` as cp1252; its 5 undefined bytes (a stray byte in an ASCII file) become U+FFFD
+    with a warning giving their byte offsets."""
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        pass
+    offsets = [i for i, b in enumerate(data) if b in _CP1252_UNDEFINED]
+    logger.warning(
+        "PATH %s is read as cp1252 except for %d byte(s) it does not define (first at byte "
+        "offset(s) %s), read as U+FFFD: offsets refer to open(path, encoding='cp1252', "
+        "errors='replace', newline='')",
+        name,
+        len(offsets),
+        ", ".join(map(str, offsets[:5])),
+    )
+    return data.decode("cp1252", "replace")
+
+
+def _detect_latin(data: bytes, name: str, matches) -> tuple[str, str]:
+    """Western text: cp1252 unless another Latin code page decodes it with fewer misfits
+    (Polish "g³¹b" -> "głąb" in cp1250), or as few and charset-normalizer finds its language
+    clearly more coherent (Turkish in cp1254). Rare code pages (cp775, cp437, mac_iceland,
+    hp_roman8, Big5) are never chosen for Western text."""
+    decoded = {enc: data.decode(enc, "replace") for enc in LATIN_CODE_PAGES}
+    misfits = {enc: _misfits(text) for enc, text in decoded.items()}
+    for enc in LATIN_CODE_PAGES[1:]:
+        if "\ufffd" in decoded[enc]:  # a byte this code page does not define: not it
+            misfits[enc] = len(data) + 1
+    best = min(LATIN_CODE_PAGES, key=lambda enc: misfits[enc])  # cp1252 first on ties
+    text = decoded[best]
+    symbols = misfits[best] - text.count("\ufffd")
+    if len(_CONTROL_RE.findall(text)) * 100 > len(text) or symbols * MAX_MISFIT_SHARE_INV > len(
+        _HIGH_RUN_RE.findall(data)
+    ):
+        raise InputError(
+            f"PATH {name} is not UTF-8 text and its encoding cannot be detected with "
+            "confidence: convert it to UTF-8 first"
+        )
+    if best == "cp1252" and matches:
+        coherence = {}
+        for m in matches:
+            for enc in m.could_be_from_charset:
+                coherence.setdefault(_NORMAL_NAMES.get(enc, enc), m.coherence)
+        rivals = [
+            enc
+            for enc in LATIN_CODE_PAGES[1:]
+            if misfits[enc] == misfits["cp1252"]
+            and decoded[enc] != decoded["cp1252"]
+            and "cp1252" in coherence  # both measured by charset-normalizer
+            and coherence.get(enc, 0.0) > coherence["cp1252"] + LATIN_COHERENCE_MARGIN
+        ]
+        if rivals:
+            best = max(rivals, key=lambda enc: coherence[enc])
+    if best == "cp1252":
+        return _decode_cp1252(data, name), "cp1252"
+    return data.decode(best), best
+
+
+def _script_letters(text: str) -> float:
+    """Share of the non-ASCII characters of ``text`` (its first million characters) that are
+    letters, marks, punctuation or spaces (a right legacy decoding of Cyrillic or Japanese
+    gives ~1.0; a wrong one symbols and control characters)."""
+    chars = _NON_ASCII_RE.findall(text, 0, 1_000_000)
+    if not chars:
+        return 1.0
+    ok = sum(unicodedata.category(c)[0] in "LMPZ" for c in chars)
+    return ok / len(chars)
+
+
+def _detect(data: bytes, name: str) -> tuple[str, str]:
+    """Decode bytes that are not UTF-8, or refuse.
+
+    Western text (non-ASCII bytes alone or in pairs within words) is read with a Latin code
+    page: cp1252 unless another decodes it clearly better (:func:`_detect_latin`). Other text
+    takes charset-normalizer's best guess (cp1251, Shift-JIS, GB18030...) only when it is
+    confident (chaos at most :data:`MAX_CHAOS`) and the decoded non-ASCII characters are
+    letters of a script; UTF-16/32 guesses without a byte-order mark are ignored (text without
+    NUL bytes is not UTF-16).
     """
     from charset_normalizer import from_bytes
 
     matches = [m for m in from_bytes(data) if not m.encoding.startswith(("utf_16", "utf_32"))]
-    if not matches or matches[0].chaos > MAX_CHAOS:
-        raise InputError(
-            f"PATH {name} is not UTF-8 text and its encoding cannot be detected with confidence: "
-            "convert it to UTF-8 first"
-        )
-    best = matches[0]
-    encoding = best.encoding
-    for m in matches:
-        if "cp1252" in m.could_be_from_charset and m.chaos <= best.chaos + CP1252_MARGIN:
-            encoding = "cp1252"
-            break
-    try:
-        return data.decode(encoding), encoding
-    except UnicodeDecodeError:  # pragma: no cover - charset-normalizer decoded it already
-        return data.decode(best.encoding), best.encoding
+    if _looks_western(data):
+        return _detect_latin(data, name, matches)
+    if matches and matches[0].chaos <= MAX_CHAOS:
+        encoding = matches[0].encoding
+        text = data.decode(encoding)
+        if _script_letters(text) >= 0.9:
+            return text, encoding
+    raise InputError(
+        f"PATH {name} is not UTF-8 text and its encoding cannot be detected with confidence: "
+        "convert it to UTF-8 first"
+    )
 
 
 def _mostly_utf8(data: bytes, name: str) -> str | None:
@@ -107,11 +223,19 @@ def read_text_file(
 ):
     """Read a text file, keeping its line endings exactly.
 
-    UTF-8 (with or without BOM) and files that start with a UTF-16/32 byte-order mark are decoded
-    directly. A file that is UTF-8 except for a few invalid bytes (a stray Latin-1 byte) stays
-    UTF-8: those bytes become U+FFFD and a warning (logging) gives their byte offsets. Any other
-    bytes are decoded with the encoding that ``charset-normalizer`` detects (cp1252, Latin-1,
-    Shift-JIS...), refused when the detection is unsure.
+    In this order of preference:
+
+    1. a byte-order mark: UTF-8 (``"utf-8-sig"``), UTF-16 or UTF-32;
+    2. UTF-8; a file that is UTF-8 except for a few invalid bytes (a stray Latin-1 byte) stays
+       UTF-8: those bytes become U+FFFD and a warning (logging) gives their byte offsets;
+    3. Western text (its non-ASCII bytes alone or in pairs inside words, as accented Latin
+       letters are): cp1252, the superset of Latin-1's printable characters, unless cp1250,
+       cp1254 or cp1257 decodes it clearly better (Polish, Czech, Turkish); a byte cp1252 does
+       not define (0x81 in an ASCII file) becomes U+FFFD with a warning. Rare code pages (cp775,
+       cp437, mac_iceland, Big5...) are never used for Western text;
+    4. other legacy encodings (cp1251, Shift-JIS, GB18030, EUC-KR...) as ``charset-normalizer``
+       detects them, only when it is confident and the decoded text is letters of a script;
+       otherwise the file is refused.
 
     Parameters
     ----------
@@ -126,7 +250,8 @@ def read_text_file(
     -------
     str, or (str, str) with ``return_encoding=True``
         The decoded text (BOM removed, ``\\r\\n`` kept). Character offsets reported by longctx
-        refer to this string: ``open(path, encoding=encoding, newline="").read()`` is equal to it.
+        refer to this string: ``open(path, encoding=encoding, newline="").read()`` is equal to it
+        (with ``errors="replace"`` where a warning said bytes were replaced).
 
     Raises
     ------
@@ -184,7 +309,7 @@ def read_text_file(
                 text, encoding = mostly, "utf-8"
             else:
                 text, encoding = _detect(data, name)
-                logger.info("read %s as %s (detected by charset-normalizer)", p, encoding)
+                logger.info("read %s as %s (detected: not UTF-8)", p, encoding)
     if not text.strip():
         raise InputError(f"PATH {name} is empty")
     return (text, encoding) if return_encoding else text

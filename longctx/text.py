@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import unicodedata
 from functools import lru_cache
 
 import numpy as np
@@ -58,6 +57,14 @@ _SOFT_BREAK_RE = re.compile("[\\s\uff0c\u3001\uff1b\uff1a,;:\u30fb]")
 # time quadratic in their length (200 KB of "!?" took 106 s).
 _PUNCT_RUN_RE = re.compile("[!?.\u2026\u203c\u2047-\u2049]{9,}")
 _MAX_PUNCT_RUN = 8
+#: A whitespace-free run longer than this (characters) with more than ``2 * DENSE_RUN_KEEP``
+#: sentence marks is shown to nupunkt with only its first and last DENSE_RUN_KEEP marks
+#: (see _guard_dense_runs): nupunkt's time is quadratic in such runs.
+DENSE_RUN_CHARS = 256
+DENSE_RUN_KEEP = 8
+_LONG_RUN_RE = re.compile(f"(?<!\\S)\\S{{{DENSE_RUN_CHARS + 1},}}")
+# The characters nupunkt takes as possible sentence ends.
+_SENT_MARK_RE = re.compile("[.!?\u2026]")
 
 
 def word_re(text: str) -> re.Pattern:
@@ -81,6 +88,96 @@ def _strip_span(text: str, start: int, end: int) -> Span | None:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+# -- grapheme clusters (Unicode UAX #29 "extended grapheme clusters", the regex module's \X) ----
+# A boundary between two code points lies inside a grapheme cluster only next to a character
+# that can extend or join one (Grapheme_Cluster_Break Extend, ZWJ, SpacingMark, Prepend,
+# Regional_Indicator, Hangul L/V/T); text without them (plain English, Chinese) is left alone.
+_EXTENDER_CLASS = (
+    r"[\p{GCB=Extend}\p{GCB=ZWJ}\p{GCB=SpacingMark}\p{GCB=Prepend}"
+    r"\p{GCB=Regional_Indicator}\p{GCB=L}\p{GCB=V}\p{GCB=T}]"
+)
+
+
+@lru_cache(maxsize=1)
+def _grapheme_patterns():
+    """(quick test, runs of extenders, one grapheme cluster). The quick test is a standard
+    ``re`` class of the extenders of the Basic Multilingual Plane plus every astral character
+    (emoji modifiers, flags and tags are astral): ~30x faster than the ``regex`` module's
+    property classes on text without any."""
+    import regex
+
+    runs = regex.compile(_EXTENDER_CLASS + "+")
+    bmp = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x10000)))
+    ranges = "".join(
+        re.escape(bmp[m.start()]) + "-" + re.escape(bmp[m.end() - 1]) for m in runs.finditer(bmp)
+    )
+    quick = re.compile(f"[{ranges}\U00010000-\U0010ffff]")
+    return quick, runs, regex.compile(r"\X")
+
+
+def _grapheme_clusters(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """The extended grapheme clusters of ``text[start:end]`` that hold more than one code
+    point (an emoji ZWJ sequence, a flag, a letter with combining marks, a Hangul jamo
+    syllable), as sorted ``(start, end)`` character spans; every other position of the range
+    is a grapheme boundary. Linear time; ``[]`` at once for text without combining or joining
+    characters. ``start`` must be a grapheme boundary (0 or a span edge from this module)."""
+    end = len(text) if end is None else end
+    quick, runs, grapheme = _grapheme_patterns()
+    if quick.search(text, start, end) is None:
+        return []
+    clusters: list[Span] = []
+    # Only windows around runs of extenders (one character either side) can hold clusters.
+    lo = hi = -1
+    for m in runs.finditer(text, start, end):
+        s, e = max(start, m.start() - 1), min(end, m.end() + 1)
+        if s <= hi:
+            hi = e
+            continue
+        if hi > lo:
+            clusters.extend(
+                g.span() for g in grapheme.finditer(text, lo, hi) if g.end() - g.start() > 1
+            )
+        lo, hi = s, e
+    if hi > lo:
+        clusters.extend(
+            g.span() for g in grapheme.finditer(text, lo, hi) if g.end() - g.start() > 1
+        )
+    return clusters
+
+
+def _snap_spans(spans: list[Span], clusters: list[Span]) -> list[Span]:
+    """Move the edges of sorted, non-overlapping ``spans`` that fall inside a grapheme cluster
+    to the cluster's edges: an end forward (the cluster stays with the span it starts in), a
+    start to where the span before now ends or back to the cluster's start (a space carrying a
+    combining mark). Spans left empty are dropped; together the spans still cover every
+    character they covered, without overlap."""
+    if not clusters or not spans:
+        return spans
+    c = np.asarray(clusters, dtype=np.int64)
+    arr = np.asarray(spans, dtype=np.int64)
+    a, b = arr[:, 0].copy(), arr[:, 1].copy()
+    i = np.searchsorted(c[:, 0], a, side="right") - 1
+    inside = (i >= 0) & (c[np.maximum(i, 0), 0] < a) & (a < c[np.maximum(i, 0), 1])
+    a[inside] = c[i[inside], 0]
+    i = np.searchsorted(c[:, 0], b, side="left") - 1
+    inside = (i >= 0) & (b < c[np.maximum(i, 0), 1])
+    b[inside] = c[i[inside], 1]
+    a[1:] = np.maximum(a[1:], b[:-1])
+    keep = b > a
+    return list(zip(a[keep].tolist(), b[keep].tolist()))
+
+
+def _word_spans(
+    text: str, wre: re.Pattern, clusters: list[Span], start: int = 0, end: int | None = None
+) -> list[Span]:
+    """Word spans of ``text[start:end]`` under ``wre``, widened to the grapheme ``clusters``
+    of the text (a word never ends inside one: a CJK character keeps its combining marks, an
+    emoji its modifier)."""
+    end = len(text) if end is None else end
+    words = [m.span() for m in wre.finditer(text, start, end)]
+    return _snap_spans(words, clusters)
 
 
 def _partition_to_spans(text: str, starts: list[int]) -> list[Span]:
@@ -108,14 +205,37 @@ def _guard_punct_runs(text: str) -> str:
     return _PUNCT_RUN_RE.sub(_cut, text)
 
 
+def _guard_dense_runs(text: str) -> str:
+    """``text`` with the middle sentence marks of every dense whitespace-free run replaced by
+    commas: the same length, so nupunkt's offsets stay valid.
+
+    nupunkt scans, for each sentence mark (``. ! ? …``), the rest of the whitespace-free run
+    it stands in, so a run of ``k`` marks and ``n`` characters costs it ``k * n``: quadratic on
+    ``'."' * 100_000`` (43 s), ``.)``, ``.]``, ``!)``, ``!!!!!!!!a``, ``..``. A run longer than
+    :data:`DENSE_RUN_CHARS` with more than ``2 * DENSE_RUN_KEEP`` marks keeps its first and last
+    :data:`DENSE_RUN_KEEP` marks (where nupunkt looks for a break); the others become ``,``.
+    Runs within those limits, all ordinary prose, are left as they are.
+    """
+    out = None
+    for m in _LONG_RUN_RE.finditer(text):
+        marks = [c.start() for c in _SENT_MARK_RE.finditer(text, m.start(), m.end())]
+        if len(marks) <= 2 * DENSE_RUN_KEEP:
+            continue
+        if out is None:
+            out = list(text)
+        for i in marks[DENSE_RUN_KEEP:-DENSE_RUN_KEEP]:
+            out[i] = ","
+    return text if out is None else "".join(out)
+
+
 def _nupunkt_spans(text: str) -> list[Span]:
     import nupunkt
 
-    guarded = _guard_punct_runs(text)
+    guarded = _guard_dense_runs(_guard_punct_runs(text))
     return _partition_to_spans(text, [a for a, _ in nupunkt.sent_spans(guarded)])
 
 
-def _split_spaceless(text: str, spans: list[Span]) -> list[Span]:
+def _split_spaceless(text: str, spans: list[Span], clusters: list[Span]) -> list[Span]:
     """Cut the spans that hold Chinese, Japanese or Thai-like text further: after CJK sentence
     marks (。！？), at spaces between Thai-like characters, and into pieces of at most
     :data:`MAX_SPACELESS_SENTENCE_CHARS` characters where a run has no such break. Spans
@@ -129,7 +249,7 @@ def _split_spaceless(text: str, spans: list[Span]) -> list[Span]:
         cuts += [m.end() for m in _SEA_SPACE_RE.finditer(text, a, b)]
         for s, e in _partition_to_spans_within(text, a, b, cuts):
             if e - s > MAX_SPACELESS_SENTENCE_CHARS and _SPACELESS_RE.search(text, s, e):
-                out.extend(_cut_long(text, s, e))
+                out.extend(_cut_long(text, s, e, clusters))
             else:
                 out.append((s, e))
     return out
@@ -145,11 +265,13 @@ def _partition_to_spans_within(text: str, a: int, b: int, cuts: list[int]) -> li
     return spans
 
 
-def _cut_long(text: str, a: int, b: int) -> list[Span]:
+def _cut_long(text: str, a: int, b: int, clusters: list[Span]) -> list[Span]:
     """Cut ``[a, b)`` into pieces of at most MAX_SPACELESS_SENTENCE_CHARS characters, each at
-    the last clause mark, space or line break of its second half if there is one, never before
-    a combining mark (Thai vowels and tone marks stay on their letter)."""
+    the last clause mark, space or line break of its second half if there is one, never inside
+    a grapheme cluster (Thai vowels and tone marks stay on their letter, an emoji sequence
+    whole); a single cluster longer than the limit is one piece."""
     limit = MAX_SPACELESS_SENTENCE_CHARS
+    c_starts = np.asarray([s for s, _ in clusters], dtype=np.int64)
     pieces: list[Span] = []
     lo = a
     while b - lo > limit:
@@ -159,8 +281,11 @@ def _cut_long(text: str, a: int, b: int) -> list[Span]:
             cut = m.end()
         if cut is None:
             cut = hi
-            while cut > lo + 1 and unicodedata.category(text[cut])[0] == "M":
-                cut -= 1
+        i = int(np.searchsorted(c_starts, cut, side="right")) - 1
+        if i >= 0 and clusters[i][0] < cut < clusters[i][1]:
+            # never inside a grapheme cluster: before it, or after it when it starts the piece
+            g0, g1 = clusters[i]
+            cut = g0 if g0 > lo else g1
         s = _strip_span(text, lo, cut)
         if s is not None:
             pieces.append(s)
@@ -215,6 +340,11 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
     list of (start, end)
         Character offsets, end exclusive, in document order. Spans start and end on non-space
         characters, do not overlap, and together cover every non-space character exactly once.
+        Every edge is an extended grapheme cluster boundary (Unicode UAX #29): an emoji
+        sequence, a flag or a letter with its combining marks is never cut, and a cluster longer
+        than any limit (``"中" + "\\u0301" * 5000``) is one span. A span starts with a space
+        only when that space carries combining marks (one cluster, a standalone accent).
+        Linear time on any input, punctuation runs included (see ``docs/notes/text.md``).
 
     Raises
     ------
@@ -229,10 +359,11 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
     check_choice(backend, "backend", SENTENCE_BACKENDS)
     if not text.strip():
         return []
+    clusters = _grapheme_clusters(text)
     spans = _stanza_spans(text) if backend == "stanza" else _nupunkt_spans(text)
     if _SPACELESS_RE.search(text):
-        spans = _split_spaceless(text, spans)
-    return spans
+        spans = _split_spaceless(text, spans, clusters)
+    return _snap_spans(spans, clusters)
 
 
 def _equal_word_pieces(words: list[Span], max_words: int) -> list[Span]:
@@ -292,7 +423,9 @@ def chunk_words(
     -------
     list of (start, end)
         Character spans in document order, each with 1..``max_words`` words, covering every
-        non-space character exactly once.
+        non-space character exactly once, every edge a grapheme cluster boundary (a word is
+        widened to whole clusters: a CJK character keeps its combining marks, a Thai run of
+        :data:`SEA_WORD_CHARS` characters its vowel and tone marks).
 
     Raises
     ------
@@ -312,7 +445,11 @@ def chunk_words(
         return []
     # Word start positions of the whole text, once; a sentence's word count is then two bisections.
     wre = word_re(text)
-    word_starts = np.fromiter((m.start() for m in wre.finditer(text)), dtype=np.int64)
+    clusters = _grapheme_clusters(text)
+    if clusters:
+        word_starts = np.asarray([a for a, _ in _word_spans(text, wre, clusters)], dtype=np.int64)
+    else:
+        word_starts = np.fromiter((m.start() for m in wre.finditer(text)), dtype=np.int64)
     sent = np.asarray(sentences, dtype=np.int64)
     first = np.searchsorted(word_starts, sent[:, 0], side="left")
     last = np.searchsorted(word_starts, sent[:, 1], side="left")
@@ -323,7 +460,7 @@ def chunk_words(
             chunks.append((a, b))
             continue
         for line in (_LINE_RE if split_lines else _PARAGRAPH_RE).finditer(text, a, b):
-            words = [m.span() for m in wre.finditer(text, line.start(), line.end())]
+            words = _word_spans(text, wre, clusters, line.start(), line.end())
             if not words:
                 continue
             if len(words) <= max_words:
@@ -388,8 +525,8 @@ def split_long_spans(
     max_tokens : int >= 1
         Most tokens a piece may hold, as counted by ``token_counter``.
     token_counter : callable str -> int, optional
-        Default :func:`longctx.tokens.count_tokens` (words and punctuation marks); pass
-        ``longctx.tokens.hf_token_counter(tokenizer)`` for model tokens.
+        Default :func:`longctx.tokens.count_tokens` (SmolLM2's tokens); pass
+        ``longctx.tokens.hf_token_counter(tokenizer)`` for another model's tokens.
 
     Returns
     -------
@@ -414,6 +551,7 @@ def split_long_spans(
     if not callable(counter):
         raise TypeError(f"token_counter must be callable (str -> int), got {type(counter)}")
     out: list[Span] = []
+    clusters = _LazyClusters(text)
     for span in spans:
         try:
             a, b = (int(x) for x in span)
@@ -421,24 +559,44 @@ def split_long_spans(
             raise ValueError(f"spans must hold (start, end) pairs of ints, got {span!r}") from None
         if not 0 <= a <= b <= len(text):
             raise ValueError(f"span {(a, b)} is outside the text (length {len(text)})")
-        out.extend(_split_span(text, a, b, max_tokens, counter))
+        out.extend(_split_span(text, a, b, max_tokens, counter, clusters))
     return out
 
 
-def _split_span(text: str, a: int, b: int, max_tokens: int, counter) -> list[Span]:
+class _LazyClusters:
+    """The grapheme clusters of a text, computed on first use (only a span to cut needs them)."""
+
+    def __init__(self, text: str):
+        self._text = text
+        self._clusters: list[Span] | None = None
+
+    def get(self) -> list[Span]:
+        if self._clusters is None:
+            self._clusters = _grapheme_clusters(self._text)
+        return self._clusters
+
+
+def _split_span(
+    text: str, a: int, b: int, max_tokens: int, counter, clusters: _LazyClusters
+) -> list[Span]:
     if counter(text[a:b]) <= max_tokens:
         return [(a, b)]
     wre = _INTL_WORD_RE if _SPACELESS_RE.search(text, a, b) else _WORD_RE
-    words = [m.span() for m in wre.finditer(text, a, b)]
+    words = _word_spans(text, wre, clusters.get(), a, b)
     if len(words) <= 1:
         return [(a, b)]
-    counts = np.fromiter((counter(text[s:e]) for s, e in words), dtype=np.int64, count=len(words))
+    # Each word is counted with the whitespace before it (" word" is one token where "word"
+    # alone may be two under a byte-level BPE), so the counts add up to the piece's count.
+    lead = [a] + [e for _, e in words[:-1]]
+    counts = np.fromiter(
+        (counter(text[p:e]) for p, (_, e) in zip(lead, words)), dtype=np.int64, count=len(words)
+    )
     pieces = []
     for lo, hi in _balanced_cuts(counts, max_tokens):
         s, e = words[lo][0], words[hi - 1][1]
         # A model tokenizer may count a piece above the sum of its words: cut that piece again.
         if hi - lo > 1 and counter(text[s:e]) > max_tokens:
-            pieces.extend(_split_span(text, s, e, max(1, max_tokens - 1), counter))
+            pieces.extend(_split_span(text, s, e, max(1, max_tokens - 1), counter, clusters))
         else:
             pieces.append((s, e))
     return pieces
