@@ -88,3 +88,15 @@ def test_mixpr_hits_are_exact_or_a_named_error(docs, query):
         assert docs[h.source][h.start : h.end] == h.text and h.text.strip()
         assert (h.source, h.start) not in seen
         seen.add((h.source, h.start))
+
+
+@given(
+    st.text(
+        alphabet=" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2028\u202f\u3000ab\u200bé\U0001f600",
+        max_size=60,
+    )
+)
+def test_vectorized_word_starts_equal_the_regex(s):
+    from longctx.text import _WORD_RE, _space_word_starts
+
+    assert _space_word_starts(s).tolist() == [m.start() for m in _WORD_RE.finditer(s)]
