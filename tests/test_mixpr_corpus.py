@@ -76,9 +76,13 @@ OPS = st.lists(
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=OPS, preset=st.sampled_from(["default", "paper-index"]))
+@given(ops=OPS, preset=st.sampled_from(["default", "paper-index", "multihop"]))
 def test_any_inserts_and_deletes_equal_a_fresh_build(ops, preset):
-    params = {"preset": "paper", "fit_query": False} if preset == "paper-index" else {}
+    params = {
+        "default": {},
+        "paper-index": {"preset": "paper", "fit_query": False},
+        "multihop": {"preset": "multihop", "chunk": False},
+    }[preset]
     docs = {"d0": (POOL[0], {"n": 0}), "d1": (POOL[1], {"n": 1})}
     index = _fresh(docs, **params)
     serial = 2
@@ -426,3 +430,23 @@ def test_long_query_uses_a_bounded_number_of_query_chunks(monkeypatch):
     seen.clear()
     paper.search("猫。" * 8000, k=1, mode="local")
     assert seen == [MAX_QUERY_CHUNKS]
+
+
+def test_whole_documents_ranks_the_passages_chunks_came_from():
+    texts = [
+        "The moors were grey. " * 20 + "Sir Henry lost a boot at the Northumberland Hotel.",
+        "Elizabeth walked to Netherfield. " * 10,
+        "A boot and a hotel. " * 3,
+    ]
+    index = MixPRIndex.from_texts(texts, ids=["hound", "pride", "note"], max_words=8)
+    units = index.search("Where did Sir Henry lose a boot?", k=10)
+    best_unit = max(units.hits, key=lambda h: h.score)
+    r = index.search("Where did Sir Henry lose a boot?", k=2, whole_documents=True)
+    assert [h.source for h in r.by_score()][0] == best_unit.source == 0
+    assert r.hits[0].text == texts[0] and (r.hits[0].start, r.hits[0].end) == (0, len(texts[0]))
+    assert r.hits[0].score == best_unit.score and r.info["whole_documents"] is True
+    assert len(r.hits) == 2 and len({h.source for h in r.hits}) == 2
+    r = index.search("boot", k=5, whole_documents=True, filters=lambda md: False)
+    assert r.hits == ()
+    with pytest.raises(ValueError, match="whole_documents"):
+        index.search("boot", token_budget=50, whole_documents=True)

@@ -196,3 +196,58 @@ def test_hotpotqa_corpus_lift(shared_data):
             rec[name].append(passage_recall(np.argsort(-s, kind="stable")[:5].tolist(), q.gold))
     r5 = {k: float(np.mean(v)) for k, v in rec.items()}
     assert r5["walk"] >= r5["bm25"] + 0.1 and r5["walk"] >= r5["mixpr"] + 0.05, r5
+
+
+# -- the walk inside MixPRIndex (walk="multihop", preset "multihop") ----------------------------
+BRIDGE = [
+    "Kiss and Tell\nKiss and Tell is a 1945 American comedy film starring Shirley Temple as "
+    "Corliss Archer.",
+    "Meet Corliss Archer\nMeet Corliss Archer is an American radio comedy about a teenager.",
+    "Shirley Temple\nShirley Temple Black was an American actress, singer, dancer and later "
+    "diplomat, who served as Chief of Protocol of the United States.",
+    "Chief of Protocol\nThe Chief of Protocol of the United States is an ambassador who advises "
+    "the President on matters of diplomatic protocol.",
+    "Wilhelm Busch\nWilhelm Busch was a German humorist, poet, illustrator and painter.",
+]
+BRIDGE_Q = "What government position was held by the woman who starred in Kiss and Tell?"
+
+
+def test_the_multihop_preset_reaches_the_bridge_passage(tmp_path):
+    from longctx.mixpr import MixPRIndex
+
+    ids = [t.split("\n")[0] for t in BRIDGE]
+    plain = MixPRIndex.from_texts(BRIDGE, ids=ids, chunk=False)
+    walk = MixPRIndex.from_texts(BRIDGE, ids=ids, chunk=False, preset="multihop")
+    assert walk.config.walk == "multihop" and plain.config.walk == "pagerank"
+
+    def top2(ix):
+        return {ix.doc_ids[h.source] for h in ix.search(BRIDGE_Q, k=2).hits}
+
+    assert "Shirley Temple" not in top2(plain)
+    assert top2(walk) == {"Kiss and Tell", "Shirley Temple"}
+    # saved and loaded (the phrase graph is rebuilt from the units' texts), it ranks alike
+    walk.save(tmp_path / "w")
+    loaded = MixPRIndex.load(tmp_path / "w")
+    a, b = walk.search(BRIDGE_Q, k=5), loaded.search(BRIDGE_Q, k=5)
+    assert [(h.source, h.start) for h in a.hits] == [(h.source, h.start) for h in b.hits]
+    np.testing.assert_allclose([h.score for h in a.hits], [h.score for h in b.hits], atol=1e-12)
+    # a filter that excludes the bridge passage: it is never returned
+    got = walk.search(BRIDGE_Q, k=3, filters=lambda md: md.get("skip") is None)
+    assert got.hits
+    walk.update([BRIDGE[2]], ids=["Shirley Temple"], metadatas=[{"skip": True}])
+    got = walk.search(BRIDGE_Q, k=3, filters=lambda md: md.get("skip") is None)
+    assert "Shirley Temple" not in {walk.doc_ids[h.source] for h in got.hits}
+
+
+def test_multihop_settings_are_checked_and_saved(tmp_path):
+    from longctx.mixpr import MixPRConfig, MixPRIndex
+
+    with pytest.raises(ValueError, match="walk"):
+        MixPRConfig(walk="random")
+    with pytest.raises(ValueError, match="multihop"):
+        MixPRConfig(walk="multihop", multihop={"no_such": 1})
+    with pytest.raises(ValueError, match="alpha"):
+        MixPRConfig(walk="multihop", multihop={"alpha": 0})
+    ix = MixPRIndex.from_texts(BRIDGE, chunk=False, preset="multihop", multihop={"seed_top": 3})
+    ix.save(tmp_path / "x")
+    assert MixPRIndex.load(tmp_path / "x").config.multihop_walk().seed_top == 3

@@ -202,6 +202,13 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         default=None,
         help="most words per chunk, N of the MixPR paper: 32 (default: the preset's, 64)",
     )
+    g.add_argument(
+        "--walk",
+        choices=["pagerank", "multihop"],
+        default="pagerank",
+        help="multihop: after the local score, a walk over the chunks and the capitalised names "
+        "they share (multi-hop questions; MixPRConfig walk=, preset 'multihop')",
+    )
     g = r.add_argument_group("youra options")
     g.add_argument(
         "--model",

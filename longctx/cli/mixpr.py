@@ -12,8 +12,10 @@ from longctx.types import SearchResult
 
 
 def _index(text: str, args: argparse.Namespace) -> MixPRIndex:
-    words = {} if args.max_words is None else {"max_words": args.max_words}
-    return MixPRIndex.from_texts(text, progress=bool(getattr(args, "progress", False)), **words)
+    kw = {} if args.max_words is None else {"max_words": args.max_words}
+    if getattr(args, "walk", "pagerank") != "pagerank":
+        kw["walk"] = args.walk
+    return MixPRIndex.from_texts(text, progress=bool(getattr(args, "progress", False)), **kw)
 
 
 def score_units(

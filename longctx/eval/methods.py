@@ -307,11 +307,12 @@ def bm25_index(texts):
 
 
 class MixPRMultiHopMethod(Method):
-    """MixPR's local score as the first hop, then the multi-hop walk over the units and the
-    phrases they share (:class:`longctx.mixpr.multihop.MultiHopRanker`, default settings).
-    Hybrid (``mixpr-multihop-hybrid``): the run's sentence encoder (MiniLM) embeds the units and
-    the question, and the nearest units seed the walk too. On a document task the units are
-    MixPR's chunks; a question-free task keeps MixPR's global ranking."""
+    """MixPR with ``preset="multihop"`` (:class:`longctx.MixPRIndex`, ``walk="multihop"``): the
+    local score is the first hop, then the multi-hop walk over the units and the phrases they
+    share (:mod:`longctx.mixpr.multihop`). Hybrid (``mixpr-multihop-hybrid``): the run's
+    sentence encoder (MiniLM) embeds the units (``unit_vectors``) and the question
+    (``query_vector``), and the nearest units seed the walk too. On a document task the units
+    are MixPR's chunks; a question-free task keeps MixPR's global ranking."""
 
     name = "mixpr-multihop"
     corpus_skip = None
@@ -325,26 +326,18 @@ class MixPRMultiHopMethod(Method):
 
     def _build(self, texts, ctx, chunk: bool):
         from longctx.mixpr import MixPRIndex
-        from longctx.mixpr.multihop import MultiHopRanker, MultiHopWalk
 
-        index = MixPRIndex.from_texts(texts, token_counter=ctx.token_counter, chunk=chunk)
-        units = [
-            index.texts[d][a:b]
-            for d, a, b in zip(
-                index.unit_source.tolist(), index.starts.tolist(), index.ends.tolist()
-            )
-        ]
-        ranker = MultiHopRanker.from_texts(units, MultiHopWalk(**self.params))
-        vectors = ctx.embed(units) if self.hybrid else None
-        return index, ranker, vectors, ctx
+        kw = dict(token_counter=ctx.token_counter, chunk=chunk, preset="multihop", **self.params)
+        index = MixPRIndex.from_texts(texts, **kw)
+        if self.hybrid:
+            units = [u.text for u in index.units()]
+            index = MixPRIndex.from_texts(texts, unit_vectors=ctx.embed(units), **kw)
+        return index, ctx
 
     def _scores(self, state, query):
-        index, ranker, vectors, ctx = state
-        first, mode, _ = index.score(query, "local")
-        dense = None
-        if vectors is not None:
-            dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
-        return ranker.scores(query, first, dense)
+        index, ctx = state
+        qv = ctx.encoder.embed_query(query) if self.hybrid else None
+        return index.score(query, "local", query_vector=qv)[0]
 
     def build(self, doc: Doc):
         return self._build(doc.text, doc.ctx, True)

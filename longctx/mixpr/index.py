@@ -88,6 +88,7 @@ class _State:
         graph=None,
         unit_vectors=None,
         token_counts=None,
+        phrases=None,
     ):
         self.config = config
         self.doc_ids = doc_ids
@@ -104,6 +105,12 @@ class _State:
         self.token_counts = token_counts
         self.positions = {d: i for i, d in enumerate(doc_ids)}
         self.graph = graph if graph is not None else self._build_graph()
+        if config.walk == "multihop" and phrases is None:
+            from longctx.mixpr.phrases import PhraseGraph
+
+            phrases = PhraseGraph.from_texts([self.unit_text(i) for i in range(self.n_units)])
+        self.phrases = phrases  # the unit x phrase graph of walk="multihop"
+        self._ranker = None
         self.global_pr = None
         self.lock = threading.Lock()
         self.masks: dict = {}
@@ -131,6 +138,19 @@ class _State:
 
     def unit_text(self, i: int) -> str:
         return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]
+
+    def ranker(self):
+        """The :class:`~longctx.mixpr.multihop.MultiHopRanker` of ``walk="multihop"``, built on
+        first use."""
+        if self._ranker is None:
+            from longctx.mixpr.multihop import MultiHopRanker
+
+            walk = self.config.multihop_walk()
+            E = self.table.embeddings() if walk.term_share > 0 else None
+            with self.lock:
+                if self._ranker is None:
+                    self._ranker = MultiHopRanker(self.phrases, walk, E=E)
+        return self._ranker
 
 
 class MixPRIndex(RetrievalIndex):
@@ -521,6 +541,9 @@ class MixPRIndex(RetrievalIndex):
                 vectors = vectors[keep]
                 vectors.setflags(write=False)
             counts = st.token_counts[keep] if st.token_counts is not None else None
+            phrases = None
+            if st.phrases is not None:
+                phrases = st.phrases.without(np.flatnonzero(~keep))
             self._state = _State(
                 config=st.config,
                 doc_ids=tuple(d for j, d in enumerate(st.doc_ids) if keep_docs[j]),
@@ -533,6 +556,7 @@ class MixPRIndex(RetrievalIndex):
                 table=table,
                 unit_vectors=vectors,
                 token_counts=counts,
+                phrases=phrases,
             )
 
     def _splice(self, st: _State, at: int, n_old: int, texts, ids, metadatas, unit_vectors):
@@ -580,6 +604,9 @@ class MixPRIndex(RetrievalIndex):
         if vectors is not None:
             vectors = cat([st.unit_vectors[:lo], vectors, st.unit_vectors[hi:]])
             vectors.setflags(write=False)
+        phrases = None
+        if st.phrases is not None:
+            phrases = st.phrases.splice(lo, hi, unit_texts)
         return _State(
             config=cfg,
             doc_ids=st.doc_ids[:at] + tuple(ids) + st.doc_ids[at + n_old :],
@@ -592,6 +619,7 @@ class MixPRIndex(RetrievalIndex):
             table=table,
             unit_vectors=vectors,
             token_counts=counts,
+            phrases=phrases,
         )
 
     # -- PageRank -----------------------------------------------------------------------------
@@ -739,8 +767,15 @@ class MixPRIndex(RetrievalIndex):
             dense = self._dense_scores(st, query, query_vector)
         timings["embed_query"] = time.perf_counter() - t0
         dense_w = None
-        if dense is not None and cfg.dense_restart:
+        multihop = cfg.walk == "multihop"
+        if dense is not None and cfg.dense_restart and not multihop:
+            # (the multi-hop walk takes the dense cosines as its own seeds)
             dense_w = _dense_restart(dense, cfg.dense_top_k, mask)
+        if B.nnz == 0 and dense_w is None and multihop:  # the query's phrases may still seed
+            ms = st.ranker().scores(query, None, dense, allowed=mask)
+            if ms.any():
+                timings["rank"] = time.perf_counter() - t0
+                return self._masked(ms, mask), "local", timings
         if B.nnz == 0 and dense_w is None:
             logger.info(
                 "MixPR: no unit reaches query_threshold=%.3g for query %.80r; "
@@ -774,6 +809,8 @@ class MixPRIndex(RetrievalIndex):
                 scores += cfg.lexical_weight * by_max(lexical)
             if dense is not None and cfg.dense_weight:
                 scores += cfg.dense_weight * by_max(np.maximum(dense, 0.0))
+        if multihop:  # the first hop's scores seed the walk over units and phrases
+            scores = st.ranker().scores(query, scores, dense, allowed=mask)
         timings["rank"] = time.perf_counter() - t0
         return self._masked(scores, mask), "local", timings
 
@@ -826,6 +863,7 @@ class MixPRIndex(RetrievalIndex):
         mode: str = "auto",
         query_vector=None,
         filters=None,
+        whole_documents: bool = False,
     ) -> SearchResult:
         """The best units for ``query``, in document order (by source, then position).
 
@@ -845,6 +883,11 @@ class MixPRIndex(RetrievalIndex):
             ``MetadataFilters``, a LangChain-style dict (``{"author": "Austen"}``,
             ``{"year": {"$gte": 1800}}``) or a callable ``metadata -> bool``. Only units of the
             documents it keeps are returned, and the walk restarts only there.
+        whole_documents : bool, default False
+            Rank the documents (passages) instead of their units: each document scores its
+            best unit's score, and a hit is the whole document (``start=0``, ``end`` its
+            length, ``index`` its best unit's position); ``k`` counts documents. For passages
+            chunked into units, the passage a chunk came from comes back whole.
 
         Returns
         -------
@@ -865,6 +908,10 @@ class MixPRIndex(RetrievalIndex):
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
+        if not isinstance(whole_documents, bool):
+            raise TypeError(f"whole_documents must be a bool, got {whole_documents!r}")
+        if whole_documents and token_budget is not None:
+            raise ValueError("whole_documents=True takes k (documents), not token_budget")
         st = self._state
         mask = self._mask(st, filters)
         allowed = np.flatnonzero(mask) if mask is not None else None
@@ -876,6 +923,8 @@ class MixPRIndex(RetrievalIndex):
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         scores, used, timings = self._score(st, query, mode, query_vector, mask)
         t0 = time.perf_counter()
+        if whole_documents:
+            return self._whole_documents(st, scores, allowed, k, used, timings, t0)
         sub = scores if allowed is None else scores[allowed]
         if token_budget is not None:
             counts = self._counts(st)
@@ -893,6 +942,27 @@ class MixPRIndex(RetrievalIndex):
         timings["select"] = time.perf_counter() - t0
         info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
         return SearchResult(hits, self.method, used, timings, budget, info=info)
+
+    def _whole_documents(self, st, scores, allowed, k, used, timings, t0) -> SearchResult:
+        """The ``k`` documents whose best unit scores highest, each as one whole-text hit."""
+        units = np.arange(st.n_units) if allowed is None else allowed
+        n_docs = len(st.doc_ids)
+        best = np.full(n_docs, -np.inf)
+        np.maximum.at(best, st.unit_source[units], scores[units])
+        arg = np.full(n_docs, -1, dtype=np.int64)
+        order = units[np.argsort(scores[units], kind="stable")]  # the last write is the best
+        arg[st.unit_source[order]] = order
+        docs = np.flatnonzero(arg >= 0)
+        top = docs[select_top(best[docs], k=k)]
+        hits = tuple(
+            Passage(
+                0, len(st.texts[d]), st.texts[d], float(best[d]), int(st.unit_index[arg[d]]), int(d)
+            )
+            for d in top.tolist()
+        )
+        timings["select"] = time.perf_counter() - t0
+        info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits), "whole_documents": True}
+        return SearchResult(hits, self.method, used, timings, {"k": k}, info=info)
 
     @staticmethod
     def _hit(st: _State, i: int, score: float) -> Passage:

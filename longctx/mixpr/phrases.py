@@ -281,6 +281,29 @@ class PhraseGraph:
         heads = sp.vstack([sp.hstack([self.heads, pad[:, :grow]]), new.heads])
         return PhraseGraph(new.vocabulary, sp.csr_array(mentions), sp.csr_array(heads))
 
+    def splice(
+        self, lo: int, hi: int, texts: Sequence[str], extractor: PhraseExtractor | None = None
+    ) -> PhraseGraph:
+        """A new graph with units ``lo .. hi`` replaced by ``texts`` (new phrases get new columns
+        at the end): insert (``lo == hi``), delete (no ``texts``) and replace in one, at the cost
+        of the new texts and one copy of the incidence arrays."""
+        if not 0 <= lo <= hi <= self.n_units:
+            raise ValueError(f"need 0 <= lo <= hi <= {self.n_units}, got lo={lo}, hi={hi}")
+        new = PhraseGraph._build(self.vocabulary, texts, extractor)
+        v = new.n_phrases
+
+        def widen(M):
+            M = sp.csr_array(M)
+            return sp.csr_array((M.data, M.indices, M.indptr), shape=(M.shape[0], v))
+
+        parts_m = [widen(self.mentions[:lo]), new.mentions, widen(self.mentions[hi:])]
+        parts_h = [widen(self.heads[:lo]), new.heads, widen(self.heads[hi:])]
+        return PhraseGraph(
+            new.vocabulary,
+            sp.csr_array(sp.vstack(parts_m, format="csr")),
+            sp.csr_array(sp.vstack(parts_h, format="csr")),
+        )
+
     def without(self, rows) -> PhraseGraph:
         """A new graph without the units ``rows`` (the others keep their order; phrases no unit
         holds any more stay in the vocabulary with ``df`` 0, which no walk visits)."""
