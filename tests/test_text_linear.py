@@ -121,3 +121,37 @@ def test_fuzzed_punctuation_splits_into_a_partition(pattern, size):
 
 def test_keep_is_at_most_half_the_limit():
     assert 2 * DENSE_RUN_KEEP < DENSE_RUN_CHARS
+
+
+def test_the_rules_splitter_is_linear_on_every_pattern():
+    """The ``"rules"`` backend (MixPR's default chunker) is one regular-expression pass whose
+    runs of marks are matched whole (possessive, and never from inside a run): a megabyte of
+    each of the issue's patterns splits into a partition (a quadratic pass would not finish)."""
+    for pattern in [*PATTERNS, ". ", "?!", ".\n\n", "Mr. "]:
+        text = pattern * (1_000_000 // len(pattern))
+        _check_partition(text, split_sentences(text, "rules"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=patterns, size=st.sampled_from([300, 5_000]))
+def test_fuzzed_punctuation_splits_into_a_partition_by_rules(pattern, size):
+    text = (pattern * (size // len(pattern) + 1))[:size]
+    spans = split_sentences(text, "rules")
+    _check_partition(text, spans)
+    _check_partition(text, chunk_words(text, 8, sentences=spans))
+
+
+def test_rules_sentences_keep_abbreviations_and_initials():
+    text = (
+        "Mr. Smith met Dr. J. R. Tolkien at 5 p.m. in St. Albans. He said “Hi!” Then: “Go.” "
+        "3 cats came.\n\nA new paragraph without a full stop\n\nAnd another. é is lower."
+    )
+    got = [text[a:b] for a, b in split_sentences(text, "rules")]
+    assert got == [
+        "Mr. Smith met Dr. J. R. Tolkien at 5 p.m. in St. Albans.",
+        "He said “Hi!”",
+        "Then: “Go.”",
+        "3 cats came.",
+        "A new paragraph without a full stop",
+        "And another. é is lower.",
+    ]

@@ -162,6 +162,11 @@ class MixPRConfig:
         chunked single documents it loses a little (HotpotQA at 20%).
     multihop : dict
         Settings of :class:`longctx.mixpr.multihop.MultiHopWalk` (stored as sorted pairs).
+    sentences : {"rules", "auto", "nupunkt", "stanza"}, default "rules" (paper: "auto")
+        The sentence splitter of the chunker (:func:`longctx.text.split_sentences`).
+        ``"rules"``: one regular-expression pass, about 4x the speed of nupunkt's Punkt model
+        (``"auto"``) with the grapheme and script handling around it, which was over half of
+        the build of a large corpus; on War and Peace 98% of nupunkt's boundaries are its own.
     """
 
     threshold: float = 0.2
@@ -189,6 +194,7 @@ class MixPRConfig:
     graph_idf_power: float = 4.0
     walk: str = "pagerank"
     multihop: tuple[tuple[str, Any], ...] = ()
+    sentences: str = "rules"
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -241,6 +247,9 @@ class MixPRConfig:
         set_(self, "dense_top_k", check_int(self.dense_top_k, "dense_top_k", minimum=1))
         check_choice(self.graph, "graph", GRAPHS)
         check_choice(self.walk, "walk", WALKS)
+        from longctx.text import SENTENCE_BACKENDS
+
+        check_choice(self.sentences, "sentences", SENTENCE_BACKENDS)
         mh = self.multihop
         if isinstance(mh, dict):
             mh = tuple(sorted(mh.items()))
@@ -288,6 +297,7 @@ class MixPRConfig:
             self.max_words,
             split_lines=self.split_lines,
             min_words=self.min_words,
+            backend=self.sentences,
         )
 
     @property
@@ -401,6 +411,7 @@ PRESETS["paper"] = MixPRConfig(
     literal_query_weights=True,
     lexical_weight=0.0,
     graph="threshold",
+    sentences="auto",
 )
 PRESETS["default"] = MixPRConfig()
 PRESETS["multihop"] = MixPRConfig(walk="multihop")

@@ -119,10 +119,14 @@ class _BatchAnalyzer:
             uniq = list(set(flat))
             stems = dict(zip(uniq, self.stem(uniq)))
             out = [[stems[w] for w in ws] for ws in out]
-        if spaceless:
-            for i, t in enumerate(texts):
-                if has_bigram_script(t):
-                    out[i] = self.per_unit(t)
+        if spaceless:  # the units holding CJK or Thai-like characters, found in one pass
+            from longctx.terms import _BIGRAM_CHAR_RE
+
+            ends = np.cumsum([len(t) + len(sep) for t in texts])
+            hit = {int(np.searchsorted(ends, m.start(), side="right"))
+                   for m in _BIGRAM_CHAR_RE.finditer(joined_raw)}  # fmt: skip
+            for i in sorted(hit):
+                out[i] = self.per_unit(texts[i])
         return out
 
 
