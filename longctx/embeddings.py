@@ -14,9 +14,10 @@ throughput; given an :class:`EmbeddingCache` (a bounded LRU keyed by the encoder
 :attr:`~Encoder.cache_key` and the SHA-256 of each text) it embeds only the texts it has not seen,
 so the postprocessors that see the same nodes again do not embed them again.
 
-Cost: the packaged all-MiniLM-L6-v2 embeds MixPR's chunks (up to 64 words) at roughly 100-300
-chunks a second on two CPU cores, i.e. about 30 s to 2 min per 10,000 chunks (README, "Hybrid
-MixPR"); a GPU is tens of times faster.
+Cost: the packaged all-MiniLM-L6-v2 embeds MixPR's chunks (up to 64 words, about 20 on
+average) at about 70 a second on two CPU cores, about 2.5 minutes per 10,000 chunks (README,
+"Speed"; ``benchmarks/bench_embeddings.py``); requests of 10 texts, LlamaIndex's default, were 2-4
+times slower.
 """
 
 from __future__ import annotations
