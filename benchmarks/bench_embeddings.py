@@ -9,7 +9,7 @@ path embeds the same ``--units`` chunks through :func:`longctx.embeddings.embed_
 - ``longctx``: :class:`longctx.embeddings.SentenceTransformerEncoder` (64 texts per forward pass);
 - ``llamaindex batch 10``: a LlamaIndex ``BaseEmbedding`` over the same model, requests of 10
   texts (what LlamaIndex's default ``embed_batch_size`` gave before);
-- ``llamaindex``: the same model object through ``embed_texts`` now (10 raised to 64 on a copy);
+- ``llamaindex``: the same model object through ``embed_texts`` now (10 raised to 64 for the call);
 - ``langchain``: ``langchain_huggingface.HuggingFaceEmbeddings`` over the packaged model folder
   (skipped when langchain-huggingface is not installed).
 

@@ -67,6 +67,8 @@ LLAMAINDEX_BATCH_SIZE = 64
 #: LlamaIndex's default ``embed_batch_size`` (``llama_index.core.constants``)
 _LLAMAINDEX_DEFAULT_BATCH = 10
 
+_LLAMAINDEX_BATCH_LOCK = threading.Lock()
+
 #: texts per call of :func:`embed_texts` when neither it nor the encoder says otherwise
 _DEFAULT_CALL_SIZE = 256
 
@@ -286,9 +288,9 @@ class LlamaIndexEncoder(Encoder):
 
     Texts go through ``get_text_embedding_batch`` (so the app's callbacks, instrumentation and
     embedding cache see them), ``embed_batch_size`` texts per request. A model left at LlamaIndex's
-    default of 10 is used through a copy set to ``batch_size`` (default
-    :data:`LLAMAINDEX_BATCH_SIZE`, 64): the app's model object is not changed. Any other
-    ``embed_batch_size`` is the app's choice (a memory or API limit) and is kept.
+    default of 10 is set to ``batch_size`` (default :data:`LLAMAINDEX_BATCH_SIZE`, 64) for the
+    duration of each call and restored after (calls through this module take turns meanwhile).
+    Any other ``embed_batch_size`` is the app's choice (a memory or API limit) and is kept.
     """
 
     def __init__(self, embed_model, batch_size: int = LLAMAINDEX_BATCH_SIZE):
@@ -298,7 +300,6 @@ class LlamaIndexEncoder(Encoder):
         size = getattr(embed_model, "embed_batch_size", None)
         chosen = isinstance(size, int) and size >= 1 and size != _LLAMAINDEX_DEFAULT_BATCH
         self.batch_size = size if chosen else check_int(batch_size, "batch_size", minimum=1)
-        self._batch_model = None
 
     @property
     def name(self) -> str:
@@ -308,23 +309,23 @@ class LlamaIndexEncoder(Encoder):
     def cache_key(self) -> str:
         return _named_key(self.name, self.embed_model)
 
-    def _batch_embed_model(self):
-        """The model at :attr:`batch_size` texts per request: the app's own, or a shallow copy
-        (sharing its weights and clients) when its ``embed_batch_size`` is smaller."""
+    def _embed_documents(self, texts):
         model = self.embed_model
         size = getattr(model, "embed_batch_size", None)
         if not isinstance(size, int) or size >= self.batch_size:
-            return model
-        if self._batch_model is None:
+            return model.get_text_embedding_batch(texts)
+        # LlamaIndex's default: raised for this call on the app's own object (its callbacks,
+        # counters and caches see every request), restored after
+        with _LLAMAINDEX_BATCH_LOCK:
             try:
-                self._batch_model = model.model_copy(update={"embed_batch_size": self.batch_size})
-            except (AttributeError, TypeError, ValueError) as exc:
-                logger.info("embedding %d texts per request (cannot copy the model: %s)", size, exc)
-                self._batch_model = model
-        return self._batch_model
-
-    def _embed_documents(self, texts):
-        return self._batch_embed_model().get_text_embedding_batch(texts)
+                model.embed_batch_size = self.batch_size
+            except (AttributeError, TypeError, ValueError) as exc:  # a frozen model
+                logger.info("embedding %d texts per request (%s)", size, exc)
+                return model.get_text_embedding_batch(texts)
+            try:
+                return model.get_text_embedding_batch(texts)
+            finally:
+                model.embed_batch_size = size
 
     def _embed_query(self, query):
         return self.embed_model.get_query_embedding(query)

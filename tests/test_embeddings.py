@@ -209,7 +209,7 @@ def test_units_go_through_the_models_batch_api_in_large_batches():
     assert out.shape == (1000, 3)
     assert len(calls) <= 1000 / LLAMAINDEX_BATCH_SIZE + 1 and sum(calls) == 1000
     assert max(calls) == LLAMAINDEX_BATCH_SIZE
-    assert li.embed_batch_size == 10  # the app's model object is not changed
+    assert li.embed_batch_size == 10  # the app's setting is restored after the call
     # the vectors are the model's, in order
     np.testing.assert_allclose(out[17], l2_normalize(np.array([_vec(texts[17])]))[0], rtol=1e-6)
     # an embed_batch_size the app chose is kept (a memory or API limit)

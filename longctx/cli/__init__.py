@@ -296,7 +296,7 @@ def _add_index(sub) -> None:
     from longctx.cli import index
 
     index.add_parser(sub, _positive_int)
-    sub.choices["index"].set_defaults(handler=index.run, quiet=False, verbose=False)
+    sub.choices["index"].set_defaults(handler=index.run, quiet=False)
 
 
 def _add_search(sub) -> None:

@@ -172,3 +172,30 @@ def test_garlic_corpus_in_langchain(garlic_corpora):
     assert r.documents[1].metadata == {"x": 1}
     assert r.documents[0].page_content == GARLIC_DOCS[0][1]
     assert r.searcher is not None and len(r.searcher.graph.ids) > 4
+
+
+def test_ray_start_notices_only_at_info_level():
+    """Ray's token-authentication notice is hidden unless longctx logs at INFO (``--verbose``);
+    the logger's level is restored after; the workers import longctx at start-up."""
+    import logging
+
+    from longctx.corpus import ray_backend
+
+    notice = logging.getLogger(ray_backend._RAY_NOTICE_LOGGERS[0])
+    log = logging.getLogger("longctx")
+    saved = (notice.level, log.level)
+    try:
+        notice.setLevel(logging.NOTSET)
+        log.setLevel(logging.WARNING)
+        with ray_backend._quiet_ray_start():
+            assert not notice.isEnabledFor(logging.WARNING)
+        assert notice.level == logging.NOTSET
+        log.setLevel(logging.INFO)
+        with ray_backend._quiet_ray_start():
+            assert notice.isEnabledFor(logging.WARNING)
+    finally:
+        notice.setLevel(saved[0])
+        log.setLevel(saved[1])
+    hook = ray_backend.RUNTIME_ENV["worker_process_setup_hook"]
+    module, name = hook.rsplit(".", 1)
+    assert module == "longctx.corpus.ray_backend" and callable(getattr(ray_backend, name))
