@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
+    "LongctxEmbeddings": "langchain_longctx.embeddings",
     "MixPRRetriever": "langchain_longctx.mixpr_retriever",
     "YouraCompressor": "langchain_longctx.youra_compressor",
     "YouraRetriever": "langchain_longctx.youra_retriever",

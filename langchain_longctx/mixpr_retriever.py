@@ -31,6 +31,7 @@ from langchain_longctx._persist import (
     save_retriever,
 )
 from longctx.checks import check_choice, check_size_field, check_text
+from longctx.embeddings import require_query_encoder
 from longctx.filters import compile_filter
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError
@@ -285,15 +286,27 @@ class MixPRRetriever(BaseRetriever):
     @classmethod
     def load(cls, path: str | os.PathLike, *, router=None, **kwargs: Any) -> MixPRRetriever:
         """Load a retriever written by :meth:`save` (nothing is rebuilt); ``kwargs`` override the
-        saved settings (``k``, ``token_budget``, ``mode``).
+        saved settings (``k``, ``token_budget``, ``mode``). A hybrid retriever embeds queries
+        with the model that embedded its chunks: pass it again as ``embeddings=`` (the packaged
+        all-MiniLM-L6-v2, e.g. :class:`~langchain_longctx.LongctxEmbeddings`, is reloaded by
+        name).
 
         Raises
         ------
         PersistError
             A missing, damaged or foreign file, named.
+        ValueError
+            A hybrid retriever loaded without ``embeddings=`` (unless its model is the packaged
+            default), or with a model of another dimension.
         """
         d, settings, docs = load_retriever(path, "langchain.mixpr_retriever")
-        index = MixPRIndex.load(d / "index", router=router) if (d / "index").exists() else None
+        embeddings = kwargs.get("embeddings")
+        index = None
+        if (d / "index").exists():
+            index = MixPRIndex.load(d / "index", router=router, encoder=embeddings)
+            require_query_encoder(
+                index.encoder_identity, embeddings, where=str(d), argument="embeddings"
+            )
         data = {**settings, **kwargs, "documents": docs}
         with loading(mixpr_index=index):
             retriever = cls(**data)

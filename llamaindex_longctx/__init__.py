@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
+    "LongctxEmbedding": "llamaindex_longctx.embedding",
     "MixPRRetriever": "llamaindex_longctx.mixpr_retriever",
     "YouraPostprocessor": "llamaindex_longctx.youra_postprocessor",
     "YouraRetriever": "llamaindex_longctx.youra_retriever",

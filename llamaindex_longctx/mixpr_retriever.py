@@ -23,6 +23,7 @@ from llamaindex_longctx._nodes import (
     with_unique_ids,
 )
 from longctx.checks import check_choice, check_int, check_text
+from longctx.embeddings import require_query_encoder
 from longctx.filters import compile_filter
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError, read_json, write_dir
@@ -47,9 +48,14 @@ class MixPRRetriever(BaseRetriever):
     Scores are MixPR's (:meth:`longctx.MixPRIndex.score`); results are in document
     (chronological) order.
 
-    Hybrid mode (opt-in, since it embeds every chunk): with ``embed_model`` (for the app's own
-    model, ``embed_model=Settings.embed_model``) every chunk is embedded once at construction and saved by :meth:`persist`; each query is embedded
-    with it and its nearest chunks join the walk (:meth:`longctx.MixPRIndex.from_texts`).
+    Hybrid mode (opt-in, since it embeds every chunk): with ``embed_model`` every chunk is
+    embedded once at construction (through the model's batch API, 64 texts per request unless the
+    model's ``embed_batch_size`` says otherwise; a progress bar on a terminal) and saved by
+    :meth:`persist`; each query is embedded with it and its nearest chunks join the walk
+    (:meth:`longctx.MixPRIndex.from_texts`). ``Settings.embed_model`` is not used at
+    construction (pass ``embed_model=Settings.embed_model`` for the app's own model), so no chunk
+    is embedded unasked; :meth:`from_persist_dir` does use it to embed the queries of a saved
+    hybrid retriever when no ``embed_model`` is given.
 
     Parameters
     ----------
@@ -404,12 +410,17 @@ class MixPRRetriever(BaseRetriever):
         Every node is checked against the saved ids and text digests and against the index's
         texts, so a reordered or edited ``nodes.json`` cannot attribute a text to another node.
         A hybrid index embeds queries with ``embed_model``, or ``Settings.embed_model`` when the
-        app set one.
+        app set one (the model that embedded its chunks; the packaged all-MiniLM-L6-v2, e.g.
+        :class:`~llamaindex_longctx.LongctxEmbedding`, is reloaded by name).
 
         Raises
         ------
         PersistError
             A missing, damaged, foreign or inconsistent file, named.
+        ValueError
+            A hybrid index and no model to embed queries (neither ``embed_model`` nor
+            ``Settings.embed_model``, and not the packaged default), or a model of another
+            dimension.
         """
         from llama_index.core.storage.docstore.utils import json_to_doc
 
@@ -455,8 +466,13 @@ class MixPRRetriever(BaseRetriever):
                 )
         index = None
         if (d / "index").exists():
-            index = MixPRIndex.load(
-                d / "index", router=router, encoder=app_embed_model(embed_model)
+            model = app_embed_model(embed_model)
+            index = MixPRIndex.load(d / "index", router=router, encoder=model)
+            require_query_encoder(
+                index.encoder_identity,
+                model,
+                where=str(d),
+                argument="embed_model (or set Settings.embed_model)",
             )
         keys = node_keys(nodes)
         want = [(k, t) for k, t in zip(keys, texts) if k is not None and t.strip()]

@@ -7,10 +7,17 @@ methods (``get_text_embedding_batch`` / ``get_query_embedding`` and ``embed_docu
 ``embed_query``), so this module never imports either framework.
 
 Every encoder has an identity (:attr:`Encoder.name`, :attr:`Encoder.dim`), saved with an index
-and checked when it is loaded. :func:`embed_texts` embeds many texts in batches with a progress
-bar and logs the throughput; given an :class:`EmbeddingCache` (a bounded LRU keyed by the
-encoder's :attr:`~Encoder.cache_key` and the SHA-256 of each text) it embeds only the texts it has
-not seen, so the postprocessors that see the same nodes again do not embed them again.
+and checked when it is loaded. :func:`embed_texts` embeds many texts through the model's batch
+API (:attr:`Encoder.batch_size` texts per request: LlamaIndex's default ``embed_batch_size`` of
+10 is raised to :data:`LLAMAINDEX_BATCH_SIZE`), with a progress bar on a terminal, and logs the
+throughput; given an :class:`EmbeddingCache` (a bounded LRU keyed by the encoder's
+:attr:`~Encoder.cache_key` and the SHA-256 of each text) it embeds only the texts it has not seen,
+so the postprocessors that see the same nodes again do not embed them again.
+
+Cost: the packaged all-MiniLM-L6-v2 embeds MixPR's chunks (up to 64 words, about 20 on
+average) at about 70 a second on two CPU cores, about 2.5 minutes per 10,000 chunks (README,
+"Speed"; ``benchmarks/bench_embeddings.py``); requests of 10 texts, LlamaIndex's default, were 2-4
+times slower.
 """
 
 from __future__ import annotations
@@ -42,13 +49,28 @@ __all__ = [
     "embed_texts",
     "check_query_embedding",
     "progress_default",
+    "require_query_encoder",
     "DEFAULT_MODEL_NAME",
+    "LLAMAINDEX_BATCH_SIZE",
 ]
 
 logger = logging.getLogger(__name__)
 
 #: identity of the default encoder (all-MiniLM-L6-v2, 384 dimensions), as saved with an index
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+#: texts per request of a LlamaIndex ``BaseEmbedding`` left at LlamaIndex's default
+#: ``embed_batch_size`` (10, a remote API's cautious default: 627 s for 11k chunks through a local
+#: MiniLM); 64 stays within every hosted embedding API's per-request limit that we know of
+LLAMAINDEX_BATCH_SIZE = 64
+
+#: LlamaIndex's default ``embed_batch_size`` (``llama_index.core.constants``)
+_LLAMAINDEX_DEFAULT_BATCH = 10
+
+_LLAMAINDEX_BATCH_LOCK = threading.Lock()
+
+#: texts per call of :func:`embed_texts` when neither it nor the encoder says otherwise
+_DEFAULT_CALL_SIZE = 256
 
 _MODEL_CACHE: dict[tuple[str, str], object] = {}
 _LOCK = threading.Lock()
@@ -90,6 +112,9 @@ class Encoder:
     """
 
     dim: int | None = None
+    #: texts handed to the model per request of its batch API (:func:`embed_texts` passes whole
+    #: multiples of it per call)
+    batch_size: int = _DEFAULT_CALL_SIZE
 
     @property
     def name(self) -> str:
@@ -259,10 +284,22 @@ class SentenceTransformerEncoder(Encoder):
 
 
 class LlamaIndexEncoder(Encoder):
-    """A LlamaIndex ``BaseEmbedding`` (``get_text_embedding_batch`` / ``get_query_embedding``)."""
+    """A LlamaIndex ``BaseEmbedding`` (``get_text_embedding_batch`` / ``get_query_embedding``).
 
-    def __init__(self, embed_model):
+    Texts go through ``get_text_embedding_batch`` (so the app's callbacks, instrumentation and
+    embedding cache see them), ``embed_batch_size`` texts per request. A model left at LlamaIndex's
+    default of 10 is set to ``batch_size`` (default :data:`LLAMAINDEX_BATCH_SIZE`, 64) for the
+    duration of each call and restored after (calls through this module take turns meanwhile).
+    Any other ``embed_batch_size`` is the app's choice (a memory or API limit) and is kept.
+    """
+
+    def __init__(self, embed_model, batch_size: int = LLAMAINDEX_BATCH_SIZE):
+        from longctx.checks import check_int
+
         self.embed_model = embed_model
+        size = getattr(embed_model, "embed_batch_size", None)
+        chosen = isinstance(size, int) and size >= 1 and size != _LLAMAINDEX_DEFAULT_BATCH
+        self.batch_size = size if chosen else check_int(batch_size, "batch_size", minimum=1)
 
     @property
     def name(self) -> str:
@@ -273,7 +310,22 @@ class LlamaIndexEncoder(Encoder):
         return _named_key(self.name, self.embed_model)
 
     def _embed_documents(self, texts):
-        return self.embed_model.get_text_embedding_batch(texts)
+        model = self.embed_model
+        size = getattr(model, "embed_batch_size", None)
+        if not isinstance(size, int) or size >= self.batch_size:
+            return model.get_text_embedding_batch(texts)
+        # LlamaIndex's default: raised for this call on the app's own object (its callbacks,
+        # counters and caches see every request), restored after
+        with _LLAMAINDEX_BATCH_LOCK:
+            try:
+                model.embed_batch_size = self.batch_size
+            except (AttributeError, TypeError, ValueError) as exc:  # a frozen model
+                logger.info("embedding %d texts per request (%s)", size, exc)
+                return model.get_text_embedding_batch(texts)
+            try:
+                return model.get_text_embedding_batch(texts)
+            finally:
+                model.embed_batch_size = size
 
     def _embed_query(self, query):
         return self.embed_model.get_query_embedding(query)
@@ -324,7 +376,10 @@ def get_encoder(encoder=None, *, device: str | None = None) -> Encoder:
     encoder : optional
         ``None`` (default all-MiniLM-L6-v2), a model path ``str``, an :class:`Encoder`, a LlamaIndex
         ``BaseEmbedding``, a LangChain ``Embeddings``, a sentence-transformers model (``encode``),
-        or a callable ``list[str] -> (n, dim)``.
+        or a callable ``list[str] -> (n, dim)``. An object with a ``longctx_encoder`` attribute
+        holding an :class:`Encoder` (``llamaindex_longctx.LongctxEmbedding``,
+        ``langchain_longctx.LongctxEmbeddings``) is that encoder, so an index built through it
+        is saved under the model's own name.
     device : str, optional
         Device for the default or path-given sentence-transformers model.
 
@@ -337,6 +392,9 @@ def get_encoder(encoder=None, *, device: str | None = None) -> Encoder:
         return SentenceTransformerEncoder(encoder, device=device)
     if isinstance(encoder, Encoder):
         return encoder
+    own = getattr(encoder, "longctx_encoder", None)
+    if isinstance(own, Encoder):  # a framework wrapper of a longctx encoder: same identity
+        return own
     if hasattr(encoder, "get_text_embedding_batch") and hasattr(encoder, "get_query_embedding"):
         return LlamaIndexEncoder(encoder)
     if hasattr(encoder, "embed_documents") and hasattr(encoder, "embed_query"):
@@ -512,6 +570,38 @@ def check_query_embedding(
     return q
 
 
+def require_query_encoder(identity: dict, encoder, *, where: str, argument: str) -> None:
+    """Refuse, at load, a hybrid index that could not embed a text query.
+
+    A hybrid index holds unit vectors made by one embedding model; a query given as text must be
+    embedded by the same model. The packaged default (:data:`DEFAULT_MODEL_NAME`) is reloaded by
+    name; any other model must be passed again.
+
+    Parameters
+    ----------
+    identity : dict
+        The loaded index's ``encoder_identity`` (``{}`` for an index without vectors).
+    encoder : optional
+        The model passed to the loader (``None``: none).
+    where : str
+        The saved index's location, for the message.
+    argument : str
+        The loader's argument to pass it with (``"embeddings"``, ``"embed_model"``).
+
+    Raises
+    ------
+    ValueError
+        ``identity`` names a model other than the default and ``encoder`` is ``None``.
+    """
+    if not identity or encoder is not None or identity.get("name") == DEFAULT_MODEL_NAME:
+        return
+    raise ValueError(
+        f"the index at {where!r} holds unit vectors made by the embedding model "
+        f"{identity.get('name')!r} ({identity.get('dim')} dimensions), and queries must be "
+        f"embedded by the same model: pass it again as {argument}=..."
+    )
+
+
 def default_cache() -> EmbeddingCache:
     """The process-wide :class:`EmbeddingCache` used by the diversity postprocessor and
     compressor (50,000 vectors)."""
@@ -523,11 +613,12 @@ def embed_texts(
     texts: Sequence[str],
     *,
     cache: EmbeddingCache | None = None,
-    batch_size: int = 256,
+    batch_size: int | None = None,
     progress: bool | None = False,
     desc: str = "embedding",
 ) -> np.ndarray:
-    """Embed many texts once, in batches, with a progress bar; reuse cached vectors.
+    """Embed many texts once, through the model's batch API, with a progress bar; reuse cached
+    vectors.
 
     Parameters
     ----------
@@ -536,8 +627,11 @@ def embed_texts(
     cache : EmbeddingCache, optional
         Vectors already computed for the same encoder and text are taken from it; new ones are
         added; a text repeated within ``texts`` is then embedded once.
-    batch_size : int >= 1, default 256
-        Texts per call of the encoder (the progress bar advances per batch).
+    batch_size : int >= 1, optional
+        Texts per call of the encoder (the progress bar advances per call); default 256 or the
+        encoder's :attr:`~Encoder.batch_size` if larger. It is rounded down to a whole multiple of
+        the encoder's :attr:`~Encoder.batch_size` (texts per request to the model), so that
+        ``n`` texts take ``ceil(n / encoder.batch_size)`` requests.
     progress : bool or None, default False
         Show a tqdm bar on stderr; ``None``: only when stderr is a terminal
         (:func:`progress_default`), never into a redirected log.
@@ -558,7 +652,12 @@ def embed_texts(
 
     enc = get_encoder(encoder)
     texts = _check_texts(texts)
+    request = max(1, int(getattr(enc, "batch_size", None) or _DEFAULT_CALL_SIZE))
+    if batch_size is None:
+        batch_size = max(_DEFAULT_CALL_SIZE, request)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
+    if batch_size > request:
+        batch_size -= batch_size % request  # whole requests per call
     n = len(texts)
     rows: list[np.ndarray | None] = [None] * n
     todo = list(range(n))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -166,3 +167,81 @@ def test_mkdocs_build_strict(tmp_path):
     assert (tmp_path / "site" / "index.html").is_file()
     api = (tmp_path / "site" / "api" / "types" / "index.html").read_text(encoding="utf-8")
     assert "by_score" in api  # the reference is generated from the docstrings
+    # no Sphinx role shows as raw text (issue 32: about 280 did); they became links or code
+    roles = re.compile(r":(?:py:)?(?:class|meth|func|data|mod|attr|obj|exc):")
+    for page in (tmp_path / "site").rglob("*"):
+        if page.suffix in (".html", ".json"):
+            found = roles.findall(page.read_text(encoding="utf-8"))
+            assert not found, f"{page.relative_to(tmp_path)}: {len(found)} raw roles"
+    assert 'href="#longctx.types.SearchResult.by_score"' in api  # a role made a link
+
+
+CHUNK_SIZE_PAGES = [README, ROOT / "docs" / "index.md", ROOT / "docs" / "guide" / "python.md"]
+
+
+def test_stated_chunk_size_is_the_default():
+    """Issue 32: the README said 64 words, docs/index.md "~32-word chunks", the guide "about 32
+    words". Every page states the default's ``max_words`` and the measured average."""
+    import numpy as np
+
+    from longctx import MixPRIndex, sample_text
+    from longctx.mixpr import MixPRConfig
+
+    n = MixPRConfig().max_words
+    text = sample_text("alice")
+    index = MixPRIndex.from_texts(text)
+    mean = np.mean([len(text[a:b].split()) for a, b in zip(index.starts, index.ends)])
+    for path in CHUNK_SIZE_PAGES:
+        page = path.read_text(encoding="utf-8")
+        sizes = re.findall(r"up to (\d+) words, cut at sentence ends", page)
+        assert sizes and {int(s) for s in sizes} == {n}, path.name
+        averages = [int(a) for a in re.findall(r"about (\d+) words on average", page)]
+        assert averages and all(abs(a - mean) <= 2 for a in averages), (path.name, mean)
+        assert not re.search(r"~\d+-word chunks|about \d+ words each|\d+-word chunks", page)
+
+
+def _sphinx_roles_hook():
+    spec = importlib.util.spec_from_file_location(
+        "sphinx_roles", ROOT / "docs_hooks" / "sphinx_roles.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sphinx_roles_become_links_or_code():
+    """The mkdocs hook (no build here): a documented target is an autorefs link, an unknown or
+    ambiguous one code; ``~`` shortens the title; roles inside code keep their title only."""
+    hook = _sphinx_roles_hook()
+
+    class Autorefs:
+        documented = {"longctx.types.SearchResult", "longctx.types.SearchResult.top", "a.search"}
+
+        def get_item_url(self, identifier):
+            if identifier not in self.documented:
+                raise KeyError(identifier)
+            return f"#{identifier}", None
+
+    hook._paths.clear()
+    hook._paths.update(
+        {
+            "SearchResult": [("longctx.types.SearchResult", "longctx.types.SearchResult")],
+            "longctx.SearchResult": [],
+            "search": [("a.search", "a.search"), ("b.search", "b.search")],
+        }
+    )
+    html = (
+        "A :class:<code>longctx.types.SearchResult</code>, :meth:<code>~longctx.types.SearchResult.top</code>,"
+        " :class:<code>longctx.SearchResult</code>, :func:<code>nowhere</code>,"
+        " :meth:<code>search</code> and <code>list of :class:`~x.Passage`</code>."
+    )
+    out = hook.rewrite_roles(html, Autorefs())
+    assert not re.search(r":(class|meth|func|data|mod|attr):", out)
+    assert (
+        '<autoref identifier="longctx.types.SearchResult" optional><code>'
+        "longctx.types.SearchResult</code></autoref>" in out
+    )
+    assert '<autoref identifier="longctx.types.SearchResult.top" optional><code>top</code>' in out
+    assert out.count('identifier="longctx.types.SearchResult"') == 2  # re-exported name resolved
+    assert "<code>nowhere</code>" in out and "<code>list of Passage</code>" in out
+    assert '<autoref identifier="a.search"' in out  # one documented among the candidates

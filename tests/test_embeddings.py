@@ -161,3 +161,146 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(capsys):
 
     DiversityIndex.from_texts("The cat sat. The dog ran. " * 50, get_encoder(HashEncoder()))
     assert capsys.readouterr().err == ""  # progress=None: tqdm draws only on a terminal
+
+
+# ------------------------------------------------------------------- batches (issue 32)
+def _counting_llamaindex(embed_batch_size=None):
+    """A real LlamaIndex ``BaseEmbedding`` counting its requests (``_get_text_embeddings``)."""
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
+    calls = []
+
+    class Counting(BaseEmbedding):
+        def _get_query_embedding(self, query):
+            return _vec(query)
+
+        async def _aget_query_embedding(self, query):
+            return _vec(query)
+
+        def _get_text_embedding(self, text):
+            calls.append(1)
+            return _vec(text)
+
+        def _get_text_embeddings(self, texts):
+            calls.append(len(texts))
+            return [_vec(t) for t in texts]
+
+    kw = {} if embed_batch_size is None else {"embed_batch_size": embed_batch_size}
+    return Counting(model_name="counting", **kw), calls
+
+
+class _CountingLangChain(FakeLangChain):
+    def __init__(self):
+        self.calls = []
+
+    def embed_documents(self, texts):
+        self.calls.append(len(texts))
+        return super().embed_documents(texts)
+
+
+def test_units_go_through_the_models_batch_api_in_large_batches():
+    """Issue 32: LlamaIndex's default embed_batch_size (10) sent 11k chunks 10 at a time."""
+    from longctx.embeddings import LLAMAINDEX_BATCH_SIZE, embed_texts
+
+    texts = [f"text number {i} " + "a" * (i % 7) for i in range(1000)]
+    li, calls = _counting_llamaindex()
+    assert li.embed_batch_size == 10  # LlamaIndex's default
+    out = embed_texts(li, texts)
+    assert out.shape == (1000, 3)
+    assert len(calls) <= 1000 / LLAMAINDEX_BATCH_SIZE + 1 and sum(calls) == 1000
+    assert max(calls) == LLAMAINDEX_BATCH_SIZE
+    assert li.embed_batch_size == 10  # the app's setting is restored after the call
+    # the vectors are the model's, in order
+    np.testing.assert_allclose(out[17], l2_normalize(np.array([_vec(texts[17])]))[0], rtol=1e-6)
+    # an embed_batch_size the app chose is kept (a memory or API limit)
+    li32, calls32 = _counting_llamaindex(32)
+    embed_texts(li32, texts)
+    assert max(calls32) == 32 and len(calls32) <= 1000 / 32 + 1
+    lc = _CountingLangChain()
+    embed_texts(lc, texts)
+    assert len(lc.calls) <= 1000 / 256 + 1 and sum(lc.calls) == 1000
+    # a caller's batch size is rounded to whole requests: no extra partial request per call
+    li2, calls2 = _counting_llamaindex()
+    embed_texts(li2, texts, batch_size=100)
+    assert len(calls2) == -(-1000 // 64)
+
+
+def test_hybrid_mixpr_embeds_the_apps_units_in_batches():
+    """Through the adapters: LlamaIndex ``embed_model=`` and LangChain ``embeddings=``."""
+    from langchain_core.documents import Document
+    from llama_index.core.schema import TextNode
+
+    from langchain_longctx import MixPRRetriever as LCRetriever
+    from llamaindex_longctx import MixPRRetriever as LIRetriever
+
+    text = " ".join(f"Sentence {i} tells about item {i}." for i in range(600))
+    li, calls = _counting_llamaindex()
+    r = LIRetriever([TextNode(text=text, id_="n")], embed_model=li, max_words=8)
+    n = r.index.n_units
+    assert n >= 500 and sum(calls) == n and len(calls) <= n / 64 + 1
+    lc = _CountingLangChain()
+    r2 = LCRetriever(documents=[Document(page_content=text, id="d")], embeddings=lc, max_words=8)
+    assert sum(lc.calls) == r2.index.n_units and len(lc.calls) <= r2.index.n_units / 256 + 1
+
+
+def test_require_query_encoder():
+    from longctx.embeddings import DEFAULT_MODEL_NAME, require_query_encoder
+
+    require_query_encoder({}, None, where="x", argument="embeddings")  # not hybrid
+    require_query_encoder({"name": DEFAULT_MODEL_NAME, "dim": 384}, None, where="x", argument="e")
+    require_query_encoder({"name": "m", "dim": 3}, object(), where="x", argument="e")
+    with pytest.raises(ValueError, match=r"'m' \(3 dimensions\).*embeddings=\.\.\."):
+        require_query_encoder({"name": "m", "dim": 3}, None, where="x", argument="embeddings")
+
+
+def test_framework_wrappers_of_the_packaged_model_are_its_encoder():
+    """``LongctxEmbedding`` / ``LongctxEmbeddings`` unwrap to the longctx encoder (nothing loaded
+    here: the model loads on first use)."""
+    from langchain_longctx import LongctxEmbeddings
+    from llamaindex_longctx import LongctxEmbedding
+    from longctx.embeddings import DEFAULT_MODEL_NAME
+
+    for wrapper in (LongctxEmbedding(), LongctxEmbeddings()):
+        enc = get_encoder(wrapper)
+        assert isinstance(enc, SentenceTransformerEncoder) and enc.name == DEFAULT_MODEL_NAME
+        assert enc.model_path is None  # the packaged model, not a hub name
+    li = LongctxEmbedding(model_name="/some/model", device="cpu", embed_batch_size=16)
+    enc = get_encoder(li)
+    assert (enc.name, enc.device, enc.batch_size) == ("/some/model", "cpu", 16)
+    assert LongctxEmbedding.class_name() == "LongctxEmbedding"
+    assert li.to_dict()["model_name"] == "/some/model"
+
+
+@pytest.mark.slow
+def test_packaged_model_as_the_llamaindex_app_model_and_langchain_embeddings(tmp_path):
+    from langchain_core.documents import Document
+    from llama_index.core import Settings
+    from llama_index.core.schema import TextNode
+
+    from langchain_longctx import LongctxEmbeddings
+    from langchain_longctx import MixPRRetriever as LCRetriever
+    from llamaindex_longctx import LongctxEmbedding
+    from llamaindex_longctx import MixPRRetriever as LIRetriever
+
+    texts = ["The cat sat on the mat.", "Stocks fell sharply."]
+    want = get_encoder().embed_documents(texts)
+    li, lc = LongctxEmbedding(), LongctxEmbeddings()
+    np.testing.assert_allclose(li.get_text_embedding_batch(texts), want, atol=1e-5)
+    np.testing.assert_allclose(lc.embed_documents(texts), want, atol=1e-5)
+    q = get_encoder().embed_query("Where did the cat sit?")
+    np.testing.assert_allclose(li.get_query_embedding("Where did the cat sit?"), q, atol=1e-5)
+    saved = Settings._embed_model
+    try:
+        Settings.embed_model = LongctxEmbedding()  # the one-liner of the docs
+        r = LIRetriever([TextNode(text=" ".join(texts), id_="n")], embed_model=Settings.embed_model)
+        r.persist(tmp_path / "li")
+    finally:
+        Settings._embed_model = saved
+    # saved under the model's own name: it reloads without being passed again
+    loaded = LIRetriever.from_persist_dir(tmp_path / "li")
+    assert loaded.index.encoder_identity["name"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert [n.text for n in loaded.retrieve("feline")] == [n.text for n in r.retrieve("feline")]
+    r2 = LCRetriever(documents=[Document(page_content=" ".join(texts), id="d")], embeddings=lc)
+    r2.save(tmp_path / "lc")
+    back = LCRetriever.load(tmp_path / "lc")
+    assert [d.id for d in back.invoke("feline")] == [d.id for d in r2.invoke("feline")]

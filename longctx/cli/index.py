@@ -98,6 +98,12 @@ def add_parser(sub, positive_int) -> None:
     p.add_argument("--no-embeddings", action="store_true", help="store no node embeddings")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also print INFO log messages (the corpus build's decisions, Ray's start-up notices)",
+    )
 
 
 def _error(message: str) -> int:

@@ -9,6 +9,12 @@
 Workers write each finished index to the corpus location themselves (a shared folder or an
 object store); with ``memory://`` (one process's memory) they return the files and the driver
 writes them.
+
+Ray puts the driver's current folder first on every worker's ``sys.path``; run from a folder that
+holds a ``longctx/`` directory (a checkout, say), the workers would import that folder instead of
+the installed package. A Ray started here therefore has each worker import longctx when it starts
+(``worker_process_setup_hook``), before that folder is on its path. Ray's "Token authentication is
+enabled" notice is shown only when longctx logs at INFO (``longctx ... --verbose``).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from longctx.corpus.methods import MODEL_METHODS
 
@@ -43,6 +50,37 @@ def _task(method, options, storage, doc_id, rel, text, return_files):
     from longctx.corpus.methods import make_builder
 
     return run_one(make_builder(method, options), storage, doc_id, rel, text, return_files)
+
+
+def _import_longctx() -> None:
+    """Worker start-up hook: import this package (and so ``longctx``) while the worker's
+    ``sys.path`` does not yet hold the driver's current folder, which Ray puts first before the
+    first task runs; later imports of ``longctx`` find it in ``sys.modules``."""
+    import longctx.corpus.build  # noqa: F401
+
+
+#: the ``runtime_env`` of a Ray started by :func:`run_on_ray`
+RUNTIME_ENV = {"worker_process_setup_hook": f"{__name__}._import_longctx"}
+
+#: Ray's loggers whose notices at start-up are shown only at INFO level (``--verbose``)
+_RAY_NOTICE_LOGGERS = ("ray._private.authentication.authentication_token_setup",)
+
+
+@contextmanager
+def _quiet_ray_start():
+    """Ray's start-up notices (the token authentication one) hidden unless longctx logs at INFO;
+    the loggers' levels are restored after."""
+    if logging.getLogger("longctx").isEnabledFor(logging.INFO):
+        yield
+        return
+    saved = [(lg, lg.level) for lg in map(logging.getLogger, _RAY_NOTICE_LOGGERS)]
+    for lg, _ in saved:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in saved:
+            lg.setLevel(level)
 
 
 def _default_workers(ray, gpus_per_worker: float, local: bool) -> int:
@@ -76,17 +114,20 @@ def run_on_ray(
         backend = "ray-cluster" if ray_address else "ray-local"
         logger.info("using the Ray this process already runs")
     elif ray_address is not None:
-        ray.init(address=ray_address, log_to_driver=False)
+        with _quiet_ray_start():
+            ray.init(address=ray_address, log_to_driver=False, runtime_env=RUNTIME_ENV)
         started, backend = True, "ray-cluster"
     else:
         n = workers or (os.cpu_count() or 1)
-        ray.init(
-            num_cpus=n,
-            num_gpus=None if gpus_per_worker else 0,
-            include_dashboard=False,
-            log_to_driver=False,
-            configure_logging=False,
-        )
+        with _quiet_ray_start():
+            ray.init(
+                num_cpus=n,
+                num_gpus=None if gpus_per_worker else 0,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                runtime_env=RUNTIME_ENV,
+            )
         started, backend = True, "ray-local"
     actors = []
     try:

@@ -200,8 +200,9 @@ class MixPRIndex(RetrievalIndex):
         :class:`KeywordRouter` by default; :class:`LLMRouter` asks an LLM (appendix A.2 prompt).
     token_counter : callable ``str -> int``, optional
         Counts each chunk's tokens once for token budgets (``longctx.tokens.count_tokens``).
-    progress : bool
-        tqdm bar over the build stages on stderr.
+    progress : bool or None
+        tqdm bar over the build stages on stderr (``True``); ``None`` (the default of
+        :meth:`from_texts`): only the bar of a hybrid index's embedding, on a terminal.
 
     Examples
     --------
@@ -338,7 +339,7 @@ class MixPRIndex(RetrievalIndex):
         preset: str = "default",
         router=None,
         token_counter: TokenCounter | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
         chunk: bool = True,
         encoder=None,
         unit_vectors=None,

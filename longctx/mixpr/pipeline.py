@@ -84,8 +84,9 @@ class MixPR:
         Base settings (:data:`PRESETS`); see above.
     router : callable ``(query, chunks) -> "local" | "global"``, optional
         :class:`KeywordRouter` by default; :class:`LLMRouter` asks an LLM.
-    progress : bool, default False
-        tqdm bars on stderr for the build stages.
+    progress : bool or None, default None
+        tqdm bars on stderr for the build stages (``True``); ``None``: only the bar of a hybrid
+        index's embedding, and only when stderr is a terminal; ``False``: none.
     **params
         Any :class:`MixPRConfig` field (``threshold``, ``query_threshold``, ``alpha_local``,
         ``max_iter``, ``tol``, ``max_words``, ``stop_words``, ``strip_accents``, ``sublinear_tf``,
@@ -108,14 +109,14 @@ class MixPR:
         *,
         preset: str = "default",
         router: Callable[[str, Sequence[str]], str] | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
         **params,
     ):
         self.config = MixPRConfig.from_preset(preset, **params)
         if router is not None and not callable(router):
             raise TypeError(f"router must be callable, got {type(router).__name__}")
         self.router = router if router is not None else KeywordRouter()
-        self.progress = bool(progress)
+        self.progress = None if progress is None else bool(progress)
 
     @property
     def max_words(self) -> int:

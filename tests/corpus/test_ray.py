@@ -40,6 +40,45 @@ GARLIC_OPTIONS = dict(
 )
 
 
+def test_ray_build_from_a_folder_holding_a_longctx_directory(tmp_path, docs):
+    """Issue 32: Ray put the driver's current folder first on the workers' ``sys.path``, so a
+    ``longctx/`` folder there (a checkout) was imported instead of the package and every document
+    failed. Here that folder's ``__init__.py`` even raises (a regular package shadows any path
+    entry; an empty folder only shadows an editable install). Runs in its own process (its own
+    Ray, started by ``run_on_ray``); Ray's token-authentication notice is not printed."""
+    import json
+    import subprocess
+    import sys
+
+    cwd = tmp_path / "cwd"
+    (cwd / "longctx").mkdir(parents=True)
+    (cwd / "longctx" / "__init__.py").write_text("raise ImportError('the folder, not longctx')\n")
+    books = tmp_path / "books"
+    books.mkdir()
+    for i, (_, text) in enumerate(docs[:2]):
+        (books / f"part{i}.txt").write_text(text[:2000], encoding="utf-8")
+    script = tmp_path / "bin" / "run_longctx.py"  # not `python -m`: that puts cwd on sys.path
+    script.parent.mkdir()
+    script.write_text("import sys\nfrom longctx.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["PYTHONPATH"] = str(REPO)
+    out = tmp_path / "corpus"
+    args = [str(books), "--method", "mixpr", "--out", str(out), "--workers", "2"]
+    res = subprocess.run(
+        [sys.executable, str(script), "index", *args, "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    data = json.loads(res.stdout)
+    assert data["backend"] == "ray-local" and sorted(data["built"]) == ["part0.txt", "part1.txt"]
+    assert "Token authentication" not in res.stderr, res.stderr
+    assert len(load_corpus(out)) == 2
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     """One local Ray (2 CPUs) for the module; workers import ``tests`` through PYTHONPATH."""
@@ -132,3 +171,30 @@ def test_garlic_corpus_in_langchain(garlic_corpora):
     assert r.documents[1].metadata == {"x": 1}
     assert r.documents[0].page_content == GARLIC_DOCS[0][1]
     assert r.searcher is not None and len(r.searcher.graph.ids) > 4
+
+
+def test_ray_start_notices_only_at_info_level():
+    """Ray's token-authentication notice is hidden unless longctx logs at INFO (``--verbose``);
+    the logger's level is restored after; the workers import longctx at start-up."""
+    import logging
+
+    from longctx.corpus import ray_backend
+
+    notice = logging.getLogger(ray_backend._RAY_NOTICE_LOGGERS[0])
+    log = logging.getLogger("longctx")
+    saved = (notice.level, log.level)
+    try:
+        notice.setLevel(logging.NOTSET)
+        log.setLevel(logging.WARNING)
+        with ray_backend._quiet_ray_start():
+            assert not notice.isEnabledFor(logging.WARNING)
+        assert notice.level == logging.NOTSET
+        log.setLevel(logging.INFO)
+        with ray_backend._quiet_ray_start():
+            assert notice.isEnabledFor(logging.WARNING)
+    finally:
+        notice.setLevel(saved[0])
+        log.setLevel(saved[1])
+    hook = ray_backend.RUNTIME_ENV["worker_process_setup_hook"]
+    module, name = hook.rsplit(".", 1)
+    assert module == "longctx.corpus.ray_backend" and callable(getattr(ray_backend, name))

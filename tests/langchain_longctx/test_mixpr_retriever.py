@@ -80,3 +80,52 @@ def test_bad_arguments():
     index = r.index
     r.invoke("milk?")
     assert r.index is index  # built once, kept across invokes
+
+
+def test_hybrid_saved_and_loaded_in_a_fresh_process_answers_the_same(tmp_path):
+    """Issue 32: a saved hybrid came back without its model and failed at the first query."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    from tests.test_mixpr_hybrid import QUERY, TEXT, _LCEmbeddings
+
+    r = MixPRRetriever(documents=[Document(page_content=TEXT, id="d")], embeddings=_LCEmbeddings())
+    want = [[d.id, d.page_content] for d in r.invoke(QUERY, k=3)]
+    assert any("automobile" in text for _, text in want)  # found through the dense vectors
+    r.save(tmp_path / "r")
+    code = (
+        "import json, sys\n"
+        "from langchain_longctx import MixPRRetriever\n"
+        "from tests.test_mixpr_hybrid import QUERY, _LCEmbeddings\n"
+        "r = MixPRRetriever.load(sys.argv[1], embeddings=_LCEmbeddings())\n"
+        "print(json.dumps([[d.id, d.page_content] for d in r.invoke(QUERY, k=3)]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == want
+    # without the model: refused at load, naming the argument (not at the first query)
+    with pytest.raises(ValueError, match=r"embeddings=") as err:
+        MixPRRetriever.load(tmp_path / "r")
+    assert "langchain:_LCEmbeddings" in str(err.value) or "_LCEmbeddings" in str(err.value)
+    # a model of another dimension: refused at load too
+    with pytest.raises(ValueError, match="dimensions"):
+        MixPRRetriever.load(tmp_path / "r", embeddings=_OtherDim())
+
+
+class _OtherDim:
+    def embed_documents(self, texts):
+        return [[1.0, float(len(t))] for t in texts]
+
+    def embed_query(self, text):
+        return [1.0, 0.0]

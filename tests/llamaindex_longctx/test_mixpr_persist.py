@@ -108,3 +108,25 @@ def test_folders_of_the_old_layout_still_load(tmp_path):
     assert [n.node.get_content() for n in loaded.retrieve(q)] == [
         n.node.get_content() for n in r.retrieve(q)
     ]
+
+
+def test_hybrid_without_a_model_for_queries_fails_at_load(tmp_path):
+    from llama_index.core import Settings
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.schema import TextNode
+
+    emb = MockEmbedding(embed_dim=8)
+    r = MixPRRetriever([TextNode(text="Mary went home. The cat sat.", id_="n")], embed_model=emb)
+    r.persist(tmp_path)
+    saved = Settings._embed_model
+    Settings._embed_model = None
+    try:
+        with pytest.raises(ValueError, match=r"embed_model .*Settings\.embed_model"):
+            MixPRRetriever.from_persist_dir(tmp_path)
+        Settings.embed_model = emb  # the app's model serves the queries
+        loaded = MixPRRetriever.from_persist_dir(tmp_path)
+    finally:
+        Settings._embed_model = saved
+    assert loaded.retrieve("Where did Mary go?")
+    again = MixPRRetriever.from_persist_dir(tmp_path, embed_model=emb)
+    assert [n.node_id for n in again.retrieve("cat")] == [n.node_id for n in r.retrieve("cat")]

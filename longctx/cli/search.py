@@ -1,0 +1,98 @@
+"""``longctx search CORPUS -q "..." [--k N] [--format json]``: one search over every document of a
+corpus built by ``longctx index PATH... --method mixpr|diversity --out CORPUS``.
+
+Through the public API only: :meth:`longctx.corpus.CorpusIndex.from_corpus` then
+:meth:`~longctx.corpus.CorpusIndex.search`; each hit's ``source`` is its document's position in
+``info["doc_ids"]``, printed as the document id.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+#: passages printed when ``--k`` is not given
+DEFAULT_K = 10
+
+
+def add_parser(sub, positive_int, add_output_options) -> None:
+    """Register the ``search`` subcommand on ``sub`` (an argparse subparsers object)."""
+    s = sub.add_parser(
+        "search",
+        help="search every document of a corpus built by 'longctx index --method'",
+        description="Search a corpus built by 'longctx index PATH... --method mixpr|diversity "
+        "--out CORPUS': every document's index answers the query, the best passages of all "
+        "are printed in corpus order (document, then position), each with its document id.",
+        epilog="examples:\n"
+        "  longctx index books/ --method mixpr --out corpus\n"
+        '  longctx search corpus -q "Who stole the tarts?" --k 5\n'
+        '  longctx search s3://bucket/corpus -q "Who stole the tarts?" --format json',
+    )
+    s.add_argument("corpus", help="corpus folder or fsspec URL written by 'longctx index --method'")
+    s.add_argument("--query", "-q", required=True, help="the question (or task) to search for")
+    s.add_argument(
+        "--k",
+        type=positive_int("--k"),
+        default=DEFAULT_K,
+        help=f"passages over the whole corpus (default: {DEFAULT_K})",
+    )
+    s.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="text: a line '[DOC_ID] chars START-END  score=S' then the passage; json: passages "
+        "(with doc_id) plus method, mode, doc_ids and timings (load, search, total)",
+    )
+    add_output_options(s)
+
+
+def run(args) -> int:
+    """Load the corpus, search it, print the passages (errors: :class:`longctx.cli.CliError`)."""
+    from longctx.cli import CliError
+    from longctx.persist import PersistError
+
+    if not args.query.strip():
+        raise CliError("--query must not be empty")
+    t0 = time.perf_counter()
+    try:
+        from longctx.corpus import CorpusIndex
+
+        index = CorpusIndex.from_corpus(args.corpus)
+    except ModuleNotFoundError as exc:
+        raise CliError(
+            f"'longctx search' needs a missing package ({exc.name}): pip install 'longctx[all]'"
+        ) from None
+    except PersistError as exc:
+        raise CliError(f"cannot load the corpus: {exc}") from None
+    except (ValueError, TypeError, OSError) as exc:
+        raise CliError(f"cannot search the corpus at {args.corpus!r}: {exc}") from None
+    t1 = time.perf_counter()
+    try:
+        result = index.search(args.query, k=args.k)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise CliError(str(exc)) from None
+    t2 = time.perf_counter()
+    doc_ids = list(result.info["doc_ids"])
+    if not result.hits:
+        raise CliError("no passage of the corpus was found for this query")
+    timings = {"load": t1 - t0, **dict(result.timings), "total": t2 - t0}
+    if args.format == "json":
+        out = {
+            "method": result.method,
+            "mode": result.mode,
+            "query": args.query,
+            "corpus": str(args.corpus),
+            "doc_ids": doc_ids,
+            "budget": dict(result.budget),
+            "timings": {k: round(float(v), 6) for k, v in timings.items()},
+            "passages": [{**p.to_dict(), "doc_id": doc_ids[p.source]} for p in result.hits],
+        }
+        json.dump(out, sys.stdout, ensure_ascii=False, indent=1, default=str)
+        sys.stdout.write("\n")
+        return 0
+    for p in result.hits:
+        print(f"[{doc_ids[p.source]}] chars {p.start}-{p.end}  score={p.score:.6g}")
+        print(p.text)
+        print()
+    return 0
