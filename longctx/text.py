@@ -253,10 +253,13 @@ _RULE_END_RE = regex.compile(
     r"(?<![.!?\u2026\u203c\u2047-\u2049])([.!?\u2026\u203c\u2047-\u2049]++)"  # whole runs only
     r"[\"'\u2019\u201d)\]\u00bb]*+[ \t\f\v\r\n\u00a0\u2028\u2029]++"
     r"(?=[\"'\u2018\u201c(\[\u00ab\u00bf\u00a1]*+[\p{Lu}\p{Lt}\p{Lo}\d])"
+    # a lone full stop before a lowercase word ends a sentence too (unless an abbreviation);
+    # after ! ? or an ellipsis a lowercase word goes on ("'Hi!' he said", "and so... on")
+    r"|(?<![.!?\u2026])(\.)[ \t\f\v\r\n\u00a0\u2028\u2029]++(?=\p{Ll})"
     r"|\n[ \t\f\v\r]*+\n\s*+"
 )
 # Words whose full stop does not end a sentence: titles and common abbreviations, and one
-# capital letter (an initial: "J. R. R. Tolkien").
+# capital letter (an initial: "J. R. R. Tolkien"), but "I" ("says I. Daniel went...").
 _RULE_ABBREVIATIONS = frozenset(
     "mr mrs ms mme mlle dr st jr sr prof rev gen col capt lt sgt mt ft vs etc al ed eds no nos "
     "vol vols pp cf fig figs inc ltd co corp dept univ approx jan feb mar apr jun jul aug sep "
@@ -270,12 +273,12 @@ def _rules_spans(text: str) -> list[Span]:
     starts = [0]
     for m in _RULE_END_RE.finditer(text):
         j = m.start()
-        if m.group(1) == ".":  # a full stop after an abbreviation or an initial ends nothing
+        if m.group(1) == "." or m.group(2):  # after an abbreviation or an initial: no end
             k = j - 1
             while k >= 0 and j - k <= 12 and not text[k].isspace():
                 k -= 1
             word = text[k + 1 : j].lstrip(_RULE_OPENERS).lower()
-            if word in _RULE_ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+            if word in _RULE_ABBREVIATIONS or (len(word) == 1 and word.isalpha() and word != "i"):
                 continue
         starts.append(m.end())
     return _partition_to_spans(text, starts)

@@ -144,7 +144,8 @@ def test_fuzzed_punctuation_splits_into_a_partition_by_rules(pattern, size):
 def test_rules_sentences_keep_abbreviations_and_initials():
     text = (
         "Mr. Smith met Dr. J. R. Tolkien at 5 p.m. in St. Albans. He said “Hi!” Then: “Go.” "
-        "3 cats came.\n\nA new paragraph without a full stop\n\nAnd another. é is lower."
+        "3 cats came.\n\nA new paragraph without a full stop\n\nAnd another. é is lower. "
+        "“Hi!” he said. Says I. Then so... on."
     )
     got = [text[a:b] for a, b in split_sentences(text, "rules")]
     assert got == [
@@ -153,5 +154,9 @@ def test_rules_sentences_keep_abbreviations_and_initials():
         "Then: “Go.”",
         "3 cats came.",
         "A new paragraph without a full stop",
-        "And another. é is lower.",
+        "And another.",
+        "é is lower.",
+        "“Hi!” he said.",
+        "Says I.",
+        "Then so... on.",
     ]
