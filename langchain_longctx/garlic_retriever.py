@@ -24,7 +24,8 @@ from langchain_longctx._documents import (
 from langchain_longctx._persist import load_retriever, loaded_parts, loading, save_retriever
 from longctx.checks import check_size_field, check_text
 from longctx.index import source_keys
-from longctx.persist import PersistError, read_json
+from longctx.persist import PersistError
+from longctx.persist_reader import retry_on_concurrent_save
 from longctx.types import META_METHOD, META_SCORE, META_SOURCE_ID, SearchResult
 
 META_LEVEL = "longctx_level"
@@ -180,6 +181,7 @@ class GarlicRetriever(BaseRetriever):
         )
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(cls, path: str | os.PathLike, **kwargs: Any) -> GarlicRetriever:
         """Load a retriever written by :meth:`save` (no graph is rebuilt); ``kwargs`` give the
         model as to the constructor (``model``, ``tokenizer``, ``embeddings``) and may override
@@ -200,16 +202,18 @@ class GarlicRetriever(BaseRetriever):
         graph = None
         if n_sources:
             try:
-                graph = SearchGraph.from_dict(read_json(d / "graph.json"))
+                graph = SearchGraph.from_dict(d.json("graph.json"))
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 if isinstance(exc, PersistError):
                     raise
-                raise PersistError(f"{str(d / 'graph.json')!r} is damaged: {exc}") from None
+                raise PersistError(f"{str(d.file('graph.json'))!r} is damaged: {exc}") from None
             if any(
                 isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < n_sources
                 for x in graph.sources
             ):
-                raise PersistError(f"{str(d / 'graph.json')!r} does not fit the saved documents")
+                raise PersistError(
+                    f"{str(d.file('graph.json'))!r} does not fit the saved documents"
+                )
         data = {**settings, **kwargs, "documents": docs}
         with loading(garlic_graph=(graph, saved_encoder) if graph is not None else None):
             return cls(**data)

@@ -32,6 +32,7 @@ from langchain_longctx._persist import (
 )
 from longctx.checks import check_choice, check_size_field, check_text
 from longctx.mixpr import MODES, MixPR, MixPRIndex
+from longctx.persist_reader import retry_on_concurrent_save
 from longctx.selection import check_size
 
 
@@ -179,6 +180,7 @@ class MixPRRetriever(BaseRetriever):
         )  # fmt: skip
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(cls, path: str | os.PathLike, *, router=None, **kwargs: Any) -> MixPRRetriever:
         """Load a retriever written by :meth:`save` (nothing is rebuilt); ``kwargs`` override the
         saved settings (``k``, ``token_budget``, ``mode``).
@@ -189,12 +191,12 @@ class MixPRRetriever(BaseRetriever):
             A missing, damaged or foreign file, named.
         """
         d, settings, docs = load_retriever(path, "langchain.mixpr_retriever")
-        index = MixPRIndex.load(d / "index", router=router) if (d / "index").exists() else None
+        index = MixPRIndex.load(d.subdir("index"), router=router) if d.has("index") else None
         data = {**settings, **kwargs, "documents": docs}
         with loading(mixpr_index=index):
             retriever = cls(**data)
         check_index_texts(
-            index.texts if index is not None else [], docs, retriever._sources, str(d / "index")
+            index.texts if index is not None else [], docs, retriever._sources, str(d.file("index"))
         )
         return retriever
 

@@ -11,8 +11,6 @@ embeddings ``E`` and the chunk offsets saved here are the query-independent part
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from longctx.index import check_texts
@@ -24,12 +22,9 @@ from longctx.persist import (
     check_int_array,
     check_spans,
     check_str_list,
-    read_arrays,
-    read_json,
-    read_manifest,
-    read_sparse,
     write_dir,
 )
+from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
 
 __all__ = ["LOADABLE_VECTORIZER_KWARGS", "load_index", "save_index"]
 
@@ -70,26 +65,27 @@ def save_index(index, path) -> None:
     )
 
 
+@retry_on_concurrent_save("path")
 def load_index(cls, path, *, router=None, encoder=None):
     """Read the index at directory ``path`` as an instance of ``cls`` (errors: see
     :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`)."""
-    d = Path(path)
-    read_manifest(d, kind="mixpr", versions=(cls.FORMAT_VERSION,))
+    r = open_index_dir(path, kind="mixpr", versions=(cls.FORMAT_VERSION,))
+    d = r.path
     cfg_path, arr_path = d / "config.json", d / "arrays.npz"
-    cfg = check_dict(read_json(cfg_path), cfg_path, "config")
-    texts = check_str_list(read_json(d / "texts.json"), d / "texts.json", "texts")
-    vocab = check_str_list(read_json(d / "vocabulary.json"), d / "vocabulary.json", "terms")
+    cfg = check_dict(r.json("config.json"), cfg_path, "config")
+    texts = check_str_list(r.json("texts.json"), d / "texts.json", "texts")
+    vocab = check_str_list(r.json("vocabulary.json"), d / "vocabulary.json", "terms")
     keys = ("idf", "unit_source", "unit_index", "starts", "ends", "token_counts")
-    arrs = read_arrays(arr_path, keys)
-    S = read_sparse(d / "graph.npz")
-    E = read_sparse(d / "embeddings.npz")
+    arrs = r.arrays("arrays.npz", keys)
+    S = r.sparse("graph.npz")
+    E = r.sparse("embeddings.npz")
     cfg = dict(cfg)
     vectors = ident = None
     if "encoder" in cfg:
         ident = cfg.pop("encoder")
         if not isinstance(ident, dict) or not isinstance(ident.get("name"), (str, type(None))):
             raise PersistError(f"{str(cfg_path)!r}: field 'encoder' must be an object")
-        vectors = read_arrays(d / "vectors.npz", ("unit_vectors",))["unit_vectors"]
+        vectors = r.arrays("vectors.npz", ("unit_vectors",))["unit_vectors"]
     counter = cfg.pop("token_counter", None)
     if not isinstance(counter, str) or len(counter) > 200:
         raise PersistError(f"{str(cfg_path)!r}: field 'token_counter' must be a short str")
