@@ -118,3 +118,21 @@ def test_folders_of_the_old_layout_still_load(tmp_path):
     assert [n.node.get_content() for n in loaded.retrieve(q)] == [
         n.node.get_content() for n in r.retrieve(q)
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "what"),
+    [
+        (__import__("datetime").date(2024, 1, 2), TypeError, "date"),
+        (frozenset({1}), TypeError, "frozenset"),
+        (b"x", TypeError, "bytes"),
+        (float("nan"), ValueError, "nan"),
+    ],
+)
+def test_non_json_node_metadata_names_node_and_key(tmp_path, value, error, what):
+    docs = [Document(text="The cat sat.", id_="n0"), Document(text="A dog ran.", id_="n1")]
+    docs[1].metadata = {"when": value}
+    r = MixPRRetriever.from_documents(docs)
+    with pytest.raises(error, match=rf"nodes\[1\] \(id 'n1'\).*'when'.*{what}"):
+        r.persist(tmp_path / "p")
+    assert not (tmp_path / "p").exists()  # (LlamaIndex itself refuses keys that are not str)
