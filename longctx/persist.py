@@ -219,6 +219,19 @@ def _remove_index(d: Path) -> bool:
     return _fs.remove_index(d)
 
 
+def _mode_from_old_release(final: Path) -> bool:
+    """Whether ``final`` is an index saved by longctx before 0.3 (no digests) with mode 0700,
+    the mode ``tempfile.mkdtemp`` gave every saved folder then: its replacement follows the
+    umask instead of keeping that mode."""
+    try:
+        if stat.S_IMODE(os.stat(final).st_mode) != 0o700:
+            return False
+    except OSError:
+        return False
+    manifest = _manifest_of(final)
+    return manifest is not None and "digests" not in manifest
+
+
 def _plain(names: Iterable[str], what: str) -> None:
     for name in names:
         why = _fs.member_name_problem(name)
@@ -244,7 +257,7 @@ def write_dir(
     path : str or PathLike
         The directory: missing, empty, or a longctx index of the same ``kind`` (replaced). A
         new directory's mode follows the umask; an existing one's mode (setgid bit included)
-        and group are kept.
+        and group are kept (except the 0700 of every folder saved before longctx 0.3).
     kind : str
         Index kind, stored as ``"longctx.<kind>"`` and checked on load.
     version : int
@@ -331,7 +344,7 @@ def write_dir(
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
         with _save_lock(final):
             check_save_target(final, kind)  # again: another save or the user may have been faster
-            if final.is_dir():
+            if final.is_dir() and not _mode_from_old_release(final):
                 _fs.adopt_dir_mode(tmp, final)
             if final.is_dir() and any(final.iterdir()):
                 old = _fs.sibling_name(final, "old")

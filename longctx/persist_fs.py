@@ -308,8 +308,8 @@ _LEGACY = re.compile(r"[a-z0-9_]{8}")
 def _pid_alive(pid: int) -> bool:
     if pid <= 0:
         return True  # not ours to judge
-    if pid == os.getpid():
-        return True
+    if pid == os.getpid() or os.name != "posix":
+        return True  # ours; or no signal 0 to probe with (Windows' os.kill would terminate it)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -326,6 +326,41 @@ def _stale(tail: str, mtime: float, now: float) -> bool:
     if m is not None or _LEGACY.fullmatch(tail):
         return now - mtime > STALE_AGE_S
     return False
+
+
+#: ``{parent: ((st_dev, st_ino, st_mtime_ns), {target name: [sibling names]})}``: one listing of
+#: a folder serves every load from it until the folder changes (loading a corpus of n indexes
+#: from one folder lists it once, not n times).
+_SCANS: dict[str, tuple[tuple, dict[str, list[str]]]] = {}
+_SCANS_MAX = 256
+
+
+def _sibling_candidates(parent: Path) -> dict[str, list[str]]:
+    """The names in ``parent`` shaped ``.<target>.tmp-<tail>`` / ``.<target>.old-<tail>`` (no
+    ``.`` in the tail), grouped by target name."""
+    st = os.stat(parent)
+    key = os.path.abspath(parent)
+    stamp = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_nlink)
+    # a folder changed within the last second may change again within the same timestamp tick
+    # (coarse file-system clocks): list it afresh, and do not keep that listing
+    quiet = time.time() - st.st_mtime > 1.0
+    cached = _SCANS.get(key)
+    if quiet and cached is not None and cached[0] == stamp:
+        return cached[1]
+    groups: dict[str, list[str]] = {}
+    with os.scandir(parent) as it:
+        for e in it:
+            n = e.name
+            if not n.startswith("."):
+                continue
+            target, dot, last = n[1:].rpartition(".")
+            if dot and target and (last.startswith("tmp-") or last.startswith("old-")):
+                groups.setdefault(target, []).append(n)
+    if quiet:
+        if len(_SCANS) >= _SCANS_MAX:
+            _SCANS.clear()
+        _SCANS[key] = (stamp, groups)
+    return groups
 
 
 def clean_stale_siblings(final: str | os.PathLike) -> list[Path]:
@@ -347,22 +382,16 @@ def clean_stale_siblings(final: str | os.PathLike) -> list[Path]:
     try:
         if not final.is_dir():
             return removed
-        prefix = f".{final.name}."
         now = time.time()
-        with os.scandir(final.parent) as it:
-            candidates = [e for e in it if e.name.startswith(prefix)]
-        for e in candidates:
-            rest = e.name[len(prefix) :]
-            what, _, tail = rest.partition("-")
-            if what not in ("tmp", "old"):
-                continue
+        for name in _sibling_candidates(final.parent).get(final.name, ()):
+            what, _, tail = name[len(final.name) + 2 :].partition("-")
+            p = final.parent / name
             try:
-                st = e.stat(follow_symlinks=False)
+                st = os.lstat(p)
             except OSError:
                 continue
             if not stat.S_ISDIR(st.st_mode) or not _stale(tail, st.st_mtime, now):
                 continue
-            p = Path(e.path)
             if what == "tmp":
                 # written by a save that died before its rename: only its own files inside
                 shutil.rmtree(p, ignore_errors=True)

@@ -243,3 +243,36 @@ def test_an_existing_folder_keeps_its_mode_and_setgid_bit(tmp_path, umask):
     os.chmod(d, 0o750)
     MixPRIndex.from_texts(["Another text. Two sentences."]).save(d)  # replacing an index
     assert stat.S_IMODE(os.stat(d).st_mode) == 0o750
+
+
+def test_loads_from_a_quiet_folder_list_it_once(tmp_path, monkeypatch):
+    """Loading n indexes of one folder (a corpus) lists the folder once, not n times."""
+    for i in range(3):
+        mixpr_index().save(tmp_path / f"i{i}")
+    past = time.time() - 60
+    os.utime(tmp_path, (past, past))
+    persist_fs._SCANS.clear()
+    listed = []
+    real = os.scandir
+    monkeypatch.setattr(persist_fs.os, "scandir", lambda p=".": listed.append(str(p)) or real(p))
+    for _ in range(2):
+        for i in range(3):
+            MixPRIndex.load(tmp_path / f"i{i}")
+    assert listed.count(str(tmp_path)) == 1
+    stale = _stale(tmp_path / "i1", "tmp", _dead_pid())  # the folder changes: listed again
+    MixPRIndex.load(tmp_path / "i1")
+    assert not stale.exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+def test_the_0700_of_an_index_saved_before_digests_is_not_kept(tmp_path, umask):
+    d = tmp_path / "idx"
+    mixpr_index().save(d)
+    edit_json(d / "manifest.json", lambda m: m.pop("digests") and None, stamp=False)
+    os.chmod(d, 0o700)  # what every save of longctx 0.2 left
+    umask(0o022)
+    mixpr_index().save(d)
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o755
+    os.chmod(d, 0o700)  # chosen by the user on a folder of this release: kept
+    mixpr_index().save(d)
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
