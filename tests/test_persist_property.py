@@ -1,6 +1,11 @@
-"""Property test (hypothesis): a randomly damaged saved index (a file truncated, bytes flipped, or
-a JSON value replaced by random JSON) gives either a correct load, whose results hold only the
-sources' own text, or a PersistError naming the index's files; never another exception."""
+"""Property tests (hypothesis).
+
+- A randomly damaged saved index (a file truncated, bytes flipped, or a JSON value replaced by
+  random JSON; the manifest's digests rewritten to match or not) gives either a correct load,
+  whose results hold only the sources' own text, or a PersistError naming the index's files;
+  never another exception.
+- A manifest listing random path-like names never makes a load or a save touch anything outside
+  the index folder (issue 28)."""
 
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from tests._persist_helpers import (
     garlic_graph,
     hash_encoder,
     mixpr_index,
+    restamp,
 )
 
 QUERY = "Where did the cat sit?"
@@ -103,6 +109,8 @@ def _damage(d: Path, data) -> str:
         pos = data.draw(st.integers(0, len(raw) - 1), label="pos")
         bit = data.draw(st.integers(0, 7), label="bit")
         p.write_bytes(raw[:pos] + bytes([raw[pos] ^ (1 << bit)]) + raw[pos + 1 :])
+    if name != "manifest.json" and data.draw(st.booleans(), label="digests rewritten"):
+        restamp(d)  # a forger's edit: the values themselves must be checked
     return name
 
 

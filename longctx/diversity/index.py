@@ -670,7 +670,7 @@ class DiversityIndex(RetrievalIndex):
                 warnings.warn(
                     f"the index at {str(d)!r} was built with encoder {name!r}, queries will be "
                     f"embedded with {enc.name!r} (same dimension): results may be poor",
-                    stacklevel=2,
+                    stacklevel=3,  # the caller of load (retry_on_concurrent_save's wrapper)
                 )
         elif name == _default_name():
             enc = SentenceTransformerEncoder(None)  # the packaged model
