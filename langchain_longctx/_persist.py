@@ -12,11 +12,22 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from longctx.persist import PersistError, read_json, read_manifest, write_dir
+from longctx.persist import PersistError, check_json_metadata, write_dir
+from longctx.persist_reader import IndexDir, open_index_dir
 
 
 def documents_to_json(documents: Sequence[Document]) -> list[dict]:
-    """``[{"page_content", "metadata", "id"}, ...]`` (metadata must be JSON-serializable)."""
+    """``[{"page_content", "metadata", "id"}, ...]``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A document's metadata would not come back from JSON as it is (a ``datetime``, ``set``,
+        ``bytes``, ``NaN``, a key that is not a ``str``...): the message names the document
+        (position and id) and the key. Raised before anything is written.
+    """
+    for j, d in enumerate(documents):
+        check_json_metadata(d.metadata, f"documents[{j}] (id {d.id!r})")
     return [{"page_content": d.page_content, "metadata": d.metadata, "id": d.id} for d in documents]
 
 
@@ -80,20 +91,22 @@ def save_retriever(
     return d
 
 
-def load_retriever(path: str | os.PathLike, kind: str) -> tuple[Path, dict, list[Document]]:
-    """Read what :func:`save_retriever` wrote: ``(folder, settings, documents)``.
+def load_retriever(path: str | os.PathLike, kind: str) -> tuple[IndexDir, dict, list[Document]]:
+    """Read what :func:`save_retriever` wrote: ``(folder, settings, documents)``; the folder is
+    the open :class:`~longctx.persist_reader.IndexDir` to read the rest from (``.json(name)``,
+    ``.subdir("index")`` for the core index), so every file comes from one save. Callers
+    decorate their ``load`` with :func:`~longctx.persist_reader.retry_on_concurrent_save`.
 
     Raises
     ------
     PersistError
         A missing, damaged or foreign file, named.
     """
-    d = Path(path)
-    read_manifest(d, kind=kind, versions=(1,))
-    settings = read_json(d / "retriever.json")
+    d = open_index_dir(path, kind=kind, versions=(1,))
+    settings = d.json("retriever.json")
     if not isinstance(settings, dict):
-        raise PersistError(f"{str(d / 'retriever.json')!r} must hold a JSON object")
-    docs = documents_from_json(read_json(d / "documents.json"), str(d / "documents.json"))
+        raise PersistError(f"{str(d.file('retriever.json'))!r} must hold a JSON object")
+    docs = documents_from_json(d.json("documents.json"), str(d.file("documents.json")))
     return d, settings, docs
 
 

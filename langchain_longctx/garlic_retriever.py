@@ -24,7 +24,8 @@ from langchain_longctx._documents import (
 from langchain_longctx._persist import load_retriever, loaded_parts, loading, save_retriever
 from longctx.checks import check_size_field, check_text
 from longctx.index import source_keys
-from longctx.persist import PersistError, read_json
+from longctx.persist import PersistError
+from longctx.persist_reader import retry_on_concurrent_save
 from longctx.types import META_METHOD, META_SCORE, META_SOURCE_ID, SearchResult
 
 META_LEVEL = "longctx_level"
@@ -192,6 +193,7 @@ class GarlicRetriever(BaseRetriever):
         )
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(cls, path: str | os.PathLike, **kwargs: Any) -> GarlicRetriever:
         """Load a retriever written by :meth:`save` (no graph is rebuilt); ``kwargs`` give the
         model as to the constructor (``model``, ``tokenizer``, ``embeddings``) and may override
@@ -211,11 +213,10 @@ class GarlicRetriever(BaseRetriever):
         saved_encoder = settings.pop("encoder", None)
         sources = [doc.page_content for doc in docs if doc.page_content.strip()]
         graph = None
-        gpath = str(d / "graph.json")
+        gpath = str(d.file("graph.json"))
         if sources:
-            raw = read_json(d / "graph.json")
             try:
-                graph = SearchGraph.from_dict(raw, source_texts=sources)
+                graph = SearchGraph.from_dict(d.json("graph.json"), source_texts=sources)
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 if isinstance(exc, PersistError):
                     raise

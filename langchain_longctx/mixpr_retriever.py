@@ -35,6 +35,7 @@ from longctx.embeddings import require_query_encoder
 from longctx.filters import compile_filter
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError
+from longctx.persist_reader import retry_on_concurrent_save
 from longctx.selection import check_size
 
 
@@ -284,6 +285,7 @@ class MixPRRetriever(BaseRetriever):
         )  # fmt: skip
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(cls, path: str | os.PathLike, *, router=None, **kwargs: Any) -> MixPRRetriever:
         """Load a retriever written by :meth:`save` (nothing is rebuilt); ``kwargs`` override the
         saved settings (``k``, ``token_budget``, ``mode``). A hybrid retriever embeds queries
@@ -302,10 +304,10 @@ class MixPRRetriever(BaseRetriever):
         d, settings, docs = load_retriever(path, "langchain.mixpr_retriever")
         embeddings = kwargs.get("embeddings")
         index = None
-        if (d / "index").exists():
-            index = MixPRIndex.load(d / "index", router=router, encoder=embeddings)
+        if d.has("index"):
+            index = MixPRIndex.load(d.subdir("index"), router=router, encoder=embeddings)
             require_query_encoder(
-                index.encoder_identity, embeddings, where=str(d), argument="embeddings"
+                index.encoder_identity, embeddings, where=str(d.path), argument="embeddings"
             )
         data = {**settings, **kwargs, "documents": docs}
         with loading(mixpr_index=index):
@@ -314,7 +316,7 @@ class MixPRRetriever(BaseRetriever):
         have = list(zip(index.doc_ids, index.texts)) if index is not None else []
         if have != list(zip(ids, texts)):
             raise PersistError(
-                f"{str(d / 'index')!r} does not hold the texts of the saved documents: the "
+                f"{str(d.file('index'))!r} does not hold the texts of the saved documents: the "
                 "folder is damaged or mixes two saves"
             )
         return retriever

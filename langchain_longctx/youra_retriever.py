@@ -31,6 +31,7 @@ from langchain_longctx._persist import (
     save_retriever,
 )
 from longctx.checks import check_size_field, check_text
+from longctx.persist_reader import retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.youra import DEFAULT_K, YouraIndex, scorer_from
 
@@ -169,6 +170,7 @@ class YouraRetriever(BaseRetriever):
         )
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(cls, path: str | os.PathLike, **kwargs: Any) -> YouraRetriever:
         """Load a retriever written by :meth:`save`; ``kwargs`` give the model as to the
         constructor (``model``, ``tokenizer``, ``scorer``, ``scorer_kwargs``) and may override
@@ -181,9 +183,9 @@ class YouraRetriever(BaseRetriever):
         """
         d, settings, docs = load_retriever(path, "langchain.youra_retriever")
         data = {**settings, **kwargs, "documents": docs}
-        with loading(youra_index_dir=d / "index"):
+        with loading(youra_index_dir=d.subdir("index")):
             retriever = cls(**data)
-        check_index_texts(retriever.index.texts, docs, retriever._sources, str(d / "index"))
+        check_index_texts(retriever.index.texts, docs, retriever._sources, str(d.file("index")))
         return retriever
 
     @property

@@ -26,7 +26,8 @@ from longctx.checks import check_choice, check_int, check_text
 from longctx.embeddings import require_query_encoder
 from longctx.filters import compile_filter
 from longctx.mixpr import MODES, MixPR, MixPRIndex
-from longctx.persist import PersistError, read_json, write_dir
+from longctx.persist import PersistError, check_json_metadata, write_dir
+from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
 from longctx.selection import check_size
 
 
@@ -374,6 +375,10 @@ class MixPRRetriever(BaseRetriever):
         longctx.persist.SaveTargetError
             ``persist_dir/longctx_mixpr`` exists and is not a saved MixPR retriever (nothing is
             changed then).
+        TypeError, ValueError
+            A node's metadata would not come back from JSON as it is (a ``datetime``, ``set``,
+            ``bytes``, ``NaN``, a key that is not a ``str``...): the message names the node
+            (position and id) and the key. Nothing is written then.
         """
         from llama_index.core.storage.docstore.utils import doc_to_json
 
@@ -382,6 +387,8 @@ class MixPRRetriever(BaseRetriever):
         self._sync_docstore()
         with self._lock:
             nodes, index = list(self._nodes), self._index
+        for j, n in enumerate(nodes):
+            check_json_metadata(n.metadata, f"nodes[{j}] (id {n.node_id!r})")
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
         write_dir(
             Path(persist_dir) / PERSIST_SUBDIR,
@@ -402,6 +409,7 @@ class MixPRRetriever(BaseRetriever):
         )
 
     @classmethod
+    @retry_on_concurrent_save("persist_dir")
     def from_persist_dir(
         cls, persist_dir: str | os.PathLike, *, router=None, embed_model=None, **kwargs
     ) -> MixPRRetriever:
@@ -424,14 +432,14 @@ class MixPRRetriever(BaseRetriever):
         """
         from llama_index.core.storage.docstore.utils import json_to_doc
 
-        from longctx.persist import read_manifest, text_digest
+        from longctx.persist import text_digest
 
         d = Path(persist_dir)
         if (d / PERSIST_SUBDIR).is_dir():
             d = d / PERSIST_SUBDIR
-        read_manifest(d, kind=_PERSIST_KIND, versions=(1,))
+        r = open_index_dir(d, kind=_PERSIST_KIND, versions=(1,))
         rpath, npath = d / "retriever.json", d / "nodes.json"
-        settings = read_json(rpath)
+        settings = r.json("retriever.json")
         if not isinstance(settings, dict):
             raise PersistError(f"{str(rpath)!r} must hold an object")
         settings = dict(settings)
@@ -445,7 +453,7 @@ class MixPRRetriever(BaseRetriever):
             bad = not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool)
             if key in settings and bad:
                 raise PersistError(f"{str(rpath)!r}: field {key!r} has a bad type")
-        raw = read_json(npath)
+        raw = r.json("nodes.json")
         if not isinstance(raw, list):
             raise PersistError(f"{str(npath)!r} must hold a list of nodes")
         try:
@@ -465,9 +473,9 @@ class MixPRRetriever(BaseRetriever):
                     "(edited or forged)"
                 )
         index = None
-        if (d / "index").exists():
+        if r.has("index") or r.has_unlisted_subdir("index"):  # unlisted: longctx 0.1
             model = app_embed_model(embed_model)
-            index = MixPRIndex.load(d / "index", router=router, encoder=model)
+            index = MixPRIndex.load(r.subdir("index", unlisted=True), router=router, encoder=model)
             require_query_encoder(
                 index.encoder_identity,
                 model,

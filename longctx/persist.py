@@ -3,19 +3,31 @@
 Layout of an index directory::
 
     DIR/manifest.json   {"format": "longctx.<kind>", "format_version": N, "longctx_version": ...,
-                         "files": [...], "dirs": [...], ...}   written last
+                         "files": [...], "dirs": [...],
+                         "digests": {name: {"sha256": hex, "size": bytes}}, ...}   written last
     DIR/<name>.json     JSON documents (configuration, vocabularies, node texts)
     DIR/<name>.npz      numpy arrays (``allow_pickle=False``) or one scipy.sparse matrix
     DIR/<sub>/          a nested index (its own manifest), listed in ``"dirs"``
 
+``"digests"`` holds every member file's SHA-256 and size, and for a nested index the digest of
+its ``manifest.json`` (manifests written before longctx 0.3 have none and still load).
+
 **Saving** (:func:`write_dir`) never deletes or replaces anything it did not write: the target
 must be missing, an empty directory, or a longctx index of the same kind; anything else (a file,
-a directory holding other files) is a :class:`SaveTargetError` and stays untouched. The index is
-written into a temporary sibling and renamed into place; an index it replaces is moved aside
-first and only the files its manifest lists are deleted afterwards. Saves to one directory are
-serialized (an advisory lock on the parent directory, and a lock per path within a process).
+a directory holding other files, a manifest listing anything but plain file names, a member that
+is a link) is a :class:`SaveTargetError` and stays untouched. The index is written into a
+temporary sibling ``.NAME.tmp-<host>-<pid>-<token>`` and renamed into place; an index it replaces
+is moved aside first (``.NAME.old-...``) and only the files its manifest lists are deleted
+afterwards, each opened relative to that folder without following links
+(:func:`longctx.persist_fs.remove_index`). Saves to one directory are serialized (an advisory
+lock on the parent directory, and a lock per path within a process). Siblings left by a save
+that was killed are removed on the next save or load of the same path
+(:func:`longctx.persist_fs.clean_stale_siblings`). A new folder's mode follows the umask; a
+replaced folder keeps its mode and group.
 
-**Loading** treats every file as untrusted input: JSON files are size-limited
+**Loading** goes through :func:`open_index_dir` (:mod:`longctx.persist_reader`): the files of one
+save only, each read once and checked against the manifest's digests, no member followed out of
+the folder. It treats every file as untrusted input: JSON files are size-limited
 (:data:`MAX_JSON_BYTES`) and depth-limited (:data:`MAX_JSON_DEPTH`), ``NaN`` / ``Infinity`` are
 refused, every ``.npy`` header inside an ``.npz`` is read and its shape x itemsize checked
 against the stored size and :data:`MAX_ARRAY_BYTES` before any allocation, only numeric dtypes
@@ -26,29 +38,33 @@ are accepted, sparse matrices are fully checked (index ranges, ``indptr`` order)
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import io
 import json
 import logging
 import math
 import numbers
 import os
-import shutil
 import struct
-import tempfile
-import threading
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-logger = logging.getLogger(__name__)
+from longctx.persist_fs import MANIFEST  # noqa: F401 - re-exported
+from longctx.persist_write import (  # noqa: F401 - re-exported (the writer's own module)
+    SaveTargetError,
+    _dir,
+    _remove_index,
+    check_save_target,
+    write_dir,
+)
 
-MANIFEST = "manifest.json"
+logger = logging.getLogger(__name__)
 
 #: Largest JSON file read (bytes); ``LONGCTX_MAX_JSON_BYTES`` overrides it.
 MAX_JSON_BYTES = int(os.environ.get("LONGCTX_MAX_JSON_BYTES", 1 << 30))
@@ -64,291 +80,30 @@ class PersistError(ValueError):
     """A saved index cannot be read: the message names the file and the problem."""
 
 
-class SaveTargetError(FileExistsError):
-    """The save target exists and is not a longctx index of the same kind (a file, or a directory
-    holding other files): nothing was written or deleted."""
-
-
-def _dir(path: str | os.PathLike) -> Path:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-    return Path(path)
-
-
-# -- saving -------------------------------------------------------------------------------------
-_PATH_LOCKS: dict[str, threading.Lock] = {}
-_PATH_LOCKS_GUARD = threading.Lock()
-
-
-@contextlib.contextmanager
-def _save_lock(final: Path):
-    """Serialize saves to ``final``: a lock per path in this process and an advisory ``flock``
-    on the parent directory across processes (where the platform has one). Nothing is written
-    to disk for the lock."""
-    key = os.path.abspath(final)
-    with _PATH_LOCKS_GUARD:
-        lock = _PATH_LOCKS.setdefault(key, threading.Lock())
-    with lock:
-        fd = None
-        try:
-            import fcntl
-
-            fd = os.open(final.parent, os.O_RDONLY)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except (ImportError, OSError):  # no flock here (Windows, some network file systems)
-            if fd is not None:
-                os.close(fd)
-            fd = None
-        try:
-            yield
-        finally:
-            if fd is not None:
-                os.close(fd)  # releases the flock
-
-
-def _manifest_of(d: Path) -> dict | None:
-    """The manifest of directory ``d`` as a dict, or None when it has none readable."""
-    f = d / MANIFEST
-    try:
-        if not f.is_file() or f.stat().st_size > (1 << 20):
-            return None
-        data = json.loads(f.read_text("utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _listed(manifest: Mapping) -> tuple[list[str], list[str]]:
-    """Plain names of the files and sub-directories a manifest lists (anything else ignored)."""
-
-    def names(key):
-        v = manifest.get(key, [])
-        if not isinstance(v, list):
-            return []
-        return [x for x in v if isinstance(x, str) and x and x == os.path.basename(x)]
-
-    return [x for x in names("files") if x != MANIFEST], names("dirs")
-
-
-def check_save_target(path: str | os.PathLike, kind: str) -> Path:
-    """Check that ``path`` may be written as a longctx ``kind`` index, before any work.
-
-    ``path`` may be missing, an empty directory, or a longctx index of the same ``kind`` (a
-    directory whose manifest says so and that holds only the files it lists).
-
-    Raises
-    ------
-    SaveTargetError
-        ``path`` is a file, a link, or a directory holding anything else.
-    """
-    final = _dir(path)
-    if final.is_symlink():
-        raise SaveTargetError(
-            f"cannot save a longctx index to {str(final)!r}: it is a symbolic link"
-        )
-    if not final.exists():
-        return final
-    if not final.is_dir():
-        raise SaveTargetError(
-            f"cannot save a longctx index to {str(final)!r}: a file of that name exists (it was "
-            "left untouched); choose a directory path"
-        )
-    try:
-        entries = {p.name for p in final.iterdir()}
-    except FileNotFoundError:  # a concurrent save moved the previous index away just now
-        return final
-    if not entries:
-        return final
-    manifest = _manifest_of(final)
-    if manifest is None:
-        raise SaveTargetError(
-            f"cannot save a longctx index to {str(final)!r}: the directory holds files that are "
-            f"not a longctx index ({', '.join(sorted(entries)[:5])}...); nothing was changed. "
-            "Choose a new or empty directory"
-        )
-    if manifest.get("format") != f"longctx.{kind}":
-        raise SaveTargetError(
-            f"cannot save a longctx.{kind} index to {str(final)!r}: it holds a "
-            f"{manifest.get('format')!r} index; nothing was changed. Choose another directory"
-        )
-    files, dirs = _listed(manifest)
-    extra = entries - set(files) - set(dirs) - {MANIFEST}
-    if extra:
-        raise SaveTargetError(
-            f"cannot replace the longctx index at {str(final)!r}: the directory also holds "
-            f"files the index did not write ({', '.join(sorted(extra)[:5])}); nothing was "
-            "changed. Move them away or choose another directory"
-        )
-    return final
-
-
-def _remove_index(d: Path, depth: int = 0) -> None:
-    """Delete an index directory written by :func:`write_dir`: only the files and
-    sub-directories its manifest lists, then the directory if it is empty. Anything else stays
-    (and is logged)."""
-    manifest = _manifest_of(d) or {}
-    files, dirs = _listed(manifest)
-    for name in files:
-        p = d / name
-        if p.is_file() and not p.is_symlink():
-            p.unlink()
-    for name in dirs:
-        p = d / name
-        if p.is_dir() and not p.is_symlink() and depth < 8:
-            _remove_index(p, depth + 1)
-    with contextlib.suppress(FileNotFoundError):
-        (d / MANIFEST).unlink()
-    try:
-        d.rmdir()
-    except OSError:
-        logger.warning("left %s in place: it holds files the index did not write", d)
-
-
-def write_dir(
-    path: str | os.PathLike,
-    *,
-    kind: str,
-    version: int,
-    json_files: Mapping[str, Any] = (),
-    arrays: Mapping[str, Mapping[str, np.ndarray]] = (),
-    sparse: Mapping[str, sp.sparray | sp.spmatrix] = (),
-    extra: Mapping[str, Any] | None = None,
-    subdirs: Mapping[str, Callable[[Path], Any]] = (),
-) -> Path:
-    """Write an index directory atomically (into a temporary sibling, then renamed to ``path``).
-
-    Parameters
-    ----------
-    path : str or PathLike
-        The directory: missing, empty, or a longctx index of the same ``kind`` (replaced).
-    kind : str
-        Index kind, stored as ``"longctx.<kind>"`` and checked on load.
-    version : int
-        Format version of that kind, checked on load.
-    json_files : mapping name -> JSON-serializable object
-        Written as ``<name>.json`` (UTF-8).
-    arrays : mapping name -> mapping of arrays
-        Written as ``<name>.npz`` (``np.savez``, uncompressed; object arrays are refused).
-    sparse : mapping name -> scipy sparse matrix
-        Written as ``<name>.npz`` with ``scipy.sparse.save_npz`` (uncompressed).
-    extra : mapping, optional
-        More manifest entries.
-    subdirs : mapping name -> callable(path)
-        Nested indexes: ``f(tmp / name)`` writes one (e.g. ``index.save``); listed in the
-        manifest's ``"dirs"``.
-
-    Raises
-    ------
-    SaveTargetError
-        (a ``FileExistsError``) ``path`` is a file, a link or a directory that is not a longctx
-        ``kind`` index holding only its own files; checked before anything is written and again
-        before the rename. Nothing is changed then.
-    """
-    from longctx import __version__
-
-    try:
-        final = check_save_target(path, kind)
-    except SaveTargetError:
-        # a concurrent save may be swapping the directory right now: look again, holding the lock
-        with _save_lock(_dir(path)):
-            final = check_save_target(path, kind)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-    try:
-        files, dirs = [], []
-        for name, obj in dict(json_files).items():
-            (tmp / f"{name}.json").write_text(
-                json.dumps(obj, ensure_ascii=False, allow_nan=False), "utf-8"
-            )
-            files.append(f"{name}.json")
-        for name, arrs in dict(arrays).items():
-            for key, a in arrs.items():
-                if np.asarray(a).dtype == object:
-                    raise TypeError(f"{name}.npz: array {key!r} has dtype object (not saved)")
-            np.savez(tmp / f"{name}.npz", **{k: np.asarray(v) for k, v in arrs.items()})
-            files.append(f"{name}.npz")
-        for name, m in dict(sparse).items():
-            sp.save_npz(tmp / f"{name}.npz", sp.csr_matrix(m), compressed=False)
-            files.append(f"{name}.npz")
-        for name, write in dict(subdirs).items():
-            write(tmp / name)
-            dirs.append(name)
-        manifest = {
-            "format": f"longctx.{kind}",
-            "format_version": int(version),
-            "longctx_version": __version__,
-            "files": sorted(files),
-            **({"dirs": sorted(dirs)} if dirs else {}),
-            **dict(extra or {}),
-        }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
-        with _save_lock(final):
-            check_save_target(final, kind)  # again: another save or the user may have been faster
-            if final.is_dir() and any(final.iterdir()):
-                old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
-                old.rmdir()  # a fresh unique name for the rename
-                final.rename(old)
-                try:
-                    tmp.rename(final)
-                except BaseException:
-                    old.rename(final)  # put the previous index back
-                    raise
-                try:
-                    _remove_index(old)
-                except OSError as exc:  # the new index is in place: keep it, say what is left
-                    logger.warning("could not remove the previous index at %s: %s", old, exc)
-            else:
-                if final.is_dir():
-                    final.rmdir()  # empty
-                tmp.rename(final)
-    except BaseException:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)  # our own temporary directory
-        raise
-    return final
+class ConcurrentSaveError(PersistError):
+    """A file of an index folder changed while it was loaded: another process saved over the
+    folder meanwhile (the load saw parts of two saves and refused them). Loaders decorated with
+    :func:`longctx.persist_reader.retry_on_concurrent_save` load again before raising it."""
 
 
 # -- loading ------------------------------------------------------------------------------------
 def read_manifest(path: str | os.PathLike, *, kind: str, versions: Iterable[int]) -> dict:
     """Read and check ``DIR/manifest.json``; returns it as a dict.
 
+    Loaders should use :func:`open_index_dir`, which also reads the members as one save; this
+    function checks the manifest alone (kind, version, plain member names, members present as
+    regular files and folders, never links).
+
     Raises
     ------
     PersistError
-        The directory or manifest is missing or damaged, or was written for another ``kind`` or
-        another format version than ``versions``.
+        The directory or manifest is missing or damaged, was written for another ``kind`` or
+        another format version than ``versions``, lists a name that is not a plain file name,
+        or a listed member is missing or a link.
     """
-    d = _dir(path)
-    if not d.is_dir():
-        raise PersistError(f"{str(d)!r} is not a directory holding a saved longctx index")
-    f = d / MANIFEST
-    if not f.is_file():
-        raise PersistError(
-            f"{str(f)!r} is missing: {str(d)!r} is not a saved longctx index, or its save "
-            "was interrupted"
-        )
-    manifest = read_json(f, max_bytes=1 << 20)
-    if not isinstance(manifest, dict) or "format" not in manifest:
-        raise PersistError(f"{str(f)!r} is not a longctx manifest")
-    if manifest["format"] != f"longctx.{kind}":
-        raise PersistError(
-            f"{str(f)!r} holds a {str(manifest['format'])[:80]!r} index, not a 'longctx.{kind}' one"
-        )
-    versions = tuple(versions)
-    fv = manifest.get("format_version")
-    if isinstance(fv, bool) or fv not in versions:
-        raise PersistError(
-            f"{str(f)!r} was written with format version {repr(fv)[:40]} "
-            f"(longctx {str(manifest.get('longctx_version', '?'))[:40]}); this longctx reads "
-            f"version(s) {', '.join(map(str, versions))}: rebuild the index"
-        )
-    files = manifest.get("files", [])
-    if not isinstance(files, list) or not all(isinstance(x, str) for x in files):
-        raise PersistError(f"{str(f)!r}: field 'files' must be a list of file names")
-    for name in files:
-        if name != os.path.basename(name) or not (d / name).is_file():
-            raise PersistError(f"{str(d / name)!r} is missing (listed in {MANIFEST})")
-    return manifest
+    from longctx.persist_reader import read_manifest_dict
+
+    return read_manifest_dict(path, kind=kind, versions=versions)
 
 
 def _check_depth(obj: Any, p: Path, limit: int) -> None:
@@ -363,6 +118,39 @@ def _check_depth(obj: Any, p: Path, limit: int) -> None:
 
 def _refuse_constant(name: str):
     raise ValueError(f"{name} is not allowed")
+
+
+def _parse_json_bytes(raw: bytes, p: Path, max_depth: int | None) -> Any:
+    """``json.loads`` of the bytes of file ``p`` (strict, depth-bounded)."""
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except RecursionError:
+        raise PersistError(f"{str(p)!r} is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
+    _check_depth(data, p, MAX_JSON_DEPTH if max_depth is None else max_depth)
+    return data
+
+
+def _read_file_bytes(p: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``p`` (at most ``limit``), read once."""
+    try:
+        size = p.stat().st_size
+        if not p.is_file():
+            raise PersistError(f"{str(p)!r} is not a regular file")
+        if size > limit:
+            raise PersistError(f"{str(p)!r} is {size} bytes, more than the limit of {limit}")
+        with open(p, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except FileNotFoundError:
+        raise PersistError(f"{str(p)!r} is missing") from None
+    except PersistError:
+        raise
+    except OSError as exc:
+        raise PersistError(f"{str(p)!r} cannot be read: {str(exc)[:200]}") from None
+    if len(raw) > limit:
+        raise PersistError(f"{str(p)!r} is more than the limit of {limit} bytes")
+    return raw
 
 
 def read_json(
@@ -385,28 +173,8 @@ def read_json(
         ``Infinity`` or an integer of more than 4300 digits.
     """
     p = Path(path)
-    limit = MAX_JSON_BYTES if max_bytes is None else max_bytes
-    try:
-        size = p.stat().st_size
-        if not p.is_file():
-            raise PersistError(f"{str(p)!r} is not a regular file")
-        if size > limit:
-            raise PersistError(f"{str(p)!r} is {size} bytes, more than the limit of {limit}")
-        with open(p, "rb") as fh:
-            raw = fh.read(limit + 1)
-        if len(raw) > limit:
-            raise PersistError(f"{str(p)!r} is more than the limit of {limit} bytes")
-        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
-    except FileNotFoundError:
-        raise PersistError(f"{str(p)!r} is missing") from None
-    except PersistError:
-        raise
-    except RecursionError:
-        raise PersistError(f"{str(p)!r} is nested too deeply") from None
-    except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
-    _check_depth(data, p, MAX_JSON_DEPTH if max_depth is None else max_depth)
-    return data
+    raw = _read_file_bytes(p, MAX_JSON_BYTES if max_bytes is None else max_bytes)
+    return _parse_json_bytes(raw, p, max_depth)
 
 
 def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) -> Any:
@@ -494,22 +262,29 @@ _ZIP_ERRORS = (
 )
 
 
-def _open_npz(p: Path) -> dict[str, np.ndarray]:
-    if not p.is_file():
-        if not p.exists():
-            raise PersistError(f"{str(p)!r} is missing")
-        raise PersistError(f"{str(p)!r} is not a regular file")
+def _load_npz_bytes(raw: bytes, p: Path) -> dict[str, np.ndarray]:
+    """Every array of the ``.npz`` bytes of file ``p`` (headers bounded first, no pickle)."""
     try:
-        with zipfile.ZipFile(p) as zf:
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
             _check_npz_headers(p, zf)
-        with np.load(p, allow_pickle=False) as z:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise PersistError(f"{str(p)!r} is missing") from None
     except PersistError:
         raise
     except _ZIP_ERRORS as exc:
         raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
+
+
+def _arrays_from_bytes(raw: bytes, p: Path, keys: Iterable[str]) -> dict[str, np.ndarray]:
+    out = _load_npz_bytes(raw, p)
+    keys = list(keys)
+    missing = [k for k in keys if k not in out]
+    if missing:
+        raise PersistError(f"{str(p)!r} lacks array(s) {missing}")
+    for k in keys:
+        if out[k].dtype.kind not in _NUMERIC_KINDS:
+            raise PersistError(f"{str(p)!r}: array {k!r} has dtype {out[k].dtype}, not numeric")
+    return out
 
 
 def read_arrays(path: str | os.PathLike, keys: Iterable[str]) -> dict[str, np.ndarray]:
@@ -524,29 +299,17 @@ def read_arrays(path: str | os.PathLike, keys: Iterable[str]) -> dict[str, np.nd
         :data:`MAX_ARRAY_BYTES`).
     """
     p = Path(path)
-    out = _open_npz(p)
-    keys = list(keys)
-    missing = [k for k in keys if k not in out]
-    if missing:
-        raise PersistError(f"{str(p)!r} lacks array(s) {missing}")
-    for k in keys:
-        if out[k].dtype.kind not in _NUMERIC_KINDS:
-            raise PersistError(f"{str(p)!r}: array {k!r} has dtype {out[k].dtype}, not numeric")
-    return out
+    return _arrays_from_bytes(_open_npz_raw(p), p, keys)
 
 
-def read_sparse(path: str | os.PathLike) -> sp.csr_array:
-    """Load one scipy.sparse ``.npz`` (CSR or CSC, as ``scipy.sparse.save_npz`` writes it) as a
-    CSR array, with every index checked (no pickle, sizes bounded before reading).
+def _open_npz_raw(p: Path) -> bytes:
+    from longctx.persist_reader import MAX_NPZ_BYTES
 
-    Raises
-    ------
-    PersistError
-        The file is missing, truncated, damaged, or the matrix is malformed (index out of
-        range, ``indptr`` not monotone, non-numeric values).
-    """
-    p = Path(path)
-    z = _open_npz(p)
+    return _read_file_bytes(p, MAX_NPZ_BYTES)
+
+
+def _sparse_from_bytes(raw: bytes, p: Path) -> sp.csr_array:
+    z = _load_npz_bytes(raw, p)
     try:
         fmt = z["format"].item()
         fmt = fmt.decode("ascii") if isinstance(fmt, bytes) else str(fmt)
@@ -578,6 +341,20 @@ def read_sparse(path: str | os.PathLike) -> sp.csr_array:
         raise PersistError(
             f"{str(p)!r} holds a malformed sparse matrix: {str(exc)[:200]}"
         ) from None
+
+
+def read_sparse(path: str | os.PathLike) -> sp.csr_array:
+    """Load one scipy.sparse ``.npz`` (CSR or CSC, as ``scipy.sparse.save_npz`` writes it) as a
+    CSR array, with every index checked (no pickle, sizes bounded before reading).
+
+    Raises
+    ------
+    PersistError
+        The file is missing, truncated, damaged, or the matrix is malformed (index out of
+        range, ``indptr`` not monotone, non-numeric values).
+    """
+    p = Path(path)
+    return _sparse_from_bytes(_open_npz_raw(p), p)
 
 
 # -- checks of loaded values ---------------------------------------------------------------------
@@ -721,6 +498,61 @@ def check_span_texts(texts, sources, starts, ends, unit_texts, path, field: str)
             )
 
 
+def check_json_metadata(metadata, where: str) -> None:
+    """Check, before anything is saved, that a user's metadata dict comes back from JSON as it
+    went in: ``str`` keys only (JSON would turn ``1`` into ``"1"``), values ``None``, ``bool``,
+    ``int``, finite ``float``, ``str`` and lists, tuples (read back as lists) and dicts of
+    them, nested at most ``MAX_JSON_DEPTH - 8`` levels (so the saved file loads).
+
+    Parameters
+    ----------
+    metadata : dict
+    where : str
+        The document, for the message (``"documents[3] (id 'doc3')"``).
+
+    Raises
+    ------
+    TypeError
+        A key that is not a ``str``, or a value of another type (``datetime``, ``set``,
+        ``bytes``, numpy scalars...), naming ``where`` and the key.
+    ValueError
+        ``NaN`` / infinity, an integer of more than 4300 digits, or nesting too deep.
+    """
+    if not isinstance(metadata, dict):
+        raise TypeError(f"{where}: metadata must be a dict, got {type(metadata).__name__}")
+    limit = MAX_JSON_DEPTH - 8
+    stack = [(metadata, "metadata", 1)]
+    while stack:
+        value, at, depth = stack.pop()
+        if depth > limit:
+            raise ValueError(f"{where}: {at} is nested more than {limit} levels deep")
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise TypeError(
+                        f"{where}: {at} has the key {k!r} ({type(k).__name__}), not a str: JSON "
+                        f"would store it as {json.dumps(str(k))}; use str keys"
+                    )
+                stack.append((v, f"{at}[{k!r}]", depth + 1))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{at}[{i}]", depth + 1) for i, v in enumerate(value))
+        elif value is None or isinstance(value, (bool, str)):
+            continue
+        elif isinstance(value, int):
+            if value.bit_length() > 14_000:  # more than ~4300 decimal digits
+                raise ValueError(f"{where}: {at} is an integer too large for JSON")
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError(
+                    f"{where}: {at} is {value}, which JSON cannot store: use None or a number"
+                )
+        else:
+            raise TypeError(
+                f"{where}: {at} is a {type(value).__module__}.{type(value).__qualname__}, which "
+                "JSON cannot store: convert it (to a str, number, list or dict) before saving"
+            )
+
+
 def text_digest(text: str) -> str:
     """SHA-256 (hex) of a text's UTF-8 bytes, as stored to tie saved node ids to their texts."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -771,5 +603,27 @@ __all__ = [
     "check_spans",
     "check_span_texts",
     "text_digest",
+    "check_json_metadata",
     "check_local_model_name",
+    "ConcurrentSaveError",
 ]
+
+#: Names of :mod:`longctx.persist_reader` served from here (imported on first use: that module
+#: imports this one).
+_READER_NAMES = frozenset(
+    {
+        "IndexDir",
+        "LOAD_ATTEMPTS",
+        "MAX_NPZ_BYTES",
+        "open_index_dir",
+        "retry_on_concurrent_save",
+    }
+)
+
+
+def __getattr__(name: str):
+    if name in _READER_NAMES:
+        from longctx import persist_reader
+
+        return getattr(persist_reader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

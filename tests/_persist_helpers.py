@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import zipfile
@@ -75,18 +76,55 @@ def garlic_graph():
     return HWDAG(nodes, sp.csr_array(w), emb, texts=[text], batches=batches, info={"x": 1})
 
 
-def edit_json(path: Path, fn) -> None:
+def _digest(p: Path) -> dict:
+    raw = p.read_bytes()
+    return {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}
+
+
+def restamp(folder: Path) -> None:
+    """Make the digests in ``folder``'s manifest (and in the manifests of the index folders it
+    is nested in) match the files now there: what a forger who edits a file and the manifest
+    does, so the checks of the values themselves are tested, not only the digests."""
+    d = Path(folder)
+    while (d / "manifest.json").is_file():
+        m = json.loads((d / "manifest.json").read_text("utf-8"))
+        if isinstance(m, dict) and isinstance(m.get("digests"), dict):
+            digests = {}
+            for f in m.get("files", []):
+                if isinstance(f, str) and (d / f).is_file():
+                    digests[f] = _digest(d / f)
+            for sub in m.get("dirs", []):
+                if isinstance(sub, str) and (d / sub / "manifest.json").is_file():
+                    digests[sub] = _digest(d / sub / "manifest.json")
+            m["digests"] = digests
+            (d / "manifest.json").write_text(json.dumps(m, indent=1), "utf-8")
+        parent = d.parent / "manifest.json"
+        if not parent.is_file():
+            return
+        listed = json.loads(parent.read_text("utf-8"))
+        if not isinstance(listed, dict) or d.name not in listed.get("dirs", []):
+            return
+        d = d.parent
+
+
+def edit_json(path: Path, fn, *, stamp: bool = True) -> None:
+    """Rewrite the JSON file ``path`` with ``fn(data)`` (or ``data`` edited in place); with
+    ``stamp`` the manifest's digests are updated too (:func:`restamp`)."""
     data = json.loads(Path(path).read_text("utf-8"))
     out = fn(data)
     Path(path).write_text(json.dumps(data if out is None else out), "utf-8")
+    if stamp:
+        restamp(Path(path).parent)
 
 
-def edit_npz(path: Path, **arrays) -> None:
-    """Rewrite some arrays of an ``.npz`` (the others kept)."""
+def edit_npz(path: Path, *, stamp: bool = True, **arrays) -> None:
+    """Rewrite some arrays of an ``.npz`` (the others kept; digests updated with ``stamp``)."""
     with np.load(path, allow_pickle=False) as z:
         data = {k: z[k] for k in z.files}
     data.update(arrays)
     np.savez(path, **data)
+    if stamp:
+        restamp(Path(path).parent)
 
 
 def forged_npy_header_npz(path: Path, key: str, shape, dtype="<f8") -> None:

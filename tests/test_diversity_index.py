@@ -15,6 +15,7 @@ from longctx.diversity import DiversityIndex, fps_select, mmr_select
 from longctx.embeddings import EmbeddingCache, embed_texts, get_encoder
 from longctx.persist import PersistError
 from longctx.types import SearchResult
+from tests._persist_helpers import restamp
 from tests.test_diversity import HashEncoder
 
 BOOK = [
@@ -162,7 +163,10 @@ def test_load_checks_the_encoder(index, tmp_path):
         (lambda d: (d / "embeddings.npz").write_bytes(b"PK\x03\x04trunc"), "embeddings.npz"),
         (lambda d: (d / "units.json").write_text("{", "utf-8"), "units.json"),
         (lambda d: (d / "units.json").write_text('{"source": [0]}', "utf-8"), "units.json"),
-        (lambda d: (d / "texts.json").write_text('["short"]', "utf-8"), "units.json"),
+        (  # a forger who rewrites the manifest's digests too: the spans still catch it
+            lambda d: ((d / "texts.json").write_text('["short"]', "utf-8"), restamp(d)),
+            "units.json",
+        ),
         (lambda d: (d / "config.json").unlink(), "config.json"),
         (lambda d: (d / "manifest.json").unlink(), "manifest.json"),
         (
@@ -315,6 +319,7 @@ def test_max_unit_tokens_survives_save_load(tmp_path):
     # an index saved before the setting existed loads as built (not cut)
     del config["max_unit_tokens"]
     (tmp_path / "idx" / "config.json").write_text(json.dumps(config), "utf-8")
+    restamp(tmp_path / "idx")
     old = DiversityIndex.load(tmp_path / "idx", encoder=HashEncoder())
     assert old.max_unit_tokens is None and old.spans() == idx.spans()
 

@@ -16,6 +16,7 @@ from longctx.filters import MetadataFilter, MetadataFilters
 from longctx.mixpr import MixPRIndex
 from longctx.mixpr.graph import FactoredGraph
 from longctx.persist import PersistError
+from tests._persist_helpers import restamp
 
 POOL = [
     "Mary moved to the bathroom. John went to the hallway. Mary got the milk there.",
@@ -381,18 +382,21 @@ def test_damaged_terms_and_documents_are_persist_errors(tmp_path):
     counts = sp.load_npz(d / "terms.npz")
     counts.data[0] = 0.5
     sp.save_npz(d / "terms.npz", counts, compressed=False)
+    restamp(d)
     with pytest.raises(PersistError, match="terms.npz"):
         MixPRIndex.load(d)
     index.save(d)
     doc = json.loads((d / "documents.json").read_text())
     doc["ids"][1] = doc["ids"][0]
     (d / "documents.json").write_text(json.dumps(doc))
+    restamp(d)
     with pytest.raises(PersistError, match="unique"):
         MixPRIndex.load(d)
     index.save(d)
     doc = json.loads((d / "documents.json").read_text())
     doc["metadata"] = doc["metadata"][:-1]
     (d / "documents.json").write_text(json.dumps(doc))
+    restamp(d)
     with pytest.raises(PersistError, match="metadata"):
         MixPRIndex.load(d)
 

@@ -13,6 +13,7 @@ from longctx.cli import main
 from longctx.mixpr import PRESETS, MixPR, MixPRConfig, MixPRIndex
 from longctx.persist import PersistError
 from longctx.text import chunk_words
+from tests._persist_helpers import restamp
 
 DEMO_QUERY = "What did the Mock Turtle sing about?"  # the Makefile's `demo` target
 # What the Mock Turtle sings: "Sing her 'Turtle Soup,'", "Beautiful Soup, so rich and green", ...
@@ -93,6 +94,7 @@ def test_a_saved_config_missing_a_setting_is_refused(tmp_path):
     cfg = json.loads(cfg_path.read_text())
     del cfg["coverage_power"]  # a default would silently change how the index ranks
     cfg_path.write_text(json.dumps(cfg))
+    restamp(tmp_path / "idx")
     with pytest.raises(PersistError, match="coverage_power"):
         MixPRIndex.load(tmp_path / "idx")
 

@@ -10,6 +10,7 @@ from longctx.mixpr import MixPRIndex
 from longctx.mixpr.index import _dense_restart
 from longctx.mixpr.query import query_weights, weigh_by_coverage
 from longctx.persist import PersistError
+from tests._persist_helpers import restamp
 
 # concept dimensions of a tiny deterministic encoder: synonyms share a dimension
 CONCEPTS = {
@@ -160,6 +161,9 @@ def test_damaged_vectors_file_is_a_persist_error(tmp_path):
     with pytest.raises(PersistError, match="vectors.npz"):
         MixPRIndex.load(tmp_path / "ix")
     np.savez(tmp_path / "ix" / "vectors.npz", unit_vectors=np.zeros((2, DIM), np.float32))
+    with pytest.raises(PersistError, match=r"vectors\.npz.*SHA-256"):
+        MixPRIndex.load(tmp_path / "ix")
+    restamp(tmp_path / "ix")  # a forger who rewrites the digests too
     with pytest.raises(PersistError, match="one row per unit"):
         MixPRIndex.load(tmp_path / "ix")
 

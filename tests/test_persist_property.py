@@ -1,10 +1,16 @@
-"""Property test (hypothesis): a randomly damaged saved index (a file truncated, bytes flipped, or
-a JSON value replaced by random JSON) gives either a correct load, whose results hold only the
-sources' own text, or a PersistError naming the index's files; never another exception."""
+"""Property tests (hypothesis).
+
+- A randomly damaged saved index (a file truncated, bytes flipped, or a JSON value replaced by
+  random JSON; the manifest's digests rewritten to match or not) gives either a correct load,
+  whose results hold only the sources' own text, or a PersistError naming the index's files;
+  never another exception.
+- A manifest listing random path-like names never makes a load or a save touch anything outside
+  the index folder (issue 28)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,13 +22,14 @@ from hypothesis import strategies as st
 from longctx.diversity import DiversityIndex
 from longctx.garlic import HWDAG
 from longctx.mixpr import MixPRIndex
-from longctx.persist import PersistError
+from longctx.persist import PersistError, SaveTargetError, _remove_index
 from tests._persist_helpers import (
     TEXTS,
     diversity_index,
     garlic_graph,
     hash_encoder,
     mixpr_index,
+    restamp,
 )
 
 QUERY = "Where did the cat sit?"
@@ -102,6 +109,8 @@ def _damage(d: Path, data) -> str:
         pos = data.draw(st.integers(0, len(raw) - 1), label="pos")
         bit = data.draw(st.integers(0, 7), label="bit")
         p.write_bytes(raw[:pos] + bytes([raw[pos] ^ (1 << bit)]) + raw[pos + 1 :])
+    if name != "manifest.json" and data.draw(st.booleans(), label="digests rewritten"):
+        restamp(d)  # a forger's edit: the values themselves must be checked
     return name
 
 
@@ -152,3 +161,99 @@ def test_damaged_index_loads_correctly_or_raises_persist_error(saved, kind, data
             _check(kind, d)
         except PersistError as exc:
             assert str(d) in str(exc)
+
+
+# -- random manifests with path-like names (issue 28) ----------------------------------------------
+_PATHLIKE = st.sampled_from(
+    [
+        "..",
+        ".",
+        "",
+        "../important.txt",
+        "../sentinel",
+        "../../",
+        "a/b",
+        "/etc/passwd",
+        "\\..\\x",
+        "C:evil",
+        "x\x00y",
+        "linkfile",
+        "linkdir",
+        "texts.json",
+        "index",
+    ]
+)
+
+
+def _sandbox(root: Path) -> tuple[Path, Path]:
+    """``root/sentinel``: a user's tree that looks like an index (its manifest lists its files);
+    ``root/box/idx``: a saved index beside it."""
+    sentinel = root / "sentinel"
+    (sentinel / "nested").mkdir(parents=True)
+    (sentinel / "important.txt").write_text("the user's work")
+    (sentinel / "nested" / "deep.txt").write_text("deep")
+    for d, files in ((sentinel, ["important.txt"]), (sentinel / "nested", ["deep.txt"])):
+        (d / "manifest.json").write_text(
+            json.dumps({"format": "longctx.mixpr", "files": files, "dirs": ["nested"]})
+        )
+    (root / "box").mkdir()
+    (root / "box" / "important.txt").write_text("beside the index")
+    (root / "box" / "manifest.json").write_text(
+        json.dumps({"format": "longctx.mixpr", "files": ["important.txt"]})
+    )
+    idx = root / "box" / "idx"
+    mixpr_index().save(idx)
+    return sentinel, idx
+
+
+def _snapshot(root: Path, skip: Path) -> dict:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p == skip or skip in p.parents:
+            continue
+        out[str(p.relative_to(root))] = (
+            ("link", os.readlink(p)) if p.is_symlink() else p.read_bytes() if p.is_file() else "d"
+        )
+    return out
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_random_path_like_manifests_never_touch_anything_outside(data):
+    """A manifest listing ``..``, ``../x``, ``a/b``, absolute paths or links: loading refuses
+    it or loads the index, and saving over it (and the old-index cleanup on its own) never
+    changes anything outside the index folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        sentinel, idx = _sandbox(root)
+        if data.draw(st.booleans(), label="links inside"):
+            (idx / "linkfile").symlink_to(sentinel / "important.txt")
+            (idx / "linkdir").symlink_to(sentinel, target_is_directory=True)
+        manifest = json.loads((idx / "manifest.json").read_text())
+        for field in ("files", "dirs"):
+            names = _PATHLIKE | st.text(max_size=6) if field == "files" else _PATHLIKE
+            extra = data.draw(st.lists(names, min_size=field == "dirs", max_size=3), label=field)
+            manifest[field] = [*manifest.get(field, []), *extra]
+        if data.draw(st.booleans(), label="digests dropped"):
+            manifest.pop("digests", None)
+        (idx / "manifest.json").write_text(json.dumps(manifest))
+        before = _snapshot(root, idx)
+        try:
+            MixPRIndex.load(idx)
+        except PersistError:
+            pass
+        how = data.draw(st.sampled_from(["save", "remove"]), label="then")
+        if how == "save":
+            try:
+                MixPRIndex.from_texts(["Another small text. Two sentences."]).save(idx)
+            except (SaveTargetError, PersistError):
+                pass
+        else:
+            _remove_index(idx)
+        after = _snapshot(root, idx)
+        left = {k for k in after if k.startswith("box/.idx.")}  # a refused cleanup's leftovers
+        assert {k: v for k, v in after.items() if k not in left} == before

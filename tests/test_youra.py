@@ -696,6 +696,11 @@ def test_index_save_load_round_trip_and_errors(corpus_index, tmp_path):
     b = tmp_path / "mismatch"
     corpus_index.save(b)
     (b / "texts.json").write_text(json.dumps(["only one text"]))
+    with pytest.raises(PersistError, match=r"texts\.json.*SHA-256"):
+        YouraIndex.load(b, scorer=corpus_index.scorer)
+    from tests._persist_helpers import restamp
+
+    restamp(b)  # the manifest's digests rewritten too: the sentences do not fit the texts
     with pytest.raises(PersistError, match="sentences.npz"):
         YouraIndex.load(b, scorer=corpus_index.scorer)
 

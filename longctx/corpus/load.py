@@ -65,12 +65,11 @@ def load_index(uri, *, storage_options: dict | None = None, **load_kwargs):
             if not storage.index_complete(""):
                 raise PersistError(f"{storage.url!r} holds no finished longctx index")
             local = storage.fetch_index("", tmp)
-        from longctx.persist import read_json
+        from longctx.persist_reader import open_index_dir
 
-        manifest = read_json(local / "manifest.json")
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("format"), str):
-            raise PersistError(f"{str(local / 'manifest.json')!r} is not a longctx manifest")
-        cls = _loader(manifest["format"], storage.url)
+        with open_index_dir(local, kind=None) as r:  # any kind: the format picks the loader
+            fmt = r.manifest["format"]
+        cls = _loader(fmt, storage.url)
         return cls.load(local, **load_kwargs)
 
 

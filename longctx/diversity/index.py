@@ -15,7 +15,6 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +26,7 @@ from longctx.diversity.lazy import probe_projection
 from longctx.diversity.objective import METHODS, rescale, rewards_from
 from longctx.diversity.ordering import check_order, order_selection
 from longctx.index import RetrievalIndex, check_texts
+from longctx.persist_reader import retry_on_concurrent_save
 from longctx.selection import check_budget_fits, unit_token_cap
 from longctx.types import Passage, SearchResult
 
@@ -583,6 +583,7 @@ class DiversityIndex(RetrievalIndex):
         )
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(cls, path: str | os.PathLike, encoder=None) -> DiversityIndex:
         """Read an index written by :meth:`save`.
 
@@ -612,18 +613,16 @@ class DiversityIndex(RetrievalIndex):
             check_int_value,
             check_spans,
             check_str_list,
-            read_arrays,
-            read_json,
-            read_manifest,
+            open_index_dir,
         )
 
-        d = Path(path)
-        read_manifest(d, kind=_KIND, versions=(_FORMAT_VERSION,))
+        r = open_index_dir(path, kind=_KIND, versions=(_FORMAT_VERSION,))
+        d = r.path
         cpath, tpath, upath, epath = (d / f for f in CONFIG_FILES)
-        config = check_dict(read_json(cpath), cpath, "config")
-        texts = check_str_list(read_json(tpath), tpath, "texts")
-        units = check_dict(read_json(upath), upath, "units")
-        emb = read_arrays(epath, ["embeddings"])["embeddings"]
+        config = check_dict(r.json(cpath.name), cpath, "config")
+        texts = check_str_list(r.json(tpath.name), tpath, "texts")
+        units = check_dict(r.json(upath.name), upath, "units")
+        emb = r.arrays(epath.name, ["embeddings"])["embeddings"]
         ident = check_dict(config.get("encoder"), cpath, "encoder")
         for key, value in config.items():
             if key != "encoder" and not (value is None or isinstance(value, (str, int, bool))):
@@ -671,7 +670,7 @@ class DiversityIndex(RetrievalIndex):
                 warnings.warn(
                     f"the index at {str(d)!r} was built with encoder {name!r}, queries will be "
                     f"embedded with {enc.name!r} (same dimension): results may be poor",
-                    stacklevel=2,
+                    stacklevel=3,  # the caller of load (retry_on_concurrent_save's wrapper)
                 )
         elif name == _default_name():
             enc = SentenceTransformerEncoder(None)  # the packaged model

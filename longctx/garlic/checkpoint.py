@@ -19,7 +19,8 @@ from pathlib import Path
 
 from longctx.garlic.graph import FORMAT_KIND, FORMAT_VERSION
 from longctx.garlic.prompts import PROMPT_VERSION
-from longctx.persist import PersistError, read_json, read_manifest, write_dir
+from longctx.persist import PersistError, write_dir
+from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
 
 # Records keyed by (source, level, position in the level) with per-document node ids (2); the
 # first checkpoints listed records in build order with global node ids (1).
@@ -57,13 +58,15 @@ def _config(
     }
 
 
+@retry_on_concurrent_save("out_dir")
 def _read_checkpoint(out_dir: Path, config: dict) -> tuple[list[dict], bool]:
     """Records of the finished batches in ``out_dir`` and whether the graph there is complete."""
     if not out_dir.exists() or (out_dir.is_dir() and not any(out_dir.iterdir())):
         return [], False
-    manifest = read_manifest(out_dir, kind=FORMAT_KIND, versions=(FORMAT_VERSION,))
+    r = open_index_dir(out_dir, kind=FORMAT_KIND, versions=(FORMAT_VERSION,))
+    manifest = r.manifest
     path = out_dir / "checkpoint.json"
-    data = read_json(path)
+    data = r.json("checkpoint.json")
     if not isinstance(data, dict) or "config" not in data or "records" not in data:
         raise PersistError(f"{str(path)!r} is damaged: no config/records")
     if data["config"] != config:

@@ -21,11 +21,8 @@ from longctx.persist import (
     check_float_array,
     check_int_value,
     check_str_list,
-    read_arrays,
-    read_json,
-    read_manifest,
-    read_sparse,
 )
+from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
 
 __all__ = ["Node", "HWDAG", "FORMAT_KIND", "FORMAT_VERSION", "assemble_graph"]
 
@@ -176,6 +173,7 @@ class HWDAG:
         }
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(cls, path: str | os.PathLike) -> HWDAG:
         """Read a graph written by :meth:`save` (or by ``build_hwdag(out_dir=...)``).
 
@@ -185,23 +183,25 @@ class HWDAG:
             Naming the file: not a GARLIC graph, another format version, half-written (an
             interrupted build's checkpoint), missing or damaged files.
         """
-        manifest = read_manifest(path, kind=FORMAT_KIND, versions=(FORMAT_VERSION,))
+        r = open_index_dir(path, kind=FORMAT_KIND, versions=(FORMAT_VERSION,))
+        manifest = r.manifest
         mpath = os.path.join(os.fspath(path), "manifest.json")
         if not manifest.get("complete", False):
             raise PersistError(
                 f"{mpath!r} belongs to an interrupted build (a checkpoint, not a finished "
                 "graph): run build_hwdag / 'longctx index' with the same out dir to finish it"
             )
-        return cls._from_dir(path, manifest)
+        return cls._from_dir(r, manifest)
 
     @classmethod
     def _from_dir(cls, path, manifest) -> HWDAG:
+        r = open_index_dir(path, kind=FORMAT_KIND, versions=(FORMAT_VERSION,))
         d = os.fspath(path)
         gpath = os.path.join(d, "graph.json")
-        data = read_json(gpath)
+        data = r.json("graph.json")
         nodes, texts, batches, info = _check_graph_json(data, gpath)
         epath = os.path.join(d, "edges.npz")
-        edges = read_sparse(epath)
+        edges = r.sparse("edges.npz")
         n = len(nodes)
         if edges.shape != (n, n):
             raise PersistError(f"{epath!r}: edges of shape {edges.shape} for {n} nodes")
@@ -215,9 +215,9 @@ class HWDAG:
                     f"{epath!r}: an edge does not go from a node to one of the level below"
                 )
         emb = None
-        if "embeddings.npz" in manifest.get("files", []):
+        if r.has("embeddings.npz"):
             npath = os.path.join(d, "embeddings.npz")
-            emb = read_arrays(npath, ["embeddings"])["embeddings"]
+            emb = r.arrays("embeddings.npz", ["embeddings"])["embeddings"]
             check_float_array(emb, npath, "embeddings", shape=(n, None))
         try:
             return cls(nodes, edges, emb, texts=texts, batches=batches, info=info)

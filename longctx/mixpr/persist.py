@@ -24,12 +24,9 @@ from longctx.persist import (
     check_int_array,
     check_spans,
     check_str_list,
-    read_arrays,
-    read_json,
-    read_manifest,
-    read_sparse,
     write_dir,
 )
+from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
 
 __all__ = ["LOADABLE_VECTORIZER_KWARGS", "load_index", "save_index"]
 
@@ -83,31 +80,34 @@ def save_index(index, path) -> None:
 MAX_TERM_COUNT = 1 << 31
 
 
+@retry_on_concurrent_save("path")
 def load_index(cls, path, *, router=None, encoder=None):
     """Read the index at directory ``path`` as an instance of ``cls`` (errors: see
-    :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`)."""
+    :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`). Every file comes from one
+    save (:func:`longctx.persist_reader.open_index_dir` checks each against the manifest's
+    digests)."""
     from longctx.mixpr.index import _check_ids, _check_metadatas, _State
     from longctx.mixpr.tfidf import TermTable, TfidfSettings
 
-    d = Path(path)
-    _refuse_old_format(d, cls.FORMAT_VERSION)
-    read_manifest(d, kind="mixpr", versions=(cls.FORMAT_VERSION,))
+    _refuse_old_format(path, cls.FORMAT_VERSION)
+    r = open_index_dir(path, kind="mixpr", versions=(cls.FORMAT_VERSION,))
+    d = r.path
     cfg_path, arr_path = d / "config.json", d / "arrays.npz"
     doc_path, terms_path = d / "documents.json", d / "terms.npz"
-    cfg = check_dict(read_json(cfg_path), cfg_path, "config")
-    texts = check_str_list(read_json(d / "texts.json"), d / "texts.json", "texts")
-    vocab = check_str_list(read_json(d / "vocabulary.json"), d / "vocabulary.json", "terms")
-    docs = check_dict(read_json(doc_path), doc_path, "documents")
+    cfg = check_dict(r.json("config.json"), cfg_path, "config")
+    texts = check_str_list(r.json("texts.json"), d / "texts.json", "texts")
+    vocab = check_str_list(r.json("vocabulary.json"), d / "vocabulary.json", "terms")
+    docs = check_dict(r.json("documents.json"), doc_path, "documents")
     keys = ("unit_source", "unit_index", "starts", "ends", "token_counts")
-    arrs = read_arrays(arr_path, keys)
-    counts_m = read_sparse(terms_path)
+    arrs = r.arrays("arrays.npz", keys)
+    counts_m = r.sparse("terms.npz")
     cfg = dict(cfg)
     vectors = ident = None
     if "encoder" in cfg:
         ident = cfg.pop("encoder")
         if not isinstance(ident, dict) or not isinstance(ident.get("name"), (str, type(None))):
             raise PersistError(f"{str(cfg_path)!r}: field 'encoder' must be an object")
-        vectors = read_arrays(d / "vectors.npz", ("unit_vectors",))["unit_vectors"]
+        vectors = r.arrays("vectors.npz", ("unit_vectors",))["unit_vectors"]
     counter = cfg.pop("token_counter", None)
     if not isinstance(counter, str) or len(counter) > 200:
         raise PersistError(f"{str(cfg_path)!r}: field 'token_counter' must be a short str")
@@ -185,7 +185,7 @@ def load_index(cls, path, *, router=None, encoder=None):
     if config.graph == "threshold":
         from longctx.mixpr.graph import ThresholdGraph
 
-        S = read_sparse(d / "graph.npz")
+        S = r.sparse("graph.npz")
         if S.shape != (n, n) or (S.nnz and S.data.min() < 0):
             raise PersistError(
                 f"{str(d / 'graph.npz')!r}: graph of shape {S.shape} for {n} units (or negative "
@@ -225,13 +225,16 @@ def load_index(cls, path, *, router=None, encoder=None):
     )
 
 
-def _refuse_old_format(d: Path, version: int) -> None:
+def _refuse_old_format(path, version: int) -> None:
     """An index saved by longctx 0.1 (format version 1) is a clear error that says to rebuild."""
+    from longctx.persist import read_json
+
+    d = getattr(path, "path", None) or Path(path)
     m = d / "manifest.json"
     try:
         raw = read_json(m, max_bytes=1 << 20)
-    except PersistError:
-        return  # read_manifest names the problem
+    except (PersistError, OSError):
+        return  # open_index_dir names the problem
     if isinstance(raw, dict) and raw.get("format") == "longctx.mixpr":
         fv = raw.get("format_version")
         if fv == 1:

@@ -10,6 +10,7 @@ import numpy as np
 
 from longctx.checks import check_choice, check_int, check_query
 from longctx.index import RetrievalIndex, check_texts
+from longctx.persist_reader import retry_on_concurrent_save
 from longctx.selection import check_budget_fits, check_size
 from longctx.types import Passage, SearchResult
 from longctx.youra.config import DEFAULT_K, DEFAULT_MAX_UNIT_TOKENS, SCORE_SCALES
@@ -263,6 +264,7 @@ class YouraIndex(RetrievalIndex):
         )
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(
         cls, path: str | os.PathLike, scorer: ReactionScorer | None = None, **scorer_kwargs
     ) -> YouraIndex:
@@ -276,21 +278,13 @@ class YouraIndex(RetrievalIndex):
             A file is missing, truncated or damaged, written by another format version, or its
             contents do not fit together (the message names the file).
         """
-        from pathlib import Path
+        from longctx.persist import PersistError, check_int_array, open_index_dir
 
-        from longctx.persist import (
-            PersistError,
-            check_int_array,
-            read_arrays,
-            read_json,
-            read_manifest,
-        )
-
-        d = Path(path)
-        read_manifest(d, kind="youra", versions=(cls.FORMAT_VERSION,))
-        config = read_json(d / "config.json")
-        texts = read_json(d / "texts.json")
-        arrs = read_arrays(d / "sentences.npz", ["spans", "offsets", "token_counts"])
+        r = open_index_dir(path, kind="youra", versions=(cls.FORMAT_VERSION,))
+        d = r.path
+        config = r.json("config.json")
+        texts = r.json("texts.json")
+        arrs = r.arrays("sentences.npz", ["spans", "offsets", "token_counts"])
         if (
             not isinstance(config, dict)
             or not isinstance(config.get("scorer"), dict)

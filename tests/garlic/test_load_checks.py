@@ -7,6 +7,7 @@ import pytest
 
 from longctx.garlic.search import SearchGraph, as_search_graph, check_chunk_texts, merge_graphs
 from longctx.persist import PersistError
+from tests._persist_helpers import restamp
 from tests.garlic._graphs import STORY, make_graph
 
 OTHER = "Peter lost his jacket. He hid in a can."
@@ -105,5 +106,6 @@ def test_checkpoint_with_a_list_pos_is_a_persist_error_on_resume(tmp_path):
     data = json.loads(path.read_text("utf-8"))
     data["records"][0]["pos"] = [0]
     path.write_text(json.dumps(data), "utf-8")
+    restamp(tmp_path / "g")
     with pytest.raises(PersistError, match=r"checkpoint\.json.*records\[0\]\.pos"):
         _read_checkpoint(tmp_path / "g", config)

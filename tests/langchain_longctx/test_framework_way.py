@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_longctx import DiversityCompressor, MixPRRetriever
 from longctx.persist import PersistError
+from tests._persist_helpers import restamp
 
 DIM = 8
 
@@ -104,6 +105,9 @@ def test_mixpr_save_load_round_trip(tmp_path, monkeypatch):
     saved = json.loads((tmp_path / "mixpr" / "documents.json").read_text("utf-8"))
     saved[0]["page_content"] = saved[0]["page_content"].replace("milk", "wine")
     (tmp_path / "mixpr" / "documents.json").write_text(json.dumps(saved), "utf-8")
+    with pytest.raises(PersistError, match=r"documents\.json.*SHA-256"):
+        MixPRRetriever.load(tmp_path / "mixpr")
+    restamp(tmp_path / "mixpr")  # the manifest's digests rewritten too: the texts give it away
     with pytest.raises(PersistError, match="does not hold the texts of the saved documents"):
         MixPRRetriever.load(tmp_path / "mixpr")
     with pytest.raises(PersistError):

@@ -10,6 +10,7 @@ from llama_index.core.schema import Document, QueryBundle
 
 from llamaindex_longctx import MixPRRetriever
 from longctx.persist import PersistError, SaveTargetError
+from tests._persist_helpers import restamp
 
 DOCS = [
     Document(text="Alice fell down the rabbit hole. She found a tiny door.", id_="alice"),
@@ -66,12 +67,16 @@ def test_edited_node_text_with_matching_ids_is_a_persist_error(tmp_path):
     a["text_resource"], b["text_resource"] = b["text_resource"], a["text_resource"]
     a["text"], b["text"] = b["text"], a["text"]
     (d / "nodes.json").write_text(json.dumps(nodes))
+    with pytest.raises(PersistError, match=r"nodes\.json.*SHA-256"):
+        MixPRRetriever.from_persist_dir(tmp_path)
+    restamp(d)  # the manifest's digests rewritten too: the saved text digests catch it
     with pytest.raises(PersistError, match="nodes.json"):
         MixPRRetriever.from_persist_dir(tmp_path)
     # even with the digests removed, the index's own texts give it away
     settings = json.loads((d / "retriever.json").read_text())
     del settings["node_ids"], settings["text_sha256"]
     (d / "retriever.json").write_text(json.dumps(settings))
+    restamp(d)
     with pytest.raises(PersistError, match="nodes.json"):
         MixPRRetriever.from_persist_dir(tmp_path)
 
@@ -81,10 +86,12 @@ def test_bad_retriever_settings_are_persist_errors(tmp_path):
     p = tmp_path / "longctx_mixpr" / "retriever.json"
     s = json.loads(p.read_text())
     p.write_text(json.dumps({**s, "similarity_top_k": "many"}))
-    with pytest.raises(PersistError, match="retriever.json"):
+    restamp(p.parent)
+    with pytest.raises(PersistError, match="retriever.json.*similarity_top_k"):
         MixPRRetriever.from_persist_dir(tmp_path)
     p.write_text(json.dumps({**s, "evil": 1}))
-    with pytest.raises(PersistError, match="retriever.json"):
+    restamp(p.parent)
+    with pytest.raises(PersistError, match="retriever.json.*unknown"):
         MixPRRetriever.from_persist_dir(tmp_path)
 
 
@@ -103,6 +110,9 @@ def test_folders_of_the_old_layout_still_load(tmp_path):
         json_files={"retriever": settings, "nodes": [doc_to_json(n) for n in DOCS]},
     )
     r.index.save(d / "index")  # longctx 0.1 wrote the index beside, unlisted
+    manifest = json.loads((d / "manifest.json").read_text())
+    del manifest["digests"]  # and its manifests carried no digests
+    (d / "manifest.json").write_text(json.dumps(manifest))
     loaded = MixPRRetriever.from_persist_dir(d)
     q = QueryBundle("Where did Bob sail?")
     assert [n.node.get_content() for n in loaded.retrieve(q)] == [
@@ -130,3 +140,21 @@ def test_hybrid_without_a_model_for_queries_fails_at_load(tmp_path):
     assert loaded.retrieve("Where did Mary go?")
     again = MixPRRetriever.from_persist_dir(tmp_path, embed_model=emb)
     assert [n.node_id for n in again.retrieve("cat")] == [n.node_id for n in r.retrieve("cat")]
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "what"),
+    [
+        (__import__("datetime").date(2024, 1, 2), TypeError, "date"),
+        (frozenset({1}), TypeError, "frozenset"),
+        (b"x", TypeError, "bytes"),
+        (float("nan"), ValueError, "nan"),
+    ],
+)
+def test_non_json_node_metadata_names_node_and_key(tmp_path, value, error, what):
+    docs = [Document(text="The cat sat.", id_="n0"), Document(text="A dog ran.", id_="n1")]
+    docs[1].metadata = {"when": value}
+    r = MixPRRetriever.from_documents(docs)
+    with pytest.raises(error, match=rf"nodes\[1\] \(id 'n1'\).*'when'.*{what}"):
+        r.persist(tmp_path / "p")
+    assert not (tmp_path / "p").exists()  # (LlamaIndex itself refuses keys that are not str)
