@@ -75,18 +75,21 @@ def word_re(text: str) -> re.Pattern:
     return _INTL_WORD_RE if _SPACELESS_RE.search(text) else _WORD_RE
 
 
-#: Every character ``str.isspace`` holds true for (what ``\s`` and ``\S`` of ``re`` follow).
-_SPACE_CODES = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
+#: ``str.isspace`` of every code point below U+3001 (no space character lies above U+3000):
+#: what ``\s`` and ``\S`` of ``re`` follow.
+_IS_SPACE = np.array([chr(c).isspace() for c in range(0x3001)], dtype=bool)
 
 
 def _space_word_starts(text: str) -> np.ndarray:
     r"""``[m.start() for m in re.finditer(r"\S+", text)]`` as ``(n_words,) int64``, computed on
-    the code points at once (a Python loop over a book's million words took most of the
-    chunker's own time)."""
-    if not text:
-        return np.zeros(0, dtype=np.int64)
+    the code points at once for long texts (a Python loop over a book's million words took most
+    of the chunker's own time); short texts take the loop, which costs less there."""
+    if len(text) < 256:
+        return np.fromiter((m.start() for m in _WORD_RE.finditer(text)), dtype=np.int64)
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    space = np.isin(cp, _SPACE_CODES)
+    low = cp < len(_IS_SPACE)
+    space = np.zeros(len(cp), dtype=bool)
+    space[low] = _IS_SPACE[cp[low]]
     starts = ~space
     starts[1:] &= space[:-1]
     return np.flatnonzero(starts).astype(np.int64)
@@ -274,10 +277,9 @@ def _rules_spans(text: str) -> list[Span]:
     for m in _RULE_END_RE.finditer(text):
         j = m.start()
         if m.group(1) == "." or m.group(2):  # after an abbreviation or an initial: no end
-            k = j - 1
-            while k >= 0 and j - k <= 12 and not text[k].isspace():
-                k -= 1
-            word = text[k + 1 : j].lstrip(_RULE_OPENERS).lower()
+            seg = text[max(0, j - 12) : j]
+            word = "" if not seg or seg[-1].isspace() else seg.rsplit(None, 1)[-1]
+            word = word.lstrip(_RULE_OPENERS).lower()
             if word in _RULE_ABBREVIATIONS or (len(word) == 1 and word.isalpha() and word != "i"):
                 continue
         starts.append(m.end())

@@ -454,3 +454,18 @@ def test_whole_documents_ranks_the_passages_chunks_came_from():
     assert r.hits == ()
     with pytest.raises(ValueError, match="whole_documents"):
         index.search("boot", token_budget=50, whole_documents=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.text(alphabet="ab Mr. Dr.é\u0301\r\n猫。!?“”'A", min_size=1, max_size=40),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_chunking_many_texts_together_equals_one_by_one(texts):
+    from longctx.mixpr import MixPRConfig
+
+    cfg = MixPRConfig(max_words=4)
+    assert cfg.chunk_many(texts) == [cfg.chunk(t) for t in texts]

@@ -100,3 +100,5 @@ def test_vectorized_word_starts_equal_the_regex(s):
     from longctx.text import _WORD_RE, _space_word_starts
 
     assert _space_word_starts(s).tolist() == [m.start() for m in _WORD_RE.finditer(s)]
+    long = s * (300 // max(len(s), 1) + 1)  # the code-point path (texts of 256+ characters)
+    assert _space_word_starts(long).tolist() == [m.start() for m in _WORD_RE.finditer(long)]

@@ -1003,14 +1003,12 @@ class MixPRIndex(RetrievalIndex):
 
 def _chunk(config: MixPRConfig, texts, chunk: bool):
     """``(source, index, starts, ends)`` int64 arrays of the units of ``texts``."""
-    src, idx, starts, ends = [], [], [], []
-    for d, t in enumerate(texts):
-        spans = config.chunk(t) if chunk else [(0, len(t))]
-        src.extend([d] * len(spans))
-        idx.extend(range(len(spans)))
-        starts.extend(a for a, _ in spans)
-        ends.extend(b for _, b in spans)
-    return tuple(np.asarray(x, dtype=np.int64) for x in (src, idx, starts, ends))
+    all_spans = config.chunk_many(texts) if chunk else [[(0, len(t))] for t in texts]
+    n = np.fromiter((len(s) for s in all_spans), np.int64, len(all_spans))
+    flat = np.asarray([ab for s in all_spans for ab in s], dtype=np.int64).reshape(-1, 2)
+    src = np.repeat(np.arange(len(texts), dtype=np.int64), n)
+    idx = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    return src, idx, flat[:, 0].copy(), flat[:, 1].copy()
 
 
 def _check_vocabulary(table: TermTable, config: MixPRConfig) -> None:

@@ -71,8 +71,19 @@ class _BatchAnalyzer:
         self.lower = bool(base_vec.lowercase)
         self.fold = base_vec.strip_accents if callable(base_vec.strip_accents) else None
         self.tokens = re.compile(base_vec.token_pattern).findall
+        self._pattern = base_vec.token_pattern
+        self._with_sep = {}
         self.stop = frozenset(base_vec.get_stop_words() or ())
         self.stem = stemmer
+
+    def tokens_or_sep(self, sep: str):
+        """``findall`` of the token pattern or ``sep`` (cached per separator)."""
+        import re
+
+        f = self._with_sep.get(sep)
+        if f is None:
+            f = self._with_sep[sep] = re.compile(f"{self._pattern}|{re.escape(sep)}").findall
+        return f
 
     @classmethod
     def of(cls, vec):
@@ -108,12 +119,19 @@ class _BatchAnalyzer:
         doc = joined_raw.lower() if self.lower else joined_raw
         if self.fold is not None:
             doc = self.fold(doc)
-        parts = doc.split(sep)
-        if len(parts) != len(texts):  # a step changed the separators: be exact instead
+        # one tokenizer pass over all the units: the separator is a token of its own
+        tokens = self.tokens_or_sep(sep)(doc)
+        if tokens.count(sep) != len(texts) - 1:  # a step changed the separators: be exact
             return [self.per_unit(t) for t in texts]
-        tokens = self.tokens
         stop = self.stop
-        out = [[w for w in tokens(p) if w not in stop] for p in parts]
+        out = [[]]
+        cur = out[0]
+        for w in tokens:
+            if w == sep:
+                cur = []
+                out.append(cur)
+            elif w not in stop:
+                cur.append(w)
         if self.stem is not None:
             flat = [w for ws in out for w in ws]
             uniq = list(set(flat))
