@@ -111,6 +111,11 @@ class MixPRRetriever(BaseRetriever):
         default=None, ge=1, description="Most words per chunk (default the preset's 64; paper 32)"
     )
     mixpr: MixPR | None = Field(default=None, repr=False, description="MixPR settings and router")
+    chunk_documents: bool = Field(
+        default=True,
+        description="False: every document is one unit, returned whole (passages; the "
+        "multi-hop walk, MixPR(preset='multihop'))",
+    )
     embeddings: Any = Field(
         default=None,
         repr=False,
@@ -142,7 +147,11 @@ class MixPRRetriever(BaseRetriever):
             texts, ids, metas = _indexed(self.documents, self._keys)
             if texts:
                 self._index = self._settings().index(
-                    texts, ids=ids, metadatas=metas, encoder=self.embeddings
+                    texts,
+                    ids=ids,
+                    metadatas=metas,
+                    encoder=self.embeddings,
+                    chunk=self.chunk_documents,
                 )
 
     def _settings(self) -> MixPR:
@@ -188,7 +197,11 @@ class MixPRRetriever(BaseRetriever):
             if texts:
                 if self._index is None:
                     self._index = self._settings().index(
-                        texts, ids=kids, metadatas=metas, encoder=self.embeddings
+                        texts,
+                        ids=kids,
+                        metadatas=metas,
+                        encoder=self.embeddings,
+                        chunk=self.chunk_documents,
                     )
                 else:
                     self._index.insert(texts, ids=kids, metadatas=metas)
@@ -279,7 +292,7 @@ class MixPRRetriever(BaseRetriever):
             path,
             "langchain.mixpr_retriever",
             {"k": self.k, "token_budget": self.token_budget, "mode": self.mode,
-             "max_words": self.max_words},
+             "max_words": self.max_words, "chunk_documents": self.chunk_documents},
             self.documents,
             subdirs={"index": self._index.save} if self._index is not None else None,
         )  # fmt: skip
@@ -344,7 +357,7 @@ class MixPRRetriever(BaseRetriever):
         by_key = dict(self._by_key)
         return with_unique_ids(
             [
-                hit_to_document(h, by_key[key], "mixpr", key=key)
+                hit_to_document(h, by_key[key], "mixpr", key=key, whole=not self.chunk_documents)
                 for h, key in zip(result.hits, result.info["doc_ids"])
                 if key in by_key
             ]

@@ -60,3 +60,25 @@ def test_filter_dicts_exclude_the_best_document():
     assert rf.invoke(q, filter={"author": "Austen"})[0].metadata["author"] == "Austen"
     with pytest.raises(ValueError, match=r"\$regex"):
         MixPRRetriever.from_documents(_docs(), filter={"author": {"$regex": "D"}})
+
+
+def test_whole_passages_and_the_multihop_walk():
+    from longctx.mixpr import MixPR
+
+    passages = [
+        Document(page_content=t, id=t.split("\n")[0])
+        for t in (
+            "Kiss and Tell\nKiss and Tell is a 1945 comedy film starring Shirley Temple.",
+            "Meet Corliss Archer\nMeet Corliss Archer is an American radio comedy.",
+            "Shirley Temple\nShirley Temple Black was an actress and later Chief of Protocol.",
+            "Wilhelm Busch\nWilhelm Busch was a German humorist and poet.",
+        )
+    ]
+    q = "What government position was held by the woman who starred in Kiss and Tell?"
+    r = MixPRRetriever.from_documents(
+        passages, k=2, chunk_documents=False, mixpr=MixPR(preset="multihop")
+    )
+    got = r.invoke(q)
+    assert {d.id for d in got} == {"Kiss and Tell", "Shirley Temple"}
+    assert all(d.page_content in {p.page_content for p in passages} for d in got)
+    assert r.index.config.walk == "multihop" and r.index.n_units == len(passages)
