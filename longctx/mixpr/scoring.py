@@ -409,6 +409,9 @@ class UnitBlock:
     def take_scores(self, sid) -> np.ndarray:
         return self._s(sid)["scores"]
 
+    def keys_of(self, sid=None) -> np.ndarray:
+        return self.keys
+
     def candidates(self, sid, size: int):
         """The block's best ``size`` units among those the filters keep (ties to the earlier
         unit): ``(local indices, keys, scores, token counts or None, fewest tokens among the
