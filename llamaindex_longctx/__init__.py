@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
+    "CorpusRetriever": "llamaindex_longctx.corpus_retriever",
     "MixPRRetriever": "llamaindex_longctx.mixpr_retriever",
     "YouraPostprocessor": "llamaindex_longctx.youra_postprocessor",
     "YouraRetriever": "llamaindex_longctx.youra_retriever",

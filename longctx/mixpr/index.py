@@ -352,6 +352,7 @@ class MixPRIndex(RetrievalIndex):
         chunk: bool = True,
         encoder=None,
         unit_vectors=None,
+        require_terms: bool = True,
         **params,
     ) -> MixPRIndex:
         """Build the index (see the class docstring). With ``chunk=False`` every text is one unit
@@ -378,6 +379,9 @@ class MixPRIndex(RetrievalIndex):
             Precomputed vectors of the units, in :meth:`units` order (build once without them to
             learn the units, or use ``chunk=False``); rows are L2-normalized here. Without an
             ``encoder``, queries need ``query_vector=``.
+        require_terms : bool, default True
+            Refuse texts that hold no term to index; ``False`` accepts them (a shard of a
+            sharded index, whose other shards hold the terms).
 
         Raises
         ------
@@ -416,7 +420,8 @@ class MixPRIndex(RetrievalIndex):
                 unit_vectors.setflags(write=False)
             _stage(bar, "mixpr terms")
             table = TermTable.build(TfidfSettings(config), unit_texts)
-            _check_vocabulary(table, config)
+            if require_terms:
+                _check_vocabulary(table, config)
             _stage(bar, "mixpr graph")
             state = _State(
                 config=config,

@@ -79,7 +79,7 @@ class MixPRShard:
             )
         index = MixPRIndex.from_texts(
             texts, ids=ids, metadatas=metadatas, chunk=chunk, encoder=encoder,
-            **kw, **_config_kwargs(config),
+            require_terms=False, **kw, **_config_kwargs(config),
         )  # fmt: skip
         return cls(index)
 
@@ -203,6 +203,19 @@ class MixPRShard:
         d = st.positions[doc_id]
         lo = int(np.searchsorted(st.unit_source, d, side="left"))
         return st.unit_text(lo + int(unit_index))
+
+    def has_terms(self) -> bool:
+        """Whether some unit holds a term the vocabulary keeps (among this shard's units)."""
+        return bool(self.index._state.table.kept_terms().any())
+
+    def digests(self) -> dict:
+        """``{doc id: sha256 of its text}`` (:func:`longctx.corpus.manifest.text_sha256`)."""
+        import hashlib
+
+        st = self.index._state
+        return {
+            d: hashlib.sha256(t.encode("utf-8")).hexdigest() for d, t in zip(st.doc_ids, st.texts)
+        }
 
     def document(self, doc_id: str) -> tuple[str, dict]:
         """``(text, metadata)`` of document ``doc_id`` (``KeyError`` when the shard lacks it)."""

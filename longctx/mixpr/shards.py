@@ -216,6 +216,11 @@ class ShardedMixPRIndex:
             index._chars = {d: len(t) for d, t in zip(ids, texts)}
             index._dirty = set(sources)
             index._refresh()
+            if not index.n_units or not index._global["stats"].kept_terms().any():
+                raise ValueError(
+                    "texts hold no term to index once stop words are removed "
+                    f"(stop_words={config.stop_words!r})"
+                )
         except BaseException:
             backend.close()
             raise
@@ -263,7 +268,15 @@ class ShardedMixPRIndex:
         """The metadata of document ``doc_id`` (a copy; ``KeyError``)."""
         return self.document(doc_id)[1]
 
+    def digests(self) -> dict:
+        """``{doc id: sha256 of its UTF-8 text}`` over every shard."""
+        out = {}
+        for part in self._run({s: ("digests", ()) for s in self._stats}).values():
+            out.update(part)
+        return out
+
     def document(self, doc_id: str) -> tuple[str, dict]:
+        """``(text, metadata)`` of document ``doc_id`` (``KeyError``)."""
         s = self._shard_of[doc_id]
         return self._run({s: ("document", (doc_id,))})[s]
 

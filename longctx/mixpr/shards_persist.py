@@ -13,7 +13,13 @@ from longctx.persist import PersistError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SHARDS_FILE", "load_sharded", "read_shards_manifest", "save_sharded"]
+__all__ = [
+    "SHARDS_FILE",
+    "load_sharded",
+    "manifest_of_order",
+    "read_shards_manifest",
+    "save_sharded",
+]
 
 SHARDS_FILE = "shards.json"
 FORMAT = "longctx.mixpr.shards"
@@ -44,16 +50,22 @@ def save_sharded(index, out, storage_options=None) -> None:
 
 
 def manifest(index) -> dict:
-    """The content of ``shards.json``."""
+    """The content of ``shards.json`` for ``index``."""
+    return manifest_of_order(index.n_shards, index._order, index._shard_of, index._chars)
+
+
+def manifest_of_order(n_shards: int, order, shard_of: dict, chars: dict) -> dict:
+    """The content of ``shards.json``: the documents ``order`` (ids in corpus order), the shard
+    and the length in characters of each."""
     from longctx import __version__
 
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "longctx_version": __version__,
-        "n_shards": index.n_shards,
+        "n_shards": int(n_shards),
         "assignment": ASSIGNMENT,
-        "documents": [[d, index._shard_of[d], index._chars[d]] for d in index._order],
+        "documents": [[d, int(shard_of[d]), int(chars[d])] for d in order],
     }
 
 
