@@ -182,7 +182,7 @@ def build_sharded_corpus(
     seconds = round(time.perf_counter() - t0, 3)
     work = changed + new
     if work:
-        for (d, t), s in zip(new, where):
+        for (d, _), s in zip(new, where):
             shard_of[d] = s
         for d, t in work:
             chars[d] = len(t)
