@@ -140,10 +140,11 @@ def _build_mixpr(
 
     if shards is None and (workers not in (None, 1) or ray_address is not None):
         logger.info(
-            "MixPR builds one index over the whole corpus in this process; workers=%s and "
-            "ray_address are not used without shards (they apply to sharded MixPR corpora and "
-            "to the diversity and GARLIC corpora)",
+            "MixPR builds one index over the whole corpus in this process; workers=%s is not "
+            "used, nor ray_address=%s (they apply to sharded MixPR corpora, shards=, and to the "
+            "diversity and GARLIC corpora)",
             workers,
+            ray_address,
         )
     show = progress if progress is not None else sys.stderr.isatty()
     bar = tqdm(total=len(docs), unit="doc", disable=not show, file=sys.stderr)
