@@ -223,3 +223,19 @@ def test_bad_arguments_raise_before_work():
     with pytest.raises(ValueError, match="shards"):
         ShardedMixPRIndex.from_texts(POOL[:2], shards=0)
     assert sharded.doc_ids == ("a", "b", "c")
+
+
+def test_concurrent_searches_equal_sequential(alice_docs):
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, sharded = build(alice_docs, 3)
+    jobs = [(q, f) for q in QUERIES for f in (None, {"n": {"$gte": 2}}, {"n": {"$lt": 5}})]
+
+    def run(job):
+        r = sharded.search(job[0], k=5, filters=job[1])
+        return [(h.source, h.start, h.score) for h in r.hits]
+
+    want = [run(j) for j in jobs]
+    sharded = build(alice_docs, 3)[1]  # fresh: no filter mask cached yet
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(run, jobs)) == want

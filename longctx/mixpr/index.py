@@ -714,6 +714,7 @@ class MixPRIndex(RetrievalIndex):
         scorer = st.scorer()
         sid = scorer.new_session()
         try:
+            scorer.open(sid, filters)
             used, more = scorer.score(sid, query, mode, qvec, filters)
             scores = st.block.take_scores(sid)
         finally:

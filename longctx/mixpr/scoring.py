@@ -216,11 +216,14 @@ class UnitBlock:
         return n, low
 
     # -- sessions -----------------------------------------------------------------------------
-    def open(self, sid, filters) -> None:
+    def open(self, sid, filters, with_counts: bool = False) -> tuple[int, int | None]:
+        """Start session ``sid`` with the units ``filters`` keeps; returns :meth:`allowed`."""
+        mask = self.mask(filters)
         with self._lock:
             while len(self._sessions) >= MAX_SESSIONS:
                 self._sessions.pop(next(iter(self._sessions)))
-            self._sessions[sid] = {"mask": self.mask(filters)}
+            self._sessions[sid] = {"mask": mask}
+        return self.allowed(filters, with_counts)
 
     def close(self, sid) -> None:
         with self._lock:
@@ -315,11 +318,11 @@ class UnitBlock:
         return np.asarray(s["B"].sum(axis=0)).ravel()
 
     # -- the walk -----------------------------------------------------------------------------
-    def walk_begin(self, sid, restart: str, scale, N: int, alpha: float, bordered: bool) -> bool:
+    def walk_begin(self, sid, restart: str, scale, N: int, alpha: float, bordered: bool, fuse):
         """Start a walk of ``N`` nodes: the restart over the block's units (``"uniform"``:
         ``scale`` each; ``"weights"``: :meth:`restart_similarity`'s weights divided by
-        ``scale``; ``"query"``: none, the restart is on the query nodes). Returns whether the
-        block has dangling units."""
+        ``scale``; ``"query"``: none, the restart is on the query nodes). Returns ``(whether
+        the block has dangling units, the first step's partial when fuse else None)``."""
         s = self._s(sid)
         n = self.n
         if restart == "uniform":
@@ -338,7 +341,7 @@ class UnitBlock:
             p=p, restart=alpha * p, damping=1.0 - alpha, inv=inv, dangling=dangling, m=m,
             x=np.full(n, 1.0 / N),
         )  # fmt: skip
-        return bool(dangling.any())
+        return bool(dangling.any()), (self.walk_partial(sid) if fuse else None)
 
     def walk_partial(self, sid):
         """The block's part of a walk step: ``(E_b^T v_b, B_b^T v_b, dangling mass)`` with
@@ -357,7 +360,8 @@ class UnitBlock:
 
     def walk_step(self, sid, u, vq, d, fuse: bool):
         """Finish a step: ``y = E_b u (+ B_b v_q) (+ d p)``, ``x = (1 - alpha) y + alpha p``;
-        returns ``(||x - x_last||_1 over the block, the next step's partial or None)``."""
+        returns ``(||x - x_last||_1 over the block, max x over the block or None, the next
+        step's partial or None)``."""
         s = self._s(sid)
         y = s.pop("y") if self.explicit else self.E @ u
         if s["m"]:
@@ -367,7 +371,8 @@ class UnitBlock:
         x = s["damping"] * y + s["restart"]
         diff = float(np.abs(x - s["x"]).sum())
         s["x"] = x
-        return diff, (self.walk_partial(sid) if fuse else None)
+        top = float(x.max()) if self.n else None
+        return diff, top, (self.walk_partial(sid) if fuse else None)
 
     # -- scores -------------------------------------------------------------------------------
     def keep_global_pr(self, sid) -> None:
@@ -379,10 +384,6 @@ class UnitBlock:
     def scores_global(self, sid) -> None:
         s = self._s(sid)
         s["scores"] = self._masked(self.global_pr.copy(), s["mask"])
-
-    def pi_max(self, sid):
-        x = self._s(sid)["x"]
-        return float(x.max()) if self.n else None
 
     def scores_local(self, sid, pi_top: float, lex_top: float, dense_top: float) -> None:
         """The walk's scores divided by their corpus-wide maximum, plus ``lexical_weight`` times
@@ -412,13 +413,15 @@ class UnitBlock:
     def keys_of(self, sid=None) -> np.ndarray:
         return self.keys
 
-    def candidates(self, sid, size: int):
+    def candidates(self, sid, size: int, close: bool = False):
         """The block's best ``size`` units among those the filters keep (ties to the earlier
         unit): ``(local indices, keys, scores, token counts or None, fewest tokens among the
-        kept units left out or None)``, by position."""
+        kept units left out or None)``, by position; ``close``: end the session too."""
         from longctx.selection import select_top
 
         s = self._s(sid)
+        if close:
+            self.close(sid)
         scores, mask = s["scores"], s["mask"]
         allowed = np.arange(self.n) if mask is None else np.flatnonzero(mask)
         sub = scores[allowed]
@@ -503,7 +506,7 @@ class Scorer:
                 return
             self._ensure_colsum()
             sid = self.new_session()
-            self.backend.map("open", sid, None)
+            self.open(sid, None)
             try:
                 if self.n_units:
                     self.walk(sid, "uniform", 1.0 / self.n_units, alpha=0.0)
@@ -512,26 +515,33 @@ class Scorer:
                 self.backend.map("close", sid)
             self._global_ready = True
 
+    def open(self, sid, filters, with_counts: bool = False) -> list:
+        """Open session ``sid`` on every block (the units ``filters`` keeps); returns each
+        block's ``(units kept, fewest tokens among them or None)``."""
+        return self.backend.map("open", sid, filters, with_counts)
+
     # -- the walk -----------------------------------------------------------------------------
-    def walk(self, sid, restart, scale, *, alpha, p_q=None, Q=None, bcol=None) -> None:
+    def walk(self, sid, restart, scale, *, alpha, p_q=None, Q=None, bcol=None) -> float:
         """Personalized PageRank by power iteration (eq. 2, networkx's conventions as
         :func:`longctx.mixpr.graph.personalized_pagerank`) on the unit graph, bordered with
         the query nodes when ``p_q`` is given (``[[S, B], [B^T, Q]]``), matrix-free: each step
-        reduces the blocks' term vectors once. The blocks keep the result (``x``)."""
+        reduces the blocks' term vectors once. The blocks keep the result (``x``); returns
+        its maximum over the units."""
         cfg = self.config
         backend = self.backend
         m = 0 if p_q is None else len(p_q)
         N = self.n_units + m
-        any_d = any(backend.map("walk_begin", sid, restart, scale, N, alpha, bool(m)))
+        fuse = backend.fuse
+        begun = backend.map("walk_begin", sid, restart, scale, N, alpha, bool(m), fuse)
+        any_d = any(b[0] for b in begun)
         if m:
             col_q = bcol + Q.sum(axis=0)
             inv_q = np.divide(1.0, col_q, out=np.zeros_like(col_q), where=col_q > 0)
             dang_q = col_q == 0
             any_d = any_d or bool(dang_q.any())
             x_q = np.full(m, 1.0 / N)
-        parts = backend.map("walk_partial", sid)
+        parts = [b[1] for b in begun] if fuse else backend.map("walk_partial", sid)
         damping = 1.0 - alpha
-        fuse = backend.fuse
         for it in range(cfg.max_iter):
             t = _sum([p[0] for p in parts])
             u = None if t is None else (t * self.weights if self.weights is not None else t)
@@ -551,20 +561,21 @@ class Scorer:
             res = backend.map("walk_step", sid, u, vq, d if any_d else None, fuse and not last)
             diff = sum(r[0] for r in res) + diff_q
             if diff < N * cfg.tol or last:
-                break
-            parts = [r[1] for r in res] if fuse else backend.map("walk_partial", sid)
+                return _max(r[1] for r in res)
+            parts = [r[2] for r in res] if fuse else backend.map("walk_partial", sid)
+        return 0.0  # max_iter >= 1: not reached
 
     # -- a query ------------------------------------------------------------------------------
     def score(self, sid, query: str, mode: str, qvec, filters) -> tuple[str, dict]:
         """Score every unit for ``query`` (``mode`` ``"local"`` or ``"global"``): the blocks
-        keep their scores in session ``sid`` (opened here; the caller closes it). ``qvec``: the
+        keep their scores in session ``sid`` (opened with :meth:`open` with the same
+        ``filters``; the caller closes it). ``qvec``: the
         query's normalized dense vector (hybrid mode) or ``None``. Returns ``(mode used,
         timings)``; the mode used is ``"global-fallback"`` when a local query reaches no unit.
         """
         backend = self.backend
         cfg = self.config
         timings: dict = {}
-        backend.map("open", sid, filters)
         if mode == "global":
             t0 = time.perf_counter()
             self.ensure_global_pagerank()
@@ -614,7 +625,7 @@ class Scorer:
                 wsum = sum(e["bsum"] for e in edges)
             dr = cfg.dense_restart if dense_w else 0.0
             total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
-            self.walk(sid, "weights", total, alpha=cfg.alpha_local)
+            pi_top = self.walk(sid, "weights", total, alpha=cfg.alpha_local)
         else:
             Q = np.where(Q >= thr, Q, 0.0)
             if dense_w:  # dense query edges next to the lexical ones
@@ -622,9 +633,9 @@ class Scorer:
                 bcol = _sum(backend.map("add_dense_edges", sid, bsum))
             else:
                 bcol = _sum([e["bcol"] for e in edges])
-            self.walk(sid, "query", None, alpha=cfg.alpha_local, p_q=p_query, Q=Q, bcol=bcol)
-        need_max = cfg.lexical_weight or (qvec is not None and cfg.dense_weight)
-        pi_top = _max(backend.map("pi_max", sid)) if need_max else 0.0
+            pi_top = self.walk(
+                sid, "query", None, alpha=cfg.alpha_local, p_q=p_query, Q=Q, bcol=bcol
+            )
         lex_top = _max(e["lex_max"] for e in edges)
         dense_top = _max(e["dense_max"] for e in edges)
         backend.map("scores_local", sid, pi_top, lex_top, dense_top)

@@ -437,6 +437,7 @@ class ShardedMixPRIndex:
             scorer = self._scorer_now()
             sid = scorer.new_session()
             try:
+                scorer.open(sid, filters)
                 used, t = scorer.score(sid, query, mode, qvec, filters)
                 parts = scorer.backend.map("take_scores", sid)
                 keys = scorer.backend.map("keys_of", sid)
@@ -489,18 +490,20 @@ class ShardedMixPRIndex:
             return SearchResult((), self.method, "local", {}, budget, info=info)
         scorer = self._scorer_now()
         blocks = scorer.backend
-        allowed = blocks.map("allowed", filters, token_budget is not None)
-        if token_budget is not None:
-            check_budget_fits(token_budget, [low for n, low in allowed if n])
-        if not sum(n for n, _ in allowed):
-            return SearchResult((), self.method, "local", {}, budget, info=info)
         sid = scorer.new_session()
+        closed = [False]
         try:
+            allowed = scorer.open(sid, filters, token_budget is not None)
+            if token_budget is not None:
+                check_budget_fits(token_budget, [low for n, low in allowed if n])
+            if not sum(n for n, _ in allowed):
+                return SearchResult((), self.method, "local", {}, budget, info=info)
             used, t = scorer.score(sid, query, mode, qvec, filters)
             t0 = time.perf_counter()
-            chosen = self._select(blocks, sid, [n for n, _ in allowed], k, token_budget)
+            chosen = self._select(blocks, sid, [n for n, _ in allowed], k, token_budget, closed)
         finally:
-            _close(scorer, sid)
+            if not closed[0]:
+                _close(scorer, sid)
         live = self._global["live"]
         want = {}
         for b, local, _, _ in chosen:
@@ -517,13 +520,16 @@ class ShardedMixPRIndex:
         return SearchResult(tuple(hits), self.method, used, timings, budget, info=info)
 
     @staticmethod
-    def _select(blocks, sid, n_allowed, k, token_budget) -> list:
+    def _select(blocks, sid, n_allowed, k, token_budget, closed) -> list:
         """The chosen units as ``(block, local index, key, score)`` in corpus order: the shared
-        selection rule (:func:`longctx.selection.select_top`) over the shards' best units."""
+        selection rule (:func:`longctx.selection.select_top`) over the shards' best units (with
+        ``k`` one round; the session is closed by it, and ``closed[0]`` set)."""
         size = k if token_budget is None else _FIRST_CANDIDATES
         sizes = [size] * len(n_allowed)
         while True:
-            parts = blocks.map("candidates", sid, max(sizes))
+            last = token_budget is None
+            parts = blocks.map("candidates", sid, max(sizes), last)
+            closed[0] = last
             owner = np.concatenate([np.full(len(p[0]), b) for b, p in enumerate(parts)])
             local = np.concatenate([p[0] for p in parts]).astype(np.int64)
             keys = np.concatenate([p[1] for p in parts]).astype(np.int64)
