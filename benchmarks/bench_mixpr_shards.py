@@ -167,6 +167,7 @@ def run_local(args) -> dict:
 
     from longctx.mixpr.shards import ShardedMixPRIndex
 
+    import_gb = peak_gb()  # the process with longctx imported, nothing loaded
     t0 = time.perf_counter()
     index = ShardedMixPRIndex.load(Path(args.out) / "indexes", use_ray=False)
     load = time.perf_counter() - t0
@@ -183,6 +184,11 @@ def run_local(args) -> dict:
         t_right = _median_ms(lambda b=b, u=u: b.E @ u, 5)
         parts.append(b._ET @ v)
         s = index._stats[i]
+        st = index._backend.shards[i].index._state
+        arrays = [b.E.data, b.E.indices, b.E.indptr, st.table.counts.data, st.table.counts.indices,
+                  st.table.counts.indptr, st.unit_source, st.unit_index, st.starts, st.ends,
+                  b.keys]  # fmt: skip
+        index_bytes = sum(a.nbytes for a in arrays) + sum(sys.getsizeof(t) for t in st.texts)
         shards.append(
             {
                 "shard": i,
@@ -190,6 +196,7 @@ def run_local(args) -> dict:
                 "units": int(s["n_units"]),
                 "terms": len(s["terms"]),
                 "nnz": int(b.E.nnz),
+                "index_mb": round(index_bytes / 1e6, 1),
                 "Et_v_ms": round(t_left, 2),
                 "E_u_ms": round(t_right, 2),
             }
@@ -210,6 +217,7 @@ def run_local(args) -> dict:
         times.append(time.perf_counter() - t0)
     return {
         "load_s": round(load, 2),
+        "import_rss_gb": round(import_gb, 3),
         "terms": V,
         "reduce_ms": round(_median_ms(reduce, 20), 3),
         "term_vector_mb": round(V * 8 / 1e6, 2),
@@ -219,45 +227,54 @@ def run_local(args) -> dict:
     }
 
 
-def estimate(one: dict, ray_run: dict, local: dict, steps: int = 18) -> list[str]:
-    """Latency and memory at 100M and 1B tokens on N machines, from the measured figures:
-    a step's shard work grows with the shard's non-zeros (measured ms per non-zero), the
-    reduction with the vocabulary (Heaps' law from the measured vocabulary, exponent 0.5:
-    V(T) = V_m (T / T_m) ** 0.5), the memory with the tokens (measured GB per token of the
-    actors)."""
+def estimate(one: dict, ray_run: dict, local: dict) -> list[str]:
+    """Query latency and memory at 100M and 1B tokens on N machines (one shard each), from the
+    measured figures: a step's shard work grows with the shard's non-zeros (measured ms per
+    non-zero, one core), the reduction with the vocabulary (Heaps' law, exponent 0.5, from the
+    measured vocabulary: V(T) = V_m (T / T_m) ** 0.5; every machine sends its term vector to
+    the driver and gets ``u`` back, so the driver's link carries 2 N vectors a step, at
+    10 Gb/s), the steps and round trips a query takes as measured, each round trip at least
+    ``rt`` (1 ms on a cluster network is assumed where the measured one is lower), and memory
+    per machine the measured index bytes per token (texts, term counts, TF-IDF rows, unit
+    arrays) times the measured ratio of an actor's peak RSS (less a process's base with longctx
+    imported) to its index, plus that base and four term vectors."""
     tokens = one["words"] * one["tokens_per_word"]
     nnz_per_token = one["nnz"] / tokens
     sh = local["shards"]
     ms_per_nnz = sum(s["Et_v_ms"] + s["E_u_ms"] for s in sh) / sum(s["nnz"] for s in sh)
+    bytes_per_token = sum(s["index_mb"] for s in sh) * 1e6 / tokens
     rss = [g for g in ray_run["actor_peak_rss_gb"].values() if g]
-    gb_per_token = (sum(rss) / tokens) if rss else float("nan")
+    base_gb = local["import_rss_gb"]
+    index_gb = sum(s["index_mb"] for s in sh) / 1e3
+    # peak RSS over the index it holds, once loaded (parsing, copies while building E)
+    factor = (sum(rss) - len(rss) * base_gb) / index_gb if rss and index_gb else 3.0
     V_m = local["terms"]
-    calls = ray_run["ms_per_call"]
-    rt = min(calls.values()) if calls else 1.0  # one round trip to every actor, at least
+    per = ray_run["calls_per_query"]
+    steps = per.get("walk_step", 18.0)
+    others = sum(c for m, c in per.items() if m != "walk_step") + 1  # + fetching the hits
+    rt = max(1.0, min(ray_run["ms_per_call"].values()) if ray_run["ms_per_call"] else 1.0)
     out = [
-        f"measured: {tokens / 1e6:.1f}M tokens, {one['nnz'] / 1e6:.1f}M non-zeros "
-        f"({nnz_per_token:.2f} per token), {ms_per_nnz * 1e6:.1f} ms per million non-zeros "
-        f"(E^T v + E u, one core), {gb_per_token * 1e9:.0f} bytes of actor RSS per token, "
-        f"vocabulary {V_m:,} terms, fastest round trip to every actor {rt:.2f} ms",
-        "| tokens | machines | shard non-zeros | step compute (ms) | term vector (MB) | "
-        "reduction per step, 10 Gb/s (ms) | query (s, 18 steps + 8 round trips) | "
-        "memory per machine (GB) |",
+        f"measured: {tokens / 1e6:.1f}M tokens (count_tokens), {one['nnz'] / 1e6:.1f}M "
+        f"non-zeros of E ({nnz_per_token:.2f} a token), {ms_per_nnz * 1e6:.1f} ms per million "
+        f"non-zeros for E^T v + E u (one core), index {bytes_per_token:.0f} bytes a token, "
+        f"actor peak RSS {factor:.1f}x its index over a process base of {base_gb:.2f} GB, "
+        f"vocabulary {V_m:,} terms, {steps:.1f} walk steps and "
+        f"{others:.0f} other round trips a query, round trip {rt:.1f} ms",
+        "| tokens | machines | non-zeros a shard | step compute ms | term vector MB | "
+        "reduction ms a step (2N vectors at 10 Gb/s) | query s | memory a machine GB |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for T in (100e6, 1e9):
         V = V_m * (T / tokens) ** 0.5
-        mb = V * 8 / 1e6
         for N in (4, 16, 64):
             nnz = nnz_per_token * T / N
             step = ms_per_nnz * nnz
-            # every machine sends and receives one term vector a step; the driver's link
-            # carries N of them each way (a tree of reductions would carry log N)
             net = 2 * N * V * 8 * 8 / 10e9 * 1000
-            query = (steps * (step + net + rt) + 8 * rt) / 1000
-            mem = gb_per_token * T / N + 4 * V * 8 / 1e9
+            query = (steps * (step + net + rt) + others * rt) / 1000
+            mem = base_gb + factor * bytes_per_token * T / N / 1e9 + 4 * V * 8 / 1e9
             out.append(
-                f"| {T / 1e6:,.0f}M | {N} | {nnz / 1e6:,.0f}M | {step:,.0f} | {mb:,.1f} | "
-                f"{net:,.0f} | {query:,.1f} | {mem:,.1f} |"
+                f"| {T / 1e6:,.0f}M | {N} | {nnz / 1e6:,.1f}M | {step:,.1f} | {V * 8 / 1e6:,.1f} "
+                f"| {net:,.1f} | {query:,.2f} | {mem:,.1f} |"
             )
     return out
 
@@ -321,11 +338,11 @@ def main() -> None:
     print("pipeline calls per query and ms per call (one round trip to every actor):")
     for m, c in rr["calls_per_query"].items():
         print(f"  {m}: {c} x {rr['ms_per_call'][m]} ms")
-    print("\n| shard | documents | units | terms | non-zeros | E_s^T v ms | E_s u ms |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| shard | documents | units | terms | non-zeros | index MB | E_s^T v ms | E_s u ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for s in loc["shards"]:
         print(f"| {s['shard']} | {s['documents']} | {s['units']:,} | {s['terms']:,} | "
-              f"{s['nnz']:,} | {s['Et_v_ms']} | {s['E_u_ms']} |")  # fmt: skip
+              f"{s['nnz']:,} | {s['index_mb']} | {s['Et_v_ms']} | {s['E_u_ms']} |")  # fmt: skip
     print("\nestimate (see estimate() for the model):")
     for line in estimate(one, rr, loc):
         print(line)
