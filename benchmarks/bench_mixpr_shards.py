@@ -233,7 +233,9 @@ def estimate(one: dict, ray_run: dict, local: dict) -> list[str]:
     non-zero, one core), the reduction with the vocabulary (Heaps' law, exponent 0.5, from the
     measured vocabulary: V(T) = V_m (T / T_m) ** 0.5; every machine sends its term vector to
     the driver and gets ``u`` back, so the driver's link carries 2 N vectors a step, at
-    10 Gb/s), the steps and round trips a query takes as measured, each round trip at least
+    10 Gb/s), the steps and round trips a query takes as measured (and with the paper's 18
+    steps: ``tol * n_units`` stops the walk after a step or two on large corpora) plus the rest of
+    a query in proportion to a shard's units (measured on one index), each round trip at least
     ``rt`` (1 ms on a cluster network is assumed where the measured one is lower), and memory
     per machine the measured index bytes per token (texts, term counts, TF-IDF rows, unit
     arrays) times the measured ratio of an actor's peak RSS (less a process's base with longctx
@@ -253,16 +255,22 @@ def estimate(one: dict, ray_run: dict, local: dict) -> list[str]:
     steps = per.get("walk_step", 18.0)
     others = sum(c for m, c in per.items() if m != "walk_step") + 1  # + fetching the hits
     rt = max(1.0, min(ray_run["ms_per_call"].values()) if ray_run["ms_per_call"] else 1.0)
+    # the rest of a query (edges, restart, scores, selection) grows with the units: measured on
+    # one index as its query time less its walk steps
+    units_per_token = one["units"] / tokens
+    rest_ms_per_unit = max(0.0, one["query_ms"] - steps * one["step_ms"]) / one["units"]
     out = [
         f"measured: {tokens / 1e6:.1f}M tokens (count_tokens), {one['nnz'] / 1e6:.1f}M "
         f"non-zeros of E ({nnz_per_token:.2f} a token), {ms_per_nnz * 1e6:.1f} ms per million "
         f"non-zeros for E^T v + E u (one core), index {bytes_per_token:.0f} bytes a token, "
         f"actor peak RSS {factor:.1f}x its index over a process base of {base_gb:.2f} GB, "
         f"vocabulary {V_m:,} terms, {steps:.1f} walk steps and "
-        f"{others:.0f} other round trips a query, round trip {rt:.1f} ms",
+        f"{others:.0f} other round trips a query, round trip {rt:.1f} ms, the rest of a query "
+        f"{rest_ms_per_unit * 1e6:.0f} ms per million units of a shard",
         "| tokens | machines | non-zeros a shard | step compute ms | term vector MB | "
-        "reduction ms a step (2N vectors at 10 Gb/s) | query s | memory a machine GB |",
-        "|---|---|---|---|---|---|---|---|",
+        f"reduction ms a step (2N vectors at 10 Gb/s) | query s ({steps:g} steps) | "
+        "query s (18 steps) | memory a machine GB |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for T in (100e6, 1e9):
         V = V_m * (T / tokens) ** 0.5
@@ -270,11 +278,13 @@ def estimate(one: dict, ray_run: dict, local: dict) -> list[str]:
             nnz = nnz_per_token * T / N
             step = ms_per_nnz * nnz
             net = 2 * N * V * 8 * 8 / 10e9 * 1000
-            query = (steps * (step + net + rt) + others * rt) / 1000
+            rest = rest_ms_per_unit * units_per_token * T / N
+            query = (steps * (step + net + rt) + others * rt + rest) / 1000
+            query18 = (18 * (step + net + rt) + others * rt + rest) / 1000
             mem = base_gb + factor * bytes_per_token * T / N / 1e9 + 4 * V * 8 / 1e9
             out.append(
                 f"| {T / 1e6:,.0f}M | {N} | {nnz / 1e6:,.1f}M | {step:,.1f} | {V * 8 / 1e6:,.1f} "
-                f"| {net:,.1f} | {query:,.2f} | {mem:,.1f} |"
+                f"| {net:,.1f} | {query:,.2f} | {query18:,.2f} | {mem:,.1f} |"
             )
     return out
 
