@@ -1,5 +1,6 @@
-"""``CorpusRetriever``: one LangChain retriever over a corpus of per-document MixPR or diversity
-indexes built by :func:`longctx.corpus.build_indexes` (``longctx index --method ...``).
+"""``CorpusRetriever``: one LangChain retriever over a corpus built by
+:func:`longctx.corpus.build_indexes` (``longctx index --method ...``): a MixPR corpus (one index,
+or sharded over Ray actors) or a corpus of per-document diversity indexes.
 
 The search and the merge by score live in the core (:class:`longctx.corpus.CorpusIndex`); this
 adapter only maps hits to documents. GARLIC corpora: ``GarlicRetriever.from_corpus``.
@@ -26,13 +27,14 @@ __all__ = ["CorpusRetriever"]
 
 
 class CorpusRetriever(BaseRetriever):
-    """Search every document index of a built corpus and keep the ``k`` best hits by score.
+    """Search a built corpus as one index and return its ``k`` best hits.
 
     Setup:
         .. code-block:: bash
 
             pip install "longctx[langchain,ray]"
             longctx index books/ --method mixpr --out s3://bucket/books-mixpr
+            longctx index books/ --method mixpr --shards 4 --out s3://bucket/books-4
 
     Key init args:
         corpus: longctx.corpus.CorpusIndex
@@ -47,6 +49,8 @@ class CorpusRetriever(BaseRetriever):
 
             retriever = CorpusRetriever.from_corpus("s3://bucket/books-mixpr", k=20)
             docs = retriever.invoke("Who painted the roses red?")
+            # a sharded corpus: one Ray actor per shard (local Ray, or a cluster)
+            sharded = CorpusRetriever.from_corpus("s3://bucket/books-4", ray_address="auto")
 
     Each returned ``Document`` is one unit of one corpus document: ``page_content`` its text
     exactly, ``id`` ``"{doc_id}#{start}-{end}"``, ``metadata`` the document's plus the shared
@@ -63,16 +67,35 @@ class CorpusRetriever(BaseRetriever):
 
     @classmethod
     def from_corpus(
-        cls, out, *, storage_options: dict | None = None, load_kwargs: dict | None = None, **kw
+        cls,
+        out,
+        *,
+        storage_options: dict | None = None,
+        ray_address: str | None = None,
+        use_ray: bool | None = None,
+        workers: int | None = None,
+        load_kwargs: dict | None = None,
+        **kw,
     ) -> CorpusRetriever:
         """Load the corpus at ``out`` (folder or fsspec URL; see
-        :meth:`longctx.corpus.CorpusIndex.from_corpus`)."""
+        :meth:`longctx.corpus.CorpusIndex.from_corpus`). A sharded MixPR corpus puts each shard
+        in a Ray actor: a local Ray by default, the cluster at ``ray_address``, or this process
+        with ``use_ray=False``; :meth:`close` stops the actors."""
         from longctx.corpus import CorpusIndex
 
         corpus = CorpusIndex.from_corpus(
-            out, storage_options=storage_options, **dict(load_kwargs or {})
+            out,
+            storage_options=storage_options,
+            ray_address=ray_address,
+            use_ray=use_ray,
+            workers=workers,
+            **dict(load_kwargs or {}),
         )
         return cls(corpus=corpus, **kw)
+
+    def close(self) -> None:
+        """Stop a sharded corpus's shard actors."""
+        self.corpus.close()
 
     def _get_relevant_documents(
         self,
@@ -84,15 +107,19 @@ class CorpusRetriever(BaseRetriever):
     ) -> list[Document]:
         check_text(query, "query")
         result = self.corpus.search(query, k=k or self.k, **kwargs)
-        out = []
+        sources, out = {}, []
         for hit in result.hits:
             doc_id = self.corpus.doc_ids[hit.source]
-            source = Document(
-                page_content=self.corpus.text(doc_id),
-                id=doc_id,
-                metadata=dict(self.metadatas.get(doc_id, {})),
-            )
-            out.append(hit_to_document(hit, source, result.method))
+            if doc_id not in sources:
+                sources[doc_id] = Document(
+                    page_content=self.corpus.text(doc_id),
+                    id=doc_id,
+                    metadata={
+                        **self.corpus.metadata(doc_id),
+                        **self.metadatas.get(doc_id, {}),
+                    },
+                )
+            out.append(hit_to_document(hit, sources[doc_id], result.method))
         return out
 
     async def _aget_relevant_documents(

@@ -6,6 +6,7 @@ import importlib
 
 _LAZY = {
     "LongctxEmbedding": "llamaindex_longctx.embedding",
+    "CorpusRetriever": "llamaindex_longctx.corpus_retriever",
     "MixPRRetriever": "llamaindex_longctx.mixpr_retriever",
     "YouraPostprocessor": "llamaindex_longctx.youra_postprocessor",
     "YouraRetriever": "llamaindex_longctx.youra_retriever",

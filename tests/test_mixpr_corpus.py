@@ -416,7 +416,7 @@ def test_metadata_that_json_cannot_hold_is_named_at_save(tmp_path):
 
 
 def test_long_query_uses_a_bounded_number_of_query_chunks(monkeypatch):
-    import longctx.mixpr.index as mod
+    import longctx.mixpr.scoring as mod
     from longctx.mixpr.query import MAX_QUERY_CHUNKS
 
     seen = []

@@ -7,7 +7,6 @@ import pytest
 import scipy.sparse as sp
 
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.index import _dense_restart
 from longctx.mixpr.query import query_weights, weigh_by_coverage
 from longctx.persist import PersistError
 from tests._persist_helpers import restamp
@@ -104,10 +103,15 @@ def test_hybrid_restart_is_personalized_pagerank_as_networkx_computes_it():
     E = idx.terms.embeddings().toarray()
     S = E @ np.diag(idx.graph.term_weights) @ E.T
     G = nx.from_scipy_sparse_array(sp.csr_array(S), create_using=nx.DiGraph)
-    # recover the restart from the index's own pieces and compare the walk with networkx
-    dense = idx._dense_scores(idx._state, QUERY)
+    # recompute the restart here and compare the walk with networkx
+    q = concept_encoder([QUERY])[0]
+    dense = idx.unit_vectors.astype(np.float64) @ (q / np.linalg.norm(q))
     cfg = idx.config
-    w_dense = _dense_restart(dense, cfg.dense_top_k, None)
+    top = np.argsort(-dense, kind="stable")[: cfg.dense_top_k]
+    top = top[dense[top] > 0]
+    w_dense = np.zeros(n)
+    w_dense[top] = dense[top]
+    w_dense /= w_dense.sum()
     Eq, _ = query_weights(idx.terms, [QUERY], with_q=False)
     terms = np.unique(Eq.indices)
     Et = sp.csc_array(idx.terms.embeddings()[:, terms])

@@ -1,9 +1,10 @@
 """``longctx index PATH --out DIR``: build (or resume) a GARLIC HWDAG and print its shape.
 
 ``longctx index PATH... --method garlic|diversity|mixpr --out URI [--workers N] [--ray-address
-ADDR] [--gpus-per-worker G]``: one index per document of a corpus (files, folders, globs, JSONL),
-in parallel on Ray, resumable (:func:`longctx.corpus.build_indexes`), with a progress bar over
-documents and a summary line. Without ``--method`` the command keeps its first meaning: one GARLIC
+ADDR] [--gpus-per-worker G] [--shards N]``: one index per document of a corpus (files, folders,
+globs, JSONL), in parallel on Ray, resumable (:func:`longctx.corpus.build_indexes`), with a
+progress bar over documents and a summary line; a MixPR corpus is one index over every
+document, or with ``--shards N`` N shards searched as one. Without ``--method`` the command keeps its first meaning: one GARLIC
 graph over all the files, in ``--out``.
 
 Graph: Wang, Xiang, Gui & He, "GARLIC: LLM-Guided Dynamic Progress Control with Hierarchical
@@ -58,6 +59,12 @@ def add_parser(sub, positive_int) -> None:
         help="GPUs per Ray worker (garlic, diversity; default 0)",
     )
     p.add_argument("--sequential", action="store_true", help="build in this process, without Ray")
+    p.add_argument(
+        "--shards",
+        type=positive_int("--shards"),
+        help="--method mixpr: split the corpus into N shards searched as one index (one Ray "
+        "actor per shard at query time; each shard's build a Ray task)",
+    )
     p.add_argument("--preset", help="MixPR preset (--method mixpr)")
     p.add_argument("--model", help="local path or cached name of a chat LM (default: SmolLM2)")
     p.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
@@ -147,6 +154,8 @@ def run_corpus(args: argparse.Namespace) -> int:
             f"--out {args.out!r} is an in-memory file system: the corpus would vanish when "
             "longctx exits; give a folder or a persistent URL (file://, s3://, gs://...)"
         )
+    if args.shards is not None and args.method != "mixpr":
+        return _error("--shards applies to --method mixpr only")
     try:
         result = build_indexes(
             args.path,
@@ -157,6 +166,7 @@ def run_corpus(args: argparse.Namespace) -> int:
             gpus_per_worker=args.gpus_per_worker,
             use_ray=False if args.sequential else None,
             progress=not args.no_progress and sys.stderr.isatty(),
+            shards=args.shards,
             **_corpus_options(args),
         )
     except InputError as exc:
@@ -197,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
         ("--workers", args.workers),
         ("--ray-address", args.ray_address),
         ("--preset", args.preset),
+        ("--shards", args.shards),
     ):
         if value is not None:
             return _error(f"{flag} needs --method (a corpus build)")

@@ -127,23 +127,39 @@ def _run_sequential(method, options, storage, jobs, return_files) -> Iterator[di
         yield run_one(builder, storage, doc_id, rel, text, return_files)
 
 
-def _build_mixpr(docs, storage, manifest, options, progress, workers, t0) -> CorpusBuildResult:
+def _build_mixpr(
+    docs, storage, manifest, options, progress, workers, t0, *, shards=None, use_ray=None,
+    ray_address=None,
+) -> CorpusBuildResult:  # fmt: skip
     """A MixPR corpus: one index over every document (:mod:`longctx.corpus.mixpr_corpus`),
-    built in this process."""
+    built in this process, or ``shards`` shards (:mod:`longctx.corpus.mixpr_shards`), each
+    shard's work a Ray task."""
     from tqdm.auto import tqdm
 
     from longctx.corpus.mixpr_corpus import build_mixpr_corpus
 
-    if workers not in (None, 1):
+    if shards is None and (workers not in (None, 1) or ray_address is not None):
         logger.info(
             "MixPR builds one index over the whole corpus in this process; workers=%s is not "
-            "used (it applies to the diversity and GARLIC corpora)",
+            "used, nor ray_address=%s (they apply to sharded MixPR corpora, shards=, and to the "
+            "diversity and GARLIC corpora)",
             workers,
+            ray_address,
         )
     show = progress if progress is not None else sys.stderr.isatty()
     bar = tqdm(total=len(docs), unit="doc", disable=not show, file=sys.stderr)
     try:
-        done = build_mixpr_corpus(docs, storage, manifest, options, bar)
+        if shards is None:
+            done = build_mixpr_corpus(docs, storage, manifest, options, bar)
+            done.update(backend="in-process", workers=1, peaks={os.getpid(): _peak_rss_mib()})
+        else:
+            from longctx.corpus.mixpr_shards import build_sharded_corpus
+
+            done = build_sharded_corpus(
+                docs, storage, manifest, options, shards, bar, use_ray=use_ray,
+                workers=workers, ray_address=ray_address,
+            )  # fmt: skip
+            done["peaks"][os.getpid()] = _peak_rss_mib()
         bar.update(len(done["skipped"]))
     finally:
         bar.close()
@@ -156,10 +172,10 @@ def _build_mixpr(docs, storage, manifest, options, progress, workers, t0) -> Cor
         failed=(),
         errors={},
         seconds=round(time.perf_counter() - t0, 3),
-        backend="in-process",
-        workers=1,
+        backend=done["backend"],
+        workers=done["workers"],
         out=storage.url,
-        peak_rss_mib={os.getpid(): _peak_rss_mib()},
+        peak_rss_mib=done["peaks"],
     )
     logger.info("%s: %s", storage.url, result.summary())
     return result
@@ -209,6 +225,7 @@ def build_indexes(
     use_ray: bool | None = None,
     progress: bool | None = None,
     storage_options: dict | None = None,
+    shards: int | None = None,
     **method_options,
 ) -> CorpusBuildResult:
     """Build one persisted index per document into ``out``; resume what is there.
@@ -223,8 +240,8 @@ def build_indexes(
     method : {"mixpr", "diversity", "garlic"}
         ``"mixpr"``: one :class:`longctx.MixPRIndex` over every document, at
         ``indexes/mixpr`` (Alonso & Millidge 2024, arXiv:2412.06078), built in this process
-        (``workers`` and Ray are not used): a later call inserts the new documents and updates
-        the changed ones;
+        (``workers`` and Ray are not used), or with ``shards`` a sharded index at ``indexes/``;
+        a later call inserts the new documents and updates the changed ones;
         ``"diversity"``: :class:`longctx.DiversityIndex` (sentence embeddings, MMR/FPS);
         ``"garlic"``: :func:`longctx.garlic.build_hwdag` (Wang et al. 2024, arXiv:2410.04790,
         sec. 3.1). ``"youra"`` is refused: it has no query-independent work to persist.
@@ -250,6 +267,12 @@ def build_indexes(
         A tqdm bar over documents on stderr (default: when stderr is a terminal).
     storage_options : dict, optional
         ``fsspec`` options of ``out`` (credentials, endpoint).
+    shards : int, optional
+        ``"mixpr"`` only: split the corpus into this many shards
+        (:mod:`longctx.corpus.mixpr_shards`), each a MixPR index of its documents, searched as
+        one index (:class:`longctx.mixpr.shards.ShardedMixPRIndex`, one Ray actor per shard);
+        each shard's work is a Ray task (``workers`` at a time). A corpus keeps the number of
+        shards it was built with.
     **method_options :
         mixpr: :meth:`MixPRIndex.from_texts` keywords (``preset``, ``max_words``...);
         diversity: ``encoder``, ``device`` and :meth:`DiversityIndex.from_texts` keywords;
@@ -274,6 +297,9 @@ def build_indexes(
     """
     t0 = time.perf_counter()
     check_method(method, method_options)
+    from longctx.corpus.mixpr_shards import check_shards
+
+    shards = check_shards(shards, method)
     _check_positive(workers, "workers")
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -286,11 +312,12 @@ def build_indexes(
         method_options["device"] = "cuda"
     docs = read_documents(documents)
     storage = open_storage(out, storage_options)
-    fingerprint = options_fingerprint(method, method_options)
+    recorded = method_options if shards is None else {**method_options, "shards": shards}
+    fingerprint = options_fingerprint(method, recorded)
     raw = storage.read_json(CORPUS_MANIFEST)
     if raw is None:
         _check_out_is_ours(storage)
-        manifest = CorpusManifest(method, describe_options(method_options), fingerprint)
+        manifest = CorpusManifest(method, describe_options(recorded), fingerprint)
     else:
         manifest = CorpusManifest.from_json(raw, storage.location(CORPUS_MANIFEST))
         if manifest.method != method or manifest.options_sha256 != fingerprint:
@@ -298,7 +325,7 @@ def build_indexes(
                 raise ValueError(
                     f"out {storage.url!r} holds a {manifest.method!r} corpus built with options "
                     f"{manifest.options}; this call asks for {method!r} with "
-                    f"{describe_options(method_options)}: choose another out"
+                    f"{describe_options(recorded)}: choose another out"
                 )
             # nothing finished there (every document failed): nothing to keep consistent
             logger.info(
@@ -307,9 +334,9 @@ def build_indexes(
                 manifest.method,
                 manifest.options,
                 method,
-                describe_options(method_options),
+                describe_options(recorded),
             )
-            manifest = CorpusManifest(method, describe_options(method_options), fingerprint)
+            manifest = CorpusManifest(method, describe_options(recorded), fingerprint)
     if not storage.shared:
         logger.warning(
             "out %r is an in-memory file system: the corpus lives in this process only and is "
@@ -318,7 +345,10 @@ def build_indexes(
         )
 
     if method == "mixpr":
-        return _build_mixpr(docs, storage, manifest, method_options, progress, workers, t0)
+        return _build_mixpr(
+            docs, storage, manifest, method_options, progress, workers, t0, shards=shards,
+            use_ray=use_ray, ray_address=ray_address,
+        )  # fmt: skip
 
     jobs, skipped = [], []
     for doc_id, text in docs:

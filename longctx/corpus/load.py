@@ -82,20 +82,54 @@ def read_corpus_manifest(out, *, storage_options: dict | None = None) -> CorpusM
     return CorpusManifest.from_json(raw, storage.location(CORPUS_MANIFEST))
 
 
-def load_corpus(out, *, storage_options: dict | None = None, **load_kwargs) -> dict:
+def load_corpus(
+    out,
+    *,
+    storage_options: dict | None = None,
+    ray_address: str | None = None,
+    use_ray: bool | None = None,
+    workers: int | None = None,
+    **load_kwargs,
+) -> dict:
     """Every finished index of the corpus at ``out``: ``{doc_id: index}`` in manifest order.
-    A MixPR corpus has one index holding every document: it is the value of every key.
+    A MixPR corpus has one index holding every document: it is the value of every key (a
+    :class:`longctx.MixPRIndex`, or for a corpus built with ``shards`` a
+    :class:`longctx.mixpr.shards.ShardedMixPRIndex`).
 
     Failed documents are left out (logged); ``**load_kwargs`` go to each index's ``load``.
+
+    Parameters
+    ----------
+    ray_address, use_ray, workers :
+        Sharded MixPR corpora only: where the shards' actors run (``use_ray=None``: on Ray when
+        it is installed, a local Ray started here or the cluster at ``ray_address``;
+        ``False``: in this process), see :meth:`ShardedMixPRIndex.load
+        <longctx.mixpr.shards.ShardedMixPRIndex.load>`. Call ``close()`` on the index when done.
 
     Raises
     ------
     PersistError
         No corpus at ``out``, a damaged manifest, an index listed as done that is missing or
-        damaged, or one whose text is not the one its entry's ``text_sha256`` records (named).
+        damaged (a shard that cannot be loaded is named), or one whose text is not the one its
+        entry's ``text_sha256`` records (named).
     """
     storage = open_storage(out, storage_options)
     manifest = read_corpus_manifest(storage)
+    if (
+        manifest.method == "mixpr"
+        and isinstance(manifest.options, dict)
+        and (manifest.options.get("shards") is not None)
+    ):
+        from longctx.corpus.mixpr_shards import load_sharded_corpus
+
+        done = [d for d, e in manifest.entries.items() if e.status == "done"]
+        if not done:
+            return {}
+        index = load_sharded_corpus(
+            storage, manifest, use_ray=use_ray, ray_address=ray_address, workers=workers,
+            **load_kwargs,
+        )  # fmt: skip
+        return {d: index for d in done}
     if manifest.method == "mixpr":
         from longctx.corpus.mixpr_corpus import check_entries, load_mixpr_index
 
@@ -120,7 +154,9 @@ def load_corpus(out, *, storage_options: dict | None = None, **load_kwargs) -> d
 
 class CorpusIndex:
     """One search over a corpus: a MixPR corpus is one :class:`longctx.MixPRIndex` over every
-    document (one walk, corpus-wide term statistics: scores comparable across documents); a
+    document (one walk, corpus-wide term statistics: scores comparable across documents), or
+    for a corpus built with ``shards`` a :class:`longctx.mixpr.shards.ShardedMixPRIndex`
+    (the same search over shards held by Ray actors); a
     diversity corpus is one index per document, each answering the query on its own (its
     relevance reward is the cosine to the query with one encoder for all documents, so
     comparable too), the hits merged by score. Hits come back in document order (corpus order,
@@ -137,13 +173,16 @@ class CorpusIndex:
 
     def __init__(self, indexes):
         from longctx.mixpr import MixPRIndex
+        from longctx.mixpr.shards import ShardedMixPRIndex
 
+        one = (MixPRIndex, ShardedMixPRIndex)
         if isinstance(indexes, Mapping) and indexes:
             values = list(indexes.values())
-            if isinstance(values[0], MixPRIndex) and all(v is values[0] for v in values):
+            if isinstance(values[0], one) and all(v is values[0] for v in values):
                 indexes = values[0]
         self.index = None
-        if isinstance(indexes, MixPRIndex):
+        self.sharded = isinstance(indexes, ShardedMixPRIndex)
+        if isinstance(indexes, one):
             self.index = indexes
             self.indexes = {}
             self.doc_ids = tuple(indexes.doc_ids)
@@ -160,20 +199,37 @@ class CorpusIndex:
         self.doc_ids = tuple(self.indexes)
 
     @classmethod
-    def from_corpus(cls, out, *, storage_options: dict | None = None, **load_kwargs) -> CorpusIndex:
-        """Load the corpus at ``out`` (see :func:`load_corpus`).
+    def from_corpus(
+        cls,
+        out,
+        *,
+        storage_options: dict | None = None,
+        ray_address: str | None = None,
+        use_ray: bool | None = None,
+        workers: int | None = None,
+        **load_kwargs,
+    ) -> CorpusIndex:
+        """Load the corpus at ``out`` (see :func:`load_corpus`; ``ray_address``, ``use_ray``
+        and ``workers`` place a sharded MixPR corpus's shard actors). Close it (:meth:`close`,
+        or ``with``) to stop the actors.
 
         Raises
         ------
         PersistError
-            No corpus, a damaged manifest or index, an entry whose digest does not match.
+            No corpus, a damaged manifest or index, an entry whose digest does not match, a
+            shard that cannot be loaded (named).
         ValueError
             The corpus has no finished document.
         """
-        return cls(load_corpus(out, storage_options=storage_options, **load_kwargs))
+        return cls(
+            load_corpus(
+                out, storage_options=storage_options, ray_address=ray_address, use_ray=use_ray,
+                workers=workers, **load_kwargs,
+            )
+        )  # fmt: skip
 
     def text(self, doc_id: str) -> str:
-        """The whole text of document ``doc_id``.
+        """The whole text of document ``doc_id`` (from its shard for a sharded corpus).
 
         Raises
         ------
@@ -181,9 +237,33 @@ class CorpusIndex:
             No such document.
         """
         if self.index is not None:
+            if self.sharded:
+                return self.index.text(doc_id)
             pos = {d: i for i, d in enumerate(self.index.doc_ids)}
             return self.index.texts[pos[doc_id]]
         return self.indexes[doc_id].texts[0]
+
+    def metadata(self, doc_id: str) -> dict:
+        """The metadata the corpus's index holds for ``doc_id`` (``{}`` for per-document
+        indexes; ``KeyError`` when there is no such document)."""
+        if self.index is None:
+            self.indexes[doc_id]
+            return {}
+        if self.sharded:
+            return self.index.metadata(doc_id)
+        pos = {d: i for i, d in enumerate(self.index.doc_ids)}
+        return dict(self.index.metadatas[pos[doc_id]])
+
+    def close(self) -> None:
+        """Stop a sharded corpus's shard actors (nothing for other corpora)."""
+        if self.sharded:
+            self.index.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def search(self, query: str, *, k: int = 10, **kwargs) -> SearchResult:
         """The ``k`` best hits over every document (see the class docstring).

@@ -134,10 +134,10 @@ class CorpusManifest:
             if e.doc_id in entries:
                 raise PersistError(f"{where!r}: field 'documents[{j}].doc_id' repeats {e.doc_id!r}")
             # a MixPR corpus is one index holding every document: its entries share one path
-            if data["method"] == "mixpr" and e.path != "indexes/mixpr":
+            if data["method"] == "mixpr" and not _MIXPR_PATH.fullmatch(e.path):
                 raise PersistError(
-                    f"{where!r}: field 'documents[{j}].path' must be 'indexes/mixpr' in a MixPR "
-                    f"corpus, got {e.path[:80]!r}"
+                    f"{where!r}: field 'documents[{j}].path' must be 'indexes/mixpr' or "
+                    f"'indexes/shard-<n>' in a MixPR corpus, got {e.path[:80]!r}"
                 )
             if e.path in paths and data["method"] != "mixpr":
                 raise PersistError(f"{where!r}: field 'documents[{j}].path' repeats {e.path!r}")
@@ -156,6 +156,8 @@ _ENTRY_TYPES = {
     "text_sha256": (str,),
     "extra": (dict,),
 }
+#: The index folders of a MixPR corpus: its one index, or its shards.
+_MIXPR_PATH = re.compile(r"indexes/(?:mixpr|shard-\d{1,6})")
 _SHA256_HEX = frozenset("0123456789abcdef")
 #: An index folder name as :func:`longctx.corpus.documents.safe_component` writes it.
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")

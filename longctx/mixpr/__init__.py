@@ -17,8 +17,12 @@ Pipeline of the paper (``preset="paper"``; all sparse, never an ``n x n`` dense 
 
 Files: ``graph.py`` (similarity graph, column normalization, personalized PageRank),
 ``router.py`` (local / global routers), ``config.py`` (:class:`MixPRConfig`, :data:`PRESETS`),
+``tfidf.py`` (term counts, corpus-wide statistics), ``query.py`` (the query's edges),
+``scoring.py`` (the one scoring pipeline over blocks of units: the walk, every reduction),
 ``index.py`` (:class:`MixPRIndex`, built once per corpus), ``persist.py`` (saving and loading an
-index, validation of saved files), ``pipeline.py`` (:class:`MixPR`, one call).
+index, validation of saved files), ``shards.py`` (:class:`ShardedMixPRIndex`: one index split
+into shards, in this process or Ray actors; ``shard.py`` one shard, ``shard_backends.py`` where
+shards live, ``shards_persist.py`` their files), ``pipeline.py`` (:class:`MixPR`, one call).
 """
 
 # ``X as X``: also importable from ``longctx.mixpr`` as before the split, not in ``__all__``.
@@ -31,10 +35,12 @@ from longctx.mixpr.index import MixPRIndex
 from longctx.mixpr.pipeline import MixPR
 from longctx.mixpr.router import MODES as MODES
 from longctx.mixpr.router import ROUTER_PROMPT, KeywordRouter, LLMRouter
+from longctx.mixpr.shards import ShardedMixPRIndex
 
 __all__ = [
     "MixPR",
     "MixPRIndex",
+    "ShardedMixPRIndex",
     "MixPRConfig",
     "PRESETS",
     "KeywordRouter",

@@ -15,7 +15,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.checks import check_choice, check_query
-from longctx.filters import compile_filter
 from longctx.index import RetrievalIndex, check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
@@ -27,12 +26,11 @@ from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
     by_max,
     personalization,
-    power_iteration,
     query_weights,
-    reweight_query_terms,
-    weigh_by_coverage,
 )
 from longctx.mixpr.router import MODES, KeywordRouter
+from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock, normalized_query_vector
+from longctx.mixpr.scoring import term_weights as _term_weights
 from longctx.mixpr.tfidf import TermTable, TfidfSettings
 from longctx.persist import PersistError as PersistError
 from longctx.selection import check_budget_fits, check_size, select_top
@@ -104,20 +102,29 @@ class _State:
             token_counts = _frozen(token_counts)
         self.token_counts = token_counts
         self.positions = {d: i for i, d in enumerate(doc_ids)}
-        self.graph = graph if graph is not None else self._build_graph()
+        self._graph = graph
+        self._scorer = None
+        self.lock = threading.Lock()
         if config.walk == "multihop" and phrases is None:
             from longctx.mixpr.phrases import PhraseGraph
 
             phrases = PhraseGraph.from_texts([self.unit_text(i) for i in range(self.n_units)])
         self.phrases = phrases  # the unit x phrase graph of walk="multihop"
         self._ranker = None
-        self.global_pr = None
-        self.lock = threading.Lock()
-        self.masks: dict = {}
 
     @property
     def n_units(self) -> int:
         return len(self.starts)
+
+    @property
+    def graph(self):
+        """The unit graph, built on first use (a shard of a sharded index never builds it: it
+        is weighed with the corpus's statistics instead)."""
+        if self._graph is None:
+            with self.lock:
+                if self._graph is None:
+                    self._graph = self._build_graph()
+        return self._graph
 
     def _build_graph(self):
         cfg = self.config
@@ -129,12 +136,35 @@ class _State:
     def term_weights(self) -> np.ndarray | None:
         """``(n_terms,) float64``: how much each term links units in the factored graph,
         ``(idf / max idf) ** graph_idf_power`` (``None``: power 0, every term alike)."""
-        power = self.config.graph_idf_power
-        if not power:
-            return None
-        idf = self.table.idf()
-        top = float(idf.max()) if idf.size else 0.0
-        return (idf / top) ** power if top > 0 else np.zeros_like(idf)
+        return _term_weights(self.table.idf(), self.config.graph_idf_power)
+
+    def scorer(self) -> Scorer:
+        """The scoring pipeline over this snapshot: one block holding every unit."""
+        if self._scorer is None:
+            graph = self.graph
+            with self.lock:
+                if self._scorer is None:
+                    factored = graph.kind == "factored"
+                    block = UnitBlock(
+                        config=self.config,
+                        stats=self.table,
+                        E=graph.E if factored else self.table.embeddings(),
+                        unit_doc=self.unit_source,
+                        metadata=self.metadata,
+                        graph=graph,
+                        unit_vectors=self.unit_vectors,
+                    )
+                    weights = graph.term_weights if factored else None
+                    self.block = block
+                    self._scorer = Scorer(
+                        LocalBlocks([block]),
+                        self.config,
+                        self.table,
+                        weights,
+                        self.n_units,
+                        colsum_ready=True,
+                    )
+        return self._scorer
 
     def unit_text(self, i: int) -> str:
         return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]
@@ -343,6 +373,7 @@ class MixPRIndex(RetrievalIndex):
         chunk: bool = True,
         encoder=None,
         unit_vectors=None,
+        require_terms: bool = True,
         **params,
     ) -> MixPRIndex:
         """Build the index (see the class docstring). With ``chunk=False`` every text is one unit
@@ -369,6 +400,9 @@ class MixPRIndex(RetrievalIndex):
             Precomputed vectors of the units, in :meth:`units` order (build once without them to
             learn the units, or use ``chunk=False``); rows are L2-normalized here. Without an
             ``encoder``, queries need ``query_vector=``.
+        require_terms : bool, default True
+            Refuse texts that hold no term to index; ``False`` accepts them (a shard of a
+            sharded index, whose other shards hold the terms).
 
         Raises
         ------
@@ -407,7 +441,8 @@ class MixPRIndex(RetrievalIndex):
                 unit_vectors.setflags(write=False)
             _stage(bar, "mixpr terms")
             table = TermTable.build(TfidfSettings(config), unit_texts)
-            _check_vocabulary(table, config)
+            if require_terms:
+                _check_vocabulary(table, config)
             _stage(bar, "mixpr graph")
             state = _State(
                 config=config,
@@ -631,22 +666,11 @@ class MixPRIndex(RetrievalIndex):
         return self._global_pagerank(self._state)
 
     def _global_pagerank(self, st: _State) -> np.ndarray:
-        if st.global_pr is None:
-            with st.lock:
-                if st.global_pr is None:
-                    n = st.n_units
-                    uniform = np.full(n, 1.0 / n) if n else np.zeros(0)
-                    pr = self._walk(st, uniform, alpha=0.0) if n else uniform
-                    pr.setflags(write=False)
-                    st.global_pr = pr
-        return st.global_pr
-
-    def _walk(self, st: _State, p: np.ndarray, alpha: float, B=None, Q=None) -> np.ndarray:
-        n = st.n_units
-        if B is None:
-            B = sp.csr_array((n, 0))
-        cfg = st.config
-        return power_iteration(st.graph, B, Q, p, alpha=alpha, max_iter=cfg.max_iter, tol=cfg.tol)
+        if not st.n_units:
+            return np.zeros(0)
+        scorer = st.scorer()
+        scorer.ensure_global_pagerank()
+        return st.block.global_pr
 
     # -- searching ----------------------------------------------------------------------------
     def route(self, query: str) -> str:
@@ -671,27 +695,8 @@ class MixPRIndex(RetrievalIndex):
         return self._mask(self._state, filters)
 
     def _mask(self, st: _State, filters) -> np.ndarray | None:
-        pred = compile_filter(filters)
-        if pred is None:
-            return None
-        key = None
-        if not callable(filters) or hasattr(filters, "filters"):
-            try:
-                key = repr(filters)
-                hash(key)
-            except Exception:  # noqa: BLE001 - an unprintable filter is just not cached
-                key = None
-        if key is not None and key in st.masks:
-            return st.masks[key]
-        docs = np.fromiter((bool(pred(md)) for md in st.metadata), bool, len(st.metadata))
-        mask = docs[st.unit_source] if st.n_units else np.zeros(0, bool)
-        mask.setflags(write=False)
-        if key is not None:
-            with st.lock:
-                if len(st.masks) >= 64:
-                    st.masks.pop(next(iter(st.masks)))
-                st.masks[key] = mask
-        return mask
+        st.scorer()
+        return st.block.mask(filters)
 
     def score(
         self, query: str, mode: str = "auto", *, query_vector=None, filters=None
@@ -714,10 +719,12 @@ class MixPRIndex(RetrievalIndex):
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
         st = self._state
-        mask = self._mask(st, filters)
-        return self._score(st, query, mode, query_vector, mask)
+        self._mask(st, filters)  # a bad filter raises before any work
+        return self._score(st, query, mode, query_vector, filters)
 
-    def _score(self, st: _State, query, mode, query_vector, mask):
+    def _score(self, st: _State, query, mode, query_vector, filters):
+        """``(scores (n_units,), mode used, timings)``: the scoring pipeline
+        (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot."""
         timings = {}
         t0 = time.perf_counter()
         if query_vector is not None and st.unit_vectors is None:
@@ -725,122 +732,47 @@ class MixPRIndex(RetrievalIndex):
         if mode == "auto":
             mode = self.route(query)
             timings["route"] = time.perf_counter() - t0
-        n = st.n_units
-        if mode == "global":
+        qvec = None
+        if mode == "local" and st.unit_vectors is not None:
             t0 = time.perf_counter()
-            pr = self._masked(self._global_pagerank(st).copy(), mask)
-            timings["rank"] = time.perf_counter() - t0
-            return pr, mode, timings
-        t0 = time.perf_counter()
-        cfg = st.config
-        qchunks = [query[a:b] for a, b in cfg.chunk(query)] or [query]
-        if len(qchunks) > MAX_QUERY_CHUNKS:
-            logger.info(
-                "MixPR: the query splits into %d chunks; its last %d are the query nodes",
-                len(qchunks),
-                MAX_QUERY_CHUNKS,
-            )
-            qchunks = qchunks[-MAX_QUERY_CHUNKS:]
-        bordered = cfg.personalization == "query"
-        Eq, Q = query_weights(st.table, qchunks, with_q=bordered)
-        thr = cfg.effective_query_threshold
-        # (n, m) query-chunk similarities: only the columns of the query's terms are read.
-        terms = np.unique(Eq.indices)
-        E = st.table.embeddings()
-        Et = sp.csc_array(E[:, terms])
-        if cfg.literal_query_weights:
-            Et = reweight_query_terms(st.table, Et, terms)
-        Eqt = Eq[:, terms]
-        B = sp.csr_array(Et @ sp.csr_array(Eqt).T)
-        m = len(qchunks)
-        p_query = personalization(m, qchunks)
-        # direct lexical score: the units' cosine to the query's restart chunk(s), unthresholded
-        lexical = np.asarray(B @ p_query).ravel() if cfg.lexical_weight else None
-        B.data[B.data < thr] = 0.0
-        B.eliminate_zeros()
-        if cfg.coverage_power and B.nnz:
-            B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
-        if mask is not None and B.nnz:  # the walk restarts only in the kept documents
-            B = sp.csr_array(B.multiply(mask[:, None].astype(np.float64)))
-            B.eliminate_zeros()
-        dense = None
-        if st.unit_vectors is not None:
-            dense = self._dense_scores(st, query, query_vector)
-        timings["embed_query"] = time.perf_counter() - t0
-        dense_w = None
-        multihop = cfg.walk == "multihop"
-        if dense is not None and cfg.dense_restart and not multihop:
-            # (the multi-hop walk takes the dense cosines as its own seeds)
-            dense_w = _dense_restart(dense, cfg.dense_top_k, mask)
-        if B.nnz == 0 and dense_w is None and multihop:  # the query's phrases may still seed
-            ms = st.ranker().scores(query, None, dense, allowed=mask)
-            if ms.any():
-                timings["rank"] = time.perf_counter() - t0
-                return self._masked(ms, mask), "local", timings
-        if B.nnz == 0 and dense_w is None:
-            logger.info(
-                "MixPR: no unit reaches query_threshold=%.3g for query %.80r; "
-                "using PageRank (global mode)",
-                thr,
-                query,
-            )
-            pr = self._masked(self._global_pagerank(st).copy(), mask)
-            return pr, "global-fallback", timings
-        t0 = time.perf_counter()
-        Q = np.where(Q >= thr, Q, 0.0) if bordered else Q
-        if not bordered or B.nnz == 0:
-            # restart over the units by their similarity to the query; the query is no node
-            # of the walk (it would be a hub joining every unit that shares a query term)
-            w = B @ p_query if B.nnz else np.zeros(n)
-            if B.nnz and w.sum() <= 0:  # the restart query chunk itself links nowhere
-                w = np.asarray(B.sum(axis=1)).ravel()
-            w = w / w.sum() if w.sum() > 0 else w
-            if dense_w is not None:
-                w = w + cfg.dense_restart * dense_w
-            pi = self._walk(st, w / w.sum(), alpha=cfg.alpha_local)
-        else:
-            if dense_w is not None:  # dense query edges next to the lexical ones
-                B = sp.csr_array(B + sp.csr_array(np.outer(dense_w, p_query)) * B.sum())
-            p = np.concatenate([np.zeros(n), p_query])
-            pi = self._walk(st, p, alpha=cfg.alpha_local, B=B, Q=Q)
-        scores = np.ascontiguousarray(pi[:n])
-        if lexical is not None or (dense is not None and cfg.dense_weight):
-            scores = by_max(scores)
-            if lexical is not None:
-                scores += cfg.lexical_weight * by_max(lexical)
-            if dense is not None and cfg.dense_weight:
-                scores += cfg.dense_weight * by_max(np.maximum(dense, 0.0))
-        if multihop:  # the first hop's scores seed the walk over units and phrases
-            scores = st.ranker().scores(query, scores, dense, allowed=mask)
-        timings["rank"] = time.perf_counter() - t0
-        return self._masked(scores, mask), "local", timings
+            qvec = normalized_query_vector(
+                self._encoder, self._encoder_identity, st.unit_vectors.shape[1], query,
+                query_vector,
+            )  # fmt: skip
+            timings["embed_query"] = time.perf_counter() - t0
+        scorer = st.scorer()
+        sid = scorer.new_session()
+        try:
+            scorer.open(sid, filters)
+            used, more = scorer.score(sid, query, mode, qvec, filters)
+            scores = st.block.take_scores(sid)
+            if st.config.walk == "multihop" and used != "global":
+                scores, used = self._multihop(st, sid, query, scores, used, more)
+        finally:
+            st.block.close(sid)
+        if "embed_query" in timings and "embed_query" in more:
+            more["embed_query"] += timings.pop("embed_query")
+        timings.update(more)
+        return scores, used, timings
 
     @staticmethod
-    def _masked(scores: np.ndarray, mask) -> np.ndarray:
-        if mask is not None:
-            scores[~mask] = 0.0
-        return scores
-
-    def _dense_scores(self, st: _State, query: str, query_vector=None) -> np.ndarray:
-        """``(n_units,) float64`` cosine of every unit vector to the query's vector."""
-        d = st.unit_vectors.shape[1]
-        if query_vector is None:
-            if self._encoder is None:
-                raise ValueError(
-                    "this MixPR index holds unit vectors but no encoder to embed the query "
-                    f"(encoder {self._encoder_identity.get('name')!r}): pass query_vector= "
-                    "to search / score, or encoder= to from_texts / load"
-                )
-            query_vector = self._encoder.embed_query(query)
-        q = np.asarray(query_vector, dtype=np.float32)
-        if q.shape != (d,):
-            raise ValueError(f"query_vector must have shape ({d},), got {q.shape}")
-        if not np.isfinite(q).all():
-            raise ValueError("query_vector must be finite")
-        norm = float(np.linalg.norm(q))
-        if norm == 0:
-            return np.zeros(st.n_units)
-        return (st.unit_vectors @ (q / norm)).astype(np.float64)
+    def _multihop(st: _State, sid, query, scores, used, timings):
+        """``walk="multihop"``: the local score is the first hop of the walk over the units and
+        the phrases they share (:class:`~longctx.mixpr.multihop.MultiHopRanker`); the dense
+        cosines (hybrid mode) seed it too. A query that reached no unit lexically may still be
+        seeded by its own phrases or its nearest units."""
+        t0 = time.perf_counter()
+        session = st.block._s(sid)
+        dense, mask = session.get("dense"), session.get("mask")
+        first = scores if used == "local" else None
+        out = st.ranker().scores(query, first, dense, allowed=mask)
+        if used == "local" or out.any():
+            used = "local"
+            if mask is not None:
+                out[~mask] = 0.0
+            scores = out
+        timings["rank"] = timings.get("rank", 0.0) + time.perf_counter() - t0
+        return scores, used
 
     def _lexical_parts(self, query: str) -> dict:
         """Study helper: ``{"cos": (n_units,) direct TF-IDF cosine of each unit to the query}``."""
@@ -922,7 +854,7 @@ class MixPRIndex(RetrievalIndex):
         if st.n_units == 0 or (allowed is not None and not len(allowed)):
             budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
-        scores, used, timings = self._score(st, query, mode, query_vector, mask)
+        scores, used, timings = self._score(st, query, mode, query_vector, filters)
         t0 = time.perf_counter()
         if whole_documents:
             return self._whole_documents(st, scores, allowed, k, used, timings, t0)
@@ -1017,23 +949,6 @@ def _check_vocabulary(table: TermTable, config: MixPRConfig) -> None:
             "texts hold no term to index once stop words are removed "
             f"(stop_words={config.stop_words!r})"
         )
-
-
-def _dense_restart(dense: np.ndarray, top_k: int, mask) -> np.ndarray | None:
-    """The dense restart distribution: the ``top_k`` nearest units (positive cosine only, among
-    ``mask``), in proportion to their cosine; ``None`` when no unit is near."""
-    if mask is not None:
-        dense = np.where(mask, dense, -np.inf)
-    k = min(top_k, len(dense))
-    if k == 0:
-        return None
-    top = np.argpartition(-dense, k - 1)[:k]
-    top = top[dense[top] > 0]
-    if not len(top):
-        return None
-    w = np.zeros(len(dense))
-    w[top] = dense[top]
-    return w / w.sum()
 
 
 def _check_ids(ids, n: int, default=None) -> tuple[str, ...]:

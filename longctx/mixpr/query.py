@@ -1,8 +1,8 @@
 """The query side of a built MixPR index: the query's TF-IDF rows, its edges to the units
-(thresholded, weighted by coverage), and the power iteration of personalized PageRank on the
-chunk graph bordered with the query (Alonso and Millidge, "Mixture-of-PageRanks: Replacing
-Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4 eq. 2 and
-"Personalization vector").
+(thresholded, weighted by coverage) and the restart over the query nodes (Alonso and Millidge,
+"Mixture-of-PageRanks: Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024,
+arXiv:2412.06078, sec. 4 eq. 2 and "Personalization vector"). The power iteration that uses
+them is :class:`longctx.mixpr.scoring.Scorer`.
 
 Every function here reads an immutable snapshot of the index and returns new arrays: nothing a
 query computes is kept.
@@ -37,7 +37,12 @@ def personalization(n_query: int, query_chunks: Sequence[str]) -> np.ndarray:
 
 def by_max(x: np.ndarray) -> np.ndarray:
     """``x / max(x)`` (``x`` unchanged when its maximum is not positive)."""
-    top = float(x.max()) if len(x) else 0.0
+    return divide_by_top(x, float(x.max()) if len(x) else 0.0)
+
+
+def divide_by_top(x: np.ndarray, top: float) -> np.ndarray:
+    """``x / top`` (a float64 copy of ``x`` when ``top`` is not positive): :func:`by_max` with
+    the maximum taken elsewhere (over every block of a sharded index)."""
     return x / top if top > 0 else x.astype(np.float64, copy=True)
 
 
@@ -147,37 +152,3 @@ def weigh_by_coverage(B: sp.csr_array, Et, Eqt, power: float) -> sp.csr_array:
     cov = sp.csr_array(cov)
     cov.data = np.clip(cov.data, 0.0, 1.0) ** power
     return sp.csr_array(B.multiply(cov))
-
-
-def power_iteration(graph, B, Q, p, *, alpha: float, max_iter: int, tol: float) -> np.ndarray:
-    """Personalized PageRank (eq. 2, networkx conventions as
-    :func:`longctx.mixpr.graph.personalized_pagerank`) on the graph ``[[S, B], [B^T, Q]]``:
-    the unit graph (``graph.matvec``, ``graph.colsum``) bordered with ``m`` query nodes (``B``:
-    ``(n, m)`` unit-query edges, ``Q``: ``(m, m)``), matrix-free. ``p``: ``(n + m,)`` restart
-    distribution. Returns ``(n + m,) float64``."""
-    n = graph.shape[0]
-    m = B.shape[1]
-    N = n + m
-    Bsum_rows = np.asarray(B.sum(axis=1)).ravel() if m else np.zeros(n)
-    col_c = graph.colsum + Bsum_rows
-    col_q = (np.asarray(B.sum(axis=0)).ravel() + Q.sum(axis=0)) if m else np.zeros(0)
-    col = np.concatenate([col_c, col_q])
-    inv = np.divide(1.0, col, out=np.zeros_like(col), where=col > 0)
-    dangling = col == 0
-    x = np.full(N, 1.0 / N)
-    damping = 1.0 - alpha
-    restart = alpha * p
-    for _ in range(max_iter):
-        x_last = x
-        v = x_last * inv
-        y = np.empty(N)
-        y[:n] = graph.matvec(v[:n])
-        if m:
-            y[:n] += B @ v[n:]
-            y[n:] = B.T @ v[:n] + Q @ v[n:]
-        if dangling.any():
-            y += x_last[dangling].sum() * p
-        x = damping * y + restart
-        if np.abs(x - x_last).sum() < N * tol:
-            break
-    return x

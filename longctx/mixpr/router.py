@@ -87,11 +87,14 @@ class LLMRouter:
 
     def prompt(self, query: str, chunks: Sequence[str] = ()) -> str:
         """The exact prompt sent to the LLM."""
-        items = list(chunks) + [query]
         k = self.n_context
-        parts = items if len(items) <= 2 * k else items[:k] + items[-k:]
+        n = len(chunks)
         if k == 0:
             parts = [query]
+        elif n + 1 <= 2 * k:
+            parts = list(chunks[:n]) + [query]
+        else:  # the first k items and the last k of chunks + [query]: only those are read
+            parts = list(chunks[:k]) + list(chunks[n - k + 1 :]) + [query]
         return ROUTER_PROMPT.replace("[query]", "\n".join(parts))
 
     def __call__(self, query: str, chunks: Sequence[str] = ()) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["TermTable", "TfidfSettings"]
+__all__ = ["TermStats", "TermTable", "TfidfSettings", "merge_term_stats", "tfidf_rows"]
 
 
 class TfidfSettings:
@@ -226,7 +226,148 @@ def _canonical(settings, vocab: dict, counts: sp.csr_array, df, cf) -> TermTable
     )
 
 
-class TermTable:
+class TermStats:
+    """Corpus-wide term statistics without the counts: the vocabulary, each term's document
+    frequency and total count, and the number of units; enough for the IDF, the vocabulary
+    pruning and the query's TF-IDF weights (:func:`longctx.mixpr.query.query_weights`).
+
+    :class:`TermTable` is one (its statistics come with the counts); a sharded index gathers one
+    from its shards' tables (:func:`merge_term_stats`), so every shard weighs its units with the
+    IDF of the whole corpus.
+
+    Attributes
+    ----------
+    vocabulary : dict str -> int or None
+        Term to column (``None`` where only the arrays are needed: a shard's copy).
+    df : (n_terms,) int64
+    cf : (n_terms,) float64
+    """
+
+    def __init__(self, settings: TfidfSettings, vocabulary, df, cf, n_units: int, *, idf=None):
+        self.settings = settings
+        self.vocabulary = vocabulary
+        self.df = df
+        self.cf = cf
+        self._n_units = int(n_units)
+        self._idf = idf
+
+    @property
+    def n_units(self) -> int:
+        return self._n_units
+
+    @property
+    def n_terms(self) -> int:
+        return len(self.df)
+
+    def terms(self) -> list[str]:
+        """The terms, by column."""
+        out = [""] * len(self.vocabulary)
+        for t, j in self.vocabulary.items():
+            out[j] = t
+        return out
+
+    def kept_terms(self) -> np.ndarray:
+        """``(n_terms,) bool``: the terms the vocabulary keeps after ``min_df``, ``max_df`` and
+        ``max_features`` (scikit-learn's pruning; ``max_features`` ties go to the smaller
+        term), and that some unit holds."""
+        s = self.settings
+        n = self.n_units
+        lo, hi = s.count_limits(n)
+        keep = (self.df > 0) & (self.df >= lo) & (self.df <= hi)
+        if s.max_features is not None and keep.sum() > s.max_features:
+            cand = np.flatnonzero(keep)
+            terms = self.terms()
+            order = sorted(cand.tolist(), key=lambda j: (-self.cf[j], terms[j]))
+            keep = np.zeros_like(keep)
+            keep[order[: s.max_features]] = True
+        return keep
+
+    def idf(self) -> np.ndarray:
+        """``(n_terms,) float64`` IDF of each term (scikit-learn's formula), 0 for pruned and
+        absent terms. Computed once."""
+        if self._idf is None:
+            s = self.settings
+            n = self.n_units
+            keep = self.kept_terms()
+            if s.use_idf:
+                df = self.df.astype(np.float64)
+                with np.errstate(divide="ignore"):
+                    if s.smooth_idf:
+                        idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
+                    else:
+                        idf = np.log(n / np.where(df > 0, df, 1.0)) + 1.0
+            else:
+                idf = np.ones(self.n_terms)
+            self._idf = np.where(keep, idf, 0.0)
+        return self._idf
+
+
+def tfidf_rows(settings: TfidfSettings, counts: sp.csr_array, idf: np.ndarray) -> sp.csc_array:
+    """``E``: the L2-normalized TF-IDF rows of ``counts`` (``(n, V)`` CSR, sorted indices) with
+    the IDF ``idf`` (``(V,)``; 0 drops a term), as ``(n, V) float64`` CSC (a unit with no kept
+    term is an empty row). One function for a whole index and for a shard weighed with the
+    corpus's IDF, so both compute every row with the same operations."""
+    n = counts.shape[0]
+    c = counts
+    tf = c.data.copy()
+    if settings.binary:
+        tf[:] = 1.0
+    elif settings.sublinear_tf:
+        tf = 1.0 + np.log(tf)
+    w = tf * idf[c.indices]
+    rows = np.repeat(np.arange(n), np.diff(c.indptr))
+    norm = np.sqrt(np.bincount(rows, weights=w * w, minlength=n))
+    w = w / np.where(norm > 0, norm, 1.0)[rows]
+    # copies of the index arrays: eliminate_zeros works in place, and the counts are shared
+    E = sp.csr_array((w, c.indices.copy(), c.indptr.copy()), shape=c.shape)
+    E.eliminate_zeros()
+    return sp.csc_array(E)
+
+
+def merge_term_stats(settings: TfidfSettings, parts) -> tuple[TermStats, list[np.ndarray]]:
+    """The statistics of a corpus split into parts, from each part's own.
+
+    Parameters
+    ----------
+    parts : sequence of ``(terms, df, cf, n_units)``
+        Each part's terms (list of str, any order), their document frequencies and total counts
+        in that part, and its number of units.
+
+    Returns
+    -------
+    stats : TermStats
+        Over the sorted union of the parts' terms that some unit holds (the canonical order of
+        :class:`TermTable`, so columns line up with a table built from every unit at once).
+    maps : list of (n_terms_i,) int64
+        For each part, the column of each of its terms in ``stats`` (-1: a term no unit holds).
+    """
+    index: dict[str, int] = {}
+    for terms, df, _, _ in parts:
+        for t, d in zip(terms, np.asarray(df).tolist()):
+            if d > 0:
+                index.setdefault(t, 0)
+    ordered = sorted(index)
+    index = {t: j for j, t in enumerate(ordered)}
+    V = len(ordered)
+    df_all = np.zeros(V, np.int64)
+    cf_all = np.zeros(V, np.float64)
+    maps, n = [], 0
+    for terms, df, cf, n_units in parts:
+        df = np.asarray(df, dtype=np.int64)
+        m = np.fromiter(
+            (index.get(t, -1) if d > 0 else -1 for t, d in zip(terms, df.tolist())),
+            np.int64,
+            len(terms),
+        )
+        live = m >= 0
+        np.add.at(df_all, m[live], df[live])
+        np.add.at(cf_all, m[live], np.asarray(cf, dtype=np.float64)[live])
+        maps.append(m)
+        n += int(n_units)
+    return TermStats(settings, index, df_all, cf_all, n), maps
+
+
+class TermTable(TermStats):
     """Term counts of every unit with corpus-wide document frequencies (see the module doc).
 
     Attributes
@@ -243,12 +384,9 @@ class TermTable:
     """
 
     def __init__(self, settings: TfidfSettings, vocabulary: dict, counts: sp.csr_array, df, cf):
-        self.settings = settings
-        self.vocabulary = vocabulary
+        super().__init__(settings, vocabulary, df, cf, counts.shape[0])
         self.counts = counts
-        self.df = df
-        self.cf = cf
-        self._derived = None
+        self._E = None
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
@@ -262,21 +400,6 @@ class TermTable:
             np.zeros(0, np.float64),
         )
         return empty.add(texts)
-
-    @property
-    def n_units(self) -> int:
-        return self.counts.shape[0]
-
-    @property
-    def n_terms(self) -> int:
-        return len(self.vocabulary)
-
-    def terms(self) -> list[str]:
-        """The terms, by column."""
-        out = [""] * len(self.vocabulary)
-        for t, j in self.vocabulary.items():
-            out[j] = t
-        return out
 
     def rows_for(self, texts: Sequence[str]) -> tuple[dict, sp.csr_array]:
         """``(vocabulary, rows)``: the counts of ``texts`` as rows over this table's vocabulary
@@ -330,59 +453,9 @@ class TermTable:
         return np.ones_like(data) if self.settings.binary else data
 
     # -- weights ----------------------------------------------------------------------------
-    def kept_terms(self) -> np.ndarray:
-        """``(n_terms,) bool``: the terms the vocabulary keeps after ``min_df``, ``max_df`` and
-        ``max_features`` (scikit-learn's pruning; ``max_features`` ties go to the smaller
-        term), and that some unit holds."""
-        s = self.settings
-        n = self.n_units
-        lo, hi = s.count_limits(n)
-        keep = (self.df > 0) & (self.df >= lo) & (self.df <= hi)
-        if s.max_features is not None and keep.sum() > s.max_features:
-            cand = np.flatnonzero(keep)
-            terms = self.terms()
-            order = sorted(cand.tolist(), key=lambda j: (-self.cf[j], terms[j]))
-            keep = np.zeros_like(keep)
-            keep[order[: s.max_features]] = True
-        return keep
-
-    def idf(self) -> np.ndarray:
-        """``(n_terms,) float64`` IDF of each term (scikit-learn's formula), 0 for pruned and
-        absent terms."""
-        return self._derive()[0]
-
     def embeddings(self) -> sp.csc_array:
         """``E``: ``(n_units, n_terms) float64`` CSC, the L2-normalized TF-IDF rows (a unit with
         no kept term is an empty row). Computed once per table."""
-        return self._derive()[1]
-
-    def _derive(self):
-        if self._derived is None:
-            s = self.settings
-            n = self.n_units
-            keep = self.kept_terms()
-            if s.use_idf:
-                df = self.df.astype(np.float64)
-                with np.errstate(divide="ignore"):
-                    if s.smooth_idf:
-                        idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
-                    else:
-                        idf = np.log(n / np.where(df > 0, df, 1.0)) + 1.0
-            else:
-                idf = np.ones(self.n_terms)
-            idf = np.where(keep, idf, 0.0)
-            c = self.counts
-            tf = c.data.copy()
-            if s.binary:
-                tf[:] = 1.0
-            elif s.sublinear_tf:
-                tf = 1.0 + np.log(tf)
-            w = tf * idf[c.indices]
-            rows = np.repeat(np.arange(n), np.diff(c.indptr))
-            norm = np.sqrt(np.bincount(rows, weights=w * w, minlength=n))
-            w = w / np.where(norm > 0, norm, 1.0)[rows]
-            # copies of the index arrays: eliminate_zeros works in place, and the counts are shared
-            E = sp.csr_array((w, c.indices.copy(), c.indptr.copy()), shape=c.shape)
-            E.eliminate_zeros()
-            self._derived = (idf, sp.csc_array(E))
-        return self._derived
+        if self._E is None:
+            self._E = tfidf_rows(self.settings, self.counts, self.idf())
+        return self._E

@@ -1,0 +1,149 @@
+"""``CorpusRetriever``: one LlamaIndex retriever over a corpus built by
+:func:`longctx.corpus.build_indexes` (``longctx index DIR --method mixpr|diversity``): a MixPR
+corpus, one index or sharded over Ray actors, or a diversity corpus.
+
+The search lives in the core (:class:`longctx.corpus.CorpusIndex`); this adapter only maps hits
+to nodes. GARLIC corpora: ``GarlicIndex.from_corpus``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import Document, NodeWithScore, QueryBundle
+
+from llamaindex_longctx._nodes import hit_to_node
+from longctx.checks import check_choice, check_int, check_text
+from longctx.mixpr import MODES
+from longctx.selection import check_size
+
+__all__ = ["CorpusRetriever"]
+
+
+class CorpusRetriever(BaseRetriever):
+    """Search a built corpus as one index and return its best chunks as nodes.
+
+    Each returned node is one unit of one corpus document: a ``TextNode`` holding the unit's
+    text exactly, id ``"{doc_id}#{start}-{end}"``, the document's metadata plus the shared
+    ``longctx_*`` keys (offsets into that document's text, ``longctx_source_id`` = ``doc_id``)
+    and a SOURCE relationship to the document. Results come in corpus order.
+
+    Parameters
+    ----------
+    corpus : longctx.corpus.CorpusIndex
+        The loaded corpus (:meth:`from_corpus` loads it).
+    similarity_top_k : int, default 10
+        Units returned, unless ``token_budget`` is given.
+    token_budget : int, optional
+        MixPR corpora: most tokens returned (``longctx.tokens.count_tokens``).
+    mode : {"auto", "local", "global"}
+        MixPR corpora: ``"auto"`` asks the router.
+    filters : optional
+        MixPR corpora: metadata filters (LlamaIndex ``MetadataFilters``, a dict or a callable).
+
+    Examples
+    --------
+    >>> retriever = CorpusRetriever.from_corpus("s3://bucket/books", similarity_top_k=20)  # doctest: +SKIP
+    >>> retriever = CorpusRetriever.from_corpus("books", ray_address="auto")  # sharded, cluster  # doctest: +SKIP
+    >>> retriever.retrieve("Who painted the roses red?")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        corpus,
+        similarity_top_k: int = 10,
+        token_budget: int | None = None,
+        mode: str = "auto",
+        filters=None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        from longctx.corpus import CorpusIndex
+
+        if not isinstance(corpus, CorpusIndex):
+            raise TypeError(
+                f"corpus must be a longctx.corpus.CorpusIndex, got {type(corpus).__name__}"
+            )
+        self.corpus = corpus
+        self.similarity_top_k = check_int(similarity_top_k, "similarity_top_k", minimum=1)
+        self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
+        self.mode = check_choice(mode, "mode", MODES)
+        self.filters = filters
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CorpusRetriever"
+
+    @classmethod
+    def from_corpus(
+        cls,
+        out,
+        *,
+        storage_options: dict | None = None,
+        ray_address: str | None = None,
+        use_ray: bool | None = None,
+        workers: int | None = None,
+        load_kwargs: dict | None = None,
+        **kwargs,
+    ) -> CorpusRetriever:
+        """Load the corpus at ``out`` (a folder or an fsspec URL) and retrieve from it; the
+        other keyword arguments are the constructor's. A sharded MixPR corpus puts each shard
+        in a Ray actor: a local Ray by default, the cluster at ``ray_address``, or this process
+        with ``use_ray=False`` (:meth:`longctx.corpus.CorpusIndex.from_corpus`). :meth:`close`
+        stops the actors.
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            No corpus, a damaged file, a shard that cannot be loaded (named).
+        """
+        from longctx.corpus import CorpusIndex
+
+        corpus = CorpusIndex.from_corpus(
+            out,
+            storage_options=storage_options,
+            ray_address=ray_address,
+            use_ray=use_ray,
+            workers=workers,
+            **dict(load_kwargs or {}),
+        )
+        return cls(corpus, **kwargs)
+
+    def close(self) -> None:
+        """Stop a sharded corpus's shard actors."""
+        self.corpus.close()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = check_text(query_bundle.query_str, "query")
+        k, budget = check_size(
+            None if self.token_budget else self.similarity_top_k,
+            self.token_budget,
+            k_name="similarity_top_k",
+        )
+        kw = {}
+        if budget is not None:
+            kw["token_budget"] = budget
+        if self.mode != "auto":
+            kw["mode"] = self.mode
+        if self.filters is not None:
+            kw["filters"] = self.filters
+        result = self.corpus.search(query, k=k or self.similarity_top_k, **kw)
+        sources = {}
+        out = []
+        for hit in result.hits:
+            doc_id = self.corpus.doc_ids[hit.source]
+            if doc_id not in sources:
+                sources[doc_id] = Document(
+                    text=self.corpus.text(doc_id),
+                    id_=doc_id,
+                    metadata=self.corpus.metadata(doc_id),
+                )
+            out.append(hit_to_node(hit, sources[doc_id], result.method))
+        return out
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # CPU-bound (or waiting on the shards): run it in a thread, keep the event loop free
+        return await asyncio.to_thread(self._retrieve, query_bundle)

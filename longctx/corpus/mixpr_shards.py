@@ -1,0 +1,281 @@
+"""A sharded MixPR corpus (``longctx index DIR --method mixpr --shards N``): the documents split
+into ``N`` shards, each a :class:`~longctx.mixpr.index.MixPRIndex` of its own documents, searched
+as one index by :class:`~longctx.mixpr.shards.ShardedMixPRIndex` (one walk over every unit,
+corpus-wide term statistics gathered from the shards at load).
+
+Layout at ``out`` (beside ``corpus.json``)::
+
+    indexes/shards.json     the corpus order of the documents, the shard and length of each
+    indexes/shard-<i>/      shard i (a MixPRIndex folder, format version 2)
+
+Building: a new document goes to the shard holding the fewest characters so far (ties: the
+lowest number; :func:`~longctx.mixpr.shard.assign_shards`), in the order given; a changed one is
+updated in its shard; an unchanged one is skipped. Each shard with work is one job, run as a
+Ray task (``workers`` at a time, a local Ray by default or a cluster at ``ray_address``) or in
+this process: it loads the shard from the corpus location, removes what an interrupted build
+left in it, updates and inserts, and stores it back (whole, then renamed into place or uploaded
+with its manifest last). ``shards.json`` and ``corpus.json`` are written after every shard is
+stored, so a build stopped half way leaves the corpus as it was, and the same command resumes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from longctx.corpus.manifest import CORPUS_MANIFEST, DocumentEntry, text_sha256
+from longctx.persist import PersistError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["INDEX_ROOT", "build_sharded_corpus", "load_sharded_corpus"]
+
+#: Where the sharded index lives, relative to the corpus root.
+INDEX_ROOT = "indexes"
+#: Most shards a corpus may have.
+MAX_SHARDS = 4096
+
+
+def check_shards(shards, method: str) -> int | None:
+    """``shards`` as an int in [1, MAX_SHARDS] (``None`` stays ``None``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming ``shards``; also when ``method`` is not ``"mixpr"``.
+    """
+    if shards is None:
+        return None
+    if isinstance(shards, bool) or not isinstance(shards, int):
+        raise TypeError(f"shards must be an int, got {type(shards).__name__}")
+    if not 1 <= shards <= MAX_SHARDS:
+        raise ValueError(f"shards must be in [1, {MAX_SHARDS}], got {shards}")
+    if method != "mixpr":
+        raise ValueError(f"shards applies to method 'mixpr' only, not {method!r}")
+    return shards
+
+
+def index_storage(storage):
+    """The corpus's sharded index location (``out/indexes``) as its own storage root."""
+    from longctx.corpus.storage import Storage
+
+    return Storage(storage.location(INDEX_ROOT), storage.storage_options)
+
+
+def _shard_job(storage, i: int, expected: list, changed: list, new: list, options: dict, files):
+    """Bring shard ``i`` to ``expected`` + updates + inserts and store it; one record back."""
+    from longctx.corpus.build import _peak_rss_mib
+    from longctx.mixpr.config import MixPRConfig
+    from longctx.mixpr.shard import MixPRShard, shard_dir
+
+    t0 = time.perf_counter()
+    opts = dict(options)
+    preset = opts.pop("preset", "default")
+    chunk = opts.pop("chunk", True)
+    config = MixPRConfig.from_preset(preset, **opts)
+    rel = f"{INDEX_ROOT}/{shard_dir(i)}"
+    shard = None
+    if storage.index_complete(rel):
+        from longctx.mixpr.shard_backends import open_shard
+
+        shard = open_shard(("storage", storage, rel, None))
+        held = list(shard.index.doc_ids)
+        missing = [d for d in expected if d not in held]
+        if missing:
+            raise PersistError(
+                f"{storage.location(rel)!r} lacks documents {missing[:5]} that "
+                f"{INDEX_ROOT}/shards.json gives it: the shard is damaged; rebuild the corpus"
+            )
+        left = [d for d in held if d not in set(expected)]
+        if left:  # inserted by a build that stopped before shards.json was written
+            logger.info("shard %d: removing %d documents of an interrupted build", i, len(left))
+            shard.delete(left)
+            if not expected:
+                shard = None
+    elif expected:
+        raise PersistError(f"{storage.location(rel)!r} is missing or half-written")
+    if changed:
+        shard.update([t for _, t in changed], [d for d, _ in changed], None)
+    if new:
+        if shard is None:
+            shard = MixPRShard.from_texts(
+                [t for _, t in new], ids=[d for d, _ in new], metadatas=None, config=config,
+                chunk=chunk,
+            )  # fmt: skip
+        else:
+            shard.insert([t for _, t in new], [d for d, _ in new], None)
+    rec = {"shard": i, "pid": os.getpid(), "files": None, "has_terms": shard.has_terms()}
+    if files:
+        rec["files"] = shard.files()
+    else:
+        shard.save_to(storage, rel)
+    rec["seconds"] = round(time.perf_counter() - t0, 3)
+    rec["peak_rss_mib"] = _peak_rss_mib()
+    return rec
+
+
+def build_sharded_corpus(
+    docs, storage, manifest, options: dict, shards: int, bar, *, use_ray, workers, ray_address
+) -> dict:
+    """Insert, update or skip every ``(doc_id, text)`` of ``docs`` in the sharded corpus at
+    ``storage``. Returns ``{"built", "skipped", "seconds", "backend", "workers", "peaks"}``.
+
+    Raises
+    ------
+    PersistError
+        ``shards.json`` is damaged, holds another number of shards, or a shard disagrees with
+        it.
+    """
+    from longctx.mixpr.shard import assign_shards
+    from longctx.mixpr.shards_persist import SHARDS_FILE, manifest_of_order, read_shards_manifest
+    from longctx.tokens import count_tokens
+
+    t0 = time.perf_counter()
+    rel_manifest = f"{INDEX_ROOT}/{SHARDS_FILE}"
+    raw = storage.read_json(rel_manifest) if manifest.entries else None
+    order: list = []
+    if raw is not None:
+        n, order = read_shards_manifest(raw, storage.location(rel_manifest))
+        if n != shards:
+            raise PersistError(
+                f"{storage.location(rel_manifest)!r} holds {n} shards, not {shards}: choose "
+                "another out"
+            )
+    shard_of = {d: s for d, s, _ in order}
+    chars = {d: c for d, _, c in order}
+    new, changed, skipped = [], [], []
+    for doc_id, text in docs:
+        e = manifest.entries.get(doc_id)
+        if doc_id in shard_of:
+            if e is not None and e.status == "done" and e.text_sha256 == text_sha256(text):
+                skipped.append(doc_id)
+            else:
+                changed.append((doc_id, text))
+        else:
+            new.append((doc_id, text))
+    sizes = [0] * shards
+    for d, s in shard_of.items():
+        sizes[s] += chars[d]
+    where = assign_shards([len(t) for _, t in new], shards, sizes)
+    jobs = []
+    for i in range(shards):
+        ins = [x for x, w in zip(new, where) if w == i]
+        upd = [x for x in changed if shard_of[x[0]] == i]
+        if ins or upd:
+            expected = [d for d, s, _ in order if s == i]
+            jobs.append((i, expected, upd, ins))
+    backend, n_workers, peaks = "sequential", 1, {}
+    if jobs:
+        backend, n_workers, recs = _run_jobs(
+            storage, jobs, options, use_ray=use_ray, workers=workers, ray_address=ray_address
+        )
+        if not order and not any(rec["has_terms"] for rec in recs):
+            raise ValueError(
+                "texts hold no term to index once stop words are removed (stop_words="
+                f"{options.get('stop_words', 'the preset default')!r})"
+            )
+        for rec in recs:
+            peaks[rec["pid"]] = max(peaks.get(rec["pid"], 0.0), rec["peak_rss_mib"])
+            if rec["files"] is not None:
+                storage.put_files(rec["files"], f"{INDEX_ROOT}/shard-{rec['shard']}")
+    seconds = round(time.perf_counter() - t0, 3)
+    work = changed + new
+    if work:
+        for (d, _), s in zip(new, where):
+            shard_of[d] = s
+        for d, t in work:
+            chars[d] = len(t)
+        doc_order = [d for d, _, _ in order] + [d for d, _ in new]
+        storage.write_json(rel_manifest, manifest_of_order(shards, doc_order, shard_of, chars))
+    for doc_id, text in work:
+        manifest.entries[doc_id] = DocumentEntry(
+            doc_id=doc_id,
+            path=f"{INDEX_ROOT}/shard-{shard_of[doc_id]}",
+            status="done",
+            seconds=seconds,
+            tokens=count_tokens(text),
+            error=None,
+            text_sha256=text_sha256(text),
+            extra={"shard": shard_of[doc_id]},
+        )
+        bar.update(1)
+    return {
+        "built": [d for d, _ in work],
+        "skipped": skipped,
+        "seconds": seconds,
+        "backend": backend,
+        "workers": n_workers,
+        "peaks": peaks,
+    }
+
+
+def _run_jobs(storage, jobs, options, *, use_ray, workers, ray_address):
+    """Run the shard jobs on Ray tasks (or in this process); ``(backend, workers, records)``."""
+    files = not storage.shared
+    if use_ray is not False:
+        try:
+            import ray
+        except ModuleNotFoundError:
+            if use_ray or ray_address is not None:
+                raise ModuleNotFoundError(
+                    "Ray is not installed: pip install 'longctx[ray]'", name="ray"
+                ) from None
+            logger.info("Ray is not installed: building %d shards in this process", len(jobs))
+        else:
+            from longctx.mixpr.shard_backends import start_ray
+
+            started, backend, cpus = start_ray(workers, ray_address)
+            try:
+                n = max(1, min(workers or cpus, len(jobs)))
+                task = ray.remote(num_cpus=1)(_shard_job)
+                pending, queue, recs = [], list(jobs), []
+                while queue or pending:
+                    while queue and len(pending) < n:
+                        i, exp, upd, ins = queue.pop(0)
+                        pending.append(task.remote(storage, i, exp, upd, ins, options, files))
+                    done, pending = ray.wait(pending, num_returns=1)
+                    recs.append(ray.get(done[0]))
+                return backend, n, recs
+            finally:
+                if started:
+                    ray.shutdown()
+    recs = [_shard_job(storage, i, exp, upd, ins, options, files) for i, exp, upd, ins in jobs]
+    return "sequential", 1, recs
+
+
+def load_sharded_corpus(storage, manifest, *, use_ray=None, ray_address=None, workers=None,
+                        **load_kwargs):  # fmt: skip
+    """The corpus's :class:`~longctx.mixpr.shards.ShardedMixPRIndex`, checked against
+    ``corpus.json`` (every done document in the shard it names, with the text its digest says).
+
+    Raises
+    ------
+    PersistError
+        A missing or damaged ``shards.json`` or shard (named), or an entry that does not match.
+    """
+    from longctx.mixpr.shards import ShardedMixPRIndex
+
+    index = ShardedMixPRIndex.load(
+        index_storage(storage), use_ray=use_ray, ray_address=ray_address, workers=workers,
+        **load_kwargs,
+    )  # fmt: skip
+    try:
+        where = storage.location(CORPUS_MANIFEST)
+        digests = index.digests()
+        for doc_id, e in manifest.entries.items():
+            if e.status != "done":
+                continue
+            if doc_id not in digests:
+                raise PersistError(f"{where!r}: document {doc_id!r} is not in the sharded index")
+            if e.path != f"{INDEX_ROOT}/shard-{index.shard_of(doc_id)}":
+                raise PersistError(f"{where!r}: field 'path' of document {doc_id!r} is wrong")
+            if digests[doc_id] != e.text_sha256:
+                raise PersistError(
+                    f"{where!r}: field 'text_sha256' of document {doc_id!r} does not match the "
+                    "index's text (damaged or forged)"
+                )
+    except BaseException:
+        index.close()
+        raise
+    return index

@@ -1,0 +1,659 @@
+"""MixPR's scoring pipeline, written once over blocks of units: one whole index is one block
+(:class:`~longctx.mixpr.index.MixPRIndex`), a sharded index one block per shard
+(:class:`~longctx.mixpr.shards.ShardedMixPRIndex`), and both rank with the same code.
+
+The pipeline (Alonso and Millidge, "Mixture-of-PageRanks: Replacing Long-Context with Real-Time,
+Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4 eq. 2 and 3) splits into what each block
+computes over its own units (:class:`UnitBlock`: the query's edges ``B``, the lexical cosine, the
+coverage weights, the filter mask, the dense cosines, its part of every walk step, the final
+scores) and what the driver (:class:`Scorer`) computes from the blocks' partial results: the
+query's TF-IDF rows over the corpus-wide vocabulary, every global sum and maximum (the restart
+normalization, the ``by_max`` normalizations, the dense top-k, the L1 convergence test) and, at
+each step of the walk on the factored graph ``S = E W E^T``
+(:class:`~longctx.mixpr.graph.FactoredGraph`), the one reduction of a term vector: each block
+sends ``E_b^T v_b``, the driver sums them, multiplies by ``W`` and sends ``u`` back, each block
+computes ``E_b u``. So a link between units of two blocks counts as one within a block, and the
+scores equal those of one index over every unit up to float rounding (~1e-15).
+
+A backend runs one method on every block and returns the results in block order
+(:class:`LocalBlocks` in this process; :mod:`longctx.mixpr.shards` adds Ray actors). Per-query
+state lives on the blocks under a session id, so concurrent queries never mix.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx.filters import compile_filter
+from longctx.mixpr.query import (
+    MAX_QUERY_CHUNKS,
+    divide_by_top,
+    personalization,
+    query_weights,
+    reweight_query_terms,
+    weigh_by_coverage,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LocalBlocks", "Scorer", "UnitBlock", "normalized_query_vector", "term_weights"]
+
+#: Most sessions a block keeps (a driver that died mid-query leaves one behind).
+MAX_SESSIONS = 256
+
+
+def term_weights(idf: np.ndarray, power: float) -> np.ndarray | None:
+    """``(n_terms,) float64``: how much each term links units in the factored graph,
+    ``(idf / max idf) ** power`` (``None``: power 0, every term alike)."""
+    if not power:
+        return None
+    top = float(idf.max()) if idf.size else 0.0
+    return (idf / top) ** power if top > 0 else np.zeros_like(idf)
+
+
+def normalized_query_vector(encoder, identity: dict, dim: int, query: str, query_vector=None):
+    """The query's dense vector for hybrid mode, ``(dim,) float32`` with unit L2 norm (zeros for
+    a zero vector): ``query_vector`` as given, else ``encoder.embed_query(query)``.
+
+    Raises
+    ------
+    ValueError
+        No vector and no encoder, a vector of another dimension, or non-finite values.
+    """
+    if query_vector is None:
+        if encoder is None:
+            raise ValueError(
+                "this MixPR index holds unit vectors but no encoder to embed the query "
+                f"(encoder {identity.get('name')!r}): pass query_vector= "
+                "to search / score, or encoder= to from_texts / load"
+            )
+        query_vector = encoder.embed_query(query)
+    q = np.asarray(query_vector, dtype=np.float32)
+    if q.shape != (dim,):
+        raise ValueError(f"query_vector must have shape ({dim},), got {q.shape}")
+    if not np.isfinite(q).all():
+        raise ValueError("query_vector must be finite")
+    norm = float(np.linalg.norm(q))
+    return q / norm if norm > 0 else np.zeros(dim, np.float32)
+
+
+def _sum(parts):
+    """Sum of arrays (``None`` when they are ``None``); one part is returned as is, so a single
+    block gives the very values of an unsplit computation."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    out = parts[0]
+    if len(parts) > 1:
+        out = out.copy()
+        for p in parts[1:]:
+            out += p
+    return out
+
+
+def _max(values) -> float:
+    vals = [v for v in values if v is not None]
+    return max(vals) if vals else 0.0
+
+
+class UnitBlock:
+    """The units of one block as the scoring pipeline reads them (see the module doc).
+
+    Parameters
+    ----------
+    config : MixPRConfig
+    stats : TermStats or TermTable
+        Corpus-wide statistics (``settings``, ``n_units``, ``df``, ``idf()``) over the columns of
+        ``E``: the block's own table for a whole index, the gathered ones for a shard.
+    E : (n, n_terms) float64 CSC
+        The block's TF-IDF rows over the corpus-wide columns.
+    unit_doc : (n,) int64
+        Each unit's document (its position in ``metadata``).
+    metadata : sequence of Mapping
+        The block's documents' metadata, for filters.
+    keys : (n,) int64, ascending, optional
+        Each unit's position in the whole corpus (ties go to the smaller); ``0 .. n - 1`` by
+        default.
+    graph : FactoredGraph or ThresholdGraph, optional
+        A whole index's graph (its ``colsum`` is used; a thresholded graph multiplies here, and
+        cannot be split into blocks). Without it the column sums come from the driver
+        (:meth:`colsum_partial`, :meth:`set_colsum`).
+    unit_vectors : (n, dim) float32, optional
+        Hybrid mode.
+    counts : callable ``() -> (n,) int64``, optional
+        The units' token counts (for token budgets), computed on first use.
+    """
+
+    def __init__(
+        self,
+        *,
+        config,
+        stats,
+        E,
+        unit_doc,
+        metadata,
+        keys=None,
+        graph=None,
+        unit_vectors=None,
+        counts=None,
+    ):
+        self.config = config
+        self.stats = stats
+        self.E = E
+        self._ET = E.T  # CSR view: E^T v is a gather over each term's units
+        self.n = E.shape[0]
+        self.unit_doc = unit_doc
+        self.metadata = metadata
+        self._keys = keys
+        self.explicit = graph is not None and getattr(graph, "kind", "") == "threshold"
+        self.graph = graph
+        self.colsum = graph.colsum if graph is not None else None
+        self.unit_vectors = unit_vectors
+        self._counts = counts
+        self.global_pr = None
+        self._sessions: dict = {}
+        self._masks: dict = {}
+        self._lock = threading.Lock()
+
+    @property
+    def keys(self) -> np.ndarray:
+        if self._keys is None:
+            self._keys = np.arange(self.n, dtype=np.int64)
+        return self._keys
+
+    def counts(self) -> np.ndarray:
+        return self._counts() if callable(self._counts) else self._counts
+
+    # -- query-independent --------------------------------------------------------------------
+    def colsum_partial(self) -> np.ndarray:
+        """``E_b^T 1``: ``(n_terms,)``, the block's part of the graph's column sums."""
+        return self._ET @ np.ones(self.n)
+
+    def set_colsum(self, u: np.ndarray) -> None:
+        """Keep the block's column sums ``E_b (W E^T 1)`` (``u``: the reduced term vector)."""
+        self.colsum = self.E @ u
+
+    def mask(self, filters) -> np.ndarray | None:
+        """``(n,) bool``: the units of the documents ``filters`` keeps (``None``: no filter);
+        cached for filters that print the same (not for plain callables)."""
+        pred = compile_filter(filters)
+        if pred is None:
+            return None
+        key = None
+        if not callable(filters) or hasattr(filters, "filters"):
+            try:
+                key = repr(filters)
+                hash(key)
+            except Exception:  # noqa: BLE001 - an unprintable filter is just not cached
+                key = None
+        if key is not None and key in self._masks:
+            return self._masks[key]
+        md = self.metadata
+        docs = np.fromiter((bool(pred(m)) for m in md), bool, len(md))
+        mask = docs[self.unit_doc] if self.n else np.zeros(0, bool)
+        mask.setflags(write=False)
+        if key is not None:
+            with self._lock:
+                if len(self._masks) >= 64:
+                    self._masks.pop(next(iter(self._masks)))
+                self._masks[key] = mask
+        return mask
+
+    def allowed(self, filters, with_counts: bool) -> tuple[int, int | None]:
+        """``(units kept by filters, fewest tokens among them or None)``."""
+        mask = self.mask(filters)
+        n = self.n if mask is None else int(mask.sum())
+        low = None
+        if with_counts and n:
+            c = self.counts()
+            low = int((c if mask is None else c[mask]).min())
+        return n, low
+
+    # -- sessions -----------------------------------------------------------------------------
+    def open(self, sid, filters, with_counts: bool = False) -> tuple[int, int | None]:
+        """Start session ``sid`` with the units ``filters`` keeps; returns :meth:`allowed`."""
+        mask = self.mask(filters)
+        with self._lock:
+            while len(self._sessions) >= MAX_SESSIONS:
+                self._sessions.pop(next(iter(self._sessions)))
+            self._sessions[sid] = {"mask": mask}
+        return self.allowed(filters, with_counts)
+
+    def close(self, sid) -> None:
+        with self._lock:
+            self._sessions.pop(sid, None)
+
+    def _s(self, sid) -> dict:
+        try:
+            return self._sessions[sid]
+        except KeyError:
+            raise RuntimeError(f"scoring session {sid!r} is unknown to this block") from None
+
+    # -- the query's edges --------------------------------------------------------------------
+    def query_edges(self, sid, terms, Eqt, p_query, thr, bordered, qvec) -> dict:
+        """The block's query edges ``B`` (``(n, m)``: cosines to the query chunks, thresholded,
+        weighted by coverage, masked), its lexical cosines and dense cosines; returns the
+        partial reductions the driver needs."""
+        s = self._s(sid)
+        cfg = self.config
+        Et = sp.csc_array(self.E[:, terms])
+        if cfg.literal_query_weights:
+            Et = reweight_query_terms(self.stats, Et, terms)
+        B = sp.csr_array(Et @ sp.csr_array(Eqt).T)
+        # direct lexical score: the units' cosine to the query's restart chunk(s), unthresholded
+        lexical = np.asarray(B @ p_query).ravel() if cfg.lexical_weight else None
+        B.data[B.data < thr] = 0.0
+        B.eliminate_zeros()
+        if cfg.coverage_power and B.nnz:
+            B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
+        mask = s["mask"]
+        if mask is not None and B.nnz:  # the walk restarts only in the kept documents
+            B = sp.csr_array(B.multiply(mask[:, None].astype(np.float64)))
+            B.eliminate_zeros()
+        dense = None
+        if qvec is not None and self.unit_vectors is not None:
+            dense = (self.unit_vectors @ qvec).astype(np.float64)
+        s.update(B=B, lexical=lexical, dense=dense, p_query=p_query)
+        out = {
+            "nnz": int(B.nnz),
+            "lex_max": float(lexical.max()) if lexical is not None and self.n else None,
+            "dense_max": float(np.maximum(dense, 0.0).max())
+            if dense is not None and self.n
+            else None,
+            "dense_cand": None,
+            "wsum": float((B @ p_query).sum()) if B.nnz else 0.0,
+            "bsum": float(B.sum()) if B.nnz else 0.0,
+            "bcol": np.asarray(B.sum(axis=0)).ravel() if bordered else None,
+        }
+        if dense is not None and cfg.dense_restart:
+            d = dense if mask is None else np.where(mask, dense, -np.inf)
+            idx = np.flatnonzero(d > 0)
+            top = idx[np.argsort(-d[idx], kind="stable")[: cfg.dense_top_k]]
+            out["dense_cand"] = (dense[top], self.keys[top])
+        return out
+
+    def dense_select(self, sid, cut_value: float, cut_key: int, total: float) -> None:
+        """The block's part of the dense restart: its units among the corpus's ``dense_top_k``
+        nearest (those before ``(cut_value, cut_key)`` in the order by cosine, then position),
+        in proportion to their cosine (``total``: the chosen cosines' sum)."""
+        s = self._s(sid)
+        dense, mask = s["dense"], s["mask"]
+        keys = self.keys
+        chosen = (dense > 0) & ((dense > cut_value) | ((dense == cut_value) & (keys <= cut_key)))
+        if mask is not None:
+            chosen &= mask
+        w = np.zeros(self.n)
+        w[chosen] = dense[chosen]
+        s["dense_w"] = w / total
+
+    def restart_similarity(self, sid, use_rowsum: bool, wsum: float, dense_restart: float):
+        """The restart weights over the block's units (``personalization="similarity"``):
+        ``B p_query`` (or ``B``'s row sums when the restart chunk links nowhere), divided by
+        their corpus-wide sum ``wsum``, plus ``dense_restart`` times the dense restart. Returns
+        their sum (the driver normalizes)."""
+        s = self._s(sid)
+        B = s["B"]
+        if use_rowsum:
+            w = np.asarray(B.sum(axis=1)).ravel()
+        else:
+            w = B @ s["p_query"] if B.nnz else np.zeros(self.n)
+        w = w / wsum if wsum > 0 else w
+        if dense_restart:
+            w = w + dense_restart * s["dense_w"]
+        s["w"] = w
+        return float(w.sum())
+
+    def add_dense_edges(self, sid, bsum: float) -> np.ndarray:
+        """Bordered graph in hybrid mode: dense query edges beside the lexical ones (scaled by
+        the corpus-wide sum ``bsum`` of ``B``); returns the block's new column sums of ``B``."""
+        s = self._s(sid)
+        B = s["B"]
+        s["B"] = sp.csr_array(B + sp.csr_array(np.outer(s["dense_w"], s["p_query"])) * bsum)
+        return np.asarray(s["B"].sum(axis=0)).ravel()
+
+    # -- the walk -----------------------------------------------------------------------------
+    def walk_begin(self, sid, restart: str, scale, N: int, alpha: float, bordered: bool, fuse):
+        """Start a walk of ``N`` nodes: the restart over the block's units (``"uniform"``:
+        ``scale`` each; ``"weights"``: :meth:`restart_similarity`'s weights divided by
+        ``scale``; ``"query"``: none, the restart is on the query nodes). Returns ``(whether
+        the block has dangling units, the first step's partial when fuse else None)``."""
+        s = self._s(sid)
+        n = self.n
+        if restart == "uniform":
+            p = np.full(n, scale)
+        elif restart == "weights":
+            p = s["w"] / scale
+        else:
+            p = np.zeros(n)
+        B = s.get("B")
+        m = B.shape[1] if bordered else 0
+        Bsum_rows = np.asarray(B.sum(axis=1)).ravel() if m else np.zeros(n)
+        col = self.colsum + Bsum_rows
+        inv = np.divide(1.0, col, out=np.zeros_like(col), where=col > 0)
+        dangling = col == 0
+        s.update(
+            p=p, restart=alpha * p, damping=1.0 - alpha, inv=inv, dangling=dangling, m=m,
+            x=np.full(n, 1.0 / N),
+        )  # fmt: skip
+        return bool(dangling.any()), (self.walk_partial(sid) if fuse else None)
+
+    def walk_partial(self, sid):
+        """The block's part of a walk step: ``(E_b^T v_b, B_b^T v_b, dangling mass)`` with
+        ``v = x / column sums`` (a thresholded graph multiplies ``S v`` here and sends no term
+        vector)."""
+        s = self._s(sid)
+        x = s["x"]
+        v = x * s["inv"]
+        if self.explicit:
+            s["y"] = self.graph.matvec(v)
+            t = None
+        else:
+            t = self._ET @ v
+        b = s["B"].T @ v if s["m"] else None
+        return t, b, float(x[s["dangling"]].sum())
+
+    def walk_step(self, sid, u, vq, d, fuse: bool):
+        """Finish a step: ``y = E_b u (+ B_b v_q) (+ d p)``, ``x = (1 - alpha) y + alpha p``;
+        returns ``(||x - x_last||_1 over the block, max x over the block or None, the next
+        step's partial or None)``."""
+        s = self._s(sid)
+        y = s.pop("y") if self.explicit else self.E @ u
+        if s["m"]:
+            y += s["B"] @ vq
+        if d is not None:
+            y += d * s["p"]
+        x = s["damping"] * y + s["restart"]
+        diff = float(np.abs(x - s["x"]).sum())
+        s["x"] = x
+        top = float(x.max()) if self.n else None
+        return diff, top, (self.walk_partial(sid) if fuse else None)
+
+    # -- scores -------------------------------------------------------------------------------
+    def keep_global_pr(self, sid) -> None:
+        """Keep the finished walk as the block's part of the global PageRank."""
+        pr = self._s(sid)["x"]
+        pr.setflags(write=False)
+        self.global_pr = pr
+
+    def scores_global(self, sid) -> None:
+        s = self._s(sid)
+        s["scores"] = self._masked(self.global_pr.copy(), s["mask"])
+
+    def scores_local(self, sid, pi_top: float, lex_top: float, dense_top: float) -> None:
+        """The walk's scores divided by their corpus-wide maximum, plus ``lexical_weight`` times
+        the lexical cosine and ``dense_weight`` times the dense one (each divided by its
+        corpus-wide maximum); with both weights 0, the walk's probabilities."""
+        s = self._s(sid)
+        cfg = self.config
+        lexical, dense = s["lexical"], s["dense"]
+        scores = np.ascontiguousarray(s["x"])
+        if lexical is not None or (dense is not None and cfg.dense_weight):
+            scores = divide_by_top(scores, pi_top)
+            if lexical is not None:
+                scores += cfg.lexical_weight * divide_by_top(lexical, lex_top)
+            if dense is not None and cfg.dense_weight:
+                scores += cfg.dense_weight * divide_by_top(np.maximum(dense, 0.0), dense_top)
+        s["scores"] = self._masked(scores, s["mask"])
+
+    @staticmethod
+    def _masked(scores: np.ndarray, mask) -> np.ndarray:
+        if mask is not None:
+            scores[~mask] = 0.0
+        return scores
+
+    def take_scores(self, sid) -> np.ndarray:
+        return self._s(sid)["scores"]
+
+    def keys_of(self, sid=None) -> np.ndarray:
+        return self.keys
+
+    def candidates(self, sid, size: int, close: bool = False):
+        """The block's best ``size`` units among those the filters keep (ties to the earlier
+        unit): ``(local indices, keys, scores, token counts or None, fewest tokens among the
+        kept units left out or None)``, by position; ``close``: end the session too."""
+        from longctx.selection import select_top
+
+        s = self._s(sid)
+        if close:
+            self.close(sid)
+        scores, mask = s["scores"], s["mask"]
+        allowed = np.arange(self.n) if mask is None else np.flatnonzero(mask)
+        sub = scores[allowed]
+        if size >= len(allowed):
+            sel = np.arange(len(allowed))
+        else:
+            sel = select_top(sub, k=size)
+        idx = allowed[sel]
+        counts = rest = None
+        if self._counts is not None:
+            c = self.counts()
+            counts = c[idx]
+            if len(sel) < len(allowed):
+                left = np.ones(len(allowed), bool)
+                left[sel] = False
+                rest = int(c[allowed[left]].min())
+        return idx, self.keys[idx], scores[idx], counts, rest
+
+
+class LocalBlocks:
+    """Blocks in this process: ``map(method, *args)`` calls ``block.method(*args)`` on each."""
+
+    fuse = False
+
+    def __init__(self, blocks):
+        self.blocks = list(blocks)
+
+    def map(self, method: str, *args) -> list:
+        return [getattr(b, method)(*args) for b in self.blocks]
+
+
+_SESSION_IDS = itertools.count()
+
+
+class Scorer:
+    """The driver of the pipeline over a backend's blocks (see the module doc).
+
+    Parameters
+    ----------
+    backend : LocalBlocks or a backend with the same ``map`` and ``fuse``
+    config : MixPRConfig
+    stats : TermStats or TermTable
+        The corpus-wide statistics (the query's TF-IDF rows are computed over them).
+    weights : (n_terms,) float64 or None
+        ``W`` of the factored graph (:func:`term_weights`).
+    n_units : int
+        Units over all blocks.
+    colsum_ready : bool
+        Whether the blocks hold their column sums (a whole index's graph has them); else they
+        are reduced on first use.
+    """
+
+    def __init__(self, backend, config, stats, weights, n_units: int, *, colsum_ready: bool):
+        self.backend = backend
+        self.config = config
+        self.stats = stats
+        self.weights = weights
+        self.n_units = int(n_units)
+        self._colsum_ready = colsum_ready
+        self._global_ready = False
+        self._lock = threading.Lock()
+
+    def new_session(self) -> str:
+        return f"q{next(_SESSION_IDS)}-{id(self):x}"
+
+    # -- query-independent --------------------------------------------------------------------
+    def _ensure_colsum(self) -> None:
+        if self._colsum_ready:
+            return
+        t = _sum(self.backend.map("colsum_partial"))
+        u = t * self.weights if self.weights is not None else t
+        self.backend.map("set_colsum", u)
+        self._colsum_ready = True
+
+    def ensure_global_pagerank(self) -> None:
+        """Have every block hold its part of the unit graph's PageRank (``alpha=0``, uniform
+        restart), computed once."""
+        if self._global_ready:
+            return
+        with self._lock:
+            if self._global_ready:
+                return
+            self._ensure_colsum()
+            sid = self.new_session()
+            self.open(sid, None)
+            try:
+                if self.n_units:
+                    self.walk(sid, "uniform", 1.0 / self.n_units, alpha=0.0)
+                    self.backend.map("keep_global_pr", sid)
+            finally:
+                self.backend.map("close", sid)
+            self._global_ready = True
+
+    def open(self, sid, filters, with_counts: bool = False) -> list:
+        """Open session ``sid`` on every block (the units ``filters`` keeps); returns each
+        block's ``(units kept, fewest tokens among them or None)``."""
+        return self.backend.map("open", sid, filters, with_counts)
+
+    # -- the walk -----------------------------------------------------------------------------
+    def walk(self, sid, restart, scale, *, alpha, p_q=None, Q=None, bcol=None) -> float:
+        """Personalized PageRank by power iteration (eq. 2, networkx's conventions as
+        :func:`longctx.mixpr.graph.personalized_pagerank`) on the unit graph, bordered with
+        the query nodes when ``p_q`` is given (``[[S, B], [B^T, Q]]``), matrix-free: each step
+        reduces the blocks' term vectors once. The blocks keep the result (``x``); returns
+        its maximum over the units."""
+        cfg = self.config
+        backend = self.backend
+        m = 0 if p_q is None else len(p_q)
+        N = self.n_units + m
+        fuse = backend.fuse
+        begun = backend.map("walk_begin", sid, restart, scale, N, alpha, bool(m), fuse)
+        any_d = any(b[0] for b in begun)
+        if m:
+            col_q = bcol + Q.sum(axis=0)
+            inv_q = np.divide(1.0, col_q, out=np.zeros_like(col_q), where=col_q > 0)
+            dang_q = col_q == 0
+            any_d = any_d or bool(dang_q.any())
+            x_q = np.full(m, 1.0 / N)
+        parts = [b[1] for b in begun] if fuse else backend.map("walk_partial", sid)
+        damping = 1.0 - alpha
+        for it in range(cfg.max_iter):
+            t = _sum([p[0] for p in parts])
+            u = None if t is None else (t * self.weights if self.weights is not None else t)
+            d = sum(p[2] for p in parts)
+            vq = None
+            diff_q = 0.0
+            if m:
+                d += float(x_q[dang_q].sum())
+                vq = x_q * inv_q
+                y_q = _sum([p[1] for p in parts]) + Q @ vq
+                if any_d:
+                    y_q += d * p_q
+                x_q_new = damping * y_q + alpha * p_q
+                diff_q = float(np.abs(x_q_new - x_q).sum())
+                x_q = x_q_new
+            last = it == cfg.max_iter - 1
+            res = backend.map("walk_step", sid, u, vq, d if any_d else None, fuse and not last)
+            diff = sum(r[0] for r in res) + diff_q
+            if diff < N * cfg.tol or last:
+                return _max(r[1] for r in res)
+            parts = [r[2] for r in res] if fuse else backend.map("walk_partial", sid)
+        return 0.0  # max_iter >= 1: not reached
+
+    # -- a query ------------------------------------------------------------------------------
+    def score(self, sid, query: str, mode: str, qvec, filters) -> tuple[str, dict]:
+        """Score every unit for ``query`` (``mode`` ``"local"`` or ``"global"``): the blocks
+        keep their scores in session ``sid`` (opened with :meth:`open` with the same
+        ``filters``; the caller closes it). ``qvec``: the
+        query's normalized dense vector (hybrid mode) or ``None``. Returns ``(mode used,
+        timings)``; the mode used is ``"global-fallback"`` when a local query reaches no unit.
+        """
+        backend = self.backend
+        cfg = self.config
+        timings: dict = {}
+        if mode == "global":
+            t0 = time.perf_counter()
+            self.ensure_global_pagerank()
+            backend.map("scores_global", sid)
+            timings["rank"] = time.perf_counter() - t0
+            return mode, timings
+        t0 = time.perf_counter()
+        qchunks = [query[a:b] for a, b in cfg.chunk(query)] or [query]
+        if len(qchunks) > MAX_QUERY_CHUNKS:
+            logger.info(
+                "MixPR: the query splits into %d chunks; its last %d are the query nodes",
+                len(qchunks),
+                MAX_QUERY_CHUNKS,
+            )
+            qchunks = qchunks[-MAX_QUERY_CHUNKS:]
+        bordered = cfg.personalization == "query"
+        Eq, Q = query_weights(self.stats, qchunks, with_q=bordered)
+        thr = cfg.effective_query_threshold
+        # (n, m) query-chunk similarities: only the columns of the query's terms are read.
+        terms = np.unique(Eq.indices)
+        Eqt = Eq[:, terms]
+        p_query = personalization(len(qchunks), qchunks)
+        edges = backend.map("query_edges", sid, terms, Eqt, p_query, thr, bordered, qvec)
+        nnz = sum(e["nnz"] for e in edges)
+        timings["embed_query"] = time.perf_counter() - t0
+        dense_w = False
+        # (walk="multihop": the dense cosines seed the multi-hop walk, not this first hop)
+        if qvec is not None and cfg.dense_restart and cfg.walk != "multihop":
+            dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges])
+        if nnz == 0 and not dense_w:
+            logger.info(
+                "MixPR: no unit reaches query_threshold=%.3g for query %.80r; "
+                "using PageRank (global mode)",
+                thr,
+                query,
+            )
+            self.ensure_global_pagerank()
+            backend.map("scores_global", sid)
+            return "global-fallback", timings
+        t0 = time.perf_counter()
+        self._ensure_colsum()
+        if not bordered or nnz == 0:
+            # restart over the units by their similarity to the query; the query is no node
+            # of the walk (it would be a hub joining every unit that shares a query term)
+            wsum = sum(e["wsum"] for e in edges)
+            use_rowsum = bool(nnz) and wsum <= 0  # the restart query chunk links nowhere
+            if use_rowsum:
+                wsum = sum(e["bsum"] for e in edges)
+            dr = cfg.dense_restart if dense_w else 0.0
+            total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
+            pi_top = self.walk(sid, "weights", total, alpha=cfg.alpha_local)
+        else:
+            Q = np.where(Q >= thr, Q, 0.0)
+            if dense_w:  # dense query edges next to the lexical ones
+                bsum = sum(e["bsum"] for e in edges)
+                bcol = _sum(backend.map("add_dense_edges", sid, bsum))
+            else:
+                bcol = _sum([e["bcol"] for e in edges])
+            pi_top = self.walk(
+                sid, "query", None, alpha=cfg.alpha_local, p_q=p_query, Q=Q, bcol=bcol
+            )
+        lex_top = _max(e["lex_max"] for e in edges)
+        dense_top = _max(e["dense_max"] for e in edges)
+        backend.map("scores_local", sid, pi_top, lex_top, dense_top)
+        timings["rank"] = time.perf_counter() - t0
+        return "local", timings
+
+    def _dense_restart(self, sid, cands) -> bool:
+        """The ``dense_top_k`` nearest units of the corpus (positive cosine, among the kept
+        units; ties to the earlier unit) from each block's own best; tells the blocks which.
+        Returns whether any unit is near."""
+        cands = [c for c in cands if c is not None and len(c[0])]
+        if not cands:
+            return False
+        vals = np.concatenate([c[0] for c in cands])
+        keys = np.concatenate([c[1] for c in cands])
+        order = np.lexsort((keys, -vals))[: self.config.dense_top_k]
+        total = float(vals[order[np.argsort(keys[order])]].sum())  # summed in unit order
+        last = order[-1]
+        self.backend.map("dense_select", sid, float(vals[last]), int(keys[last]), total)
+        return True

@@ -1,0 +1,224 @@
+"""One shard of a :class:`~longctx.mixpr.shards.ShardedMixPRIndex` (:class:`MixPRShard`: its
+documents as a :class:`~longctx.mixpr.index.MixPRIndex`, and its block of the scoring pipeline
+weighed with the corpus's statistics) and the rule that assigns new documents to shards
+(:func:`assign_shards`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx.mixpr.config import MixPRConfig
+from longctx.mixpr.scoring import UnitBlock
+from longctx.mixpr.tfidf import TermStats, tfidf_rows
+from longctx.persist import PersistError
+
+__all__ = ["ASSIGNMENT", "MixPRShard", "assign_shards", "shard_dir"]
+
+#: The name of the assignment rule (stored in ``shards.json``).
+ASSIGNMENT = "fewest-characters"
+
+
+def shard_dir(i: int) -> str:
+    return f"shard-{i}"
+
+
+def assign_shards(chars: Sequence[int], n_shards: int, sizes: Sequence[int]) -> list[int]:
+    """The shard of each new document: the one holding the fewest characters so far (ties: the
+    lowest number), documents taken in order.
+
+    Parameters
+    ----------
+    chars : sequence of int
+        The new documents' lengths in characters, in the order given.
+    n_shards : int
+    sizes : sequence of int
+        Characters each shard holds now.
+    """
+    sizes = list(sizes)
+    out = []
+    for c in chars:
+        i = min(range(n_shards), key=lambda j: (sizes[j], j))
+        out.append(i)
+        sizes[i] += int(c)
+    return out
+
+
+def _config_kwargs(config: MixPRConfig) -> dict:
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
+class MixPRShard:
+    """One shard: its documents as a :class:`~longctx.mixpr.index.MixPRIndex` (their own term
+    counts, never searched on their own), and its block of the scoring pipeline weighed with the
+    corpus's statistics (:meth:`set_global`).
+
+    Parameters
+    ----------
+    index : MixPRIndex
+        The shard's documents.
+    """
+
+    def __init__(self, index):
+        self.index = index
+        self.block: UnitBlock | None = None
+
+    # -- building, saving, loading ----------------------------------------------------------------
+    @classmethod
+    def from_texts(cls, texts, *, ids, metadatas, config, chunk=True, encoder=None, **kw):
+        from longctx.mixpr.index import MixPRIndex
+
+        if config.graph != "factored":
+            raise ValueError(
+                "a sharded MixPR index needs graph='factored' (the thresholded graph of "
+                "graph='threshold' links units across shards through a product that is never "
+                "split)"
+            )
+        index = MixPRIndex.from_texts(
+            texts, ids=ids, metadatas=metadatas, chunk=chunk, encoder=encoder,
+            require_terms=False, **kw, **_config_kwargs(config),
+        )  # fmt: skip
+        return cls(index)
+
+    @classmethod
+    def load(cls, path, *, encoder=None) -> MixPRShard:
+        """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder)."""
+        from longctx.mixpr.index import MixPRIndex
+
+        index = MixPRIndex.load(path, encoder=encoder)
+        if index.config.graph != "factored":
+            raise PersistError(f"{str(path)!r} holds a MixPR index with graph='threshold'")
+        return cls(index)
+
+    def save(self, path) -> None:
+        self.index.save(path)
+
+    def files(self) -> dict:
+        """The saved shard as ``{file name: bytes}`` (for a driver that writes it)."""
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="longctx-shard-") as tmp:
+            d = Path(tmp) / "shard"
+            self.save(d)
+            return {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()}
+
+    def save_to(self, storage, rel: str) -> None:
+        """Save into a corpus location (:class:`longctx.corpus.storage.Storage`)."""
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="longctx-shard-") as tmp:
+            d = Path(tmp) / "shard"
+            self.save(d)
+            storage.put_index(d, rel)
+
+    # -- statistics ---------------------------------------------------------------------------
+    def term_stats(self) -> dict:
+        """What the driver gathers: the shard's terms, their document frequencies and total
+        counts, its units, and its documents (ids in order, units and characters of each)."""
+        ix = self.index
+        st = ix._state
+        table = st.table
+        return {
+            "terms": table.terms(),
+            "df": table.df,
+            "cf": table.cf,
+            "n_units": st.n_units,
+            "doc_ids": tuple(st.doc_ids),
+            "units": np.bincount(st.unit_source, minlength=len(st.doc_ids)),
+            "chars": [len(t) for t in st.texts],
+            "dim": None if st.unit_vectors is None else int(st.unit_vectors.shape[1]),
+            "encoder_name": ix.encoder_identity.get("name"),
+            "config": ix.config,
+            "chunk": ix.chunk,
+        }
+
+    def set_global(self, colmap, idf, df, n_units: int, doc_offsets) -> None:
+        """Weigh the shard's units with the corpus's statistics.
+
+        Parameters
+        ----------
+        colmap : (n_terms of the shard,) int64
+            The corpus column of each of the shard's terms (increasing: both are sorted).
+        idf, df : (n_terms,) float64 / int64
+            The corpus's IDF and document frequencies.
+        n_units : int
+            Units of the corpus.
+        doc_offsets : (n_docs of the shard,) int64
+            Position in the corpus of each of the shard's documents' first unit.
+        """
+        st = self.index._state
+        table = st.table
+        c = table.counts
+        counts = sp.csr_array((c.data, colmap[c.indices], c.indptr), shape=(c.shape[0], len(idf)))
+        stats = TermStats(table.settings, None, df, None, n_units, idf=idf)
+        keys = np.asarray(doc_offsets, dtype=np.int64)[st.unit_source] + st.unit_index
+        ix = self.index
+        self.block = UnitBlock(
+            config=st.config,
+            stats=stats,
+            E=tfidf_rows(table.settings, counts, idf),
+            unit_doc=st.unit_source,
+            metadata=st.metadata,
+            keys=keys,
+            unit_vectors=st.unit_vectors,
+            counts=lambda: ix._counts(st),
+        )
+
+    def block_call(self, method: str, *args):
+        return getattr(self.block, method)(*args)
+
+    # -- changes ------------------------------------------------------------------------------
+    def insert(self, texts, ids, metadatas, unit_vectors=None) -> dict:
+        self.index.insert(texts, ids=ids, metadatas=metadatas, unit_vectors=unit_vectors)
+        self.block = None
+        return self.term_stats()
+
+    def update(self, texts, ids, metadatas, unit_vectors=None) -> dict:
+        self.index.update(texts, ids=ids, metadatas=metadatas, unit_vectors=unit_vectors)
+        self.block = None
+        return self.term_stats()
+
+    def delete(self, ids) -> dict:
+        self.index.delete(ids)
+        self.block = None
+        return self.term_stats()
+
+    # -- reading ------------------------------------------------------------------------------
+    def hits(self, local) -> list:
+        """``(doc id, start, end, text, unit index)`` of the shard's units ``local``."""
+        st = self.index._state
+        out = []
+        for i in np.asarray(local).tolist():
+            d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
+            out.append((st.doc_ids[d], a, b, st.texts[d][a:b], int(st.unit_index[i])))
+        return out
+
+    def unit_text(self, doc_id: str, unit_index: int) -> str:
+        st = self.index._state
+        d = st.positions[doc_id]
+        lo = int(np.searchsorted(st.unit_source, d, side="left"))
+        return st.unit_text(lo + int(unit_index))
+
+    def has_terms(self) -> bool:
+        """Whether some unit holds a term the vocabulary keeps (among this shard's units)."""
+        return bool(self.index._state.table.kept_terms().any())
+
+    def digests(self) -> dict:
+        """``{doc id: sha256 of its text}`` (:func:`longctx.corpus.manifest.text_sha256`)."""
+        import hashlib
+
+        st = self.index._state
+        return {
+            d: hashlib.sha256(t.encode("utf-8")).hexdigest() for d, t in zip(st.doc_ids, st.texts)
+        }
+
+    def document(self, doc_id: str) -> tuple[str, dict]:
+        """``(text, metadata)`` of document ``doc_id`` (``KeyError`` when the shard lacks it)."""
+        st = self.index._state
+        d = st.positions[doc_id]
+        return st.texts[d], dict(st.metadata[d])

@@ -1,0 +1,199 @@
+"""Saving and loading a :class:`~longctx.mixpr.shards.ShardedMixPRIndex` (layout in
+:mod:`longctx.mixpr.shards`): every shard is a :class:`~longctx.mixpr.index.MixPRIndex` folder,
+read back by its own validated loader; ``shards.json`` (the corpus order of the documents, the
+shard and length of each) is checked field by field and against the shards (untrusted input: a
+damaged or inconsistent file is a :class:`~longctx.persist.PersistError` naming it)."""
+
+from __future__ import annotations
+
+import logging
+
+from longctx.mixpr.shard import ASSIGNMENT, shard_dir
+from longctx.persist import PersistError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "SHARDS_FILE",
+    "load_sharded",
+    "manifest_of_order",
+    "read_shards_manifest",
+    "save_sharded",
+]
+
+SHARDS_FILE = "shards.json"
+FORMAT = "longctx.mixpr.shards"
+FORMAT_VERSION = 1
+#: Most shards of one index.
+MAX_SHARDS = 4096
+
+
+def save_sharded(index, out, storage_options=None) -> None:
+    """Write ``index`` at ``out`` (see :meth:`ShardedMixPRIndex.save
+    <longctx.mixpr.shards.ShardedMixPRIndex.save>`)."""
+    from longctx.corpus.storage import open_storage
+
+    storage = open_storage(out, storage_options)
+    if not index._order:
+        raise ValueError("a sharded MixPR index with no document cannot be saved")
+    with index._lock:
+        for s in sorted(index._stats):
+            rel = shard_dir(s)
+            if storage.shared:
+                index._run({s: ("save_to", (storage, rel))})
+            else:
+                files = index._run({s: ("files", ())})[s]
+                storage.put_files(files, rel)
+            index._sources[s] = stored_source(storage, rel, index._encoder)
+        storage.write_json(SHARDS_FILE, manifest(index))
+        index._dirty.clear()
+
+
+def manifest(index) -> dict:
+    """The content of ``shards.json`` for ``index``."""
+    return manifest_of_order(index.n_shards, index._order, index._shard_of, index._chars)
+
+
+def manifest_of_order(n_shards: int, order, shard_of: dict, chars: dict) -> dict:
+    """The content of ``shards.json``: the documents ``order`` (ids in corpus order), the shard
+    and the length in characters of each."""
+    from longctx import __version__
+
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "longctx_version": __version__,
+        "n_shards": int(n_shards),
+        "assignment": ASSIGNMENT,
+        "documents": [[d, int(shard_of[d]), int(chars[d])] for d in order],
+    }
+
+
+def load_sharded(
+    cls, out, *, storage_options=None, use_ray=None, ray_address=None, workers=None, router=None,
+    encoder=None,
+):  # fmt: skip
+    """Read the sharded index at ``out`` (see :meth:`ShardedMixPRIndex.load
+    <longctx.mixpr.shards.ShardedMixPRIndex.load>`)."""
+    from longctx.corpus.storage import open_storage
+    from longctx.mixpr.shards import open_backend
+
+    storage = open_storage(out, storage_options)
+    where = storage.location(SHARDS_FILE)
+    raw = storage.read_json(SHARDS_FILE)
+    if raw is None:
+        raise PersistError(f"{where!r} is missing: no sharded MixPR index there")
+    n_shards, docs = read_shards_manifest(raw, where)
+    held = sorted({s for _, s, _ in docs})
+    enc = None
+    if encoder is not None:
+        from longctx.embeddings import get_encoder
+
+        enc = get_encoder(encoder)
+    sources = {i: stored_source(storage, shard_dir(i), encoder) for i in held}
+    if use_ray is None:
+        try:
+            import ray  # noqa: F401
+        except ModuleNotFoundError:
+            use_ray = False
+            logger.info("Ray is not installed: the %d shards load in this process", len(held))
+        else:
+            use_ray = True
+    backend = open_backend(sources, use_ray, ray_address, workers)
+    try:
+        stats = backend.run({i: ("term_stats", ()) for i in held})
+        index = cls(backend, stats, n_shards, router=router, encoder=enc, sources=sources)
+        index._order = [d for d, _, _ in docs]
+        index._shard_of = {d: s for d, s, _ in docs}
+        index._chars = {d: c for d, _, c in docs}
+        check_against_manifest(index, storage)
+        if enc is None and any(s["dim"] for s in stats.values()):
+            index._encoder = _default_encoder(stats)
+        index._refresh()
+    except BaseException:
+        backend.close()
+        raise
+    return index
+
+
+def check_against_manifest(index, storage) -> None:
+    """Every shard holds exactly the documents ``shards.json`` gives it, in corpus order, with
+    the lengths it records."""
+    for s, st in index._stats.items():
+        want = [d for d in index._order if index._shard_of[d] == s]
+        where = storage.location(shard_dir(s))
+        if list(st["doc_ids"]) != want:
+            raise PersistError(
+                f"{where!r} holds other documents than {SHARDS_FILE} lists for shard {s} "
+                "(an interrupted build: run it again)"
+            )
+        if [index._chars[d] for d in want] != list(st["chars"]):
+            raise PersistError(
+                f"{where!r}: the documents' lengths differ from those in {SHARDS_FILE}"
+            )
+
+
+def read_shards_manifest(raw, where: str) -> tuple[int, list]:
+    """``(n_shards, [(doc_id, shard, chars)...])`` from a parsed ``shards.json``.
+
+    Raises
+    ------
+    PersistError
+        Not a sharded index manifest, another format version, a damaged field (named).
+    """
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise PersistError(f"{where!r} is not a sharded MixPR index manifest")
+    if raw.get("format_version") != FORMAT_VERSION:
+        raise PersistError(
+            f"{where!r} has format version {raw.get('format_version')!r}; this longctx reads "
+            f"{FORMAT_VERSION}: rebuild the index"
+        )
+    n = raw.get("n_shards")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SHARDS:
+        raise PersistError(f"{where!r}: field 'n_shards' must be an int in [1, {MAX_SHARDS}]")
+    if raw.get("assignment") != ASSIGNMENT:
+        raise PersistError(f"{where!r}: field 'assignment' must be {ASSIGNMENT!r}")
+    docs = raw.get("documents")
+    if not isinstance(docs, list) or not docs:
+        raise PersistError(f"{where!r}: field 'documents' must be a non-empty list")
+    out, seen = [], set()
+    for j, e in enumerate(docs):
+        ok = (
+            isinstance(e, list)
+            and len(e) == 3
+            and isinstance(e[0], str)
+            and e[0]
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in e[1:])
+            and 0 <= e[1] < n
+            and e[2] >= 1
+        )
+        if not ok:
+            raise PersistError(
+                f"{where!r}: field 'documents[{j}]' must be [id, shard in [0, {n}), chars >= 1]"
+            )
+        if e[0] in seen:
+            raise PersistError(f"{where!r}: field 'documents': id {e[0][:80]!r} repeats")
+        seen.add(e[0])
+        out.append((e[0], e[1], e[2]))
+    return n, out
+
+
+def stored_source(storage, rel: str, encoder):
+    if storage.local is not None:
+        return ("dir", storage.local / rel, encoder)
+    if storage.shared:
+        return ("storage", storage, rel, encoder)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="longctx-shard-") as tmp:
+        d = storage.fetch_index(rel, tmp)
+        return ("files", {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()}, encoder)
+
+
+def _default_encoder(stats: dict):
+    """The default sentence encoder when the shards were built with it (as MixPRIndex.load)."""
+    from longctx.embeddings import DEFAULT_MODEL_NAME, SentenceTransformerEncoder
+
+    if any(s.get("encoder_name") == DEFAULT_MODEL_NAME for s in stats.values()):
+        return SentenceTransformerEncoder(None)
+    return None

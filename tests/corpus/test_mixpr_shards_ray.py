@@ -1,0 +1,101 @@
+"""A sharded MixPR index on a local Ray (2 CPUs, started once for the module): one actor per
+shard, searches equal to one MixPRIndex, inserts / deletes through the actors equal to a fresh
+build, a killed actor restarted from storage, a shard that cannot be loaded named. Few and small
+tests: Ray's start-up is slow; the reductions themselves are tested without Ray in
+tests/test_mixpr_shards.py."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from longctx.corpus import CorpusIndex, build_indexes  # noqa: E402
+from longctx.io import sample_text  # noqa: E402
+from longctx.mixpr import MixPRIndex  # noqa: E402
+from longctx.mixpr.shards import ShardedMixPRIndex  # noqa: E402
+from longctx.persist import PersistError  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
+from tests.test_mixpr_shards import QUERIES, same_results  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray (2 CPUs) for the module; workers import ``longctx`` through PYTHONPATH."""
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), old) if p)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+@pytest.fixture(scope="module")
+def docs():
+    t = sample_text("alice")
+    return [(f"ch{i}", t[i * 8000 : (i + 1) * 8000], {"n": i}) for i in range(8)]
+
+
+def one_index(docs):
+    return MixPRIndex.from_texts(
+        [t for _, t, _ in docs], ids=[d for d, _, _ in docs], metadatas=[m for _, _, m in docs]
+    )
+
+
+def test_corpus_of_four_shards_built_and_searched_on_ray(local_ray, tmp_path, docs):
+    pairs = [(d, t) for d, t, _ in docs]
+    r = build_indexes(pairs, "mixpr", tmp_path / "c", shards=4, workers=2, progress=False)
+    assert r.backend == "ray-local" and r.workers == 2 and len(r.built) == 8
+    with CorpusIndex.from_corpus(tmp_path / "c") as corpus:  # Ray: one actor per shard
+        index = corpus.index
+        assert index.backend == "ray-local" and len(set(index._backend.pids().values())) == 4
+        one = MixPRIndex.from_texts([t for _, t in pairs], ids=[d for d, _ in pairs])
+        same_results(one, index, queries=QUERIES[:3], filters_list=(None,))
+
+
+def test_changes_through_actors_and_a_killed_actor(local_ray, tmp_path, docs):
+    sharded = ShardedMixPRIndex.from_texts(
+        [t for _, t, _ in docs[:6]],
+        ids=[d for d, _, _ in docs[:6]],
+        metadatas=[m for _, _, m in docs[:6]],
+        shards=3,
+        use_ray=True,
+    )
+    with sharded:
+        assert sharded.backend == "ray-local"
+        same_results(one_index(docs[:6]), sharded, queries=QUERIES[:2])
+        sharded.insert([docs[6][1], docs[7][1]], ids=["ch6", "ch7"], metadatas=[{"n": 6}, {"n": 7}])
+        sharded.delete(["ch1"])
+        sharded.update([docs[2][1][:3000]], ids=["ch2"], metadatas=[{"n": 2}])
+        now = [docs[0], (docs[2][0], docs[2][1][:3000], {"n": 2}), *docs[3:]]
+        fresh = one_index(now)
+        same_results(fresh, sharded, queries=QUERIES[:2])
+        # stored, a killed actor is restarted from storage and the query tried again
+        sharded.save(tmp_path / "ix")
+        victim = sharded.shard_of("ch6")
+        ray.kill(sharded._backend.actors[victim])
+        r = sharded.search(QUERIES[0], k=5, filters={"n": {"$gte": 3}})
+        want = fresh.search(QUERIES[0], k=5, filters={"n": {"$gte": 3}})
+        assert [(h.source, h.start) for h in r.hits] == [(h.source, h.start) for h in want.hits]
+        same_results(fresh, sharded, queries=QUERIES[:1], filters_list=(None,))
+        # an actor that dies with changes not stored cannot be restarted: a clear error
+        sharded.insert([docs[1][1]], ids=["ch1"])
+        victim = sharded.shard_of("ch1")
+        ray.kill(sharded._backend.actors[victim])
+        with pytest.raises(RuntimeError, match=f"shard {victim} .*save"):
+            sharded.search(QUERIES[0], k=5)
+
+
+def test_a_shard_that_cannot_be_loaded_is_named(local_ray, tmp_path, docs):
+    sharded = ShardedMixPRIndex.from_texts([t for _, t, _ in docs[:4]], shards=2)
+    sharded.save(tmp_path / "ix")
+    (tmp_path / "ix" / "shard-1" / "texts.json").write_text("[1, 2", "utf-8")
+    with pytest.raises(PersistError, match=r"shard 1 .*texts\.json"):
+        ShardedMixPRIndex.load(tmp_path / "ix", use_ray=True)

@@ -1,0 +1,248 @@
+"""ShardedMixPRIndex with its shards in this process: every search equals one MixPRIndex over the
+same documents (hits, modes, scores within 1e-9), through inserts, updates and deletes, with
+filters, token budgets, the bordered walk and hybrid mode; save / load; named errors. The same
+reductions run on Ray in tests/corpus/test_mixpr_shards_ray.py."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from longctx.io import sample_text
+from longctx.mixpr import MixPRIndex
+from longctx.mixpr.shards import ShardedMixPRIndex, assign_shards
+from longctx.persist import PersistError
+from tests.test_mixpr_corpus import POOL, _encoder
+
+QUERIES = [
+    "Who stole the tarts?",
+    "What did the Caterpillar smoke? Tell me",  # two query chunks, the last one short
+    "Summarize the book.",  # global
+    "zzzz qqqq",  # no unit reached: global fallback
+    "Where is the milk?",
+]
+SIZES = ({"k": 7}, {"token_budget": 150}, {"k": 1})
+
+
+@pytest.fixture(scope="module")
+def alice_docs():
+    t = sample_text("alice")
+    return [(f"d{i}", t[i * 7000 : (i + 1) * 7000], {"n": i}) for i in range(7)] + [
+        (f"p{j}", p, {"n": 10 + j}) for j, p in enumerate(POOL[:4])
+    ]
+
+
+def same_results(one, sharded, queries=QUERIES, filters_list=(None, {"n": {"$gte": 3}}), **kw):
+    """Every search and score of ``sharded`` equals ``one``'s."""
+    assert sharded.doc_ids == tuple(one.doc_ids)
+    for q in queries:
+        for f in filters_list:
+            for size in SIZES:
+                a = one.search(q, filters=f, **size, **kw)
+                b = sharded.search(q, filters=f, **size, **kw)
+                assert a.mode == b.mode, (q, f, size)
+                assert [(h.source, h.start, h.end, h.text, h.index) for h in a.hits] == [
+                    (h.source, h.start, h.end, h.text, h.index) for h in b.hits
+                ], (q, f, size)
+                np.testing.assert_allclose(
+                    [h.score for h in a.hits], [h.score for h in b.hits], rtol=0, atol=1e-9
+                )
+                assert a.info["doc_ids"] == b.info["doc_ids"]
+            sa, ma, _ = one.score(q, filters=f, **kw)
+            sb, mb, _ = sharded.score(q, filters=f, **kw)
+            assert ma == mb
+            np.testing.assert_allclose(sa, sb, rtol=0, atol=1e-9)
+
+
+def build(docs, shards, **params):
+    ids = [d for d, _, _ in docs]
+    texts = [t for _, t, _ in docs]
+    mds = [m for _, _, m in docs]
+    one = MixPRIndex.from_texts(texts, ids=ids, metadatas=mds, **params)
+    sharded = ShardedMixPRIndex.from_texts(texts, ids=ids, metadatas=mds, shards=shards, **params)
+    return one, sharded
+
+
+@pytest.mark.parametrize(
+    "shards, params",
+    [(3, {}), (2, {"personalization": "query"}), (4, {"lexical_weight": 0.0})],
+)
+def test_search_equals_one_index(alice_docs, shards, params):
+    one, sharded = build(alice_docs, shards, **params)
+    sizes = sharded.shard_sizes()
+    assert len(sizes) == shards and all(s["documents"] for s in sizes.values())
+    assert sum(s["units"] for s in sizes.values()) == one.n_units == sharded.n_units
+    # the documents interleave over the shards: corpus order is not shard order
+    assert [sharded.shard_of(d) for d in sharded.doc_ids[:3]] == [0, 1, 2 % shards]
+    same_results(one, sharded)
+
+
+def test_a_budget_that_needs_more_candidates(alice_docs):
+    """A large budget: the first candidates of each shard do not decide the greedy choice."""
+    one, sharded = build(alice_docs, 3, max_words=8)
+    for q in QUERIES[:2]:
+        for budget in (5, 4000):
+            a = one.search(q, token_budget=budget)
+            b = sharded.search(q, token_budget=budget)
+            assert [(h.source, h.start) for h in a.hits] == [(h.source, h.start) for h in b.hits]
+            assert len(a.hits) > 256 or budget == 5
+
+
+def test_shard_assignment_rule():
+    assert assign_shards([5, 5, 5, 1], 2, [0, 0]) == [0, 1, 0, 1]
+    assert assign_shards([10, 1, 1], 3, [3, 0, 0]) == [1, 2, 2]  # ties to the lowest number
+    assert assign_shards([], 2, [0, 0]) == []
+
+
+OPS = st.lists(
+    st.tuples(st.sampled_from(["insert", "delete", "update"]), st.integers(0, len(POOL) - 1)),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=OPS, shards=st.integers(1, 3))
+def test_changes_through_shards_equal_a_fresh_build(ops, shards):
+    docs = {"d0": (POOL[0], {"n": 0}), "d1": (POOL[1], {"n": 1}), "d2": (POOL[2], {"n": 2})}
+    sharded = ShardedMixPRIndex.from_texts(
+        [v[0] for v in docs.values()],
+        ids=list(docs),
+        metadatas=[v[1] for v in docs.values()],
+        shards=shards,
+    )
+    serial = 3
+    for op, j in ops:
+        if op == "insert" or len(docs) <= 1:
+            key = f"d{serial}"
+            serial += 1
+            docs[key] = (POOL[j], {"n": j})
+            sharded.insert([POOL[j]], ids=[key], metadatas=[{"n": j}])
+        elif op == "delete":
+            key = sorted(docs)[j % len(docs)]
+            del docs[key]
+            sharded.delete([key])
+        else:
+            key = sorted(docs)[j % len(docs)]
+            docs[key] = (POOL[(j + 3) % len(POOL)], {"n": -j})
+            sharded.update([docs[key][0]], ids=[key], metadatas=[{"n": -j}])
+            assert sharded.metadata(key) == {"n": -j}
+    fresh = MixPRIndex.from_texts(
+        [v[0] for v in docs.values()], ids=list(docs), metadatas=[v[1] for v in docs.values()]
+    )
+    same_results(fresh, sharded, queries=QUERIES[2:], filters_list=(None, {"n": {"$gte": 2}}))
+
+
+def test_delete_a_whole_shard_then_insert_again():
+    sharded = ShardedMixPRIndex.from_texts(POOL[:4], ids=list("abcd"), shards=2)
+    gone = [d for d in "abcd" if sharded.shard_of(d) == 0]
+    sharded.delete(gone)
+    assert sharded.shard_sizes()[0]["documents"] == 0
+    sharded.insert([POOL[5]], ids=["e"])
+    assert sharded.shard_of("e") == 0  # the emptiest shard
+    kept = [d for d in "abcd" if d not in gone] + ["e"]
+    fresh = MixPRIndex.from_texts([POOL["abcde".index(d)] for d in kept[:-1]] + [POOL[5]], ids=kept)
+    same_results(fresh, sharded, queries=QUERIES[2:], filters_list=(None,))
+    sharded.delete(list(sharded.doc_ids))
+    assert sharded.n_units == 0 and sharded.search("milk", k=2).hits == ()
+
+
+def test_hybrid_equals_one_index():
+    docs = [(f"d{i}", POOL[i], {"n": i}) for i in range(len(POOL))]
+    one, sharded = build(docs, 3, encoder=_encoder, dense_weight=0.5)
+    same_results(one, sharded, queries=QUERIES[2:], filters_list=(None, {"n": {"$gte": 2}}))
+    one_q, sharded_q = build(docs, 2, encoder=_encoder, personalization="query")
+    same_results(one_q, sharded_q, queries=QUERIES[4:], filters_list=(None,))
+    vec = _encoder(["the garden apple"])[0]
+    a = one.search("apple", k=3, query_vector=vec)
+    b = sharded.search("apple", k=3, query_vector=vec)
+    assert [h.start for h in a.hits] == [h.start for h in b.hits]
+
+
+def test_save_load_round_trip(tmp_path, alice_docs):
+    one, sharded = build(alice_docs[:6], 3)
+    sharded.save(tmp_path / "ix")
+    manifest = json.loads((tmp_path / "ix" / "shards.json").read_text())
+    assert manifest["format_version"] == 1 and manifest["n_shards"] == 3
+    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == [
+        "shard-0", "shard-1", "shard-2", "shards.json",
+    ]  # fmt: skip
+    loaded = ShardedMixPRIndex.load(tmp_path / "ix", use_ray=False)
+    assert loaded.backend == "in-process"
+    same_results(one, loaded, queries=QUERIES[:2])
+    # memory:// (an fsspec URL) too
+    sharded.save("memory://longctx-shards-test")
+    again = ShardedMixPRIndex.load("memory://longctx-shards-test", use_ray=False)
+    same_results(one, again, queries=QUERIES[:1], filters_list=(None,))
+
+
+def test_damaged_or_missing_shards_are_named(tmp_path):
+    sharded = ShardedMixPRIndex.from_texts(POOL[:4], ids=list("abcd"), shards=2)
+    root = tmp_path / "ix"
+    sharded.save(root)
+    (root / "shard-1" / "terms.npz").write_bytes(b"not a zip")
+    with pytest.raises(PersistError, match=r"shard 1 .*terms\.npz"):
+        ShardedMixPRIndex.load(root, use_ray=False)
+    sharded.save(root)
+    m = json.loads((root / "shards.json").read_text())
+    m["documents"][0][1] = 1 - m["documents"][0][1]  # a document moved to the other shard
+    (root / "shards.json").write_text(json.dumps(m))
+    with pytest.raises(PersistError, match="interrupted build"):
+        ShardedMixPRIndex.load(root, use_ray=False)
+    m["documents"][0][1] = 7
+    (root / "shards.json").write_text(json.dumps(m))
+    with pytest.raises(PersistError, match=r"documents\[0\]"):
+        ShardedMixPRIndex.load(root, use_ray=False)
+    (root / "shards.json").unlink()
+    with pytest.raises(PersistError, match="shards.json"):
+        ShardedMixPRIndex.load(root, use_ray=False)
+
+
+def test_bad_arguments_raise_before_work():
+    sharded = ShardedMixPRIndex.from_texts(POOL[:3], ids=list("abc"), shards=2)
+    with pytest.raises(ValueError, match="already in the index"):
+        sharded.insert([POOL[4]], ids=["a"])
+    with pytest.raises(KeyError, match="nope"):
+        sharded.delete(["a", "nope"])
+    with pytest.raises(KeyError, match="nope"):
+        sharded.update([POOL[4]], ids=["nope"])
+    with pytest.raises(ValueError, match="mode"):
+        sharded.search("milk", mode="everything")
+    with pytest.raises(ValueError, match="operator"):
+        sharded.search("milk", filters={"n": {"$near": 1}})
+    with pytest.raises(ValueError, match="smaller than the shortest unit"):
+        sharded.search("milk", token_budget=1)
+    with pytest.raises(ValueError, match="query_vector needs"):
+        sharded.search("milk", query_vector=np.ones(4))
+    with pytest.raises(ValueError, match="factored"):
+        ShardedMixPRIndex.from_texts(POOL[:2], shards=2, graph="threshold")
+    with pytest.raises(ValueError, match="shards"):
+        ShardedMixPRIndex.from_texts(POOL[:2], shards=0)
+    assert sharded.doc_ids == ("a", "b", "c")
+
+
+def test_concurrent_searches_equal_sequential(alice_docs):
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, sharded = build(alice_docs, 3)
+    jobs = [(q, f) for q in QUERIES for f in (None, {"n": {"$gte": 2}}, {"n": {"$lt": 5}})]
+
+    def run(job):
+        r = sharded.search(job[0], k=5, filters=job[1])
+        return [(h.source, h.start, h.score) for h in r.hits]
+
+    want = [run(j) for j in jobs]
+    sharded = build(alice_docs, 3)[1]  # fresh: no filter mask cached yet
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(run, jobs)) == want
+
+
+def test_the_multihop_walk_is_refused_on_shards():
+    from longctx.mixpr import ShardedMixPRIndex
+
+    with pytest.raises(NotImplementedError, match="multihop"):
+        ShardedMixPRIndex.from_texts(["a b c", "d e f"], shards=2, preset="multihop", use_ray=False)
