@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 from longctx.corpus.methods import MODEL_METHODS
 
@@ -52,35 +51,8 @@ def _task(method, options, storage, doc_id, rel, text, return_files):
     return run_one(make_builder(method, options), storage, doc_id, rel, text, return_files)
 
 
-def _import_longctx() -> None:
-    """Worker start-up hook: import this package (and so ``longctx``) while the worker's
-    ``sys.path`` does not yet hold the driver's current folder, which Ray puts first before the
-    first task runs; later imports of ``longctx`` find it in ``sys.modules``."""
-    import longctx.corpus.build  # noqa: F401
-
-
-#: the ``runtime_env`` of a Ray started by :func:`run_on_ray`
-RUNTIME_ENV = {"worker_process_setup_hook": f"{__name__}._import_longctx"}
-
-#: Ray's loggers whose notices at start-up are shown only at INFO level (``--verbose``)
-_RAY_NOTICE_LOGGERS = ("ray._private.authentication.authentication_token_setup",)
-
-
-@contextmanager
-def _quiet_ray_start():
-    """Ray's start-up notices (the token authentication one) hidden unless longctx logs at INFO;
-    the loggers' levels are restored after."""
-    if logging.getLogger("longctx").isEnabledFor(logging.INFO):
-        yield
-        return
-    saved = [(lg, lg.level) for lg in map(logging.getLogger, _RAY_NOTICE_LOGGERS)]
-    for lg, _ in saved:
-        lg.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for lg, level in saved:
-            lg.setLevel(level)
+from longctx._ray import RUNTIME_ENV  # noqa: E402 - shared with the MixPR shards
+from longctx._ray import quiet_ray_start as _quiet_ray_start  # noqa: E402
 
 
 def _default_workers(ray, gpus_per_worker: float, local: bool) -> int:

@@ -139,20 +139,25 @@ def start_ray(workers: int | None, ray_address: str | None):
     default this machine's). Returns ``(started, backend name, CPUs)``."""
     import ray
 
+    from longctx._ray import RUNTIME_ENV, quiet_ray_start
+
     if ray.is_initialized():
         kind = "ray-cluster" if ray_address else "ray-local"
         return False, kind, int(ray.cluster_resources().get("CPU", 1))
     if ray_address is not None:
-        ray.init(address=ray_address, log_to_driver=False)
+        with quiet_ray_start():
+            ray.init(address=ray_address, log_to_driver=False, runtime_env=RUNTIME_ENV)
         return True, "ray-cluster", int(ray.cluster_resources().get("CPU", 1))
     n = workers or (os.cpu_count() or 1)
-    ray.init(
-        num_cpus=n,
-        num_gpus=0,
-        include_dashboard=False,
-        log_to_driver=False,
-        configure_logging=False,
-    )
+    with quiet_ray_start():
+        ray.init(
+            num_cpus=n,
+            num_gpus=0,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            runtime_env=RUNTIME_ENV,
+        )
     return True, "ray-local", n
 
 

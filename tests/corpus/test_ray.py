@@ -63,7 +63,7 @@ def test_ray_build_from_a_folder_holding_a_longctx_directory(tmp_path, docs):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env["PYTHONPATH"] = str(REPO)
     out = tmp_path / "corpus"
-    args = [str(books), "--method", "mixpr", "--out", str(out), "--workers", "2"]
+    args = [str(books), "--method", "mixpr", "--out", str(out), "--shards", "2", "--workers", "2"]
     res = subprocess.run(
         [sys.executable, str(script), "index", *args, "--format", "json"],
         capture_output=True,
@@ -180,7 +180,7 @@ def test_ray_start_notices_only_at_info_level():
 
     from longctx.corpus import ray_backend
 
-    notice = logging.getLogger(ray_backend._RAY_NOTICE_LOGGERS[0])
+    notice = logging.getLogger(__import__("longctx._ray", fromlist=["x"])._RAY_NOTICE_LOGGERS[0])
     log = logging.getLogger("longctx")
     saved = (notice.level, log.level)
     try:
@@ -195,6 +195,11 @@ def test_ray_start_notices_only_at_info_level():
     finally:
         notice.setLevel(saved[0])
         log.setLevel(saved[1])
+    import importlib
+
     hook = ray_backend.RUNTIME_ENV["worker_process_setup_hook"]
     module, name = hook.rsplit(".", 1)
-    assert module == "longctx.corpus.ray_backend" and callable(getattr(ray_backend, name))
+    assert module == "longctx._ray" and callable(getattr(importlib.import_module(module), name))
+    from longctx.mixpr.shard_backends import start_ray  # the shards start Ray the same way
+
+    assert "RUNTIME_ENV" in start_ray.__code__.co_names
