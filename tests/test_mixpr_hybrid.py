@@ -76,7 +76,7 @@ def test_hybrid_ranks_a_dense_only_match_that_plain_mixpr_misses():
     assert s_plain[auto] < 1e-4 and s_hyb[auto] > 0.5  # walk leftovers of the uniform start
     assert _rank(s_plain, plain, "automobile") >= 3
     # the dense restart alone (dense_weight 0, the default) ranks it with the two lexical
-    # matches (dense_restart 4: the dense neighbour leads), far above the unrelated units
+    # matches (dense_restart 3: the dense neighbour leads), far above the unrelated units
     assert _rank(s_hyb, hybrid, "automobile") == 0
     assert {_rank(s_hyb, hybrid, "kitchen"), _rank(s_hyb, hybrid, "sang")} == {1, 2}
     s_r1, _, _ = MixPRIndex.from_texts(TEXT, encoder=concept_encoder, dense_restart=1.0).score(

@@ -120,19 +120,20 @@ class MixPRConfig:
         score. Off by default: at 1.0 the haystack sentences nearest to a bAbI question push
         the second supporting fact out (``longctx bench`` qa2 at 16k: 0.00), while the dense
         restart alone keeps bAbI at 1.00 (``docs/notes/mixpr-recall.md``).
-    dense_restart : float >= 0, default 4.0
+    dense_restart : float >= 0, default 3.0
         Hybrid mode only: the restart distribution of the walk is the lexical one plus
         ``dense_restart`` times the dense one (each summing to 1): the ``dense_top_k``
         nearest units by dense cosine, in proportion to it. So a unit that shares no term with
-        the question, but is near it in the embedding space, starts the walk too. 4.0 puts 80%
-        of the restart on the dense neighbours.
+        the question, but is near it in the embedding space, starts the walk too. 3.0 puts 75%
+        of the restart on the dense neighbours. It was 4.0 (80%) on the thresholded graph; on
+        the factored graph 4.0 lost two bAbI qa3 questions at 5% of 16k tokens, 3.0 one, with
+        SQuAD, NarrativeQA and HotpotQA as good or better (``docs/notes/mixpr-linear.md``).
     dense_top_k : int >= 1, default 6
-        Hybrid mode only: how many nearest units join the restart. ``dense_restart=4`` with 6
-        neighbours was chosen on ``longctx bench`` (MiniLM vectors, 60 questions a task): at
-        least MiniLM top-k on the same units at every budget of SQuAD, NarrativeQA and
-        HotpotQA, and bAbI qa1-qa3 at 1.00 at 16k and 128k; more neighbours (16) or a smaller
-        share (1.0) each lost one of those by a question or two
-        (``docs/notes/mixpr-recall.md``).
+        Hybrid mode only: how many nearest units join the restart. 6 neighbours were chosen on
+        ``longctx bench`` (MiniLM vectors, 60 questions a task): at least MiniLM top-k on the
+        same units at every budget of SQuAD, NarrativeQA and HotpotQA, and bAbI qa1-qa3 at
+        1.00 at 16k and 128k; more neighbours (16) or a smaller share (1.0) each lost one of
+        those by a question or two (``docs/notes/mixpr-recall.md``).
     graph : {"factored", "threshold"}, default "factored" (paper: "threshold")
         The unit graph of the walk. ``"threshold"``: the paper's ``S = E E^T`` with entries below
         ``threshold`` dropped (:func:`~longctx.mixpr.graph.similarity_graph`); its size grows
@@ -188,7 +189,7 @@ class MixPRConfig:
     literal_query_weights: bool = False
     lexical_weight: float = 0.25
     dense_weight: float = 0.0
-    dense_restart: float = 4.0
+    dense_restart: float = 3.0
     dense_top_k: int = 6
     graph: str = "factored"
     graph_idf_power: float = 4.0
