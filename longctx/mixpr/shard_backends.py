@@ -267,7 +267,8 @@ class RayShards:
         return self._get({i: a.pid.remote() for i, a in self.actors.items()})
 
     def close(self) -> None:
-        for a in self.actors.values():
+        # a Ray shut down already took its actors (and ray.kill would start a new Ray)
+        for a in self.actors.values() if self._ray.is_initialized() else ():
             try:
                 self._ray.kill(a)
             except Exception:  # noqa: BLE001 - closing: a dead actor is fine

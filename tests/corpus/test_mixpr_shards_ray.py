@@ -26,6 +26,8 @@ def local_ray():
     """One local Ray (2 CPUs) for the module; workers import ``longctx`` through PYTHONPATH."""
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), old) if p)
+    if ray.is_initialized():  # one left by another module (or started by a library call)
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         yield
