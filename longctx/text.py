@@ -204,12 +204,26 @@ def _word_spans(
 def _partition_to_spans(text: str, starts: list[int]) -> list[Span]:
     """Turn sorted boundary positions into stripped, non-empty spans that partition the text."""
     bounds = sorted(set(starts) | {0}) + [len(text)]
-    spans = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        s = _strip_span(text, a, b)
-        if s is not None:
-            spans.append(s)
-    return spans
+    if len(bounds) < 64:
+        spans = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            s = _strip_span(text, a, b)
+            if s is not None:
+                spans.append(s)
+        return spans
+    # many pieces: the first and last non-space character of each, found on the code points
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    low = cp < len(_IS_SPACE)
+    space = np.zeros(len(cp), dtype=bool)
+    space[low] = _IS_SPACE[cp[low]]
+    solid = np.flatnonzero(~space)
+    b = np.asarray(bounds, dtype=np.int64)
+    first = np.searchsorted(solid, b[:-1], side="left")
+    last = np.searchsorted(solid, b[1:], side="left") - 1
+    ok = last >= first
+    a_out = solid[first[ok]]
+    b_out = solid[last[ok]] + 1
+    return list(zip(a_out.tolist(), b_out.tolist()))
 
 
 def _guard_punct_runs(text: str) -> str:

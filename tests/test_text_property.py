@@ -102,3 +102,17 @@ def test_vectorized_word_starts_equal_the_regex(s):
     assert _space_word_starts(s).tolist() == [m.start() for m in _WORD_RE.finditer(s)]
     long = s * (300 // max(len(s), 1) + 1)  # the code-point path (texts of 256+ characters)
     assert _space_word_starts(long).tolist() == [m.start() for m in _WORD_RE.finditer(long)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.text(alphabet=" \t\n\x0b\x1c\x85\xa0\u2000\u3000ab.é", max_size=400),
+    st.lists(st.integers(0, 400), max_size=150),
+)
+def test_partition_to_spans_many_pieces_equal_one_by_one(text, cuts):
+    from longctx.text import _partition_to_spans, _strip_span
+
+    starts = sorted({c for c in cuts if c <= len(text)})
+    bounds = sorted(set(starts) | {0}) + [len(text)]
+    want = [x for a, b in zip(bounds[:-1], bounds[1:]) if (x := _strip_span(text, a, b))]
+    assert _partition_to_spans(text, starts) == want  # 64+ pieces take the code-point path

@@ -76,6 +76,13 @@ class _BatchAnalyzer:
         self.stop = frozenset(base_vec.get_stop_words() or ())
         self.stem = stemmer
 
+    def separator(self, texts) -> str | None:
+        """A separator character that no text holds (``None`` if each of them does)."""
+        for sep in self._SEPARATORS:
+            if sum(t.count(sep) for t in texts) == 0:
+                return sep
+        return None
+
     def tokens_or_sep(self, sep: str):
         """``findall`` of the token pattern or ``sep`` (cached per separator)."""
         import re
@@ -148,14 +155,80 @@ class _BatchAnalyzer:
         return out
 
 
+def _count_joined(batch: _BatchAnalyzer, texts: Sequence[str], vocabulary: dict[str, int]):
+    """:func:`_count_rows` through the batched analysis, in one pass of C-level lookups: every
+    distinct word of the joined units is stemmed and given its term id once (``-1``: a stop
+    word, ``-2``: the separator), the token list is mapped to ids, and the units' rows come from
+    the separators' running count. Units holding CJK or Thai-like characters are analyzed one by
+    one (their character bigrams). ``None`` when the units cannot be joined (then the caller
+    analyzes them one by one)."""
+    from longctx.terms import _BIGRAM_CHAR_RE
+
+    n = len(texts)
+    sep = batch.separator(texts)
+    if sep is None:
+        return None
+    joined = sep.join(texts)
+    doc = joined.lower() if batch.lower else joined
+    if batch.fold is not None:
+        doc = batch.fold(doc)
+    tokens = batch.tokens_or_sep(sep)(doc)
+    if tokens.count(sep) != n - 1:  # a step changed the separators
+        return None
+    code: dict[str, int] = {}
+    words = []
+    for w in set(tokens):
+        if w == sep:
+            code[w] = -2
+        elif w in batch.stop:
+            code[w] = -1
+        else:
+            words.append(w)
+    stems = batch.stem(words) if batch.stem is not None else words
+    get = vocabulary.get
+    for w, t in zip(words, stems):
+        j = get(t)
+        if j is None:
+            j = vocabulary[t] = len(vocabulary)
+        code[w] = j
+    ids = np.fromiter(map(code.__getitem__, tokens), np.int64, len(tokens))
+    row = np.cumsum(ids == -2)
+    keep = ids >= 0
+    rows, cols = row[keep], ids[keep]
+    extra_rows, extra_cols = [], []
+    if _BIGRAM_CHAR_RE.search(joined) is not None:  # CJK / Thai units: their own analysis
+        ends = np.cumsum([len(t) + len(sep) for t in texts])
+        hit = sorted({int(np.searchsorted(ends, m.start(), side="right"))
+                      for m in _BIGRAM_CHAR_RE.finditer(joined)})  # fmt: skip
+        drop = np.isin(rows, hit)
+        rows, cols = rows[~drop], cols[~drop]
+        for i in hit:
+            for term in batch.per_unit(texts[i]):
+                j = get(term)
+                if j is None:
+                    j = vocabulary[term] = len(vocabulary)
+                extra_rows.append(i)
+                extra_cols.append(j)
+        rows = np.concatenate([rows, np.asarray(extra_rows, dtype=np.int64)])
+        cols = np.concatenate([cols, np.asarray(extra_cols, dtype=np.int64)])
+    V = max(len(vocabulary), 1)
+    uniq, counts = np.unique(rows * V + cols, return_counts=True)
+    r, c = np.divmod(uniq, V)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=n), out=indptr[1:])
+    return indptr, c, counts.astype(np.float64)
+
+
 def _count_rows(settings, texts: Sequence[str], vocabulary: dict[str, int]):
     """Term counts of ``texts`` (one row each) over ``vocabulary``, which grows in place with
     the new terms (scikit-learn's ``CountVectorizer._count_vocab``, without the sorting).
 
     Returns ``(indptr, indices, counts)`` of a CSR matrix with ``len(vocabulary)`` columns."""
     batch = settings.batch
-    if batch is not None:
-        return _count_batched(batch(texts), vocabulary)
+    if batch is not None and texts:
+        out = _count_joined(batch, texts, vocabulary)
+        if out is not None:
+            return out
     analyzer = settings.analyzer
     indptr = [0]
     indices: list[int] = []
