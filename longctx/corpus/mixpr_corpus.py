@@ -92,6 +92,23 @@ def check_entries(index, manifest, where: str) -> None:
             )
 
 
+def sort_documents(docs, held, manifest) -> tuple[list, list, list]:
+    """``(new, changed, skipped)``: the ``(doc_id, text)`` pairs the corpus does not hold yet, the
+    ones it holds with another text (or not finished), and the ids of those it holds as they
+    are (their manifest entry done with the same text digest)."""
+    new, changed, skipped = [], [], []
+    for doc_id, text in docs:
+        e = manifest.entries.get(doc_id)
+        if doc_id in held:
+            if e is not None and e.status == "done" and e.text_sha256 == text_sha256(text):
+                skipped.append(doc_id)
+            else:
+                changed.append((doc_id, text))
+        else:
+            new.append((doc_id, text))
+    return new, changed, skipped
+
+
 def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar) -> dict:
     """Insert, update or skip every ``(doc_id, text)`` of ``docs`` in the corpus's one index and
     save it; returns ``{"built": [...], "skipped": [...], "seconds": float, "peak": float}``."""
@@ -106,17 +123,8 @@ def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar) -> di
     if manifest.entries and storage.index_complete(MIXPR_INDEX):
         index = load_mixpr_index(storage)
         check_entries(index, manifest, storage.location(CORPUS_MANIFEST))
-    held = {} if index is None else {d: i for i, d in enumerate(index.doc_ids)}
-    new, changed, skipped = [], [], []
-    for doc_id, text in docs:
-        e = manifest.entries.get(doc_id)
-        if doc_id in held:
-            if e is not None and e.status == "done" and e.text_sha256 == text_sha256(text):
-                skipped.append(doc_id)
-            else:
-                changed.append((doc_id, text))
-        else:
-            new.append((doc_id, text))
+    held = set() if index is None else set(index.doc_ids)
+    new, changed, skipped = sort_documents(docs, held, manifest)
     work = new + changed
     if index is None and work:
         index = MixPRIndex.from_texts(

@@ -144,16 +144,9 @@ def build_sharded_corpus(
             )
     shard_of = {d: s for d, s, _ in order}
     chars = {d: c for d, _, c in order}
-    new, changed, skipped = [], [], []
-    for doc_id, text in docs:
-        e = manifest.entries.get(doc_id)
-        if doc_id in shard_of:
-            if e is not None and e.status == "done" and e.text_sha256 == text_sha256(text):
-                skipped.append(doc_id)
-            else:
-                changed.append((doc_id, text))
-        else:
-            new.append((doc_id, text))
+    from longctx.corpus.mixpr_corpus import sort_documents
+
+    new, changed, skipped = sort_documents(docs, shard_of, manifest)
     sizes = [0] * shards
     for d, s in shard_of.items():
         sizes[s] += chars[d]

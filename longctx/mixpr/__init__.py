@@ -5,24 +5,31 @@ GraphRAG", 2024, arXiv:2412.06078, sec. 4 (eq. 2 personalized PageRank, eq. 3
 ``A = normalize(E^T E)``, personalization vector, dynamic alpha) and appendix A.2 (threshold .27,
 18 iterations, alpha .6, the zero-shot router prompt).
 
-Pipeline of the paper (``preset="paper"``; all sparse, never an ``n x n`` dense matrix; the
-``"default"`` preset changes the settings listed in :class:`MixPR`):
+Pipeline (the paper's with ``preset="paper"``; the ``"default"`` preset changes the settings
+listed in :class:`MixPR`):
 
-1. chunks (``longctx.text.chunk_words``, N=32 words) + the query appended as the last chunk(s);
-2. TF-IDF embeddings (scikit-learn), L2-normalized rows;
-3. ``S = E E^T`` computed in row blocks (upper triangle only, then mirrored), entries ``< threshold``
-   dropped per block; ``A = S D^{-1}`` (each column divided by its sum: column-stochastic);
-4. personalized PageRank (local queries, ``alpha=0.6``) or PageRank (global queries, ``alpha=0``);
-5. top-k / token budget in chronological order (``longctx.selection.select_top``).
+1. chunks (``longctx.text.chunk_words``; N=32 words in the paper, 64 by default) + the query
+   split the same way;
+2. TF-IDF embeddings ``E`` (scikit-learn's weights; :class:`~longctx.mixpr.tfidf.TermTable` keeps
+   the term counts, so documents can be inserted and deleted), L2-normalized rows;
+3. the unit graph: the paper's ``S = E E^T`` thresholded (``graph="threshold"``, the paper
+   preset; its size grows with the square of the text) or, by default, ``S = E W E^T`` kept as
+   its factor (:class:`~longctx.mixpr.graph.FactoredGraph`: a walk step is two passes over
+   ``E``, linear in the text); ``A = S D^{-1}`` (column-stochastic);
+4. personalized PageRank (local queries) or PageRank (global queries, ``alpha=0``), matrix-free
+   (:mod:`longctx.mixpr.scoring`: one pipeline for one index and for shards); optionally the
+   multi-hop walk over units and the names they share (``walk="multihop"``,
+   :mod:`longctx.mixpr.multihop`);
+5. top-k / token budget in chronological order (``longctx.selection.select_top``), with metadata
+   filters (:mod:`longctx.filters`).
 
-Files: ``graph.py`` (similarity graph, column normalization, personalized PageRank),
-``router.py`` (local / global routers), ``config.py`` (:class:`MixPRConfig`, :data:`PRESETS`),
-``tfidf.py`` (term counts, corpus-wide statistics), ``query.py`` (the query's edges),
-``scoring.py`` (the one scoring pipeline over blocks of units: the walk, every reduction),
-``index.py`` (:class:`MixPRIndex`, built once per corpus), ``persist.py`` (saving and loading an
-index, validation of saved files), ``shards.py`` (:class:`ShardedMixPRIndex`: one index split
-into shards, in this process or Ray actors; ``shard.py`` one shard, ``shard_backends.py`` where
-shards live, ``shards_persist.py`` their files), ``pipeline.py`` (:class:`MixPR`, one call).
+Files: ``graph.py`` (graphs, column normalization, personalized PageRank), ``router.py`` (local /
+global routers), ``config.py`` (:class:`MixPRConfig`, :data:`PRESETS`), ``tfidf.py`` (term
+counts), ``query.py`` (the query's edges), ``scoring.py`` (the scoring pipeline over blocks of
+units), ``index.py`` (:class:`MixPRIndex`: build once, insert / update / delete, search),
+``persist.py`` (saving and loading, validation of saved files), ``pipeline.py`` (:class:`MixPR`,
+one call), ``phrases.py`` and ``multihop.py`` (the multi-hop walk), ``shards.py`` and
+``shard_backends.py`` (a sharded index on Ray).
 """
 
 # ``X as X``: also importable from ``longctx.mixpr`` as before the split, not in ``__all__``.

@@ -34,11 +34,11 @@ __all__ = ["LOADABLE_VECTORIZER_KWARGS", "load_index", "save_index"]
 def save_index(index, path) -> None:
     """Write ``index`` (a :class:`~longctx.mixpr.index.MixPRIndex`) to directory ``path``
     (the files are listed in :meth:`MixPRIndex.save <longctx.mixpr.index.MixPRIndex.save>`)."""
-    from longctx.checks import check_metadata_json
+    from longctx.persist import check_json_metadata
 
     st = index._state
     for doc_id, md in zip(st.doc_ids, st.metadata):  # before anything is written
-        check_metadata_json(md, f"the metadata of document {doc_id!r}")
+        check_json_metadata(md, f"document {doc_id!r}")
     counts = st.token_counts
     arrays = {
         "arrays": {
