@@ -186,4 +186,3 @@ def check_texts_metadatas_ids(texts, metadatas=None, ids=None, *, default_id=Non
     if len(ids) != len(texts):
         raise ValueError(f"ids has {len(ids)} items for {len(texts)} texts")
     return texts, metadatas, ids
-

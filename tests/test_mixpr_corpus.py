@@ -469,3 +469,17 @@ def test_chunking_many_texts_together_equals_one_by_one(texts):
 
     cfg = MixPRConfig(max_words=4)
     assert cfg.chunk_many(texts) == [cfg.chunk(t) for t in texts]
+
+
+def test_a_threshold_graph_too_large_for_memory_is_refused_before_it_is_built(monkeypatch):
+    import longctx.mixpr.graph as graph
+
+    texts = [" ".join(f"w{(i * 7 + j) % 50}" for j in range(12)) for i in range(300)]
+    E = MixPRIndex.from_texts(texts, chunk=False).terms.embeddings()
+    est = graph.estimate_threshold_graph_bytes(E, 0.2)
+    exact = sp.csr_array(graph.similarity_graph(E, 0.2)).nnz * 24
+    assert 0.5 * exact <= est <= 2 * exact  # a sample of 256 of the 300 rows
+    monkeypatch.setattr(graph, "_available_memory_bytes", lambda: est // 2)
+    with pytest.raises(MemoryError, match="graph='factored'"):
+        MixPRIndex.from_texts(texts, chunk=False, graph="threshold")
+    MixPRIndex.from_texts(texts, chunk=False)  # the factored graph is not concerned

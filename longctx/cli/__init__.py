@@ -683,6 +683,8 @@ def main(argv: list[str] | None = None) -> int:
             return _error(str(exc))
         except KeyboardInterrupt:
             return _error("interrupted")
+        except MemoryError as exc:  # a size the user chose (the paper's graph on a long text)
+            return _error(_first_line(str(exc)) or "out of memory")
         except Exception as exc:  # a bug: still one line, the traceback with --verbose
             if args.verbose:
                 traceback.print_exc()

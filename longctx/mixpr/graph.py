@@ -202,6 +202,36 @@ def column_normalize(S: sp.spmatrix) -> sp.csr_array:
     return A
 
 
+def estimate_threshold_graph_bytes(
+    E: sp.spmatrix, threshold: float, *, sample: int = 256, seed: int = 0
+) -> int:
+    """About how many bytes :func:`similarity_graph` (and the index's copy of it) will hold for
+    ``E`` (``(n, V)``, L2-normalized rows), estimated before building it from the rows of
+    ``sample`` random units: their entries at or above ``threshold``, scaled to ``n`` units
+    (x 24 bytes: the CSR graph in float64 and its float32 copy for the walk, with indices).
+    Exact for ``n <= sample``."""
+    E = sp.csr_array(E, dtype=np.float64)
+    n = E.shape[0]
+    if n == 0:
+        return 0
+    rows = np.arange(n) if n <= sample else np.random.default_rng(seed).choice(n, sample, False)
+    P = sp.csr_array(E[rows] @ E.T)
+    kept = int((P.data >= threshold).sum())
+    return int(kept * (n / len(rows)) * 24)
+
+
+def _available_memory_bytes() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes (``None`` where there is none)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 class ThresholdGraph:
     """The paper's explicit chunk graph: ``S = E E^T`` with entries below ``threshold`` dropped
     (:func:`similarity_graph`). Its size grows with the square of the text where terms repeat
@@ -225,6 +255,24 @@ class ThresholdGraph:
 
     @classmethod
     def build(cls, E: sp.spmatrix, threshold: float) -> ThresholdGraph:
+        """The thresholded graph of ``E``, after checking that it fits in memory.
+
+        Raises
+        ------
+        MemoryError
+            Its estimated size (:func:`estimate_threshold_graph_bytes`) is over the memory this
+            machine has available; the message says to use ``graph="factored"``.
+        """
+        need = estimate_threshold_graph_bytes(E, threshold)
+        have = _available_memory_bytes()
+        if have is not None and need > 0.8 * have:
+            raise MemoryError(
+                f"the thresholded graph (graph='threshold', the paper preset) of these "
+                f"{E.shape[0]:,} units would take about {need / 2**30:.1f} GiB, more than the "
+                f"{have / 2**30:.1f} GiB this machine has available: its size grows with the "
+                "square of the text. Use graph='factored' (the default preset), whose size grows "
+                "linearly, or a higher threshold"
+            )
         return cls(similarity_graph(E, threshold))
 
     @property

@@ -456,6 +456,8 @@ class MixPRIndex(RetrievalIndex):
                 table=table,
                 unit_vectors=unit_vectors,
             )
+            if config.graph == "threshold":  # built now: its memory is checked at build time
+                state.graph  # noqa: B018
             _stage(bar, "mixpr done")
         finally:
             if bar is not None:
