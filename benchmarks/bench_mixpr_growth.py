@@ -148,7 +148,8 @@ def run_one(args) -> dict:
         "base_rss_gb": round(base, 2),
     }
     if args.updates:
-        extra = corpus(args.data, 100_000)[0][1]
+        extra = "\n\n".join(t for _, t in corpus(args.data, 100_000))  # 100k words, one text
+        out["insert_words"] = len(extra.split())
         t0 = time.perf_counter()
         index.insert([extra], ids=["inserted-100k"])
         out["insert_100k_s"] = round(time.perf_counter() - t0, 2)
