@@ -302,52 +302,77 @@ class MixPRConfig:
         )
 
     def chunk_many(self, texts) -> list[list[tuple[int, int]]]:
-        """``[self.chunk(t) for t in texts]``, the same spans, with short texts chunked together:
-        with the ``"rules"`` splitter (whose decisions look one character ahead and a word
-        back) texts of under :data:`BATCH_TEXT_CHARS` characters are joined by blank lines,
-        which always end a sentence there, chunked as one text and cut apart again, so 100k
-        one-paragraph documents do not pay the per-call costs of the chunker 100k times. A
-        batch in which a unit would cross from one text into the next (a text ending in an
-        abbreviation such as "Mr.") is chunked text by text instead."""
-        out: list = [None] * len(texts)
-        if self.sentences != "rules":
-            return [self.chunk(t) for t in texts]
-        batch: list[int] = []
-        size = 0
-        for i, t in enumerate(texts):
-            if len(t) >= BATCH_TEXT_CHARS or not _joinable(t):
-                out[i] = self.chunk(t)
-                continue
-            batch.append(i)
-            size += len(t) + 2
-            if size >= BATCH_CHARS:
-                self._chunk_batch(texts, batch, out)
-                batch, size = [], 0
-        self._chunk_batch(texts, batch, out)
-        return out
-
-    def _chunk_batch(self, texts, batch: list[int], out: list) -> None:
-        if not batch:
-            return
+        """``[self.chunk(t) for t in texts]``, the same spans, with short texts chunked together
+        (:meth:`chunk_arrays`)."""
         import numpy as np
 
-        parts = [texts[i] for i in batch]
-        lens = np.fromiter((len(t) for t in parts), np.int64, len(parts))
-        starts = np.concatenate([[0], np.cumsum(lens + len(_JOIN))[:-1]])
-        spans = self.chunk(_JOIN.join(parts))
-        per: list[list[tuple[int, int]]] = [[] for _ in batch]
-        arr = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-        doc = np.searchsorted(starts, arr[:, 0], side="right") - 1
-        last = np.searchsorted(starts, arr[:, 1] - 1, side="right") - 1
-        crossing = set()
+        src, starts, ends = self.chunk_arrays(texts)
+        bounds = np.searchsorted(src, np.arange(len(texts) + 1), side="left").tolist()
+        pairs = list(zip(starts.tolist(), ends.tolist()))
+        return [pairs[bounds[i] : bounds[i + 1]] for i in range(len(texts))]
+
+    def chunk_arrays(self, texts):
+        """The units of every text as ``(source, starts, ends)`` int64 arrays, in text order:
+        the spans of :meth:`chunk`, with short texts chunked together. With the ``"rules"``
+        splitter (whose decisions look one character ahead and a word back) texts of under
+        :data:`BATCH_TEXT_CHARS` characters are joined by blank lines, which always end a
+        sentence there, chunked as one text and cut apart again, so 100k one-paragraph
+        documents do not pay the per-call costs of the chunker 100k times. A batch in which a
+        unit would cross from one text into the next (a text ending in an abbreviation such as
+        "Mr.") is chunked text by text instead."""
+        import numpy as np
+
+        parts: list = []  # (source, starts, ends) arrays, in any order
+        alone: list[int] = []
+        if self.sentences != "rules":
+            alone = list(range(len(texts)))
+        else:
+            batch: list[int] = []
+            size = 0
+            for i, t in enumerate(texts):
+                if len(t) >= BATCH_TEXT_CHARS or not _joinable(t):
+                    alone.append(i)
+                    continue
+                batch.append(i)
+                size += len(t) + 2
+                if size >= BATCH_CHARS:
+                    alone += self._chunk_batch(texts, batch, parts)
+                    batch, size = [], 0
+            alone += self._chunk_batch(texts, batch, parts)
+        for i in alone:
+            spans = np.asarray(self.chunk(texts[i]), dtype=np.int64).reshape(-1, 2)
+            parts.append((np.full(len(spans), i, dtype=np.int64), spans[:, 0], spans[:, 1]))
+        if not parts:
+            z = np.zeros(0, dtype=np.int64)
+            return z, z.copy(), z.copy()
+        src = np.concatenate([p[0] for p in parts])
+        starts = np.concatenate([p[1] for p in parts])
+        ends = np.concatenate([p[2] for p in parts])
+        order = np.lexsort((starts, src))
+        return src[order], starts[order], ends[order]
+
+    def _chunk_batch(self, texts, batch: list[int], parts: list) -> list[int]:
+        """Chunk the texts ``batch`` joined; their units go to ``parts``; returns the texts to
+        chunk one by one (a unit crossed into them)."""
+        if not batch:
+            return []
+        import numpy as np
+
+        lens = np.fromiter((len(texts[i]) for i in batch), np.int64, len(batch))
+        offsets = np.concatenate([[0], np.cumsum(lens + len(_JOIN))[:-1]])
+        arr = np.asarray(self.chunk(_JOIN.join(texts[i] for i in batch)), dtype=np.int64).reshape(
+            -1, 2
+        )
+        doc = np.searchsorted(offsets, arr[:, 0], side="right") - 1
+        last = np.searchsorted(offsets, arr[:, 1] - 1, side="right") - 1
+        bad = np.zeros(len(batch), dtype=bool)
         for d0, d1 in zip(doc[last > doc].tolist(), last[last > doc].tolist()):
-            crossing.update(range(d0, d1 + 1))  # every text a crossing unit touches
-        for (a, b), d in zip(spans, doc.tolist()):
-            if d not in crossing:
-                s0 = int(starts[d])
-                per[d].append((a - s0, b - s0))
-        for d, i in enumerate(batch):
-            out[i] = self.chunk(texts[i]) if d in crossing else per[d]
+            bad[d0 : d1 + 1] = True  # every text a crossing unit touches
+        keep = ~bad[doc]
+        ids = np.asarray(batch, dtype=np.int64)
+        d = doc[keep]
+        parts.append((ids[d], arr[keep, 0] - offsets[d], arr[keep, 1] - offsets[d]))
+        return ids[bad].tolist()
 
     @property
     def effective_query_threshold(self) -> float:

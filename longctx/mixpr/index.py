@@ -937,12 +937,14 @@ class MixPRIndex(RetrievalIndex):
 
 def _chunk(config: MixPRConfig, texts, chunk: bool):
     """``(source, index, starts, ends)`` int64 arrays of the units of ``texts``."""
-    all_spans = config.chunk_many(texts) if chunk else [[(0, len(t))] for t in texts]
-    n = np.fromiter((len(s) for s in all_spans), np.int64, len(all_spans))
-    flat = np.asarray([ab for s in all_spans for ab in s], dtype=np.int64).reshape(-1, 2)
-    src = np.repeat(np.arange(len(texts), dtype=np.int64), n)
-    idx = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
-    return src, idx, flat[:, 0].copy(), flat[:, 1].copy()
+    if chunk:
+        src, starts, ends = config.chunk_arrays(texts)
+    else:
+        src = np.arange(len(texts), dtype=np.int64)
+        starts = np.zeros(len(texts), dtype=np.int64)
+        ends = np.fromiter((len(t) for t in texts), np.int64, len(texts))
+    first = np.searchsorted(src, src, side="left")  # each unit's text's first unit
+    return src, np.arange(len(src), dtype=np.int64) - first, starts, ends
 
 
 def _check_vocabulary(table: TermTable, config: MixPRConfig) -> None:
