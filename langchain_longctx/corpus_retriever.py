@@ -49,7 +49,7 @@ class CorpusRetriever(BaseRetriever):
 
             retriever = CorpusRetriever.from_corpus("s3://bucket/books-mixpr", k=20)
             docs = retriever.invoke("Who painted the roses red?")
-            # a sharded corpus: one Ray actor per shard (local Ray, or a cluster)
+            # a sharded corpus: in this process, or one Ray actor per shard on a cluster
             sharded = CorpusRetriever.from_corpus("s3://bucket/books-4", ray_address="auto")
 
     Each returned ``Document`` is one unit of one corpus document: ``page_content`` its text
@@ -78,9 +78,9 @@ class CorpusRetriever(BaseRetriever):
         **kw,
     ) -> CorpusRetriever:
         """Load the corpus at ``out`` (folder or fsspec URL; see
-        :meth:`longctx.corpus.CorpusIndex.from_corpus`). A sharded MixPR corpus puts each shard
-        in a Ray actor: a local Ray by default, the cluster at ``ray_address``, or this process
-        with ``use_ray=False``; :meth:`close` stops the actors."""
+        :meth:`longctx.corpus.CorpusIndex.from_corpus`). A sharded MixPR corpus is searched in this
+        process by default (no Ray started), its shards in Ray actors on the cluster at
+        ``ray_address`` or with ``use_ray=True`` (a local Ray); :meth:`close` stops the actors."""
         from longctx.corpus import CorpusIndex
 
         corpus = CorpusIndex.from_corpus(

@@ -90,9 +90,9 @@ class CorpusRetriever(BaseRetriever):
         **kwargs,
     ) -> CorpusRetriever:
         """Load the corpus at ``out`` (a folder or an fsspec URL) and retrieve from it; the
-        other keyword arguments are the constructor's. A sharded MixPR corpus puts each shard
-        in a Ray actor: a local Ray by default, the cluster at ``ray_address``, or this process
-        with ``use_ray=False`` (:meth:`longctx.corpus.CorpusIndex.from_corpus`). :meth:`close`
+        other keyword arguments are the constructor's. A sharded MixPR corpus is searched in this
+        process by default (no Ray started), its shards in Ray actors on the cluster at
+        ``ray_address`` or with ``use_ray=True`` (a local Ray) (:meth:`longctx.corpus.CorpusIndex.from_corpus`). :meth:`close`
         stops the actors.
 
         Raises

@@ -101,9 +101,9 @@ def load_corpus(
     Parameters
     ----------
     ray_address, use_ray, workers :
-        Sharded MixPR corpora only: where the shards' actors run (``use_ray=None``: on Ray when
-        it is installed, a local Ray started here or the cluster at ``ray_address``;
-        ``False``: in this process), see :meth:`ShardedMixPRIndex.load
+        Sharded MixPR corpora only: where the shards' actors run (``use_ray=None``: Ray actors for
+        the cluster at ``ray_address`` or when this process already runs Ray, else in this
+        process, no Ray started; ``True``: Ray actors, a local Ray started here when needed), see :meth:`ShardedMixPRIndex.load
         <longctx.mixpr.shards.ShardedMixPRIndex.load>`. Call ``close()`` on the index when done.
 
     Raises
