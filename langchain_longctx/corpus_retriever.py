@@ -18,10 +18,11 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from langchain_longctx._documents import hit_to_document
 from longctx.checks import check_text
+from longctx.types import check_order
 
 __all__ = ["CorpusRetriever"]
 
@@ -64,6 +65,17 @@ class CorpusRetriever(BaseRetriever):
     corpus: Any = Field(description="longctx.corpus.CorpusIndex")
     k: int = Field(default=10, ge=1, description="Number of hits returned")
     metadatas: dict = Field(default_factory=dict, description="doc_id -> metadata")
+    order: str = Field(
+        default="score",
+        description="'score': best first (LangChain's retrievers' order); 'document': corpus "
+        "order (document, then position), for the LLM's reading; invoke(..., order=...) "
+        "overrides it",
+    )
+
+    @field_validator("order")
+    @classmethod
+    def _check_order(cls, value):
+        return check_order(value)
 
     @classmethod
     def from_corpus(
@@ -106,9 +118,11 @@ class CorpusRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         check_text(query, "query")
+        order = check_order(kwargs.pop("order", None) or self.order)
+        kwargs.setdefault("unique_texts", None)  # one slot per text where the corpus can
         result = self.corpus.search(query, k=k or self.k, **kwargs)
         sources, out = {}, []
-        for hit in result.hits:
+        for hit in (result.hits[j] for j in result.positions(order)):
             doc_id = self.corpus.doc_ids[hit.source]
             if doc_id not in sources:
                 sources[doc_id] = Document(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -33,10 +34,12 @@ from langchain_longctx._persist import (
 from longctx.checks import check_choice, check_size_field, check_text
 from longctx.embeddings import require_query_encoder
 from longctx.filters import compile_filter
+from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError
 from longctx.persist_reader import retry_on_concurrent_save
 from longctx.selection import check_size
+from longctx.types import check_order
 
 
 class MixPRRetriever(BaseRetriever):
@@ -128,6 +131,11 @@ class MixPRRetriever(BaseRetriever):
         description="Metadata filter: a dict ({'author': 'Austen'}, {'year': {'$gte': 1800}}) "
         "or a callable metadata -> bool; invoke(..., filter=...) overrides it",
     )
+    order: str = Field(
+        default="score",
+        description="'score': best first (LangChain's retrievers' order); 'document': document "
+        "order (the paper's, for the LLM's reading); invoke(..., order=...) overrides it",
+    )
 
     _index: MixPRIndex | None = PrivateAttr(default=None)
     _keys: list = PrivateAttr(default_factory=list)
@@ -137,6 +145,7 @@ class MixPRRetriever(BaseRetriever):
 
     def model_post_init(self, context: Any) -> None:
         check_choice(self.mode, "mode", MODES)
+        check_order(self.order)
         compile_filter(self.filter)  # a bad filter raises now, before the build
         self._keys = document_keys(self.documents)
         self._by_key = {k: d for k, d in zip(self._keys, self.documents) if k is not None}
@@ -165,6 +174,11 @@ class MixPRRetriever(BaseRetriever):
         chunked and indexed, the rest of the index is not rebuilt
         (:meth:`longctx.MixPRIndex.insert`). ``ids=`` (one per document) sets their ids.
 
+        A document whose id the retriever already holds replaces it (an upsert, as LangChain's
+        vector stores do): the old document is deleted and the new one added at the end, the
+        same as ``delete(ids)`` then ``add_documents``; the result equals a fresh build over
+        the documents in that order.
+
         Returns
         -------
         list of str
@@ -173,7 +187,7 @@ class MixPRRetriever(BaseRetriever):
         Raises
         ------
         TypeError, ValueError
-            A non-``Document``, ``ids`` of another length, or an id the retriever holds.
+            A non-``Document``, ``ids`` of another length, or one id given twice in the call.
         """
         docs = list(documents)
         for i, d in enumerate(docs):
@@ -187,11 +201,14 @@ class MixPRRetriever(BaseRetriever):
                 raise ValueError(f"ids has {len(ids)} entries for {len(docs)} documents")
             docs = [Document(page_content=d.page_content, metadata=d.metadata, id=i)
                     for d, i in zip(docs, ids)]  # fmt: skip
+        given = [d.id for d in docs if d.id is not None]
+        if len(set(given)) != len(given):
+            raise ValueError("add_documents: an id is given twice in one call")
         with self._lock:
             held = {d.id for d in self.documents if d.id is not None}
-            dup = [d.id for d in docs if d.id is not None and d.id in held]
-            if dup:
-                raise ValueError(f"ids {dup[:5]} are already in the retriever: delete them first")
+            dup = [i for i in given if i in held]
+            if dup:  # upsert, as LangChain's vector stores: the old documents go, the new come
+                self.delete(dup)
             keys = document_keys(self.documents + docs)[len(self.documents) :]
             texts, kids, metas = _indexed(docs, keys)
             if texts:
@@ -280,19 +297,28 @@ class MixPRRetriever(BaseRetriever):
     # -- persistence --------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Save the documents, the settings and the built index in folder ``path`` (JSON and
-        ``.npz``, no pickle; the folder is replaced). The router is not saved: pass it again to
-        :meth:`load`.
+        ``.npz``, no pickle; the folder is replaced), with ``order`` and ``filter`` (a callable
+        filter cannot be saved: a warning says to pass it again to :meth:`load`). The router is
+        not saved: pass it again to :meth:`load`.
 
         Raises
         ------
         TypeError
             A document's metadata is not JSON-serializable.
         """
+        saved_filter = filter_to_json(self.filter)
+        if saved_filter is None and self.filter is not None:
+            warnings.warn(
+                "MixPRRetriever.save: a callable filter cannot be saved; pass filter= again to "
+                "load()",
+                stacklevel=2,
+            )
         save_retriever(
             path,
             "langchain.mixpr_retriever",
             {"k": self.k, "token_budget": self.token_budget, "mode": self.mode,
-             "max_words": self.max_words, "chunk_documents": self.chunk_documents},
+             "max_words": self.max_words, "chunk_documents": self.chunk_documents,
+             "order": self.order, "filter": saved_filter},
             self.documents,
             subdirs={"index": self._index.save} if self._index is not None else None,
         )  # fmt: skip
@@ -301,7 +327,8 @@ class MixPRRetriever(BaseRetriever):
     @retry_on_concurrent_save("path")
     def load(cls, path: str | os.PathLike, *, router=None, **kwargs: Any) -> MixPRRetriever:
         """Load a retriever written by :meth:`save` (nothing is rebuilt); ``kwargs`` override the
-        saved settings (``k``, ``token_budget``, ``mode``). A hybrid retriever embeds queries
+        saved settings (``k``, ``token_budget``, ``mode``, ``order``, ``filter``: the saved
+        filter is restored, ``filter=None`` drops it). A hybrid retriever embeds queries
         with the model that embedded its chunks: pass it again as ``embeddings=`` (the packaged
         all-MiniLM-L6-v2, e.g. :class:`~langchain_longctx.LongctxEmbeddings`, is reloaded by
         name).
@@ -315,6 +342,9 @@ class MixPRRetriever(BaseRetriever):
             default), or with a model of another dimension.
         """
         d, settings, docs = load_retriever(path, "langchain.mixpr_retriever")
+        saved_filter = settings.pop("filter", None)
+        if saved_filter is not None:
+            settings["filter"] = filter_from_json(saved_filter, str(d.file("retriever.json")))
         embeddings = kwargs.get("embeddings")
         index = None
         if d.has("index"):
@@ -343,8 +373,10 @@ class MixPRRetriever(BaseRetriever):
         token_budget: int | None = None,
         mode: str | None = None,
         filter: Any = None,
+        order: str | None = None,
     ) -> list[Document]:
         check_text(query, "query")
+        order = check_order(order or self.order)
         mode = check_choice(mode or self.mode, "mode", MODES)
         if k is None and token_budget is None:
             k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
@@ -353,13 +385,17 @@ class MixPRRetriever(BaseRetriever):
         if index is None:
             return []
         flt = self.filter if filter is None else filter
-        result = index.search(query, k=k, token_budget=token_budget, mode=mode, filters=flt)
+        result = index.search(
+            query, k=k, token_budget=token_budget, mode=mode, filters=flt, unique_texts=True
+        )
         by_key = dict(self._by_key)
+        hits, keys = result.hits, result.info["doc_ids"]
+        whole = not self.chunk_documents
         return with_unique_ids(
             [
-                hit_to_document(h, by_key[key], "mixpr", key=key, whole=not self.chunk_documents)
-                for h, key in zip(result.hits, result.info["doc_ids"])
-                if key in by_key
+                hit_to_document(hits[j], by_key[keys[j]], "mixpr", key=keys[j], whole=whole)
+                for j in result.positions(order)
+                if keys[j] in by_key
             ]
         )
 
@@ -372,6 +408,7 @@ class MixPRRetriever(BaseRetriever):
         token_budget: int | None = None,
         mode: str | None = None,
         filter: Any = None,
+        order: str | None = None,
     ) -> list[Document]:
         # CPU-bound (sparse products): run in a worker thread, keep the event loop free
         return await run_in_executor(
@@ -383,6 +420,7 @@ class MixPRRetriever(BaseRetriever):
                 token_budget=token_budget,
                 mode=mode,
                 filter=filter,
+                order=order,
             ),
         )
 

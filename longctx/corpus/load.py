@@ -265,8 +265,16 @@ class CorpusIndex:
     def __exit__(self, *exc):
         self.close()
 
-    def search(self, query: str, *, k: int = 10, **kwargs) -> SearchResult:
+    def search(
+        self, query: str, *, k: int = 10, unique_texts: bool | None = False, **kwargs
+    ) -> SearchResult:
         """The ``k`` best hits over every document (see the class docstring).
+
+        ``unique_texts``: units with the same text take one slot
+        (:meth:`longctx.MixPRIndex.search`); ``True`` on a one-index MixPR corpus, ``None`` where
+        the corpus supports it (a one-index MixPR corpus; the frameworks' retrievers pass it),
+        ``False`` never. A sharded or diversity corpus does not implement it
+        (``NotImplementedError`` for ``True``).
 
         ``**kwargs`` go to the index's ``search`` (``mode``, ``filters``, ``token_budget`` for
         MixPR; ``lambda_`` for diversity...). ``info["doc_ids"]`` holds the corpus's document
@@ -277,10 +285,20 @@ class CorpusIndex:
         ------
         ValueError
             ``k`` < 1 or a bad keyword for the indexes (raised by the first index).
+        NotImplementedError
+            ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus.
         """
         from longctx.checks import check_int
 
         k = check_int(k, "k", minimum=1)
+        one_index = self.index is not None and not self.sharded
+        if unique_texts and not one_index:
+            raise NotImplementedError(
+                "unique_texts=True is implemented for a one-index MixPR corpus only (not for a "
+                "sharded or a diversity corpus)"
+            )
+        if unique_texts is not False and one_index:
+            kwargs["unique_texts"] = True
         if self.index is not None:
             if kwargs.get("token_budget") is not None:
                 r = self.index.search(query, **kwargs)
