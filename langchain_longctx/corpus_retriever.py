@@ -30,28 +30,29 @@ __all__ = ["CorpusRetriever"]
 class CorpusRetriever(BaseRetriever):
     """Search a built corpus as one index and return its ``k`` best hits.
 
-    Setup:
-        .. code-block:: bash
+    **Setup**
 
-            pip install "longctx[langchain,ray]"
-            longctx index books/ --method mixpr --out s3://bucket/books-mixpr
-            longctx index books/ --method mixpr --shards 4 --out s3://bucket/books-4
+    ```bash
+    pip install "longctx[langchain,ray]"
+    longctx index books/ --method mixpr --out s3://bucket/books-mixpr
+    longctx index books/ --method mixpr --shards 4 --out s3://bucket/books-4
+    ```
 
-    Key init args:
-        corpus: longctx.corpus.CorpusIndex
-            The loaded corpus (``CorpusRetriever.from_corpus(out)`` loads it).
-        k: int
-            Hits returned (default 10).
-        metadatas: dict
-            ``{doc_id: metadata}`` merged into each hit's metadata.
+    **Key init args**
 
-    Usage:
-        .. code-block:: python
+    - `corpus` (`longctx.corpus.CorpusIndex`): The loaded corpus
+      (``CorpusRetriever.from_corpus(out)`` loads it).
+    - `k` (`int`): Hits returned (default 10).
+    - `metadatas` (`dict`): ``{doc_id: metadata}`` merged into each hit's metadata.
 
-            retriever = CorpusRetriever.from_corpus("s3://bucket/books-mixpr", k=20)
-            docs = retriever.invoke("Who painted the roses red?")
-            # a sharded corpus: in this process, or one Ray actor per shard on a cluster
-            sharded = CorpusRetriever.from_corpus("s3://bucket/books-4", ray_address="auto")
+    **Usage**
+
+    ```python
+    retriever = CorpusRetriever.from_corpus("s3://bucket/books-mixpr", k=20)
+    docs = retriever.invoke("Who painted the roses red?")
+    # a sharded corpus: in this process, or one Ray actor per shard on a cluster
+    sharded = CorpusRetriever.from_corpus("s3://bucket/books-4", ray_address="auto")
+    ```
 
     Each returned ``Document`` is one unit of one corpus document: ``page_content`` its text
     exactly, ``id`` ``"{doc_id}#{start}-{end}"``, ``metadata`` the document's plus the shared

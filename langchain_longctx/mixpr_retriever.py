@@ -43,55 +43,68 @@ from longctx.types import check_order
 
 
 class MixPRRetriever(BaseRetriever):
-    """Mixture-of-PageRanks retriever over a fixed set of long documents, indexed once.
+    """Mixture-of-PageRanks retriever over long documents or passages, built once, kept current.
 
     The documents' ``page_content`` are indexed at construction (:class:`longctx.MixPRIndex`:
-    MixPR chunks of at most ``max_words`` words, TF-IDF, the similarity graph); every
-    ``invoke`` only adds the query to the graph and runs personalized PageRank (local
-    questions) or uses the PageRank (global tasks). The top ``k`` chunks (or ``token_budget``
-    tokens) come back in document order.
+    MixPR chunks of at most ``max_words`` words, TF-IDF, the similarity graph; with
+    ``chunk_documents=False`` every document is one unit, for passages); every ``invoke`` only
+    adds the query to the graph and runs personalized PageRank (local questions) or uses the
+    PageRank (global tasks). ``add_documents`` and ``delete`` change the index without a rebuild
+    (an id already held is replaced, as LangChain's vector stores upsert). The top ``k`` chunks
+    (or ``token_budget`` tokens) come back best first, as LangChain's retrievers return them;
+    ``order="document"`` (here or in ``invoke``) gives document order, the paper's for the LLM's
+    reading. Chunks with the same text take one slot. ``filter=`` (a dict or a callable) keeps
+    the documents whose metadata it accepts; ``save`` keeps it (all but a callable).
 
-    Setup:
-        .. code-block:: bash
+    **Setup**
 
-            pip install "longctx[langchain]"
+    ```bash
+    pip install "longctx[langchain]"
+    ```
 
-    Key init args:
-        documents: list[Document]
-            The long documents (indexed once).
-        k: int
-            Chunks returned (default 100, the paper's).
-        token_budget: int | None
-            Token budget instead of ``k`` (``longctx.tokens.count_tokens``).
-        mode: str
-            ``"auto"`` (router), ``"local"`` or ``"global"``.
-        mixpr: longctx.MixPR | None
-            Settings and router, e.g. ``MixPR(preset="paper")`` or
-            ``MixPR(router=LLMRouter(chat_model))``.
-        embeddings: langchain_core.embeddings.Embeddings | None
-            The app's embedding model: hybrid mode (every chunk embedded once at construction,
-            each query embedded with it; its nearest chunks join the walk).
+    **Key init args**
 
-    Instantiate:
-        .. code-block:: python
+    - `documents` (`list[Document]`): The long documents (indexed once).
+    - `k` (`int`): Chunks returned (default 100, the paper's).
+    - `token_budget` (`int | None`): Token budget instead of ``k``
+      (``longctx.tokens.count_tokens``).
+    - `mode` (`str`): ``"auto"`` (router), ``"local"`` or ``"global"``.
+    - `mixpr` (`longctx.MixPR | None`): Settings and router, e.g. ``MixPR(preset="paper")`` or
+      ``MixPR(router=LLMRouter(chat_model))``.
+    - `embeddings` (`langchain_core.embeddings.Embeddings | None`): The app's embedding model:
+      hybrid mode (every chunk embedded once at construction, each query embedded with it; its
+      nearest chunks join the walk).
+    - `chunk_documents` (`bool`): ``False``: every document one unit, returned whole (passages;
+      with ``MixPR(preset="multihop")`` the multi-hop walk).
+    - `filter` (`dict | callable | None`): Metadata filter, ``{"author": "Austen"}``,
+      ``{"year": {"$gte": 1800}}``; ``invoke(..., filter=...)`` overrides it.
+    - `order` (`str`): ``"score"`` (best first, the default) or ``"document"``.
 
-            from langchain_longctx import MixPRRetriever
+    **Instantiate**
 
-            retriever = MixPRRetriever.from_texts(book_text, ids=["book"], k=100)
-            # or MixPRRetriever(documents=[Document(page_content=..., id=..., metadata=...)])
+    ```python
+    from langchain_longctx import MixPRRetriever
 
-    Save and load (JSON and ``.npz``, nothing rebuilt on load):
-        .. code-block:: python
+    retriever = MixPRRetriever.from_texts(book_text, ids=["book"], k=100)
+    # or MixPRRetriever(documents=[Document(page_content=..., id=..., metadata=...)])
+    ```
 
-            retriever.save("./mixpr")
-            retriever = MixPRRetriever.load("./mixpr")
+    **Save and load (JSON and ``.npz``, nothing rebuilt on load)**
 
-    Usage:
-        .. code-block:: python
+    ```python
+    retriever.save("./mixpr")
+    retriever = MixPRRetriever.load("./mixpr")
+    ```
 
-            docs = retriever.invoke("Where is the milk?")
-            docs = retriever.invoke("Summarize the book.", k=200)  # global: PageRank
-            docs = retriever.invoke("Where is the milk?", token_budget=2000)
+    **Usage**
+
+    ```python
+    docs = retriever.invoke("Where is the milk?")
+    docs = retriever.invoke("Summarize the book.", k=200)  # global: PageRank
+    docs = retriever.invoke("Where is the milk?", token_budget=2000)
+    docs = retriever.invoke("Where is the milk?", order="document")  # for the LLM's reading
+    retriever.add_documents([Document(page_content=new_text, id="book")])  # replaces "book"
+    ```
 
     Each returned ``Document`` is one chunk: ``page_content`` the chunk text exactly, ``id``
     ``"{source id}#{start}-{end}"``, ``metadata`` its source's plus ``longctx_start_char_idx`` /

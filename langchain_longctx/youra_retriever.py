@@ -46,40 +46,41 @@ class YouraRetriever(BaseRetriever):
     under its memory budget, so later queries run only the query tokens over cached windows.
     Sentences of all documents are ranked together (:mod:`longctx.youra`, "Several texts").
 
-    Setup:
-        .. code-block:: bash
+    **Setup**
 
-            pip install "longctx[langchain,models]"
+    ```bash
+    pip install "longctx[langchain,models]"
+    ```
 
-    Key init args:
-        documents: list[Document]
-            The long documents (indexed once).
-        k: int
-            Sentences returned (default ``longctx.youra.DEFAULT_K`` = 10).
-        token_budget: int | None
-            Model tokens for all returned sentences instead of ``k``.
-        scorer: longctx.youra.ReactionScorer | None
-            A ready scorer; otherwise one from ``model``, ``tokenizer`` and ``scorer_kwargs``
-            (``preset`` ``"default"`` or ``"paper"``, ``cache_bytes``, ``max_window``...).
+    **Key init args**
 
-    Instantiate:
-        .. code-block:: python
+    - `documents` (`list[Document]`): The long documents (indexed once).
+    - `k` (`int`): Sentences returned (default ``longctx.youra.DEFAULT_K`` = 10).
+    - `token_budget` (`int | None`): Model tokens for all returned sentences instead of ``k``.
+    - `scorer` (`longctx.youra.ReactionScorer | None`): A ready scorer; otherwise one from
+      ``model``, ``tokenizer`` and ``scorer_kwargs`` (``preset`` ``"default"`` or ``"paper"``,
+      ``cache_bytes``, ``max_window``...).
 
-            from langchain_core.documents import Document
-            from langchain_longctx import YouraRetriever
+    **Instantiate**
 
-            retriever = YouraRetriever(
-                documents=[Document(page_content=book_text, id="alice")], k=5
-            )
+    ```python
+    from langchain_core.documents import Document
+    from langchain_longctx import YouraRetriever
 
-    Usage:
-        .. code-block:: python
+    retriever = YouraRetriever(
+        documents=[Document(page_content=book_text, id="alice")], k=5
+    )
+    ```
 
-            docs = retriever.invoke("What colour were the Rabbit's eyes?")
-            docs = retriever.invoke("Who is the Queen?", k=3)  # per-call size
-            docs = retriever.invoke("Who is the Queen?", token_budget=200)
-            for d in docs:
-                print(d.metadata["longctx_start_char_idx"], d.metadata["longctx_score"])
+    **Usage**
+
+    ```python
+    docs = retriever.invoke("What colour were the Rabbit's eyes?")
+    docs = retriever.invoke("Who is the Queen?", k=3)  # per-call size
+    docs = retriever.invoke("Who is the Queen?", token_budget=200)
+    for d in docs:
+        print(d.metadata["longctx_start_char_idx"], d.metadata["longctx_score"])
+    ```
 
     Each returned ``Document`` is one sentence, best first (``order="score"``; ``"document"``:
     in document order, the paper's for the LLM's reading): ``page_content`` the sentence
