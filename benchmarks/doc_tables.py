@@ -81,7 +81,9 @@ def recall_summary() -> str:
     out.append("")
     babi = ", ".join(
         f"{q} per subtask at {t // 1000}k tokens"
-        for q, t in zip(bench["settings"]["babilong_questions"], bench["settings"]["babilong_tokens"])
+        for q, t in zip(
+            bench["settings"]["babilong_questions"], bench["settings"]["babilong_tokens"]
+        )
     )
     out.append(
         f"{n} questions a task (bAbI: {babi}); GARLIC on the first "
