@@ -18,10 +18,11 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from langchain_longctx._documents import hit_to_document
 from longctx.checks import check_text
+from longctx.types import check_order
 
 __all__ = ["CorpusRetriever"]
 
@@ -29,28 +30,29 @@ __all__ = ["CorpusRetriever"]
 class CorpusRetriever(BaseRetriever):
     """Search a built corpus as one index and return its ``k`` best hits.
 
-    Setup:
-        .. code-block:: bash
+    **Setup**
 
-            pip install "longctx[langchain,ray]"
-            longctx index books/ --method mixpr --out s3://bucket/books-mixpr
-            longctx index books/ --method mixpr --shards 4 --out s3://bucket/books-4
+    ```bash
+    pip install "longctx[langchain,ray]"
+    longctx index books/ --method mixpr --out s3://bucket/books-mixpr
+    longctx index books/ --method mixpr --shards 4 --out s3://bucket/books-4
+    ```
 
-    Key init args:
-        corpus: longctx.corpus.CorpusIndex
-            The loaded corpus (``CorpusRetriever.from_corpus(out)`` loads it).
-        k: int
-            Hits returned (default 10).
-        metadatas: dict
-            ``{doc_id: metadata}`` merged into each hit's metadata.
+    **Key init args**
 
-    Usage:
-        .. code-block:: python
+    - `corpus` (`longctx.corpus.CorpusIndex`): The loaded corpus
+      (``CorpusRetriever.from_corpus(out)`` loads it).
+    - `k` (`int`): Hits returned (default 10).
+    - `metadatas` (`dict`): ``{doc_id: metadata}`` merged into each hit's metadata.
 
-            retriever = CorpusRetriever.from_corpus("s3://bucket/books-mixpr", k=20)
-            docs = retriever.invoke("Who painted the roses red?")
-            # a sharded corpus: one Ray actor per shard (local Ray, or a cluster)
-            sharded = CorpusRetriever.from_corpus("s3://bucket/books-4", ray_address="auto")
+    **Usage**
+
+    ```python
+    retriever = CorpusRetriever.from_corpus("s3://bucket/books-mixpr", k=20)
+    docs = retriever.invoke("Who painted the roses red?")
+    # a sharded corpus: in this process, or one Ray actor per shard on a cluster
+    sharded = CorpusRetriever.from_corpus("s3://bucket/books-4", ray_address="auto")
+    ```
 
     Each returned ``Document`` is one unit of one corpus document: ``page_content`` its text
     exactly, ``id`` ``"{doc_id}#{start}-{end}"``, ``metadata`` the document's plus the shared
@@ -64,6 +66,17 @@ class CorpusRetriever(BaseRetriever):
     corpus: Any = Field(description="longctx.corpus.CorpusIndex")
     k: int = Field(default=10, ge=1, description="Number of hits returned")
     metadatas: dict = Field(default_factory=dict, description="doc_id -> metadata")
+    order: str = Field(
+        default="score",
+        description="'score': best first (LangChain's retrievers' order); 'document': corpus "
+        "order (document, then position), for the LLM's reading; invoke(..., order=...) "
+        "overrides it",
+    )
+
+    @field_validator("order")
+    @classmethod
+    def _check_order(cls, value):
+        return check_order(value)
 
     @classmethod
     def from_corpus(
@@ -78,9 +91,9 @@ class CorpusRetriever(BaseRetriever):
         **kw,
     ) -> CorpusRetriever:
         """Load the corpus at ``out`` (folder or fsspec URL; see
-        :meth:`longctx.corpus.CorpusIndex.from_corpus`). A sharded MixPR corpus puts each shard
-        in a Ray actor: a local Ray by default, the cluster at ``ray_address``, or this process
-        with ``use_ray=False``; :meth:`close` stops the actors."""
+        :meth:`longctx.corpus.CorpusIndex.from_corpus`). A sharded MixPR corpus is searched in this
+        process by default (no Ray started), its shards in Ray actors on the cluster at
+        ``ray_address`` or with ``use_ray=True`` (a local Ray); :meth:`close` stops the actors."""
         from longctx.corpus import CorpusIndex
 
         corpus = CorpusIndex.from_corpus(
@@ -106,9 +119,11 @@ class CorpusRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         check_text(query, "query")
+        order = check_order(kwargs.pop("order", None) or self.order)
+        kwargs.setdefault("unique_texts", None)  # one slot per text where the corpus can
         result = self.corpus.search(query, k=k or self.k, **kwargs)
         sources, out = {}, []
-        for hit in result.hits:
+        for hit in (result.hits[j] for j in result.positions(order)):
             doc_id = self.corpus.doc_ids[hit.source]
             if doc_id not in sources:
                 sources[doc_id] = Document(

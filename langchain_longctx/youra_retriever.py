@@ -33,6 +33,7 @@ from langchain_longctx._persist import (
 from longctx.checks import check_size_field, check_text
 from longctx.persist_reader import retry_on_concurrent_save
 from longctx.selection import check_size
+from longctx.types import check_order
 from longctx.youra import DEFAULT_K, YouraIndex, scorer_from
 
 
@@ -45,42 +46,44 @@ class YouraRetriever(BaseRetriever):
     under its memory budget, so later queries run only the query tokens over cached windows.
     Sentences of all documents are ranked together (:mod:`longctx.youra`, "Several texts").
 
-    Setup:
-        .. code-block:: bash
+    **Setup**
 
-            pip install "longctx[langchain,models]"
+    ```bash
+    pip install "longctx[langchain,models]"
+    ```
 
-    Key init args:
-        documents: list[Document]
-            The long documents (indexed once).
-        k: int
-            Sentences returned (default ``longctx.youra.DEFAULT_K`` = 10).
-        token_budget: int | None
-            Model tokens for all returned sentences instead of ``k``.
-        scorer: longctx.youra.ReactionScorer | None
-            A ready scorer; otherwise one from ``model``, ``tokenizer`` and ``scorer_kwargs``
-            (``preset`` ``"default"`` or ``"paper"``, ``cache_bytes``, ``max_window``...).
+    **Key init args**
 
-    Instantiate:
-        .. code-block:: python
+    - `documents` (`list[Document]`): The long documents (indexed once).
+    - `k` (`int`): Sentences returned (default ``longctx.youra.DEFAULT_K`` = 10).
+    - `token_budget` (`int | None`): Model tokens for all returned sentences instead of ``k``.
+    - `scorer` (`longctx.youra.ReactionScorer | None`): A ready scorer; otherwise one from
+      ``model``, ``tokenizer`` and ``scorer_kwargs`` (``preset`` ``"default"`` or ``"paper"``,
+      ``cache_bytes``, ``max_window``...).
 
-            from langchain_core.documents import Document
-            from langchain_longctx import YouraRetriever
+    **Instantiate**
 
-            retriever = YouraRetriever(
-                documents=[Document(page_content=book_text, id="alice")], k=5
-            )
+    ```python
+    from langchain_core.documents import Document
+    from langchain_longctx import YouraRetriever
 
-    Usage:
-        .. code-block:: python
+    retriever = YouraRetriever(
+        documents=[Document(page_content=book_text, id="alice")], k=5
+    )
+    ```
 
-            docs = retriever.invoke("What colour were the Rabbit's eyes?")
-            docs = retriever.invoke("Who is the Queen?", k=3)  # per-call size
-            docs = retriever.invoke("Who is the Queen?", token_budget=200)
-            for d in docs:
-                print(d.metadata["longctx_start_char_idx"], d.metadata["longctx_score"])
+    **Usage**
 
-    Each returned ``Document`` is one sentence, in document order: ``page_content`` the sentence
+    ```python
+    docs = retriever.invoke("What colour were the Rabbit's eyes?")
+    docs = retriever.invoke("Who is the Queen?", k=3)  # per-call size
+    docs = retriever.invoke("Who is the Queen?", token_budget=200)
+    for d in docs:
+        print(d.metadata["longctx_start_char_idx"], d.metadata["longctx_score"])
+    ```
+
+    Each returned ``Document`` is one sentence, best first (``order="score"``; ``"document"``:
+    in document order, the paper's for the LLM's reading): ``page_content`` the sentence
     exactly, ``id`` ``"{source id}#{start}-{end}"`` (``"source{n}#..."`` for a source without id;
     the source's own id when the sentence is the whole document), ``metadata`` the source's plus
     ``longctx_start_char_idx`` / ``longctx_end_char_idx`` (characters in the source
@@ -112,12 +115,18 @@ class YouraRetriever(BaseRetriever):
     scorer: Any = Field(
         default=None, exclude=True, repr=False, description="A ready ReactionScorer."
     )
+    order: str = Field(
+        default="score",
+        description="'score': best first; 'document': document order; invoke(..., order=...) "
+        "overrides it",
+    )
 
     _index: YouraIndex | None = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
     _check_sizes = field_validator("k", "token_budget", mode="before")(check_size_field)
 
     def model_post_init(self, context: Any) -> None:
+        check_order(self.order)
         self._sources = [i for i, d in enumerate(self.documents) if d.page_content.strip()]
         if not self._sources:
             raise ValueError("documents must hold some text")
@@ -164,7 +173,12 @@ class YouraRetriever(BaseRetriever):
         save_retriever(
             path,
             "langchain.youra_retriever",
-            {"k": self.k, "token_budget": self.token_budget, "max_fraction": self.max_fraction},
+            {
+                "k": self.k,
+                "token_budget": self.token_budget,
+                "max_fraction": self.max_fraction,
+                "order": self.order,
+            },
             self.documents,
             subdirs={"index": self._index.save},
         )
@@ -204,15 +218,17 @@ class YouraRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun | None = None,
         k: int | None = None,
         token_budget: int | None = None,
+        order: str | None = None,
     ) -> list[Document]:
         check_text(query, "query")
+        order = check_order(order or self.order)
         if k is None and token_budget is None:
             k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
         k, token_budget = check_size(k, token_budget)
         result = self._index.search(query, k=k, token_budget=token_budget)
         keys = document_keys(self.documents)
         out = []
-        for h in result.hits:
+        for h in (result.hits[j] for j in result.positions(order)):
             i = self._sources[h.source]
             src = self.documents[i]
             whole = h.start == 0 and h.end == len(src.page_content)
@@ -227,8 +243,12 @@ class YouraRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun | None = None,
         k: int | None = None,
         token_budget: int | None = None,
+        order: str | None = None,
     ) -> list[Document]:
         # model work: in a worker thread, so the event loop stays free
         return await run_in_executor(
-            None, partial(self._get_relevant_documents, query, k=k, token_budget=token_budget)
+            None,
+            partial(
+                self._get_relevant_documents, query, k=k, token_budget=token_budget, order=order
+            ),
         )

@@ -54,7 +54,12 @@ def hit_to_node(
 
     ``whole=False``: a new ``TextNode`` holding the hit's text exactly, id
     ``hit_id(source.node_id, hit)``, the source's metadata plus the longctx keys (hidden from the
-    LLM and the embedder), character offsets, and a SOURCE relationship to ``source``.
+    LLM and the embedder), character offsets, and a SOURCE relationship to the document: to
+    ``source`` itself, or to ``source``'s own SOURCE when it is a node of a document (a
+    splitter's chunk of a ``VectorStoreIndex``), so ``ref_doc_id`` is the document's id; then
+    ``start_char_idx`` / ``end_char_idx`` are shifted by ``source.start_char_idx`` into the
+    document's text, while ``longctx_start_char_idx`` / ``longctx_end_char_idx`` stay offsets in
+    ``source``'s text (``longctx_source_id``).
     ``whole=True`` (the unit is the whole source node): a copy of ``source`` (same id and
     content) with the longctx keys added to its metadata.
 
@@ -78,13 +83,20 @@ def hit_to_node(
         node.excluded_llm_metadata_keys = llm_excluded
         node.excluded_embed_metadata_keys = embed_excluded
     else:
-        origin = source.source_node if chained and source.source_node else None
+        # the SOURCE (hence ref_doc_id) is the document: the source's own SOURCE when the source
+        # is a node of a document (a splitter's chunk in an index's docstore, or a longctx hit),
+        # with start_char_idx / end_char_idx then shifted into the document's text where the
+        # source says where it starts; the longctx_* offsets stay in longctx_source_id's text
+        origin = source.source_node or None
+        shift = 0
+        if origin is not None and not chained and source.start_char_idx is not None:
+            shift = int(source.start_char_idx)
         node = TextNode(
             id_=hit_id(id_base, hit),
             text=hit.text,
             metadata=meta,
-            start_char_idx=hit.start,
-            end_char_idx=hit.end,
+            start_char_idx=hit.start + shift,
+            end_char_idx=hit.end + shift,
             excluded_llm_metadata_keys=llm_excluded,
             excluded_embed_metadata_keys=embed_excluded,
             relationships={NodeRelationship.SOURCE: origin or source.as_related_node_info()},

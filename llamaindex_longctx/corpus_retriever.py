@@ -18,6 +18,7 @@ from llamaindex_longctx._nodes import hit_to_node
 from longctx.checks import check_choice, check_int, check_text
 from longctx.mixpr import MODES
 from longctx.selection import check_size
+from longctx.types import check_order
 
 __all__ = ["CorpusRetriever"]
 
@@ -28,7 +29,9 @@ class CorpusRetriever(BaseRetriever):
     Each returned node is one unit of one corpus document: a ``TextNode`` holding the unit's
     text exactly, id ``"{doc_id}#{start}-{end}"``, the document's metadata plus the shared
     ``longctx_*`` keys (offsets into that document's text, ``longctx_source_id`` = ``doc_id``)
-    and a SOURCE relationship to the document. Results come in corpus order.
+    and a SOURCE relationship to the document. Results come best first (``order="score"``), or
+    in corpus order (document, then position) with ``order="document"``. On a one-index MixPR
+    corpus units with the same text take one slot (``CorpusIndex.search(unique_texts=None)``).
 
     Parameters
     ----------
@@ -42,6 +45,8 @@ class CorpusRetriever(BaseRetriever):
         MixPR corpora: ``"auto"`` asks the router.
     filters : optional
         MixPR corpora: metadata filters (LlamaIndex ``MetadataFilters``, a dict or a callable).
+    order : {"score", "document"}, default "score"
+        Best first, or corpus order (:meth:`longctx.types.SearchResult.positions`).
 
     Examples
     --------
@@ -59,6 +64,7 @@ class CorpusRetriever(BaseRetriever):
         filters=None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        order: str = "score",
     ) -> None:
         from longctx.corpus import CorpusIndex
 
@@ -71,6 +77,7 @@ class CorpusRetriever(BaseRetriever):
         self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
         self.mode = check_choice(mode, "mode", MODES)
         self.filters = filters
+        self.order = check_order(order)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -90,9 +97,9 @@ class CorpusRetriever(BaseRetriever):
         **kwargs,
     ) -> CorpusRetriever:
         """Load the corpus at ``out`` (a folder or an fsspec URL) and retrieve from it; the
-        other keyword arguments are the constructor's. A sharded MixPR corpus puts each shard
-        in a Ray actor: a local Ray by default, the cluster at ``ray_address``, or this process
-        with ``use_ray=False`` (:meth:`longctx.corpus.CorpusIndex.from_corpus`). :meth:`close`
+        other keyword arguments are the constructor's. A sharded MixPR corpus is searched in this
+        process by default (no Ray started), its shards in Ray actors on the cluster at
+        ``ray_address`` or with ``use_ray=True`` (a local Ray) (:meth:`longctx.corpus.CorpusIndex.from_corpus`). :meth:`close`
         stops the actors.
 
         Raises
@@ -130,10 +137,10 @@ class CorpusRetriever(BaseRetriever):
             kw["mode"] = self.mode
         if self.filters is not None:
             kw["filters"] = self.filters
-        result = self.corpus.search(query, k=k or self.similarity_top_k, **kw)
+        result = self.corpus.search(query, k=k or self.similarity_top_k, unique_texts=None, **kw)
         sources = {}
         out = []
-        for hit in result.hits:
+        for hit in (result.hits[j] for j in result.positions(self.order)):
             doc_id = self.corpus.doc_ids[hit.source]
             if doc_id not in sources:
                 sources[doc_id] = Document(

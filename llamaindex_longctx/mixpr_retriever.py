@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,10 +26,12 @@ from llamaindex_longctx._nodes import (
 from longctx.checks import check_choice, check_int, check_text
 from longctx.embeddings import require_query_encoder
 from longctx.filters import compile_filter
+from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError, check_json_metadata, write_dir
 from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
 from longctx.selection import check_size
+from longctx.types import check_order
 
 
 class MixPRRetriever(BaseRetriever):
@@ -46,8 +49,11 @@ class MixPRRetriever(BaseRetriever):
     the source node. With ``chunk_nodes=False`` every node is one unit and comes back as a copy of
     itself (same id) with those keys added.
 
-    Scores are MixPR's (:meth:`longctx.MixPRIndex.score`); results are in document
-    (chronological) order.
+    Scores are MixPR's (:meth:`longctx.MixPRIndex.score`); results come best first, as
+    LlamaIndex's own retrievers return them (``order="score"``), or in document (chronological)
+    order with ``order="document"``, the paper's order for the LLM's reading. Units with the same
+    text (a title page repeated, a chapter heading) take one slot
+    (``MixPRIndex.search(unique_texts=True)``).
 
     Hybrid mode (opt-in, since it embeds every chunk): with ``embed_model`` every chunk is
     embedded once at construction (through the model's batch API, 64 texts per request unless the
@@ -77,6 +83,13 @@ class MixPRRetriever(BaseRetriever):
     embed_model : llama_index BaseEmbedding, optional
         The app's embedding model for hybrid mode. ``None``: plain MixPR (no dense vectors;
         ``Settings.embed_model`` is not used implicitly, so no chunk is embedded unasked).
+    filters : optional
+        Metadata filters (LlamaIndex ``MetadataFilters``, a dict or a callable); saved by
+        :meth:`persist` (all but a callable).
+    order : {"score", "document"}, default "score"
+        Best first, or document order (:meth:`longctx.types.SearchResult.positions`).
+    docstore : optional
+        A docstore to follow (:meth:`from_defaults`).
 
     Raises
     ------
@@ -106,6 +119,7 @@ class MixPRRetriever(BaseRetriever):
         embed_model=None,
         filters=None,
         *,
+        order: str = "score",
         docstore=None,
         _index: MixPRIndex | None = None,
     ) -> None:
@@ -119,6 +133,7 @@ class MixPRRetriever(BaseRetriever):
         self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
         self.mode = check_choice(mode, "mode", MODES)
         self.chunk_nodes = bool(chunk_nodes)
+        self.order = check_order(order)
         self.filters = filters
         compile_filter(filters)  # a bad filter raises now, before the build
         if mixpr is not None and not isinstance(mixpr, MixPR):
@@ -349,13 +364,18 @@ class MixPRRetriever(BaseRetriever):
         k, budget = check_size(
             None if self.token_budget else self.similarity_top_k, self.token_budget
         )
-        result = index.search(query, k=k, token_budget=budget, mode=self.mode, filters=self.filters)
+        result = index.search(
+            query, k=k, token_budget=budget, mode=self.mode, filters=self.filters, unique_texts=True
+        )
         by_key = dict(self._by_key)
+        hits, keys = result.hits, result.info["doc_ids"]
         return with_unique_ids(
             [
-                hit_to_node(h, by_key[key], "mixpr", whole=not self.chunk_nodes, key=key)
-                for h, key in zip(result.hits, result.info["doc_ids"])
-                if key in by_key
+                hit_to_node(
+                    hits[j], by_key[keys[j]], "mixpr", whole=not self.chunk_nodes, key=keys[j]
+                )
+                for j in result.positions(self.order)
+                if keys[j] in by_key
             ]
         )
 
@@ -368,7 +388,9 @@ class MixPRRetriever(BaseRetriever):
         """Save the nodes, the settings and the built index into ``persist_dir/longctx_mixpr/``
         (JSON and ``.npz``, no pickle), beside whatever else is in ``persist_dir`` (a
         ``StorageContext``'s ``docstore.json``, ``index_store.json``... stay untouched). The
-        router is not saved: pass it again to :meth:`from_persist_dir`.
+        settings saved include ``order`` and ``filters`` (a callable filter cannot be saved: a
+        warning says to pass it again to :meth:`from_persist_dir`). The router is not saved:
+        pass it again to :meth:`from_persist_dir`.
 
         Raises
         ------
@@ -385,6 +407,13 @@ class MixPRRetriever(BaseRetriever):
         from longctx.persist import text_digest
 
         self._sync_docstore()
+        saved_filters = filter_to_json(self.filters)
+        if saved_filters is None and self.filters is not None:
+            warnings.warn(
+                "MixPRRetriever.persist: a callable filter cannot be saved; pass filters= again "
+                "to from_persist_dir()",
+                stacklevel=2,
+            )
         with self._lock:
             nodes, index = list(self._nodes), self._index
         for j, n in enumerate(nodes):
@@ -400,6 +429,8 @@ class MixPRRetriever(BaseRetriever):
                     "token_budget": self.token_budget,
                     "mode": self.mode,
                     "chunk_nodes": self.chunk_nodes,
+                    "order": self.order,
+                    "filters": saved_filters,
                     "node_ids": [n.node_id for n in nodes],
                     "text_sha256": [text_digest(t) for t in texts],
                 },
@@ -411,10 +442,23 @@ class MixPRRetriever(BaseRetriever):
     @classmethod
     @retry_on_concurrent_save("persist_dir")
     def from_persist_dir(
-        cls, persist_dir: str | os.PathLike, *, router=None, embed_model=None, **kwargs
+        cls,
+        persist_dir: str | os.PathLike,
+        *,
+        router=None,
+        embed_model=None,
+        index=None,
+        docstore=None,
+        **kwargs,
     ) -> MixPRRetriever:
-        """Load a retriever saved with :meth:`persist` (nothing is rebuilt). Reads
+        """Load a retriever saved with :meth:`persist` (nothing is rebuilt), with its settings
+        and filters. Reads
         ``persist_dir/longctx_mixpr/`` (or ``persist_dir`` itself, the layout of longctx 0.1).
+        A retriever built with ``from_defaults(index=...)`` follows its index again when the
+        reloaded index is given (``index=load_index_from_storage(storage_context)``, or its
+        ``docstore=``): changes made to the index since the save are applied before the first
+        query. The other keyword arguments override the saved settings (``filters=None``
+        drops saved filters).
         Every node is checked against the saved ids and text digests and against the index's
         texts, so a reordered or edited ``nodes.json`` cannot attribute a text to another node.
         A hybrid index embeds queries with ``embed_model``, or ``Settings.embed_model`` when the
@@ -444,10 +488,25 @@ class MixPRRetriever(BaseRetriever):
             raise PersistError(f"{str(rpath)!r} must hold an object")
         settings = dict(settings)
         ids, digests = settings.pop("node_ids", None), settings.pop("text_sha256", None)
-        unknown = set(settings) - {"similarity_top_k", "token_budget", "mode", "chunk_nodes"}
+        saved_filters = filter_from_json(settings.pop("filters", None), str(rpath))
+        if saved_filters is not None:
+            settings["filters"] = saved_filters
+        unknown = set(settings) - {
+            "similarity_top_k",
+            "token_budget",
+            "mode",
+            "chunk_nodes",
+            "order",
+            "filters",
+        }
         if unknown:
             raise PersistError(f"{str(rpath)!r}: unknown field(s) {sorted(unknown)[:5]}")
-        types = {"similarity_top_k": int, "token_budget": (int, type(None)), "mode": str}
+        types = {
+            "similarity_top_k": int,
+            "token_budget": (int, type(None)),
+            "mode": str,
+            "order": str,
+        }
         for key, kind in {**types, "chunk_nodes": bool}.items():
             v = settings.get(key)
             bad = not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool)
@@ -472,36 +531,43 @@ class MixPRRetriever(BaseRetriever):
                     f"{str(npath)!r}: field 'text': a node text differs from the one saved "
                     "(edited or forged)"
                 )
-        index = None
+        mixpr_index = None
         if r.has("index") or r.has_unlisted_subdir("index"):  # unlisted: longctx 0.1
             model = app_embed_model(embed_model)
-            index = MixPRIndex.load(r.subdir("index", unlisted=True), router=router, encoder=model)
+            mixpr_index = MixPRIndex.load(
+                r.subdir("index", unlisted=True), router=router, encoder=model
+            )
             require_query_encoder(
-                index.encoder_identity,
+                mixpr_index.encoder_identity,
                 model,
                 where=str(d),
                 argument="embed_model (or set Settings.embed_model)",
             )
         keys = node_keys(nodes)
         want = [(k, t) for k, t in zip(keys, texts) if k is not None and t.strip()]
-        have = list(zip(index.doc_ids, index.texts)) if index is not None else []
+        have = list(zip(mixpr_index.doc_ids, mixpr_index.texts)) if mixpr_index is not None else []
         if have != want:
             raise PersistError(
                 f"{str(npath)!r}: the nodes' texts are not the texts of the saved index "
                 f"{str(d / 'index')!r} (reordered or edited)"
             )
-        if index is not None and not settings.get("chunk_nodes", True):
+        if mixpr_index is not None and not settings.get("chunk_nodes", True):
             whole = (
-                index.n_units == len(want)
-                and not index.starts.any()
-                and [int(e) for e in index.ends] == [len(t) for _, t in want]
+                mixpr_index.n_units == len(want)
+                and not mixpr_index.starts.any()
+                and [int(e) for e in mixpr_index.ends] == [len(t) for _, t in want]
             )
             if not whole:
                 raise PersistError(
                     f"{str(rpath)!r}: field 'chunk_nodes' is false but the saved index is chunked"
                 )
+        if index is not None and docstore is not None:
+            raise ValueError("give at most one of index and docstore")
+        follow = index.docstore if index is not None else docstore
+        if follow is not None:
+            kwargs["docstore"] = follow
         try:
-            return cls(nodes=nodes, **{**settings, **kwargs}, _index=index)
+            return cls(nodes=nodes, **{**settings, **kwargs}, _index=mixpr_index)
         except (TypeError, ValueError) as exc:
             if kwargs:
                 raise

@@ -20,6 +20,7 @@ from llamaindex_longctx._nodes import (
 )
 from longctx.checks import check_int, check_text
 from longctx.selection import check_size
+from longctx.types import check_order
 from longctx.youra import DEFAULT_K, ReactionScorer, YouraIndex, scorer_from
 
 
@@ -32,7 +33,8 @@ class YouraRetriever(BaseRetriever):
     its memory budget, on the first query or at once with ``retriever.index.warm()``. Sentences
     of all documents are ranked together (:mod:`longctx.youra`, "Several texts").
 
-    Returns, in document order, one ``NodeWithScore`` per selected sentence: a ``TextNode``
+    Returns, best first (``order="score"``; ``"document"``: in document order, the paper's for
+    the LLM's reading), one ``NodeWithScore`` per selected sentence: a ``TextNode``
     holding the sentence exactly, id ``"{source id}#{start}-{end}"``,
     ``start_char_idx``/``end_char_idx`` (characters in the source text), the source's metadata
     plus the ``longctx_*`` keys (``longctx_start_char_idx``, ``longctx_end_char_idx``,
@@ -55,6 +57,8 @@ class YouraRetriever(BaseRetriever):
     scorer : longctx.youra.ReactionScorer, optional
         Otherwise one is built from ``model``, ``tokenizer`` and ``scorer_kwargs`` (``preset``
         ``"default"`` or ``"paper"``, ``baseline``, ``cache_bytes``, ``max_window``...).
+    order : {"score", "document"}, default "score"
+        Best first, or document order (:meth:`longctx.types.SearchResult.positions`).
 
     Raises
     ------
@@ -76,6 +80,7 @@ class YouraRetriever(BaseRetriever):
         tokenizer: Any = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        order: str = "score",
         **scorer_kwargs: Any,
     ) -> None:
         if sum(x is not None for x in (nodes, documents, text)) != 1:
@@ -91,6 +96,7 @@ class YouraRetriever(BaseRetriever):
                 )
         self.similarity_top_k = check_int(similarity_top_k, "similarity_top_k", minimum=1)
         self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
+        self.order = check_order(order)
         self._nodes = nodes
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
         # nodes with text, in order: index source s is node self._sources[s]
@@ -165,7 +171,7 @@ class YouraRetriever(BaseRetriever):
         result = self._index.search(query, k=k, token_budget=budget)
         keys = node_keys(self._nodes)  # unique even when two nodes share an id
         out = []
-        for h in result.hits:
+        for h in (result.hits[j] for j in result.positions(self.order)):
             i = self._sources[h.source]
             whole = h.start == 0 and h.end == len(self._index.texts[h.source])
             if keys[i] is not None:  # not a node given twice

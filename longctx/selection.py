@@ -201,3 +201,85 @@ def unit_token_cap(max_unit_tokens: int | None, token_budget: int | None) -> int
         token_budget = None  # too small to cut for: checked against the units as they are
     given = [v for v in (max_unit_tokens, token_budget) if v is not None]
     return min(given) if given else None
+
+
+def select_distinct(
+    scores: np.ndarray,
+    key,
+    *,
+    k: int | None = None,
+    token_budget: int | None = None,
+    token_counts: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`select_top` where units with the same ``key`` take one slot: the best-scoring of
+    them (the earliest on a tie) stands for all, and the next distinct unit takes the freed
+    slot. Used for units with identical texts (a title page, a heading repeated in a book), so
+    one text never fills two places of one result.
+
+    The result equals :func:`select_top` over the units left once every unit that repeats the
+    key of a better-scoring (or, on a tie, earlier) one is removed. With ``k``, the top ``m``
+    units (``m = k``, doubled while fewer than ``k`` distinct keys are among them) are read:
+    ``O(n)`` per round, ``key`` called on at most ``m`` units; with ``token_budget`` one greedy
+    pass in score order, as :func:`select_top`.
+
+    Parameters
+    ----------
+    scores : (n,) array of float
+    key : callable int -> hashable
+        The identity of unit ``i`` (e.g. its text).
+    k, token_budget, token_counts :
+        As :func:`select_top` (exactly one of ``k`` and ``token_budget``).
+
+    Returns
+    -------
+    (m,) int64 array, sorted ascending.
+
+    Raises
+    ------
+    ValueError
+        As :func:`select_top`.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if (k is None) == (token_budget is None):
+        raise ValueError("give exactly one of k and token_budget")
+    n = len(scores)
+    if k is not None:
+        k = check_int(k, "k", minimum=1)
+        m = k
+        while True:
+            cand = select_top(scores, k=min(m, n)) if n else np.zeros(0, np.int64)
+            order = cand[np.argsort(-scores[cand], kind="stable")]  # best first, ties earliest
+            seen, kept = set(), []
+            for i in order.tolist():
+                kk = key(i)
+                if kk not in seen:
+                    seen.add(kk)
+                    kept.append(i)
+                    if len(kept) == k:
+                        break
+            if len(kept) == k or m >= n:
+                return np.sort(np.asarray(kept, dtype=np.int64))
+            m *= 2
+    token_budget = check_int(token_budget, "token_budget", minimum=1)
+    if token_counts is None:
+        raise ValueError("token_counts is required with token_budget")
+    token_counts = np.asarray(token_counts, dtype=np.int64)
+    if token_counts.shape != scores.shape:
+        raise ValueError(
+            f"token_counts has shape {token_counts.shape}, scores has shape {scores.shape}"
+        )
+    order = np.argsort(-scores, kind="stable")
+    seen, chosen, used = set(), [], 0
+    smallest = int(token_counts.min()) if n else 0
+    for i in order.tolist():
+        if used + smallest > token_budget:
+            break
+        kk = key(i)
+        if kk in seen:
+            continue
+        seen.add(kk)  # a better unit with this key, taken or too long, stands for the rest
+        c = int(token_counts[i])
+        if used + c <= token_budget:
+            chosen.append(i)
+            used += c
+    return np.sort(np.asarray(chosen, dtype=np.int64))

@@ -122,6 +122,33 @@ class SearchResult:
         """
         return tuple(sorted(self.hits, key=_score_key))
 
+    def positions(self, order: str = "score") -> tuple[int, ...]:
+        """Positions in :attr:`hits` in the order a retriever returns them.
+
+        Parameters
+        ----------
+        order : {"score", "document"}, default "score"
+            ``"score"``: best first (:meth:`by_score`'s order: equal scores keep document order,
+            NaN last), as the frameworks' retrievers (BM25, vector stores) return their results;
+            ``"document"``: :attr:`hits` as they are (document order, the order to put them in a
+            prompt, as the papers do).
+
+        Returns
+        -------
+        tuple of int
+            A permutation of ``range(len(self))``; index :attr:`hits` (and per-hit lists of
+            :attr:`info`, such as ``info["doc_ids"]``) with it.
+
+        Raises
+        ------
+        ValueError
+            ``order`` is not one of :data:`ORDERS`.
+        """
+        check_order(order)
+        if order == "document":
+            return tuple(range(len(self.hits)))
+        return tuple(sorted(range(len(self.hits)), key=lambda j: _score_key(self.hits[j])))
+
     def top(self, n: int) -> tuple[Passage, ...]:
         """The ``n`` highest-scoring hits, highest first (:meth:`by_score` cut at ``n``).
 
@@ -149,6 +176,18 @@ class SearchResult:
             "trace": [dict(t) for t in self.trace],
             "info": dict(self.info),
         }
+
+
+#: The orders a retriever returns hits in (:meth:`SearchResult.positions`): best first, or the
+#: documents' own order.
+ORDERS = ("score", "document")
+
+
+def check_order(order) -> str:
+    """``order`` when it is one of :data:`ORDERS`, else ``ValueError`` naming the argument."""
+    if not isinstance(order, str) or order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(map(repr, ORDERS))}, got {order!r}")
+    return order
 
 
 def _score_key(hit: Passage) -> tuple[bool, float]:
@@ -213,6 +252,8 @@ def hit_id(source_id: str | None, hit: Passage) -> str:
 __all__ = [
     "Passage",
     "SearchResult",
+    "ORDERS",
+    "check_order",
     "hit_metadata",
     "hit_id",
     "resolve_hit",

@@ -174,6 +174,14 @@ def test_mkdocs_build_strict(tmp_path):
             found = roles.findall(page.read_text(encoding="utf-8"))
             assert not found, f"{page.relative_to(tmp_path)}: {len(found)} raw roles"
     assert 'href="#longctx.types.SearchResult.by_score"' in api  # a role made a link
+    # no raw reStructuredText directive shows (issue 38: the LangChain page showed "Setup: ..
+    # code-block:: bash" with "Key init args" run together): the docstrings are Markdown
+    for page in (tmp_path / "site").rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        assert ".. code-block::" not in html, f"{page.relative_to(tmp_path)}: raw code-block"
+    lc = (tmp_path / "site" / "api" / "langchain" / "index.html").read_text(encoding="utf-8")
+    assert "<strong>Key init args</strong>" in lc and "<strong>Setup</strong>" in lc
+    assert "over a fixed set of long documents" not in lc
 
 
 CHUNK_SIZE_PAGES = [README, ROOT / "docs" / "index.md", ROOT / "docs" / "guide" / "python.md"]

@@ -1,11 +1,13 @@
 """``longctx index PATH --out DIR``: build (or resume) a GARLIC HWDAG and print its shape.
 
 ``longctx index PATH... --method garlic|diversity|mixpr --out URI [--workers N] [--ray-address
-ADDR] [--gpus-per-worker G] [--shards N]``: one index per document of a corpus (files, folders,
-globs, JSONL), in parallel on Ray, resumable (:func:`longctx.corpus.build_indexes`), with a
-progress bar over documents and a summary line; a MixPR corpus is one index over every
-document, or with ``--shards N`` N shards searched as one. Without ``--method`` the command keeps its first meaning: one GARLIC
-graph over all the files, in ``--out``.
+ADDR] [--gpus-per-worker G] [--shards N] [--whole-documents]``: a corpus (files, folders, globs,
+JSONL), resumable (:func:`longctx.corpus.build_indexes`), with a progress bar over documents and
+a summary line. A MixPR corpus is one index over every document, built in this process (with
+``--shards N``, N shards searched as one); ``--whole-documents`` keeps every document (JSONL
+record or file) one unit, as ``chunk=False`` in Python. Diversity and GARLIC corpora are one
+index per document, built in parallel on Ray. Without ``--method`` the command keeps its first
+meaning: one GARLIC graph over all the files, in ``--out``.
 
 Graph: Wang, Xiang, Gui & He, "GARLIC: LLM-Guided Dynamic Progress Control with Hierarchical
 Weighted Graph for Long Document QA", 2024, arXiv:2410.04790, sec. 3.1.
@@ -25,12 +27,19 @@ def add_parser(sub, positive_int) -> None:
     """Register the ``index`` subcommand on ``sub`` (an argparse subparsers object)."""
     p = sub.add_parser(
         "index",
-        help="build GARLIC graphs, or one index per document of a corpus (--method)",
+        help="build GARLIC graphs, or a corpus searched by 'longctx search' (--method)",
         description="Without --method: build GARLIC's hierarchical weighted summary graph of one "
         "or more UTF-8 text files (one document each) into DIR, resuming an interrupted build "
-        "there. With --method: build one index per document (files, folders, globs, JSONL "
-        "files with id/text fields) into a corpus at --out (a folder or an fsspec URL), in "
-        "parallel on Ray (a local Ray by default), skipping documents already done there.",
+        "there. With --method: build a corpus of documents (files, folders, globs, JSONL files "
+        "with id/text fields) at --out (a folder or an fsspec URL), skipping documents already "
+        "done there. --method mixpr builds one index over every document in this process (no "
+        "Ray; with --shards N, N shards searched as one); --method diversity|garlic builds one "
+        "index per document, in parallel on Ray (a local Ray by default).",
+        epilog="examples:\n"
+        "  longctx index books/ --method mixpr --out corpus\n"
+        "  longctx index passages.jsonl --method mixpr --preset multihop --whole-documents "
+        "--out corpus-mh",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "path",
@@ -46,7 +55,8 @@ def add_parser(sub, positive_int) -> None:
     p.add_argument(
         "--method",
         choices=["garlic", "diversity", "mixpr"],
-        help="corpus build: one index of this kind per document",
+        help="corpus build: mixpr (one index over every document, in this process), "
+        "diversity or garlic (one index per document, on Ray)",
     )
     p.add_argument(
         "--workers", type=positive_int("--workers"), help="Ray workers (default: CPU count)"
@@ -62,10 +72,21 @@ def add_parser(sub, positive_int) -> None:
     p.add_argument(
         "--shards",
         type=positive_int("--shards"),
-        help="--method mixpr: split the corpus into N shards searched as one index (one Ray "
-        "actor per shard at query time; each shard's build a Ray task)",
+        help="--method mixpr: split the corpus into N shards searched as one index (each "
+        "shard's build a Ray task when Ray is installed; 'longctx search' searches them in "
+        "its own process, or on a Ray cluster with --ray-address)",
     )
     p.add_argument("--preset", help="MixPR preset (--method mixpr)")
+    p.add_argument(
+        "--whole-documents",
+        "--no-chunk",
+        dest="whole_documents",
+        action="store_true",
+        help="--method mixpr: keep every document (one JSONL record or one file) as one unit, "
+        "returned whole, instead of cutting it into MixPR chunks (Python: chunk=False; the "
+        "frameworks: chunk_documents=False / chunk_nodes=False). Use it for a corpus of short "
+        "passages (a JSONL of 'title\\ntext' paragraphs), e.g. with --preset multihop",
+    )
     p.add_argument("--model", help="local path or cached name of a chat LM (default: SmolLM2)")
     p.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--chunk-tokens", type=positive_int("--chunk-tokens"), default=300)
@@ -120,9 +141,14 @@ def _error(message: str) -> int:
 
 def _corpus_options(args) -> dict:
     if args.method == "mixpr":
-        return {"preset": args.preset} if args.preset else {}
+        opts = {"preset": args.preset} if args.preset else {}
+        if args.whole_documents:
+            opts["chunk"] = False
+        return opts
     if args.preset:
         raise ValueError("--preset applies to --method mixpr only")
+    if args.whole_documents:
+        raise ValueError("--whole-documents applies to --method mixpr only")
     opts = {}
     if args.device:
         opts["device"] = args.device
@@ -208,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
         ("--ray-address", args.ray_address),
         ("--preset", args.preset),
         ("--shards", args.shards),
+        ("--whole-documents", args.whole_documents or None),
     ):
         if value is not None:
             return _error(f"{flag} needs --method (a corpus build)")

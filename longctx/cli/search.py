@@ -44,6 +44,17 @@ def add_parser(sub, positive_int, add_output_options) -> None:
         help="text: a line '[DOC_ID] chars START-END  score=S' then the passage; json: passages "
         "(with doc_id) plus method, mode, doc_ids and timings (load, search, total)",
     )
+    s.add_argument(
+        "--ray-address",
+        help="a corpus built with --shards: search its shards in Ray actors on this cluster "
+        "(default: in this process, no Ray started)",
+    )
+    s.add_argument(
+        "--ray",
+        action="store_true",
+        help="a corpus built with --shards: search its shards in actors of a local Ray started "
+        "for this search (seconds of start-up; worth it only for shards too big for one process)",
+    )
     add_output_options(s)
 
 
@@ -58,7 +69,10 @@ def run(args) -> int:
     try:
         from longctx.corpus import CorpusIndex
 
-        index = CorpusIndex.from_corpus(args.corpus)
+        use_ray = True if args.ray or args.ray_address else None
+        index = CorpusIndex.from_corpus(
+            args.corpus, ray_address=args.ray_address or None, use_ray=use_ray
+        )
     except ModuleNotFoundError as exc:
         raise CliError(
             f"'longctx search' needs a missing package ({exc.name}): pip install 'longctx[all]'"
@@ -72,6 +86,8 @@ def run(args) -> int:
         result = index.search(args.query, k=args.k)
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from None
+    finally:
+        index.close()
     t2 = time.perf_counter()
     doc_ids = list(result.info["doc_ids"])
     if not result.hits:

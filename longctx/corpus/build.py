@@ -270,7 +270,8 @@ def build_indexes(
     shards : int, optional
         ``"mixpr"`` only: split the corpus into this many shards
         (:mod:`longctx.corpus.mixpr_shards`), each a MixPR index of its documents, searched as
-        one index (:class:`longctx.mixpr.shards.ShardedMixPRIndex`, one Ray actor per shard);
+        one index (:class:`longctx.mixpr.shards.ShardedMixPRIndex`: in-process, or one Ray actor
+        per shard on a cluster);
         each shard's work is a Ray task (``workers`` at a time). A corpus keeps the number of
         shards it was built with.
     **method_options :

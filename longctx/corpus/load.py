@@ -101,9 +101,9 @@ def load_corpus(
     Parameters
     ----------
     ray_address, use_ray, workers :
-        Sharded MixPR corpora only: where the shards' actors run (``use_ray=None``: on Ray when
-        it is installed, a local Ray started here or the cluster at ``ray_address``;
-        ``False``: in this process), see :meth:`ShardedMixPRIndex.load
+        Sharded MixPR corpora only: where the shards' actors run (``use_ray=None``: Ray actors for
+        the cluster at ``ray_address`` or when this process already runs Ray, else in this
+        process, no Ray started; ``True``: Ray actors, a local Ray started here when needed), see :meth:`ShardedMixPRIndex.load
         <longctx.mixpr.shards.ShardedMixPRIndex.load>`. Call ``close()`` on the index when done.
 
     Raises
@@ -265,8 +265,16 @@ class CorpusIndex:
     def __exit__(self, *exc):
         self.close()
 
-    def search(self, query: str, *, k: int = 10, **kwargs) -> SearchResult:
+    def search(
+        self, query: str, *, k: int = 10, unique_texts: bool | None = False, **kwargs
+    ) -> SearchResult:
         """The ``k`` best hits over every document (see the class docstring).
+
+        ``unique_texts``: units with the same text take one slot
+        (:meth:`longctx.MixPRIndex.search`); ``True`` on a one-index MixPR corpus, ``None`` where
+        the corpus supports it (a one-index MixPR corpus; the frameworks' retrievers pass it),
+        ``False`` never. A sharded or diversity corpus does not implement it
+        (``NotImplementedError`` for ``True``).
 
         ``**kwargs`` go to the index's ``search`` (``mode``, ``filters``, ``token_budget`` for
         MixPR; ``lambda_`` for diversity...). ``info["doc_ids"]`` holds the corpus's document
@@ -277,10 +285,20 @@ class CorpusIndex:
         ------
         ValueError
             ``k`` < 1 or a bad keyword for the indexes (raised by the first index).
+        NotImplementedError
+            ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus.
         """
         from longctx.checks import check_int
 
         k = check_int(k, "k", minimum=1)
+        one_index = self.index is not None and not self.sharded
+        if unique_texts and not one_index:
+            raise NotImplementedError(
+                "unique_texts=True is implemented for a one-index MixPR corpus only (not for a "
+                "sharded or a diversity corpus)"
+            )
+        if unique_texts is not False and one_index:
+            kwargs["unique_texts"] = True
         if self.index is not None:
             if kwargs.get("token_budget") is not None:
                 r = self.index.search(query, **kwargs)

@@ -78,7 +78,10 @@ def check_method(method: str, options: dict) -> None:
         )
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    allowed = {"garlic": _garlic_keys(), "diversity": _DIVERSITY_KEYS}.get(method)
+    # only GARLIC's keys import its decoder (and transformers): never for the other methods
+    allowed = (
+        _garlic_keys() if method == "garlic" else _DIVERSITY_KEYS if method == "diversity" else None
+    )
     if allowed is not None:
         bad = sorted(set(options) - allowed)
         if bad:

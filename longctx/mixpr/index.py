@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,7 +34,7 @@ from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock, normalized_que
 from longctx.mixpr.scoring import term_weights as _term_weights
 from longctx.mixpr.tfidf import TermTable, TfidfSettings
 from longctx.persist import PersistError as PersistError
-from longctx.selection import check_budget_fits, check_size, select_top
+from longctx.selection import check_budget_fits, check_size, select_distinct, select_top
 from longctx.tokens import TokenCounter, count_many
 from longctx.types import Passage, SearchResult
 
@@ -799,6 +800,7 @@ class MixPRIndex(RetrievalIndex):
         query_vector=None,
         filters=None,
         whole_documents: bool = False,
+        unique_texts: bool = False,
     ) -> SearchResult:
         """The best units for ``query``, in document order (by source, then position).
 
@@ -823,6 +825,11 @@ class MixPRIndex(RetrievalIndex):
             best unit's score, and a hit is the whole document (``start=0``, ``end`` its
             length, ``index`` its best unit's position); ``k`` counts documents. For passages
             chunked into units, the passage a chunk came from comes back whole.
+        unique_texts : bool, default False
+            Units whose texts are the same (up to whitespace: a title page, a heading repeated)
+            take one slot: the best-scoring of them stands for all and the next distinct unit
+            takes the freed slot (:func:`longctx.selection.select_distinct`). The frameworks'
+            retrievers turn it on.
 
         Returns
         -------
@@ -861,16 +868,19 @@ class MixPRIndex(RetrievalIndex):
         if whole_documents:
             return self._whole_documents(st, scores, allowed, k, used, timings, t0)
         sub = scores if allowed is None else scores[allowed]
+        pick = select_top
+        if unique_texts:
+            pick = partial(select_distinct, key=_unit_text_key(st, allowed))
         if token_budget is not None:
             counts = self._counts(st)
-            sel = select_top(
+            sel = pick(
                 sub,
                 token_budget=token_budget,
                 token_counts=counts if allowed is None else counts[allowed],
             )
             budget = {"token_budget": token_budget, "unit": self.token_counter_name}
         else:
-            sel = select_top(sub, k=k)
+            sel = pick(sub, k=k)
             budget = {"k": k}
         idx = sel if allowed is None else allowed[sel]
         hits = tuple(self._hit(st, int(i), float(scores[i])) for i in idx.tolist())
@@ -933,6 +943,18 @@ class MixPRIndex(RetrievalIndex):
             ``encoder`` embeds in another dimension than the saved unit vectors.
         """
         return load_index(cls, path, router=router, encoder=encoder)
+
+
+def _unit_text_key(st: _State, allowed):
+    """``j -> text`` of the ``j``-th unit of the selection (of ``allowed`` when given), its
+    whitespace runs made one space: the identity :func:`select_distinct` compares."""
+
+    def key(j: int) -> str:
+        i = int(j if allowed is None else allowed[j])
+        d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
+        return " ".join(st.texts[d][a:b].split())
+
+    return key
 
 
 def _chunk(config: MixPRConfig, texts, chunk: bool):

@@ -718,9 +718,10 @@ class ShardedMixPRIndex:
         Parameters
         ----------
         use_ray : bool, optional
-            ``None`` (default): Ray actors when Ray is installed (a local Ray started here, or
-            the cluster at ``ray_address``), else the shards in this process. ``False``: in
-            this process.
+            ``None`` (default): Ray actors for a cluster (``ray_address``) or when this process
+            already runs Ray, else the shards in this process (no Ray started: a local search
+            of every shard takes less than starting Ray). ``True``: Ray actors (a local Ray
+            started here without ``ray_address``). ``False``: in this process.
         ray_address, workers :
             A Ray cluster to join, or the CPUs of a local Ray started here.
         router, encoder :

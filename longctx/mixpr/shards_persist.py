@@ -92,13 +92,13 @@ def load_sharded(
         enc = get_encoder(encoder)
     sources = {i: stored_source(storage, shard_dir(i), encoder) for i in held}
     if use_ray is None:
-        try:
-            import ray  # noqa: F401
-        except ModuleNotFoundError:
-            use_ray = False
-            logger.info("Ray is not installed: the %d shards load in this process", len(held))
-        else:
-            use_ray = True
+        use_ray = _ray_wanted(ray_address)
+        if not use_ray:
+            logger.info(
+                "the %d shards load in this process (no ray_address and no Ray running here; "
+                "use_ray=True starts a local Ray)",
+                len(held),
+            )
     backend = open_backend(sources, use_ray, ray_address, workers)
     try:
         stats = backend.run({i: ("term_stats", ()) for i in held})
@@ -114,6 +114,18 @@ def load_sharded(
         backend.close()
         raise
     return index
+
+
+def _ray_wanted(ray_address) -> bool:
+    """``use_ray=None`` at load: Ray for a cluster address, or when this process already runs
+    Ray; otherwise the shards are searched in this process (starting a local Ray costs seconds,
+    more than a local search of all the shards)."""
+    if ray_address is not None:
+        return True
+    import sys
+
+    ray = sys.modules.get("ray")  # never imported just to ask
+    return ray is not None and bool(getattr(ray, "is_initialized", lambda: False)())
 
 
 def check_against_manifest(index, storage) -> None:

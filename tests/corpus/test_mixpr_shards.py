@@ -158,8 +158,8 @@ def test_framework_retrievers_take_a_sharded_corpus(tmp_path, docs):
     li = LIRetriever.from_corpus(out, use_ray=False, similarity_top_k=4)
     nodes = li.retrieve(q)
     assert [n.node.node_id for n in nodes] == [
-        f"{docs[h.source][0]}#{h.start}-{h.end}" for h in want.hits
-    ]
+        f"{docs[h.source][0]}#{h.start}-{h.end}" for h in want.by_score()
+    ]  # best first
     for n in nodes:
         src = n.node.metadata["longctx_source_id"]
         a, b = n.node.metadata["longctx_start_char_idx"], n.node.metadata["longctx_end_char_idx"]

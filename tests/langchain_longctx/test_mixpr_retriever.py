@@ -51,8 +51,11 @@ def test_documents_keep_id_metadata_and_offsets():
         assert doc.metadata["longctx_score"] > 0 and doc.metadata["longctx_method"] == "mixpr"
     assert "Mary got the milk there." in [d.page_content for d in out]
     assert len({d.id for d in out}) == len(out)
-    order = [(d.metadata["page"], d.metadata["longctx_unit_index"]) for d in out]
-    assert order == sorted(order)  # chronological order
+    scores = [d.metadata["longctx_score"] for d in out]
+    assert scores == sorted(scores, reverse=True)  # best first, as LangChain's retrievers
+    in_doc = r.invoke("Where is the milk?", order="document")
+    order = [(d.metadata["page"], d.metadata["longctx_unit_index"]) for d in in_doc]
+    assert order == sorted(order)  # chronological order, one argument away
     assert DOCS[0].metadata == {"source": "babi", "page": 1}  # user's metadata untouched
 
 

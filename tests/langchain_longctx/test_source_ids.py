@@ -23,7 +23,9 @@ B = "The cat chased a mouse. The dog slept all day. The fish swam around."
 
 def test_mixpr_documents_with_one_id_give_unique_ids():
     docs = [Document(page_content=A, id="x"), Document(page_content=B, id="x")]
-    out = MixPRRetriever(documents=docs, k=6).invoke("What did the cat and dog do?")
+    out = MixPRRetriever(documents=docs, k=6, order="document").invoke(
+        "What did the cat and dog do?"
+    )
     ids = [d.id for d in out]
     assert len(ids) == len(set(ids)) == 6
     assert ids[:3] == ["x#0-23", "x#24-45", "x#46-67"] and all(

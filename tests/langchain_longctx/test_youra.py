@@ -143,6 +143,12 @@ def test_retriever_built_once_ids_metadata_sizes(scorer):
             _check_hit_doc(d, {"a": docs[0], "whole": docs[2]})
         else:  # no source id: named by position
             assert d.id.startswith("source1#") and d.metadata["page"] == 1
+    scores = [d.metadata["longctx_score"] for d in out]
+    assert scores == sorted(scores, reverse=True)  # best first
+    in_doc = r.invoke(QUERY, order="document")
+    assert sorted(d.id for d in in_doc) == sorted(d.id for d in out)
+    pos = [(d.metadata["page"], d.metadata["longctx_start_char_idx"]) for d in in_doc]
+    assert pos == sorted(pos)  # document order
     misses = scorer.cache_info()["misses"]
     assert len(r.invoke(QUERY, k=2)) == 2
     assert scorer.cache_info()["misses"] == misses  # only query passes after the build

@@ -30,8 +30,15 @@ def test_from_documents_chunks_and_keeps_source():
     texts = [n.node.get_content() for n in out]
     assert "Mary got the milk there." in texts
     by_id = {d.node_id: d for d in docs}
-    order = [(n.node.ref_doc_id, n.node.metadata["longctx_unit_index"]) for n in out]
+    # best first by default (LlamaIndex's retrievers' order); document order one argument away
+    assert [n.score for n in out] == sorted((n.score for n in out), reverse=True)
+    doc_order = MixPRRetriever.from_documents(docs, similarity_top_k=3, order="document")
+    in_doc = doc_order.retrieve("Where is the milk?")
+    order = [(n.node.ref_doc_id, n.node.metadata["longctx_unit_index"]) for n in in_doc]
     assert order == sorted(order, key=lambda x: ([d.node_id for d in docs].index(x[0]), x[1]))
+    assert sorted(n.node.node_id for n in in_doc) == sorted(n.node.node_id for n in out)
+    with pytest.raises(ValueError, match="order must be one of"):
+        MixPRRetriever.from_documents(docs, order="chronological")
     assert len({n.node.node_id for n in out}) == len(out)
     for n in out:
         node = n.node

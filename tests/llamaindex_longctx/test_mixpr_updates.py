@@ -66,8 +66,8 @@ def test_follows_the_vector_store_index_docstore():
     index = VectorStoreIndex.from_documents(_docs([0, 1]), embed_model=MockEmbedding(embed_dim=8))
     r = MixPRRetriever.from_defaults(index=index, similarity_top_k=2)
 
-    def doc_of(n):  # the returned chunk's source is a node of the index's docstore
-        return index.docstore.get_node(n.node.ref_doc_id).ref_doc_id
+    def doc_of(n):  # the returned chunk's ref_doc_id is the document's id (issue 38)
+        return n.node.ref_doc_id
 
     assert all(doc_of(n) != "gem" for n in r.retrieve("Where was the gem?"))
     index.insert(_docs([3])[0])

@@ -137,6 +137,14 @@ def test_retriever_built_once_maps_hits(scorer):
     index = r.index
     out = r.retrieve(QUERY)
     assert len(out) == 4 and r.index is index
+    assert [n.score for n in out] == sorted((n.score for n in out), reverse=True)  # best first
+    in_doc = YouraRetriever(docs, scorer=scorer, similarity_top_k=4, order="document")
+    ids = [d.node_id for d in docs]
+    pos = [
+        (ids.index(n.node.metadata["longctx_source_id"]), n.node.metadata["longctx_start_char_idx"])
+        for n in in_doc.retrieve(QUERY)
+    ]
+    assert pos == sorted(pos)  # document order
     sources = {d.node_id: d for d in docs}
     for n in out:
         _check_hit_node(n, sources)
