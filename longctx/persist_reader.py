@@ -330,10 +330,11 @@ class IndexDir(os.PathLike):
         """The arrays of the ``.npz`` member ``name`` (as :func:`longctx.persist.read_arrays`)."""
         return _arrays_from_bytes(self.read_bytes(name), self.path / name, keys)
 
-    def sparse(self, name: str) -> sp.csr_array:
+    def sparse(self, name: str, *, shape: tuple[int, int] | None = None) -> sp.csr_array:
         """The sparse matrix of the ``.npz`` member ``name`` (as
-        :func:`longctx.persist.read_sparse`)."""
-        return _sparse_from_bytes(self.read_bytes(name), self.path / name)
+        :func:`longctx.persist.read_sparse`; ``shape``, when given, is checked on the raw
+        arrays before the matrix is built)."""
+        return _sparse_from_bytes(self.read_bytes(name), self.path / name, shape)
 
     def has_unlisted_subdir(self, name: str) -> bool:
         """Whether ``name`` is a nested folder this manifest does not list, in a folder saved
