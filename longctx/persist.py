@@ -141,15 +141,17 @@ def _read_file_bytes(p: Path, limit: int) -> bytes:
         if size > limit:
             raise PersistError(f"{str(p)!r} is {size} bytes, more than the limit of {limit}")
         with open(p, "rb") as fh:
-            raw = fh.read(limit + 1)
+            # read what the file holds (+1 to see it grow), not ``limit``: a read of n bytes
+            # first allocates n (16 GiB for an .npz)
+            raw = fh.read(min(size, limit) + 1)
     except FileNotFoundError:
         raise PersistError(f"{str(p)!r} is missing") from None
     except PersistError:
         raise
     except OSError as exc:
         raise PersistError(f"{str(p)!r} cannot be read: {str(exc)[:200]}") from None
-    if len(raw) > limit:
-        raise PersistError(f"{str(p)!r} is more than the limit of {limit} bytes")
+    if len(raw) > min(size, limit):
+        raise PersistError(f"{str(p)!r} grew while it was read (or passed the limit of {limit})")
     return raw
 
 
