@@ -111,6 +111,69 @@ def test_claim_a_member_that_is_a_link_is_refused_named(idx, tmp_path):
         MixPRIndex.load(idx)
 
 
+def _set(key, value):
+    def edit(d):
+        d[key] = value
+
+    return edit
+
+
+def _drop(key):
+    def edit(d):
+        del d[key]
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "name, edit, match",
+    [
+        ("manifest.json", lambda m: [m], r"manifest\.json.*not a longctx manifest"),
+        ("manifest.json", lambda m: m["digests"].pop("texts.json") and None, r"'digests' lacks"),
+        ("manifest.json", _set("format_version", 99), r"format version 99"),
+        ("manifest.json", _set("format_version", 1), r"format version 1.*rebuild"),
+        ("texts.json", lambda t: {"a": 1}, r"texts\.json.*'texts'"),
+        ("texts.json", lambda t: [t[0], "  \n "], r"texts\.json.*non-whitespace"),
+        ("config.json", _set("token_counter", 5), r"config\.json.*'token_counter'"),
+        ("config.json", _set("chunk", "yes"), r"config\.json.*'chunk'"),
+        ("config.json", _set("surprise", 1), r"config\.json.*unknown field"),
+        ("config.json", _drop("alpha_local"), r"config\.json.*missing field"),
+        ("config.json", _set("encoder", 3), r"config\.json.*'encoder'"),
+        ("documents.json", _set("extra", 1), r"documents\.json.*unknown field"),
+        ("documents.json", lambda d: d["ids"].__setitem__(1, d["ids"][0]), r"'ids'.*unique"),
+        ("documents.json", _set("metadata", [1, 2]), r"documents\.json.*'metadata'"),
+        ("vocabulary.json", lambda v: v.__setitem__(1, v[0]), r"'terms' has duplicates"),
+    ],
+)
+def test_claim_each_mixpr_file_is_typed_and_checked_field_by_field(idx, name, edit, match):
+    """Claim (steps 2-6 and 12-18 of docs/notes/security.md): the manifest (an object, digests
+    for every file, the format version; version 1 says to rebuild), the settings (typed, no
+    unknown or missing field), the texts, the documents (ids unique, metadata objects) and the
+    vocabulary (unique) are each a PersistError naming the file and the field."""
+    edit_json(idx / name, edit, stamp=name != "manifest.json")
+    with pytest.raises(PersistError, match=match):
+        MixPRIndex.load(idx)
+
+
+def test_claim_settings_are_checked_before_the_unit_arrays(idx):
+    """Claim (order): the settings (step 14) are checked before the unit arrays (step 17): an
+    index damaged in both reports ``config.json``."""
+    edit_npz(idx / "arrays.npz", **_units_edit(_arrays(idx), "overlap"), stamp=False)
+    edit_json(idx / "config.json", _set("max_iter", 10**9))
+    with pytest.raises(PersistError, match=r"config\.json.*max_iter"):
+        MixPRIndex.load(idx)
+
+
+def test_claim_term_counts_are_whole_numbers_of_at_least_one(idx):
+    """Claim (step 19): ``terms.npz`` holds whole counts >= 1."""
+    with np.load(idx / "terms.npz", allow_pickle=False) as z:
+        data = z["data"].copy()
+    data[0] = 0.5
+    edit_npz(idx / "terms.npz", data=data)
+    with pytest.raises(PersistError, match=r"terms\.npz.*whole numbers"):
+        MixPRIndex.load(idx)
+
+
 # -- .npz: headers, then arrays ---------------------------------------------------------------------
 def test_claim_npy_headers_are_bounded_before_any_array_is_read(tmp_path):
     """Claim: every ``.npy`` header of an ``.npz`` is read first and its shape x itemsize
