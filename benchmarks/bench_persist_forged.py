@@ -45,7 +45,9 @@ def forged_terms() -> str:
     except Exception as exc:  # noqa: BLE001 - reported
         what = type(exc).__name__
     dt = time.perf_counter() - t0
-    return f"terms.npz CSC {size} B, {ROWS} rows: {dt * 1e3:.1f} ms, +{_rss_mb() - r0:.0f} MB, {what}"
+    return (
+        f"terms.npz CSC {size} B, {ROWS} rows: {dt * 1e3:.1f} ms, +{_rss_mb() - r0:.0f} MB, {what}"
+    )
 
 
 def long_count() -> str:

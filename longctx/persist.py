@@ -395,9 +395,7 @@ def _sparse_from_bytes(raw: bytes, p: Path, shape: tuple[int, int] | None = None
         ) from None
 
 
-def read_sparse(
-    path: str | os.PathLike, *, shape: tuple[int, int] | None = None
-) -> sp.csr_array:
+def read_sparse(path: str | os.PathLike, *, shape: tuple[int, int] | None = None) -> sp.csr_array:
     """Load one scipy.sparse ``.npz`` (CSR or CSC, as ``scipy.sparse.save_npz`` writes it) as a
     CSR array. Order: every ``.npy`` header bounded by the bytes stored, the arrays read
     (``allow_pickle=False``), then format, shape (``== shape`` when given), dtypes, lengths,

@@ -89,7 +89,6 @@ def save_index(index, path) -> None:
 MAX_TERM_COUNT = 1 << 31
 
 
-
 @retry_on_concurrent_save("path")
 def load_index(cls, path, *, router=None, encoder=None):
     """Read the index at directory ``path`` as an instance of ``cls`` (errors: see
