@@ -141,15 +141,17 @@ def _read_file_bytes(p: Path, limit: int) -> bytes:
         if size > limit:
             raise PersistError(f"{str(p)!r} is {size} bytes, more than the limit of {limit}")
         with open(p, "rb") as fh:
-            raw = fh.read(limit + 1)
+            # read what the file holds (+1 to see it grow), not ``limit``: a read of n bytes
+            # first allocates n (16 GiB for an .npz)
+            raw = fh.read(min(size, limit) + 1)
     except FileNotFoundError:
         raise PersistError(f"{str(p)!r} is missing") from None
     except PersistError:
         raise
     except OSError as exc:
         raise PersistError(f"{str(p)!r} cannot be read: {str(exc)[:200]}") from None
-    if len(raw) > limit:
-        raise PersistError(f"{str(p)!r} is more than the limit of {limit} bytes")
+    if len(raw) > min(size, limit):
+        raise PersistError(f"{str(p)!r} grew while it was read (or passed the limit of {limit})")
     return raw
 
 
@@ -308,53 +310,113 @@ def _open_npz_raw(p: Path) -> bytes:
     return _read_file_bytes(p, MAX_NPZ_BYTES)
 
 
-def _sparse_from_bytes(raw: bytes, p: Path) -> sp.csr_array:
+#: A CSC matrix is converted to CSR, which allocates one row pointer per row: its row count may
+#: exceed what the file stores (its values, indices and column pointers) by at most this many.
+SPARSE_ROW_SLACK = 1024
+
+
+def _check_sparse_arrays(z: dict, p: Path, shape: tuple[int, int] | None):
+    """``(format, shape, data, indices, indptr)`` of the arrays of a scipy ``.npz``, every one
+    checked before anything is built from them: the format ``csr`` / ``csc`` (a short string),
+    a 2-D non-negative ``shape`` (equal to ``shape`` when given), 1-D numeric ``data`` and 1-D
+    integer ``indices`` / ``indptr`` of consistent lengths, ``indptr`` starting at 0,
+    non-decreasing and ending at ``nnz``, ``indices`` in range, finite values. Nothing is
+    allocated beyond what the file holds; a CSC matrix may have at most
+    ``len(indptr) + 2 * nnz + SPARSE_ROW_SLACK`` rows (its CSR copy allocates one pointer per
+    row)."""
+    for key in ("format", "shape", "data", "indices", "indptr"):
+        if key not in z:
+            raise PersistError(f"{str(p)!r} lacks array {key!r} of a sparse matrix")
+    f = z["format"]
+    if f.dtype.kind not in "SU" or f.size != 1 or f.dtype.itemsize > 64:
+        raise PersistError(f"{str(p)!r}: array 'format' must be a short string")
+    fmt = f.reshape(()).item()
+    fmt = fmt.decode("ascii", "replace") if isinstance(fmt, bytes) else str(fmt)
+    if fmt not in ("csr", "csc"):
+        raise PersistError(f"{str(p)!r}: sparse format {fmt[:10]!r} is not csr or csc")
+    s = z["shape"]
+    if s.dtype.kind not in "iu" or s.shape != (2,):
+        raise PersistError(f"{str(p)!r}: array 'shape' must hold 2 integers, got {s.shape}")
+    if s.dtype.kind == "u" and int(s.max()) > np.iinfo(np.int64).max:
+        raise PersistError(f"{str(p)!r}: array 'shape' holds values out of range")
+    got = (int(s[0]), int(s[1]))
+    if min(got) < 0:
+        raise PersistError(f"{str(p)!r}: shape {got} is negative")
+    if shape is not None and got != tuple(shape):
+        raise PersistError(
+            f"{str(p)!r}: field 'shape' is {got}, expected {tuple(shape)} (damaged or forged)"
+        )
+    data, indices, indptr = z["data"], z["indices"], z["indptr"]
+    if data.dtype.kind not in _NUMERIC_KINDS or data.ndim != 1:
+        raise PersistError(f"{str(p)!r}: array 'data' must be 1-D numeric, got {data.dtype}")
+    for name, a in (("indices", indices), ("indptr", indptr)):
+        if a.dtype.kind not in "iu" or a.ndim != 1:
+            raise PersistError(f"{str(p)!r}: array {name!r} must be a 1-D integer array")
+    major, minor = got if fmt == "csr" else got[::-1]
+    nnz = data.shape[0]
+    if indptr.shape[0] != major + 1:
+        raise PersistError(
+            f"{str(p)!r}: array 'indptr' has {indptr.shape[0]} entries for shape {got}"
+        )
+    if indices.shape[0] != nnz:
+        raise PersistError(f"{str(p)!r}: arrays 'indices' and 'data' differ in length")
+    if fmt == "csc" and got[0] > indptr.shape[0] + 2 * nnz + SPARSE_ROW_SLACK:
+        raise PersistError(
+            f"{str(p)!r}: a CSC matrix of {got[0]} rows holds only {nnz} values: converting it "
+            "would allocate far more than the file stores (damaged or forged)"
+        )
+    ptr = indptr.astype(np.int64) if indptr.dtype.kind == "u" else indptr
+    if int(ptr[0]) != 0 or int(ptr[-1]) != nnz or (major and (np.diff(ptr) < 0).any()):
+        raise PersistError(
+            f"{str(p)!r}: array 'indptr' must rise from 0 to {nnz} (damaged or forged)"
+        )
+    if indptr.dtype.kind == "u" and int(indptr.max()) > np.iinfo(np.int64).max:
+        raise PersistError(f"{str(p)!r}: array 'indptr' holds values out of range")
+    if nnz and (int(indices.min()) < 0 or int(indices.max()) >= minor):
+        raise PersistError(
+            f"{str(p)!r}: array 'indices' holds values outside [0, {minor}) (damaged or forged)"
+        )
+    if data.dtype.kind == "f" and nnz and not np.isfinite(data).all():
+        raise PersistError(f"{str(p)!r}: array 'data' holds non-finite values")
+    return fmt, got, data, indices, indptr
+
+
+def _sparse_from_bytes(raw: bytes, p: Path, shape: tuple[int, int] | None = None) -> sp.csr_array:
     z = _load_npz_bytes(raw, p)
+    fmt, got, data, indices, indptr = _check_sparse_arrays(z, p, shape)
     try:
-        fmt = z["format"].item()
-        fmt = fmt.decode("ascii") if isinstance(fmt, bytes) else str(fmt)
-        if fmt not in ("csr", "csc"):
-            raise ValueError(f"sparse format {fmt[:10]!r} is not csr or csc")
-        shape = tuple(int(x) for x in np.asarray(z["shape"]).reshape(-1))
-        if len(shape) != 2 or min(shape) < 0:
-            raise ValueError(f"shape {shape} is not 2-D")
-        data, indices, indptr = z["data"], z["indices"], z["indptr"]
-        if data.dtype.kind not in _NUMERIC_KINDS:
-            raise ValueError(f"data has dtype {data.dtype}")
-        for name, a in (("indices", indices), ("indptr", indptr)):
-            if a.dtype.kind not in "iu" or a.ndim != 1:
-                raise ValueError(f"{name} must be a 1-D integer array")
-        if data.ndim != 1:
-            raise ValueError("data must be 1-D")
-        major = shape[0] if fmt == "csr" else shape[1]
-        if indptr.shape[0] != major + 1:
-            raise ValueError(f"indptr has {indptr.shape[0]} entries for shape {shape}")
         cls = sp.csr_array if fmt == "csr" else sp.csc_array
-        m = cls((data, indices, indptr), shape=shape)
+        m = cls((data, indices, indptr), shape=got)
         m.check_format(full_check=True)
-        if not np.isfinite(m.data).all():
-            raise ValueError("non-finite values")
         return sp.csr_array(m)
-    except KeyError as exc:
-        raise PersistError(f"{str(p)!r} lacks array {exc} of a sparse matrix") from None
     except (ValueError, TypeError, OverflowError, MemoryError) as exc:
         raise PersistError(
             f"{str(p)!r} holds a malformed sparse matrix: {str(exc)[:200]}"
         ) from None
 
 
-def read_sparse(path: str | os.PathLike) -> sp.csr_array:
+def read_sparse(path: str | os.PathLike, *, shape: tuple[int, int] | None = None) -> sp.csr_array:
     """Load one scipy.sparse ``.npz`` (CSR or CSC, as ``scipy.sparse.save_npz`` writes it) as a
-    CSR array, with every index checked (no pickle, sizes bounded before reading).
+    CSR array. Order: every ``.npy`` header bounded by the bytes stored, the arrays read
+    (``allow_pickle=False``), then format, shape (``== shape`` when given), dtypes, lengths,
+    ``indptr`` and ``indices`` checked on the raw arrays (:func:`_check_sparse_arrays`), and
+    only then the matrix built (and a CSC one converted).
+
+    Parameters
+    ----------
+    path : str or PathLike
+    shape : (int, int), optional
+        The shape the caller expects (checked before the matrix is built).
 
     Raises
     ------
     PersistError
-        The file is missing, truncated, damaged, or the matrix is malformed (index out of
-        range, ``indptr`` not monotone, non-numeric values).
+        The file is missing, truncated, damaged, or the matrix is malformed (another shape,
+        index out of range, ``indptr`` not monotone, non-numeric or non-finite values, a CSC
+        row count far beyond its stored values).
     """
     p = Path(path)
-    return _sparse_from_bytes(_open_npz_raw(p), p)
+    return _sparse_from_bytes(_open_npz_raw(p), p, shape)
 
 
 # -- checks of loaded values ---------------------------------------------------------------------

@@ -191,11 +191,57 @@ def count_tokens(text: str) -> int:
     -----
     Linear time: about 2-3 million characters per second of English on one core (pre-tokens
     are remembered), 0.3-1 million on Chinese or Thai (``benchmarks/bench_tokens.py``). The
-    merge table is read once, on the first call (~0.1 s).
+    merge table is read once, on the first call (~0.1 s). Memory: a text longer than
+    :data:`COUNT_BLOCK_CHARS` (256k characters) is read by blocks cut where a non-space
+    character meets a space, so at most one block's pre-tokens are held at once (20 MB of
+    ``"a "`` adds about 2 MB; in one pass it added 680 MB).
     """
     if not text:
         return 0
-    return sum(map(_PIECE_COUNTS.__getitem__, _PRETOKEN_RE.findall(text)))
+    get = _PIECE_COUNTS.__getitem__
+    n = len(text)
+    if n <= COUNT_BLOCK_CHARS:
+        return sum(map(get, _PRETOKEN_RE.findall(text)))
+    # Long texts go by blocks cut where a non-space character meets a space (always a boundary
+    # between two pre-tokens), so the list of pre-tokens held at once is bounded: findall of
+    # 20 MB of "a " made a list of 10M strings (450 MB).
+    total, pos = 0, 0
+    while pos < n:
+        end = pos + COUNT_BLOCK_CHARS
+        cut = n
+        if end < n:
+            m = _CUT_RE.search(text, end)
+            cut = m.start() if m is not None else n
+        if cut - pos <= 2 * COUNT_BLOCK_CHARS:
+            total += sum(map(get, _PRETOKEN_RE.findall(text, pos, cut)))
+        else:  # no space for a long stretch: one pre-token at a time
+            total += sum(get(m.group()) for m in _PRETOKEN_RE.finditer(text, pos, cut))
+        pos = cut
+    return total
+
+
+#: :func:`count_tokens` cuts texts longer than this many characters into blocks.
+COUNT_BLOCK_CHARS = 1 << 18
+# A space that follows a non-space character: a boundary of the pre-tokenizer's pieces.
+_CUT_RE = re.compile(rf"(?<=[^{_WS}])[{_WS}]")
+
+#: Most tokens of one unit a MixPR index stores or loads per character of the unit, plus
+#: :data:`TOKEN_SLACK`: a byte-level tokenizer gives at most one token per UTF-8 byte (at most 4
+#: per character); the slack leaves room for a counter that adds tokens of its own.
+MAX_TOKENS_PER_CHAR = 4
+TOKEN_SLACK = 1024
+
+
+def count_units(texts: Sequence[str], token_counter: TokenCounter | None = None) -> np.ndarray:
+    """Token counts of units (non-empty texts) as a token budget uses them, ``(len(texts),)
+    int64``: :func:`count_many`, each clamped to ``[1, MAX_TOKENS_PER_CHAR * len(text) +
+    TOKEN_SLACK]``, so every unit costs at least one token and a sum of counts cannot overflow
+    (the range a saved index's counts are checked against when it is loaded)."""
+    counts = count_many(texts, token_counter)
+    if not len(counts):
+        return counts
+    most = MAX_TOKENS_PER_CHAR * np.fromiter(map(len, texts), np.int64, len(texts)) + TOKEN_SLACK
+    return np.clip(counts, 1, most)
 
 
 def hf_token_counter(tokenizer) -> TokenCounter:

@@ -146,7 +146,8 @@ def load_corpus(
             continue
         if not storage.index_complete(e.path):
             raise PersistError(f"{storage.location(e.path)!r} is missing or half-written")
-        index = load_index(storage.location(e.path), **load_kwargs)
+        where = storage.local_index(e.path) if storage.local is not None else None
+        index = load_index(where or storage.location(e.path), **load_kwargs)
         check_entry_text(e, getattr(index, "texts", ()), storage.location(CORPUS_MANIFEST))
         out_indexes[doc_id] = index
     return out_indexes

@@ -64,7 +64,7 @@ def load_mixpr_index(storage, tmp: str | None = None, **load_kwargs):
     if not storage.index_complete(MIXPR_INDEX):
         raise PersistError(f"{storage.location(MIXPR_INDEX)!r} is missing or half-written")
     if storage.local is not None:
-        return MixPRIndex.load(storage.local / MIXPR_INDEX, **load_kwargs)
+        return MixPRIndex.load(storage.local_index(MIXPR_INDEX), **load_kwargs)
     if tmp is None:
         with tempfile.TemporaryDirectory(prefix="longctx-load-") as d:
             return MixPRIndex.load(storage.fetch_index(MIXPR_INDEX, d), **load_kwargs)

@@ -217,11 +217,38 @@ class Storage:
         parent.mkdir(parents=True, exist_ok=True)
         return parent
 
+    def local_index(self, rel: str) -> Path:
+        """The local path of the index folder ``rel`` (local roots), every component below the
+        root checked not to be a symbolic link.
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            ``rel`` is not a plain relative path, or a component of it is a link (a shard or
+            index folder linked out of the corpus is never followed).
+        """
+        from longctx.persist import PersistError
+
+        if self.local is None:
+            raise ValueError(f"{self.url!r} is not a local folder")
+        p = self.local
+        for part in Path(rel).parts:
+            if part in (".", "..") or os.path.isabs(part):
+                raise PersistError(f"{self.location(rel)!r}: {rel!r} is not a plain relative path")
+            p = p / part
+            if p.is_symlink():
+                raise PersistError(
+                    f"{str(p)!r} is a symbolic link: the indexes of a corpus are read from inside "
+                    "its folder, never through a link (refused)"
+                )
+        return p
+
     def fetch_index(self, rel: str, into: str | os.PathLike) -> Path:
-        """A local folder holding the index ``rel``: the folder itself for local roots, else a
-        copy in ``into`` (a folder the caller owns and removes)."""
+        """A local folder holding the index ``rel``: the folder itself for local roots (never
+        through a link: :meth:`local_index`), else a copy in ``into`` (a folder the caller owns
+        and removes)."""
         if self.local is not None:
-            return self.local / rel
+            return self.local_index(rel)
         dst = Path(into) / Path(rel).name
         dst.mkdir(parents=True, exist_ok=True)
         path = self._remote(rel)

@@ -201,10 +201,8 @@ class HWDAG:
         data = r.json("graph.json")
         nodes, texts, batches, info = _check_graph_json(data, gpath)
         epath = os.path.join(d, "edges.npz")
-        edges = r.sparse("edges.npz")
         n = len(nodes)
-        if edges.shape != (n, n):
-            raise PersistError(f"{epath!r}: edges of shape {edges.shape} for {n} nodes")
+        edges = r.sparse("edges.npz", shape=(n, n))  # shape checked before the matrix is built
         if edges.nnz:
             if edges.data.min() < 0:
                 raise PersistError(f"{epath!r}: negative edge weights")

@@ -35,7 +35,7 @@ from longctx.mixpr.scoring import term_weights as _term_weights
 from longctx.mixpr.tfidf import TermTable, TfidfSettings
 from longctx.persist import PersistError as PersistError
 from longctx.selection import check_budget_fits, check_size, select_distinct, select_top
-from longctx.tokens import TokenCounter, count_many
+from longctx.tokens import TokenCounter, count_units
 from longctx.types import Passage, SearchResult
 
 logger = logging.getLogger(__name__)
@@ -342,8 +342,9 @@ class MixPRIndex(RetrievalIndex):
 
     @property
     def token_counts(self) -> np.ndarray:
-        """``(n_units,) int64`` tokens of each unit (the build's ``token_counter``), counted once
-        on first use (the first token-budget query, or :meth:`save`), then shared read-only."""
+        """``(n_units,) int64`` tokens of each unit (the build's ``token_counter``, each clamped
+        to ``[1, 4 * characters + 1024]``: :func:`longctx.tokens.count_units`), counted once on
+        first use (the first token-budget query, or :meth:`save`), then shared read-only."""
         return self._counts(self._state)
 
     def _counts(self, st: _State) -> np.ndarray:
@@ -351,7 +352,7 @@ class MixPRIndex(RetrievalIndex):
             with st.lock:
                 if st.token_counts is None:
                     texts = [st.unit_text(i) for i in range(st.n_units)]
-                    st.token_counts = _frozen(count_many(texts, self._token_counter))
+                    st.token_counts = _frozen(count_units(texts, self._token_counter))
         return st.token_counts
 
     def units(self) -> list[Passage]:
@@ -638,7 +639,7 @@ class MixPRIndex(RetrievalIndex):
         cat = np.concatenate
         counts = None
         if st.token_counts is not None:
-            new_counts = count_many(unit_texts, self._token_counter)
+            new_counts = count_units(unit_texts, self._token_counter)
             counts = cat([st.token_counts[:lo], new_counts, st.token_counts[hi:]])
         if vectors is not None:
             vectors = cat([st.unit_vectors[:lo], vectors, st.unit_vectors[hi:]])

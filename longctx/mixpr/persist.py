@@ -27,13 +27,16 @@ from longctx.persist import (
     write_dir,
 )
 from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
+from longctx.tokens import MAX_TOKENS_PER_CHAR, TOKEN_SLACK
 
-__all__ = ["LOADABLE_VECTORIZER_KWARGS", "load_index", "save_index"]
+__all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "load_index", "save_index"]
 
 
 def save_index(index, path) -> None:
     """Write ``index`` (a :class:`~longctx.mixpr.index.MixPRIndex`) to directory ``path``
-    (the files are listed in :meth:`MixPRIndex.save <longctx.mixpr.index.MixPRIndex.save>`)."""
+    (the files are listed in :meth:`MixPRIndex.save <longctx.mixpr.index.MixPRIndex.save>`).
+    Metadata and the unit arrays get the checks :func:`load_index` makes before anything is
+    written (a ``TypeError`` / ``ValueError`` then, and the index at ``path`` stays)."""
     from longctx.persist import check_json_metadata
 
     st = index._state
@@ -49,6 +52,12 @@ def save_index(index, path) -> None:
             "token_counts": counts if counts is not None else np.zeros(0, np.int64),
         }
     }
+    # the checks the load makes, before anything is written: a save never replaces an index
+    # with one that cannot be loaded
+    try:
+        check_units(st.texts, arrays["arrays"], Path(path) / "arrays.npz")
+    except PersistError as exc:
+        raise ValueError(f"this index cannot be saved as it is: {exc}") from None
     extra = {}
     if st.unit_vectors is not None:
         arrays["vectors"] = {"unit_vectors": st.unit_vectors}
@@ -100,14 +109,12 @@ def load_index(cls, path, *, router=None, encoder=None):
     docs = check_dict(r.json("documents.json"), doc_path, "documents")
     keys = ("unit_source", "unit_index", "starts", "ends", "token_counts")
     arrs = r.arrays("arrays.npz", keys)
-    counts_m = r.sparse("terms.npz")
     cfg = dict(cfg)
     vectors = ident = None
     if "encoder" in cfg:
         ident = cfg.pop("encoder")
         if not isinstance(ident, dict) or not isinstance(ident.get("name"), (str, type(None))):
             raise PersistError(f"{str(cfg_path)!r}: field 'encoder' must be an object")
-        vectors = r.arrays("vectors.npz", ("unit_vectors",))["unit_vectors"]
     counter = cfg.pop("token_counter", None)
     if not isinstance(counter, str) or len(counter) > 200:
         raise PersistError(f"{str(cfg_path)!r}: field 'token_counter' must be a short str")
@@ -129,10 +136,12 @@ def load_index(cls, path, *, router=None, encoder=None):
         config = MixPRConfig(**cfg)
     except (TypeError, ValueError) as exc:
         raise PersistError(f"{str(cfg_path)!r}: {str(exc)[:300]}") from None
-    try:
-        texts = check_texts(texts, "texts.json")
-    except (TypeError, ValueError) as exc:
-        raise PersistError(f"{str(d / 'texts.json')!r}: {str(exc)[:300]}") from None
+    if texts:  # an index whose documents were all deleted holds none (and no unit)
+        try:
+            texts = check_texts(texts, "texts.json")
+        except (TypeError, ValueError) as exc:
+            raise PersistError(f"{str(d / 'texts.json')!r}: {str(exc)[:300]}") from None
+    texts = tuple(texts)
     unknown = sorted(set(docs) - {"ids", "metadata"})
     if unknown:
         raise PersistError(f"{str(doc_path)!r}: unknown field(s) {unknown[:5]}")
@@ -147,23 +156,11 @@ def load_index(cls, path, *, router=None, encoder=None):
         metadata = _check_metadatas(metadata, len(texts), ids)
     except (TypeError, ValueError) as exc:
         raise PersistError(f"{str(doc_path)!r}: field 'metadata': {str(exc)[:300]}") from None
-    starts = check_int_array(arrs["starts"], arr_path, "starts", minimum=0)
+    source, unit_index, starts, ends, counts = check_units(texts, arrs, arr_path)
     n = len(starts)
-    source = check_int_array(arrs["unit_source"], arr_path, "unit_source", n=n, minimum=0)
-    ends = check_int_array(arrs["ends"], arr_path, "ends", n=n, minimum=0)
-    unit_index = check_int_array(arrs["unit_index"], arr_path, "unit_index", n=n, minimum=0)
-    counts = check_int_array(arrs["token_counts"], arr_path, "token_counts", minimum=0)
-    if len(counts) not in (0, n):
-        raise PersistError(f"{str(arr_path)!r}: field 'token_counts' has {len(counts)} entries")
-    check_spans(texts, source, starts, ends, arr_path)
-    if n and np.any(np.diff(source) < 0):
-        raise PersistError(f"{str(arr_path)!r}: field 'unit_source' is not in document order")
     if len(set(vocab)) != len(vocab):
         raise PersistError(f"{str(d / 'vocabulary.json')!r}: field 'terms' has duplicates")
-    if counts_m.shape != (n, len(vocab)):
-        raise PersistError(
-            f"{str(terms_path)!r}: shape {counts_m.shape}, expected ({n}, {len(vocab)})"
-        )
+    counts_m = r.sparse("terms.npz", shape=(n, len(vocab)))
     data = counts_m.data
     if data.size and (
         data.min() < 1 or data.max() > MAX_TERM_COUNT or not np.all(data == np.round(data))
@@ -172,6 +169,8 @@ def load_index(cls, path, *, router=None, encoder=None):
     counts_m = sp.csr_array(counts_m, dtype=np.float64)
     counts_m.sum_duplicates()
     counts_m.sort_indices()
+    if ident is not None:
+        vectors = r.arrays("vectors.npz", ("unit_vectors",))["unit_vectors"]
     if vectors is not None:
         vpath = str(d / "vectors.npz")
         if ident.get("dim") != (vectors.shape[1] if vectors.ndim == 2 else None):
@@ -185,12 +184,9 @@ def load_index(cls, path, *, router=None, encoder=None):
     if config.graph == "threshold":
         from longctx.mixpr.graph import ThresholdGraph
 
-        S = r.sparse("graph.npz")
-        if S.shape != (n, n) or (S.nnz and S.data.min() < 0):
-            raise PersistError(
-                f"{str(d / 'graph.npz')!r}: graph of shape {S.shape} for {n} units (or negative "
-                "weights)"
-            )
+        S = r.sparse("graph.npz", shape=(n, n))
+        if S.nnz and S.data.min() < 0:
+            raise PersistError(f"{str(d / 'graph.npz')!r}: field 'data': negative weights")
         graph = ThresholdGraph(S)
     try:
         settings = TfidfSettings(config)
@@ -213,7 +209,7 @@ def load_index(cls, path, *, router=None, encoder=None):
         table=table,
         graph=graph,
         unit_vectors=vectors,
-        token_counts=counts if len(counts) == n and n else None,
+        token_counts=counts,
     )
     return cls(
         state,
@@ -223,6 +219,75 @@ def load_index(cls, path, *, router=None, encoder=None):
         encoder_identity=ident,
         chunk=chunk,
     )
+
+
+def check_units(texts, arrs: dict, path) -> tuple[np.ndarray, ...]:
+    """The unit arrays of ``arrays.npz``, checked against each other and against ``texts``, in
+    this order (the first failure is a :class:`~longctx.persist.PersistError` naming ``path``
+    and the field):
+
+    1. each a 1-D integer array, all of one length ``n`` (``token_counts``: ``n`` or empty);
+    2. ``unit_source`` in ``[0, len(texts))`` and non-decreasing (document order), ``0 <= start
+       < end <= len(texts[source])`` (no empty unit, none past its text);
+    3. the units of one text sorted and non-overlapping (``start >= end`` of the unit before);
+    4. ``unit_index`` the unit's position in its text (``0, 1, ...`` per text: what a build
+       writes, and what a shard's corpus keys and ``unit_text`` rely on);
+    5. ``token_counts`` in ``[1, MAX_TOKENS_PER_CHAR * (end - start) + TOKEN_SLACK]`` (so a
+       budget counts every unit and a sum of counts cannot overflow).
+
+    Returns
+    -------
+    tuple
+        ``(unit_source, unit_index, starts, ends, token_counts)`` as int64 arrays
+        (``token_counts`` ``None`` when the file holds none).
+    """
+    starts = check_int_array(arrs["starts"], path, "starts", minimum=0)
+    n = len(starts)
+    source = check_int_array(arrs["unit_source"], path, "unit_source", n=n, minimum=0)
+    ends = check_int_array(arrs["ends"], path, "ends", n=n, minimum=0)
+    unit_index = check_int_array(arrs["unit_index"], path, "unit_index", n=n, minimum=0)
+    counts = check_int_array(arrs["token_counts"], path, "token_counts", minimum=0)
+    if len(counts) not in (0, n):
+        raise PersistError(
+            f"{str(path)!r}: field 'token_counts' has {len(counts)} entries for {n} units"
+        )
+    check_spans(texts, source, starts, ends, path)
+    if n and np.any(np.diff(source) < 0):
+        raise PersistError(f"{str(path)!r}: field 'unit_source' is not in document order")
+    empty = ends <= starts
+    if empty.any():
+        i = int(np.flatnonzero(empty)[0])
+        raise PersistError(
+            f"{str(path)!r}: field 'ends': unit {i} is empty (start={int(starts[i])}, "
+            f"end={int(ends[i])})"
+        )
+    same = source[1:] == source[:-1]
+    bad = same & (starts[1:] < ends[:-1])
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0]) + 1
+        raise PersistError(
+            f"{str(path)!r}: field 'starts': unit {i} starts at {int(starts[i])}, before the end "
+            f"{int(ends[i - 1])} of unit {i - 1} of the same text (units out of order or "
+            "overlapping)"
+        )
+    first = np.searchsorted(source, source, side="left")
+    want = np.arange(n, dtype=np.int64) - first
+    if n and not np.array_equal(unit_index, want):
+        i = int(np.flatnonzero(unit_index != want)[0])
+        raise PersistError(
+            f"{str(path)!r}: field 'unit_index': unit {i} has index {int(unit_index[i])}, but "
+            f"it is unit {int(want[i])} of text {int(source[i])}"
+        )
+    if len(counts):
+        most = MAX_TOKENS_PER_CHAR * (ends - starts) + TOKEN_SLACK
+        bad = (counts < 1) | (counts > most)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise PersistError(
+                f"{str(path)!r}: field 'token_counts': unit {i} of {int(ends[i] - starts[i])} "
+                f"characters counts {int(counts[i])} tokens, outside [1, {int(most[i])}]"
+            )
+    return source, unit_index, starts, ends, (counts if len(counts) == n and n else None)
 
 
 def _refuse_old_format(path, version: int) -> None:

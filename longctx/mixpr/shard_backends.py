@@ -71,7 +71,7 @@ def open_shard(source):
         if not storage.index_complete(rel):
             raise PersistError(f"{storage.location(rel)!r} is missing or half-written")
         if storage.local is not None:
-            return MixPRShard.load(storage.local / rel, encoder=source[3])
+            return MixPRShard.load(storage.local_index(rel), encoder=source[3])
         with tempfile.TemporaryDirectory(prefix="longctx-shard-") as tmp:
             return MixPRShard.load(storage.fetch_index(rel, tmp), encoder=source[3])
     raise ValueError(f"unknown shard source {kind!r}")

@@ -192,7 +192,7 @@ def read_shards_manifest(raw, where: str) -> tuple[int, list]:
 
 def stored_source(storage, rel: str, encoder):
     if storage.local is not None:
-        return ("dir", storage.local / rel, encoder)
+        return ("dir", storage.local_index(rel), encoder)
     if storage.shared:
         return ("storage", storage, rel, encoder)
     import tempfile
