@@ -343,14 +343,15 @@ class MixPRRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_text(query_bundle.query_str, "query")
         self._sync_docstore()
-        index = self._index
+        with self._lock:  # the index and the nodes of one version (writes hold the lock)
+            index = self._index.snapshot() if self._index is not None else None
+            by_key = dict(self._by_key)
         if index is None:
             return []
         k, budget = check_size(
             None if self.token_budget else self.similarity_top_k, self.token_budget
         )
         result = index.search(query, k=k, token_budget=budget, mode=self.mode, filters=self.filters)
-        by_key = dict(self._by_key)
         return with_unique_ids(
             [
                 hit_to_node(h, by_key[key], "mixpr", whole=not self.chunk_nodes, key=key)

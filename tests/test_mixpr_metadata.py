@@ -96,3 +96,15 @@ def test_metadata_nested_too_deep_is_named_at_build():
         deep = [deep]
     with pytest.raises(ValueError, match=r"metadatas\[0\] \(document '0'\).*levels deep"):
         MixPRIndex.from_texts(TEXTS[:1], metadatas=[{"d": deep}])
+
+
+def test_snapshot_keeps_its_version_while_the_index_changes():
+    index = MixPRIndex.from_texts(TEXTS, ids=["a", "b"], metadatas=[{"v": 1}, {"v": 1}])
+    snap = index.snapshot()
+    index.update(["The whale sank below the waves."], ids=["a"], metadatas=[{"v": 2}])
+    index.delete(["b"])
+    assert snap.doc_ids == ("a", "b") and snap.metadatas[0] == {"v": 1}
+    hits = snap.search("whale sea", k=2).hits
+    assert hits and all(h.text in TEXTS[h.source] for h in hits)
+    snap.insert(["A new note."], ids=["c"])
+    assert index.doc_ids == ("a",) and index.metadatas[0] == {"v": 2}

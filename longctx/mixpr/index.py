@@ -354,6 +354,17 @@ class MixPRIndex(RetrievalIndex):
                     st.token_counts = _frozen(count_many(texts, self._token_counter))
         return st.token_counts
 
+    def snapshot(self) -> MixPRIndex:
+        """The index as it is now, as its own object (constant time: the documents, units and
+        term counts are shared, not copied): later :meth:`insert` / :meth:`update` /
+        :meth:`delete` on this index do not reach it, and its own do not reach this index. For
+        a caller that pairs search results with data of its own (the framework retrievers'
+        nodes and documents): take both at once, under the caller's lock, then search the
+        snapshot, so every hit's text, offsets, id and metadata belong to one version."""
+        view = copy.copy(self)
+        view._write_lock = threading.Lock()
+        return view
+
     def units(self) -> list[Passage]:
         """Every unit (chunk) of the index in document order, with score 0."""
         st = self._state
