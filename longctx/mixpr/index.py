@@ -88,6 +88,7 @@ class _State:
         unit_vectors=None,
         token_counts=None,
         phrases=None,
+        positions=None,
     ):
         self.config = config
         self.doc_ids = doc_ids
@@ -102,7 +103,9 @@ class _State:
         if token_counts is not None:
             token_counts = _frozen(token_counts)
         self.token_counts = token_counts
-        self.positions = {d: i for i, d in enumerate(doc_ids)}
+        if positions is None:
+            positions = {d: i for i, d in enumerate(doc_ids)}
+        self.positions = positions  # id -> position (given by an append: a copy, extended)
         self._graph = graph
         self._scorer = None
         self.lock = threading.Lock()
@@ -499,9 +502,11 @@ class MixPRIndex(RetrievalIndex):
     ) -> None:
         """Add documents after the existing ones.
 
-        Costs what building these documents costs (chunking and counting their terms) plus
-        passes over the index's term counts to recompute the IDF and the row norms (vectorized,
-        linear in the index's non-zeros); ``graph="threshold"`` rebuilds its graph.
+        Costs what building these documents costs (chunking and counting their terms), not
+        the index's size (the term table keeps appended rows apart,
+        :meth:`~longctx.mixpr.tfidf.TermTable.insert_rows`); the first search after inserts
+        recomputes the IDF and the row norms (vectorized, linear in the index's non-zeros);
+        ``graph="threshold"`` rebuilds its graph.
 
         Parameters
         ----------
@@ -657,6 +662,10 @@ class MixPRIndex(RetrievalIndex):
         phrases = None
         if st.phrases is not None:
             phrases = st.phrases.splice(lo, hi, unit_texts)
+        positions = None
+        if n_old == 0 and at == len(st.doc_ids):  # an append: the old ids keep their places
+            positions = dict(st.positions)
+            positions.update((d, at + j) for j, d in enumerate(ids))
         return _State(
             config=cfg,
             doc_ids=st.doc_ids[:at] + tuple(ids) + st.doc_ids[at + n_old :],
@@ -670,6 +679,7 @@ class MixPRIndex(RetrievalIndex):
             unit_vectors=vectors,
             token_counts=counts,
             phrases=phrases,
+            positions=positions,
         )
 
     # -- PageRank -----------------------------------------------------------------------------
