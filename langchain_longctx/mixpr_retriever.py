@@ -394,14 +394,15 @@ class MixPRRetriever(BaseRetriever):
         if k is None and token_budget is None:
             k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
         k, token_budget = check_size(k, token_budget)
-        index = self._index
+        with self._lock:  # the index and the documents of one version (writes hold the lock)
+            index = self._index.snapshot() if self._index is not None else None
+            by_key = dict(self._by_key)
         if index is None:
             return []
         flt = self.filter if filter is None else filter
         result = index.search(
             query, k=k, token_budget=token_budget, mode=mode, filters=flt, unique_texts=True
         )
-        by_key = dict(self._by_key)
         hits, keys = result.hits, result.info["doc_ids"]
         whole = not self.chunk_documents
         return with_unique_ids(

@@ -358,7 +358,9 @@ class MixPRRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_text(query_bundle.query_str, "query")
         self._sync_docstore()
-        index = self._index
+        with self._lock:  # the index and the nodes of one version (writes hold the lock)
+            index = self._index.snapshot() if self._index is not None else None
+            by_key = dict(self._by_key)
         if index is None:
             return []
         k, budget = check_size(
@@ -367,7 +369,6 @@ class MixPRRetriever(BaseRetriever):
         result = index.search(
             query, k=k, token_budget=budget, mode=self.mode, filters=self.filters, unique_texts=True
         )
-        by_key = dict(self._by_key)
         hits, keys = result.hits, result.info["doc_ids"]
         return with_unique_ids(
             [

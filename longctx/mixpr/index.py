@@ -6,6 +6,7 @@ files) live in :mod:`longctx.mixpr.persist`; the query's edges and the power ite
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -15,7 +16,7 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.checks import check_choice, check_query
+from longctx.checks import _SURROGATE_RE, check_choice, check_query
 from longctx.index import RetrievalIndex, check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
@@ -88,6 +89,7 @@ class _State:
         unit_vectors=None,
         token_counts=None,
         phrases=None,
+        positions=None,
     ):
         self.config = config
         self.doc_ids = doc_ids
@@ -102,7 +104,9 @@ class _State:
         if token_counts is not None:
             token_counts = _frozen(token_counts)
         self.token_counts = token_counts
-        self.positions = {d: i for i, d in enumerate(doc_ids)}
+        if positions is None:
+            positions = {d: i for i, d in enumerate(doc_ids)}
+        self.positions = positions  # id -> position (given by an append: a copy, extended)
         self._graph = graph
         self._scorer = None
         self.lock = threading.Lock()
@@ -355,6 +359,17 @@ class MixPRIndex(RetrievalIndex):
                     st.token_counts = _frozen(count_units(texts, self._token_counter))
         return st.token_counts
 
+    def snapshot(self) -> MixPRIndex:
+        """The index as it is now, as its own object (constant time: the documents, units and
+        term counts are shared, not copied): later :meth:`insert` / :meth:`update` /
+        :meth:`delete` on this index do not reach it, and its own do not reach this index. For
+        a caller that pairs search results with data of its own (the framework retrievers'
+        nodes and documents): take both at once, under the caller's lock, then search the
+        snapshot, so every hit's text, offsets, id and metadata belong to one version."""
+        view = copy.copy(self)
+        view._write_lock = threading.Lock()
+        return view
+
     def units(self) -> list[Passage]:
         """Every unit (chunk) of the index in document order, with score 0."""
         st = self._state
@@ -489,9 +504,11 @@ class MixPRIndex(RetrievalIndex):
     ) -> None:
         """Add documents after the existing ones.
 
-        Costs what building these documents costs (chunking and counting their terms) plus
-        passes over the index's term counts to recompute the IDF and the row norms (vectorized,
-        linear in the index's non-zeros); ``graph="threshold"`` rebuilds its graph.
+        Costs what building these documents costs (chunking and counting their terms), not
+        the index's size (the term table keeps appended rows apart,
+        :meth:`~longctx.mixpr.tfidf.TermTable.insert_rows`); the first search after inserts
+        recomputes the IDF and the row norms (vectorized, linear in the index's non-zeros);
+        ``graph="threshold"`` rebuilds its graph.
 
         Parameters
         ----------
@@ -647,6 +664,10 @@ class MixPRIndex(RetrievalIndex):
         phrases = None
         if st.phrases is not None:
             phrases = st.phrases.splice(lo, hi, unit_texts)
+        positions = None
+        if n_old == 0 and at == len(st.doc_ids):  # an append: the old ids keep their places
+            positions = dict(st.positions)
+            positions.update((d, at + j) for j, d in enumerate(ids))
         return _State(
             config=cfg,
             doc_ids=st.doc_ids[:at] + tuple(ids) + st.doc_ids[at + n_old :],
@@ -660,6 +681,7 @@ class MixPRIndex(RetrievalIndex):
             unit_vectors=vectors,
             token_counts=counts,
             phrases=phrases,
+            positions=positions,
         )
 
     # -- PageRank -----------------------------------------------------------------------------
@@ -991,6 +1013,7 @@ def _check_ids(ids, n: int, default=None) -> tuple[str, ...]:
     for i, x in enumerate(ids):
         if not isinstance(x, str) or not x:
             raise TypeError(f"ids[{i}] must be a non-empty str, got {x!r}")
+        _check_unicode(x, f"ids[{i}]")
     if len(set(ids)) != len(ids):
         seen, dup = set(), []
         for x in ids:
@@ -1015,8 +1038,50 @@ def _check_metadatas(metadatas, n: int, ids) -> tuple[Mapping, ...]:
             continue
         if not isinstance(md, Mapping):
             raise TypeError(f"metadatas[{i}] (document {ids[i]!r}) must be a dict")
-        out.append(_ReadOnlyDict(md))
+        out.append(_freeze(md, f"metadatas[{i}] (document {ids[i]!r})", 1))
     return tuple(out)
+
+
+#: Deepest nesting of a metadata value (what a save can write: ``MAX_JSON_DEPTH - 8``).
+MAX_METADATA_DEPTH = 56
+
+
+def _check_unicode(s: str, where: str) -> None:
+    """A lone surrogate cannot be written as UTF-8: refused here, not by a later save."""
+    m = _SURROGATE_RE.search(s)
+    if m is not None:
+        raise ValueError(
+            f"{where} holds a lone surrogate (U+{ord(m.group()):04X}) at character {m.start()}: "
+            "not valid Unicode text (decode bytes with errors='replace', not 'surrogateescape')"
+        )
+
+
+def _freeze(value, where: str, depth: int):
+    """A deep, read-only copy of a metadata value: dicts as :class:`_ReadOnlyDict`, lists as
+    :class:`_ReadOnlyList`, tuples as tuples of frozen items, str / numbers / bool / None as
+    they are, anything else deep-copied; so no later change by the caller, and no change
+    through :attr:`MixPRIndex.metadatas`, reaches the index (or its cached filter masks).
+
+    Raises ValueError for a str (key or value) holding a lone surrogate, or nesting deeper than
+    :data:`MAX_METADATA_DEPTH`, naming ``where``."""
+    if isinstance(value, str):
+        _check_unicode(value, where)
+        return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if depth > MAX_METADATA_DEPTH:
+        raise ValueError(f"{where} is nested more than {MAX_METADATA_DEPTH} levels deep")
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if isinstance(k, str):
+                _check_unicode(k, f"{where} key {k!r}")
+            out[k] = _freeze(v, f"{where}[{k!r}]", depth + 1)
+        return _ReadOnlyDict(out)
+    if isinstance(value, (list, tuple)):
+        items = [_freeze(v, f"{where}[{j}]", depth + 1) for j, v in enumerate(value)]
+        return _ReadOnlyList(items) if isinstance(value, list) else tuple(items)
+    return copy.deepcopy(value)
 
 
 class _ReadOnlyDict(dict):
@@ -1025,10 +1090,27 @@ class _ReadOnlyDict(dict):
     def _refuse(self, *a, **k):
         raise TypeError("a document's metadata in the index is read-only: use update()")
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
 
     def __reduce__(self):
         return (dict, (dict(self),))
+
+    def __deepcopy__(self, memo):
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+
+class _ReadOnlyList(list):
+    """A list inside a document's metadata that refuses changes (see :class:`_ReadOnlyDict`)."""
+
+    _refuse = _ReadOnlyDict._refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce__(self):
+        return (list, (list(self),))
+
+    def __deepcopy__(self, memo):
+        return [copy.deepcopy(v, memo) for v in self]
 
 
 _READONLY_EMPTY = _ReadOnlyDict()

@@ -30,7 +30,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.filters import compile_filter
+from longctx.filters import compile_filter, filter_digest
 from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
     divide_by_top,
@@ -46,6 +46,10 @@ __all__ = ["LocalBlocks", "Scorer", "UnitBlock", "normalized_query_vector", "ter
 
 #: Most sessions a block keeps (a driver that died mid-query leaves one behind).
 MAX_SESSIONS = 256
+#: Most bytes of filter masks a block keeps (each ``(n,) bool``, keyed by a 32-byte digest of
+#: its filter): the oldest go first; a mask larger than this is not kept.
+MAX_MASK_CACHE_BYTES = 64 << 20
+_MASK_OVERHEAD = 256  # bytes of a cache entry besides the mask's data (key, array header)
 
 
 def term_weights(idf: np.ndarray, power: float) -> np.ndarray | None:
@@ -159,6 +163,7 @@ class UnitBlock:
         self.global_pr = None
         self._sessions: dict = {}
         self._masks: dict = {}
+        self._mask_bytes = 0  # held by _masks, with _MASK_OVERHEAD an entry
         self._lock = threading.Lock()
 
     @property
@@ -181,28 +186,29 @@ class UnitBlock:
 
     def mask(self, filters) -> np.ndarray | None:
         """``(n,) bool``: the units of the documents ``filters`` keeps (``None``: no filter);
-        cached for filters that print the same (not for plain callables)."""
+        cached by the filter's digest (:func:`longctx.filters.filter_digest`; not for plain
+        callables), at most :data:`MAX_MASK_CACHE_BYTES` of masks."""
         pred = compile_filter(filters)
         if pred is None:
             return None
-        key = None
-        if not callable(filters) or hasattr(filters, "filters"):
-            try:
-                key = repr(filters)
-                hash(key)
-            except Exception:  # noqa: BLE001 - an unprintable filter is just not cached
-                key = None
-        if key is not None and key in self._masks:
-            return self._masks[key]
+        key = filter_digest(filters)
+        if key is not None:
+            mask = self._masks.get(key)
+            if mask is not None:
+                return mask
         md = self.metadata
         docs = np.fromiter((bool(pred(m)) for m in md), bool, len(md))
         mask = docs[self.unit_doc] if self.n else np.zeros(0, bool)
         mask.setflags(write=False)
-        if key is not None:
+        size = mask.nbytes + _MASK_OVERHEAD
+        if key is not None and size <= MAX_MASK_CACHE_BYTES:
             with self._lock:
-                if len(self._masks) >= 64:
-                    self._masks.pop(next(iter(self._masks)))
-                self._masks[key] = mask
+                masks = self._masks
+                while masks and self._mask_bytes + size > MAX_MASK_CACHE_BYTES:
+                    self._mask_bytes -= masks.pop(next(iter(masks))).nbytes + _MASK_OVERHEAD
+                if key not in masks:
+                    masks[key] = mask
+                    self._mask_bytes += size
         return mask
 
     def allowed(self, filters, with_counts: bool) -> tuple[int, int | None]:

@@ -217,6 +217,16 @@ class MixPRShard:
             d: hashlib.sha256(t.encode("utf-8")).hexdigest() for d, t in zip(st.doc_ids, st.texts)
         }
 
+    def identity(self) -> dict:
+        """``{"digests": digests(), "metadata": sha256 of the documents' metadata as JSON}``:
+        what a restart from the stored copy must find again."""
+        import hashlib
+        import json
+
+        md = json.dumps([dict(m) for m in self.index._state.metadata], sort_keys=True, default=repr)
+        sha = hashlib.sha256(md.encode("utf-8", "surrogatepass")).hexdigest()
+        return {"digests": self.digests(), "metadata": sha}
+
     def document(self, doc_id: str) -> tuple[str, dict]:
         """``(text, metadata)`` of document ``doc_id`` (``KeyError`` when the shard lacks it)."""
         st = self.index._state

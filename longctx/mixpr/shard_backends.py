@@ -96,8 +96,22 @@ class LocalShards:
 
     restart = add
 
+    def drop(self, i: int) -> None:
+        """Stop holding shard ``i``: its calls raise :class:`ShardDied` until a restart."""
+        self.shards[i] = _DroppedShard(i)
+
     def close(self) -> None:
         self.shards = {}
+
+
+class _DroppedShard:
+    """A shard this process stopped holding (see :meth:`LocalShards.drop`)."""
+
+    def __init__(self, i: int):
+        self._i = i
+
+    def __getattr__(self, name):
+        raise ShardDied([self._i])
 
 
 class _LocalView:
@@ -237,6 +251,13 @@ class RayShards:
         """Replace shard ``i``'s actor by a new one loaded from ``source``."""
         logger.warning("restarting the Ray actor of shard %d from %s", i, _where(source))
         self.add(i, source)
+
+    def drop(self, i: int) -> None:
+        """Stop shard ``i``'s actor: its calls raise :class:`ShardDied` until a restart."""
+        try:
+            self._ray.kill(self.actors[i])
+        except Exception:  # noqa: BLE001 - it is dead already
+            pass
 
     def _args(self, args):
         ray = self._ray

@@ -57,7 +57,7 @@ from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.router import MODES, KeywordRouter
 from longctx.mixpr.scoring import Scorer, normalized_query_vector, term_weights
 from longctx.mixpr.shard import MixPRShard, assign_shards
-from longctx.mixpr.shard_backends import LocalShards, RayShards, ShardDied, open_shard
+from longctx.mixpr.shard_backends import LocalShards, RayShards, ShardDied, _where, open_shard
 from longctx.mixpr.shards_persist import MAX_SHARDS
 from longctx.mixpr.tfidf import TfidfSettings, merge_term_stats
 from longctx.persist import PersistError
@@ -115,7 +115,10 @@ class ShardedMixPRIndex:
     copy (where it was loaded from or last saved) and the query tried again once; a shard
     changed since it was stored cannot be restarted (a ``RuntimeError`` says to save), and a
     shard that cannot be loaded is a :class:`~longctx.persist.PersistError` naming it: a search
-    never answers from part of the corpus. :meth:`close` stops the actors (and a Ray started for
+    never answers from part of the corpus. The restarted shard must hold what was stored when
+    the index was loaded or saved (documents, text and metadata digests, units, terms): a corpus
+    rebuilt there since is a :class:`~longctx.persist.PersistError` naming the shard (load the
+    index again), never hits from the other corpus. :meth:`close` stops the actors (and a Ray started for
     them); the index is also a context manager.
     """
 
@@ -132,6 +135,9 @@ class ShardedMixPRIndex:
         self._encoder = encoder
         self._sources = dict(sources or {})  # shard -> stored copy, for restarts
         self._dirty: set[int] = set()
+        # shard -> MixPRShard.identity() of its stored copy (text digests, metadata digest), as
+        # loaded or saved: a restart must find it again (the corpus may have been rebuilt)
+        self._stored_digests: dict[int, dict] = {}
         self._stats = dict(stats)  # shard -> term_stats()
         self._lock = threading.RLock()
         self._order: list[str] = []
@@ -276,9 +282,22 @@ class ShardedMixPRIndex:
     def digests(self) -> dict:
         """``{doc id: sha256 of its UTF-8 text}`` over every shard."""
         out = {}
-        for part in self._run({s: ("digests", ()) for s in self._stats}).values():
-            out.update(part)
+        stored = self._stored_digests
+        known = {
+            s: stored[s]["digests"] for s in self._stats if s not in self._dirty and s in stored
+        }
+        ask = [s for s in self._stats if known.get(s) is None]
+        fresh = self._run({s: ("digests", ()) for s in ask}) if ask else {}
+        for s in sorted(self._stats):
+            out.update(fresh[s] if s in fresh else known[s])
         return out
+
+    def _remember_stored(self, numbers) -> None:
+        """Record the digests of shards whose actor holds their stored copy (just loaded or
+        saved), for the check of a restart (:meth:`_check_restarted`)."""
+        numbers = list(numbers)
+        if numbers:
+            self._stored_digests.update(self._run({i: ("identity", ()) for i in numbers}))
 
     def document(self, doc_id: str) -> tuple[str, dict]:
         """``(text, metadata)`` of document ``doc_id`` (``KeyError``)."""
@@ -368,6 +387,7 @@ class ShardedMixPRIndex:
                     "save() after building or changing a sharded index on Ray"
                 ) from None
             self._backend.restart(i, self._sources[i])
+            self._check_restarted(i)
             if i in g.get("maps", {}):
                 s = self._stats[i]
                 self._backend.run(
@@ -380,6 +400,37 @@ class ShardedMixPRIndex:
                     }
                 )  # fmt: skip
         self._scorer = None  # column sums and the global PageRank are reduced again
+
+    def _check_restarted(self, i: int) -> None:
+        """The restarted shard ``i`` holds what its stored copy held when this index loaded or
+        saved it: the same documents (ids, lengths, text digests), settings, units and terms.
+        Otherwise (the corpus was rebuilt or changed there since) its actor is stopped and a
+        :class:`~longctx.persist.PersistError` names the shard: the index must be loaded
+        again, never answer from another corpus's shard."""
+        old = self._stats[i]
+        want = self._stored_digests.get(i)
+        try:
+            now = self._run({i: ("term_stats", ())})[i]
+            got = self._run({i: ("identity", ())})[i] if want is not None else None
+        except ShardDied:
+            raise RuntimeError(f"the Ray actor of shard {i} died again after a restart") from None
+        same = (
+            list(now["doc_ids"]) == list(old["doc_ids"])
+            and list(now["chars"]) == list(old["chars"])
+            and int(now["n_units"]) == int(old["n_units"])
+            and (now["config"], now["chunk"], now["dim"])
+            == (old["config"], old["chunk"], old["dim"])
+            and list(now["terms"]) == list(old["terms"])
+            and np.array_equal(now["df"], old["df"])
+            and (want is None or got == want)
+        )
+        if not same:
+            self._backend.drop(i)
+            raise PersistError(
+                f"shard {i} ({_where(self._sources[i])}) changed on disk since this index loaded "
+                "it (the corpus was rebuilt or changed there): its restarted copy holds other "
+                "documents than the index; load the index again"
+            )
 
     def _with_retry(self, fn):
         """``fn()``, tried once more after restarting shards whose actor died."""

@@ -47,6 +47,7 @@ def save_sharded(index, out, storage_options=None) -> None:
             index._sources[s] = stored_source(storage, rel, index._encoder)
         storage.write_json(SHARDS_FILE, manifest(index))
         index._dirty.clear()
+        index._remember_stored(sorted(index._stats))
 
 
 def manifest(index) -> dict:
@@ -107,6 +108,7 @@ def load_sharded(
         index._shard_of = {d: s for d, s, _ in docs}
         index._chars = {d: c for d, _, c in docs}
         check_against_manifest(index, storage)
+        index._remember_stored(held)
         if enc is None and any(s["dim"] for s in stats.values()):
             index._encoder = _default_encoder(stats)
         index._refresh()

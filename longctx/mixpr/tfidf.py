@@ -17,6 +17,8 @@ the old one are never disturbed.
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -460,7 +462,8 @@ class TermTable(TermStats):
     ----------
     vocabulary : dict str -> int
         Term to column (shared by tables derived from one another: never mutated once a table
-        holds it; :meth:`add` copies it before adding terms).
+        holds it). A table made by appending rows (:meth:`add`, :meth:`insert_rows` at the
+        end) computes ``vocabulary``, ``counts``, ``df`` and ``cf`` on first use.
     counts : (n_units, n_terms) float64 CSR
         Occurrences of each term in each unit (sorted indices).
     df : (n_terms,) int64
@@ -487,12 +490,15 @@ class TermTable(TermStats):
         )
         return empty.add(texts)
 
-    def rows_for(self, texts: Sequence[str]) -> tuple[dict, sp.csr_array]:
+    def rows_for(self, texts: Sequence[str]) -> tuple[_Vocabulary, sp.csr_array]:
         """``(vocabulary, rows)``: the counts of ``texts`` as rows over this table's vocabulary
-        extended by their new terms (a copy; this table is unchanged)."""
-        vocab = dict(self.vocabulary)
-        indptr, indices, counts = _count_rows(self.settings, texts, vocab)
-        rows = sp.csr_array((counts, indices, indptr), shape=(len(texts), len(vocab)))
+        extended by their new terms (this table is unchanged). Costs the texts' terms, not the
+        table's: the texts are counted over a vocabulary of their own, then given this table's
+        columns (:class:`_Vocabulary`, shared along a chain of appends)."""
+        local: dict[str, int] = {}
+        indptr, indices, counts = _count_rows(self.settings, texts, local)
+        vocab, remap = self._vocab().extended(local)
+        rows = sp.csr_array((counts, remap[indices], indptr), shape=(len(texts), len(vocab)))
         rows.sort_indices()
         return vocab, rows
 
@@ -502,13 +508,21 @@ class TermTable(TermStats):
         vocab, rows = self.rows_for(texts)
         return self.insert_rows(vocab, rows, at=at)
 
-    def insert_rows(self, vocab: dict, rows: sp.csr_array, *, at: int | None = None) -> TermTable:
+    def insert_rows(self, vocab, rows: sp.csr_array, *, at: int | None = None) -> TermTable:
         """A new table with ``rows`` (counts over ``vocab``, an extension of this table's
-        vocabulary from :meth:`rows_for`) inserted before row ``at`` (appended by default)."""
+        vocabulary from :meth:`rows_for`) inserted before row ``at`` (appended by default).
+
+        Appended rows are kept apart, so an append costs the rows, not the table: the new table
+        takes its canonical form (:func:`_canonical`) on the first use of its counts, document
+        frequencies or vocabulary, the very form inserting every appended row at once gives."""
+        at = self.n_units if at is None else at
+        if isinstance(vocab, _Vocabulary):
+            if at == self.n_units and vocab.base is self._vocab().base:
+                return _appended(self, vocab, rows)
+            vocab = vocab.as_dict()
         V = len(vocab)
         old = self.counts
         old = sp.csr_array((old.data, old.indices, old.indptr), shape=(old.shape[0], V))
-        at = old.shape[0] if at is None else at
         parts = [p for p in (old[:at], rows, old[at:]) if p.shape[0]]
         counts = (
             sp.csr_array(sp.vstack(parts, format="csr"))
@@ -523,6 +537,54 @@ class TermTable(TermStats):
         cf[: len(self.cf)] = self.cf
         cf += np.bincount(rows.indices, weights=self._tf_counts(rows.data), minlength=V)
         return _canonical(self.settings, vocab, counts, df, cf)
+
+    # -- appended rows kept apart -----------------------------------------------------------
+    def _vocab(self) -> _Vocabulary:
+        """This table's vocabulary as a :class:`_Vocabulary` (no copy)."""
+        pending = self.__dict__.get("_pending")
+        if pending is not None:
+            return pending[1]
+        v = self.__dict__.get("_vocab_view")
+        if v is None:
+            v = self.__dict__["_vocab_view"] = _Vocabulary(self.vocabulary)
+        return v
+
+    def __getattr__(self, name):
+        # only for attributes not set: those of a table with appended rows kept apart
+        if name in _MATERIALIZED and self.__dict__.get("_pending") is not None:
+            self._materialize()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _materialize(self) -> None:
+        """Stack the appended rows under the root table's and take the canonical form."""
+        with self.__dict__["_lock"]:
+            pending = self.__dict__.get("_pending")
+            if pending is None:
+                return
+            root, vocab, blocks = pending
+            full = vocab.as_dict()
+            V = len(full)
+            parts = [_with_columns(root.counts, V)] + [_with_columns(b, V) for b in blocks]
+            parts = [p for p in parts if p.shape[0]]
+            counts = (
+                sp.csr_array(sp.vstack(parts, format="csr"))
+                if parts
+                else sp.csr_array((0, V), dtype=np.float64)
+            )
+            counts.sort_indices()
+            idx = np.concatenate([b.indices for b in blocks]).astype(np.int64)
+            data = np.concatenate([b.data for b in blocks])
+            df = np.zeros(V, np.int64)
+            df[: len(root.df)] = root.df
+            df += np.bincount(idx, minlength=V)
+            cf = np.zeros(V, np.float64)
+            cf[: len(root.cf)] = root.cf
+            cf += np.bincount(idx, weights=root._tf_counts(data), minlength=V)
+            t = _canonical(self.settings, full, counts, df, cf)
+            for name in _MATERIALIZED:
+                self.__dict__[name] = t.__dict__[name]
+            self.__dict__["_pending"] = None  # the root and the blocks can go
 
     def remove(self, keep: np.ndarray) -> TermTable:
         """A new table holding only the units where ``keep`` ((n_units,) bool) is true."""
@@ -545,3 +607,80 @@ class TermTable(TermStats):
         if self._E is None:
             self._E = tfidf_rows(self.settings, self.counts, self.idf())
         return self._E
+
+
+#: What a table with appended rows kept apart computes on first use.
+_MATERIALIZED = ("vocabulary", "counts", "df", "cf")
+#: Appended blocks kept apart before they are stacked into one (bounds an append's copy).
+_MAX_BLOCKS = 256
+
+
+def _with_columns(m: sp.csr_array, V: int) -> sp.csr_array:
+    return sp.csr_array((m.data, m.indices, m.indptr), shape=(m.shape[0], V))
+
+
+class _Vocabulary:
+    """A table's vocabulary: ``base`` (term -> column: the canonical table's dict) plus the new
+    terms of rows appended since, in ``extra`` (term -> column ``len(base)``, ``len(base) + 1``,
+    ...), of which this vocabulary holds the first ``n_extra``. ``extra`` is shared along a
+    chain of appends and only grows (under ``lock``), so an extension costs its new terms; a
+    second extension of one vocabulary (a branch) copies its ``n_extra`` entries first."""
+
+    __slots__ = ("base", "extra", "n_extra", "lock")
+
+    def __init__(self, base: dict, extra: dict | None = None, n_extra: int = 0, lock=None):
+        self.base = base
+        self.extra = {} if extra is None else extra
+        self.n_extra = n_extra
+        self.lock = threading.Lock() if lock is None else lock
+
+    def __len__(self) -> int:
+        return len(self.base) + self.n_extra
+
+    def extended(self, local: dict) -> tuple[_Vocabulary, np.ndarray]:
+        """``(vocabulary, remap)``: this vocabulary with the terms of ``local`` (term -> local
+        column) it lacks, and the column in it of each local column."""
+        remap = np.empty(len(local), dtype=np.int64)
+        base, nb = self.base, len(self.base)
+        with self.lock:
+            extra, lock = self.extra, self.lock
+            if len(extra) != self.n_extra:  # another table grew it past this one: branch
+                extra = dict(itertools.islice(extra.items(), self.n_extra))
+                lock = None
+            for t, j in local.items():
+                g = base.get(t)
+                if g is None:
+                    g = extra.get(t)
+                    if g is None:
+                        g = extra[t] = nb + len(extra)
+                remap[j] = g
+            return _Vocabulary(base, extra, len(extra), lock), remap
+
+    def as_dict(self) -> dict:
+        """term -> column for every term of this vocabulary (a new dict)."""
+        full = dict(self.base)
+        full.update(itertools.islice(self.extra.items(), self.n_extra))
+        return full
+
+
+def _appended(table: TermTable, vocab: _Vocabulary, rows: sp.csr_array) -> TermTable:
+    """``table`` with ``rows`` appended, kept apart until first use (see
+    :meth:`TermTable.insert_rows`)."""
+    pending = table.__dict__.get("_pending")
+    if pending is not None:
+        root, _, blocks = pending
+        blocks = blocks + (rows,)
+    else:
+        root, blocks = table, (rows,)
+    if len(blocks) > _MAX_BLOCKS:  # stacked: costs the appended rows, not the table
+        V = len(vocab)
+        blocks = (sp.csr_array(sp.vstack([_with_columns(b, V) for b in blocks], format="csr")),)
+    out = TermTable.__new__(TermTable)
+    d = out.__dict__
+    d["settings"] = table.settings
+    d["_n_units"] = table.n_units + rows.shape[0]
+    d["_idf"] = None
+    d["_E"] = None
+    d["_pending"] = (root, vocab, blocks)
+    d["_lock"] = threading.Lock()
+    return out
