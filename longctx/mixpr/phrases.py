@@ -66,6 +66,17 @@ def _norm(text: str) -> list[str]:
     return words
 
 
+def _drop_qualifier(line: str) -> str:
+    """``line`` less a trailing ``(qualifier)`` (no parenthesis inside) and the whitespace around
+    it: ``re.sub(r"\\s*\\([^()]*\\)\\s*$", "", line)`` in one pass (that expression retried its
+    ``\\s*`` from every blank of a long run of them: quadratic in the run)."""
+    s = line.rstrip()
+    j = s.rfind("(") if s.endswith(")") else -1
+    if j < 0 or ")" in s[j + 1 : -1]:
+        return line
+    return s[:j].rstrip()
+
+
 def _norm_token(tok: str) -> str:
     words = _norm(tok)
     return words[0] if words else ""
@@ -162,7 +173,7 @@ class PhraseExtractor:
         ``(qualifier)`` and of a ``, qualifier``; else its first capitalised span."""
         first, sep, rest = text.strip().partition("\n")
         if sep and rest.strip() and 0 < len(first.split()) <= self.max_head_words:
-            names = [first, re.sub(r"\s*\([^()]*\)\s*$", "", first), first.split(",")[0]]
+            names = [first, _drop_qualifier(first), first.split(",")[0]]
             out = []
             for name in names:
                 toks = _norm(" ".join(_WORD_RE.findall(name)))
@@ -208,7 +219,8 @@ class PhraseGraph:
     Parameters
     ----------
     vocabulary : sequence of str
-        The phrase of each column (unique).
+        The phrase of each column (unique). :meth:`from_texts` and the updates keep it sorted
+        and hold only the phrases some unit holds.
     mentions : (n_units, n_phrases) sparse, float
         How often each unit mentions each phrase (:meth:`PhraseExtractor.phrases`).
     heads : (n_units, n_phrases) sparse, float
@@ -267,29 +279,25 @@ class PhraseGraph:
         TypeError
             ``texts`` is a str, or holds something else than str.
         """
-        return cls._build([], texts, extractor)
+        return cls._build({}, texts, extractor)
 
     def extend(self, texts: Sequence[str], extractor: PhraseExtractor | None = None) -> PhraseGraph:
-        """A new graph with ``texts`` appended as units ``n_units, n_units + 1, ...`` (new
-        phrases get new columns at the end): what :meth:`from_texts` gives for all the texts,
-        at the cost of the new ones."""
-        new = PhraseGraph._build(self.vocabulary, texts, extractor)
-        v = new.n_phrases
-        pad = sp.csr_array((self.n_units, v), dtype=np.float32)
-        grow = v - self.n_phrases
-        mentions = sp.vstack([sp.hstack([self.mentions, pad[:, :grow]]), new.mentions])
-        heads = sp.vstack([sp.hstack([self.heads, pad[:, :grow]]), new.heads])
-        return PhraseGraph(new.vocabulary, sp.csr_array(mentions), sp.csr_array(heads))
+        """A new graph with ``texts`` appended as units ``n_units, n_units + 1, ...``: what
+        :meth:`from_texts` gives for all the texts (the same columns in the same order), at
+        the cost of the new ones and one copy of the incidence arrays."""
+        return self.splice(self.n_units, self.n_units, texts, extractor)
 
     def splice(
         self, lo: int, hi: int, texts: Sequence[str], extractor: PhraseExtractor | None = None
     ) -> PhraseGraph:
-        """A new graph with units ``lo .. hi`` replaced by ``texts`` (new phrases get new columns
-        at the end): insert (``lo == hi``), delete (no ``texts``) and replace in one, at the cost
-        of the new texts and one copy of the incidence arrays."""
+        """A new graph with units ``lo .. hi`` replaced by ``texts``: insert (``lo == hi``),
+        delete (no ``texts``) and replace in one, at the cost of the new texts and one copy of
+        the incidence arrays. The phrases no unit holds any more are dropped, and the columns
+        keep the sorted order of :meth:`from_texts`: any sequence of inserts, replaces and
+        deletes gives the graph (and the walk its scores) of a fresh build of the same units."""
         if not 0 <= lo <= hi <= self.n_units:
             raise ValueError(f"need 0 <= lo <= hi <= {self.n_units}, got lo={lo}, hi={hi}")
-        new = PhraseGraph._build(self.vocabulary, texts, extractor)
+        new = PhraseGraph._build(self._lookup, texts, extractor, canonical=False)
         v = new.n_phrases
 
         def widen(M):
@@ -298,7 +306,7 @@ class PhraseGraph:
 
         parts_m = [widen(self.mentions[:lo]), new.mentions, widen(self.mentions[hi:])]
         parts_h = [widen(self.heads[:lo]), new.heads, widen(self.heads[hi:])]
-        return PhraseGraph(
+        return _canonical(
             new.vocabulary,
             sp.csr_array(sp.vstack(parts_m, format="csr")),
             sp.csr_array(sp.vstack(parts_h, format="csr")),
@@ -306,21 +314,24 @@ class PhraseGraph:
 
     def without(self, rows) -> PhraseGraph:
         """A new graph without the units ``rows`` (the others keep their order; phrases no unit
-        holds any more stay in the vocabulary with ``df`` 0, which no walk visits)."""
+        holds any more are dropped, as in a fresh build of the units left)."""
         drop = np.zeros(self.n_units, dtype=bool)
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         if rows.size and (rows.min() < 0 or rows.max() >= self.n_units):
             raise ValueError(f"rows must lie in [0, {self.n_units}), got {rows.tolist()[:5]}")
         drop[rows] = True
         keep = np.flatnonzero(~drop)
-        return PhraseGraph(self.vocabulary, self.mentions[keep], self.heads[keep])
+        return _canonical(self.vocabulary, self.mentions[keep], self.heads[keep])
 
     @staticmethod
-    def _build(vocabulary, texts, extractor) -> PhraseGraph:
+    def _build(lookup: dict, texts, extractor, *, canonical: bool = True) -> PhraseGraph:
+        """The graph of ``texts`` over the columns of ``lookup`` (phrase -> column; new phrases
+        get new columns at the end), in canonical order (:func:`_canonical`) with
+        ``canonical``."""
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise TypeError("texts must be a sequence of str (one per unit)")
         ex = extractor or PhraseExtractor()
-        vocab: dict[str, int] = {p: j for j, p in enumerate(vocabulary)}
+        vocab: dict[str, int] = dict(lookup)
         add = vocab.setdefault
         cols: list[int] = []
         hcols: list[int] = []
@@ -340,7 +351,36 @@ class PhraseGraph:
         mentions = sp.csr_array((ones, (rows, cols)), shape=(n, v), dtype=np.float32)
         hones = np.ones(len(hcols), np.float32)
         heads = sp.csr_array((hones, (hrows, hcols)), shape=(n, v), dtype=np.float32)
+        if canonical:
+            return _canonical(list(vocab), mentions, heads)
         return PhraseGraph(list(vocab), mentions, heads)
+
+
+def _canonical(vocabulary: list[str], mentions, heads) -> PhraseGraph:
+    """The graph with the phrases no unit holds dropped and the others in sorted order (as
+    :class:`~longctx.mixpr.tfidf.TermTable` keeps its terms): a graph grown and cut by any
+    sequence of :meth:`PhraseGraph.splice` / :meth:`~PhraseGraph.without` then has the very
+    columns, in the very order, of one built at once from the same units, so the walk sums in
+    the same order and scores agree to the last bit; and its vocabulary stays the size of what
+    the units hold. ``O(n_phrases log n_phrases + nnz)``; a sorted vocabulary with every phrase
+    held costs one pass."""
+    g = PhraseGraph(vocabulary, mentions, heads)
+    order = sorted(range(len(vocabulary)), key=vocabulary.__getitem__)
+    live = np.asarray(order, dtype=np.int64)
+    live = live[g.df[live] > 0]
+    if len(live) == len(vocabulary) and (np.diff(live) > 0).all():
+        return g  # already canonical
+    remap = np.full(len(vocabulary), -1, dtype=np.int64)
+    remap[live] = np.arange(len(live))
+
+    def cols(M):
+        out = sp.csr_array(
+            (M.data.copy(), remap[M.indices], M.indptr.copy()), shape=(M.shape[0], len(live))
+        )
+        out.sort_indices()
+        return out
+
+    return PhraseGraph([vocabulary[j] for j in live.tolist()], cols(g.mentions), cols(g.heads))
 
 
 def _check_incidence(M, name: str, n_phrases: int) -> sp.csr_array:
