@@ -169,3 +169,60 @@ def test_many_updates_keep_the_vocabulary_small():
     cut = g.without([0, 1, 2, 3, 4])
     assert cut.n_phrases == 0 and cut.n_units == 0
     np.testing.assert_array_equal(g.splice(0, 0, []).df, g.df)
+
+
+# -- 7: the walk where it does not run is refused ----------------------------------------------
+def test_a_sharded_multihop_corpus_is_refused_before_any_work(tmp_path, capsys):
+    from longctx.cli import main
+    from longctx.corpus import build_indexes
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i, text in enumerate(
+        ["Kiss and Tell\nA film with Shirley Temple.", "Shirley Temple\nAn actress."]
+    ):
+        (docs / f"d{i}.txt").write_text(text, encoding="utf-8")
+    out = tmp_path / "corpus"
+    with pytest.raises(ValueError, match="walk='multihop'.*sharded"):
+        build_indexes([str(docs)], "mixpr", str(out), shards=2, preset="multihop", use_ray=False)
+    with pytest.raises(ValueError, match="walk='multihop'.*sharded"):
+        build_indexes([str(docs)], "mixpr", str(out), shards=2, walk="multihop", use_ray=False)
+    assert not out.exists()
+    capsys.readouterr()
+    argv = ["index", str(docs), "--method", "mixpr", "--preset", "multihop", "--shards", "2"]
+    assert main([*argv, "--out", str(out), "--sequential"]) != 0
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "sharded" in err and "Traceback" not in err
+    assert not out.exists()
+    # without shards the multi-hop corpus builds
+    assert main([*argv[:-2], "--out", str(out), "--sequential", "--no-progress"]) == 0
+
+
+def test_a_sharded_corpus_built_with_the_multihop_walk_does_not_load(tmp_path, monkeypatch):
+    """A corpus built before the refusal searched with PageRank, silently."""
+    import json
+
+    import longctx.corpus.mixpr_shards as mixpr_shards
+    from longctx.corpus import build_indexes, load_corpus
+    from longctx.persist import PersistError
+
+    docs = tmp_path / "docs.jsonl"
+    rows = ["Kiss and Tell\nA film with Shirley Temple.", "Shirley Temple\nAn actress."]
+    docs.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(rows))
+    )
+    monkeypatch.setattr(mixpr_shards, "check_sharded_options", lambda options: None)
+    out = tmp_path / "corpus"
+    build_indexes([str(docs)], "mixpr", str(out), shards=2, preset="multihop", use_ray=False)
+    with pytest.raises(PersistError, match="walk='multihop'"):
+        load_corpus(str(out), use_ray=False)
+
+
+def test_walk_applies_to_mixpr_only(capsys):
+    from longctx.cli import main
+
+    for method in ("fps", "mmr", "youra"):
+        argv = ["retrieve", "--sample", "alice", "-q", "Who?", "--method", method]
+        assert main([*argv, "--walk", "multihop"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "--walk applies to --method mixpr" in err
