@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
+from itertools import compress, islice
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -233,11 +235,12 @@ class PhraseGraph:
         How many units mention or are headed by each phrase.
     """
 
-    def __init__(self, vocabulary: Sequence[str], mentions, heads):
+    def __init__(self, vocabulary: Sequence[str], mentions, heads, *, _lookup=None):
         vocabulary = list(vocabulary)
         if not all(isinstance(p, str) for p in vocabulary):
             raise TypeError("vocabulary must hold str")
-        lookup = {p: j for j, p in enumerate(vocabulary)}
+        # (_lookup: the phrase -> column dict of vocabulary, when the caller has it)
+        lookup = dict(zip(vocabulary, range(len(vocabulary)))) if _lookup is None else _lookup
         if len(lookup) != len(vocabulary):
             raise ValueError("vocabulary must not repeat a phrase")
         mentions = _check_incidence(mentions, "mentions", len(vocabulary))
@@ -333,18 +336,20 @@ class PhraseGraph:
         ex = extractor or PhraseExtractor()
         vocab: dict[str, int] = dict(lookup)
         add = vocab.setdefault
-        cols: list[int] = []
-        hcols: list[int] = []
+        cols, hcols = array("q"), array("q")  # 8 bytes a mention, not a list of int objects
         counts = np.zeros(len(texts), dtype=np.int64)
         hcounts = np.zeros(len(texts), dtype=np.int64)
         for i, t in enumerate(texts):
             ph = ex.phrases(t)
-            cols.extend([add(p, len(vocab)) for p in ph])
+            cols.extend(add(p, len(vocab)) for p in ph)
             counts[i] = len(ph)
             hd = ex.heads(t)
-            hcols.extend([add(p, len(vocab)) for p in hd])
+            hcols.extend(add(p, len(vocab)) for p in hd)
             hcounts[i] = len(hd)
         n, v = len(texts), len(vocab)
+        phrases = list(vocab)
+        del vocab, add  # one phrase -> column dict at a time (the graph builds its own)
+        cols, hcols = np.frombuffer(cols, np.int64), np.frombuffer(hcols, np.int64)
         rows = np.repeat(np.arange(n), counts)
         hrows = np.repeat(np.arange(n), hcounts)
         ones = np.ones(len(cols), np.float32)
@@ -352,8 +357,8 @@ class PhraseGraph:
         hones = np.ones(len(hcols), np.float32)
         heads = sp.csr_array((hones, (hrows, hcols)), shape=(n, v), dtype=np.float32)
         if canonical:
-            return _canonical(list(vocab), mentions, heads)
-        return PhraseGraph(list(vocab), mentions, heads)
+            return _canonical(phrases, mentions, heads)
+        return PhraseGraph(phrases, mentions, heads)
 
 
 def _canonical(vocabulary: list[str], mentions, heads) -> PhraseGraph:
@@ -363,24 +368,30 @@ def _canonical(vocabulary: list[str], mentions, heads) -> PhraseGraph:
     columns, in the very order, of one built at once from the same units, so the walk sums in
     the same order and scores agree to the last bit; and its vocabulary stays the size of what
     the units hold. ``O(n_phrases log n_phrases + nnz)``; a sorted vocabulary with every phrase
-    held costs one pass."""
-    g = PhraseGraph(vocabulary, mentions, heads)
-    order = sorted(range(len(vocabulary)), key=vocabulary.__getitem__)
-    live = np.asarray(order, dtype=np.int64)
-    live = live[g.df[live] > 0]
-    if len(live) == len(vocabulary) and (np.diff(live) > 0).all():
-        return g  # already canonical
-    remap = np.full(len(vocabulary), -1, dtype=np.int64)
-    remap[live] = np.arange(len(live))
+    held costs one pass. ``mentions`` and ``heads`` are CSR arrays of this module (no explicit
+    zero)."""
+    n = len(vocabulary)
+    held = np.zeros(n, dtype=bool)
+    held[mentions.indices] = True
+    held[heads.indices] = True
+    if held.all() and all(map(str.__lt__, vocabulary, islice(vocabulary, 1, None))):
+        return PhraseGraph(vocabulary, mentions, heads)  # already canonical
+    order = sorted(compress(range(n), held.tolist()), key=vocabulary.__getitem__)
+    live = [vocabulary[j] for j in order]
+    lookup = dict(zip(live, range(len(live))))
+    remap = np.full(n, -1, dtype=np.int64)
+    remap[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
+    del order
 
     def cols(M):
+        M = sp.csr_array(M)
         out = sp.csr_array(
             (M.data.copy(), remap[M.indices], M.indptr.copy()), shape=(M.shape[0], len(live))
         )
         out.sort_indices()
         return out
 
-    return PhraseGraph([vocabulary[j] for j in live.tolist()], cols(g.mentions), cols(g.heads))
+    return PhraseGraph(live, cols(mentions), cols(heads), _lookup=lookup)
 
 
 def _check_incidence(M, name: str, n_phrases: int) -> sp.csr_array:
