@@ -226,3 +226,27 @@ def test_walk_applies_to_mixpr_only(capsys):
         assert main([*argv, "--walk", "multihop"]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "--walk applies to --method mixpr" in err
+
+
+def test_a_passage_of_capitalised_words_costs_linear_memory():
+    """Every word of a capitalised run starts up to ``max_words`` phrases, each a vocabulary
+    entry: the build's peak is linear in the passage and bounded per byte (about 210 bytes a
+    byte here; 278 before the vocabulary was built with one dict at a time)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+
+    def peak(n_words):
+        text = "Title\n" + _run(rng, n_words)
+        tracemalloc.start()
+        try:
+            g = PhraseGraph.from_texts([text])
+            return tracemalloc.get_traced_memory()[1] / len(text), g.n_phrases
+        finally:
+            tracemalloc.stop()
+
+    small, n_small = peak(3_000)
+    large, n_large = peak(12_000)
+    assert n_large > 3 * n_small  # the phrases really grow with the passage
+    assert large < 1.5 * small  # bytes per byte do not grow: linear
+    assert large < 400, f"{large:.0f} bytes of peak memory per byte of passage"

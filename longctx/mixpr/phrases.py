@@ -237,9 +237,9 @@ class PhraseGraph:
 
     def __init__(self, vocabulary: Sequence[str], mentions, heads, *, _lookup=None):
         vocabulary = list(vocabulary)
-        if not all(isinstance(p, str) for p in vocabulary):
+        # (_lookup: the phrase -> column dict of vocabulary, from this module's own builds)
+        if _lookup is None and not all(isinstance(p, str) for p in vocabulary):
             raise TypeError("vocabulary must hold str")
-        # (_lookup: the phrase -> column dict of vocabulary, when the caller has it)
         lookup = dict(zip(vocabulary, range(len(vocabulary)))) if _lookup is None else _lookup
         if len(lookup) != len(vocabulary):
             raise ValueError("vocabulary must not repeat a phrase")
@@ -300,19 +300,20 @@ class PhraseGraph:
         deletes gives the graph (and the walk its scores) of a fresh build of the same units."""
         if not 0 <= lo <= hi <= self.n_units:
             raise ValueError(f"need 0 <= lo <= hi <= {self.n_units}, got lo={lo}, hi={hi}")
-        new = PhraseGraph._build(self._lookup, texts, extractor, canonical=False)
-        v = new.n_phrases
+        vocab, new_m, new_h = PhraseGraph._parts(self._lookup, texts, extractor)
+        v = len(vocab)
 
         def widen(M):
             M = sp.csr_array(M)
             return sp.csr_array((M.data, M.indices, M.indptr), shape=(M.shape[0], v))
 
-        parts_m = [widen(self.mentions[:lo]), new.mentions, widen(self.mentions[hi:])]
-        parts_h = [widen(self.heads[:lo]), new.heads, widen(self.heads[hi:])]
+        parts_m = [widen(self.mentions[:lo]), new_m, widen(self.mentions[hi:])]
+        parts_h = [widen(self.heads[:lo]), new_h, widen(self.heads[hi:])]
         return _canonical(
-            new.vocabulary,
+            vocab,
             sp.csr_array(sp.vstack(parts_m, format="csr")),
             sp.csr_array(sp.vstack(parts_h, format="csr")),
+            owned=True,
         )
 
     def without(self, rows) -> PhraseGraph:
@@ -324,13 +325,17 @@ class PhraseGraph:
             raise ValueError(f"rows must lie in [0, {self.n_units}), got {rows.tolist()[:5]}")
         drop[rows] = True
         keep = np.flatnonzero(~drop)
-        return _canonical(self.vocabulary, self.mentions[keep], self.heads[keep])
+        return _canonical(self._lookup, self.mentions[keep], self.heads[keep], owned=False)
 
     @staticmethod
-    def _build(lookup: dict, texts, extractor, *, canonical: bool = True) -> PhraseGraph:
-        """The graph of ``texts`` over the columns of ``lookup`` (phrase -> column; new phrases
-        get new columns at the end), in canonical order (:func:`_canonical`) with
-        ``canonical``."""
+    def _build(lookup: dict, texts, extractor) -> PhraseGraph:
+        """The graph of ``texts`` in canonical order (:func:`_canonical`)."""
+        return _canonical(*PhraseGraph._parts(lookup, texts, extractor), owned=True)
+
+    @staticmethod
+    def _parts(lookup: dict, texts, extractor) -> tuple[dict, sp.csr_array, sp.csr_array]:
+        """``(vocab, mentions, heads)`` of ``texts`` over ``vocab``: a copy of ``lookup``
+        (phrase -> column) with the new phrases at new columns at the end."""
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise TypeError("texts must be a sequence of str (one per unit)")
         ex = extractor or PhraseExtractor()
@@ -347,8 +352,6 @@ class PhraseGraph:
             hcols.extend(add(p, len(vocab)) for p in hd)
             hcounts[i] = len(hd)
         n, v = len(texts), len(vocab)
-        phrases = list(vocab)
-        del vocab, add  # one phrase -> column dict at a time (the graph builds its own)
         cols, hcols = np.frombuffer(cols, np.int64), np.frombuffer(hcols, np.int64)
         rows = np.repeat(np.arange(n), counts)
         hrows = np.repeat(np.arange(n), hcounts)
@@ -356,26 +359,28 @@ class PhraseGraph:
         mentions = sp.csr_array((ones, (rows, cols)), shape=(n, v), dtype=np.float32)
         hones = np.ones(len(hcols), np.float32)
         heads = sp.csr_array((hones, (hrows, hcols)), shape=(n, v), dtype=np.float32)
-        if canonical:
-            return _canonical(phrases, mentions, heads)
-        return PhraseGraph(phrases, mentions, heads)
+        return vocab, mentions, heads
 
 
-def _canonical(vocabulary: list[str], mentions, heads) -> PhraseGraph:
+def _canonical(lookup: dict, mentions, heads, *, owned: bool) -> PhraseGraph:
     """The graph with the phrases no unit holds dropped and the others in sorted order (as
     :class:`~longctx.mixpr.tfidf.TermTable` keeps its terms): a graph grown and cut by any
     sequence of :meth:`PhraseGraph.splice` / :meth:`~PhraseGraph.without` then has the very
     columns, in the very order, of one built at once from the same units, so the walk sums in
     the same order and scores agree to the last bit; and its vocabulary stays the size of what
     the units hold. ``O(n_phrases log n_phrases + nnz)``; a sorted vocabulary with every phrase
-    held costs one pass. ``mentions`` and ``heads`` are CSR arrays of this module (no explicit
-    zero)."""
+    held costs one pass. ``lookup`` maps each phrase to its column of ``mentions`` and
+    ``heads`` (CSR arrays of this module, no explicit zero), in column order; ``owned``: it is
+    this call's to clear (so that one such dict is alive at a time)."""
+    vocabulary = list(lookup)
     n = len(vocabulary)
     held = np.zeros(n, dtype=bool)
     held[mentions.indices] = True
     held[heads.indices] = True
     if held.all() and all(map(str.__lt__, vocabulary, islice(vocabulary, 1, None))):
-        return PhraseGraph(vocabulary, mentions, heads)  # already canonical
+        return PhraseGraph(vocabulary, mentions, heads, _lookup=lookup)  # already canonical
+    if owned:
+        lookup.clear()
     order = sorted(compress(range(n), held.tolist()), key=vocabulary.__getitem__)
     live = [vocabulary[j] for j in order]
     lookup = dict(zip(live, range(len(live))))
