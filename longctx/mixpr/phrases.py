@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from array import array
-from itertools import compress, islice
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress, islice
 
 import numpy as np
 import scipy.sparse as sp
