@@ -65,9 +65,10 @@ def test_a_title_with_a_long_blank_run_costs_linear_time(blank):
     ]
 
 
-def test_a_passage_of_blanks_builds_in_linear_time():
+@pytest.mark.parametrize("blank", [" ", "\t", "\u3000", "\xa0"])
+def test_a_passage_of_blanks_builds_in_linear_time(blank):
     def passage(n):
-        return ["Kiss" + " " * n + "Tell\nKiss and Tell is a film with Shirley Temple."]
+        return [f"Kiss{blank * n}Tell\nKiss and{blank * n}Tell is a film with Shirley Temple."]
 
     _assert_linear(PhraseGraph.from_texts, passage(50_000), passage(200_000))
 
@@ -114,7 +115,11 @@ def test_a_long_query_costs_linear_time():
 
 # -- 10: the vocabulary holds what the units hold ----------------------------------------------
 def _doc(rng) -> str:
-    return f"{_run(rng, 2)}\n{_run(rng, 3)} met {_run(rng, 2)} in {_run(rng, 1)}. {_run(rng, 4)}."
+    """A title line and 1 to 12 sentences (several units once past 64 words)."""
+    body = " ".join(
+        f"{_run(rng, 3)} met {_run(rng, 2)} in {_run(rng, 1)}." for _ in range(rng.integers(1, 13))
+    )
+    return f"{_run(rng, 2)}\n{body} {_run(rng, 4)}."
 
 
 def _same_as_fresh(ix, queries):
