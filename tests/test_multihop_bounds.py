@@ -73,6 +73,14 @@ def test_a_passage_of_blanks_builds_in_linear_time(blank):
     _assert_linear(PhraseGraph.from_texts, passage(50_000), passage(200_000))
 
 
+def test_a_passage_of_capitalised_words_builds_in_linear_time():
+    """Every word starts up to ``max_words`` phrases; the sorted vocabulary costs
+    ``n log n``, well under the ratio's limit."""
+    rng = np.random.default_rng(2)
+    run = _run(rng, 16_000)
+    _assert_linear(PhraseGraph.from_texts, [f"Title\n{run[:25_000]}"], [f"Title\n{run[:100_000]}"])
+
+
 # -- 2: the query's longest matches ------------------------------------------------------------
 def _old_longest(names: list[str]) -> set[str]:
     """The all-pairs rule the linear one replaces."""
