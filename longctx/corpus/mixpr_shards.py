@@ -73,8 +73,9 @@ def check_sharded_options(options: dict) -> None:
     config = MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
     if config.walk != "pagerank":
         raise ValueError(
-            f"walk={config.walk!r} (preset 'multihop') is not available on a sharded MixPR "
-            "corpus (its phrase graph is not split into shards): build it without shards"
+            f"walk={config.walk!r} (which preset 'multihop' sets) is not available on a sharded "
+            "MixPR corpus, its phrase graph not being split into shards: build the corpus "
+            "without shards (--shards)"
         )
 
 
