@@ -588,6 +588,8 @@ def _check_retrieve_args(args) -> None:
         raise CliError("give exactly one of PATH and --sample")
     if not 0.0 <= args.lambda_ <= 1.0:
         raise CliError(f"--lambda must be in [0, 1], got {args.lambda_}")
+    if args.walk != "pagerank" and args.method != "mixpr":
+        raise CliError(f"--walk applies to --method mixpr only, not --method {args.method}")
     if args.diversify and args.method in ("mmr", "fps"):
         raise CliError(
             f"--diversify applies to --method mixpr or youra; --method {args.method} already "

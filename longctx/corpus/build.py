@@ -298,9 +298,11 @@ def build_indexes(
     """
     t0 = time.perf_counter()
     check_method(method, method_options)
-    from longctx.corpus.mixpr_shards import check_shards
+    from longctx.corpus.mixpr_shards import check_sharded_options, check_shards
 
     shards = check_shards(shards, method)
+    if shards is not None:
+        check_sharded_options(method_options)
     _check_positive(workers, "workers")
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")

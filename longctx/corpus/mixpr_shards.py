@@ -29,7 +29,7 @@ from longctx.persist import PersistError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["INDEX_ROOT", "build_sharded_corpus", "load_sharded_corpus"]
+__all__ = ["INDEX_ROOT", "build_sharded_corpus", "check_sharded_options", "load_sharded_corpus"]
 
 #: Where the sharded index lives, relative to the corpus root.
 INDEX_ROOT = "indexes"
@@ -54,6 +54,29 @@ def check_shards(shards, method: str) -> int | None:
     if method != "mixpr":
         raise ValueError(f"shards applies to method 'mixpr' only, not {method!r}")
     return shards
+
+
+def check_sharded_options(options: dict) -> None:
+    """Refuse the MixPR settings (``preset``, :class:`~longctx.mixpr.MixPRConfig` keywords) that
+    a sharded index does not run, before any work: ``walk="multihop"`` (preset ``"multihop"``: its
+    phrase graph is not split into shards).
+
+    Raises
+    ------
+    ValueError
+        Naming the setting.
+    """
+    from longctx.mixpr.config import MixPRConfig
+
+    opts = dict(options)
+    opts.pop("chunk", None)
+    config = MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
+    if config.walk != "pagerank":
+        raise ValueError(
+            f"walk={config.walk!r} (which preset 'multihop' sets) is not available on a sharded "
+            "MixPR corpus, its phrase graph not being split into shards: build the corpus "
+            "without shards (--shards)"
+        )
 
 
 def index_storage(storage):

@@ -282,7 +282,9 @@ class MultiHopRanker:
         """``(n_phrases,) float64`` restart weights of the query's phrases: ``1 / df`` of each
         node phrase that the query holds as a word n-gram with a capitalised word
         (:meth:`PhraseExtractor.query_candidates`), longest matches only ("kiss and tell", not
-        also "kiss")."""
+        also "kiss"). Linear in the query: a match is dropped when it is a run of words of
+        another match, found by listing the runs of each match (at most ``max_words`` words:
+        ``max_words * (max_words + 1) / 2`` runs), not by comparing every pair."""
         check_query(query, "query")
         g = self.graph
         cols = g.lookup(self.extractor.query_candidates(query))
@@ -290,11 +292,14 @@ class MultiHopRanker:
         cols = cols[self.keep[cols]] if len(cols) else cols
         if len(cols):
             names = [g.vocabulary[c] for c in cols]
-            longest = [
-                c
-                for c, p in zip(cols.tolist(), names)
-                if not any(p != q and f" {p} " in f" {q} " for q in names)
-            ]
+            inner = set()  # the runs of words of each match, but the whole match
+            for q in names:
+                words = q.split(" ")
+                k = len(words)
+                inner.update(
+                    " ".join(words[i:j]) for i in range(k) for j in range(i + 1, k + 1) if j - i < k
+                )
+            longest = [c for c, p in zip(cols.tolist(), names) if p not in inner]
             idx = np.asarray(longest, dtype=np.int64)
             w[idx] = 1.0 / g.df[idx]
         return w

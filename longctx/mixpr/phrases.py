@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress, islice
 
 import numpy as np
 import scipy.sparse as sp
@@ -64,6 +66,17 @@ def _norm(text: str) -> list[str]:
         words = [w[:-2] if w.endswith("'s") else w for w in words]
         words = [w for w in (w.rstrip(".'-–") for w in words) if w]
     return words
+
+
+def _drop_qualifier(line: str) -> str:
+    """``line`` less a trailing ``(qualifier)`` (no parenthesis inside) and the whitespace around
+    it: ``re.sub(r"\\s*\\([^()]*\\)\\s*$", "", line)`` in one pass (that expression retried its
+    ``\\s*`` from every blank of a long run of them: quadratic in the run)."""
+    s = line.rstrip()
+    j = s.rfind("(") if s.endswith(")") else -1
+    if j < 0 or ")" in s[j + 1 : -1]:
+        return line
+    return s[:j].rstrip()
 
 
 def _norm_token(tok: str) -> str:
@@ -162,7 +175,7 @@ class PhraseExtractor:
         ``(qualifier)`` and of a ``, qualifier``; else its first capitalised span."""
         first, sep, rest = text.strip().partition("\n")
         if sep and rest.strip() and 0 < len(first.split()) <= self.max_head_words:
-            names = [first, re.sub(r"\s*\([^()]*\)\s*$", "", first), first.split(",")[0]]
+            names = [first, _drop_qualifier(first), first.split(",")[0]]
             out = []
             for name in names:
                 toks = _norm(" ".join(_WORD_RE.findall(name)))
@@ -208,7 +221,8 @@ class PhraseGraph:
     Parameters
     ----------
     vocabulary : sequence of str
-        The phrase of each column (unique).
+        The phrase of each column (unique). :meth:`from_texts` and the updates keep it sorted
+        and hold only the phrases some unit holds.
     mentions : (n_units, n_phrases) sparse, float
         How often each unit mentions each phrase (:meth:`PhraseExtractor.phrases`).
     heads : (n_units, n_phrases) sparse, float
@@ -221,11 +235,12 @@ class PhraseGraph:
         How many units mention or are headed by each phrase.
     """
 
-    def __init__(self, vocabulary: Sequence[str], mentions, heads):
+    def __init__(self, vocabulary: Sequence[str], mentions, heads, *, _lookup=None):
         vocabulary = list(vocabulary)
-        if not all(isinstance(p, str) for p in vocabulary):
+        # (_lookup: the phrase -> column dict of vocabulary, from this module's own builds)
+        if _lookup is None and not all(isinstance(p, str) for p in vocabulary):
             raise TypeError("vocabulary must hold str")
-        lookup = {p: j for j, p in enumerate(vocabulary)}
+        lookup = dict(zip(vocabulary, range(len(vocabulary)))) if _lookup is None else _lookup
         if len(lookup) != len(vocabulary):
             raise ValueError("vocabulary must not repeat a phrase")
         mentions = _check_incidence(mentions, "mentions", len(vocabulary))
@@ -267,80 +282,121 @@ class PhraseGraph:
         TypeError
             ``texts`` is a str, or holds something else than str.
         """
-        return cls._build([], texts, extractor)
+        return cls._build({}, texts, extractor)
 
     def extend(self, texts: Sequence[str], extractor: PhraseExtractor | None = None) -> PhraseGraph:
-        """A new graph with ``texts`` appended as units ``n_units, n_units + 1, ...`` (new
-        phrases get new columns at the end): what :meth:`from_texts` gives for all the texts,
-        at the cost of the new ones."""
-        new = PhraseGraph._build(self.vocabulary, texts, extractor)
-        v = new.n_phrases
-        pad = sp.csr_array((self.n_units, v), dtype=np.float32)
-        grow = v - self.n_phrases
-        mentions = sp.vstack([sp.hstack([self.mentions, pad[:, :grow]]), new.mentions])
-        heads = sp.vstack([sp.hstack([self.heads, pad[:, :grow]]), new.heads])
-        return PhraseGraph(new.vocabulary, sp.csr_array(mentions), sp.csr_array(heads))
+        """A new graph with ``texts`` appended as units ``n_units, n_units + 1, ...``: what
+        :meth:`from_texts` gives for all the texts (the same columns in the same order), at
+        the cost of the new ones and one copy of the incidence arrays."""
+        return self.splice(self.n_units, self.n_units, texts, extractor)
 
     def splice(
         self, lo: int, hi: int, texts: Sequence[str], extractor: PhraseExtractor | None = None
     ) -> PhraseGraph:
-        """A new graph with units ``lo .. hi`` replaced by ``texts`` (new phrases get new columns
-        at the end): insert (``lo == hi``), delete (no ``texts``) and replace in one, at the cost
-        of the new texts and one copy of the incidence arrays."""
+        """A new graph with units ``lo .. hi`` replaced by ``texts``: insert (``lo == hi``),
+        delete (no ``texts``) and replace in one, at the cost of the new texts and one copy of
+        the incidence arrays. The phrases no unit holds any more are dropped, and the columns
+        keep the sorted order of :meth:`from_texts`: any sequence of inserts, replaces and
+        deletes gives the graph (and the walk its scores) of a fresh build of the same units."""
         if not 0 <= lo <= hi <= self.n_units:
             raise ValueError(f"need 0 <= lo <= hi <= {self.n_units}, got lo={lo}, hi={hi}")
-        new = PhraseGraph._build(self.vocabulary, texts, extractor)
-        v = new.n_phrases
+        vocab, new_m, new_h = PhraseGraph._parts(self._lookup, texts, extractor)
+        v = len(vocab)
 
         def widen(M):
             M = sp.csr_array(M)
             return sp.csr_array((M.data, M.indices, M.indptr), shape=(M.shape[0], v))
 
-        parts_m = [widen(self.mentions[:lo]), new.mentions, widen(self.mentions[hi:])]
-        parts_h = [widen(self.heads[:lo]), new.heads, widen(self.heads[hi:])]
-        return PhraseGraph(
-            new.vocabulary,
+        parts_m = [widen(self.mentions[:lo]), new_m, widen(self.mentions[hi:])]
+        parts_h = [widen(self.heads[:lo]), new_h, widen(self.heads[hi:])]
+        return _canonical(
+            vocab,
             sp.csr_array(sp.vstack(parts_m, format="csr")),
             sp.csr_array(sp.vstack(parts_h, format="csr")),
+            owned=True,
         )
 
     def without(self, rows) -> PhraseGraph:
         """A new graph without the units ``rows`` (the others keep their order; phrases no unit
-        holds any more stay in the vocabulary with ``df`` 0, which no walk visits)."""
+        holds any more are dropped, as in a fresh build of the units left)."""
         drop = np.zeros(self.n_units, dtype=bool)
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         if rows.size and (rows.min() < 0 or rows.max() >= self.n_units):
             raise ValueError(f"rows must lie in [0, {self.n_units}), got {rows.tolist()[:5]}")
         drop[rows] = True
         keep = np.flatnonzero(~drop)
-        return PhraseGraph(self.vocabulary, self.mentions[keep], self.heads[keep])
+        return _canonical(self._lookup, self.mentions[keep], self.heads[keep], owned=False)
 
     @staticmethod
-    def _build(vocabulary, texts, extractor) -> PhraseGraph:
+    def _build(lookup: dict, texts, extractor) -> PhraseGraph:
+        """The graph of ``texts`` in canonical order (:func:`_canonical`)."""
+        return _canonical(*PhraseGraph._parts(lookup, texts, extractor), owned=True)
+
+    @staticmethod
+    def _parts(lookup: dict, texts, extractor) -> tuple[dict, sp.csr_array, sp.csr_array]:
+        """``(vocab, mentions, heads)`` of ``texts`` over ``vocab``: a copy of ``lookup``
+        (phrase -> column) with the new phrases at new columns at the end."""
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise TypeError("texts must be a sequence of str (one per unit)")
         ex = extractor or PhraseExtractor()
-        vocab: dict[str, int] = {p: j for j, p in enumerate(vocabulary)}
+        vocab: dict[str, int] = dict(lookup)
         add = vocab.setdefault
-        cols: list[int] = []
-        hcols: list[int] = []
+        cols, hcols = array("q"), array("q")  # 8 bytes a mention, not a list of int objects
         counts = np.zeros(len(texts), dtype=np.int64)
         hcounts = np.zeros(len(texts), dtype=np.int64)
         for i, t in enumerate(texts):
             ph = ex.phrases(t)
-            cols.extend([add(p, len(vocab)) for p in ph])
+            cols.extend(add(p, len(vocab)) for p in ph)
             counts[i] = len(ph)
             hd = ex.heads(t)
-            hcols.extend([add(p, len(vocab)) for p in hd])
+            hcols.extend(add(p, len(vocab)) for p in hd)
             hcounts[i] = len(hd)
         n, v = len(texts), len(vocab)
+        cols, hcols = np.frombuffer(cols, np.int64), np.frombuffer(hcols, np.int64)
         rows = np.repeat(np.arange(n), counts)
         hrows = np.repeat(np.arange(n), hcounts)
         ones = np.ones(len(cols), np.float32)
         mentions = sp.csr_array((ones, (rows, cols)), shape=(n, v), dtype=np.float32)
         hones = np.ones(len(hcols), np.float32)
         heads = sp.csr_array((hones, (hrows, hcols)), shape=(n, v), dtype=np.float32)
-        return PhraseGraph(list(vocab), mentions, heads)
+        return vocab, mentions, heads
+
+
+def _canonical(lookup: dict, mentions, heads, *, owned: bool) -> PhraseGraph:
+    """The graph with the phrases no unit holds dropped and the others in sorted order (as
+    :class:`~longctx.mixpr.tfidf.TermTable` keeps its terms): a graph grown and cut by any
+    sequence of :meth:`PhraseGraph.splice` / :meth:`~PhraseGraph.without` then has the very
+    columns, in the very order, of one built at once from the same units, so the walk sums in
+    the same order and scores agree to the last bit; and its vocabulary stays the size of what
+    the units hold. ``O(n_phrases log n_phrases + nnz)``; a sorted vocabulary with every phrase
+    held costs one pass. ``lookup`` maps each phrase to its column of ``mentions`` and
+    ``heads`` (CSR arrays of this module, no explicit zero), in column order; ``owned``: it is
+    this call's to clear (so that one such dict is alive at a time)."""
+    vocabulary = list(lookup)
+    n = len(vocabulary)
+    held = np.zeros(n, dtype=bool)
+    held[mentions.indices] = True
+    held[heads.indices] = True
+    if held.all() and all(map(str.__lt__, vocabulary, islice(vocabulary, 1, None))):
+        return PhraseGraph(vocabulary, mentions, heads, _lookup=lookup)  # already canonical
+    if owned:
+        lookup.clear()
+    order = sorted(compress(range(n), held.tolist()), key=vocabulary.__getitem__)
+    live = [vocabulary[j] for j in order]
+    lookup = dict(zip(live, range(len(live))))
+    remap = np.full(n, -1, dtype=np.int64)
+    remap[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
+    del order
+
+    def cols(M):
+        M = sp.csr_array(M)
+        out = sp.csr_array(
+            (M.data.copy(), remap[M.indices], M.indptr.copy()), shape=(M.shape[0], len(live))
+        )
+        out.sort_indices()
+        return out
+
+    return PhraseGraph(live, cols(mentions), cols(heads), _lookup=lookup)
 
 
 def _check_incidence(M, name: str, n_phrases: int) -> sp.csr_array:

@@ -321,6 +321,11 @@ class ShardedMixPRIndex:
                     f"shard {i} was built with other settings than the other shards "
                     "(config, chunking or unit vectors differ)"
                 )
+        if config.walk != "pagerank":
+            raise PersistError(
+                f"the shards were built with walk={config.walk!r}, which a sharded MixPR index "
+                "does not run (its phrase graph is not split into shards): rebuild without shards"
+            )
         settings = TfidfSettings(config)
         order = sorted(live)
         stats, maps = merge_term_stats(
