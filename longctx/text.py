@@ -283,6 +283,7 @@ _RULE_ABBREVIATIONS = frozenset(
     "sept oct nov dec e.g i.e a.m p.m u.s u.k".split()
 )
 _RULE_OPENERS = "\"'\u2018\u201c([\u00ab"
+_BLANK_LINE_RE = regex.compile(r"\n[ \t\f\v\r]*+\n")
 
 
 def _rules_spans(text: str) -> list[Span]:
@@ -290,7 +291,8 @@ def _rules_spans(text: str) -> list[Span]:
     starts = [0]
     for m in _RULE_END_RE.finditer(text):
         j = m.start()
-        if m.group(1) == "." or m.group(2):  # after an abbreviation or an initial: no end
+        if (m.group(1) == "." or m.group(2)) and not _BLANK_LINE_RE.search(m.group()):
+            # after an abbreviation or an initial: no end (a blank line still is one)
             seg = text[max(0, j - 12) : j]
             word = "" if not seg or seg[-1].isspace() else seg.rsplit(None, 1)[-1]
             word = word.lstrip(_RULE_OPENERS).lower()

@@ -155,3 +155,20 @@ def test_chunk_words_split_lines_false_still_cuts_at_blank_lines():
     assert [len(p.split()) for p in got[1:]] == [17, 17]
     paper = [text[a:b] for a, b in chunk_words(text, max_words=32)]
     assert paper[:2] == ["CHAPTER ONE THE", "BEGINNING OF ALL THINGS"]
+
+
+@pytest.mark.parametrize("text", ["猫.\n\nA。?", "b.\n\nA later line", "Mr.\n\nSmith came"])
+def test_rules_a_blank_line_after_an_initial_or_abbreviation_ends_the_sentence(text):
+    # the abbreviation / initial rule swallowed the blank line (a unit crossed a paragraph, and
+    # chunk_many, which joins texts by blank lines, disagreed with chunk)
+    spans = split_sentences(text, "rules")
+    cut = text.index("\n\n")
+    assert len(spans) == 2 and spans[0][1] <= cut < spans[1][0]
+
+
+def test_chunk_many_equals_chunk_on_the_example_hypothesis_found():
+    from longctx.mixpr import MixPRConfig
+
+    cfg = MixPRConfig(max_words=4)
+    texts = ["猫.", "猫.", "A。?"]
+    assert cfg.chunk_many(texts) == [cfg.chunk(t) for t in texts]
