@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from longctx.checks import check_int
 from longctx.terms import fold_accents_unicode
 
-__all__ = ["CONNECTORS", "PhraseExtractor", "PhraseGraph"]
+__all__ = ["CONNECTORS", "PhraseExtractor", "PhraseGraph", "unit_heads"]
 
 #: lower-case words that may join capitalised words inside a name ("Bank of America",
 #: "Ludwig van Beethoven", "Kiss and Tell"); never at a phrase's edge
@@ -258,16 +258,19 @@ class PhraseGraph:
 
     @classmethod
     def from_texts(
-        cls, texts: Sequence[str], extractor: PhraseExtractor | None = None
+        cls, texts: Sequence[str], extractor: PhraseExtractor | None = None, *, heads=None
     ) -> PhraseGraph:
         """The graph of ``texts`` (one unit each, in order): one pass over the text.
+        ``heads``: more head phrases per unit (:func:`unit_heads`), beside each text's own.
 
         Raises
         ------
         TypeError
             ``texts`` is a str, or holds something else than str.
+        ValueError
+            ``heads`` of another length than ``texts``.
         """
-        return cls._build([], texts, extractor)
+        return cls._build([], texts, extractor, heads)
 
     def extend(self, texts: Sequence[str], extractor: PhraseExtractor | None = None) -> PhraseGraph:
         """A new graph with ``texts`` appended as units ``n_units, n_units + 1, ...`` (new
@@ -282,14 +285,20 @@ class PhraseGraph:
         return PhraseGraph(new.vocabulary, sp.csr_array(mentions), sp.csr_array(heads))
 
     def splice(
-        self, lo: int, hi: int, texts: Sequence[str], extractor: PhraseExtractor | None = None
+        self,
+        lo: int,
+        hi: int,
+        texts: Sequence[str],
+        extractor: PhraseExtractor | None = None,
+        *,
+        heads=None,
     ) -> PhraseGraph:
         """A new graph with units ``lo .. hi`` replaced by ``texts`` (new phrases get new columns
         at the end): insert (``lo == hi``), delete (no ``texts``) and replace in one, at the cost
         of the new texts and one copy of the incidence arrays."""
         if not 0 <= lo <= hi <= self.n_units:
             raise ValueError(f"need 0 <= lo <= hi <= {self.n_units}, got lo={lo}, hi={hi}")
-        new = PhraseGraph._build(self.vocabulary, texts, extractor)
+        new = PhraseGraph._build(self.vocabulary, texts, extractor, heads)
         v = new.n_phrases
 
         def widen(M):
@@ -316,9 +325,11 @@ class PhraseGraph:
         return PhraseGraph(self.vocabulary, self.mentions[keep], self.heads[keep])
 
     @staticmethod
-    def _build(vocabulary, texts, extractor) -> PhraseGraph:
+    def _build(vocabulary, texts, extractor, more_heads=None) -> PhraseGraph:
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise TypeError("texts must be a sequence of str (one per unit)")
+        if more_heads is not None and len(more_heads) != len(texts):
+            raise ValueError(f"heads must hold one list per text ({len(texts)})")
         ex = extractor or PhraseExtractor()
         vocab: dict[str, int] = {p: j for j, p in enumerate(vocabulary)}
         add = vocab.setdefault
@@ -331,6 +342,8 @@ class PhraseGraph:
             cols.extend([add(p, len(vocab)) for p in ph])
             counts[i] = len(ph)
             hd = ex.heads(t)
+            if more_heads is not None and more_heads[i]:
+                hd = list(dict.fromkeys([*hd, *more_heads[i]]))
             hcols.extend([add(p, len(vocab)) for p in hd])
             hcounts[i] = len(hd)
         n, v = len(texts), len(vocab)
@@ -354,3 +367,151 @@ def _check_incidence(M, name: str, n_phrases: int) -> sp.csr_array:
         raise ValueError(f"{name} must hold finite non-negative counts")
     M.eliminate_zeros()
     return M
+
+
+# -- heads from a document's structure: headings, title line, file name, metadata -----------------
+#: metadata keys whose value names what a document is about: a title (LangChain's Wikipedia and
+#: web loaders), a file name or path (LlamaIndex readers' ``file_name`` / ``file_path``,
+#: LangChain loaders' ``source``).
+HEAD_METADATA_KEYS = ("title", "file_name", "file_path", "source")
+#: most characters of a heading read as a head (a longer "heading" is a paragraph)
+MAX_HEADING_CHARS = 300
+
+# Markdown ATX heading ("## Early life"), at a line start
+_ATX_RE = re.compile(r"^ {0,3}#{1,6}[ \t]+([^\n]{1,300})", re.M)
+# a line underlined by a run of one punctuation character: Markdown setext, reStructuredText
+_SETEXT_RE = re.compile(r"^(\S[^\n]{0,299})\n {0,3}([=\-~^*+#\"'`:._])\2{2,}[ \t]*$", re.M)
+# HTML <h1>..<h6> and <title>, up to the next tag (a few inline tags skipped first)
+_HTML_RE = re.compile(
+    r"<(?:h[1-6]|title)\b[^<>]{0,200}>\s*(?:<[^<>]{0,200}>\s*){0,3}([^<>]{1,300})<", re.I
+)
+_LINK_URL_RE = re.compile(r"\]\([^()\s]{0,500}\)")
+_EXT_RE = re.compile(r"\.[A-Za-z0-9]{1,5}$")
+
+
+def heading_lines(text: str) -> list[tuple[int, str]]:
+    """``(offset, heading)`` of every Markdown (``#`` or underlined), reStructuredText
+    (underlined) and HTML (``<h1>``..``<h6>``, ``<title>``) heading of ``text``, by offset: one
+    pass of three regular expressions, each bounded per match (linear in the text)."""
+    found: list[tuple[int, str]] = []
+    if "#" in text:
+        found += [(m.start(), m.group(1)) for m in _ATX_RE.finditer(text)]
+    if "\n" in text:
+        found += [(m.start(), m.group(1)) for m in _SETEXT_RE.finditer(text)]
+    if "<" in text:
+        found += [(m.start(), m.group(1)) for m in _HTML_RE.finditer(text)]
+    found.sort(key=lambda x: x[0])
+    return [(a, h) for a, h in found if h.strip()]
+
+
+def title_phrases(title: str, extractor: PhraseExtractor | None = None) -> list[str]:
+    """The head phrases of a title, normalised as :meth:`PhraseExtractor.heads` normalises a
+    title line: the title, the title without a trailing ``(qualifier)``, and before a comma;
+    Markdown link targets, ``#`` marks and emphasis dropped; leading stop words trimmed; none
+    over ``max_words`` words."""
+    ex = extractor or PhraseExtractor()
+    title = _LINK_URL_RE.sub("]", title[:MAX_HEADING_CHARS]).strip().strip("#").strip()
+    names = [title, re.sub(r"\s*\([^()]*\)\s*$", "", title), title.split(",")[0]]
+    out = []
+    for name in names:
+        toks = _norm(" ".join(_WORD_RE.findall(name.replace("_", " "))))
+        while toks and toks[0] in _STOP:
+            toks = toks[1:]
+        if toks and len(toks) <= ex.max_words:
+            out.append(" ".join(toks))
+    return list(dict.fromkeys(out))
+
+
+def file_title(name: str) -> str | None:
+    """The title a file name or path gives (``"docs/Shirley_Temple.md"`` -> ``"Shirley Temple"``,
+    a URL's last part alike), or None for a name that is no path (``"17"``, a UUID)."""
+    if not isinstance(name, str) or not name or len(name) > 2048:
+        return None
+    if not ("/" in name or "\\" in name or _EXT_RE.search(name)):
+        return None
+    base = re.split(r"[/\\]", name.rstrip("/\\"))[-1]
+    base = _EXT_RE.sub("", base.split("?")[0].split("#")[0])
+    base = re.sub(r"[_\-+%.]+", " ", base).strip()
+    if not any(c.isalpha() for c in base):
+        return None
+    return base
+
+
+def document_titles(text: str, doc_id=None, metadata=None, *, max_head_words: int = 12):
+    """What a whole document is about, as raw titles: its first line when it is a title line
+    (at most ``max_head_words`` words, more text after it), the title of its metadata
+    (:data:`HEAD_METADATA_KEYS`) and the file name of its id or metadata (:func:`file_title`)."""
+    out = []
+    first, sep, rest = text.strip().partition("\n")
+    if sep and rest.strip() and 0 < len(first.split()) <= max_head_words:
+        out.append(first)
+    md = metadata if isinstance(metadata, Mapping) else {}
+    title = md.get("title")
+    if isinstance(title, str) and title.strip():
+        out.append(title)
+    for name in (md.get("file_name"), md.get("file_path"), md.get("source"), doc_id):
+        t = file_title(name) if isinstance(name, str) else None
+        if t:
+            out.append(t)
+            break
+    return out
+
+
+def unit_heads(
+    texts: Sequence[str],
+    unit_source,
+    starts,
+    ends,
+    doc_ids=None,
+    metadatas=None,
+    extractor: PhraseExtractor | None = None,
+) -> list[list[str]]:
+    """Head phrases of every unit from its document's structure, beside the unit's own
+    (:meth:`PhraseExtractor.heads`): the document's titles (:func:`document_titles`: title line,
+    metadata title, file name) and the heading in force at the unit (the last Markdown, rST or
+    HTML heading at or before its start, :func:`heading_lines`) and those inside it.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The documents.
+    unit_source, starts, ends : (n_units,) int
+        Each unit's document and character span, sorted by document then start.
+    doc_ids, metadatas : sequence, optional
+        One per document.
+
+    Returns
+    -------
+    list of list of str
+        ``n_units`` lists of normalised phrases (:func:`title_phrases`). Linear in the text.
+    """
+    ex = extractor or PhraseExtractor()
+    src = np.asarray(unit_source, dtype=np.int64)
+    a_ = np.asarray(starts, dtype=np.int64)
+    b_ = np.asarray(ends, dtype=np.int64)
+    out: list[list[str]] = [[] for _ in range(len(src))]
+    bounds = np.searchsorted(src, np.arange(len(texts) + 1), side="left").tolist()
+    for d, text in enumerate(texts):
+        lo, hi = bounds[d], bounds[d + 1]
+        if lo == hi:
+            continue
+        did = doc_ids[d] if doc_ids is not None else None
+        md = metadatas[d] if metadatas is not None else None
+        doc_heads = []
+        for t in document_titles(text, did, md, max_head_words=ex.max_head_words):
+            doc_heads += title_phrases(t, ex)
+        heads = heading_lines(text)
+        pos = [h[0] for h in heads]
+        phr = [title_phrases(h[1], ex) for h in heads]
+        j = 0  # headings before the current unit's start
+        for u in range(lo, hi):
+            a, b = int(a_[u]), int(b_[u])
+            while j < len(pos) and pos[j] <= a:
+                j += 1
+            k = j
+            mine = list(phr[j - 1]) if j else []
+            while k < len(pos) and pos[k] < b:
+                mine += phr[k]
+                k += 1
+            out[u] = list(dict.fromkeys(doc_heads + mine))
+    return out
