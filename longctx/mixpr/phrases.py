@@ -381,6 +381,7 @@ MAX_HEADING_CHARS = 300
 _ATX_RE = re.compile(r"^ {0,3}#{1,6}[ \t]+([^\n]{1,300})", re.M)
 # a line underlined by a run of one punctuation character: Markdown setext, reStructuredText
 _SETEXT_RE = re.compile(r"^(\S[^\n]{0,299})\n {0,3}([=\-~^*+#\"'`:._])\2{2,}[ \t]*$", re.M)
+_UNDERLINE_RE = re.compile(r"\n {0,3}([=\-~^*+#\"'`:._])\1{2,}[ \t]*$", re.M)
 # HTML <h1>..<h6> and <title>, up to the next tag (a few inline tags skipped first)
 _HTML_RE = re.compile(
     r"<(?:h[1-6]|title)\b[^<>]{0,200}>\s*(?:<[^<>]{0,200}>\s*){0,3}([^<>]{1,300})<", re.I
@@ -396,7 +397,7 @@ def heading_lines(text: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     if "#" in text:
         found += [(m.start(), m.group(1)) for m in _ATX_RE.finditer(text)]
-    if "\n" in text:
+    if "\n" in text and _UNDERLINE_RE.search(text):
         found += [(m.start(), m.group(1)) for m in _SETEXT_RE.finditer(text)]
     if "<" in text:
         found += [(m.start(), m.group(1)) for m in _HTML_RE.finditer(text)]
@@ -414,6 +415,8 @@ def title_phrases(title: str, extractor: PhraseExtractor | None = None) -> list[
     names = [title, re.sub(r"\s*\([^()]*\)\s*$", "", title), title.split(",")[0]]
     out = []
     for name in names:
+        if len(name.split()) > ex.max_words + 3:  # too long even after leading stop words
+            continue
         toks = _norm(" ".join(_WORD_RE.findall(name.replace("_", " "))))
         while toks and toks[0] in _STOP:
             toks = toks[1:]
@@ -437,14 +440,18 @@ def file_title(name: str) -> str | None:
     return base
 
 
-def document_titles(text: str, doc_id=None, metadata=None, *, max_head_words: int = 12):
+def document_titles(
+    text: str, doc_id=None, metadata=None, *, max_head_words: int = 12, first_line: bool = True
+):
     """What a whole document is about, as raw titles: its first line when it is a title line
     (at most ``max_head_words`` words, more text after it), the title of its metadata
-    (:data:`HEAD_METADATA_KEYS`) and the file name of its id or metadata (:func:`file_title`)."""
+    (:data:`HEAD_METADATA_KEYS`) and the file name of its id or metadata (:func:`file_title`);
+    ``first_line=False`` skips the first."""
     out = []
-    first, sep, rest = text.strip().partition("\n")
-    if sep and rest.strip() and 0 < len(first.split()) <= max_head_words:
-        out.append(first)
+    if first_line:
+        first, sep, rest = text[:4096].strip().partition("\n")  # a title line is short
+        if sep and rest.strip() and 0 < len(first.split()) <= max_head_words:
+            out.append(first)
     md = metadata if isinstance(metadata, Mapping) else {}
     title = md.get("title")
     if isinstance(title, str) and title.strip():
@@ -488,8 +495,10 @@ def unit_heads(
     """Head phrases of every unit from its document's structure, beside the unit's own
     (:meth:`PhraseExtractor.heads`): the document's titles (:func:`document_titles`: title line,
     metadata title, file name) and the heading in force at the unit (the last Markdown, rST or
-    HTML heading at or before its start, :func:`heading_lines`) and those inside it; a unit with
-    none of these and no title line of its own gets :func:`lead_heads`.
+    HTML heading at or before its start, :func:`heading_lines`) and those inside it; a
+    document's first unit with none of these and no title line of its own gets
+    :func:`lead_heads` (the opening of a text names what it is about; a later chunk's first
+    name need not).
 
     Parameters
     ----------
@@ -518,9 +527,16 @@ def unit_heads(
         did = doc_ids[d] if doc_ids is not None else None
         md = metadatas[d] if metadatas is not None else None
         doc_heads = []
-        for t in document_titles(text, did, md, max_head_words=ex.max_head_words):
+        # one unit: its own heads (PhraseExtractor.heads) read its title line already
+        titles = document_titles(
+            text, did, md, max_head_words=ex.max_head_words, first_line=hi - lo > 1
+        )
+        for t in titles:
             doc_heads += title_phrases(t, ex)
         heads = heading_lines(text)
+        if not heads and not doc_heads:  # most passages: only the first unit's lead
+            out[lo] = lead_heads(text[int(a_[lo]) : int(b_[lo])], ex)
+            continue
         pos = [h[0] for h in heads]
         phr = [title_phrases(h[1], ex) for h in heads]
         j = 0  # headings before the current unit's start
@@ -534,7 +550,7 @@ def unit_heads(
                 mine += phr[k]
                 k += 1
             heads_u = doc_heads + mine
-            if not heads_u:
+            if not heads_u and u == lo:
                 heads_u = lead_heads(text[a:b], ex)
             out[u] = list(dict.fromkeys(heads_u))
     return out
