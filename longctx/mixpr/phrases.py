@@ -496,9 +496,8 @@ def unit_heads(
     (:meth:`PhraseExtractor.heads`): the document's titles (:func:`document_titles`: title line,
     metadata title, file name) and the heading in force at the unit (the last Markdown, rST or
     HTML heading at or before its start, :func:`heading_lines`) and those inside it; a
-    document's first unit with none of these and no title line of its own gets
-    :func:`lead_heads` (the opening of a text names what it is about; a later chunk's first
-    name need not).
+    document's first unit, when it has no title line of its own, also gets :func:`lead_heads`
+    (the opening of a text names what it is about; a later chunk's first name need not).
 
     Parameters
     ----------
@@ -534,8 +533,11 @@ def unit_heads(
         for t in titles:
             doc_heads += title_phrases(t, ex)
         heads = heading_lines(text)
-        if not heads and not doc_heads:  # most passages: only the first unit's lead
-            out[lo] = lead_heads(text[int(a_[lo]) : int(b_[lo])], ex)
+        lead = lead_heads(text[int(a_[lo]) : int(b_[lo])], ex)
+        if not heads:  # most passages: no heading
+            out[lo] = list(dict.fromkeys(doc_heads + lead))
+            for u in range(lo + 1, hi):
+                out[u] = list(doc_heads)
             continue
         pos = [h[0] for h in heads]
         phr = [title_phrases(h[1], ex) for h in heads]
@@ -549,8 +551,6 @@ def unit_heads(
             while k < len(pos) and pos[k] < b:
                 mine += phr[k]
                 k += 1
-            heads_u = doc_heads + mine
-            if not heads_u and u == lo:
-                heads_u = lead_heads(text[a:b], ex)
+            heads_u = doc_heads + mine + (lead if u == lo else [])
             out[u] = list(dict.fromkeys(heads_u))
     return out
