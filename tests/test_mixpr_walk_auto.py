@@ -119,7 +119,10 @@ def test_heading_lines_of_markdown_rst_and_html():
     assert [h for _, h in heading_lines(RST)] == ["Kiss and Tell", "Cast"]
     assert [h for _, h in heading_lines(HTML)] == ["Meet Corliss Archer", "Radio"]
     assert heading_lines("no heading here\njust text") == []
-    assert title_phrases("Kiss and Tell (1945 film)") == ["kiss and tell 1945 film", "kiss and tell"]
+    assert title_phrases("Kiss and Tell (1945 film)") == [
+        "kiss and tell 1945 film",
+        "kiss and tell",
+    ]
     assert title_phrases("## [Shirley Temple](https://x.org/a_b)") == ["shirley temple"]
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp

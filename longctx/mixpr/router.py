@@ -212,4 +212,3 @@ def choose_walk(plan: dict, mode: str, named: Sequence[str] = (), heads: int = 0
         why = "the query names a passage's head" if heads else "the query names a phrase"
         return {**out, "walk": "multihop", "reason": why, "named": list(named)[:8]}
     return {**out, "walk": "pagerank", "reason": "the query names no phrase of the corpus"}
-
