@@ -52,6 +52,7 @@ def test_choose_walk_rules():
     assert choose_walk(plan, "local", ["france"], 0)["walk"] == "multihop"
     assert choose_walk(plan, "local", [], 0)["walk"] == "pagerank"
     assert choose_walk(plan, "global", ["france"], 1)["walk"] == "pagerank"
+    assert choose_walk(plan, "global-fallback", ["france"], 1)["walk"] == "multihop"
     assert choose_walk(plan_walk("multihop", 100, 100), "local")["walk"] == "multihop"
     assert choose_walk(plan_walk("auto", 1, 100), "local", ["x"], 1)["walk"] == "pagerank"
     with pytest.raises(ValueError, match="walk"):

@@ -189,7 +189,8 @@ def choose_walk(plan: dict, mode: str, named: Sequence[str] = (), heads: int = 0
     plan : dict
         :func:`plan_walk`'s answer for the index.
     mode : str
-        The mode the router chose; only a local query walks the phrase graph.
+        The mode used: ``"global"`` keeps PageRank; ``"local"`` and ``"global-fallback"`` (a
+        local query that reached no unit lexically) may walk the phrase graph.
     named : sequence of str
         The phrase nodes the query names (longest matches, :meth:`MultiHopRanker.query_phrases`).
     heads : int
@@ -204,8 +205,8 @@ def choose_walk(plan: dict, mode: str, named: Sequence[str] = (), heads: int = 0
     if not plan["phrases"]:
         why = "walk='pagerank'" if plan["walk"] == "pagerank" else f"{plan['corpus']}"
         return {**out, "walk": "pagerank", "reason": why}
-    if not mode.startswith("local"):
-        return {**out, "walk": "pagerank", "reason": f"{mode} query"}
+    if mode == "global":  # "global-fallback" (no unit reached lexically) may still be seeded
+        return {**out, "walk": "pagerank", "reason": "global query"}
     if plan["walk"] == "multihop":
         return {**out, "walk": "multihop", "reason": "walk='multihop'", "named": list(named)[:8]}
     if named:
