@@ -182,7 +182,7 @@ def test_hotpotqa_corpus_lift(shared_data):
 
     corpus = load_task("hotpotqa-corpus", shared_data, 20)
     passages = list(corpus.passages)
-    mix = MixPRIndex.from_texts(passages, chunk=False)
+    mix = MixPRIndex.from_texts(passages, chunk=False, walk="pagerank")
     ranker = MultiHopRanker.from_texts(passages)
     bm25, analyzer = bm25_index(passages)
     rec = {"bm25": [], "mixpr": [], "walk": []}
@@ -216,7 +216,7 @@ def test_the_multihop_preset_reaches_the_bridge_passage(tmp_path):
     from longctx.mixpr import MixPRIndex
 
     ids = [t.split("\n")[0] for t in BRIDGE]
-    plain = MixPRIndex.from_texts(BRIDGE, ids=ids, chunk=False)
+    plain = MixPRIndex.from_texts(BRIDGE, ids=ids, chunk=False, preset="pagerank")
     walk = MixPRIndex.from_texts(BRIDGE, ids=ids, chunk=False, preset="multihop")
     assert walk.config.walk == "multihop" and plain.config.walk == "pagerank"
 

@@ -205,10 +205,12 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--walk",
-        choices=["pagerank", "multihop"],
-        default="pagerank",
+        choices=["auto", "pagerank", "multihop"],
+        default="auto",
         help="multihop: after the local score, a walk over the chunks and the capitalised names "
-        "they share (multi-hop questions; MixPRConfig walk=, preset 'multihop')",
+        "they share (multi-hop questions; MixPRConfig walk=, preset 'multihop'); auto: the "
+        "multi-hop walk for a corpus of passages and a question naming one of its phrases, else "
+        "pagerank (one text file is one document: pagerank)",
     )
     g = r.add_argument_group("youra options")
     g.add_argument(

@@ -13,7 +13,7 @@ from longctx.types import SearchResult
 
 def _index(text: str, args: argparse.Namespace) -> MixPRIndex:
     kw = {} if args.max_words is None else {"max_words": args.max_words}
-    if getattr(args, "walk", "pagerank") != "pagerank":
+    if getattr(args, "walk", None) is not None:
         kw["walk"] = args.walk
     return MixPRIndex.from_texts(text, progress=bool(getattr(args, "progress", False)), **kw)
 

@@ -42,7 +42,8 @@ def add_parser(sub, positive_int, add_output_options) -> None:
         choices=["text", "json"],
         default="text",
         help="text: a line '[DOC_ID] chars START-END  score=S' then the passage; json: passages "
-        "(with doc_id) plus method, mode, doc_ids and timings (load, search, total)",
+        "(with doc_id) plus method, mode, doc_ids, timings (load, search, total) and trace "
+        "(MixPR: the walk it chose and why)",
     )
     s.add_argument(
         "--ray-address",
@@ -102,6 +103,7 @@ def run(args) -> int:
             "doc_ids": doc_ids,
             "budget": dict(result.budget),
             "timings": {k: round(float(v), 6) for k, v in timings.items()},
+            "trace": [dict(t) for t in result.trace],
             "passages": [{**p.to_dict(), "doc_id": doc_ids[p.source]} for p in result.hits],
         }
         json.dump(out, sys.stdout, ensure_ascii=False, indent=1, default=str)

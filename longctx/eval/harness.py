@@ -56,6 +56,7 @@ BUDGETS = {
     "narrativeqa": (0.1, 0.2, 0.4),
     "multilexsum": (0.1, 0.2, 0.4),
     "hotpotqa-corpus": (2, 5, 10),
+    "hotpotqa-corpus-untitled": (2, 5, 10),
 }
 #: ``--quick`` pools the paragraphs of this many examples for a corpus task (not the 100; the
 #: questions' own examples are always in the pool)

@@ -7,8 +7,12 @@ SmolLM2 tokenizer by default), and returns character spans of the document. The 
 methods share one sentence split and one set of sentence embeddings per document
 (:class:`Doc`), so baselines do not pay twice for what the methods share.
 
-Methods: ``mixpr`` (:class:`longctx.MixPRIndex`), ``mixpr-hybrid`` (MixPR with MiniLM vectors of its
-units, :class:`MixPRHybridMethod`), ``mixpr-paper`` (``preset="paper"``), ``mixpr-multihop`` and
+Methods: ``mixpr`` (:class:`longctx.MixPRIndex` with its defaults: ``walk="auto"``, the multi-hop
+walk on a corpus of passages for a question that names one of its phrases, else the PageRank
+walk), ``mixpr-hybrid`` (MixPR with MiniLM vectors of its
+units, :class:`MixPRHybridMethod`), ``mixpr-paper`` (``preset="paper"``), ``mixpr-pagerank``
+(``preset="pagerank"``: the PageRank walk everywhere, the default before ``walk="auto"``),
+``mixpr-multihop`` and
 ``mixpr-multihop-hybrid`` (MixPR's score, then the multi-hop walk of
 :mod:`longctx.mixpr.multihop`: :class:`MixPRMultiHopMethod`), ``bm25`` (rank-bm25's BM25Okapi; Robertson and
 Zaragoza, 2009), ``minilm`` (all-MiniLM-L6-v2 cosine to the question), ``mmr`` and ``fps``
@@ -693,6 +697,7 @@ def get_methods(names) -> list[Method]:
         "mixpr": MixPRMethod,
         "mixpr-hybrid": MixPRHybridMethod,
         "mixpr-paper": lambda: _named(MixPRMethod(preset="paper"), "mixpr-paper"),
+        "mixpr-pagerank": lambda: _named(MixPRMethod(preset="pagerank"), "mixpr-pagerank"),
         "mixpr-multihop": MixPRMultiHopMethod,
         "mixpr-multihop-hybrid": lambda: MixPRMultiHopMethod(hybrid=True),
         "bm25": BM25Method,
@@ -722,6 +727,7 @@ METHOD_NAMES = (
     "mixpr",
     "mixpr-hybrid",
     "mixpr-paper",
+    "mixpr-pagerank",
     "mixpr-multihop",
     "mixpr-multihop-hybrid",
     "bm25",

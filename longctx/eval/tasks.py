@@ -19,6 +19,9 @@ once per document and answers every question of that document from it.
   ``title\ntext``; every question ranks the whole pool and its gold is its supporting
   paragraphs, scored as passage recall@k (the setting of HippoRAG: Gutierrez et al., 2024,
   arXiv:2405.14831; HippoRAG 2: Gutierrez et al., 2025, arXiv:2502.14802).
+- ``hotpotqa-corpus-untitled``: the same pool and questions with each passage's title line
+  removed (its text alone): multi-hop retrieval without Wikipedia's title convention, where a
+  passage's head is no longer given (``docs/notes/multihop-default.md``).
 """
 
 from __future__ import annotations
@@ -30,9 +33,17 @@ from pathlib import Path
 
 from longctx.persist import parse_json, read_json
 
-TASKS = ("babilong", "squad", "hotpotqa", "narrativeqa", "multilexsum", "hotpotqa-corpus")
+TASKS = (
+    "babilong",
+    "squad",
+    "hotpotqa",
+    "narrativeqa",
+    "multilexsum",
+    "hotpotqa-corpus",
+    "hotpotqa-corpus-untitled",
+)
 #: tasks over one pool of passages ranked as a whole (:class:`Corpus`), scored at ``k`` passages
-CORPUS_TASKS = ("hotpotqa-corpus",)
+CORPUS_TASKS = ("hotpotqa-corpus", "hotpotqa-corpus-untitled")
 
 
 @dataclass(frozen=True)
@@ -205,13 +216,14 @@ def _paragraph_text(sents: list[str]) -> str:
 
 
 def hotpotqa_corpus(
-    data: Path, n_questions: int, seed: int = 0, *, pool: int | None = None
+    data: Path, n_questions: int, seed: int = 0, *, pool: int | None = None, titles: bool = True
 ) -> Corpus:
     """HotpotQA distractor's paragraphs pooled into one corpus, questions over all of it.
 
     The pool holds the ten paragraphs of each of the first ``pool`` examples (default: every
     example of the file, 100), duplicates by title merged (991 passages from the shared file),
-    each passage ``title\ntext``; the questions are the first ``n_questions`` examples', gold =
+    each passage ``title\ntext`` (``titles=False``: the text alone); the questions are the
+    first ``n_questions`` examples', gold =
     their supporting paragraphs (two each). So ``n_questions`` changes how many questions are
     asked, never the pool the methods search.
 
@@ -230,14 +242,15 @@ def hotpotqa_corpus(
         raise ValueError(f"pool must be >= 1, got {pool}")
     pool_rows = rows if pool is None else rows[: max(pool, min(n_questions, len(rows)))]
     position: dict[str, int] = {}
-    titles: list[str] = []
+    names: list[str] = []
     passages: list[str] = []
     for r in pool_rows:
         for title, sents in r["context"]:
             if title not in position:
-                position[title] = len(titles)
-                titles.append(title)
-                passages.append(f"{title}\n{_paragraph_text(sents)}")
+                position[title] = len(names)
+                names.append(title)
+                text = _paragraph_text(sents)
+                passages.append(f"{title}\n{text}" if titles else text)
     questions = []
     for r in rows[:n_questions]:
         sup = list(dict.fromkeys(t for t, _ in r["supporting_facts"]))
@@ -253,7 +266,8 @@ def hotpotqa_corpus(
                 kind=r.get("type", ""),
             )
         )
-    return Corpus("hotpotqa-corpus", tuple(titles), tuple(passages), tuple(questions))
+    name = "hotpotqa-corpus" if titles else "hotpotqa-corpus-untitled"
+    return Corpus(name, tuple(names), tuple(passages), tuple(questions))
 
 
 def multilexsum(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
@@ -400,8 +414,8 @@ def load_task(name: str, data: Path, n_questions: int, seed: int = 0, **kw):
     """Documents (lists of examples) of one task; a :class:`Corpus` for a corpus task
     (:data:`CORPUS_TASKS`)."""
     data = check_data(data)
-    if name == "hotpotqa-corpus":
-        return hotpotqa_corpus(data, n_questions, seed, **kw)
+    if name in CORPUS_TASKS:
+        return hotpotqa_corpus(data, n_questions, seed, titles=name == "hotpotqa-corpus", **kw)
     funcs = {
         "babilong": babilong,
         "squad": squad,

@@ -151,7 +151,16 @@ class MixPRConfig:
         (60 questions a task): at powers 1, 2 and 4 SQuAD, NarrativeQA and bAbI qa1-qa3 are
         within one question of the thresholded graph at every budget; power 0 (plain cosine,
         no threshold) lost two HotpotQA questions at 20% (``docs/notes/mixpr-linear.md``).
-    walk : {"pagerank", "multihop"}, default "pagerank" (preset ``"multihop"``: "multihop")
+    walk : {"auto", "pagerank", "multihop"}, default "auto" (presets ``"multihop"``:
+        "multihop", ``"paper"`` and ``"pagerank"``: "pagerank")
+        ``"auto"``: chosen per index and per query (:func:`longctx.mixpr.router.plan_walk`,
+        :func:`~longctx.mixpr.router.choose_walk`): a corpus of passages (two or more
+        documents of at most 8 units each on average, e.g. ``chunk=False``) builds the phrase
+        graph, and its local queries that name one of its phrases take the multi-hop walk;
+        one document or long documents keep the PageRank walk and its build cost. The choice
+        is in the result's ``trace`` (``{"step": "walk", ...}``). On ``longctx bench``
+        ``hotpotqa-corpus`` it ranks as the ``"multihop"`` preset; on the single-document
+        tasks as ``"pagerank"`` (``docs/notes/multihop-default.md``).
         ``"multihop"``: after the local score (the first hop), a personalized PageRank over
         the units and the capitalised phrases they share (:mod:`longctx.mixpr.multihop`,
         after HippoRAG, Gutierrez et al., 2024, arXiv:2405.14831, and HippoRAG 2, 2025,
@@ -193,7 +202,7 @@ class MixPRConfig:
     dense_top_k: int = 6
     graph: str = "factored"
     graph_idf_power: float = 4.0
-    walk: str = "pagerank"
+    walk: str = "auto"
     multihop: tuple[tuple[str, Any], ...] = ()
     sentences: str = "rules"
 
@@ -464,7 +473,7 @@ def _joinable(text: str) -> bool:
 
 PERSONALIZATIONS = ("query", "similarity")
 GRAPHS = ("factored", "threshold")
-WALKS = ("pagerank", "multihop")
+WALKS = ("auto", "pagerank", "multihop")
 
 # TfidfVectorizer parameters that only its own word analyzer reads (moved into the stemmer's).
 _WORD_ANALYZER_PARAMS = frozenset(
@@ -507,6 +516,9 @@ PRESETS["paper"] = MixPRConfig(
     lexical_weight=0.0,
     graph="threshold",
     sentences="auto",
+    walk="pagerank",
 )
 PRESETS["default"] = MixPRConfig()
 PRESETS["multihop"] = MixPRConfig(walk="multihop")
+#: the default before ``walk="auto"``: the PageRank walk everywhere, no phrase graph
+PRESETS["pagerank"] = MixPRConfig(walk="pagerank")

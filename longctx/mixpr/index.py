@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -30,7 +31,7 @@ from longctx.mixpr.query import (
     personalization,
     query_weights,
 )
-from longctx.mixpr.router import MODES, KeywordRouter
+from longctx.mixpr.router import MODES, KeywordRouter, choose_walk, plan_walk
 from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock, normalized_query_vector
 from longctx.mixpr.scoring import term_weights as _term_weights
 from longctx.mixpr.tfidf import TermTable, TfidfSettings
@@ -110,12 +111,19 @@ class _State:
         self._graph = graph
         self._scorer = None
         self.lock = threading.Lock()
-        if config.walk == "multihop" and phrases is None:
+        # walk="auto": the phrase graph only for a corpus of passages (router.plan_walk)
+        self.walk_plan = plan_walk(config.walk, len(doc_ids), self.n_units)
+        if not self.walk_plan["phrases"]:
+            phrases = None
+        elif phrases is None:
             from longctx.mixpr.phrases import PhraseGraph
 
-            phrases = PhraseGraph.from_texts([self.unit_text(i) for i in range(self.n_units)])
-        self.phrases = phrases  # the unit x phrase graph of walk="multihop"
+            phrases = PhraseGraph.from_texts(
+                [self.unit_text(i) for i in range(self.n_units)], heads=self.unit_heads()
+            )
+        self.phrases = phrases  # the unit x phrase graph of the multi-hop walk
         self._ranker = None
+        self._is_head = None
 
     @property
     def n_units(self) -> int:
@@ -173,6 +181,23 @@ class _State:
 
     def unit_text(self, i: int) -> str:
         return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]
+
+    def unit_heads(self, lo: int = 0, hi: int | None = None) -> list[list[str]]:
+        """Head phrases of units ``lo .. hi`` from their documents' titles, headings, file
+        names and metadata (:func:`longctx.mixpr.phrases.unit_heads`)."""
+        from longctx.mixpr.phrases import unit_heads
+
+        hi = self.n_units if hi is None else hi
+        return unit_heads(
+            self.texts, self.unit_source[lo:hi], self.starts[lo:hi], self.ends[lo:hi],
+            self.doc_ids, self.metadata,
+        )  # fmt: skip
+
+    def is_head(self) -> np.ndarray:
+        """``(n_phrases,) bool``: the phrases that head some unit."""
+        if self._is_head is None:
+            self._is_head = np.diff(sp.csc_array(self.phrases.heads).indptr) > 0
+        return self._is_head
 
     def ranker(self):
         """The :class:`~longctx.mixpr.multihop.MultiHopRanker` of ``walk="multihop"``, built on
@@ -663,7 +688,10 @@ class MixPRIndex(RetrievalIndex):
             vectors.setflags(write=False)
         phrases = None
         if st.phrases is not None:
-            phrases = st.phrases.splice(lo, hi, unit_texts)
+            from longctx.mixpr.phrases import unit_heads
+
+            heads = unit_heads(texts, src - at, starts, ends, ids, metadatas)
+            phrases = st.phrases.splice(lo, hi, unit_texts, heads=heads)
         positions = None
         if n_old == 0 and at == len(st.doc_ids):  # an append: the old ids keep their places
             positions = dict(st.positions)
@@ -746,11 +774,12 @@ class MixPRIndex(RetrievalIndex):
         check_choice(mode, "mode", MODES)
         st = self._state
         self._mask(st, filters)  # a bad filter raises before any work
-        return self._score(st, query, mode, query_vector, filters)
+        return self._score(st, query, mode, query_vector, filters)[:3]
 
     def _score(self, st: _State, query, mode, query_vector, filters):
-        """``(scores (n_units,), mode used, timings)``: the scoring pipeline
-        (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot."""
+        """``(scores (n_units,), mode used, timings, walk)``: the scoring pipeline
+        (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot; ``walk``
+        the choice of :func:`~longctx.mixpr.router.choose_walk` (the result's trace)."""
         timings = {}
         t0 = time.perf_counter()
         if query_vector is not None and st.unit_vectors is None:
@@ -772,17 +801,34 @@ class MixPRIndex(RetrievalIndex):
             scorer.open(sid, filters)
             used, more = scorer.score(sid, query, mode, qvec, filters)
             scores = st.block.take_scores(sid)
-            if st.config.walk == "multihop" and used != "global":
-                scores, used = self._multihop(st, sid, query, scores, used, more)
+            walk, weights = self._choose_walk(st, query, used, more)
+            if walk["walk"] == "multihop":
+                scores, used = self._multihop(st, sid, query, scores, used, more, weights)
         finally:
             st.block.close(sid)
         if "embed_query" in timings and "embed_query" in more:
             more["embed_query"] += timings.pop("embed_query")
         timings.update(more)
-        return scores, used, timings
+        return scores, used, timings, walk
 
     @staticmethod
-    def _multihop(st: _State, sid, query, scores, used, timings):
+    def _choose_walk(st: _State, query, used, timings):
+        """The walk of this query (:func:`~longctx.mixpr.router.choose_walk`) and the restart
+        weights of its phrases (``None`` without a phrase graph)."""
+        if st.phrases is None or used == "global":
+            return choose_walk(st.walk_plan, used), None
+        t0 = time.perf_counter()
+        weights = st.ranker().query_phrases(query)
+        cols = np.flatnonzero(weights)
+        named = [st.phrases.vocabulary[c] for c in cols.tolist()]
+        walk = choose_walk(st.walk_plan, used, named, int(st.is_head()[cols].sum()))
+        timings["route_walk"] = time.perf_counter() - t0
+        if walk["walk"] != "multihop":
+            logger.info("MixPR walk: pagerank for query %.80r (%s)", query, walk["reason"])
+        return walk, weights
+
+    @staticmethod
+    def _multihop(st: _State, sid, query, scores, used, timings, weights=None):
         """``walk="multihop"``: the local score is the first hop of the walk over the units and
         the phrases they share (:class:`~longctx.mixpr.multihop.MultiHopRanker`); the dense
         cosines (hybrid mode) seed it too. A query that reached no unit lexically may still be
@@ -791,7 +837,7 @@ class MixPRIndex(RetrievalIndex):
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
         first = scores if used == "local" else None
-        out = st.ranker().scores(query, first, dense, allowed=mask)
+        out = st.ranker().scores(query, first, dense, phrase_weights=weights, allowed=mask)
         if used == "local" or out.any():
             used = "local"
             if mask is not None:
@@ -886,10 +932,11 @@ class MixPRIndex(RetrievalIndex):
         if st.n_units == 0 or (allowed is not None and not len(allowed)):
             budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
-        scores, used, timings = self._score(st, query, mode, query_vector, filters)
+        scores, used, timings, walk = self._score(st, query, mode, query_vector, filters)
         t0 = time.perf_counter()
         if whole_documents:
-            return self._whole_documents(st, scores, allowed, k, used, timings, t0)
+            r = self._whole_documents(st, scores, allowed, k, used, timings, t0)
+            return replace(r, trace=(walk,))
         sub = scores if allowed is None else scores[allowed]
         pick = select_top
         if unique_texts:
@@ -909,7 +956,7 @@ class MixPRIndex(RetrievalIndex):
         hits = tuple(self._hit(st, int(i), float(scores[i])) for i in idx.tolist())
         timings["select"] = time.perf_counter() - t0
         info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
-        return SearchResult(hits, self.method, used, timings, budget, info=info)
+        return SearchResult(hits, self.method, used, timings, budget, trace=(walk,), info=info)
 
     def _whole_documents(self, st, scores, allowed, k, used, timings, t0) -> SearchResult:
         """The ``k`` documents whose best unit scores highest, each as one whole-text hit."""

@@ -414,7 +414,8 @@ class MultiHopRanker:
                 arrived = arrived + self._tu_T @ ((1.0 - a) * z)
                 z = self._ut_T @ (moving * self._to_t)
             # the whole mass is 1: alpha of it restarts, and what reached a passage with no edge
-            restart = a + float(moving @ self._stuck)
+            # no BLAS dot: on a busy CPU its threads spin (2.8 ms instead of 5 us at 36k units)
+            restart = a + float((moving * self._stuck).sum())
             x_next = arrived + restart * r_u
             y_next += restart * r_p
             # the change of the whole state (the passages alone can stand still for a step)

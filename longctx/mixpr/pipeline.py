@@ -80,8 +80,9 @@ class MixPR:
 
     Parameters
     ----------
-    preset : {"default", "paper"}
-        Base settings (:data:`PRESETS`); see above.
+    preset : {"default", "paper", "multihop", "pagerank"}
+        Base settings (:data:`PRESETS`); see above. ``"default"`` chooses the walk per index
+        and per query (``walk="auto"``); ``"multihop"`` and ``"pagerank"`` force one.
     router : callable ``(query, chunks) -> "local" | "global"``, optional
         :class:`KeywordRouter` by default; :class:`LLMRouter` asks an LLM.
     progress : bool or None, default None

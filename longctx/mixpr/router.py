@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from longctx.checks import check_int
+from longctx.checks import check_choice, check_int
 
 MODES = ("auto", "local", "global")
 
@@ -138,3 +138,78 @@ def _as_completion(llm) -> Callable[[str], object]:
         "llm must be a LlamaIndex LLM (.complete), a LangChain chat model or LLM (.invoke) or a "
         f"callable str -> str, got {type(llm).__name__}"
     )
+
+
+# -- the walk: PageRank or the multi-hop walk, per index and per query ---------------------------
+#: ``walk="auto"``: an index whose documents average at most this many units is a corpus of
+#: passages and gets the phrase graph of the multi-hop walk. A ratio, so its meaning does not
+#: change with the corpus's size: HotpotQA's paragraphs are 1 unit each whole (``chunk=False``)
+#: and 1 to 3 chunked; a book, a SQuAD article or a bAbI haystack is one document of hundreds.
+PASSAGE_UNITS_PER_DOCUMENT = 8.0
+
+WALKS_AUTO = ("auto", "pagerank", "multihop")
+
+
+def plan_walk(walk: str, n_documents: int, n_units: int) -> dict:
+    """The per-index half of the walk's choice: ``{"walk": ..., "phrases": bool, "corpus":
+    ..., "units_per_document": float}``, where ``phrases`` says whether the index builds the
+    phrase graph of the multi-hop walk (:mod:`longctx.mixpr.multihop`).
+
+    ``walk="pagerank"`` never builds it, ``"multihop"`` always does; ``"auto"`` (the default)
+    builds it for a corpus of passages: at least two documents averaging at most
+    :data:`PASSAGE_UNITS_PER_DOCUMENT` units (``chunk=False`` passages, short files). One
+    document, or documents of many chunks each (books, articles), keep the PageRank walk and
+    today's build cost: on one chunked document the multi-hop walk lost a little (``longctx
+    bench`` SQuAD at 5% .88 against .93, NarrativeQA at 20% .73 against .78), on passages it
+    gained 14 to 20 points of recall (``docs/notes/multihop-default.md``).
+    """
+    check_choice(walk, "walk", WALKS_AUTO)
+    per_doc = n_units / n_documents if n_documents else 0.0
+    if n_documents < 2:
+        corpus = "one document"
+    elif per_doc <= PASSAGE_UNITS_PER_DOCUMENT:
+        corpus = "passages"
+    else:
+        corpus = "long documents"
+    phrases = walk == "multihop" or (walk == "auto" and corpus == "passages")
+    return {
+        "walk": walk,
+        "phrases": phrases,
+        "corpus": corpus,
+        "units_per_document": round(per_doc, 2),
+    }
+
+
+def choose_walk(plan: dict, mode: str, named: Sequence[str] = (), heads: int = 0) -> dict:
+    """The per-query half: ``{"step": "walk", "walk": "pagerank" | "multihop", "reason": str,
+    ...}`` for a query routed to ``mode`` (``"local"``, ``"global"``...), given what it names.
+
+    Parameters
+    ----------
+    plan : dict
+        :func:`plan_walk`'s answer for the index.
+    mode : str
+        The mode used: ``"global"`` keeps PageRank; ``"local"`` and ``"global-fallback"`` (a
+        local query that reached no unit lexically) may walk the phrase graph.
+    named : sequence of str
+        The phrase nodes the query names (longest matches, :meth:`MultiHopRanker.query_phrases`).
+    heads : int
+        How many of them head a passage (a title or heading line names it).
+
+    With ``walk="auto"`` a local query on a corpus of passages takes the multi-hop walk when it
+    names a phrase of the graph (its seeds; a head is the best seed there is) and the PageRank
+    walk when it names nothing, such as "Where is the football?": the multi-hop walk would only
+    re-rank the first hop's passages by how they link.
+    """
+    out = {"step": "walk", "corpus": plan["corpus"]}
+    if not plan["phrases"]:
+        why = "walk='pagerank'" if plan["walk"] == "pagerank" else f"{plan['corpus']}"
+        return {**out, "walk": "pagerank", "reason": why}
+    if mode == "global":  # "global-fallback" (no unit reached lexically) may still be seeded
+        return {**out, "walk": "pagerank", "reason": "global query"}
+    if plan["walk"] == "multihop":
+        return {**out, "walk": "multihop", "reason": "walk='multihop'", "named": list(named)[:8]}
+    if named:
+        why = "the query names a passage's head" if heads else "the query names a phrase"
+        return {**out, "walk": "multihop", "reason": why, "named": list(named)[:8]}
+    return {**out, "walk": "pagerank", "reason": "the query names no phrase of the corpus"}

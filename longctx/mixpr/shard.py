@@ -77,6 +77,8 @@ class MixPRShard:
                 "graph='threshold' links units across shards through a product that is never "
                 "split)"
             )
+        if config.walk == "auto":  # nor is the multi-hop walk's phrase graph
+            config = dataclasses.replace(config, walk="pagerank")
         index = MixPRIndex.from_texts(
             texts, ids=ids, metadatas=metadatas, chunk=chunk, encoder=encoder,
             require_terms=False, **kw, **_config_kwargs(config),

@@ -43,6 +43,7 @@ can never disagree with them. A longctx corpus built with ``longctx index DIR --
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -191,6 +192,8 @@ class ShardedMixPRIndex:
         config = MixPRConfig.from_preset(preset, **params)
         if config.graph != "factored":
             raise ValueError("a sharded MixPR index needs graph='factored'")
+        if config.walk == "auto":  # the phrase graph is not split into shards
+            config = dataclasses.replace(config, walk="pagerank")
         if config.walk != "pagerank":
             raise NotImplementedError(
                 "walk='multihop' is not available on a sharded MixPR index (its phrase graph "
