@@ -62,7 +62,10 @@ class MixPRConfig:
         Power iterations (appendix A.2); stops earlier at ``tol``. Bounded (:data:`MAX_ITER_LIMIT`)
         so that no setting, saved or given, can make a search run without end.
     tol : float in [0, 1], default 1e-6
-        Stop when ``||x_t - x_{t-1}||_1 < n * tol`` (networkx's rule).
+        The walk stops when the probability mass still moving is below it: for the power
+        iteration ``||x_t - x_{t-1}||_1 < tol``, for the push walk the mass not yet settled.
+        An L1 bound on a probability vector, so it means the same at every corpus size
+        (networkx's ``n * tol`` loosened with the corpus: 3 steps at 58k units, 1 at 2M).
     max_words : int >= 1, default 64 (paper: 32)
         N of the chunker (sec. 4 "Chunking method"): a sentence longer than it is cut into equal
         word pieces. At 32 the long sentences of Wikipedia (HotpotQA) were cut in two, and a
@@ -151,6 +154,18 @@ class MixPRConfig:
         (60 questions a task): at powers 1, 2 and 4 SQuAD, NarrativeQA and bAbI qa1-qa3 are
         within one question of the thresholded graph at every budget; power 0 (plain cosine,
         no threshold) lost two HotpotQA questions at 20% (``docs/notes/mixpr-linear.md``).
+    solver : {"push", "power"}, default "push" (paper: "power")
+        How the local walk is computed on the factored graph (``graph="factored"``,
+        ``personalization="similarity"``; other walks use the power iteration). ``"push"``:
+        forward push level by level from the restart (:mod:`longctx.mixpr.push`, after
+        Andersen, Chung and Lang, FOCS 2006): a query costs the entries of ``E`` its walk
+        reaches, not a pass over every unit per step, so the walk can run until ``tol``
+        at any corpus size. ``"power"``: the power iteration over every unit.
+    push_threshold : float in [0, 1], default 1e-9
+        ``solver="push"``: a term passes its mass on only when each of the units holding it
+        would get about this much or more (``w_j t_j s_j >= push_threshold * df_j``); below,
+        the mass stays parked on the term (reported in the walk's trace as ``parked``). 0
+        pushes every term reached (the exact series, as the power iteration).
     walk : {"pagerank", "multihop"}, default "pagerank" (preset ``"multihop"``: "multihop")
         ``"multihop"``: after the local score (the first hop), a personalized PageRank over
         the units and the capitalised phrases they share (:mod:`longctx.mixpr.multihop`,
@@ -194,6 +209,8 @@ class MixPRConfig:
     graph: str = "factored"
     graph_idf_power: float = 4.0
     walk: str = "pagerank"
+    solver: str = "push"
+    push_threshold: float = 1e-9
     multihop: tuple[tuple[str, Any], ...] = ()
     sentences: str = "rules"
 
@@ -248,6 +265,12 @@ class MixPRConfig:
         set_(self, "dense_top_k", check_int(self.dense_top_k, "dense_top_k", minimum=1))
         check_choice(self.graph, "graph", GRAPHS)
         check_choice(self.walk, "walk", WALKS)
+        check_choice(self.solver, "solver", SOLVERS)
+        set_(
+            self,
+            "push_threshold",
+            check_float(self.push_threshold, "push_threshold", low=0.0, high=1.0),
+        )
         from longctx.text import SENTENCE_BACKENDS
 
         check_choice(self.sentences, "sentences", SENTENCE_BACKENDS)
@@ -465,6 +488,7 @@ def _joinable(text: str) -> bool:
 PERSONALIZATIONS = ("query", "similarity")
 GRAPHS = ("factored", "threshold")
 WALKS = ("pagerank", "multihop")
+SOLVERS = ("push", "power")
 
 # TfidfVectorizer parameters that only its own word analyzer reads (moved into the stemmer's).
 _WORD_ANALYZER_PARAMS = frozenset(
@@ -507,6 +531,7 @@ PRESETS["paper"] = MixPRConfig(
     lexical_weight=0.0,
     graph="threshold",
     sentences="auto",
+    solver="power",
 )
 PRESETS["default"] = MixPRConfig()
 PRESETS["multihop"] = MixPRConfig(walk="multihop")

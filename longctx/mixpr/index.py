@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -724,7 +725,7 @@ class MixPRIndex(RetrievalIndex):
         self._mask(st, filters)  # a bad filter raises before any work
         return self._score(st, query, mode, query_vector, filters)
 
-    def _score(self, st: _State, query, mode, query_vector, filters):
+    def _score(self, st: _State, query, mode, query_vector, filters, trace=None):
         """``(scores (n_units,), mode used, timings)``: the scoring pipeline
         (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot."""
         timings = {}
@@ -746,7 +747,7 @@ class MixPRIndex(RetrievalIndex):
         sid = scorer.new_session()
         try:
             scorer.open(sid, filters)
-            used, more = scorer.score(sid, query, mode, qvec, filters)
+            used, more = scorer.score(sid, query, mode, qvec, filters, trace)
             scores = st.block.take_scores(sid)
             if st.config.walk == "multihop" and used != "global":
                 scores, used = self._multihop(st, sid, query, scores, used, more)
@@ -856,10 +857,12 @@ class MixPRIndex(RetrievalIndex):
         if st.n_units == 0 or (allowed is not None and not len(allowed)):
             budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
-        scores, used, timings = self._score(st, query, mode, query_vector, filters)
+        trace: list = []
+        scores, used, timings = self._score(st, query, mode, query_vector, filters, trace)
         t0 = time.perf_counter()
         if whole_documents:
-            return self._whole_documents(st, scores, allowed, k, used, timings, t0)
+            out = self._whole_documents(st, scores, allowed, k, used, timings, t0)
+            return replace(out, trace=tuple(trace))
         sub = scores if allowed is None else scores[allowed]
         if token_budget is not None:
             counts = self._counts(st)
@@ -876,7 +879,7 @@ class MixPRIndex(RetrievalIndex):
         hits = tuple(self._hit(st, int(i), float(scores[i])) for i in idx.tolist())
         timings["select"] = time.perf_counter() - t0
         info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
-        return SearchResult(hits, self.method, used, timings, budget, info=info)
+        return SearchResult(hits, self.method, used, timings, budget, trace=tuple(trace), info=info)
 
     def _whole_documents(self, st, scores, allowed, k, used, timings, t0) -> SearchResult:
         """The ``k`` documents whose best unit scores highest, each as one whole-text hit."""
