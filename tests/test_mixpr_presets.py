@@ -241,7 +241,7 @@ def test_default_index_round_trip_keeps_the_stemmer_and_chunker(tmp_path, alice_
     index.save(tmp_path / "idx")
     loaded = MixPRIndex.load(tmp_path / "idx")
     assert loaded.config == index.config
-    assert (loaded.config.stemmer, loaded.config.split_lines) == ("english", False)
+    assert (loaded.config.stemmer, loaded.config.split_lines) == ("english", None)
     q = "Who were the Mock Turtle and the Gryphon singing about?"
     a, b = index.search(q, k=10), loaded.search(q, k=10)
     assert [(h.start, h.score) for h in a.hits] == [(h.start, h.score) for h in b.hits]

@@ -85,10 +85,16 @@ class MixPRConfig:
     stemmer : str or None
         A Snowball stemmer language of PyStemmer (``"english"``: Porter2) applied to every term
         after stop-word removal, or None. Stored by name (persisted as JSON).
-    split_lines : bool
+    split_lines : bool or None, default None (paper: True)
         The chunker's newline step (:func:`longctx.text.chunk_words`): True cuts a sentence over
         ``max_words`` words at every line break (the paper); False only at blank lines, then into
-        equal word pieces, so hard-wrapped text is not cut into line fragments.
+        equal word pieces, so hard-wrapped text is not cut into line fragments. None (the
+        default) decides per text: a text made of short records, one a line (``key = value``,
+        hash assignments, log lines, CSV rows, lists:
+        :func:`longctx.mixpr.lines.looks_line_structured`, which reads its first 200 lines),
+        keeps each line as a unit (:func:`longctx.mixpr.lines.line_units`); any other text is
+        chunked as with False. Packed 21 records to a unit, Hash-Hop chains were lost in the
+        walk (``docs/notes/mixpr-scale.md``).
     personalization : {"query", "similarity"}
         Restart distribution of local queries. ``"query"``: one-hot on the query node (the
         paper, sec. 4 "Personalization vector"); ``"similarity"``: the restart mass spread over
@@ -198,7 +204,7 @@ class MixPRConfig:
     fit_query: bool = False
     vectorizer_kwargs: tuple[tuple[str, Any], ...] = ()
     stemmer: str | None = "english"
-    split_lines: bool = False
+    split_lines: bool | None = None
     min_words: int | None = None
     coverage_power: float = 4.0
     literal_query_weights: bool = False
@@ -247,8 +253,10 @@ class MixPRConfig:
         set_(self, "sublinear_tf", bool(self.sublinear_tf))
         check_choice(self.personalization, "personalization", PERSONALIZATIONS)
         set_(self, "fit_query", bool(self.fit_query))
-        if not isinstance(self.split_lines, bool):
-            raise TypeError(f"split_lines must be a bool, got {type(self.split_lines).__name__}")
+        if self.split_lines is not None and not isinstance(self.split_lines, bool):
+            raise TypeError(
+                f"split_lines must be a bool or None, got {type(self.split_lines).__name__}"
+            )
         set_(self, "coverage_power", check_float(self.coverage_power, "coverage_power", low=0.0))
         if not isinstance(self.literal_query_weights, bool):
             raise TypeError(
@@ -316,10 +324,24 @@ class MixPRConfig:
     def chunk(self, text: str) -> list[tuple[int, int]]:
         """The units of ``text`` under these settings (:func:`longctx.text.chunk_words`):
         ``(start, end)`` character spans."""
+        split = self.split_lines
+        if split is None:
+            from longctx.mixpr.lines import line_units, looks_line_structured
+
+            if looks_line_structured(text):
+                return line_units(text, self.max_words, self.sentences)
+            split = False
+        return self._chunk_prose(text, split)
+
+    def _chunk_prose(self, text: str, split: bool | None = None) -> list[tuple[int, int]]:
+        """:func:`longctx.text.chunk_words` with these settings (``split``: ``split_lines``,
+        False where it is None)."""
+        if split is None:
+            split = bool(self.split_lines)
         return chunk_words(
             text,
             self.max_words,
-            split_lines=self.split_lines,
+            split_lines=split,
             min_words=self.min_words,
             backend=self.sentences,
         )
@@ -352,8 +374,15 @@ class MixPRConfig:
         else:
             batch: list[int] = []
             size = 0
+            from longctx.mixpr.lines import looks_line_structured
+
+            auto = self.split_lines is None
             for i, t in enumerate(texts):
-                if len(t) >= BATCH_TEXT_CHARS or not _joinable(t):
+                if (
+                    len(t) >= BATCH_TEXT_CHARS
+                    or not _joinable(t)
+                    or (auto and looks_line_structured(t))
+                ):
                     alone.append(i)
                     continue
                 batch.append(i)
@@ -383,9 +412,8 @@ class MixPRConfig:
 
         lens = np.fromiter((len(texts[i]) for i in batch), np.int64, len(batch))
         offsets = np.concatenate([[0], np.cumsum(lens + len(_JOIN))[:-1]])
-        arr = np.asarray(self.chunk(_JOIN.join(texts[i] for i in batch)), dtype=np.int64).reshape(
-            -1, 2
-        )
+        joined = _JOIN.join(texts[i] for i in batch)  # none of them line-structured
+        arr = np.asarray(self._chunk_prose(joined), dtype=np.int64).reshape(-1, 2)
         doc = np.searchsorted(offsets, arr[:, 0], side="right") - 1
         last = np.searchsorted(offsets, arr[:, 1] - 1, side="right") - 1
         bad = np.zeros(len(batch), dtype=bool)
