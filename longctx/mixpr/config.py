@@ -167,7 +167,7 @@ class MixPRConfig:
         Andersen, Chung and Lang, FOCS 2006): a query costs the entries of ``E`` its walk
         reaches, not a pass over every unit per step, so the walk can run until ``tol``
         at any corpus size. ``"power"``: the power iteration over every unit.
-    push_threshold : float in [0, 1], default 1e-9
+    push_threshold : float in [0, 1], default 1e-7
         ``solver="push"``: a term passes its mass on only when each of the units holding it
         would get about this much or more (``w_j t_j s_j >= push_threshold * df_j``); below,
         the mass stays parked on the term (reported in the walk's trace as ``parked``). 0
@@ -216,7 +216,7 @@ class MixPRConfig:
     graph_idf_power: float = 4.0
     walk: str = "pagerank"
     solver: str = "push"
-    push_threshold: float = 1e-9
+    push_threshold: float = 1e-7
     multihop: tuple[tuple[str, Any], ...] = ()
     sentences: str = "rules"
 

@@ -39,8 +39,16 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse._sparsetools import csr_row_index
 
 __all__ = ["PushBlock", "gather", "push_walk", "sum_sparse"]
+
+#: A level whose reads exceed ``1 / DENSE_SHARE`` of ``E``'s non-zeros is done as one product
+#: over ``E``: a walk that reaches most of a small corpus costs no more than the power
+#: iteration's step.
+DENSE_SHARE = 2
+#: Sums of more than ``1 / COUNT_SHARE`` of the vector's size are made by a dense count.
+COUNT_SHARE = 16
 
 
 def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray):
@@ -52,16 +60,27 @@ def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray):
     total = int(lens.sum())
     if total == 0:
         return np.empty(0, indices.dtype), np.empty(0)
-    # positions of the selected rows' entries: each row's start, then consecutive
-    offsets = np.cumsum(lens) - lens
-    pos = np.repeat(starts - offsets, lens) + np.arange(total)
-    return indices[pos], data[pos] * np.repeat(weights, lens)
+    sub_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(indptr.dtype, copy=False)
+    out_i = np.empty(total, indices.dtype)
+    out_d = np.empty(total, data.dtype)
+    # scipy's compiled row gather (what ``csr[sel]`` runs): one pass over the selected rows
+    csr_row_index(len(sel), sel.astype(indptr.dtype, copy=False), indptr, indices, data,
+                  out_i, out_d)  # fmt: skip
+    out_d *= np.repeat(weights, lens)
+    del sub_ptr
+    return out_i, out_d
 
 
-def sum_sparse(idx: np.ndarray, val: np.ndarray):
-    """Sum duplicate indices: ``(unique indices ascending, their summed values)``."""
+def sum_sparse(idx: np.ndarray, val: np.ndarray, size: int | None = None):
+    """Sum duplicate indices: ``(unique indices ascending, their summed values)``. With
+    ``size`` (the indices' bound) and more than ``size / COUNT_SHARE`` entries, by a dense count
+    (``O(size)``, no sort; indices whose sum is 0 are left out)."""
     if not len(idx):
         return np.empty(0, np.int64), np.empty(0)
+    if size is not None and len(idx) * COUNT_SHARE > size:
+        total = np.bincount(idx, weights=val, minlength=size)
+        u = np.flatnonzero(total)
+        return u, total[u]
     u, inv = np.unique(idx, return_inverse=True)
     return u.astype(np.int64, copy=False), np.bincount(inv, weights=val, minlength=len(u))
 
@@ -110,9 +129,17 @@ class PushBlock:
         live = col > 0
         dang = float(moving[~live].sum())
         E = self._rows()
-        terms, vals = gather(E.indptr, E.indices, E.data, idx[live], moving[live] / col[live])
-        read = len(terms)
-        terms, vals = sum_sparse(terms, vals)
+        rows, v = idx[live], moving[live] / col[live]
+        n_terms = E.shape[1]
+        read = int((E.indptr[rows + 1] - E.indptr[rows]).sum())
+        if read * DENSE_SHARE > E.nnz:  # most of the block: one product over E
+            dense = np.zeros(self.n)
+            dense[rows] = v
+            t = self._ET @ dense
+            terms = np.flatnonzero(t)
+            return terms, t[terms], dang, float(moving.sum()), int(E.nnz)
+        terms, vals = gather(E.indptr, E.indices, E.data, rows, v)
+        terms, vals = sum_sparse(terms, vals, n_terms)
         return terms, vals, dang, float(moving.sum()), read
 
     def push_step(self, sid, terms: np.ndarray, u: np.ndarray, dangling: float):
@@ -121,13 +148,23 @@ class PushBlock:
         level (:meth:`_push_emit`)."""
         s = self._s(sid)
         E = self._cols()
-        units, vals = gather(E.indptr, E.indices, E.data, terms, u)
-        read = len(units)
-        if dangling:
-            pidx, pval = s["push_p"]
-            units = np.concatenate([units, pidx])
-            vals = np.concatenate([vals, dangling * pval])
-        idx, r = sum_sparse(units, vals)
+        read = int((E.indptr[terms + 1] - E.indptr[terms]).sum())
+        pidx, pval = s["push_p"]
+        if read * DENSE_SHARE > E.nnz:  # most of the block: one product over E
+            dense = np.zeros(E.shape[1])
+            dense[terms] = u
+            y = E @ dense
+            if dangling:
+                y[pidx] += dangling * pval
+            idx = np.flatnonzero(y)
+            r = y[idx]
+            read = int(E.nnz)
+        else:
+            units, vals = gather(E.indptr, E.indices, E.data, terms, u)
+            if dangling:
+                units = np.concatenate([units, pidx])
+                vals = np.concatenate([vals, dangling * pval])
+            idx, r = sum_sparse(units, vals, self.n)
         out = self._push_emit(s, idx, r)
         return (*out[:4], out[4] + read)
 
@@ -162,6 +199,7 @@ def push_walk(scorer, sid, scale: float, alpha: float, trace: list | None = None
         terms, t = sum_sparse(
             np.concatenate([park_t, *(p[0] for p in parts)]),
             np.concatenate([park_v, *(p[1] for p in parts)]),
+            len(s_j),
         )
         dangling = sum(p[2] for p in parts)
         u = t if w is None else t * w[terms]
