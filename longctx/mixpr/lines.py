@@ -61,8 +61,10 @@ def looks_line_structured(text: str) -> bool:
 def line_units(text: str, max_words: int, backend: str = "rules") -> list[tuple[int, int]]:
     """One unit per non-empty line (its spaces at both ends left out); a line of more than
     ``max_words`` words is cut as prose (:func:`longctx.text.chunk_words`,
-    ``split_lines=False``, sentence splitter ``backend``). Returns ``(start, end)`` character spans in text order, covering
-    every non-space character once."""
+    ``split_lines=False``, sentence splitter ``backend``). Returns ``(start, end)`` character
+    spans in text order, covering every non-space character once.
+
+    Raises nothing of its own; ``text`` is a ``str`` (checked by the caller)."""
     out: list[tuple[int, int]] = []
     for m in re.finditer(r"[^\n]*\S[^\n]*", text):
         a, b = m.span()
