@@ -127,7 +127,10 @@ def test_push_through_shards_equals_one_index():
         assert b.trace[0]["solver"] == "push" and b.trace[0]["steps"] == a.trace[0]["steps"]
 
 
-def test_gather_and_sum_sparse():
+@pytest.mark.parametrize("compiled", [True, False])
+def test_gather_and_sum_sparse(compiled, monkeypatch):
+    if not compiled:  # the numpy gather, for a scipy without its compiled row gather
+        monkeypatch.setattr("longctx.mixpr.push.csr_row_index", None)
     indptr = np.array([0, 2, 2, 5])
     indices = np.array([1, 3, 0, 1, 2])
     data = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
@@ -136,6 +139,8 @@ def test_gather_and_sum_sparse():
     assert val.tolist() == [30.0, 40.0, 50.0, 1.0, 2.0]
     u, v = sum_sparse(idx, val)
     assert u.tolist() == [0, 1, 2, 3] and v.tolist() == [30.0, 41.0, 50.0, 2.0]
+    u2, v2 = sum_sparse(idx, val, size=5)  # by a dense count: the same sums
+    assert u2.tolist() == u.tolist() and v2.tolist() == v.tolist()
 
 
 # -- units that follow the text's lines ------------------------------------------------------

@@ -39,7 +39,11 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse._sparsetools import csr_row_index
+
+try:  # scipy's compiled row gather (what ``csr_array[rows]`` runs), without building a matrix
+    from scipy.sparse._sparsetools import csr_row_index
+except ImportError:  # a scipy that moved it: the same gather in numpy
+    csr_row_index = None
 
 __all__ = ["PushBlock", "gather", "push_walk", "sum_sparse"]
 
@@ -60,14 +64,15 @@ def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray):
     total = int(lens.sum())
     if total == 0:
         return np.empty(0, indices.dtype), np.empty(0)
-    sub_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(indptr.dtype, copy=False)
+    if csr_row_index is None:
+        offsets = np.cumsum(lens) - lens
+        pos = np.repeat(starts - offsets, lens) + np.arange(total)
+        return indices[pos], data[pos] * np.repeat(weights, lens)
     out_i = np.empty(total, indices.dtype)
     out_d = np.empty(total, data.dtype)
-    # scipy's compiled row gather (what ``csr[sel]`` runs): one pass over the selected rows
     csr_row_index(len(sel), sel.astype(indptr.dtype, copy=False), indptr, indices, data,
                   out_i, out_d)  # fmt: skip
     out_d *= np.repeat(weights, lens)
-    del sub_ptr
     return out_i, out_d
 
 
