@@ -89,7 +89,12 @@ class SearchResult:
     budget : mapping
         The size asked for: ``{"k": int}`` or ``{"token_budget": int, "unit": "<counter>"}``.
     trace : tuple of mappings
-        Per-step record for methods that search step by step (GARLIC); empty otherwise.
+        Per-step record for methods that search step by step (GARLIC); MixPR: the walk chosen,
+        ``{"stage": "route", "walk": "pagerank" | "multihop", "reason", ...}``
+        (:func:`longctx.mixpr.router.choose_walk`), then a record of the PageRank walk when one
+        ran, ``{"stage": "walk", "solver": "push" | "power", "steps", "residual"}``
+        (the walk's steps and the L1 mass it left unsettled when it stopped; push also
+        ``"parked"`` and ``"read"``); empty otherwise.
     info : mapping
         Method-specific extras (GARLIC: ``answer``, ``stop_reason``, ``tokens_run``...).
     """

@@ -149,7 +149,9 @@ PAPER_SCORES = {
 def test_paper_preset_reproduces_the_scores_before_the_presets(query, mode):
     spans, scores = MixPR(preset="paper").score_text(PAPER_TEXT, query, mode)
     assert len(spans) == 12
-    np.testing.assert_allclose(scores, PAPER_SCORES[(query, mode)], rtol=1e-12, atol=1e-18)
+    # the scores were taken with networkx's rule ||x_t - x_{t-1}||_1 < n * tol (n = 12 units);
+    # the walk now stops at < tol whatever n (issue 36), a few steps later: within n * tol
+    np.testing.assert_allclose(scores, PAPER_SCORES[(query, mode)], rtol=0, atol=12e-6)
 
 
 def test_paper_preset_is_the_paper_setting():
@@ -241,7 +243,7 @@ def test_default_index_round_trip_keeps_the_stemmer_and_chunker(tmp_path, alice_
     index.save(tmp_path / "idx")
     loaded = MixPRIndex.load(tmp_path / "idx")
     assert loaded.config == index.config
-    assert (loaded.config.stemmer, loaded.config.split_lines) == ("english", False)
+    assert (loaded.config.stemmer, loaded.config.split_lines) == ("english", None)
     q = "Who were the Mock Turtle and the Gryphon singing about?"
     a, b = index.search(q, k=10), loaded.search(q, k=10)
     assert [(h.start, h.score) for h in a.hits] == [(h.start, h.score) for h in b.hits]

@@ -22,7 +22,7 @@ from tests.test_mixpr_multihop import BRIDGE, BRIDGE_Q
 
 
 def _walk(result) -> dict:
-    steps = [t for t in result.trace if t.get("step") == "walk"]
+    steps = [t for t in result.trace if t.get("stage") == "route"]
     assert len(steps) == 1, result.trace
     return steps[0]
 

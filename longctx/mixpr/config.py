@@ -62,7 +62,10 @@ class MixPRConfig:
         Power iterations (appendix A.2); stops earlier at ``tol``. Bounded (:data:`MAX_ITER_LIMIT`)
         so that no setting, saved or given, can make a search run without end.
     tol : float in [0, 1], default 1e-6
-        Stop when ``||x_t - x_{t-1}||_1 < n * tol`` (networkx's rule).
+        The walk stops when the probability mass still moving is below it: for the power
+        iteration ``||x_t - x_{t-1}||_1 < tol``, for the push walk the mass not yet settled.
+        An L1 bound on a probability vector, so it means the same at every corpus size
+        (networkx's ``n * tol`` loosened with the corpus: 3 steps at 58k units, 1 at 2M).
     max_words : int >= 1, default 64 (paper: 32)
         N of the chunker (sec. 4 "Chunking method"): a sentence longer than it is cut into equal
         word pieces. At 32 the long sentences of Wikipedia (HotpotQA) were cut in two, and a
@@ -82,10 +85,16 @@ class MixPRConfig:
     stemmer : str or None
         A Snowball stemmer language of PyStemmer (``"english"``: Porter2) applied to every term
         after stop-word removal, or None. Stored by name (persisted as JSON).
-    split_lines : bool
+    split_lines : bool or None, default None (paper: True)
         The chunker's newline step (:func:`longctx.text.chunk_words`): True cuts a sentence over
         ``max_words`` words at every line break (the paper); False only at blank lines, then into
-        equal word pieces, so hard-wrapped text is not cut into line fragments.
+        equal word pieces, so hard-wrapped text is not cut into line fragments. None (the
+        default) decides per text: a text made of short records, one a line (``key = value``,
+        hash assignments, log lines, CSV rows, lists:
+        :func:`longctx.mixpr.lines.looks_line_structured`, which reads its first 200 lines),
+        keeps each line as a unit (:func:`longctx.mixpr.lines.line_units`); any other text is
+        chunked as with False. Packed 21 records to a unit, Hash-Hop chains were lost in the
+        walk (``docs/notes/mixpr-scale.md``).
     personalization : {"query", "similarity"}
         Restart distribution of local queries. ``"query"``: one-hot on the query node (the
         paper, sec. 4 "Personalization vector"); ``"similarity"``: the restart mass spread over
@@ -151,6 +160,18 @@ class MixPRConfig:
         (60 questions a task): at powers 1, 2 and 4 SQuAD, NarrativeQA and bAbI qa1-qa3 are
         within one question of the thresholded graph at every budget; power 0 (plain cosine,
         no threshold) lost two HotpotQA questions at 20% (``docs/notes/mixpr-linear.md``).
+    solver : {"push", "power"}, default "push" (paper: "power")
+        How the local walk is computed on the factored graph (``graph="factored"``,
+        ``personalization="similarity"``; other walks use the power iteration). ``"push"``:
+        forward push level by level from the restart (:mod:`longctx.mixpr.push`, after
+        Andersen, Chung and Lang, FOCS 2006): a query costs the entries of ``E`` its walk
+        reaches, not a pass over every unit per step, so the walk can run until ``tol``
+        at any corpus size. ``"power"``: the power iteration over every unit.
+    push_threshold : float in [0, 1], default 1e-7
+        ``solver="push"``: a term passes its mass on only when each of the units holding it
+        would get about this much or more (``w_j t_j s_j >= push_threshold * df_j``); below,
+        the mass stays parked on the term (reported in the walk's trace as ``parked``). 0
+        pushes every term reached (the exact series, as the power iteration).
     walk : {"auto", "pagerank", "multihop"}, default "auto" (presets ``"multihop"``:
         "multihop", ``"paper"`` and ``"pagerank"``: "pagerank")
         ``"auto"``: chosen per index and per query (:func:`longctx.mixpr.router.plan_walk`,
@@ -158,7 +179,7 @@ class MixPRConfig:
         documents of at most 8 units each on average, e.g. ``chunk=False``) builds the phrase
         graph, and its local queries that name one of its phrases take the multi-hop walk;
         one document or long documents keep the PageRank walk and its build cost. The choice
-        is in the result's ``trace`` (``{"step": "walk", ...}``). On ``longctx bench``
+        is in the result's ``trace`` (``{"stage": "route", ...}``). On ``longctx bench``
         ``hotpotqa-corpus`` it ranks as the ``"multihop"`` preset; on the single-document
         tasks as ``"pagerank"`` (``docs/notes/multihop-default.md``).
         ``"multihop"``: after the local score (the first hop), a personalized PageRank over
@@ -192,7 +213,7 @@ class MixPRConfig:
     fit_query: bool = False
     vectorizer_kwargs: tuple[tuple[str, Any], ...] = ()
     stemmer: str | None = "english"
-    split_lines: bool = False
+    split_lines: bool | None = None
     min_words: int | None = None
     coverage_power: float = 4.0
     literal_query_weights: bool = False
@@ -203,6 +224,8 @@ class MixPRConfig:
     graph: str = "factored"
     graph_idf_power: float = 4.0
     walk: str = "auto"
+    solver: str = "push"
+    push_threshold: float = 1e-7
     multihop: tuple[tuple[str, Any], ...] = ()
     sentences: str = "rules"
 
@@ -239,8 +262,10 @@ class MixPRConfig:
         set_(self, "sublinear_tf", bool(self.sublinear_tf))
         check_choice(self.personalization, "personalization", PERSONALIZATIONS)
         set_(self, "fit_query", bool(self.fit_query))
-        if not isinstance(self.split_lines, bool):
-            raise TypeError(f"split_lines must be a bool, got {type(self.split_lines).__name__}")
+        if self.split_lines is not None and not isinstance(self.split_lines, bool):
+            raise TypeError(
+                f"split_lines must be a bool or None, got {type(self.split_lines).__name__}"
+            )
         set_(self, "coverage_power", check_float(self.coverage_power, "coverage_power", low=0.0))
         if not isinstance(self.literal_query_weights, bool):
             raise TypeError(
@@ -257,6 +282,12 @@ class MixPRConfig:
         set_(self, "dense_top_k", check_int(self.dense_top_k, "dense_top_k", minimum=1))
         check_choice(self.graph, "graph", GRAPHS)
         check_choice(self.walk, "walk", WALKS)
+        check_choice(self.solver, "solver", SOLVERS)
+        set_(
+            self,
+            "push_threshold",
+            check_float(self.push_threshold, "push_threshold", low=0.0, high=1.0),
+        )
         from longctx.text import SENTENCE_BACKENDS
 
         check_choice(self.sentences, "sentences", SENTENCE_BACKENDS)
@@ -302,10 +333,24 @@ class MixPRConfig:
     def chunk(self, text: str) -> list[tuple[int, int]]:
         """The units of ``text`` under these settings (:func:`longctx.text.chunk_words`):
         ``(start, end)`` character spans."""
+        split = self.split_lines
+        if split is None:
+            from longctx.mixpr.lines import line_units, looks_line_structured
+
+            if looks_line_structured(text):
+                return line_units(text, self.max_words, self.sentences)
+            split = False
+        return self._chunk_prose(text, split)
+
+    def _chunk_prose(self, text: str, split: bool | None = None) -> list[tuple[int, int]]:
+        """:func:`longctx.text.chunk_words` with these settings (``split``: ``split_lines``,
+        False where it is None)."""
+        if split is None:
+            split = bool(self.split_lines)
         return chunk_words(
             text,
             self.max_words,
-            split_lines=self.split_lines,
+            split_lines=split,
             min_words=self.min_words,
             backend=self.sentences,
         )
@@ -338,8 +383,15 @@ class MixPRConfig:
         else:
             batch: list[int] = []
             size = 0
+            from longctx.mixpr.lines import looks_line_structured
+
+            auto = self.split_lines is None
             for i, t in enumerate(texts):
-                if len(t) >= BATCH_TEXT_CHARS or not _joinable(t):
+                if (
+                    len(t) >= BATCH_TEXT_CHARS
+                    or not _joinable(t)
+                    or (auto and looks_line_structured(t))
+                ):
                     alone.append(i)
                     continue
                 batch.append(i)
@@ -369,9 +421,8 @@ class MixPRConfig:
 
         lens = np.fromiter((len(texts[i]) for i in batch), np.int64, len(batch))
         offsets = np.concatenate([[0], np.cumsum(lens + len(_JOIN))[:-1]])
-        arr = np.asarray(self.chunk(_JOIN.join(texts[i] for i in batch)), dtype=np.int64).reshape(
-            -1, 2
-        )
+        joined = _JOIN.join(texts[i] for i in batch)  # none of them line-structured
+        arr = np.asarray(self._chunk_prose(joined), dtype=np.int64).reshape(-1, 2)
         doc = np.searchsorted(offsets, arr[:, 0], side="right") - 1
         last = np.searchsorted(offsets, arr[:, 1] - 1, side="right") - 1
         bad = np.zeros(len(batch), dtype=bool)
@@ -474,6 +525,7 @@ def _joinable(text: str) -> bool:
 PERSONALIZATIONS = ("query", "similarity")
 GRAPHS = ("factored", "threshold")
 WALKS = ("auto", "pagerank", "multihop")
+SOLVERS = ("push", "power")
 
 # TfidfVectorizer parameters that only its own word analyzer reads (moved into the stemmer's).
 _WORD_ANALYZER_PARAMS = frozenset(
@@ -517,6 +569,7 @@ PRESETS["paper"] = MixPRConfig(
     graph="threshold",
     sentences="auto",
     walk="pagerank",
+    solver="power",
 )
 PRESETS["default"] = MixPRConfig()
 PRESETS["multihop"] = MixPRConfig(walk="multihop")

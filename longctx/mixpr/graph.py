@@ -29,7 +29,9 @@ def personalized_pagerank(
     (``alpha=0`` is plain PageRank); networkx's ``alpha`` is the damping, i.e. ``1 - alpha`` here.
     Follows networkx's ``pagerank`` otherwise (appendix A.2): start from ``x0`` (uniform by
     default), dangling nodes (zero columns) send their mass along ``dangling`` (``p`` by
-    default), stop when ``||x_t - x_{t-1}||_1 < n * tol``. Unlike networkx it never raises when
+    default). It stops when ``||x_t - x_{t-1}||_1 < tol``: ``x`` is a probability vector, so
+    this bound means the same at every ``n`` (networkx's ``n * tol`` loosens with the graph: at
+    ``n >= 2 / tol`` it stops after one step). Unlike networkx it never raises when
     ``max_iter`` is reached: it returns the last iterate (the paper uses 18 iterations).
 
     Parameters
@@ -85,7 +87,7 @@ def personalized_pagerank(
             x += x_last[dangling_idx].sum() * d
         x *= damping
         x += restart
-        if np.abs(x - x_last).sum() < n * tol:
+        if np.abs(x - x_last).sum() < tol:
             break
     return x
 

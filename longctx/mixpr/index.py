@@ -776,10 +776,11 @@ class MixPRIndex(RetrievalIndex):
         self._mask(st, filters)  # a bad filter raises before any work
         return self._score(st, query, mode, query_vector, filters)[:3]
 
-    def _score(self, st: _State, query, mode, query_vector, filters):
+    def _score(self, st: _State, query, mode, query_vector, filters, trace=None):
         """``(scores (n_units,), mode used, timings, walk)``: the scoring pipeline
         (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot; ``walk``
-        the choice of :func:`~longctx.mixpr.router.choose_walk` (the result's trace)."""
+        the choice of :func:`~longctx.mixpr.router.choose_walk`; ``trace``: a list that
+        receives the walk's record (steps, residual), or ``None``."""
         timings = {}
         t0 = time.perf_counter()
         if query_vector is not None and st.unit_vectors is None:
@@ -799,7 +800,7 @@ class MixPRIndex(RetrievalIndex):
         sid = scorer.new_session()
         try:
             scorer.open(sid, filters)
-            used, more = scorer.score(sid, query, mode, qvec, filters)
+            used, more = scorer.score(sid, query, mode, qvec, filters, trace)
             scores = st.block.take_scores(sid)
             walk, weights = self._choose_walk(st, query, used, more)
             if walk["walk"] == "multihop":
@@ -932,11 +933,13 @@ class MixPRIndex(RetrievalIndex):
         if st.n_units == 0 or (allowed is not None and not len(allowed)):
             budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
-        scores, used, timings, walk = self._score(st, query, mode, query_vector, filters)
+        trace: list = []
+        scores, used, timings, walk = self._score(st, query, mode, query_vector, filters, trace)
+        trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
             r = self._whole_documents(st, scores, allowed, k, used, timings, t0)
-            return replace(r, trace=(walk,))
+            return replace(r, trace=trace)
         sub = scores if allowed is None else scores[allowed]
         pick = select_top
         if unique_texts:
@@ -956,7 +959,7 @@ class MixPRIndex(RetrievalIndex):
         hits = tuple(self._hit(st, int(i), float(scores[i])) for i in idx.tolist())
         timings["select"] = time.perf_counter() - t0
         info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
-        return SearchResult(hits, self.method, used, timings, budget, trace=(walk,), info=info)
+        return SearchResult(hits, self.method, used, timings, budget, trace=trace, info=info)
 
     def _whole_documents(self, st, scores, allowed, k, used, timings, t0) -> SearchResult:
         """The ``k`` documents whose best unit scores highest, each as one whole-text hit."""

@@ -181,7 +181,7 @@ def plan_walk(walk: str, n_documents: int, n_units: int) -> dict:
 
 
 def choose_walk(plan: dict, mode: str, named: Sequence[str] = (), heads: int = 0) -> dict:
-    """The per-query half: ``{"step": "walk", "walk": "pagerank" | "multihop", "reason": str,
+    """The per-query half: ``{"stage": "route", "walk": "pagerank" | "multihop", "reason": str,
     ...}`` for a query routed to ``mode`` (``"local"``, ``"global"``...), given what it names.
 
     Parameters
@@ -201,7 +201,7 @@ def choose_walk(plan: dict, mode: str, named: Sequence[str] = (), heads: int = 0
     walk when it names nothing, such as "Where is the football?": the multi-hop walk would only
     re-rank the first hop's passages by how they link.
     """
-    out = {"step": "walk", "corpus": plan["corpus"]}
+    out = {"stage": "route", "corpus": plan["corpus"]}
     if not plan["phrases"]:
         why = "walk='pagerank'" if plan["walk"] == "pagerank" else f"{plan['corpus']}"
         return {**out, "walk": "pagerank", "reason": why}

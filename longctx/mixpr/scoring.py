@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.filters import compile_filter, filter_digest
+from longctx.mixpr.push import PushBlock, push_walk
 from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
     divide_by_top,
@@ -106,7 +107,7 @@ def _max(values) -> float:
     return max(vals) if vals else 0.0
 
 
-class UnitBlock:
+class UnitBlock(PushBlock):
     """The units of one block as the scoring pipeline reads them (see the module doc).
 
     Parameters
@@ -488,6 +489,7 @@ class Scorer:
         self.n_units = int(n_units)
         self._colsum_ready = colsum_ready
         self._global_ready = False
+        self._term_sizes = None
         self._lock = threading.Lock()
 
     def new_session(self) -> str:
@@ -521,18 +523,33 @@ class Scorer:
                 self.backend.map("close", sid)
             self._global_ready = True
 
+    def term_sizes(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(s, df)``, each ``(n_terms,)``: the column sums of ``E`` over every block
+        (float64) and how many units hold each term (int64), reduced once (the push walk's
+        rule, :mod:`longctx.mixpr.push`)."""
+        if self._term_sizes is None:
+            with self._lock:
+                if self._term_sizes is None:
+                    s = _sum(self.backend.map("colsum_partial"))
+                    df = _sum(self.backend.map("term_df_partial"))
+                    self._term_sizes = (s, df)
+        return self._term_sizes
+
     def open(self, sid, filters, with_counts: bool = False) -> list:
         """Open session ``sid`` on every block (the units ``filters`` keeps); returns each
         block's ``(units kept, fewest tokens among them or None)``."""
         return self.backend.map("open", sid, filters, with_counts)
 
     # -- the walk -----------------------------------------------------------------------------
-    def walk(self, sid, restart, scale, *, alpha, p_q=None, Q=None, bcol=None) -> float:
+    def walk(self, sid, restart, scale, *, alpha, p_q=None, Q=None, bcol=None, trace=None) -> float:
         """Personalized PageRank by power iteration (eq. 2, networkx's conventions as
         :func:`longctx.mixpr.graph.personalized_pagerank`) on the unit graph, bordered with
         the query nodes when ``p_q`` is given (``[[S, B], [B^T, Q]]``), matrix-free: each step
-        reduces the blocks' term vectors once. The blocks keep the result (``x``); returns
-        its maximum over the units."""
+        reduces the blocks' term vectors once. It stops when ``||x_t - x_{t-1}||_1 < tol``
+        (the same bound at every corpus size) or after ``max_iter`` steps. The blocks keep the
+        result (``x``); returns its maximum over the units. Appends to ``trace`` (a list) the
+        record ``{"stage": "walk", "solver": "power", "steps", "residual"}`` (the last step's
+        L1 change)."""
         cfg = self.config
         backend = self.backend
         m = 0 if p_q is None else len(p_q)
@@ -566,18 +583,23 @@ class Scorer:
             last = it == cfg.max_iter - 1
             res = backend.map("walk_step", sid, u, vq, d if any_d else None, fuse and not last)
             diff = sum(r[0] for r in res) + diff_q
-            if diff < N * cfg.tol or last:
+            if diff < cfg.tol or last:
+                if trace is not None:
+                    trace.append(
+                        {"stage": "walk", "solver": "power", "steps": it + 1, "residual": diff}
+                    )
                 return _max(r[1] for r in res)
             parts = [r[2] for r in res] if fuse else backend.map("walk_partial", sid)
         return 0.0  # max_iter >= 1: not reached
 
     # -- a query ------------------------------------------------------------------------------
-    def score(self, sid, query: str, mode: str, qvec, filters) -> tuple[str, dict]:
+    def score(self, sid, query: str, mode: str, qvec, filters, trace=None) -> tuple[str, dict]:
         """Score every unit for ``query`` (``mode`` ``"local"`` or ``"global"``): the blocks
         keep their scores in session ``sid`` (opened with :meth:`open` with the same
         ``filters``; the caller closes it). ``qvec``: the
         query's normalized dense vector (hybrid mode) or ``None``. Returns ``(mode used,
         timings)``; the mode used is ``"global-fallback"`` when a local query reaches no unit.
+        ``trace``: a list to which the walk appends its record (steps, residual).
         """
         backend = self.backend
         cfg = self.config
@@ -632,7 +654,10 @@ class Scorer:
                 wsum = sum(e["bsum"] for e in edges)
             dr = cfg.dense_restart if dense_w else 0.0
             total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
-            pi_top = self.walk(sid, "weights", total, alpha=cfg.alpha_local)
+            if cfg.solver == "push" and cfg.graph == "factored":  # mass-bounded walk
+                pi_top = push_walk(self, sid, total, cfg.alpha_local, trace)
+            else:
+                pi_top = self.walk(sid, "weights", total, alpha=cfg.alpha_local, trace=trace)
         else:
             Q = np.where(Q >= thr, Q, 0.0)
             if dense_w:  # dense query edges next to the lexical ones
@@ -641,8 +666,9 @@ class Scorer:
             else:
                 bcol = _sum([e["bcol"] for e in edges])
             pi_top = self.walk(
-                sid, "query", None, alpha=cfg.alpha_local, p_q=p_query, Q=Q, bcol=bcol
-            )
+                sid, "query", None, alpha=cfg.alpha_local, p_q=p_query, Q=Q, bcol=bcol,
+                trace=trace,
+            )  # fmt: skip
         lex_top = _max(e["lex_max"] for e in edges)
         dense_top = _max(e["dense_max"] for e in edges)
         backend.map("scores_local", sid, pi_top, lex_top, dense_top)

@@ -562,7 +562,8 @@ class ShardedMixPRIndex:
                 check_budget_fits(token_budget, [low for n, low in allowed if n])
             if not sum(n for n, _ in allowed):
                 return SearchResult((), self.method, "local", {}, budget, info=info)
-            used, t = scorer.score(sid, query, mode, qvec, filters)
+            trace: list = []
+            used, t = scorer.score(sid, query, mode, qvec, filters, trace)
             t0 = time.perf_counter()
             chosen = self._select(blocks, sid, [n for n, _ in allowed], k, token_budget, closed)
         finally:
@@ -581,7 +582,9 @@ class ShardedMixPRIndex:
             hits.append(Passage(a, e, text, float(score), unit, pos[doc]))
         timings = {**timings, **t, "select": time.perf_counter() - t0}
         info["doc_ids"] = tuple(self._order[h.source] for h in hits)
-        return SearchResult(tuple(hits), self.method, used, timings, budget, info=info)
+        return SearchResult(
+            tuple(hits), self.method, used, timings, budget, trace=tuple(trace), info=info
+        )
 
     @staticmethod
     def _select(blocks, sid, n_allowed, k, token_budget, closed) -> list:

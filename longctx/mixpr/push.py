@@ -1,0 +1,232 @@
+"""Personalized PageRank by forward push over the factored unit graph ``S = E W E^T``: a walk
+whose cost is set by the mass it moves, not by the number of units.
+
+The walk of a local query restarts on the few units that match the query
+(:class:`~longctx.mixpr.scoring.Scorer`, ``personalization="similarity"``). Its solution is the
+series ``pi = alpha sum_t M^t p`` with ``M x = (1 - alpha) (A x + dangling(x) p)`` and
+``A = S D^{-1}`` (networkx's conventions, as
+:func:`~longctx.mixpr.graph.personalized_pagerank`). The power iteration computes each step
+over every unit; here each level of the series is kept sparse, as in forward push (Andersen,
+Chung and Lang, "Local graph partitioning using PageRank vectors", FOCS 2006, sec. 3; Lofgren,
+Banerjee and Goel, "Personalized PageRank Estimation and Search: A Bidirectional Approach"
+(BiPPR), WSDM 2016, sec. 2), pushed level by level (synchronously) through the bipartite
+graph units -> terms -> units without forming ``S``:
+
+1. each unit ``i`` of the frontier keeps ``alpha r_i`` (it *settles*) and sends
+   ``(1 - alpha) r_i`` to its terms, ``E_ij (1 - alpha) r_i / D_i`` to term ``j`` (a unit
+   with no term sends it to the restart, as networkx does with dangling nodes);
+2. a term ``j`` holding ``t_j`` passes ``w_j t_j E_kj`` to each of its units ``k``: the mass
+   ``m_j = w_j t_j s_j`` in all (``s_j``: the column sum of ``E``). A term is pushed only when
+   ``m_j >= push_threshold * df_j``, i.e. when each of its ``df_j`` units would get about
+   ``push_threshold`` or more (Andersen et al.'s rule ``r(u) >= eps d(u)``): terms so common
+   that they link everything carry ``w_j = (idf_j / max idf) ** 4``, tiny, so their mass
+   stays *parked* on the term (it is pushed later if more arrives) and never costs a pass over
+   their units. Parked mass is never lost from the account: the residual reported is the mass
+   still moving plus the mass parked.
+
+The walk stops when the mass still moving is below ``tol`` (an L1 bound on a probability
+vector: the same at every corpus size) or after ``max_iter`` levels. A level costs the
+non-zeros of ``E`` in the frontier's rows and in the pushed terms' columns, so a query that
+reaches a handful of units costs a handful of reads however large the corpus.
+
+Blocks (shards) each hold their own units: a block settles and sends its units' term mass,
+the driver sums the term vectors of all blocks, decides which terms are pushed and sends
+them back, each block spreads them over its own units. So the push works through the same
+block structure as the power iteration (:mod:`longctx.mixpr.scoring`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+try:  # scipy's compiled row gather (what ``csr_array[rows]`` runs), without building a matrix
+    from scipy.sparse._sparsetools import csr_row_index
+except ImportError:  # a scipy that moved it: the same gather in numpy
+    csr_row_index = None
+
+__all__ = ["PushBlock", "gather", "push_walk", "sum_sparse"]
+
+#: A level whose reads exceed ``1 / DENSE_SHARE`` of ``E``'s non-zeros is done as one product
+#: over ``E``: a walk that reaches most of a small corpus costs no more than the power
+#: iteration's step.
+DENSE_SHARE = 2
+#: Sums of more than ``1 / COUNT_SHARE`` of the vector's size are made by a dense count.
+COUNT_SHARE = 16
+
+
+def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray):
+    """The non-zeros of the compressed rows (or columns) ``sel`` of a CSR (CSC) matrix, each
+    multiplied by its row's weight: ``(indices (nnz,) int, values (nnz,) float64)``. Costs the
+    selected rows' non-zeros, not the matrix's."""
+    starts = indptr[sel]
+    lens = indptr[sel + 1] - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.empty(0, indices.dtype), np.empty(0)
+    if csr_row_index is None:
+        offsets = np.cumsum(lens) - lens
+        pos = np.repeat(starts - offsets, lens) + np.arange(total)
+        return indices[pos], data[pos] * np.repeat(weights, lens)
+    out_i = np.empty(total, indices.dtype)
+    out_d = np.empty(total, data.dtype)
+    csr_row_index(len(sel), sel.astype(indptr.dtype, copy=False), indptr, indices, data,
+                  out_i, out_d)  # fmt: skip
+    out_d *= np.repeat(weights, lens)
+    return out_i, out_d
+
+
+def sum_sparse(idx: np.ndarray, val: np.ndarray, size: int | None = None):
+    """Sum duplicate indices: ``(unique indices ascending, their summed values)``. With
+    ``size`` (the indices' bound) and more than ``size / COUNT_SHARE`` entries, by a dense count
+    (``O(size)``, no sort; indices whose sum is 0 are left out)."""
+    if not len(idx):
+        return np.empty(0, np.int64), np.empty(0)
+    if size is not None and len(idx) * COUNT_SHARE > size:
+        total = np.bincount(idx, weights=val, minlength=size)
+        u = np.flatnonzero(total)
+        return u, total[u]
+    u, inv = np.unique(idx, return_inverse=True)
+    return u.astype(np.int64, copy=False), np.bincount(inv, weights=val, minlength=len(u))
+
+
+class PushBlock:
+    """The block's part of the push walk (mixed into :class:`~longctx.mixpr.scoring.UnitBlock`,
+    which provides ``E`` (CSC), ``colsum``, ``n``, ``_s`` and ``_lock``)."""
+
+    _E_rows = None
+
+    def _rows(self) -> sp.csr_array:
+        """``E`` by rows (a unit's terms), built on first use: ``(n, n_terms)`` CSR."""
+        if self._E_rows is None:
+            with self._lock:
+                if self._E_rows is None:
+                    self._E_rows = sp.csr_array(self.E)
+        return self._E_rows
+
+    def _cols(self) -> sp.csc_array:
+        """``E`` by columns (a term's units): ``(n, n_terms)`` CSC."""
+        E = self.E
+        return E if E.format == "csc" else sp.csc_array(E)
+
+    def term_df_partial(self) -> np.ndarray:
+        """``(n_terms,) int64``: how many of the block's units hold each term."""
+        return np.diff(self._cols().indptr).astype(np.int64)
+
+    def push_begin(self, sid, scale: float, alpha: float):
+        """Start the push walk from the restart weights of :meth:`restart_similarity`
+        (divided by ``scale``); settles the first level and returns its term partial
+        (:meth:`_push_emit`)."""
+        s = self._s(sid)
+        w = s["w"]
+        idx = np.flatnonzero(w)
+        r = w[idx] / scale
+        s.update(push_p=(idx, r), push_alpha=alpha, pi=np.zeros(self.n))
+        return self._push_emit(s, idx, r)
+
+    def _push_emit(self, s, idx, r):
+        """Settle ``alpha r`` on the frontier ``idx`` and send the rest on: returns
+        ``(terms, term mass t, dangling mass, mass moving, entries read)``."""
+        alpha = s["push_alpha"]
+        s["pi"][idx] += alpha * r
+        moving = (1.0 - alpha) * r
+        col = self.colsum[idx]
+        live = col > 0
+        dang = float(moving[~live].sum())
+        E = self._rows()
+        rows, v = idx[live], moving[live] / col[live]
+        n_terms = E.shape[1]
+        read = int((E.indptr[rows + 1] - E.indptr[rows]).sum())
+        if read * DENSE_SHARE > E.nnz:  # most of the block: one product over E
+            dense = np.zeros(self.n)
+            dense[rows] = v
+            t = self._ET @ dense
+            terms = np.flatnonzero(t)
+            return terms, t[terms], dang, float(moving.sum()), int(E.nnz)
+        terms, vals = gather(E.indptr, E.indices, E.data, rows, v)
+        terms, vals = sum_sparse(terms, vals, n_terms)
+        return terms, vals, dang, float(moving.sum()), read
+
+    def push_step(self, sid, terms: np.ndarray, u: np.ndarray, dangling: float):
+        """One level: spread the pushed terms' mass ``u`` (``w_j t_j``) over the block's units
+        holding them, and the dangling mass over the restart; then settle and emit the next
+        level (:meth:`_push_emit`)."""
+        s = self._s(sid)
+        E = self._cols()
+        read = int((E.indptr[terms + 1] - E.indptr[terms]).sum())
+        pidx, pval = s["push_p"]
+        if read * DENSE_SHARE > E.nnz:  # most of the block: one product over E
+            dense = np.zeros(E.shape[1])
+            dense[terms] = u
+            y = E @ dense
+            if dangling:
+                y[pidx] += dangling * pval
+            idx = np.flatnonzero(y)
+            r = y[idx]
+            read = int(E.nnz)
+        else:
+            units, vals = gather(E.indptr, E.indices, E.data, terms, u)
+            if dangling:
+                units = np.concatenate([units, pidx])
+                vals = np.concatenate([vals, dangling * pval])
+            idx, r = sum_sparse(units, vals, self.n)
+        out = self._push_emit(s, idx, r)
+        return (*out[:4], out[4] + read)
+
+    def push_finish(self, sid):
+        """The walk's scores are the settled mass: ``x`` of the session; returns its maximum
+        over the block (or None for an empty block)."""
+        s = self._s(sid)
+        s["x"] = s.pop("pi")
+        return float(s["x"].max()) if self.n else None
+
+
+def push_walk(scorer, sid, scale: float, alpha: float, trace: list | None = None) -> float:
+    """Personalized PageRank by forward push on the blocks of ``scorer``
+    (:class:`~longctx.mixpr.scoring.Scorer`), restarting on the weights each block holds from
+    ``restart_similarity`` (their sum over the corpus: ``scale``). The blocks keep the result
+    (``x``); returns its maximum over the units. Appends to ``trace`` the record
+    ``{"stage": "walk", "solver": "push", "steps", "residual", "parked", "read"}``: the levels
+    pushed, the mass not settled when it stopped (moving + parked, an L1 bound), the part of
+    it parked on terms too common to push, and the entries of ``E`` read."""
+    cfg = scorer.config
+    backend = scorer.backend
+    s_j, df_j = scorer.term_sizes()
+    w = scorer.weights
+    eps = cfg.push_threshold
+    parts = backend.map("push_begin", sid, scale, alpha)
+    park_t = np.empty(0, np.int64)
+    park_v = np.empty(0)
+    steps = 0
+    read = sum(p[4] for p in parts)
+    moving = sum(p[3] for p in parts)
+    while moving >= cfg.tol and steps < cfg.max_iter:
+        terms, t = sum_sparse(
+            np.concatenate([park_t, *(p[0] for p in parts)]),
+            np.concatenate([park_v, *(p[1] for p in parts)]),
+            len(s_j),
+        )
+        dangling = sum(p[2] for p in parts)
+        u = t if w is None else t * w[terms]
+        push = u * s_j[terms] >= eps * df_j[terms]
+        park_t, park_v = terms[~push], t[~push]
+        parts = backend.map("push_step", sid, terms[push], u[push], dangling)
+        steps += 1
+        read += sum(p[4] for p in parts)
+        moving = sum(p[3] for p in parts)
+    parked = 0.0
+    if len(park_t):
+        parked = float(((park_v if w is None else park_v * w[park_t]) * s_j[park_t]).sum())
+    tops = [m for m in backend.map("push_finish", sid) if m is not None]
+    if trace is not None:
+        trace.append(
+            {
+                "stage": "walk",
+                "solver": "push",
+                "steps": steps,
+                "residual": moving + parked,
+                "parked": parked,
+                "read": int(read),
+            }
+        )
+    return max(tops) if tops else 0.0
