@@ -206,8 +206,8 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
     g.add_argument(
         "--walk",
         choices=["auto", "pagerank", "multihop"],
-        default="auto",
-        help="multihop: after the local score, a walk over the chunks and the capitalised names "
+        default=None,
+        help="(default: auto) multihop: after the local score, a walk over the chunks and the capitalised names "
         "they share (multi-hop questions; MixPRConfig walk=, preset 'multihop'); auto: the "
         "multi-hop walk for a corpus of passages and a question naming one of its phrases, else "
         "pagerank (one text file is one document: pagerank)",
@@ -590,7 +590,7 @@ def _check_retrieve_args(args) -> None:
         raise CliError("give exactly one of PATH and --sample")
     if not 0.0 <= args.lambda_ <= 1.0:
         raise CliError(f"--lambda must be in [0, 1], got {args.lambda_}")
-    if args.walk != "pagerank" and args.method != "mixpr":
+    if args.walk is not None and args.method != "mixpr":
         raise CliError(f"--walk applies to --method mixpr only, not --method {args.method}")
     if args.diversify and args.method in ("mmr", "fps"):
         raise CliError(

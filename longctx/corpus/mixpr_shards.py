@@ -71,7 +71,7 @@ def check_sharded_options(options: dict) -> None:
     opts = dict(options)
     opts.pop("chunk", None)
     config = MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
-    if config.walk != "pagerank":
+    if config.walk == "multihop":  # ("auto", the default, keeps PageRank on shards)
         raise ValueError(
             f"walk={config.walk!r} (which preset 'multihop' sets) is not available on a sharded "
             "MixPR corpus, its phrase graph not being split into shards: build the corpus "

@@ -324,7 +324,7 @@ class ShardedMixPRIndex:
                     f"shard {i} was built with other settings than the other shards "
                     "(config, chunking or unit vectors differ)"
                 )
-        if config.walk != "pagerank":
+        if config.walk == "multihop":  # ("auto" keeps PageRank on shards)
             raise PersistError(
                 f"the shards were built with walk={config.walk!r}, which a sharded MixPR index "
                 "does not run (its phrase graph is not split into shards): rebuild without shards"
