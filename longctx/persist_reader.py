@@ -113,6 +113,7 @@ class IndexDir(os.PathLike):
         self.path = path
         self._fd = fd
         self._root = root
+        self._prefetched: dict[str, bytes] = {}
         self._closer = weakref.finalize(self, os.close, fd) if fd is not None else None
         try:
             self._read_manifest(expected)
@@ -304,6 +305,18 @@ class IndexDir(os.PathLike):
             )
         return raw
 
+    def prefetch(self, names: Iterable[str]) -> None:
+        """Read the listed members among ``names`` now, each checked against its digest, so the
+        checks that follow do not hold the folder open while a concurrent save replaces it (a
+        load then reads its files within one short window). Each is read once; the next
+        :meth:`read_bytes` of it returns these bytes. Names the manifest does not list are
+        skipped (:meth:`read_bytes` names them when they are asked for). Limits: as
+        :meth:`json` for ``.json`` members, as :meth:`read_bytes` for the others."""
+        for name in names:
+            if name in self.files and name not in self._prefetched:
+                limit = MAX_JSON_BYTES if name.endswith(".json") else MAX_NPZ_BYTES
+                self._prefetched[name] = self.read_bytes(name, max_bytes=limit)
+
     def read_bytes(self, name: str, *, max_bytes: int = MAX_NPZ_BYTES) -> bytes:
         """The bytes of the member file ``name``, read once and checked against its digest.
 
@@ -316,6 +329,14 @@ class IndexDir(os.PathLike):
         """
         if name not in self.files:
             raise PersistError(f"{str(self.path / name)!r} is missing (not listed in {MANIFEST})")
+        raw = self._prefetched.pop(name, None)
+        if raw is not None:
+            if len(raw) > max_bytes:
+                p = self.path / name
+                raise PersistError(
+                    f"{str(p)!r} is {len(raw)} bytes, more than the limit of {max_bytes}"
+                )
+            return raw
         expected = self.digests.get(name) if self.digests is not None else None
         return self._read_raw(name, max_bytes, expected)
 

@@ -247,3 +247,21 @@ def test_json_file_over_its_limit_is_refused_before_reading(tmp_path):
         with pytest.raises(PersistError, match="more than the limit"):
             r.json("texts.json", max_bytes=10)
     assert Path(d / "texts.json").stat().st_size > 10
+
+
+def test_prefetch_reads_each_member_once_and_keeps_the_json_limit(tmp_path, monkeypatch):
+    import longctx.persist_reader as pr
+
+    d = tmp_path / "idx"
+    MixPRIndex.from_texts(TEXTS).save(d)
+    r = open_index_dir(d, kind="mixpr", versions=(2,))
+    r.prefetch(["config.json", "arrays.npz", "not-listed.json"])
+    (d / "config.json").unlink()  # what a concurrent save's clean-up does
+    assert isinstance(r.json("config.json"), dict)  # the bytes read before
+    with pytest.raises(PersistError, match="missing"):
+        r.json("config.json")  # read once: asked again, the file is read again
+    MixPRIndex.from_texts(TEXTS).save(d)
+    monkeypatch.setattr(pr, "MAX_JSON_BYTES", 10)
+    r2 = open_index_dir(d, kind="mixpr", versions=(2,))
+    with pytest.raises(PersistError, match="more than the limit"):
+        r2.prefetch(["texts.json"])

@@ -101,6 +101,12 @@ def load_index(cls, path, *, router=None, encoder=None):
     _refuse_old_format(path, cls.FORMAT_VERSION)
     r = open_index_dir(path, kind="mixpr", versions=(cls.FORMAT_VERSION,))
     d = r.path
+    # every member read at once: the checks below then run on bytes of one save (a concurrent
+    # save replacing the folder meanwhile no longer fails the load)
+    r.prefetch(
+        ("config.json", "texts.json", "vocabulary.json", "documents.json", "arrays.npz")
+        + ("terms.npz", "vectors.npz", "graph.npz")
+    )
     cfg_path, arr_path = d / "config.json", d / "arrays.npz"
     doc_path, terms_path = d / "documents.json", d / "terms.npz"
     cfg = check_dict(r.json("config.json"), cfg_path, "config")
