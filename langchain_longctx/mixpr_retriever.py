@@ -237,7 +237,8 @@ class MixPRRetriever(BaseRetriever):
                     self._index.insert(texts, ids=kids, metadatas=metas)
             self.documents.extend(docs)
             self._keys.extend(keys)
-            self._by_key.update((k, d) for k, d in zip(keys, docs) if k is not None)
+            # copy on write: a search takes the map by reference under the lock
+            self._by_key = {**self._by_key, **{k: d for k, d in zip(keys, docs) if k is not None}}
         return [k if k is not None else d.id for k, d in zip(keys, docs)]
 
     def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
@@ -272,8 +273,8 @@ class MixPRRetriever(BaseRetriever):
             gone = [self._keys[j] for j in drop if self._keys[j] in held]
             if gone:
                 self._index.delete(gone)
-            for j in drop:
-                self._by_key.pop(self._keys[j], None)
+            dropped_keys = {self._keys[j] for j in drop}
+            self._by_key = {k: d for k, d in self._by_key.items() if k not in dropped_keys}
             dropped = set(drop)
             self.documents[:] = [d for j, d in enumerate(self.documents) if j not in dropped]
             self._keys = [k for j, k in enumerate(self._keys) if j not in dropped]
@@ -396,7 +397,7 @@ class MixPRRetriever(BaseRetriever):
         k, token_budget = check_size(k, token_budget)
         with self._lock:  # the index and the documents of one version (writes hold the lock)
             index = self._index.snapshot() if self._index is not None else None
-            by_key = dict(self._by_key)
+            by_key = self._by_key  # replaced, never changed, by writes
         if index is None:
             return []
         flt = self.filter if filter is None else filter

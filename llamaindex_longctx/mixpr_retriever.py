@@ -276,7 +276,8 @@ class MixPRRetriever(BaseRetriever):
                     self._index.insert(texts, ids=ids, metadatas=metas)
             self._nodes.extend(nodes)
             self._keys.extend(keys)
-            self._by_key.update((k, n) for k, n in zip(keys, nodes) if k is not None)
+            # copy on write: a retrieval takes the map by reference under the lock
+            self._by_key = {**self._by_key, **{k: n for k, n in zip(keys, nodes) if k is not None}}
 
     def insert(self, document: BaseNode) -> None:
         """Add one document (see :meth:`insert_nodes`)."""
@@ -314,12 +315,12 @@ class MixPRRetriever(BaseRetriever):
             return
         drop = set(positions)
         keys = [self._keys[j] for j in positions]
-        held = [k for k in keys if k is not None and self._index is not None]
-        held = [k for k in held if k in self._index_ids()]
+        in_index = self._index_ids()  # once, not once per key
+        held = [k for k in keys if k is not None and k in in_index]
         if held:
             self._index.delete(held)
-        for k in keys:
-            self._by_key.pop(k, None)
+        gone = set(keys)
+        self._by_key = {k: n for k, n in self._by_key.items() if k not in gone}
         self._nodes = [n for j, n in enumerate(self._nodes) if j not in drop]
         self._keys = [k for j, k in enumerate(self._keys) if j not in drop]
 
@@ -360,7 +361,7 @@ class MixPRRetriever(BaseRetriever):
         self._sync_docstore()
         with self._lock:  # the index and the nodes of one version (writes hold the lock)
             index = self._index.snapshot() if self._index is not None else None
-            by_key = dict(self._by_key)
+            by_key = self._by_key  # replaced, never changed, by writes
         if index is None:
             return []
         k, budget = check_size(
