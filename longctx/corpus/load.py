@@ -65,7 +65,7 @@ def load_index(uri, *, storage_options: dict | None = None, **load_kwargs):
             if not storage.index_complete(""):
                 raise PersistError(f"{storage.url!r} holds no finished longctx index")
             local = storage.fetch_index("", tmp)
-        from longctx.persist_reader import open_index_dir
+        from longctx.persist.reader import open_index_dir
 
         with open_index_dir(local, kind=None) as r:  # any kind: the format picks the loader
             fmt = r.manifest["format"]

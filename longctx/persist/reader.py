@@ -25,7 +25,7 @@ What it guarantees:
   :func:`retry_on_concurrent_save` start again (:data:`LOAD_ATTEMPTS` times) before raising it.
   Manifests without digests (longctx before 0.3) still load (logged at debug level).
 - **Nothing outside the folder.** Every name in the manifest must be a plain child name
-  (:func:`longctx.persist_fs.member_name_problem`); members are opened without following
+  (:func:`longctx.persist.fs.member_name_problem`); members are opened without following
   symbolic links (``O_NOFOLLOW`` relative to the folder); a link, a FIFO or a device as a
   member is a :class:`PersistError` naming it.
 - **Bounded.** The limits of :func:`longctx.persist.read_json` / ``read_arrays`` /
@@ -49,8 +49,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from longctx import persist_fs as fs
-from longctx.persist import (
+from longctx.persist import fs
+from longctx.persist.format import (
     MANIFEST,
     MAX_JSON_BYTES,
     ConcurrentSaveError,

@@ -1,7 +1,7 @@
 """Writing index folders: :func:`write_dir` (atomic, never replacing anything longctx did not
 write) and :func:`check_save_target`. Re-exported by :mod:`longctx.persist`, whose docstring
 describes the layout; the file-system steps that must never leave the target are in
-:mod:`longctx.persist_fs`."""
+:mod:`longctx.persist.fs`."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from longctx import persist_fs as _fs
-from longctx.persist_fs import MANIFEST
+from longctx.persist import fs as _fs
+from longctx.persist.fs import MANIFEST
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def check_save_target(path: str | os.PathLike, kind: str) -> Path:
 
 def _remove_index(d: Path) -> bool:
     """Delete an index directory written by :func:`write_dir` (see
-    :func:`longctx.persist_fs.remove_index`: only the files and folders its manifest lists,
+    :func:`longctx.persist.fs.remove_index`: only the files and folders its manifest lists,
     never following a link or leaving the folder)."""
     return _fs.remove_index(d)
 

@@ -19,13 +19,13 @@ is a link) is a :class:`SaveTargetError` and stays untouched. The index is writt
 temporary sibling ``.NAME.tmp-<host>-<pid>-<token>`` and renamed into place; an index it replaces
 is moved aside first (``.NAME.old-...``) and only the files its manifest lists are deleted
 afterwards, each opened relative to that folder without following links
-(:func:`longctx.persist_fs.remove_index`). Saves to one directory are serialized (an advisory
+(:func:`longctx.persist.fs.remove_index`). Saves to one directory are serialized (an advisory
 lock on the parent directory, and a lock per path within a process). Siblings left by a save
 that was killed are removed on the next save or load of the same path
-(:func:`longctx.persist_fs.clean_stale_siblings`). A new folder's mode follows the umask; a
+(:func:`longctx.persist.fs.clean_stale_siblings`). A new folder's mode follows the umask; a
 replaced folder keeps its mode and group.
 
-**Loading** goes through :func:`open_index_dir` (:mod:`longctx.persist_reader`): the files of one
+**Loading** goes through :func:`open_index_dir` (:mod:`longctx.persist.reader`): the files of one
 save only, each read once and checked against the manifest's digests, no member followed out of
 the folder. It treats every file as untrusted input: JSON files are size-limited
 (:data:`MAX_JSON_BYTES`) and depth-limited (:data:`MAX_JSON_DEPTH`), ``NaN`` / ``Infinity`` are
@@ -55,8 +55,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.persist_fs import MANIFEST  # noqa: F401 - re-exported
-from longctx.persist_write import (  # noqa: F401 - re-exported (the writer's own module)
+from longctx.persist.fs import MANIFEST  # noqa: F401 - re-exported
+from longctx.persist.writer import (  # noqa: F401 - re-exported (the writer's own module)
     SaveTargetError,
     _dir,
     _remove_index,
@@ -83,7 +83,7 @@ class PersistError(ValueError):
 class ConcurrentSaveError(PersistError):
     """A file of an index folder changed while it was loaded: another process saved over the
     folder meanwhile (the load saw parts of two saves and refused them). Loaders decorated with
-    :func:`longctx.persist_reader.retry_on_concurrent_save` load again before raising it."""
+    :func:`longctx.persist.reader.retry_on_concurrent_save` load again before raising it."""
 
 
 # -- loading ------------------------------------------------------------------------------------
@@ -101,7 +101,7 @@ def read_manifest(path: str | os.PathLike, *, kind: str, versions: Iterable[int]
         another format version than ``versions``, lists a name that is not a plain file name,
         or a listed member is missing or a link.
     """
-    from longctx.persist_reader import read_manifest_dict
+    from longctx.persist.reader import read_manifest_dict
 
     return read_manifest_dict(path, kind=kind, versions=versions)
 
@@ -305,7 +305,7 @@ def read_arrays(path: str | os.PathLike, keys: Iterable[str]) -> dict[str, np.nd
 
 
 def _open_npz_raw(p: Path) -> bytes:
-    from longctx.persist_reader import MAX_NPZ_BYTES
+    from longctx.persist.reader import MAX_NPZ_BYTES
 
     return _read_file_bytes(p, MAX_NPZ_BYTES)
 
@@ -670,7 +670,7 @@ __all__ = [
     "ConcurrentSaveError",
 ]
 
-#: Names of :mod:`longctx.persist_reader` served from here (imported on first use: that module
+#: Names of :mod:`longctx.persist.reader` served from here (imported on first use: that module
 #: imports this one).
 _READER_NAMES = frozenset(
     {
@@ -685,7 +685,7 @@ _READER_NAMES = frozenset(
 
 def __getattr__(name: str):
     if name in _READER_NAMES:
-        from longctx import persist_reader
+        from longctx.persist import reader as persist_reader
 
         return getattr(persist_reader, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
