@@ -1,4 +1,6 @@
-"""Saving and loading indexes: JSON for configuration and text, ``.npz`` for arrays. Never pickle.
+"""The format of a saved index, shared by its reader and its writer: the errors, the limits, and
+the parsing of untrusted bytes (JSON, ``.npz``, scipy.sparse). JSON for configuration and text,
+``.npz`` for arrays. Never pickle.
 
 Layout of an index directory::
 
@@ -12,10 +14,10 @@ Layout of an index directory::
 ``"digests"`` holds every member file's SHA-256 and size, and for a nested index the digest of
 its ``manifest.json`` (manifests written before longctx 0.3 have none and still load).
 
-**Saving** (:func:`write_dir`) never deletes or replaces anything it did not write: the target
+**Saving** (:func:`longctx.persist.writer.write_dir`) never deletes or replaces anything it did not write: the target
 must be missing, an empty directory, or a longctx index of the same kind; anything else (a file,
 a directory holding other files, a manifest listing anything but plain file names, a member that
-is a link) is a :class:`SaveTargetError` and stays untouched. The index is written into a
+is a link) is a :class:`~longctx.persist.writer.SaveTargetError` and stays untouched. The index is written into a
 temporary sibling ``.NAME.tmp-<host>-<pid>-<token>`` and renamed into place; an index it replaces
 is moved aside first (``.NAME.old-...``) and only the files its manifest lists are deleted
 afterwards, each opened relative to that folder without following links
@@ -25,44 +27,35 @@ that was killed are removed on the next save or load of the same path
 (:func:`longctx.persist.fs.clean_stale_siblings`). A new folder's mode follows the umask; a
 replaced folder keeps its mode and group.
 
-**Loading** goes through :func:`open_index_dir` (:mod:`longctx.persist.reader`): the files of one
+**Loading** goes through :func:`~longctx.persist.reader.open_index_dir`: the files of one
 save only, each read once and checked against the manifest's digests, no member followed out of
 the folder. It treats every file as untrusted input: JSON files are size-limited
 (:data:`MAX_JSON_BYTES`) and depth-limited (:data:`MAX_JSON_DEPTH`), ``NaN`` / ``Infinity`` are
 refused, every ``.npy`` header inside an ``.npz`` is read and its shape x itemsize checked
 against the stored size and :data:`MAX_ARRAY_BYTES` before any allocation, only numeric dtypes
 are accepted, sparse matrices are fully checked (index ranges, ``indptr`` order). The
-``check_*`` helpers below validate loaded values. Every loading error is a :class:`PersistError`
+``check_*`` helpers of :mod:`longctx.persist.checks` validate loaded values. Every loading error is a :class:`PersistError`
 (a ``ValueError``) naming the file and, where it applies, the field.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import logging
 import math
-import numbers
 import os
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.persist.fs import MANIFEST  # noqa: F401 - re-exported
-from longctx.persist.writer import (  # noqa: F401 - re-exported (the writer's own module)
-    SaveTargetError,
-    _dir,
-    _remove_index,
-    check_save_target,
-    write_dir,
-)
+from longctx.persist.fs import MANIFEST
 
 logger = logging.getLogger(__name__)
 
@@ -86,26 +79,14 @@ class ConcurrentSaveError(PersistError):
     :func:`longctx.persist.reader.retry_on_concurrent_save` load again before raising it."""
 
 
-# -- loading ------------------------------------------------------------------------------------
-def read_manifest(path: str | os.PathLike, *, kind: str, versions: Iterable[int]) -> dict:
-    """Read and check ``DIR/manifest.json``; returns it as a dict.
-
-    Loaders should use :func:`open_index_dir`, which also reads the members as one save; this
-    function checks the manifest alone (kind, version, plain member names, members present as
-    regular files and folders, never links).
-
-    Raises
-    ------
-    PersistError
-        The directory or manifest is missing or damaged, was written for another ``kind`` or
-        another format version than ``versions``, lists a name that is not a plain file name,
-        or a listed member is missing or a link.
-    """
-    from longctx.persist.reader import read_manifest_dict
-
-    return read_manifest_dict(path, kind=kind, versions=versions)
+def _dir(path: str | os.PathLike) -> Path:
+    """``path`` as a :class:`~pathlib.Path` (``TypeError`` naming the argument otherwise)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    return Path(path)
 
 
+# -- parsing untrusted bytes ----------------------------------------------------------------------
 def _check_depth(obj: Any, p: Path, limit: int) -> None:
     stack = [(obj, 1)]
     while stack:
@@ -130,53 +111,6 @@ def _parse_json_bytes(raw: bytes, p: Path, max_depth: int | None) -> Any:
         raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
     _check_depth(data, p, MAX_JSON_DEPTH if max_depth is None else max_depth)
     return data
-
-
-def _read_file_bytes(p: Path, limit: int) -> bytes:
-    """The bytes of the regular file ``p`` (at most ``limit``), read once."""
-    try:
-        size = p.stat().st_size
-        if not p.is_file():
-            raise PersistError(f"{str(p)!r} is not a regular file")
-        if size > limit:
-            raise PersistError(f"{str(p)!r} is {size} bytes, more than the limit of {limit}")
-        with open(p, "rb") as fh:
-            # read what the file holds (+1 to see it grow), not ``limit``: a read of n bytes
-            # first allocates n (16 GiB for an .npz)
-            raw = fh.read(min(size, limit) + 1)
-    except FileNotFoundError:
-        raise PersistError(f"{str(p)!r} is missing") from None
-    except PersistError:
-        raise
-    except OSError as exc:
-        raise PersistError(f"{str(p)!r} cannot be read: {str(exc)[:200]}") from None
-    if len(raw) > min(size, limit):
-        raise PersistError(f"{str(p)!r} grew while it was read (or passed the limit of {limit})")
-    return raw
-
-
-def read_json(
-    path: str | os.PathLike, *, max_bytes: int | None = None, max_depth: int | None = None
-) -> Any:
-    """``json.loads`` of one file, bounded and strict, with a :class:`PersistError` naming it.
-
-    Parameters
-    ----------
-    path : str or PathLike
-    max_bytes : int, optional
-        Largest file size accepted (default :data:`MAX_JSON_BYTES`).
-    max_depth : int, optional
-        Deepest list/dict nesting accepted (default :data:`MAX_JSON_DEPTH`).
-
-    Raises
-    ------
-    PersistError
-        Missing, too large, not UTF-8, not JSON, nested too deep, or holding ``NaN`` /
-        ``Infinity`` or an integer of more than 4300 digits.
-    """
-    p = Path(path)
-    raw = _read_file_bytes(p, MAX_JSON_BYTES if max_bytes is None else max_bytes)
-    return _parse_json_bytes(raw, p, max_depth)
 
 
 def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) -> Any:
@@ -289,27 +223,6 @@ def _arrays_from_bytes(raw: bytes, p: Path, keys: Iterable[str]) -> dict[str, np
     return out
 
 
-def read_arrays(path: str | os.PathLike, keys: Iterable[str]) -> dict[str, np.ndarray]:
-    """Load the arrays of one ``.npz`` file (no pickle), checking that each of ``keys`` is there
-    and numeric, and bounding every array's size from its header before it is read.
-
-    Raises
-    ------
-    PersistError
-        The file is missing, truncated, damaged, lacks one of ``keys``, holds a non-numeric
-        array, or an array header claims more bytes than the file holds (or
-        :data:`MAX_ARRAY_BYTES`).
-    """
-    p = Path(path)
-    return _arrays_from_bytes(_open_npz_raw(p), p, keys)
-
-
-def _open_npz_raw(p: Path) -> bytes:
-    from longctx.persist.reader import MAX_NPZ_BYTES
-
-    return _read_file_bytes(p, MAX_NPZ_BYTES)
-
-
 #: A CSC matrix is converted to CSR, which allocates one row pointer per row: its row count may
 #: exceed what the file stores (its values, indices and column pointers) by at most this many.
 SPARSE_ROW_SLACK = 1024
@@ -395,297 +308,13 @@ def _sparse_from_bytes(raw: bytes, p: Path, shape: tuple[int, int] | None = None
         ) from None
 
 
-def read_sparse(path: str | os.PathLike, *, shape: tuple[int, int] | None = None) -> sp.csr_array:
-    """Load one scipy.sparse ``.npz`` (CSR or CSC, as ``scipy.sparse.save_npz`` writes it) as a
-    CSR array. Order: every ``.npy`` header bounded by the bytes stored, the arrays read
-    (``allow_pickle=False``), then format, shape (``== shape`` when given), dtypes, lengths,
-    ``indptr`` and ``indices`` checked on the raw arrays (:func:`_check_sparse_arrays`), and
-    only then the matrix built (and a CSC one converted).
-
-    Parameters
-    ----------
-    path : str or PathLike
-    shape : (int, int), optional
-        The shape the caller expects (checked before the matrix is built).
-
-    Raises
-    ------
-    PersistError
-        The file is missing, truncated, damaged, or the matrix is malformed (another shape,
-        index out of range, ``indptr`` not monotone, non-numeric or non-finite values, a CSC
-        row count far beyond its stored values).
-    """
-    p = Path(path)
-    return _sparse_from_bytes(_open_npz_raw(p), p, shape)
-
-
-# -- checks of loaded values ---------------------------------------------------------------------
-def _where(path, field: str) -> str:
-    return f"{str(path)!r}: field {field!r}"
-
-
-def check_int_value(value, path, field: str, *, minimum=None, maximum=None, allow_none=False):
-    """``value`` as an int in ``[minimum, maximum]`` (bools refused), else :class:`PersistError`."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise PersistError(f"{_where(path, field)} must be an integer, got {type(value).__name__}")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise PersistError(
-            f"{_where(path, field)} must be in [{minimum}, {maximum}], got {str(value)[:40]}"
-        )
-    return int(value)
-
-
-def check_float_value(value, path, field: str, *, low=None, high=None, allow_none=False):
-    """``value`` as a finite float in ``[low, high]``, else :class:`PersistError`."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise PersistError(f"{_where(path, field)} must be a number, got {type(value).__name__}")
-    v = float(value)
-    if not math.isfinite(v) or (low is not None and v < low) or (high is not None and v > high):
-        raise PersistError(f"{_where(path, field)} must be in [{low}, {high}], got {v}")
-    return v
-
-
-def check_str_list(value, path, field: str, *, nonempty: bool = False) -> list[str]:
-    """``value`` as a list of str, else :class:`PersistError`."""
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise PersistError(f"{_where(path, field)} must be a list of strings")
-    if nonempty and not value:
-        raise PersistError(f"{_where(path, field)} must not be empty")
-    return value
-
-
-def check_dict(value, path, field: str) -> dict:
-    """``value`` if it is a JSON object (dict), else :class:`PersistError`."""
-    if not isinstance(value, dict):
-        raise PersistError(f"{_where(path, field)} must be an object, got {type(value).__name__}")
-    return value
-
-
-def check_int_array(
-    value, path, field: str, *, n: int | None = None, minimum=None, maximum=None
-) -> np.ndarray:
-    """``value`` (an array from an ``.npz`` or a JSON list) as a 1-D ``int64`` array of length
-    ``n`` with values in ``[minimum, maximum]``; floats, bools, strings and 2-D arrays are
-    refused with a :class:`PersistError`."""
-    if isinstance(value, list):
-        if not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
-            raise PersistError(f"{_where(path, field)} must be a list of integers")
-        try:
-            value = np.asarray(value, dtype=np.int64) if value else np.zeros(0, np.int64)
-        except OverflowError:
-            raise PersistError(f"{_where(path, field)} holds an integer out of range") from None
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "iu":
-        kind = getattr(value, "dtype", type(value).__name__)
-        raise PersistError(f"{_where(path, field)} must be an integer array, got {kind}")
-    if value.ndim != 1:
-        raise PersistError(f"{_where(path, field)} must be 1-D, got shape {value.shape}")
-    if n is not None and value.shape[0] != n:
-        raise PersistError(f"{_where(path, field)} has {value.shape[0]} entries, expected {n}")
-    if value.dtype.kind == "u" and value.size and value.max() > np.iinfo(np.int64).max:
-        raise PersistError(f"{_where(path, field)} holds values out of range")
-    value = value.astype(np.int64, copy=False)
-    if value.size and (
-        (minimum is not None and value.min() < minimum)
-        or (maximum is not None and value.max() > maximum)
-    ):
-        raise PersistError(
-            f"{_where(path, field)} holds values outside [{minimum}, {maximum}] "
-            f"(min {value.min()}, max {value.max()})"
-        )
-    return value
-
-
-def check_float_array(value, path, field: str, *, shape: Sequence[int | None]) -> np.ndarray:
-    """``value`` as a finite float array of ``shape`` (``None``: any length on that axis)."""
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
-        kind = getattr(value, "dtype", type(value).__name__)
-        raise PersistError(f"{_where(path, field)} must be a numeric array, got {kind}")
-    if value.ndim != len(shape) or any(
-        s is not None and s != v for s, v in zip(shape, value.shape)
-    ):
-        raise PersistError(
-            f"{_where(path, field)} has shape {value.shape}, expected {tuple(shape)}"
-        )
-    if value.size and not np.isfinite(value).all():
-        raise PersistError(f"{_where(path, field)} holds NaN or infinite values")
-    return value
-
-
-def check_spans(texts: Sequence[str], sources, starts, ends, path, field: str = "") -> None:
-    """Check that every ``(sources[i], starts[i], ends[i])`` is a span of ``texts``:
-    ``0 <= source < len(texts)`` and ``0 <= start <= end <= len(texts[source])`` (1-D int64
-    arrays of one length, as :func:`check_int_array` returns).
-
-    Raises
-    ------
-    PersistError
-        Naming ``path`` and the first bad unit.
-    """
-    pre = f"{field}." if field else ""
-    n = len(sources)
-    if len(starts) != n or len(ends) != n:
-        raise PersistError(f"{str(path)!r}: {pre}source/start/end have different lengths")
-    if not n:
-        return
-    if sources.min() < 0 or sources.max() >= len(texts):
-        raise PersistError(f"{_where(path, pre + 'source')} out of range for {len(texts)} texts")
-    lengths = np.fromiter((len(t) for t in texts), np.int64, len(texts))[sources]
-    bad = (starts < 0) | (ends < starts) | (ends > lengths)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise PersistError(
-            f"{str(path)!r}: unit {i} has span {pre}start={int(starts[i])}, end={int(ends[i])} "
-            f"outside text {int(sources[i])} of {int(lengths[i])} characters (or end < start)"
-        )
-
-
-def check_span_texts(texts, sources, starts, ends, unit_texts, path, field: str) -> None:
-    """Check that each stored text equals ``texts[source][start:end]`` (spans already checked).
-
-    Raises
-    ------
-    PersistError
-        A stored text differs from its source's span (a forged or damaged file).
-    """
-    for i, t in enumerate(unit_texts):
-        s, a, b = int(sources[i]), int(starts[i]), int(ends[i])
-        if not isinstance(t, str) or texts[s][a:b] != t:
-            raise PersistError(
-                f"{_where(path, field)}: the text of unit {i} differs from its source text "
-                f"{s} at [{a}:{b}] (damaged or forged)"
-            )
-
-
-def check_json_metadata(metadata, where: str) -> None:
-    """Check, before anything is saved, that a user's metadata dict comes back from JSON as it
-    went in: ``str`` keys only (JSON would turn ``1`` into ``"1"``), values ``None``, ``bool``,
-    ``int``, finite ``float``, ``str`` and lists, tuples (read back as lists) and dicts of
-    them, nested at most ``MAX_JSON_DEPTH - 8`` levels (so the saved file loads).
-
-    Parameters
-    ----------
-    metadata : dict
-    where : str
-        The document, for the message (``"documents[3] (id 'doc3')"``).
-
-    Raises
-    ------
-    TypeError
-        A key that is not a ``str``, or a value of another type (``datetime``, ``set``,
-        ``bytes``, numpy scalars...), naming ``where`` and the key.
-    ValueError
-        ``NaN`` / infinity, an integer of more than 4300 digits, or nesting too deep.
-    """
-    if not isinstance(metadata, dict):
-        raise TypeError(f"{where}: metadata must be a dict, got {type(metadata).__name__}")
-    limit = MAX_JSON_DEPTH - 8
-    stack = [(metadata, "metadata", 1)]
-    while stack:
-        value, at, depth = stack.pop()
-        if depth > limit:
-            raise ValueError(f"{where}: {at} is nested more than {limit} levels deep")
-        if isinstance(value, dict):
-            for k, v in value.items():
-                if not isinstance(k, str):
-                    raise TypeError(
-                        f"{where}: {at} has the key {k!r} ({type(k).__name__}), not a str: JSON "
-                        f"would store it as {json.dumps(str(k))}; use str keys"
-                    )
-                stack.append((v, f"{at}[{k!r}]", depth + 1))
-        elif isinstance(value, (list, tuple)):
-            stack.extend((v, f"{at}[{i}]", depth + 1) for i, v in enumerate(value))
-        elif value is None or isinstance(value, (bool, str)):
-            continue
-        elif isinstance(value, int):
-            if value.bit_length() > 14_000:  # more than ~4300 decimal digits
-                raise ValueError(f"{where}: {at} is an integer too large for JSON")
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                raise ValueError(
-                    f"{where}: {at} is {value}, which JSON cannot store: use None or a number"
-                )
-        else:
-            raise TypeError(
-                f"{where}: {at} is a {type(value).__module__}.{type(value).__qualname__}, which "
-                "JSON cannot store: convert it (to a str, number, list or dict) before saving"
-            )
-
-
-def text_digest(text: str) -> str:
-    """SHA-256 (hex) of a text's UTF-8 bytes, as stored to tie saved node ids to their texts."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def check_local_model_name(name, path, field: str, *, allowed: Iterable[str] = ()) -> str | None:
-    """A model / encoder name read from a saved file: ``None``, one of ``allowed`` (packaged
-    defaults), or an existing local directory. Anything else (a Hugging Face hub name) is refused,
-    so loading never downloads.
-
-    Raises
-    ------
-    PersistError
-        Naming the file and field, with how to pass the model explicitly.
-    """
-    if name is None or name in tuple(allowed):
-        return name
-    if not isinstance(name, str) or len(name) > 4096:
-        raise PersistError(f"{_where(path, field)} must be a model name or path")
-    if os.path.isdir(name):
-        return name
-    raise PersistError(
-        f"{_where(path, field)} names the model {name[:200]!r}, which is not a local directory: "
-        "a saved index never makes longctx download a model. Pass the model (or encoder) "
-        "explicitly to load()"
-    )
-
-
 __all__ = [
+    "MANIFEST",
     "PersistError",
-    "SaveTargetError",
+    "ConcurrentSaveError",
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_ARRAY_BYTES",
-    "write_dir",
-    "check_save_target",
-    "read_manifest",
-    "read_json",
+    "SPARSE_ROW_SLACK",
     "parse_json",
-    "read_arrays",
-    "read_sparse",
-    "check_int_value",
-    "check_float_value",
-    "check_str_list",
-    "check_dict",
-    "check_int_array",
-    "check_float_array",
-    "check_spans",
-    "check_span_texts",
-    "text_digest",
-    "check_json_metadata",
-    "check_local_model_name",
-    "ConcurrentSaveError",
 ]
-
-#: Names of :mod:`longctx.persist.reader` served from here (imported on first use: that module
-#: imports this one).
-_READER_NAMES = frozenset(
-    {
-        "IndexDir",
-        "LOAD_ATTEMPTS",
-        "MAX_NPZ_BYTES",
-        "open_index_dir",
-        "retry_on_concurrent_save",
-    }
-)
-
-
-def __getattr__(name: str):
-    if name in _READER_NAMES:
-        from longctx.persist import reader as persist_reader
-
-        return getattr(persist_reader, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

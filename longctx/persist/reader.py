@@ -45,6 +45,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -510,6 +511,114 @@ def read_manifest_dict(path, *, kind: str, versions: Iterable[int]) -> dict:
         return dict(r.manifest)
 
 
+# -- one file read by path (no manifest: tests, tools, old formats) ----------------------------
+def _read_file_bytes(p: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``p`` (at most ``limit``), read once."""
+    try:
+        size = p.stat().st_size
+        if not p.is_file():
+            raise PersistError(f"{str(p)!r} is not a regular file")
+        if size > limit:
+            raise PersistError(f"{str(p)!r} is {size} bytes, more than the limit of {limit}")
+        with open(p, "rb") as fh:
+            # read what the file holds (+1 to see it grow), not ``limit``: a read of n bytes
+            # first allocates n (16 GiB for an .npz)
+            raw = fh.read(min(size, limit) + 1)
+    except FileNotFoundError:
+        raise PersistError(f"{str(p)!r} is missing") from None
+    except PersistError:
+        raise
+    except OSError as exc:
+        raise PersistError(f"{str(p)!r} cannot be read: {str(exc)[:200]}") from None
+    if len(raw) > min(size, limit):
+        raise PersistError(f"{str(p)!r} grew while it was read (or passed the limit of {limit})")
+    return raw
+
+
+def read_json(
+    path: str | os.PathLike, *, max_bytes: int | None = None, max_depth: int | None = None
+) -> Any:
+    """``json.loads`` of one file, bounded and strict, with a :class:`PersistError` naming it.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    max_bytes : int, optional
+        Largest file size accepted (default :data:`MAX_JSON_BYTES`).
+    max_depth : int, optional
+        Deepest list/dict nesting accepted (default :data:`MAX_JSON_DEPTH`).
+
+    Raises
+    ------
+    PersistError
+        Missing, too large, not UTF-8, not JSON, nested too deep, or holding ``NaN`` /
+        ``Infinity`` or an integer of more than 4300 digits.
+    """
+    p = Path(path)
+    raw = _read_file_bytes(p, MAX_JSON_BYTES if max_bytes is None else max_bytes)
+    return _parse_json_bytes(raw, p, max_depth)
+
+
+def read_arrays(path: str | os.PathLike, keys: Iterable[str]) -> dict[str, np.ndarray]:
+    """Load the arrays of one ``.npz`` file (no pickle), checking that each of ``keys`` is there
+    and numeric, and bounding every array's size from its header before it is read.
+
+    Raises
+    ------
+    PersistError
+        The file is missing, truncated, damaged, lacks one of ``keys``, holds a non-numeric
+        array, or an array header claims more bytes than the file holds (or
+        :data:`MAX_ARRAY_BYTES`).
+    """
+    p = Path(path)
+    return _arrays_from_bytes(_open_npz_raw(p), p, keys)
+
+
+def _open_npz_raw(p: Path) -> bytes:
+    return _read_file_bytes(p, MAX_NPZ_BYTES)
+
+
+def read_sparse(path: str | os.PathLike, *, shape: tuple[int, int] | None = None) -> sp.csr_array:
+    """Load one scipy.sparse ``.npz`` (CSR or CSC, as ``scipy.sparse.save_npz`` writes it) as a
+    CSR array. Order: every ``.npy`` header bounded by the bytes stored, the arrays read
+    (``allow_pickle=False``), then format, shape (``== shape`` when given), dtypes, lengths,
+    ``indptr`` and ``indices`` checked on the raw arrays (:func:`_check_sparse_arrays`), and
+    only then the matrix built (and a CSC one converted).
+
+    Parameters
+    ----------
+    path : str or PathLike
+    shape : (int, int), optional
+        The shape the caller expects (checked before the matrix is built).
+
+    Raises
+    ------
+    PersistError
+        The file is missing, truncated, damaged, or the matrix is malformed (another shape,
+        index out of range, ``indptr`` not monotone, non-numeric or non-finite values, a CSC
+        row count far beyond its stored values).
+    """
+    p = Path(path)
+    return _sparse_from_bytes(_open_npz_raw(p), p, shape)
+
+
+def read_manifest(path: str | os.PathLike, *, kind: str, versions: Iterable[int]) -> dict:
+    """Read and check ``DIR/manifest.json``; returns it as a dict.
+
+    Loaders should use :func:`open_index_dir`, which also reads the members as one save; this
+    function checks the manifest alone (kind, version, plain member names, members present as
+    regular files and folders, never links).
+
+    Raises
+    ------
+    PersistError
+        The directory or manifest is missing or damaged, was written for another ``kind`` or
+        another format version than ``versions``, lists a name that is not a plain file name,
+        or a listed member is missing or a link.
+    """
+    return read_manifest_dict(path, kind=kind, versions=versions)
+
+
 __all__ = [
     "ConcurrentSaveError",
     "IndexDir",
@@ -517,4 +626,8 @@ __all__ = [
     "MAX_NPZ_BYTES",
     "open_index_dir",
     "retry_on_concurrent_save",
+    "read_manifest",
+    "read_json",
+    "read_arrays",
+    "read_sparse",
 ]

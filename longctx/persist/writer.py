@@ -1,5 +1,5 @@
 """Writing index folders: :func:`write_dir` (atomic, never replacing anything longctx did not
-write) and :func:`check_save_target`. Re-exported by :mod:`longctx.persist`, whose docstring
+write) and :func:`check_save_target`. Re-exported by :mod:`longctx.persist`; :mod:`longctx.persist.format`
 describes the layout; the file-system steps that must never leave the target are in
 :mod:`longctx.persist.fs`."""
 
@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.persist import fs as _fs
-from longctx.persist.fs import MANIFEST
+from longctx.persist.format import MANIFEST, _dir
 
 logger = logging.getLogger(__name__)
 
@@ -29,12 +29,6 @@ logger = logging.getLogger(__name__)
 class SaveTargetError(FileExistsError):
     """The save target exists and is not a longctx index of the same kind (a file, or a directory
     holding other files): nothing was written or deleted."""
-
-
-def _dir(path: str | os.PathLike) -> Path:
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-    return Path(path)
 
 
 _PATH_LOCKS: dict[str, threading.Lock] = {}
