@@ -21,7 +21,7 @@ def _import_longctx() -> None:
     ``sys.path`` does not yet hold the driver's current folder, which Ray puts first before the
     first task runs; later imports of ``longctx`` find it in ``sys.modules``."""
     import longctx.corpus.build  # noqa: F401
-    import longctx.mixpr.shards  # noqa: F401
+    import longctx.corpus.shards.index  # noqa: F401
 
 
 #: The ``runtime_env`` of every Ray longctx starts.

@@ -12,11 +12,11 @@ Layout of a corpus at ``out``::
 
 A MixPR corpus is one index over every document (``indexes/mixpr``), or with ``shards=N``
 (``--shards N``) ``indexes/shards.json`` and ``indexes/shard-<i>/``: shards searched as one index
-(:mod:`~longctx.corpus.mixpr_shards`, :class:`longctx.mixpr.shards.ShardedMixPRIndex`).
+(:mod:`~longctx.corpus.shards.build`, :class:`longctx.corpus.shards.index.ShardedMixPRIndex`).
 
 Modules: :mod:`~longctx.corpus.documents` (inputs, ids), :mod:`~longctx.corpus.methods` (one
 builder per index kind), :mod:`~longctx.corpus.build` (:func:`build_indexes`),
-:mod:`~longctx.corpus.mixpr_corpus` and :mod:`~longctx.corpus.mixpr_shards` (MixPR corpora),
+:mod:`~longctx.corpus.shards.single` and :mod:`~longctx.corpus.shards.build` (MixPR corpora),
 :mod:`~longctx.corpus.ray_backend` (actor pool / tasks), :mod:`~longctx.corpus.storage` (local
 or fsspec), :mod:`~longctx.corpus.manifest`, :mod:`~longctx.corpus.load` (loading, searching).
 """

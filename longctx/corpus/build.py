@@ -131,12 +131,12 @@ def _build_mixpr(
     docs, storage, manifest, options, progress, workers, t0, *, shards=None, use_ray=None,
     ray_address=None,
 ) -> CorpusBuildResult:  # fmt: skip
-    """A MixPR corpus: one index over every document (:mod:`longctx.corpus.mixpr_corpus`),
-    built in this process, or ``shards`` shards (:mod:`longctx.corpus.mixpr_shards`), each
+    """A MixPR corpus: one index over every document (:mod:`longctx.corpus.shards.single`),
+    built in this process, or ``shards`` shards (:mod:`longctx.corpus.shards.build`), each
     shard's work a Ray task."""
     from tqdm.auto import tqdm
 
-    from longctx.corpus.mixpr_corpus import build_mixpr_corpus
+    from longctx.corpus.shards.single import build_mixpr_corpus
 
     if shards is None and (workers not in (None, 1) or ray_address is not None):
         logger.info(
@@ -153,7 +153,7 @@ def _build_mixpr(
             done = build_mixpr_corpus(docs, storage, manifest, options, bar)
             done.update(backend="in-process", workers=1, peaks={os.getpid(): _peak_rss_mib()})
         else:
-            from longctx.corpus.mixpr_shards import build_sharded_corpus
+            from longctx.corpus.shards.build import build_sharded_corpus
 
             done = build_sharded_corpus(
                 docs, storage, manifest, options, shards, bar, use_ray=use_ray,
@@ -269,8 +269,8 @@ def build_indexes(
         ``fsspec`` options of ``out`` (credentials, endpoint).
     shards : int, optional
         ``"mixpr"`` only: split the corpus into this many shards
-        (:mod:`longctx.corpus.mixpr_shards`), each a MixPR index of its documents, searched as
-        one index (:class:`longctx.mixpr.shards.ShardedMixPRIndex`: in-process, or one Ray actor
+        (:mod:`longctx.corpus.shards.build`), each a MixPR index of its documents, searched as
+        one index (:class:`longctx.corpus.shards.index.ShardedMixPRIndex`: in-process, or one Ray actor
         per shard on a cluster);
         each shard's work is a Ray task (``workers`` at a time). A corpus keeps the number of
         shards it was built with.
@@ -298,7 +298,7 @@ def build_indexes(
     """
     t0 = time.perf_counter()
     check_method(method, method_options)
-    from longctx.corpus.mixpr_shards import check_sharded_options, check_shards
+    from longctx.corpus.shards.build import check_sharded_options, check_shards
 
     shards = check_shards(shards, method)
     if shards is not None:

@@ -202,6 +202,6 @@ def test_ray_start_notices_only_at_info_level():
     hook = ray_backend.RUNTIME_ENV["worker_process_setup_hook"]
     module, name = hook.rsplit(".", 1)
     assert module == "longctx._ray" and callable(getattr(importlib.import_module(module), name))
-    from longctx.mixpr.shard_backends import start_ray  # the shards start Ray the same way
+    from longctx.corpus.shards.backends import start_ray  # the shards start Ray the same way
 
     assert "RUNTIME_ENV" in start_ray.__code__.co_names

@@ -1,6 +1,6 @@
 """A sharded MixPR corpus (``longctx index DIR --method mixpr --shards N``): the documents split
 into ``N`` shards, each a :class:`~longctx.mixpr.index.MixPRIndex` of its own documents, searched
-as one index by :class:`~longctx.mixpr.shards.ShardedMixPRIndex` (one walk over every unit,
+as one index by :class:`~longctx.corpus.shards.index.ShardedMixPRIndex` (one walk over every unit,
 corpus-wide term statistics gathered from the shards at load).
 
 Layout at ``out`` (beside ``corpus.json``)::
@@ -9,7 +9,7 @@ Layout at ``out`` (beside ``corpus.json``)::
     indexes/shard-<i>/      shard i (a MixPRIndex folder, format version 2)
 
 Building: a new document goes to the shard holding the fewest characters so far (ties: the
-lowest number; :func:`~longctx.mixpr.shard.assign_shards`), in the order given; a changed one is
+lowest number; :func:`~longctx.corpus.shards.shard.assign_shards`), in the order given; a changed one is
 updated in its shard; an unchanged one is skipped. Each shard with work is one job, run as a
 Ray task (``workers`` at a time, a local Ray by default or a cluster at ``ray_address``) or in
 this process: it loads the shard from the corpus location, removes what an interrupted build
@@ -89,8 +89,8 @@ def index_storage(storage):
 def _shard_job(storage, i: int, expected: list, changed: list, new: list, options: dict, files):
     """Bring shard ``i`` to ``expected`` + updates + inserts and store it; one record back."""
     from longctx.corpus.build import _peak_rss_mib
+    from longctx.corpus.shards.shard import MixPRShard, shard_dir
     from longctx.mixpr.config import MixPRConfig
-    from longctx.mixpr.shard import MixPRShard, shard_dir
 
     t0 = time.perf_counter()
     opts = dict(options)
@@ -100,7 +100,7 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
     rel = f"{INDEX_ROOT}/{shard_dir(i)}"
     shard = None
     if storage.index_complete(rel):
-        from longctx.mixpr.shard_backends import open_shard
+        from longctx.corpus.shards.backends import open_shard
 
         shard = open_shard(("storage", storage, rel, None))
         held = list(shard.index.doc_ids)
@@ -150,8 +150,8 @@ def build_sharded_corpus(
         ``shards.json`` is damaged, holds another number of shards, or a shard disagrees with
         it.
     """
-    from longctx.mixpr.shard import assign_shards
-    from longctx.mixpr.shards_persist import SHARDS_FILE, manifest_of_order, read_shards_manifest
+    from longctx.corpus.shards.persist import SHARDS_FILE, manifest_of_order, read_shards_manifest
+    from longctx.corpus.shards.shard import assign_shards
     from longctx.tokens import count_tokens
 
     t0 = time.perf_counter()
@@ -167,7 +167,7 @@ def build_sharded_corpus(
             )
     shard_of = {d: s for d, s, _ in order}
     chars = {d: c for d, _, c in order}
-    from longctx.corpus.mixpr_corpus import sort_documents
+    from longctx.corpus.shards.single import sort_documents
 
     new, changed, skipped = sort_documents(docs, shard_of, manifest)
     sizes = [0] * shards
@@ -239,7 +239,7 @@ def _run_jobs(storage, jobs, options, *, use_ray, workers, ray_address):
                 ) from None
             logger.info("Ray is not installed: building %d shards in this process", len(jobs))
         else:
-            from longctx.mixpr.shard_backends import start_ray
+            from longctx.corpus.shards.backends import start_ray
 
             started, backend, cpus = start_ray(workers, ray_address)
             try:
@@ -262,7 +262,7 @@ def _run_jobs(storage, jobs, options, *, use_ray, workers, ray_address):
 
 def load_sharded_corpus(storage, manifest, *, use_ray=None, ray_address=None, workers=None,
                         **load_kwargs):  # fmt: skip
-    """The corpus's :class:`~longctx.mixpr.shards.ShardedMixPRIndex`, checked against
+    """The corpus's :class:`~longctx.corpus.shards.index.ShardedMixPRIndex`, checked against
     ``corpus.json`` (every done document in the shard it names, with the text its digest says).
 
     Raises
@@ -270,7 +270,7 @@ def load_sharded_corpus(storage, manifest, *, use_ray=None, ray_address=None, wo
     PersistError
         A missing or damaged ``shards.json`` or shard (named), or an entry that does not match.
     """
-    from longctx.mixpr.shards import ShardedMixPRIndex
+    from longctx.corpus.shards.index import ShardedMixPRIndex
 
     index = ShardedMixPRIndex.load(
         index_storage(storage), use_ray=use_ray, ray_address=ray_address, workers=workers,

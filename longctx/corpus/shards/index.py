@@ -31,7 +31,7 @@ document stays in its shard when it is updated.
 
 On disk (:meth:`ShardedMixPRIndex.save`, a local folder or an fsspec URL)::
 
-    ROOT/shards.json    {"format": "longctx.mixpr.shards", "format_version": 1, "n_shards": N,
+    ROOT/shards.json    {"format": "longctx.corpus.shards.index", "format_version": 1, "n_shards": N,
                          "assignment": "fewest-characters", "documents": [[id, shard, chars]...]}
     ROOT/shard-<i>/     shard i: a MixPRIndex folder (format version 2), for shards holding
                         documents
@@ -52,14 +52,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from longctx.checks import check_choice, check_int, check_query
+from longctx.corpus.shards.backends import LocalShards, RayShards, ShardDied, _where, open_shard
+from longctx.corpus.shards.persist import MAX_SHARDS
+from longctx.corpus.shards.shard import MixPRShard, assign_shards
 from longctx.filters import compile_filter
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.router import MODES, KeywordRouter
 from longctx.mixpr.scoring import Scorer, normalized_query_vector, term_weights
-from longctx.mixpr.shard import MixPRShard, assign_shards
-from longctx.mixpr.shard_backends import LocalShards, RayShards, ShardDied, _where, open_shard
-from longctx.mixpr.shards_persist import MAX_SHARDS
 from longctx.mixpr.tfidf import TfidfSettings, merge_term_stats
 from longctx.persist import PersistError
 from longctx.selection import check_budget_fits, check_size, select_top
@@ -759,7 +759,7 @@ class ShardedMixPRIndex:
         ValueError
             The index holds no document.
         """
-        from longctx.mixpr.shards_persist import save_sharded
+        from longctx.corpus.shards.persist import save_sharded
 
         save_sharded(self, out, storage_options)
 
@@ -795,7 +795,7 @@ class ShardedMixPRIndex:
             No sharded index there, a damaged ``shards.json``, a shard that cannot be loaded
             (named), or shards that disagree with ``shards.json`` (an interrupted build).
         """
-        from longctx.mixpr.shards_persist import load_sharded
+        from longctx.corpus.shards.persist import load_sharded
 
         return load_sharded(
             cls, out, storage_options=storage_options, use_ray=use_ray,

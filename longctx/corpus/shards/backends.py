@@ -1,4 +1,4 @@
-"""Where the shards of a :class:`~longctx.mixpr.shards.ShardedMixPRIndex` live: in this process
+"""Where the shards of a :class:`~longctx.corpus.shards.index.ShardedMixPRIndex` live: in this process
 (:class:`LocalShards`) or in Ray actors, one per shard, on a local Ray or a cluster
 (:class:`RayShards`).
 
@@ -36,7 +36,7 @@ class ShardDied(RuntimeError):
 
 
 def open_shard(source):
-    """A :class:`~longctx.mixpr.shards.MixPRShard` from its source: ``("shard", shard)`` (as
+    """A :class:`~longctx.corpus.shards.index.MixPRShard` from its source: ``("shard", shard)`` (as
     is), ``("dir", path, encoder)`` (a saved shard folder), ``("files", {name: bytes},
     encoder)`` (a saved shard's files, written to a temporary folder and loaded), or
     ``("storage", storage, rel, encoder)`` (a shard folder of a corpus location).
@@ -49,7 +49,7 @@ def open_shard(source):
     import tempfile
     from pathlib import Path
 
-    from longctx.mixpr.shards import MixPRShard
+    from longctx.corpus.shards.index import MixPRShard
 
     kind = source[0]
     if kind == "shard":
