@@ -31,7 +31,7 @@ document stays in its shard when it is updated.
 
 On disk (:meth:`ShardedMixPRIndex.save`, a local folder or an fsspec URL)::
 
-    ROOT/shards.json    {"format": "longctx.corpus.shards.index", "format_version": 1, "n_shards": N,
+    ROOT/shards.json    {"format": "longctx.mixpr.shards", "format_version": 1, "n_shards": N,
                          "assignment": "fewest-characters", "documents": [[id, shard, chars]...]}
     ROOT/shard-<i>/     shard i: a MixPRIndex folder (format version 2), for shards holding
                         documents

@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 SHARDS_FILE = "shards.json"
-FORMAT = "longctx.corpus.shards.index"
+FORMAT = "longctx.mixpr.shards"
 FORMAT_VERSION = 1
 #: Most shards of one index.
 MAX_SHARDS = 4096
