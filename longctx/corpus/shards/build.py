@@ -88,7 +88,7 @@ def index_storage(storage):
 
 def _shard_job(storage, i: int, expected: list, changed: list, new: list, options: dict, files):
     """Bring shard ``i`` to ``expected`` + updates + inserts and store it; one record back."""
-    from longctx.corpus.build import _peak_rss_mib
+    from longctx._rss import peak_rss_mib
     from longctx.corpus.shards.shard import MixPRShard, shard_dir
     from longctx.mixpr.config import MixPRConfig
 
@@ -134,7 +134,7 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
     else:
         shard.save_to(storage, rel)
     rec["seconds"] = round(time.perf_counter() - t0, 3)
-    rec["peak_rss_mib"] = _peak_rss_mib()
+    rec["peak_rss_mib"] = peak_rss_mib()
     return rec
 
 
@@ -239,9 +239,9 @@ def _run_jobs(storage, jobs, options, *, use_ray, workers, ray_address):
                 ) from None
             logger.info("Ray is not installed: building %d shards in this process", len(jobs))
         else:
-            from longctx.corpus.shards.backends import start_ray
+            from longctx._ray import start_ray
 
-            started, backend, cpus = start_ray(workers, ray_address)
+            started, backend, cpus = start_ray(workers, ray_address, preload=(__name__,))
             try:
                 n = max(1, min(workers or cpus, len(jobs)))
                 task = ray.remote(num_cpus=1)(_shard_job)

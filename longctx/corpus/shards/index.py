@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from longctx.checks import check_choice, check_int, check_query
-from longctx.corpus.shards.backends import LocalShards, RayShards, ShardDied, _where, open_shard
+from longctx.corpus.shards.backends import ShardDied, _where, open_backend
 from longctx.corpus.shards.persist import MAX_SHARDS
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
 from longctx.filters import compile_filter
@@ -818,18 +818,3 @@ def _close(scorer: Scorer, sid) -> None:
         scorer.backend.map("close", sid)
     except ShardDied:
         pass  # the retry opens new sessions on the new actors
-
-
-def open_backend(sources, use_ray, ray_address, workers):
-    if not use_ray:
-        shards = {i: open_shard(_named(i, s)) for i, s in sources.items()}
-        return LocalShards(shards)
-    return RayShards(sources, workers=workers, ray_address=ray_address)
-
-
-def _named(i, source):
-    """Open in this process, naming the shard in a load error."""
-    try:
-        return ("shard", open_shard(source))
-    except PersistError as exc:
-        raise PersistError(f"shard {i} cannot be loaded: {exc}") from None

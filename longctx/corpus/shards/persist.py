@@ -76,7 +76,7 @@ def load_sharded(
 ):  # fmt: skip
     """Read the sharded index at ``out`` (see :meth:`ShardedMixPRIndex.load
     <longctx.corpus.shards.index.ShardedMixPRIndex.load>`)."""
-    from longctx.corpus.shards.index import open_backend
+    from longctx.corpus.shards.backends import open_backend
     from longctx.corpus.storage import open_storage
 
     storage = open_storage(out, storage_options)
