@@ -54,6 +54,7 @@ import numpy as np
 from longctx.checks import check_choice, check_int, check_query
 from longctx.corpus.shards.backends import ShardDied, _where, open_backend
 from longctx.corpus.shards.persist import MAX_SHARDS
+from longctx.corpus.shards.selection import select_over_shards
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
 from longctx.filters import compile_filter
 from longctx.index import check_texts
@@ -62,15 +63,12 @@ from longctx.mixpr.router import MODES, KeywordRouter
 from longctx.mixpr.scoring import Scorer, normalized_query_vector, term_weights
 from longctx.mixpr.tfidf import TfidfSettings, merge_term_stats
 from longctx.persist import PersistError
-from longctx.selection import check_budget_fits, check_size, select_top
+from longctx.selection import check_budget_fits, check_size
 from longctx.types import Passage, SearchResult
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["MixPRShard", "ShardedMixPRIndex", "assign_shards"]
-
-#: Candidates each shard sends first for a token-budget selection (then 4x while needed).
-_FIRST_CANDIDATES = 256
 
 
 class _ShardedUnits(Sequence):
@@ -565,7 +563,9 @@ class ShardedMixPRIndex:
             trace: list = []
             used, t = scorer.score(sid, query, mode, qvec, filters, trace)
             t0 = time.perf_counter()
-            chosen = self._select(blocks, sid, [n for n, _ in allowed], k, token_budget, closed)
+            chosen = select_over_shards(
+                blocks, sid, [n for n, _ in allowed], k, token_budget, closed
+            )
         finally:
             if not closed[0]:
                 _close(scorer, sid)
@@ -585,47 +585,6 @@ class ShardedMixPRIndex:
         return SearchResult(
             tuple(hits), self.method, used, timings, budget, trace=tuple(trace), info=info
         )
-
-    @staticmethod
-    def _select(blocks, sid, n_allowed, k, token_budget, closed) -> list:
-        """The chosen units as ``(block, local index, key, score)`` in corpus order: the shared
-        selection rule (:func:`longctx.selection.select_top`) over the shards' best units (with
-        ``k`` one round; the session is closed by it, and ``closed[0]`` set)."""
-        size = k if token_budget is None else _FIRST_CANDIDATES
-        sizes = [size] * len(n_allowed)
-        while True:
-            last = token_budget is None
-            parts = blocks.map("candidates", sid, max(sizes), last)
-            closed[0] = last
-            owner = np.concatenate([np.full(len(p[0]), b) for b, p in enumerate(parts)])
-            local = np.concatenate([p[0] for p in parts]).astype(np.int64)
-            keys = np.concatenate([p[1] for p in parts]).astype(np.int64)
-            scores = np.concatenate([p[2] for p in parts]).astype(np.float64)
-            by_key = np.argsort(keys, kind="stable")
-            if token_budget is None:
-                sel = by_key[select_top(scores[by_key], k=k)]
-                return [(int(owner[j]), int(local[j]), int(keys[j]), scores[j]) for j in sel]
-            counts = np.concatenate([p[3] for p in parts]).astype(np.int64)
-            truncated = [b for b, p in enumerate(parts) if len(p[0]) < n_allowed[b]]
-            order = np.lexsort((keys, -scores))  # (score desc, corpus order): the greedy order
-            valid = len(order)
-            rank = np.empty(len(order), np.int64)
-            rank[order] = np.arange(len(order))
-            for b in truncated:  # units after a shard's worst candidate may be missing
-                valid = min(valid, int(rank[owner == b].max()) + 1)
-            pre = order[:valid]
-            pre = pre[np.argsort(keys[pre], kind="stable")]
-            sel = pre[select_top(scores[pre], token_budget=token_budget, token_counts=counts[pre])]
-            used = int(counts[sel].sum())
-            rest = [int(c) for c in counts[order[valid:]]]
-            rest += [parts[b][4] for b in truncated if parts[b][4] is not None]
-            if (
-                not truncated
-                or used >= token_budget
-                or token_budget - used < min(rest or [1 << 62])
-            ):
-                return [(int(owner[j]), int(local[j]), int(keys[j]), scores[j]) for j in sel]
-            sizes = [s * 4 for s in sizes]
 
     # -- changes ------------------------------------------------------------------------------
     def insert(self, texts, *, ids: Sequence[str], metadatas=None, unit_vectors=None) -> None:
