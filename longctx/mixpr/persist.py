@@ -95,7 +95,8 @@ def load_index(cls, path, *, router=None, encoder=None):
     :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`). Every file comes from one
     save (:func:`longctx.persist.reader.open_index_dir` checks each against the manifest's
     digests)."""
-    from longctx.mixpr.index import _check_ids, _check_metadatas, _State
+    from longctx.mixpr.state import _State
+    from longctx.mixpr.validation import _check_ids, _check_metadatas
     from longctx.mixpr.tfidf import TermTable, TfidfSettings
 
     _refuse_old_format(path, cls.FORMAT_VERSION)

@@ -182,7 +182,7 @@ class ShardedMixPRIndex:
         TypeError, ValueError
             Bad texts, ids, metadata or settings (before any work).
         """
-        from longctx.mixpr.index import _check_ids, _check_metadatas
+        from longctx.mixpr.validation import _check_ids, _check_metadatas
 
         shards = check_int(shards, "shards", minimum=1)
         if shards > MAX_SHARDS:
@@ -595,7 +595,7 @@ class ShardedMixPRIndex:
         TypeError, ValueError
             Bad texts, ids (taken, duplicated) or metadata; checked before anything changes.
         """
-        from longctx.mixpr.index import _check_ids, _check_metadatas
+        from longctx.mixpr.validation import _check_ids, _check_metadatas
 
         texts = check_texts(texts)
         with self._lock:
@@ -636,7 +636,7 @@ class ShardedMixPRIndex:
         TypeError, ValueError
             As :meth:`insert`.
         """
-        from longctx.mixpr.index import _check_ids, _check_metadatas
+        from longctx.mixpr.validation import _check_ids, _check_metadatas
 
         texts = check_texts(texts)
         with self._lock:
