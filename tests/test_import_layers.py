@@ -220,9 +220,8 @@ AREAS = {
     "cli": ("longctx.cli",),
     "rest": (),  # every cycle outside the areas above
 }
-#: Phase A of issue 39: cycles other branches remove (diversity/ and cli/ in layout-edge;
-#: mixpr.index <-> mixpr.persist after those branches are merged).
-_OPEN = {"mixpr", "diversity", "cli"}
+#: Phase A of issue 39: cycles another branch removes (diversity/ and cli/ in layout-edge).
+_OPEN = {"diversity", "cli"}
 
 
 @pytest.mark.parametrize(
@@ -251,8 +250,8 @@ def _line_count(path: Path) -> int:
 
 
 _LONG_FILES = [p for p in sorted((REPO / "longctx").rglob("*.py")) if _line_count(p) > MAX_LINES]
-#: Phase A of issue 39: files split after the other branches are merged.
-_OPEN_LONG = {"longctx/mixpr/index.py", "longctx/diversity/index.py"}
+#: Phase A of issue 39: split in another branch (layout-edge).
+_OPEN_LONG = {"longctx/diversity/index.py"}
 
 
 @pytest.mark.parametrize(

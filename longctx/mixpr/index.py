@@ -19,11 +19,12 @@ import scipy.sparse as sp
 
 from longctx.checks import check_choice, check_query
 from longctx.index import RetrievalIndex, check_texts
+from longctx.mixpr.build import build_state, spliced, without
 from longctx.mixpr.config import MixPRConfig
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
-from longctx.mixpr.persist import _check_unit_vectors, load_index, save_index
+from longctx.mixpr.persist import load_index, save_index
 from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
     by_max,
@@ -33,12 +34,11 @@ from longctx.mixpr.query import (
 from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
 from longctx.mixpr.scoring import normalized_query_vector
 from longctx.mixpr.state import (
-    _chunk,
     _frozen,
     _LazyTexts,
     _State,
 )
-from longctx.mixpr.tfidf import TermTable, TfidfSettings
+from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.validation import (
     _check_ids,
     _check_metadatas,
@@ -308,44 +308,17 @@ class MixPRIndex(RetrievalIndex):
             from longctx.embeddings import get_encoder
 
             enc = get_encoder(encoder)
-        bar = _stage_bar(progress, 3, "mixpr chunk")
-        try:
-            src, idx, starts, ends = _chunk(config, texts, chunk)
-            if not len(starts):
-                raise ValueError("texts hold no words to retrieve from")
-            unit_texts = [texts[d][a:b] for d, a, b in zip(src.tolist(), starts, ends)]
-            if unit_vectors is not None:
-                unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
-            elif enc is not None:
-                from longctx.embeddings import embed_texts
-
-                unit_vectors = embed_texts(enc, unit_texts, progress=progress, desc="mixpr units")
-                unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
-            if unit_vectors is not None:
-                unit_vectors.setflags(write=False)
-            _stage(bar, "mixpr terms")
-            table = TermTable.build(TfidfSettings(config), unit_texts)
-            if require_terms:
-                _check_vocabulary(table, config)
-            _stage(bar, "mixpr graph")
-            state = _State(
-                config=config,
-                doc_ids=ids,
-                texts=texts,
-                metadata=metadatas,
-                unit_source=src,
-                unit_index=idx,
-                starts=starts,
-                ends=ends,
-                table=table,
-                unit_vectors=unit_vectors,
-            )
-            if config.graph == "threshold":  # built now: its memory is checked at build time
-                state.graph  # noqa: B018
-            _stage(bar, "mixpr done")
-        finally:
-            if bar is not None:
-                bar.close()
+        state = build_state(
+            config,
+            texts,
+            ids,
+            metadatas,
+            chunk=chunk,
+            encoder=enc,
+            unit_vectors=unit_vectors,
+            progress=progress,
+            require_terms=require_terms,
+        )
         name = (
             "count_tokens"
             if token_counter is None
@@ -455,103 +428,21 @@ class MixPRIndex(RetrievalIndex):
             missing = [i for i in ids if i not in st.positions]
             if missing:
                 raise KeyError(f"ids {missing[:5]} are not in the index")
-            gone = {st.positions[i] for i in ids}
-            keep_docs = np.array([d not in gone for d in range(len(st.doc_ids))], dtype=bool)
-            keep = keep_docs[st.unit_source]
-            new_pos = np.cumsum(keep_docs) - 1
-            table = st.table.remove(keep)
-            vectors = st.unit_vectors
-            if vectors is not None:
-                vectors = vectors[keep]
-                vectors.setflags(write=False)
-            counts = st.token_counts[keep] if st.token_counts is not None else None
-            phrases = None
-            if st.phrases is not None:
-                phrases = st.phrases.without(np.flatnonzero(~keep))
-            self._state = _State(
-                config=st.config,
-                doc_ids=tuple(d for j, d in enumerate(st.doc_ids) if keep_docs[j]),
-                texts=tuple(t for j, t in enumerate(st.texts) if keep_docs[j]),
-                metadata=tuple(m for j, m in enumerate(st.metadata) if keep_docs[j]),
-                unit_source=new_pos[st.unit_source[keep]],
-                unit_index=st.unit_index[keep],
-                starts=st.starts[keep],
-                ends=st.ends[keep],
-                table=table,
-                unit_vectors=vectors,
-                token_counts=counts,
-                phrases=phrases,
-            )
+            self._state = without(st, ids)
 
     def _splice(self, st: _State, at: int, n_old: int, texts, ids, metadatas, unit_vectors):
-        """A new state with documents ``at .. at + n_old`` replaced by ``texts``."""
-        cfg = st.config
-        src, idx, starts, ends = _chunk(cfg, texts, self.chunk)
-        src = src + at
-        unit_texts = [texts[d - at][a:b] for d, a, b in zip(src.tolist(), starts, ends)]
-        vectors = None
-        if st.unit_vectors is not None:
-            if unit_vectors is not None:
-                vectors = _check_unit_vectors(unit_vectors, len(starts))
-            elif self._encoder is not None:
-                from longctx.embeddings import embed_texts
-
-                vectors = embed_texts(self._encoder, unit_texts, progress=False)
-                vectors = _check_unit_vectors(vectors, len(starts))
-            else:
-                raise ValueError(
-                    "this MixPR index holds unit vectors but no encoder to embed new documents: "
-                    "pass unit_vectors=, or encoder= to from_texts / load"
-                )
-            if vectors.shape[1] != st.unit_vectors.shape[1]:
-                raise ValueError(
-                    f"unit_vectors have {vectors.shape[1]} dimensions, the index "
-                    f"{st.unit_vectors.shape[1]}"
-                )
-        elif unit_vectors is not None:
-            raise ValueError("unit_vectors needs an index built with encoder= or unit_vectors=")
-        # units before, new, after (the replaced documents' units dropped)
-        lo = int(np.searchsorted(st.unit_source, at, side="left"))
-        hi = int(np.searchsorted(st.unit_source, at + n_old, side="left"))
-        keep = np.ones(st.n_units, dtype=bool)
-        keep[lo:hi] = False
-        table = st.table.remove(keep) if hi > lo else st.table
-        vocab, rows = table.rows_for(unit_texts)
-        table = table.insert_rows(vocab, rows, at=lo)
-        shift = len(texts) - n_old
-        after = st.unit_source[hi:] + shift
-        cat = np.concatenate
-        counts = None
-        if st.token_counts is not None:
-            new_counts = count_units(unit_texts, self._token_counter)
-            counts = cat([st.token_counts[:lo], new_counts, st.token_counts[hi:]])
-        if vectors is not None:
-            vectors = cat([st.unit_vectors[:lo], vectors, st.unit_vectors[hi:]])
-            vectors.setflags(write=False)
-        phrases = None
-        if st.phrases is not None:
-            from longctx.mixpr.phrases import unit_heads
-
-            heads = unit_heads(texts, src - at, starts, ends, ids, metadatas)
-            phrases = st.phrases.splice(lo, hi, unit_texts, heads=heads)
-        positions = None
-        if n_old == 0 and at == len(st.doc_ids):  # an append: the old ids keep their places
-            positions = dict(st.positions)
-            positions.update((d, at + j) for j, d in enumerate(ids))
-        return _State(
-            config=cfg,
-            doc_ids=st.doc_ids[:at] + tuple(ids) + st.doc_ids[at + n_old :],
-            texts=st.texts[:at] + tuple(texts) + st.texts[at + n_old :],
-            metadata=st.metadata[:at] + tuple(metadatas) + st.metadata[at + n_old :],
-            unit_source=cat([st.unit_source[:lo], src, after]),
-            unit_index=cat([st.unit_index[:lo], idx, st.unit_index[hi:]]),
-            starts=cat([st.starts[:lo], starts, st.starts[hi:]]),
-            ends=cat([st.ends[:lo], ends, st.ends[hi:]]),
-            table=table,
-            unit_vectors=vectors,
-            token_counts=counts,
-            phrases=phrases,
-            positions=positions,
+        """A new state with documents ``at .. at + n_old`` replaced by ``texts`` (:func:`spliced`)."""
+        return spliced(
+            st,
+            at,
+            n_old,
+            texts,
+            ids,
+            metadatas,
+            unit_vectors,
+            chunk=self.chunk,
+            encoder=self._encoder,
+            token_counter=self._token_counter,
         )
 
     # -- PageRank -----------------------------------------------------------------------------
@@ -870,25 +761,3 @@ def _unit_text_key(st: _State, allowed):
         return " ".join(st.texts[d][a:b].split())
 
     return key
-
-
-def _check_vocabulary(table: TermTable, config: MixPRConfig) -> None:
-    if not table.kept_terms().any():
-        raise ValueError(
-            "texts hold no term to index once stop words are removed "
-            f"(stop_words={config.stop_words!r})"
-        )
-
-
-def _stage_bar(progress: bool, total: int, desc: str):
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="stage", leave=False)
-
-
-def _stage(bar, desc: str) -> None:
-    if bar is not None:
-        bar.update(1)
-        bar.set_description(desc)

@@ -96,8 +96,8 @@ def load_index(cls, path, *, router=None, encoder=None):
     save (:func:`longctx.persist.reader.open_index_dir` checks each against the manifest's
     digests)."""
     from longctx.mixpr.state import _State
-    from longctx.mixpr.validation import _check_ids, _check_metadatas
     from longctx.mixpr.tfidf import TermTable, TfidfSettings
+    from longctx.mixpr.validation import _check_ids, _check_metadatas
 
     _refuse_old_format(path, cls.FORMAT_VERSION)
     r = open_index_dir(path, kind="mixpr", versions=(cls.FORMAT_VERSION,))
