@@ -26,8 +26,10 @@ listed in :class:`MixPR`):
 Files: ``graph.py`` (graphs, column normalization, personalized PageRank), ``router.py`` (local /
 global routers), ``config.py`` (:class:`MixPRConfig`, :data:`PRESETS`), ``tfidf.py`` (term
 counts), ``query.py`` (the query's edges), ``scoring.py`` (the scoring pipeline over blocks of
-units), ``index.py`` (:class:`MixPRIndex`: build once, insert / update / delete, search),
-``persist.py`` (saving and loading, validation of saved files), ``pipeline.py`` (:class:`MixPR`,
+units), ``index.py`` (:class:`MixPRIndex`: build once, insert / update / delete, search) with
+``state.py`` (its immutable state), ``build.py`` (the state built and changed) and
+``validation.py`` (ids and metadata), ``persist.py`` (saving and loading, validation of saved
+files), ``pipeline.py`` (:class:`MixPR`,
 one call), ``phrases.py`` and ``multihop.py`` (the multi-hop walk). A sharded index (shards held
 in this process or by Ray actors) is part of a corpus's lifecycle: :mod:`longctx.corpus.shards`
 (``longctx.mixpr.ShardedMixPRIndex`` still works, deprecated; it is removed in 0.4).
