@@ -272,7 +272,7 @@ def test_no_module_over_800_lines(rel):
     assert _line_count(REPO / rel) <= MAX_LINES, f"{rel}: split it by idea"
 
 
-# -- deprecated paths (ALLOWED_UPWARD and the aliases of moved modules) -----------------------------
+# -- deprecated paths (ALLOWED_UPWARD and the aliases of moved modules) -------------------------
 @pytest.mark.parametrize(
     "old, new",
     [

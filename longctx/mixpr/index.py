@@ -431,7 +431,7 @@ class MixPRIndex(RetrievalIndex):
             self._state = without(st, ids)
 
     def _splice(self, st: _State, at: int, n_old: int, texts, ids, metadatas, unit_vectors):
-        """A new state with documents ``at .. at + n_old`` replaced by ``texts`` (:func:`spliced`)."""
+        """A new state with documents ``at .. at + n_old`` replaced by ``texts`` (``spliced``)."""
         return spliced(
             st,
             at,

@@ -14,28 +14,28 @@ Layout of an index directory::
 ``"digests"`` holds every member file's SHA-256 and size, and for a nested index the digest of
 its ``manifest.json`` (manifests written before longctx 0.3 have none and still load).
 
-**Saving** (:func:`longctx.persist.writer.write_dir`) never deletes or replaces anything it did not write: the target
-must be missing, an empty directory, or a longctx index of the same kind; anything else (a file,
-a directory holding other files, a manifest listing anything but plain file names, a member that
-is a link) is a :class:`~longctx.persist.writer.SaveTargetError` and stays untouched. The index is written into a
-temporary sibling ``.NAME.tmp-<host>-<pid>-<token>`` and renamed into place; an index it replaces
-is moved aside first (``.NAME.old-...``) and only the files its manifest lists are deleted
-afterwards, each opened relative to that folder without following links
-(:func:`longctx.persist.fs.remove_index`). Saves to one directory are serialized (an advisory
-lock on the parent directory, and a lock per path within a process). Siblings left by a save
-that was killed are removed on the next save or load of the same path
+**Saving** (:func:`longctx.persist.writer.write_dir`) never deletes or replaces anything it did not
+write: the target must be missing, an empty directory, or a longctx index of the same kind;
+anything else (a file, a directory holding other files, a manifest listing anything but plain file
+names, a member that is a link) is a :class:`~longctx.persist.writer.SaveTargetError` and stays
+untouched. The index is written into a temporary sibling ``.NAME.tmp-<host>-<pid>-<token>`` and
+renamed into place; an index it replaces is moved aside first (``.NAME.old-...``) and only the
+files its manifest lists are deleted afterwards, each opened relative to that folder without
+following links (:func:`longctx.persist.fs.remove_index`). Saves to one directory are serialized
+(an advisory lock on the parent directory, and a lock per path within a process). Siblings left by
+a save that was killed are removed on the next save or load of the same path
 (:func:`longctx.persist.fs.clean_stale_siblings`). A new folder's mode follows the umask; a
 replaced folder keeps its mode and group.
 
-**Loading** goes through :func:`~longctx.persist.reader.open_index_dir`: the files of one
-save only, each read once and checked against the manifest's digests, no member followed out of
-the folder. It treats every file as untrusted input: JSON files are size-limited
+**Loading** goes through :func:`~longctx.persist.reader.open_index_dir`: the files of one save
+only, each read once and checked against the manifest's digests, no member followed out of the
+folder. It treats every file as untrusted input: JSON files are size-limited
 (:data:`MAX_JSON_BYTES`) and depth-limited (:data:`MAX_JSON_DEPTH`), ``NaN`` / ``Infinity`` are
-refused, every ``.npy`` header inside an ``.npz`` is read and its shape x itemsize checked
-against the stored size and :data:`MAX_ARRAY_BYTES` before any allocation, only numeric dtypes
-are accepted, sparse matrices are fully checked (index ranges, ``indptr`` order). The
-``check_*`` helpers of :mod:`longctx.persist.checks` validate loaded values. Every loading error is a :class:`PersistError`
-(a ``ValueError``) naming the file and, where it applies, the field.
+refused, every ``.npy`` header inside an ``.npz`` is read and its shape x itemsize checked against
+the stored size and :data:`MAX_ARRAY_BYTES` before any allocation, only numeric dtypes are
+accepted, sparse matrices are fully checked (index ranges, ``indptr`` order). The ``check_*``
+helpers of :mod:`longctx.persist.checks` validate loaded values. Every loading error is a
+:class:`PersistError` (a ``ValueError``) naming the file and, where it applies, the field.
 """
 
 from __future__ import annotations

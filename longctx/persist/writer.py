@@ -1,7 +1,7 @@
 """Writing index folders: :func:`write_dir` (atomic, never replacing anything longctx did not
-write) and :func:`check_save_target`. Re-exported by :mod:`longctx.persist`; :mod:`longctx.persist.format`
-describes the layout; the file-system steps that must never leave the target are in
-:mod:`longctx.persist.fs`."""
+write) and :func:`check_save_target`. Re-exported by :mod:`longctx.persist`;
+:mod:`longctx.persist.format` describes the layout; the file-system steps that must never leave
+the target are in :mod:`longctx.persist.fs`."""
 
 from __future__ import annotations
 

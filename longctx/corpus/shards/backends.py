@@ -1,5 +1,5 @@
-"""Where the shards of a :class:`~longctx.corpus.shards.index.ShardedMixPRIndex` live: in this process
-(:class:`LocalShards`) or in Ray actors, one per shard, on a local Ray or a cluster
+"""Where the shards of a :class:`~longctx.corpus.shards.index.ShardedMixPRIndex` live: in this
+process (:class:`LocalShards`) or in Ray actors, one per shard, on a local Ray or a cluster
 (:class:`RayShards`).
 
 Both run a method of some shards (:meth:`run`: ``{shard: (method, args)}`` -> ``{shard:

@@ -8,14 +8,14 @@ Layout at ``out`` (beside ``corpus.json``)::
     indexes/shards.json     the corpus order of the documents, the shard and length of each
     indexes/shard-<i>/      shard i (a MixPRIndex folder, format version 2)
 
-Building: a new document goes to the shard holding the fewest characters so far (ties: the
-lowest number; :func:`~longctx.corpus.shards.shard.assign_shards`), in the order given; a changed one is
-updated in its shard; an unchanged one is skipped. Each shard with work is one job, run as a
-Ray task (``workers`` at a time, a local Ray by default or a cluster at ``ray_address``) or in
-this process: it loads the shard from the corpus location, removes what an interrupted build
-left in it, updates and inserts, and stores it back (whole, then renamed into place or uploaded
-with its manifest last). ``shards.json`` and ``corpus.json`` are written after every shard is
-stored, so a build stopped half way leaves the corpus as it was, and the same command resumes it.
+Building: a new document goes to the shard holding the fewest characters so far (ties: the lowest
+number; :func:`~longctx.corpus.shards.shard.assign_shards`), in the order given; a changed one is
+updated in its shard; an unchanged one is skipped. Each shard with work is one job, run as a Ray
+task (``workers`` at a time, a local Ray by default or a cluster at ``ray_address``) or in this
+process: it loads the shard from the corpus location, removes what an interrupted build left in it,
+updates and inserts, and stores it back (whole, then renamed into place or uploaded with its
+manifest last). ``shards.json`` and ``corpus.json`` are written after every shard is stored, so a
+build stopped half way leaves the corpus as it was, and the same command resumes it.
 """
 
 from __future__ import annotations

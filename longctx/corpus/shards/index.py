@@ -110,15 +110,15 @@ class ShardedMixPRIndex:
     one to the shard the documented rule picks), then the corpus's statistics are gathered again
     and sent to every shard.
 
-    On Ray, each shard is one actor. An actor that dies is restarted from the shard's stored
-    copy (where it was loaded from or last saved) and the query tried again once; a shard
-    changed since it was stored cannot be restarted (a ``RuntimeError`` says to save), and a
-    shard that cannot be loaded is a :class:`~longctx.persist.PersistError` naming it: a search
-    never answers from part of the corpus. The restarted shard must hold what was stored when
-    the index was loaded or saved (documents, text and metadata digests, units, terms): a corpus
-    rebuilt there since is a :class:`~longctx.persist.PersistError` naming the shard (load the
-    index again), never hits from the other corpus. :meth:`close` stops the actors (and a Ray started for
-    them); the index is also a context manager.
+    On Ray, each shard is one actor. An actor that dies is restarted from the shard's stored copy
+    (where it was loaded from or last saved) and the query tried again once; a shard changed since
+    it was stored cannot be restarted (a ``RuntimeError`` says to save), and a shard that cannot be
+    loaded is a :class:`~longctx.persist.PersistError` naming it: a search never answers from part
+    of the corpus. The restarted shard must hold what was stored when the index was loaded or saved
+    (documents, text and metadata digests, units, terms): a corpus rebuilt there since is a
+    :class:`~longctx.persist.PersistError` naming the shard (load the index again), never hits from
+    the other corpus. :meth:`close` stops the actors (and a Ray started for them); the index is
+    also a context manager.
     """
 
     method = "mixpr"

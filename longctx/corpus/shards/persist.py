@@ -1,7 +1,7 @@
 """Saving and loading a :class:`~longctx.corpus.shards.index.ShardedMixPRIndex` (layout in
-:mod:`longctx.corpus.shards.index`): every shard is a :class:`~longctx.mixpr.index.MixPRIndex` folder,
-read back by its own validated loader; ``shards.json`` (the corpus order of the documents, the
-shard and length of each) is checked field by field and against the shards (untrusted input: a
+:mod:`longctx.corpus.shards.index`): every shard is a :class:`~longctx.mixpr.index.MixPRIndex`
+folder, read back by its own validated loader; ``shards.json`` (the corpus order of the documents,
+the shard and length of each) is checked field by field and against the shards (untrusted input: a
 damaged or inconsistent file is a :class:`~longctx.persist.PersistError` naming it)."""
 
 from __future__ import annotations
