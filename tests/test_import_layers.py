@@ -303,3 +303,13 @@ def test_old_public_names_still_work():
         assert issubclass(longctx.persist.ConcurrentSaveError, longctx.persist.PersistError)
     with pytest.raises(AttributeError):
         longctx.mixpr.NoSuchName  # noqa: B018
+
+
+def test_the_old_shards_module_is_reached_from_the_package(monkeypatch):
+    import longctx.mixpr
+    from longctx.corpus.shards import index
+
+    monkeypatch.delitem(sys.modules, "longctx.mixpr.shards", raising=False)
+    monkeypatch.delattr(longctx.mixpr, "shards", raising=False)
+    with pytest.warns(DeprecationWarning, match="longctx.corpus.shards"):
+        assert longctx.mixpr.shards is index

@@ -75,4 +75,8 @@ def __getattr__(name: str):
         from longctx.corpus.shards.index import ShardedMixPRIndex
 
         return ShardedMixPRIndex
+    if name == "shards":  # the module, as after ``import longctx.mixpr`` before the move
+        import importlib
+
+        return importlib.import_module("longctx.mixpr.shards")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
