@@ -31,6 +31,7 @@ import warnings
 from dataclasses import replace
 
 from longctx import __version__
+from longctx.cli.errors import CliError
 from longctx.io import MAX_FILE_BYTES, InputError, read_text_file, sample_text
 from longctx.selection import BudgetTooSmallError, check_budget_fits
 from longctx.types import Passage, SearchResult
@@ -60,10 +61,6 @@ OFFSETS = (
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 
 logger = logging.getLogger(__name__)
-
-
-class CliError(Exception):
-    """A failure to report as one line on stderr, exit status 2."""
 
 
 # ----------------------------------------------------------------------------------- parsing

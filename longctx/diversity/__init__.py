@@ -19,7 +19,9 @@ Where things are
   computed once, saved with the index; MMR / FPS per query) and :func:`diversify` (one-off).
 * :mod:`~longctx.diversity.rerank`: :func:`rerank`, MMR / FPS over another method's best-scored
   units (its scores as rewards; ``--diversify``).
-* :mod:`~longctx.diversity.inputs`, :mod:`~longctx.diversity.blas`: argument checks, BLAS threads.
+* :mod:`~longctx.diversity.prepare`: :func:`~longctx.diversity.prepare.prepare`, the checks of a
+  selection's arguments and its rewards; :mod:`~longctx.diversity.inputs` (the lowest module: array
+  checks), :mod:`~longctx.diversity.blas`: BLAS threads.
 
 Selection rules shared by every path
 ------------------------------------
