@@ -34,7 +34,7 @@ embedding similarity, here:
 On ``hotpotqa-corpus`` (991 passages, 100 questions; settings chosen on the first 50) the walk
 with MixPR's score as first hop reaches R@2 / R@5 73.5 / 92.5 (held-out half 74 / 91) where BM25
 has 54.0 / 72.5 and MixPR 57.0 / 78.5; the ablation is in ``docs/notes/multihop.md``
-(``benchmarks/multihop_walk_study.py``).
+(``benchmarks/studies/multihop_walk_study.py``).
 
 Everything is linear in the corpus: the graph is the passage-phrase incidence (and, with
 ``term_share``, the passage-term TF-IDF matrix ``E``, MixPR's factored graph), never a
@@ -62,7 +62,7 @@ SCORES = ("propagated", "mass")
 @dataclass(frozen=True)
 class MultiHopWalk:
     """Settings of the walk (:class:`MultiHopRanker`). Defaults chosen on the first 50
-    questions of ``hotpotqa-corpus`` (``benchmarks/multihop_walk_study.py``).
+    questions of ``hotpotqa-corpus`` (``benchmarks/studies/multihop_walk_study.py``).
 
     Restart (seeds): the query's phrases found in the graph (longest matches), each weighted by
     ``1 / df``, share ``phrase_seed``; the ``seed_top`` best passages of the first hop in
