@@ -38,7 +38,10 @@ has 54.0 / 72.5 and MixPR 57.0 / 78.5; the ablation is in ``docs/notes/multihop.
 
 Everything is linear in the corpus: the graph is the passage-phrase incidence (and, with
 ``term_share``, the passage-term TF-IDF matrix ``E``, MixPR's factored graph), never a
-passage-by-passage product; one step of the walk costs ``nnz`` of those matrices.
+passage-by-passage product. The walk is a forward push by default
+(:mod:`longctx.mixpr.multihop_push`: a query reads the rows its mass reaches over a threshold,
+not the whole graph, and stops at a residual below ``tol``); the power iteration
+(``solver="power"``) costs ``nnz`` of those matrices a step.
 """
 
 from __future__ import annotations
