@@ -130,10 +130,8 @@ class MultiHopWalk:
     """
 
     alpha: float = 0.5
-    solver: str = "push"
     max_iter: int = 100
     tol: float = 1e-6
-    push_threshold: float = 1e-7
     head_weight: float = 32.0
     link_boost: float = 16.0
     skip_own_heads: bool = True
@@ -146,6 +144,8 @@ class MultiHopWalk:
     score: str = "propagated"
     lexical_weight: float = 0.5
     dense_weight: float = 0.0
+    solver: str = "push"  # new fields last: positional construction keeps its meaning
+    push_threshold: float = 1e-7
 
     def __post_init__(self):
         set_ = object.__setattr__
