@@ -569,7 +569,8 @@ PRESETS["paper"] = MixPRConfig(
     graph="threshold",
     sentences="auto",
     walk="pagerank",
-    solver="power",
+    solver="push",
+    push_threshold=1e-8,
 )
 PRESETS["default"] = MixPRConfig()
 PRESETS["multihop"] = MixPRConfig(walk="multihop")
