@@ -66,7 +66,14 @@ PATHS = [(4, 16), (0, 0), (0, 1 << 30)]
 
 
 @pytest.mark.parametrize(("dense_share", "count_share"), PATHS)
-@pytest.mark.parametrize("query", ["What was in the bottle marked DRINK ME?", "the White Rabbit"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What was in the bottle marked DRINK ME?",
+        "the White Rabbit",
+        "What did the Caterpillar say? Tell me",  # two query nodes, the restart on both
+    ],
+)
 def test_push_matches_networkx_on_the_bordered_thresholded_graph(
     query, dense_share, count_share, monkeypatch
 ):
