@@ -20,8 +20,11 @@ nodes that pass the rule at once):
 2. the rule is Andersen et al.'s ``r_u >= eps k_u`` with ``eps = push_threshold`` and ``k_u``
    the node's count of neighbours (the entries of its row): a node pushes when each neighbour
    would get about ``eps`` or more. Below it the residual stays *parked* on the node (pushed
-   later if more arrives); parked mass is never lost from the account: the residual reported is
-   the mass still moving plus the mass parked, an L1 bound of what the scores lack.
+   later if more arrives). When the walk stops, each parked unit settles ``alpha`` of its
+   residual where it is (the first term of its own walk: the scores of the units holding
+   parked mass, which may be near the top, lose only what they would have passed on); the
+   rest is never lost from the account: the residual reported is the mass still moving plus
+   the ``(1 - alpha)`` share of the parked mass, an L1 bound of what the scores lack.
 
 The walk stops when the mass moving on is below ``tol`` (an L1 bound on a probability vector,
 the same at every corpus size) or after ``max_iter`` levels: the power iteration's rule. A
