@@ -7,7 +7,8 @@ Usage::
     python benchmarks/bench_mixpr_paper_push.py [--data ../shared/data] [--rounds 3]
         [--thresholds 1e-8]
 
-Both indexes are built with ``preset="paper"`` (the power iteration with ``solver="power"``);
+Every index is built with ``preset="paper"`` (its own solver, the power iteration, and
+``solver="push"`` at each threshold);
 each round asks the first 8 questions of ``bench_mixpr.WAR_AND_PEACE_QUESTIONS`` (k = 100, local
 mode) of every index in turn, after one warm-up query each, so a busy machine slows both alike.
 """

@@ -46,7 +46,7 @@ def test_search_agrees_with_paper_literal_path(alice_text, alice_index):
 
 
 def test_bordered_power_iteration_equals_pagerank_on_explicit_graph(alice_text):
-    # (the paper preset's own solver is the push: tests/test_mixpr_push_graph.py)
+    # (solver pinned: the push on this graph is tests/test_mixpr_push_graph.py's)
     alice_index = MixPRIndex.from_texts(alice_text, preset="paper", fit_query=False, solver="power")
     q = "What did the Caterpillar smoke? Tell me"  # two query chunks, the last one short
     scores, mode, _ = alice_index.score(q, "local")

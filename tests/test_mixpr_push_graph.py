@@ -111,12 +111,12 @@ def test_push_matches_networkx_with_the_similarity_restart(dense_share, count_sh
     np.testing.assert_allclose(x, [ref[i] for i in range(len(x))], rtol=0, atol=1e-12)
 
 
-def test_paper_preset_takes_the_push_and_ranks_as_the_power_iteration(alice_text):
+def test_paper_preset_with_the_push_ranks_as_the_power_iteration(alice_text):
     # the paper's fixed point, another solver: the same top 100 as the power iteration, the
     # walk's scores within tol of it, the same top 10 in the same order
-    assert PRESETS["paper"].solver == "push"
-    push = MixPRIndex.from_texts(alice_text, preset="paper")
-    power = MixPRIndex.from_texts(alice_text, preset="paper", solver="power")
+    assert (PRESETS["paper"].solver, PRESETS["paper"].push_threshold) == ("power", 1e-8)
+    push = MixPRIndex.from_texts(alice_text, preset="paper", solver="push")
+    power = MixPRIndex.from_texts(alice_text, preset="paper")
     for q in ALICE_QUESTIONS:
         a, b = push.search(q, k=100), power.search(q, k=100)
         assert _walk_record(a)["solver"] == "push" and _walk_record(b)["solver"] == "power"
@@ -133,8 +133,8 @@ def test_push_on_squad_articles_ranks_as_the_power_iteration(shared_data):
     local = 0
     for examples in squad(shared_data, 15):
         text = examples[0].text
-        push = MixPRIndex.from_texts(text, preset="paper")
-        power = MixPRIndex.from_texts(text, preset="paper", solver="power")
+        push = MixPRIndex.from_texts(text, preset="paper", solver="push")
+        power = MixPRIndex.from_texts(text, preset="paper")
         for ex in examples:
             a, b = push.search(ex.query, k=100), power.search(ex.query, k=100)
             assert a.mode == b.mode
@@ -155,8 +155,8 @@ def test_push_on_squad_articles_ranks_as_the_power_iteration(shared_data):
 
 def test_push_trace_and_parking(alice_text):
     q = "Who stole the tarts?"
-    exact = MixPRIndex.from_texts(alice_text, preset="paper", push_threshold=0.0)
-    parked = MixPRIndex.from_texts(alice_text, preset="paper", push_threshold=1e-6)
+    exact = MixPRIndex.from_texts(alice_text, preset="paper", solver="push", push_threshold=0.0)
+    parked = MixPRIndex.from_texts(alice_text, preset="paper", solver="push", push_threshold=1e-6)
     ra, rb = _walk_record(exact.search(q)), _walk_record(parked.search(q))
     assert set(ra) == {"stage", "solver", "steps", "residual", "parked", "read"}
     assert ra["parked"] == 0 and ra["residual"] < exact.config.tol
@@ -170,7 +170,7 @@ def test_push_reads_what_the_walk_reaches_not_the_graph():
     read, nnz = [], []
     for n_chains in (100, 400):
         text, chains, where = hashhop(n_chains, seed=3)
-        index = MixPRIndex.from_texts(text, preset="paper")
+        index = MixPRIndex.from_texts(text, preset="paper", solver="push")
         nnz.append(index._state.graph.nnz)
         recs = []
         for c, chain in enumerate(chains[:10]):

@@ -160,7 +160,7 @@ class MixPRConfig:
         (60 questions a task): at powers 1, 2 and 4 SQuAD, NarrativeQA and bAbI qa1-qa3 are
         within one question of the thresholded graph at every budget; power 0 (plain cosine,
         no threshold) lost two HotpotQA questions at 20% (``docs/notes/mixpr-linear.md``).
-    solver : {"push", "power"}, default "push" (paper: "push", the paper's walk by another solver)
+    solver : {"push", "power"}, default "push" (paper: "power")
         How the local walk is computed: on the factored graph with
         ``personalization="similarity"`` (:mod:`longctx.mixpr.push`), and on the thresholded
         graph (``graph="threshold"``) with either restart, the query nodes of the paper
@@ -180,9 +180,12 @@ class MixPRConfig:
         the unit's neighbours); below, the mass stays parked (reported in the walk's trace as
         ``parked``; on the thresholded graph a parked unit keeps ``alpha`` of it as its own
         score). 0 pushes everything reached (the exact series, as the power iteration). The
-        paper preset's 1e-8 gives the power iteration's top 100 on War and Peace + Monte
-        Cristo (8 questions) at about a fifth of its query time; 1e-7 lost one unit of the
-        top 100 on one question of eight (``docs/notes/mixpr-scale.md``).
+        paper preset with ``solver="push"`` and its 1e-8 gives the power iteration's top 100
+        on War and Peace + Monte Cristo (8 questions) at about a fifth of its query time; 1e-7
+        lost one unit of the top 100 on one question of eight. The paper preset keeps the
+        power iteration: on short documents (HotpotQA, NarrativeQA) the push moved ``longctx
+        bench`` cells by up to 2-3 questions, through the order of the units the walk never
+        reaches (``docs/notes/mixpr-scale.md``).
     walk : {"auto", "pagerank", "multihop"}, default "auto" (presets ``"multihop"``:
         "multihop", ``"paper"`` and ``"pagerank"``: "pagerank")
         ``"auto"``: chosen per index and per query (:func:`longctx.mixpr.router.plan_walk`,
@@ -558,8 +561,9 @@ _WORD_ANALYZER_PARAMS = frozenset(
 #: ``"paper"``: the exact setting of the paper's appendix A.2 as implemented before the index
 #: (the literal per-query pipeline: query appended before the TF-IDF fit, every edge
 #: thresholded at .27, one-hot personalization on the query node, newline chunking, no accent
-#: folding, no stemming, alpha .6, no coverage weighting, the thresholded graph; its walk, the
-#: paper's eq. 2, computed by forward push on that graph, :mod:`longctx.mixpr.push_graph`).
+#: folding, no stemming, alpha .6, no coverage weighting, the thresholded graph, the power
+#: iteration; ``solver="push"`` computes the same walk by forward push on that graph,
+#: :mod:`longctx.mixpr.push_graph`).
 #: ``"default"``: built once per corpus, tuned on SQuAD, NarrativeQA,
 #: HotpotQA and bAbI (``benchmarks/MIXPR_DEFAULTS.md``): see :class:`MixPR`.
 PRESETS: dict[str, MixPRConfig] = {}
@@ -582,8 +586,8 @@ PRESETS["paper"] = MixPRConfig(
     graph="threshold",
     sentences="auto",
     walk="pagerank",
-    solver="push",
-    push_threshold=1e-8,
+    solver="power",
+    push_threshold=1e-8,  # with solver="push" (docs/notes/mixpr-scale.md)
 )
 PRESETS["default"] = MixPRConfig()
 PRESETS["multihop"] = MixPRConfig(walk="multihop")
