@@ -1,11 +1,12 @@
 """BABILong-style retrieval for MixPR at 0.1M to 10M words: bAbI qa1-qa3 facts hidden, in
 order, in a haystack of Gutenberg documents; all supporting facts in the top 20 / 50 / 100
-units, MixPR (defaults, or ``--set name=value``) next to sentence BM25 over the same units.
+units, MixPR (defaults, or ``--set name=value``) next to sentence BM25 (and, with ``--minilm``,
+MiniLM) over the same units; ``--ranks`` prints each supporting fact's MixPR rank among all units.
 
 Usage::
 
     python benchmarks/bench_mixpr_babilong.py [--data ../shared/data] [--sizes 0.1,1,4]
-        [--stories 20] [--set walk=multihop ...]
+        [--stories 20] [--set walk=multihop ...] [--minilm --cache DIR] [--ranks]
 
 Construction (after Kuratov et al., "BABILong: Testing the Limits of LLMs with Long Context
 Reasoning-in-a-Haystack", 2024, arXiv:2406.10149, sec. 2): the haystack is the Gutenberg books
