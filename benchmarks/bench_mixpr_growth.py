@@ -1,11 +1,25 @@
-"""MixPR cost as a corpus grows: build, memory and query time at 0.5, 1, 2, 4 and 10M words,
-100k one-paragraph documents, and inserting / deleting a 100k-word document in the largest
-index. Prints the growth table (issue 29's targets beside it).
+"""MixPR cost and quality as a corpus grows: build, memory and query time at 0.5, 1, 2, 4 and 10M
+words, 100k one-paragraph documents, and inserting / deleting a 100k-word document in the
+largest index; beside them the recall of needle facts planted in the haystack. Prints the growth
+table (issue 29's targets beside it).
 
 Usage::
 
     python benchmarks/bench_mixpr_growth.py [--data ../shared/data] [--sizes 0.5,1,2,4,10]
         [--graph factored|threshold] [--queries 20] [--paragraphs 100000] [--skip-updates]
+        [--needles 40] [--chains 20]
+
+Quality columns (the same meaning at every size): ``--needles`` one-fact needles and
+``--chains`` two-fact chains, made of invented rare words (fixed seed 0, so the same facts at
+every size), each fact put in as a paragraph of its own at a paragraph break of a random
+document (a chain's two facts in two random documents). A one-fact needle is
+``"The <w1> lantern was hidden inside the <w2> cellar."``, asked as ``"Where was the <w1>
+lantern hidden?"``; a chain is ``"The <a> medallion was given to the <b> guild."`` and ``"The
+<b> guild meets every winter in the <c> tower."``, asked as ``"Where does the guild that
+received the <a> medallion meet?"`` (the second fact shares no word but ``guild`` with the
+question: it is reached through ``<b>``). Recall@k: the share of needles (chains: of chains
+with both facts) whose paragraph overlaps one of the ``k`` best units (local mode, k = 100; @10
+the ten best by score).
 
 Corpus generator (documented so the figures can be reproduced): the Gutenberg books of
 ``data/gutenberg/INDEX.tsv`` in file order, each book one document (id = file name), taken
@@ -110,6 +124,91 @@ def paragraphs(data: Path, count: int) -> list[tuple[str, str]]:
     return out
 
 
+SYLLABLES = ("ka", "zu", "vor", "qel", "tri", "mox", "bal", "dun", "wex", "ryn", "pho", "lig",
+             "sna", "gor", "vix", "tal", "quo", "zem", "ful", "ikr")  # fmt: skip
+
+
+def rare_words(count: int, rng) -> list[str]:
+    """``count`` distinct invented words of three syllables (not English words)."""
+    out: dict[str, None] = {}
+    while len(out) < count:
+        out["".join(rng.choice(SYLLABLES, 3))] = None
+    return list(out)
+
+
+def needle_facts(n_needles: int, n_chains: int, seed: int = 0):
+    """``(facts, questions)``: facts are sentences; each question is ``(text, [fact indices])``
+    (see the module doc)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    words = rare_words(2 * n_needles + 3 * n_chains, rng)
+    facts, questions = [], []
+    for i in range(n_needles):
+        w1, w2 = words[2 * i : 2 * i + 2]
+        facts.append(f"The {w1} lantern was hidden inside the {w2} cellar.")
+        questions.append((f"Where was the {w1} lantern hidden?", [len(facts) - 1]))
+    base = 2 * n_needles
+    for i in range(n_chains):
+        a, b, c = words[base + 3 * i : base + 3 * i + 3]
+        facts.append(f"The {a} medallion was given to the {b} guild.")
+        facts.append(f"The {b} guild meets every winter in the {c} tower.")
+        q = f"Where does the guild that received the {a} medallion meet?"
+        questions.append((q, [len(facts) - 2, len(facts) - 1]))
+    return facts, questions
+
+
+def plant(docs: list[tuple[str, str]], facts: list[str], seed: int = 0):
+    """Put each fact, as a paragraph of its own, at a random paragraph break of a random document
+    (fixed seed). Returns ``(documents, spans)``: the new documents and each fact's ``(document
+    position, start, end)``."""
+    import re
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed + 1)
+    where: dict[int, list[tuple[int, int]]] = {}
+    for f in range(len(facts)):
+        d = int(rng.integers(len(docs)))
+        text = docs[d][1]
+        breaks = [0, len(text)] + [m.start() for m in re.finditer(r"\n\n", text)]
+        where.setdefault(d, []).append((breaks[int(rng.integers(len(breaks)))], f))
+    out = list(docs)
+    spans: list = [None] * len(facts)
+    for d, items in where.items():
+        text, parts, last, pos = docs[d][1], [], 0, 0
+        for at, f in sorted(items):
+            parts.append(text[last:at])
+            pos += at - last
+            piece = f"\n\n{facts[f]}\n\n"
+            spans[f] = (d, pos + 2, pos + 2 + len(facts[f]))
+            parts.append(piece)
+            pos += len(piece)
+            last = at
+        parts.append(text[last:])
+        out[d] = (docs[d][0], "".join(parts))
+    return out, spans
+
+
+def needle_recall(index, questions, spans) -> dict:
+    """Recall@10 / @100 of the one-fact needles and of the chains (every fact found)."""
+    found = {"needle": {10: [], 100: []}, "chain": {10: [], 100: []}}
+    for q, fs in questions:
+        res = index.search(q, k=100, mode="local")
+        for k, hits in ((100, res.hits), (10, res.by_score()[:10])):
+            got = [(h.source, h.start, h.end) for h in hits]
+            ok = all(
+                any(s == spans[f][0] and a < spans[f][2] and spans[f][1] < b for s, a, b in got)
+                for f in fs
+            )
+            found["needle" if len(fs) == 1 else "chain"][k].append(ok)
+    return {
+        f"{kind}_r{k}": round(sum(v) / len(v), 3) if v else None
+        for kind, by_k in found.items()
+        for k, v in by_k.items()
+    }
+
+
 def peak_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
@@ -123,6 +222,8 @@ def run_one(args) -> dict:
         if args.one == "paragraphs"
         else corpus(args.data, int(float(args.one) * 1e6))
     )
+    facts, questions = needle_facts(args.needles, args.chains)
+    docs, spans = plant(docs, facts)
     words = sum(len(t.split()) for _, t in docs)
     base = peak_gb()
     t0 = time.perf_counter()
@@ -146,6 +247,7 @@ def run_one(args) -> dict:
         "query_max_ms": round(1000 * max(times), 1),
         "peak_rss_gb": round(peak_gb(), 2),
         "base_rss_gb": round(base, 2),
+        **needle_recall(index, questions, spans),
     }
     if args.updates:
         extra = "\n\n".join(t for _, t in corpus(args.data, 100_000))  # 100k words, one text
@@ -168,6 +270,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--paragraphs", type=int, default=100_000, help="0 to skip")
     ap.add_argument("--skip-updates", action="store_true")
+    ap.add_argument("--needles", type=int, default=40, help="one-fact needles planted")
+    ap.add_argument("--chains", type=int, default=20, help="two-fact chains planted")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--updates", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -182,6 +286,7 @@ def main() -> None:
     for size, updates in jobs:
         cmd = [sys.executable, __file__, "--one", size, "--data", str(args.data)]
         cmd += ["--graph", args.graph, "--queries", str(args.queries)]
+        cmd += ["--needles", str(args.needles), "--chains", str(args.chains)]
         cmd += ["--paragraphs", str(args.paragraphs)] + (["--updates"] if updates else [])
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode:
@@ -191,15 +296,18 @@ def main() -> None:
         print(f"  {size}: {rows[-1]}", file=sys.stderr, flush=True)
     print(f"\n== MixPR growth (graph={args.graph}; seconds, ms, GB; 2-core CPU) ==\n")
     print("| corpus | documents | words | units | graph nnz | build s | query ms (median / max) "
-          "| peak RSS GB |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "| peak RSS GB | needles R@10 / R@100 | chains R@10 / R@100 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         name = "100k paragraphs" if r["size"] == "paragraphs" else f"{r['size']}M words"
         print(
             f"| {name} | {r['documents']:,} | {r['words']:,} | {r['units']:,} | "
             f"{r['graph_nnz']:,} | {r['build_s']} | {r['query_ms']} / {r['query_max_ms']} | "
-            f"{r['peak_rss_gb']} |"
+            f"{r['peak_rss_gb']} | {r['needle_r10']} / {r['needle_r100']} | "
+            f"{r['chain_r10']} / {r['chain_r100']} |"
         )
+    print(f"\n(needles: {args.needles} one-fact, {args.chains} two-fact chains, seed 0; "
+          "recall of their paragraphs among the 10 / 100 best units)")  # fmt: skip
     sized = [r for r in rows if r["size"] != "paragraphs"]
     if len(sized) >= 2:
         a, b = sized[0], sized[-1]

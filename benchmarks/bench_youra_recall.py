@@ -2,8 +2,8 @@
 
 Part 1, answer recall. Tasks of ``longctx.eval`` (SQuAD v2.0 dev articles, NarrativeQA summaries,
 HotpotQA distractor; ``--seed`` picks the questions, default 0; the default preset was chosen on
-other questions: ``benchmarks/youra_dump.py`` / ``youra_study.py`` with seed 1 and HotpotQA rows
-50-59). Every method selects the document's sentences (``longctx.text.split_sentences``) under
+other questions: ``benchmarks/studies/youra_dump.py`` / ``youra_study.py`` with seed 1 and
+HotpotQA rows 50-59). Every method selects the document's sentences (``longctx.text.split_sentences``) under
 10% and 20% of the document's SmolLM2 tokens, greedy by score; the figures are the harness's
 (``longctx.eval.metrics.score``: SQuAD answer in the selection, NarrativeQA answer-token recall
 >= 0.6, HotpotQA every supporting sentence selected, with the mean share of them in brackets).

@@ -238,8 +238,8 @@ def test_lazy_pool_path_equals_dense_loop(method, pool_size, monkeypatch):
     from longctx.diversity import lazy
     from longctx.diversity.dense import dense_greedy as _dense_greedy
     from longctx.diversity.inputs import max_picks as _max_picks
-    from longctx.diversity.inputs import prepare as _prepare
     from longctx.diversity.lazy import lazy_greedy as _lazy_greedy
+    from longctx.diversity.prepare import prepare as _prepare
 
     # a small pool and small catch-up chunks: many rebuilds, chunks of rows with mixed staleness
     monkeypatch.setattr(lazy, "_POOL_SIZE", pool_size)

@@ -152,8 +152,9 @@ def test_load_checks_the_encoder(index, tmp_path):
     def other(texts):  # same dimension, another model
         return np.ones((len(texts), HashEncoder.dim))
 
-    with pytest.warns(UserWarning, match="built with encoder"):
+    with pytest.warns(UserWarning, match="built with encoder") as rec:
         DiversityIndex.load(tmp_path / "idx", encoder=other)
+    assert [w.filename for w in rec] == [__file__]  # the warning names the caller's line
 
 
 @pytest.mark.parametrize(

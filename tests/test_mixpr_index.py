@@ -45,7 +45,9 @@ def test_search_agrees_with_paper_literal_path(alice_text, alice_index):
         assert len(ours & ref) >= 98, q
 
 
-def test_bordered_power_iteration_equals_pagerank_on_explicit_graph(alice_index):
+def test_bordered_power_iteration_equals_pagerank_on_explicit_graph(alice_text):
+    # (solver pinned: the push on this graph is tests/test_mixpr_push_graph.py's)
+    alice_index = MixPRIndex.from_texts(alice_text, preset="paper", fit_query=False, solver="power")
     q = "What did the Caterpillar smoke? Tell me"  # two query chunks, the last one short
     scores, mode, _ = alice_index.score(q, "local")
     assert mode == "local"

@@ -60,8 +60,8 @@ def add_parser(sub, positive_int, add_output_options) -> None:
 
 
 def run(args) -> int:
-    """Load the corpus, search it, print the passages (errors: :class:`longctx.cli.CliError`)."""
-    from longctx.cli import CliError
+    """Load the corpus, search it, print the passages (errors: :class:`longctx.cli.errors.CliError`)."""
+    from longctx.cli.errors import CliError
     from longctx.persist import PersistError
 
     if not args.query.strip():

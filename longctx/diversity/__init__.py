@@ -16,10 +16,13 @@ Where things are
 * :mod:`~longctx.diversity.reference`: :func:`reference_select`, a naive loop (tests, benchmarks).
 * :mod:`~longctx.diversity.ordering`: :func:`order_selection`.
 * :mod:`~longctx.diversity.index`: :class:`DiversityIndex` (sentence embeddings of a corpus
-  computed once, saved with the index; MMR / FPS per query) and :func:`diversify` (one-off).
+  computed once, saved with the index; MMR / FPS per query), saved and loaded by
+  :mod:`~longctx.diversity.persist`; :mod:`~longctx.diversity.oneoff`: :func:`diversify` (one-off).
 * :mod:`~longctx.diversity.rerank`: :func:`rerank`, MMR / FPS over another method's best-scored
   units (its scores as rewards; ``--diversify``).
-* :mod:`~longctx.diversity.inputs`, :mod:`~longctx.diversity.blas`: argument checks, BLAS threads.
+* :mod:`~longctx.diversity.prepare`: :func:`~longctx.diversity.prepare.prepare`, the checks of a
+  selection's arguments and its rewards; :mod:`~longctx.diversity.inputs` (the lowest module: array
+  checks), :mod:`~longctx.diversity.blas`: BLAS threads.
 
 Selection rules shared by every path
 ------------------------------------
@@ -42,8 +45,9 @@ lambda 0.5 on this project's 2-core CPU); finite windows one matrix-vector produ
 from __future__ import annotations
 
 from longctx.diversity.greedy import fps_select, mmr_select
-from longctx.diversity.index import DiversityIndex, diversify
+from longctx.diversity.index import DiversityIndex
 from longctx.diversity.objective import METHODS, compute_rewards
+from longctx.diversity.oneoff import diversify
 from longctx.diversity.ordering import order_selection
 from longctx.diversity.reference import reference_select
 from longctx.diversity.rerank import rerank

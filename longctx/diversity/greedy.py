@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from longctx.diversity.blas import blas_thread_count, one_blas_thread
 from longctx.diversity.dense import dense_greedy
-from longctx.diversity.inputs import max_picks, prepare
+from longctx.diversity.inputs import max_picks
 from longctx.diversity.lazy import lazy_greedy
+from longctx.diversity.prepare import prepare
 
 __all__ = ["mmr_select", "fps_select", "greedy", "select"]
 
 
 def greedy(e, r, counts, budget, k, lambda_, window, metric, projection=None) -> list[int]:
-    """Run the selection on prepared inputs (:func:`longctx.diversity.inputs.prepare`).
+    """Run the selection on prepared inputs (:func:`longctx.diversity.prepare.prepare`).
 
     ``window=None`` (or a window at least as long as the most items that can be picked): the exact
     lazy greedy (:mod:`longctx.diversity.lazy`); otherwise the dense loop
@@ -33,7 +34,7 @@ def greedy(e, r, counts, budget, k, lambda_, window, metric, projection=None) ->
 
 
 def select(metric, embeddings, rewards, token_counts, token_budget, **kw) -> list[int]:
-    """Check the arguments (:func:`~longctx.diversity.inputs.prepare`), then :func:`greedy`."""
+    """Check the arguments (:func:`~longctx.diversity.prepare.prepare`), then :func:`greedy`."""
     e, r, counts, budget, k, lambda_, window = prepare(
         embeddings, rewards, token_counts, token_budget, **kw
     )

@@ -4,8 +4,9 @@
 :meth:`~DiversityIndex.search` embeds only the query and runs MMR or FPS over the stored
 embeddings (Wang, Bi, Luo, Asur and Cheng, "Diversity Enhances an LLM's Performance in RAG and
 Long-context Task", 2025, arXiv:2502.09017, https://arxiv.org/abs/2502.09017, sec. 2.1 eq. 1-2,
-sec. 2.2 summarization mode, sec. 3.1 ordering). :func:`diversify` is the one-off form of the same
-code.
+sec. 2.2 summarization mode, sec. 3.1 ordering). Saved and loaded by
+:mod:`~longctx.diversity.persist`; :func:`~longctx.diversity.oneoff.diversify` is the one-off form
+of the same code.
 """
 
 from __future__ import annotations
@@ -13,60 +14,30 @@ from __future__ import annotations
 import logging
 import os
 import time
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
 from longctx.checks import check_choice, check_float, check_int, check_query
 from longctx.diversity.blas import one_blas_thread
+from longctx.diversity.build import build_units
 from longctx.diversity.greedy import greedy
-from longctx.diversity.inputs import as_embeddings, as_vector
+from longctx.diversity.inputs import as_vector
 from longctx.diversity.lazy import probe_projection
 from longctx.diversity.objective import METHODS, rescale, rewards_from
 from longctx.diversity.ordering import check_order, order_selection
+from longctx.diversity.persist import load_index, save_index
 from longctx.index import RetrievalIndex, check_texts
 from longctx.persist_reader import retry_on_concurrent_save
-from longctx.selection import check_budget_fits, unit_token_cap
+from longctx.selection import check_budget_fits
 from longctx.types import Passage, SearchResult
 
-__all__ = ["DiversityIndex", "diversify", "UNITS"]
+__all__ = ["DiversityIndex", "UNITS"]
 
 logger = logging.getLogger(__name__)
 
 #: what a unit is: a sentence of a text, or the whole text (a node or document given by the user)
 UNITS = ("sentence", "text")
-_KIND = "diversity"
-_FORMAT_VERSION = 1
-
-
-def _counter_name(token_counter) -> str:
-    if token_counter is None:
-        return "longctx.tokens.count_tokens"
-    return getattr(token_counter, "__qualname__", type(token_counter).__qualname__)
-
-
-def _check_spans(spans, texts: tuple[str, ...]) -> list[list[tuple[int, int]]]:
-    if isinstance(spans, (str, bytes)) or not isinstance(spans, Sequence):
-        raise TypeError("spans must be a sequence (one per text) of sequences of (start, end)")
-    if len(spans) != len(texts):
-        raise ValueError(f"spans must hold one sequence per text ({len(texts)}), got {len(spans)}")
-    out = []
-    for s, (text, ss) in enumerate(zip(texts, spans)):
-        row = []
-        for j, pair in enumerate(ss):
-            try:
-                a, b = (int(x) for x in pair)
-            except (TypeError, ValueError):
-                raise TypeError(f"spans[{s}][{j}] must be a pair of ints, got {pair!r}") from None
-            if not 0 <= a <= b <= len(text):
-                raise ValueError(
-                    f"spans[{s}][{j}] = ({a}, {b}) is not a span of texts[{s}] "
-                    f"(0 <= start <= end <= {len(text)})"
-                )
-            row.append((a, b))
-        out.append(row)
-    return out
 
 
 def _frozen(a, dtype) -> np.ndarray:
@@ -250,72 +221,19 @@ class DiversityIndex(RetrievalIndex):
 
         Other parameters as in :meth:`from_texts` (units are used as given: none is cut).
         """
-        from longctx.embeddings import default_cache, embed_texts, get_encoder
-        from longctx.tokens import count_many
-
-        texts = check_texts(texts)
-        spans = _check_spans(spans, texts)
-        batch_size = check_int(batch_size, "batch_size", minimum=1)
-        source = np.array([s for s, row in enumerate(spans) for _ in row], dtype=np.int64)
-        start = np.array([a for row in spans for a, _ in row], dtype=np.int64)
-        end = np.array([b for row in spans for _, b in row], dtype=np.int64)
-        unit_index = np.array([j for row in spans for j in range(len(row))], dtype=np.int64)
-        units = [texts[s][a:b] for s, row in enumerate(spans) for a, b in row]
-        n = len(units)
-        if token_counts is not None:
-            counts = as_vector(token_counts, "token_counts", n, dtype=np.float64)
-            if not np.isfinite(counts).all() or (counts < 0).any() or (counts % 1).any():
-                raise ValueError("token_counts must be non-negative integers")
-            counts = counts.astype(np.int64)
-        enc = None
-        if embeddings is not None:
-            emb = as_embeddings(embeddings)
-            if emb.shape[0] != n:
-                raise ValueError(f"embeddings must have {n} rows (one per unit), got {emb.shape}")
-            if encoder is not None:
-                enc = get_encoder(encoder)
-        else:
-            enc = get_encoder(encoder)
-            if cache is True:
-                cache = default_cache()
-            elif cache is False:
-                cache = None
-            emb = embed_texts(
-                enc,
-                units,
-                cache=cache,
-                batch_size=batch_size,
-                progress=progress,
-                desc="embedding sentences",
-            )
-            if n == 0:
-                emb = np.zeros((0, enc.dim or 1), np.float32)
-        if token_counts is None:
-            counts = count_many(units, token_counter)
-        logger.info(
-            "DiversityIndex: %d texts, %d units, %d dimensions (encoder %s)",
-            len(texts),
-            n,
-            emb.shape[1],
-            None if enc is None else enc.name,
-        )
-        identity = {"name": None if enc is None else enc.name}
-        config = {
-            "unit": _unit,
-            "token_counter": _counter_name(token_counter),
-            "max_unit_tokens": _max_unit_tokens,
-        }
-        return cls(
+        return build_units(
+            cls,
             texts,
-            source,
-            start,
-            end,
-            unit_index,
-            emb,
-            counts,
-            encoder=enc,
-            encoder_identity=identity,
-            config=config,
+            spans,
+            encoder,
+            token_counter=token_counter,
+            token_counts=token_counts,
+            embeddings=embeddings,
+            cache=cache,
+            batch_size=batch_size,
+            progress=progress,
+            unit=_unit,
+            max_unit_tokens=_max_unit_tokens,
         )
 
     # -- accessors -------------------------------------------------------------------------
@@ -562,25 +480,7 @@ class DiversityIndex(RetrievalIndex):
         (``source``, ``start``, ``end``, ``index``, ``token_counts`` per unit) and
         ``embeddings.npz`` (``embeddings``: ``(n_units, dim) float32``). No pickle.
         """
-        from longctx.persist import write_dir
-
-        write_dir(
-            path,
-            kind=_KIND,
-            version=_FORMAT_VERSION,
-            json_files={
-                "config": {**self._config, "encoder": self._identity},
-                "texts": list(self._texts),
-                "units": {
-                    "source": self._source.tolist(),
-                    "start": self._start.tolist(),
-                    "end": self._end.tolist(),
-                    "index": self._unit.tolist(),
-                    "token_counts": self._counts.tolist(),
-                },
-            },
-            arrays={"embeddings": {"embeddings": self._emb}},
-        )
+        save_index(self, path)
 
     @classmethod
     @retry_on_concurrent_save("path")
@@ -604,231 +504,4 @@ class DiversityIndex(RetrievalIndex):
         ValueError
             ``encoder`` embeds with another dimension than the saved embeddings.
         """
-        from longctx.embeddings import SentenceTransformerEncoder, get_encoder
-        from longctx.persist import (
-            PersistError,
-            check_dict,
-            check_float_array,
-            check_int_array,
-            check_int_value,
-            check_spans,
-            check_str_list,
-            open_index_dir,
-        )
-
-        r = open_index_dir(path, kind=_KIND, versions=(_FORMAT_VERSION,))
-        d = r.path
-        cpath, tpath, upath, epath = (d / f for f in CONFIG_FILES)
-        config = check_dict(r.json(cpath.name), cpath, "config")
-        texts = check_str_list(r.json(tpath.name), tpath, "texts")
-        units = check_dict(r.json(upath.name), upath, "units")
-        emb = r.arrays(epath.name, ["embeddings"])["embeddings"]
-        ident = check_dict(config.get("encoder"), cpath, "encoder")
-        for key, value in config.items():
-            if key != "encoder" and not (value is None or isinstance(value, (str, int, bool))):
-                raise PersistError(f"{str(cpath)!r}: field {key!r} must be a str, int or null")
-        check_int_value(
-            config.get("max_unit_tokens"), cpath, "max_unit_tokens", minimum=1, allow_none=True
-        )
-        keys = ("source", "start", "end", "index", "token_counts")
-        missing = [k for k in keys if k not in units]
-        if missing:
-            raise PersistError(f"{str(upath)!r} lacks field(s) {missing}")
-        n = len(units["source"]) if isinstance(units["source"], list) else -1
-        source, start, end, index, counts = (
-            check_int_array(units[k], upath, k, n=None if k == "source" else n, minimum=0)
-            for k in keys
-        )
-        check_spans(texts, source, start, end, upath)
-        if emb.dtype != np.float32 or emb.ndim != 2 or emb.shape[0] != n:
-            raise PersistError(
-                f"{str(epath)!r}: embeddings of shape {emb.shape} and dtype "
-                f"{emb.dtype}, expected ({n}, dim) float32"
-            )
-        check_float_array(emb, epath, "embeddings", shape=(n, None))
-        dim = check_int_value(ident.get("dim"), cpath, "encoder.dim", minimum=1, allow_none=True)
-        if dim is not None and dim != emb.shape[1]:
-            raise PersistError(
-                f"{str(epath)!r}: embeddings of dimension {emb.shape[1]}, config.json says {dim}"
-            )
-        if not (ident.get("name") is None or isinstance(ident.get("name"), str)):
-            raise PersistError(f"{str(cpath)!r}: field 'encoder.name' must be a str or null")
-        name = ident.get("name")
-        enc = None
-        if encoder is not None:
-            enc = get_encoder(encoder)
-            dim = enc.dim
-            if dim is None:
-                dim = int(enc.embed_query("dimension check").shape[0])
-            if dim != emb.shape[1]:
-                raise ValueError(
-                    f"encoder {enc.name!r} embeds in {dim} dimensions but the index at "
-                    f"{str(d)!r} was built with {name!r} in {emb.shape[1]}: pass the encoder "
-                    "that built it, or rebuild the index"
-                )
-            if name is not None and enc.name != name:
-                warnings.warn(
-                    f"the index at {str(d)!r} was built with encoder {name!r}, queries will be "
-                    f"embedded with {enc.name!r} (same dimension): results may be poor",
-                    stacklevel=3,  # the caller of load (retry_on_concurrent_save's wrapper)
-                )
-        elif name == _default_name():
-            enc = SentenceTransformerEncoder(None)  # the packaged model
-        elif isinstance(name, str) and "/" in name and ":" not in name:
-            if os.path.isdir(name):
-                enc = SentenceTransformerEncoder(name)  # a local model folder
-            else:
-                # a saved file never makes longctx download a model: queries need encoder=
-                logger.info(
-                    "%s names encoder %r, which is not a local folder: not loaded (pass "
-                    "encoder= to load, or query_embedding= to search)",
-                    cpath,
-                    name[:200],
-                )
-        return cls(
-            tuple(texts),
-            source,
-            start,
-            end,
-            index,
-            emb,
-            counts,
-            encoder=enc,
-            encoder_identity={"name": name},
-            config={k: v for k, v in config.items() if k != "encoder"},
-        )
-
-
-CONFIG_FILES = ("config.json", "texts.json", "units.json", "embeddings.npz")
-
-
-def _default_name() -> str:
-    from longctx.embeddings import DEFAULT_MODEL_NAME
-
-    return DEFAULT_MODEL_NAME
-
-
-def diversify(
-    text: str | Sequence[str],
-    query: str | None = None,
-    *,
-    token_budget: int | None = None,
-    ratio: float | None = None,
-    k: int | None = None,
-    method: str = "mmr",
-    lambda_: float = 0.5,
-    window: int | None = None,
-    order: str = "document",
-    encoder=None,
-    token_counter: Callable[[str], int] | None = None,
-    rewards=None,
-    rescale_rewards: bool = True,
-    sentence_backend: str = "auto",
-    max_unit_tokens: int | None = 128,
-) -> list[Passage]:
-    """Select diverse, relevant sentences of a text for a query (or a summary without one).
-
-    The one-off form of :class:`DiversityIndex`: builds the index over ``text`` (sentence
-    embeddings reused from the process-wide cache, :func:`longctx.embeddings.default_cache`) and
-    searches it once. To ask many questions of one text, build the index yourself.
-
-    Parameters
-    ----------
-    text : str or sequence of str
-        A raw text (split with :func:`longctx.text.split_sentences`) or ready units (sentences or
-        chunks). For units, passage offsets refer to ``" ".join(units)``.
-    query : str, optional
-        The question; ``None`` selects for a summary (reward = similarity to the mean embedding).
-    token_budget, ratio, k :
-        When to stop, as in :meth:`DiversityIndex.search` (tokens counted with
-        ``token_counter``).
-    method : {"mmr", "fps"}
-    lambda_, window, rewards, rescale_rewards, order :
-        As in :meth:`DiversityIndex.search` (``rewards``: ``(n_units,)``, replaces query
-        similarity).
-    encoder : optional
-        Anything :func:`longctx.embeddings.get_encoder` accepts (default: all-MiniLM-L6-v2).
-    token_counter : callable str -> int, optional
-        Default :func:`longctx.tokens.count_tokens`.
-    sentence_backend : str
-        Backend of :func:`longctx.text.split_sentences`.
-    max_unit_tokens : int >= 1 or None, default 128
-        For a raw ``text``: sentences longer than this many tokens (``token_counter``), or than
-        ``token_budget`` (:func:`longctx.selection.unit_token_cap`), are cut on word boundaries
-        into near-equal pieces, as in :meth:`DiversityIndex.from_texts` (all-MiniLM-L6-v2
-        truncates at 256 word pieces anyway); ``None`` cuts only at ``token_budget``. Ready
-        units are never cut.
-
-    Returns
-    -------
-    list of :class:`longctx.types.Passage`
-        ``score`` is the unit's reward before rescaling (cosine similarity or the given reward);
-        ``index`` the unit's position; ``text == source[start:end]``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        On bad arguments, before any embedding work.
-    """
-    from longctx.text import split_long_spans, split_sentences
-
-    check_choice(method, "method", METHODS)
-    check_order(order)
-    check_float(lambda_, "lambda_", low=0.0, high=1.0)
-    check_int(window, "window", minimum=1, allow_none=True)
-    check_int(k, "k", minimum=1, allow_none=True)
-    check_int(token_budget, "token_budget", minimum=1, allow_none=True)
-    check_float(ratio, "ratio", low=0.0, high=1.0, allow_none=True)
-    max_unit_tokens = check_int(max_unit_tokens, "max_unit_tokens", minimum=1, allow_none=True)
-    if query is not None and not isinstance(query, str):
-        raise TypeError(f"query must be a str or None, got {type(query).__name__}")
-    if token_budget is None and ratio is None and k is None:
-        raise ValueError("give token_budget, ratio or k (when to stop selecting)")
-    if isinstance(text, str):
-        source = text
-        if not text.strip():
-            return []
-        spans = split_sentences(text, backend=sentence_backend)
-        max_unit_tokens = unit_token_cap(max_unit_tokens, token_budget)
-        if max_unit_tokens is not None:
-            spans = split_long_spans(text, spans, max_unit_tokens, token_counter)
-    else:
-        max_unit_tokens = None
-        units = list(text)
-        for j, u in enumerate(units):
-            if not isinstance(u, str):
-                raise TypeError(f"text[{j}] must be a str, got {type(u).__name__}")
-        source = " ".join(units)
-        spans, pos = [], 0
-        for u in units:
-            spans.append((pos, pos + len(u)))
-            pos += len(u) + 1
-        if not source.strip():
-            return []
-    if rewards is not None:
-        rewards = as_vector(rewards, "rewards", len(spans))
-    if not spans:
-        return []
-    index = DiversityIndex.from_units(
-        [source],
-        [spans],
-        encoder,
-        token_counter=token_counter,
-        cache=True,
-        progress=False,
-        _max_unit_tokens=max_unit_tokens,
-    )
-    return list(
-        index.search(
-            None if rewards is not None else query,
-            k=k,
-            token_budget=token_budget,
-            ratio=ratio,
-            method=method,
-            lambda_=lambda_,
-            window=window,
-            order=order,
-            rewards=rewards,
-            rescale_rewards=rescale_rewards,
-        ).hits
-    )
+        return load_index(cls, path, encoder)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from longctx.checks import check_choice
-from longctx.diversity.inputs import prepare
 from longctx.diversity.objective import METHODS, objective
+from longctx.diversity.prepare import prepare
 
 __all__ = ["reference_select"]
 

@@ -135,7 +135,7 @@ def rerank_select(
         Bad arguments, named (``keep``, ``lambda_``, ``scores``...).
     """
     from longctx.checks import check_float
-    from longctx.diversity import fps_select, mmr_select
+    from longctx.diversity.greedy import fps_select, mmr_select
     from longctx.diversity.objective import rescale
 
     keep = check_float(keep, "keep", low=0.0, high=1.0)

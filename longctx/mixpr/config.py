@@ -161,17 +161,31 @@ class MixPRConfig:
         within one question of the thresholded graph at every budget; power 0 (plain cosine,
         no threshold) lost two HotpotQA questions at 20% (``docs/notes/mixpr-linear.md``).
     solver : {"push", "power"}, default "push" (paper: "power")
-        How the local walk is computed on the factored graph (``graph="factored"``,
-        ``personalization="similarity"``; other walks use the power iteration). ``"push"``:
-        forward push level by level from the restart (:mod:`longctx.mixpr.push`, after
-        Andersen, Chung and Lang, FOCS 2006): a query costs the entries of ``E`` its walk
-        reaches, not a pass over every unit per step, so the walk can run until ``tol``
-        at any corpus size. ``"power"``: the power iteration over every unit.
-    push_threshold : float in [0, 1], default 1e-7
-        ``solver="push"``: a term passes its mass on only when each of the units holding it
-        would get about this much or more (``w_j t_j s_j >= push_threshold * df_j``); below,
-        the mass stays parked on the term (reported in the walk's trace as ``parked``). 0
-        pushes every term reached (the exact series, as the power iteration).
+        How the local walk is computed: on the factored graph with
+        ``personalization="similarity"`` (:mod:`longctx.mixpr.push`), and on the thresholded
+        graph (``graph="threshold"``) with either restart, the query nodes of the paper
+        included (:mod:`longctx.mixpr.push_graph`); the factored graph's bordered walk
+        (``personalization="query"``) and the global PageRank always use the power iteration.
+        ``"push"``: forward push level by level from the restart (after Andersen, Chung and
+        Lang, FOCS 2006): a query costs the graph entries its walk reaches, not a pass over
+        every unit per step, so the walk can run until ``tol`` at any corpus size. ``"power"``:
+        the power iteration over every unit. Both compute the same fixed point (eq. 2); the
+        push leaves out what the rule below parks. (The one-off paper-literal pipeline,
+        ``MixPR`` with ``fit_query=True``, keeps
+        :func:`~longctx.mixpr.graph.personalized_pagerank`.)
+    push_threshold : float in [0, 1], default 1e-7 (paper: 1e-8)
+        ``solver="push"``: a term (factored graph) or a unit (thresholded graph) passes its
+        mass on only when each of the units it links would get about this much or more
+        (``w_j t_j s_j >= push_threshold * df_j``; ``r_u >= push_threshold * k_u``, ``k_u``
+        the unit's neighbours); below, the mass stays parked (reported in the walk's trace as
+        ``parked``; on the thresholded graph a parked unit keeps ``alpha`` of it as its own
+        score). 0 pushes everything reached (the exact series, as the power iteration). The
+        paper preset with ``solver="push"`` and its 1e-8 gives the power iteration's top 100
+        on War and Peace + Monte Cristo (8 questions) at about a fifth of its query time; 1e-7
+        lost one unit of the top 100 on one question of eight. The paper preset keeps the
+        power iteration: on short documents (HotpotQA, NarrativeQA) the push moved ``longctx
+        bench`` cells by up to 2-3 questions, through the order of the units the walk never
+        reaches (``docs/notes/mixpr-scale.md``).
     walk : {"auto", "pagerank", "multihop"}, default "auto" (presets ``"multihop"``:
         "multihop", ``"paper"`` and ``"pagerank"``: "pagerank")
         ``"auto"``: chosen per index and per query (:func:`longctx.mixpr.router.plan_walk`,
@@ -547,7 +561,10 @@ _WORD_ANALYZER_PARAMS = frozenset(
 #: ``"paper"``: the exact setting of the paper's appendix A.2 as implemented before the index
 #: (the literal per-query pipeline: query appended before the TF-IDF fit, every edge
 #: thresholded at .27, one-hot personalization on the query node, newline chunking, no accent
-#: folding, no stemming, alpha .6, no coverage weighting, the thresholded graph). ``"default"``: built once per corpus, tuned on SQuAD, NarrativeQA,
+#: folding, no stemming, alpha .6, no coverage weighting, the thresholded graph, the power
+#: iteration; ``solver="push"`` computes the same walk by forward push on that graph,
+#: :mod:`longctx.mixpr.push_graph`).
+#: ``"default"``: built once per corpus, tuned on SQuAD, NarrativeQA,
 #: HotpotQA and bAbI (``benchmarks/MIXPR_DEFAULTS.md``): see :class:`MixPR`.
 PRESETS: dict[str, MixPRConfig] = {}
 PRESETS["paper"] = MixPRConfig(
@@ -570,6 +587,7 @@ PRESETS["paper"] = MixPRConfig(
     sentences="auto",
     walk="pagerank",
     solver="power",
+    push_threshold=1e-8,  # with solver="push" (docs/notes/mixpr-scale.md)
 )
 PRESETS["default"] = MixPRConfig()
 PRESETS["multihop"] = MixPRConfig(walk="multihop")

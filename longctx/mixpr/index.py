@@ -537,7 +537,7 @@ class MixPRIndex(RetrievalIndex):
             scores = st.block.take_scores(sid)
             walk, weights = self._choose_walk(st, query, used, more)
             if walk["walk"] == "multihop":
-                scores, used = self._multihop(st, sid, query, scores, used, more, weights)
+                scores, used = self._multihop(st, sid, query, scores, used, more, weights, trace)
         finally:
             st.block.close(sid)
         if "embed_query" in timings and "embed_query" in more:
@@ -562,16 +562,19 @@ class MixPRIndex(RetrievalIndex):
         return walk, weights
 
     @staticmethod
-    def _multihop(st: _State, sid, query, scores, used, timings, weights=None):
+    def _multihop(st: _State, sid, query, scores, used, timings, weights=None, trace=None):
         """``walk="multihop"``: the local score is the first hop of the walk over the units and
         the phrases they share (:class:`~longctx.mixpr.multihop.MultiHopRanker`); the dense
         cosines (hybrid mode) seed it too. A query that reached no unit lexically may still be
-        seeded by its own phrases or its nearest units."""
+        seeded by its own phrases or its nearest units. ``trace`` receives the walk's record
+        (``{"stage": "multihop", "solver", "steps", "residual", ...}``)."""
         t0 = time.perf_counter()
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
         first = scores if used == "local" else None
-        out = st.ranker().scores(query, first, dense, phrase_weights=weights, allowed=mask)
+        out = st.ranker().scores(
+            query, first, dense, phrase_weights=weights, allowed=mask, trace=trace
+        )
         if used == "local" or out.any():
             used = "local"
             if mask is not None:

@@ -34,11 +34,14 @@ embedding similarity, here:
 On ``hotpotqa-corpus`` (991 passages, 100 questions; settings chosen on the first 50) the walk
 with MixPR's score as first hop reaches R@2 / R@5 73.5 / 92.5 (held-out half 74 / 91) where BM25
 has 54.0 / 72.5 and MixPR 57.0 / 78.5; the ablation is in ``docs/notes/multihop.md``
-(``benchmarks/multihop_walk_study.py``).
+(``benchmarks/studies/multihop_walk_study.py``).
 
 Everything is linear in the corpus: the graph is the passage-phrase incidence (and, with
 ``term_share``, the passage-term TF-IDF matrix ``E``, MixPR's factored graph), never a
-passage-by-passage product; one step of the walk costs ``nnz`` of those matrices.
+passage-by-passage product. The walk is a forward push by default
+(:mod:`longctx.mixpr.multihop_push`: a query reads the rows its mass reaches over a threshold,
+not the whole graph, and stops at a residual below ``tol``); the power iteration
+(``solver="power"``) costs ``nnz`` of those matrices a step.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.checks import check_choice, check_float, check_int, check_query
+from longctx.mixpr.multihop_push import Bipartite, push_multihop
 from longctx.mixpr.phrases import PhraseExtractor, PhraseGraph
 
 __all__ = ["MultiHopWalk", "MultiHopRanker", "PhraseExtractor", "PhraseGraph"]
@@ -57,12 +61,13 @@ __all__ = ["MultiHopWalk", "MultiHopRanker", "PhraseExtractor", "PhraseGraph"]
 logger = logging.getLogger(__name__)
 
 SCORES = ("propagated", "mass")
+SOLVERS = ("push", "power")
 
 
 @dataclass(frozen=True)
 class MultiHopWalk:
     """Settings of the walk (:class:`MultiHopRanker`). Defaults chosen on the first 50
-    questions of ``hotpotqa-corpus`` (``benchmarks/multihop_walk_study.py``).
+    questions of ``hotpotqa-corpus`` (``benchmarks/studies/multihop_walk_study.py``).
 
     Restart (seeds): the query's phrases found in the graph (longest matches), each weighted by
     ``1 / df``, share ``phrase_seed``; the ``seed_top`` best passages of the first hop in
@@ -86,11 +91,25 @@ class MultiHopWalk:
     Attributes
     ----------
     alpha : float in (0, 1], default 0.5
-    max_iter : int in [1, 10000], default 15
-        At damping 0.5 the mass left to move after 15 steps is ``0.5 ** 15``, 3e-5: the ranking
-        no longer changes (30 steps gave the same figures).
+    solver : {"push", "power"}, default "push"
+        ``"push"``: forward push over the bipartite unit <-> phrase graph, frontier only
+        (:mod:`longctx.mixpr.multihop_push`): the cost of a query is set by the mass it moves,
+        not by the number of units. ``"power"``: the power iteration over every unit and
+        phrase at each step (the reference; the same fixed point).
+    max_iter : int in [1, 10000], default 100
+        A safety cap: the walk stops at ``tol``. ``"power"`` counts steps, ``"push"`` levels
+        (a level moves mass unit -> phrase -> unit, two steps). At damping 0.5 a push reaches
+        ``tol = 1e-6`` in about 10 levels, the power iteration in about 20-25 steps.
     tol : float >= 0, default 1e-6
-        Stop when the L1 change of the passage and phrase mass is below it.
+        Stop when the mass still to move (push) or the L1 change of the passage and phrase
+        mass (power) is below it: an L1 bound on a probability vector, the same at every
+        corpus size (until issue 36 the power iteration ran its 15 steps, a residual of
+        about 3e-5).
+    push_threshold : float >= 0, default 1e-7
+        ``"push"`` only: a phrase (term) is pushed to its ``deg`` units only when its
+        residual reaches ``push_threshold * deg`` (Andersen, Chung and Lang's ``r(u) >= eps
+        d(u)``); below, its mass stays parked on it and is counted in the residual. 0 pushes
+        every node (the exact series).
     head_weight : float >= 0, default 32
     link_boost : float >= 0, default 16
     skip_own_heads : bool, default True
@@ -111,7 +130,7 @@ class MultiHopWalk:
     """
 
     alpha: float = 0.5
-    max_iter: int = 15
+    max_iter: int = 100
     tol: float = 1e-6
     head_weight: float = 32.0
     link_boost: float = 16.0
@@ -125,6 +144,8 @@ class MultiHopWalk:
     score: str = "propagated"
     lexical_weight: float = 0.5
     dense_weight: float = 0.0
+    solver: str = "push"  # new fields last: positional construction keeps its meaning
+    push_threshold: float = 1e-7
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -136,6 +157,8 @@ class MultiHopWalk:
         if self.max_iter > 10_000:
             raise ValueError(f"max_iter must be <= 10000, got {self.max_iter}")
         set_(self, "tol", check_float(self.tol, "tol", low=0.0))
+        set_(self, "push_threshold", check_float(self.push_threshold, "push_threshold", low=0.0))
+        check_choice(self.solver, "solver", SOLVERS)
         set_(self, "term_share", check_float(self.term_share, "term_share", low=0.0, high=1.0))
         mdf = check_float(self.max_df, "max_df", low=0.0, high=1.0)
         if mdf == 0:
@@ -250,17 +273,21 @@ class MultiHopRanker:
             fwd.eliminate_zeros()
         # phrase -> passage: a passage the phrase heads weighs 1 + head_weight
         back = sp.csr_array(inc + walk.head_weight * heads)
-        self._up_T = sp.csr_array(_row_normalize(fwd).T)  # (n_link, n_units)
-        self._pu_T = sp.csr_array(_row_normalize(back.T).T)  # (n_units, n_link)
+        # each direction kept once, by rows (the push reads a frontier's rows); the power
+        # iteration multiplies by the transposes, CSC views of the same arrays (no copy)
+        self._phr = (Bipartite(_row_normalize(fwd)), Bipartite(_row_normalize(back.T)))
+        self._up_T = self._phr[0].rows.T  # (n_link, n_units)
+        self._pu_T = self._phr[1].rows.T  # (n_units, n_link)
         has_p = np.diff(fwd.indptr) > 0
-        self._ut_T = self._tu_T = None
+        self._ut_T = self._tu_T = self._trm = None
         has_t = np.zeros(n, dtype=bool)
         if walk.term_share > 0:
             if E is None:
                 raise ValueError("term_share > 0 needs E (the units' TF-IDF rows)")
             E = _check_E(E, n)
-            self._ut_T = sp.csr_array(_row_normalize(E).T)
-            self._tu_T = sp.csr_array(_row_normalize(E.T).T)
+            self._trm = (Bipartite(_row_normalize(E)), Bipartite(_row_normalize(E.T)))
+            self._ut_T = self._trm[0].rows.T
+            self._tu_T = self._trm[1].rows.T
             has_t = np.diff(E.indptr) > 0
         ts = walk.term_share
         # share of a passage's moving mass to phrases and to terms (all to the one it has)
@@ -312,6 +339,7 @@ class MultiHopRanker:
         *,
         phrase_weights=None,
         allowed=None,
+        trace: list | None = None,
     ) -> np.ndarray:
         """``(n_units,) float64`` scores of every unit (higher is better; see
         :class:`MultiHopWalk`).
@@ -330,6 +358,10 @@ class MultiHopRanker:
             A filter (metadata filters): only these units are seeds, and the others score 0
             (the caller drops them from the results). The walk may still pass through them, as
             a name links passages whatever their metadata.
+        trace : list, optional
+            Receives the walk's record ``{"stage": "multihop", "solver", "steps",
+            "residual"}`` (push also ``"parked"`` and ``"read"``, the matrix entries read;
+            :func:`~longctx.mixpr.multihop_push.push_multihop`); nothing without a seed.
 
         Returns
         -------
@@ -357,11 +389,11 @@ class MultiHopRanker:
             first_hop = None if first_hop is None else np.where(allowed, first_hop, 0.0)
             dense = None if dense is None else np.where(allowed, dense, 0.0)
             return np.where(
-                allowed, self._scores(query, first_hop, dense, phrase_weights, allowed), 0.0
+                allowed, self._scores(query, first_hop, dense, phrase_weights, allowed, trace), 0.0
             )
-        return self._scores(query, first_hop, dense, phrase_weights, None)
+        return self._scores(query, first_hop, dense, phrase_weights, None, trace)
 
-    def _scores(self, query, first_hop, dense, phrase_weights, allowed) -> np.ndarray:
+    def _scores(self, query, first_hop, dense, phrase_weights, allowed, trace) -> np.ndarray:
         n = self.n_units
         w = self.walk
         r_u, r_p = np.zeros(n), np.zeros(len(self._cols))
@@ -388,7 +420,7 @@ class MultiHopRanker:
                 r_u += (share / total) * v
         if allowed is not None:  # a phrase of one passage seeds only an allowed passage
             d_u[~allowed] = 0.0
-        mass, arrived = self._iterate(r_u, r_p, d_u)
+        mass, arrived = self._iterate(r_u, r_p, d_u, trace)
         out = _by_max(arrived if w.score == "propagated" else mass)
         if first_hop is not None and w.lexical_weight:
             out = out + w.lexical_weight * _by_max(np.maximum(first_hop, 0.0))
@@ -396,12 +428,27 @@ class MultiHopRanker:
             out = out + w.dense_weight * _by_max(np.maximum(dense, 0.0))
         return out
 
-    def _iterate(self, r_u: np.ndarray, r_p: np.ndarray, d_u: np.ndarray):
+    def _iterate(self, r_u: np.ndarray, r_p: np.ndarray, d_u: np.ndarray, trace=None):
         """Personalized PageRank on the bipartite graph, matrix-free: ``(mass, arrived)`` of
-        the passages, ``arrived`` the part of ``mass`` that came through edges. ``r_u`` and
-        ``r_p`` restart on passages and linking phrases; ``d_u`` is the restart on phrases of
-        one passage each, which reaches that passage one step later."""
+        the passages, ``(n_units,) float64`` each, ``arrived`` the part of ``mass`` that came
+        through edges. ``r_u`` and ``r_p`` restart on passages and linking phrases; ``d_u`` is
+        the restart on phrases of one passage each, which reaches that passage one step later.
+        ``walk.solver`` picks forward push (:func:`~longctx.mixpr.multihop_push.push_multihop`)
+        or the power iteration (:meth:`_power`); both append their record to ``trace``."""
+        w = self.walk
+        if w.solver == "power":
+            return self._power(r_u, r_p, d_u, trace)
+        return push_multihop(
+            self.n_units, self._phr, self._trm, self._to_p, self._to_t, self._stuck,
+            r_u, r_p, d_u, alpha=w.alpha, tol=w.tol, max_iter=w.max_iter,
+            push_threshold=w.push_threshold, trace=trace,
+        )  # fmt: skip
+
+    def _power(self, r_u: np.ndarray, r_p: np.ndarray, d_u: np.ndarray, trace=None):
+        """The power iteration of :meth:`_iterate`: every unit and phrase at each step, until
+        the L1 change of the whole state is below ``tol`` (or ``max_iter`` steps)."""
         a = self.walk.alpha
+        steps, delta = 0, float("inf")
         x, y = r_u.copy(), r_p.copy()
         z = None if self._ut_T is None else np.zeros(self._ut_T.shape[0])
         arrived = np.zeros_like(x)
@@ -421,8 +468,13 @@ class MultiHopRanker:
             # the change of the whole state (the passages alone can stand still for a step)
             delta = float(np.abs(x_next - x).sum() + np.abs(y_next - y).sum())
             x, y, last_restart = x_next, y_next, restart
+            steps += 1
             if delta < self.walk.tol:
                 break
+        if trace is not None:
+            trace.append(
+                {"stage": "multihop", "solver": "power", "steps": steps, "residual": delta}
+            )
         return x, arrived
 
 

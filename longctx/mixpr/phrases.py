@@ -177,7 +177,7 @@ class PhraseExtractor:
         if sep and rest.strip() and 0 < len(first.split()) <= self.max_head_words:
             names = [first, _drop_qualifier(first), first.split(",")[0]]
             out = []
-            for name in names:
+            for name in dict.fromkeys(names):  # most lines are all three: one pass, not three
                 toks = _norm(" ".join(_WORD_RE.findall(name)))
                 while toks and toks[0] in _STOP:
                     toks = toks[1:]

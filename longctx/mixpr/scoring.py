@@ -32,6 +32,7 @@ import scipy.sparse as sp
 
 from longctx.filters import compile_filter, filter_digest
 from longctx.mixpr.push import PushBlock, push_walk
+from longctx.mixpr.push_graph import GraphPushBlock, graph_push_walk
 from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
     divide_by_top,
@@ -107,7 +108,7 @@ def _max(values) -> float:
     return max(vals) if vals else 0.0
 
 
-class UnitBlock(PushBlock):
+class UnitBlock(PushBlock, GraphPushBlock):
     """The units of one block as the scoring pipeline reads them (see the module doc).
 
     Parameters
@@ -656,6 +657,8 @@ class Scorer:
             total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
             if cfg.solver == "push" and cfg.graph == "factored":  # mass-bounded walk
                 pi_top = push_walk(self, sid, total, cfg.alpha_local, trace)
+            elif cfg.solver == "push":  # the same on the explicit (thresholded) graph
+                pi_top = graph_push_walk(self, sid, "weights", total, cfg.alpha_local, trace=trace)
             else:
                 pi_top = self.walk(sid, "weights", total, alpha=cfg.alpha_local, trace=trace)
         else:
@@ -665,10 +668,16 @@ class Scorer:
                 bcol = _sum(backend.map("add_dense_edges", sid, bsum))
             else:
                 bcol = _sum([e["bcol"] for e in edges])
-            pi_top = self.walk(
-                sid, "query", None, alpha=cfg.alpha_local, p_q=p_query, Q=Q, bcol=bcol,
-                trace=trace,
-            )  # fmt: skip
+            if cfg.solver == "push" and cfg.graph == "threshold":  # mass-bounded walk
+                pi_top = graph_push_walk(
+                    self, sid, "query", None, cfg.alpha_local, p_q=p_query, Q=Q, bcol=bcol,
+                    trace=trace,
+                )  # fmt: skip
+            else:
+                pi_top = self.walk(
+                    sid, "query", None, alpha=cfg.alpha_local, p_q=p_query, Q=Q, bcol=bcol,
+                    trace=trace,
+                )  # fmt: skip
         lex_top = _max(e["lex_max"] for e in edges)
         dense_top = _max(e["dense_max"] for e in edges)
         backend.map("scores_local", sid, pi_top, lex_top, dense_top)

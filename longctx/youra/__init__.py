@@ -20,8 +20,8 @@ Presets
 ``preset="paper"`` is the paper's setting: eq. 1 as written (``baseline="paper"``), the last
 layer, geometric mean, raw reaction values (``normalize="none"``); its scores are exactly those of
 longctx before presets existed. ``preset="default"`` (the default everywhere: core, adapters,
-CLI) changes five things, chosen by measurement (``benchmarks/youra_dump.py`` and
-``benchmarks/youra_study.py`` on questions not used for the reported table):
+CLI) changes five things, chosen by measurement (``benchmarks/studies/youra_dump.py`` and
+``benchmarks/studies/youra_study.py`` on questions not used for the reported table):
 
 - ``baseline="instruction"``: the authors' released code (below, "Baselines");
 - ``normalize="ratio"``: a token's value is the **ratio** of the share of the query rows'
@@ -123,7 +123,7 @@ cost one by one (about 16 s for those 10 nodes with SmolLM2-135M on 2 cores); th
 where a pass has a fixed cost, as on a GPU. The scorer loads its model in float32
 on CPU (``DEFAULT_CPU_DTYPE``) and bfloat16 on CUDA; ``dtype="bfloat16"`` on CPU gives the same
 sentence ranks (Spearman >= 0.994, top-10 overlap 10/10 on real text,
-``benchmarks/youra_bf16.py``) but was not faster on the shared 2-core CPU. On CUDA, ``cache_bytes=None`` gives the window cache half of the GPU memory free once
+``benchmarks/studies/youra_bf16.py``) but was not faster on the shared 2-core CPU. On CUDA, ``cache_bytes=None`` gives the window cache half of the GPU memory free once
 the model is loaded (``CUDA_CACHE_FRACTION``) and ``max_window=None`` is capped so one pass
 fits in 80% of the rest (``CUDA_PASS_FRACTION``, :func:`longctx.youra.memory.gpu_memory_defaults`);
 a pass that still runs out of memory raises :class:`YouraOutOfMemoryError` naming

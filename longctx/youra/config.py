@@ -68,7 +68,7 @@ GMEAN_EPS = 1e-12
 
 #: Model dtype the scorer loads on CPU when none is given (``ReactionScorer(dtype=None)``).
 #: bfloat16 gives the same sentence ranks as float32 on real text (Spearman >= 0.994, top-10
-#: overlap 10/10, ``benchmarks/youra_bf16.py``) but was not faster on the shared 2-core CPU
+#: overlap 10/10, ``benchmarks/studies/youra_bf16.py``) but was not faster on the shared 2-core CPU
 #: (about 1.25x the CPU seconds of float32 a pass; figures in ``docs/notes/youra-speed.md``), so
 #: float32 stays the CPU default; ``dtype="bfloat16"`` (``--dtype bfloat16``) selects it. Set this
 #: to ``"bfloat16"`` where it measures faster. On CUDA the default is bfloat16

@@ -59,7 +59,8 @@ def check_shards(shards, method: str) -> int | None:
 def check_sharded_options(options: dict) -> None:
     """Refuse the MixPR settings (``preset``, :class:`~longctx.mixpr.MixPRConfig` keywords) that
     a sharded index does not run, before any work: ``walk="multihop"`` (preset ``"multihop"``: its
-    phrase graph is not split into shards).
+    phrase graph is not split into shards) and ``graph="threshold"`` (preset ``"paper"``: the
+    thresholded graph links units across shards through a product that is never split).
 
     Raises
     ------
@@ -71,6 +72,12 @@ def check_sharded_options(options: dict) -> None:
     opts = dict(options)
     opts.pop("chunk", None)
     config = MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
+    if config.graph != "factored":
+        raise ValueError(
+            f"graph={config.graph!r} (which preset 'paper' sets) is not available on a sharded "
+            "MixPR corpus, the thresholded graph linking units across shards: build the corpus "
+            "without shards (--shards), or with graph='factored'"
+        )
     if config.walk == "multihop":  # ("auto", the default, keeps PageRank on shards)
         raise ValueError(
             f"walk={config.walk!r} (which preset 'multihop' sets) is not available on a sharded "

@@ -5,7 +5,7 @@ mixpr`` over one file per passage, then ``longctx search --format json``); R@2 /
 all questions and on the bench's first 60. ``docs/notes/multihop-default.md`` holds the
 figures. Run from the repository root (a few minutes on 2 busy cores)::
 
-    PYTHONPATH=$PWD python benchmarks/multihop_default_study.py --data ../shared/data \\
+    PYTHONPATH=$PWD python benchmarks/studies/multihop_default_study.py --data ../shared/data \\
         [--questions 100] [--skip-frameworks] [--skip-cli]
 """
 
@@ -115,7 +115,7 @@ def cli_rows(corpus, extra: list[str], whole: bool = False) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data"
+        "--data", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data"
     )
     ap.add_argument("--questions", type=int, default=100)
     ap.add_argument("--skip-frameworks", action="store_true")

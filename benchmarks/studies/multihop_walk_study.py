@@ -16,7 +16,7 @@ about 100 words: the "10k passages <= 50 ms" target) and the builds.
 Run (from the repository root; ~1 min without ``--dense`` on 2 busy cores, the first ``--dense``
 run embeds 991 passages, ~2 min, cached in ``--cache``)::
 
-    PYTHONPATH=$PWD python benchmarks/multihop_walk_study.py --data ../shared/data \\
+    PYTHONPATH=$PWD python benchmarks/studies/multihop_walk_study.py --data ../shared/data \\
         --cache /tmp/multihop-cache [--dense] [--grid] [--speed 10000]
 """
 

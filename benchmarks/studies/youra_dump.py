@@ -10,11 +10,11 @@ records, per decoder layer (mean over heads, float32):
 - ``A[k]``: the part of ``Q[k]`` from the template's last rows (``"\\n\\nAnswer:"``, ``a`` rows),
 
 and writes one ``.npz`` per document (``--out``, default /tmp/youra_raw). Read them with
-``benchmarks/youra_study.py``.
+``benchmarks/studies/youra_study.py``.
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/youra_dump.py --task squad --n 20 --seed 1 --max-window 2048
+    PYTHONPATH=. python benchmarks/studies/youra_dump.py --task squad --n 20 --seed 1 --max-window 2048
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
 
 

@@ -15,10 +15,10 @@ of the instruction suffix rows (``S``) and of the query rows (``Q``, the default
 ``" " + query + "\\n\\nAnswer:"``) over the window's context tokens, ``(layers * heads,
 n_tokens) float32`` (row ``layer * heads + head``), to one ``.npz`` per document::
 
-    PYTHONPATH=. python benchmarks/youra_heads_study.py dump --task squad --n 20 --seed 1
-    PYTHONPATH=. python benchmarks/youra_heads_study.py dump --task narrativeqa --n 20 --seed 1
-    PYTHONPATH=. python benchmarks/youra_heads_study.py dump --task hotpotqa --n 10 --offset 50
-    PYTHONPATH=. python benchmarks/youra_heads_study.py dump --task ../shared/data/gutenberg/2600-0.txt \\
+    PYTHONPATH=. python benchmarks/studies/youra_heads_study.py dump --task squad --n 20 --seed 1
+    PYTHONPATH=. python benchmarks/studies/youra_heads_study.py dump --task narrativeqa --n 20 --seed 1
+    PYTHONPATH=. python benchmarks/studies/youra_heads_study.py dump --task hotpotqa --n 10 --offset 50
+    PYTHONPATH=. python benchmarks/studies/youra_heads_study.py dump --task ../shared/data/gutenberg/2600-0.txt \\
         --chars 100000 --question "Why is Prince Andrew going to the war?||leading here does not suit"
 
 ``study`` (no model pass): the default preset's scoring (ratio of attention shares over the
@@ -30,7 +30,7 @@ attention mass, the query's share minus the suffix's share on the gold sentences
 (``mass``). The best ``K`` heads are chosen with one task left out and scored on it, and chosen
 on all tasks and scored on the book questions (rank of the marked answer sentence)::
 
-    PYTHONPATH=. python benchmarks/youra_heads_study.py study /tmp/youra_heads
+    PYTHONPATH=. python benchmarks/studies/youra_heads_study.py study /tmp/youra_heads
 
 The study questions are those of ``youra_dump.py`` (seed 1, HotpotQA rows 50-59), not the
 reported table's (seed 0).

@@ -12,7 +12,7 @@ the coverage, BM25 on the same units and (``--dense``) MiniLM cosine on the same
 
 Run (from the repository root, ~2-6 min on 2 busy cores)::
 
-    PYTHONPATH=$PWD python benchmarks/mixpr_recall_study.py --data ../shared/data \
+    PYTHONPATH=$PWD python benchmarks/studies/mixpr_recall_study.py --data ../shared/data \
         --cache /tmp/mixpr-recall-cache [--dense] [--babi-questions 20,10]
 """
 

@@ -15,7 +15,7 @@ questions are never scored themselves.
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/youra_study.py /tmp/youra_raw
+    PYTHONPATH=. python benchmarks/studies/youra_study.py /tmp/youra_raw
 """
 
 from __future__ import annotations

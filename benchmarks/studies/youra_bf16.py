@@ -14,7 +14,7 @@ load hits both). ``ranks agree`` means Spearman >= 0.95 and top-10 overlap >= 8/
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/youra_bf16.py --max-window 2048
+    PYTHONPATH=. python benchmarks/studies/youra_bf16.py --max-window 2048
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import json
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 WP_QUERIES = [
     "Who is Anna Pavlovna Scherer?",
     "What did Prince Andrew think of his wife?",

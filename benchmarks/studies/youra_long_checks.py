@@ -12,7 +12,7 @@
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/youra_long_checks.py --max-window 2048 --presets default paper
+    PYTHONPATH=. python benchmarks/studies/youra_long_checks.py --max-window 2048 --presets default paper
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
 WP_QUESTION = "Why is Prince Andrew going to the war?"
 WP_ANSWER = "the life I am leading here does not suit"
