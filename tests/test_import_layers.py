@@ -220,19 +220,9 @@ AREAS = {
     "cli": ("longctx.cli",),
     "rest": (),  # every cycle outside the areas above
 }
-#: Phase A of issue 39: cycles another branch removes (diversity/ and cli/ in layout-edge).
-_OPEN = {"diversity", "cli"}
 
 
-@pytest.mark.parametrize(
-    "area",
-    [
-        pytest.param(a, marks=pytest.mark.xfail(strict=False, reason="phase A of issue 39"))
-        if a in _OPEN
-        else a
-        for a in AREAS
-    ],
-)
+@pytest.mark.parametrize("area", list(AREAS))
 def test_no_import_cycle(area):
     def touches(cycle, prefixes):
         return any(m == p or m.startswith(p + ".") for m in cycle for p in prefixes)
@@ -250,19 +240,9 @@ def _line_count(path: Path) -> int:
 
 
 _LONG_FILES = [p for p in sorted((REPO / "longctx").rglob("*.py")) if _line_count(p) > MAX_LINES]
-#: Phase A of issue 39: split in another branch (layout-edge).
-_OPEN_LONG = {"longctx/diversity/index.py"}
 
 
-@pytest.mark.parametrize(
-    "rel",
-    [
-        pytest.param(r, marks=pytest.mark.xfail(strict=False, reason="phase A of issue 39"))
-        if r in _OPEN_LONG
-        else r
-        for r in ["*"] + sorted(str(p.relative_to(REPO)) for p in _LONG_FILES)
-    ],
-)
+@pytest.mark.parametrize("rel", ["*"] + sorted(str(p.relative_to(REPO)) for p in _LONG_FILES))
 def test_no_module_over_800_lines(rel):
     """``*``: the count itself works; then one case per file over the limit (none, once done)."""
     if rel == "*":
