@@ -108,8 +108,8 @@ def run_ray(args) -> dict:
     import ray
 
     from longctx.corpus import build_indexes
+    from longctx.corpus.shards.index import ShardedMixPRIndex
     from longctx.mixpr import shard_backends
-    from longctx.mixpr.shards import ShardedMixPRIndex
 
     docs = corpus(args.data, int(args.words * 1e6))
     out = Path(args.out)
@@ -165,7 +165,7 @@ def run_ray(args) -> dict:
 def run_local(args) -> dict:
     import numpy as np
 
-    from longctx.mixpr.shards import ShardedMixPRIndex
+    from longctx.corpus.shards.index import ShardedMixPRIndex
 
     import_gb = peak_gb()  # the process with longctx imported, nothing loaded
     t0 = time.perf_counter()

@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from longctx.persist import PersistError, check_json_metadata, write_dir
-from longctx.persist_reader import IndexDir, open_index_dir
+from longctx.persist.reader import IndexDir, open_index_dir
 
 
 def documents_to_json(documents: Sequence[Document]) -> list[dict]:
@@ -93,9 +93,9 @@ def save_retriever(
 
 def load_retriever(path: str | os.PathLike, kind: str) -> tuple[IndexDir, dict, list[Document]]:
     """Read what :func:`save_retriever` wrote: ``(folder, settings, documents)``; the folder is
-    the open :class:`~longctx.persist_reader.IndexDir` to read the rest from (``.json(name)``,
+    the open :class:`~longctx.persist.reader.IndexDir` to read the rest from (``.json(name)``,
     ``.subdir("index")`` for the core index), so every file comes from one save. Callers
-    decorate their ``load`` with :func:`~longctx.persist_reader.retry_on_concurrent_save`.
+    decorate their ``load`` with :func:`~longctx.persist.reader.retry_on_concurrent_save`.
 
     Raises
     ------

@@ -25,7 +25,7 @@ from langchain_longctx._persist import load_retriever, loaded_parts, loading, sa
 from longctx.checks import check_size_field, check_text
 from longctx.index import source_keys
 from longctx.persist import PersistError
-from longctx.persist_reader import retry_on_concurrent_save
+from longctx.persist.reader import retry_on_concurrent_save
 from longctx.types import META_METHOD, META_SCORE, META_SOURCE_ID, SearchResult
 
 META_LEVEL = "longctx_level"

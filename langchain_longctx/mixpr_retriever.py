@@ -37,7 +37,7 @@ from longctx.filters import compile_filter
 from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError
-from longctx.persist_reader import retry_on_concurrent_save
+from longctx.persist.reader import retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
 

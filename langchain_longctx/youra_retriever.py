@@ -31,7 +31,7 @@ from langchain_longctx._persist import (
     save_retriever,
 )
 from longctx.checks import check_size_field, check_text
-from longctx.persist_reader import retry_on_concurrent_save
+from longctx.persist.reader import retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
 from longctx.youra import DEFAULT_K, YouraIndex, scorer_from

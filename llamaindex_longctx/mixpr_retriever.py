@@ -29,7 +29,7 @@ from longctx.filters import compile_filter
 from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError, check_json_metadata, write_dir
-from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
+from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
 

@@ -1,31 +1,66 @@
-"""Starting Ray the way every longctx Ray user needs it (corpus builds, MixPR shards).
+"""Starting Ray the way every longctx Ray user needs it (corpus builds, MixPR shards): the one
+module that calls ``ray.init``. It imports no other longctx module: the caller names the modules
+its workers need (``preload``), as data.
 
 Ray puts the driver's current folder first on every worker's ``sys.path``; run from a folder that
 holds a ``longctx/`` directory (a checkout, say), the workers would import that folder instead of
-the installed package. A Ray started here therefore has each worker import longctx when it starts
-(``worker_process_setup_hook``, :data:`RUNTIME_ENV`), before that folder is on its path. Ray's
-"Token authentication is enabled" notice is shown only when longctx logs at INFO
-(``longctx ... --verbose``; :func:`quiet_ray_start`).
+the installed package. A Ray started here therefore has each worker import longctx, and the
+modules the caller named, when it starts (``worker_process_setup_hook``, :func:`runtime_env`),
+before that folder is on its path; later imports of ``longctx.*`` are found through the package
+imported then. Ray's "Token authentication is enabled" notice is shown only when longctx logs at
+INFO (``longctx ... --verbose``; :func:`quiet_ray_start`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Sequence
 from contextlib import contextmanager
 
-__all__ = ["RUNTIME_ENV", "quiet_ray_start"]
+__all__ = ["PRELOAD_ENV", "quiet_ray_start", "runtime_env", "start_ray"]
+
+logger = logging.getLogger(__name__)
+
+#: The environment variable (set on every worker through the ``runtime_env``) naming the longctx
+#: modules a worker imports at start-up, comma-separated.
+PRELOAD_ENV = "LONGCTX_RAY_PRELOAD"
 
 
 def _import_longctx() -> None:
-    """Worker start-up hook: import longctx (the corpus and MixPR modules) while the worker's
-    ``sys.path`` does not yet hold the driver's current folder, which Ray puts first before the
-    first task runs; later imports of ``longctx`` find it in ``sys.modules``."""
-    import longctx.corpus.build  # noqa: F401
-    import longctx.mixpr.shards  # noqa: F401
+    """Worker start-up hook: import ``longctx`` and the modules named in :data:`PRELOAD_ENV`
+    while the worker's ``sys.path`` does not yet hold the driver's current folder, which Ray puts
+    first before the first task runs; later imports of ``longctx`` find it in ``sys.modules``."""
+    import importlib
+
+    importlib.import_module("longctx")
+    for name in os.environ.get(PRELOAD_ENV, "").split(","):
+        if name:
+            importlib.import_module(name)
 
 
-#: The ``runtime_env`` of every Ray longctx starts.
-RUNTIME_ENV = {"worker_process_setup_hook": f"{__name__}._import_longctx"}
+def runtime_env(preload: Sequence[str] = ()) -> dict:
+    """The ``runtime_env`` of a Ray longctx starts: each worker runs :func:`_import_longctx`.
+
+    Parameters
+    ----------
+    preload : sequence of str
+        Modules of longctx (``"longctx.corpus.ray_backend"``) each worker imports at start-up.
+
+    Raises
+    ------
+    ValueError
+        A name in ``preload`` that is not a ``longctx`` module path.
+    """
+    names = list(preload)
+    bad = [n for n in names if not isinstance(n, str) or not n.startswith("longctx.") or "," in n]
+    if bad:
+        raise ValueError(f"preload must name longctx modules, got {bad[:3]!r}")
+    return {
+        "worker_process_setup_hook": f"{__name__}._import_longctx",
+        "env_vars": {PRELOAD_ENV: ",".join(names)},
+    }
+
 
 #: Ray's loggers whose notices at start-up are shown only at INFO level (``--verbose``)
 _RAY_NOTICE_LOGGERS = ("ray._private.authentication.authentication_token_setup",)
@@ -46,3 +81,53 @@ def quiet_ray_start():
     finally:
         for lg, level in saved:
             lg.setLevel(level)
+
+
+def start_ray(
+    workers: int | None,
+    ray_address: str | None,
+    *,
+    preload: Sequence[str] = (),
+    num_gpus: int | None = 0,
+) -> tuple[bool, str, int]:
+    """Join the Ray this process already runs, a cluster (``ray_address``), or start a local one.
+
+    Parameters
+    ----------
+    workers : int, optional
+        CPUs of a local Ray started here (default: this machine's).
+    ray_address : str, optional
+        A Ray cluster to join (``"auto"``, ``"ray://head:10001"``).
+    preload : sequence of str
+        Modules each worker imports at start-up (:func:`runtime_env`).
+    num_gpus : int or None
+        GPUs of a local Ray started here (``None``: Ray counts them).
+
+    Returns
+    -------
+    (started, backend, cpus) : (bool, str, int)
+        Whether Ray was started here (the caller shuts it down then), ``"ray-local"`` or
+        ``"ray-cluster"``, the CPUs of the Ray.
+    """
+    import ray
+
+    env = runtime_env(preload)
+    if ray.is_initialized():
+        logger.info("using the Ray this process already runs")
+        kind = "ray-cluster" if ray_address else "ray-local"
+        return False, kind, int(ray.cluster_resources().get("CPU", 1))
+    if ray_address is not None:
+        with quiet_ray_start():
+            ray.init(address=ray_address, log_to_driver=False, runtime_env=env)
+        return True, "ray-cluster", int(ray.cluster_resources().get("CPU", 1))
+    n = workers or (os.cpu_count() or 1)
+    with quiet_ray_start():
+        ray.init(
+            num_cpus=n,
+            num_gpus=num_gpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            runtime_env=env,
+        )
+    return True, "ray-local", n

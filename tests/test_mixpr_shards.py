@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from longctx.corpus.shards.index import ShardedMixPRIndex, assign_shards
 from longctx.io import sample_text
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.shards import ShardedMixPRIndex, assign_shards
 from longctx.persist import PersistError
 from tests.test_mixpr_corpus import POOL, _encoder
 
@@ -242,7 +242,7 @@ def test_concurrent_searches_equal_sequential(alice_docs):
 
 
 def test_the_multihop_walk_is_refused_on_shards():
-    from longctx.mixpr import ShardedMixPRIndex
+    from longctx.corpus.shards import ShardedMixPRIndex
 
     with pytest.raises(NotImplementedError, match="multihop"):
         ShardedMixPRIndex.from_texts(["a b c", "d e f"], shards=2, preset="multihop", use_ray=False)

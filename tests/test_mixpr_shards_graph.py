@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 
+from longctx.corpus.shards import ShardedMixPRIndex
 from longctx.io import sample_text
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.shards import ShardedMixPRIndex
 from longctx.persist import PersistError
 
 TEXTS = [sample_text("alice")[i * 8000 : (i + 1) * 8000] for i in range(3)]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from longctx.corpus.shards.backends import ShardDied
+from longctx.corpus.shards.index import ShardedMixPRIndex
 from longctx.io import sample_text
-from longctx.mixpr.shard_backends import ShardDied
-from longctx.mixpr.shards import ShardedMixPRIndex
 from longctx.persist import PersistError
 
 OLD = [

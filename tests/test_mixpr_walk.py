@@ -8,11 +8,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from longctx.corpus.shards.index import ShardedMixPRIndex
 from longctx.io import sample_text
 from longctx.mixpr import MixPRIndex
 from longctx.mixpr.lines import line_units, looks_line_structured
 from longctx.mixpr.push import gather, sum_sparse
-from longctx.mixpr.shards import ShardedMixPRIndex
 
 
 def _walk_record(result) -> dict:

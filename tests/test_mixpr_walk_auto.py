@@ -194,7 +194,7 @@ def test_heading_lines_linear(unit):
 
 
 def test_sharded_default_keeps_pagerank():
-    from longctx.mixpr.shards import ShardedMixPRIndex
+    from longctx.corpus.shards.index import ShardedMixPRIndex
 
     ix = ShardedMixPRIndex.from_texts(BRIDGE, shards=2, chunk=False)
     try:

@@ -215,7 +215,7 @@ def test_a_sharded_corpus_built_with_the_multihop_walk_does_not_load(tmp_path, m
     """A corpus built before the refusal searched with PageRank, silently."""
     import json
 
-    import longctx.corpus.mixpr_shards as mixpr_shards
+    import longctx.corpus.shards.build as mixpr_shards
     from longctx.corpus import build_indexes, load_corpus
     from longctx.persist import PersistError
 

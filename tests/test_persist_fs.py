@@ -1,4 +1,4 @@
-"""longctx.persist_fs: saving and its cleanup never touch a path outside the target (issue 28:
+"""longctx.persist.fs: saving and its cleanup never touch a path outside the target (issue 28:
 "Deletes outside its folder", kill -9 leftovers, folder modes)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from longctx import persist_fs
 from longctx.mixpr import MixPRIndex
 from longctx.persist import PersistError, SaveTargetError, _remove_index, write_dir
+from longctx.persist import fs as persist_fs
 from tests._persist_helpers import TEXTS, edit_json, mixpr_index
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""longctx.persist_reader: a load sees one save (digests, one folder descriptor, retries), never
+"""longctx.persist.reader: a load sees one save (digests, one folder descriptor, retries), never
 a member followed out of its folder, and indexes saved without digests still load (issue 28)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from longctx.mixpr import MixPRIndex
 from longctx.persist import ConcurrentSaveError, PersistError, SaveTargetError
-from longctx.persist_reader import (
+from longctx.persist.reader import (
     LOAD_ATTEMPTS,
     IndexDir,
     open_index_dir,
@@ -250,7 +250,7 @@ def test_json_file_over_its_limit_is_refused_before_reading(tmp_path):
 
 
 def test_prefetch_reads_each_member_once_and_keeps_the_json_limit(tmp_path, monkeypatch):
-    import longctx.persist_reader as pr
+    import longctx.persist.reader as pr
 
     d = tmp_path / "idx"
     MixPRIndex.from_texts(TEXTS).save(d)

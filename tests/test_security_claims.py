@@ -425,7 +425,7 @@ def test_claim_any_edit_of_a_unit_array_loads_consistent_units_or_is_refused(
 
 # -- sharded indexes and corpora -------------------------------------------------------------------
 def _sharded(tmp_path):
-    from longctx.mixpr.shards import ShardedMixPRIndex
+    from longctx.corpus.shards.index import ShardedMixPRIndex
     from tests.test_mixpr_corpus import POOL
 
     sharded = ShardedMixPRIndex.from_texts(POOL[:4], ids=list("abcd"), shards=2)
@@ -438,7 +438,7 @@ def test_claim_a_shard_unit_index_out_of_range_is_refused(tmp_path):
     """Claim (finding 11): a shard is a MixPR index folder loaded by ``MixPRIndex.load``, so its
     ``unit_index`` is checked too. Before: a ``unit_index`` of 10**6 changed which hits came
     back and ``ShardedMixPRIndex.score`` raised a raw IndexError."""
-    from longctx.mixpr.shards import ShardedMixPRIndex
+    from longctx.corpus.shards.index import ShardedMixPRIndex
 
     _, root = _sharded(tmp_path)
     d = root / "shard-1"
@@ -455,7 +455,7 @@ def test_claim_a_shard_folder_linked_out_of_its_index_is_refused(tmp_path):
     followed (``longctx.corpus.storage.Storage.local_index``): a PersistError naming it."""
     import shutil
 
-    from longctx.mixpr.shards import ShardedMixPRIndex
+    from longctx.corpus.shards.index import ShardedMixPRIndex
 
     _, root = _sharded(tmp_path)
     elsewhere = tmp_path / "elsewhere"
@@ -471,7 +471,7 @@ def test_claim_a_corpus_index_folder_linked_out_of_the_corpus_is_refused(tmp_pat
     import shutil
 
     from longctx.corpus import build_indexes, load_corpus
-    from longctx.corpus.mixpr_corpus import MIXPR_INDEX
+    from longctx.corpus.shards.single import MIXPR_INDEX
 
     out = tmp_path / "c"
     build_indexes([("a", TEXTS[0]), ("b", TEXTS[1])], "mixpr", out, use_ray=False)

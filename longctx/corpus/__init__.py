@@ -12,13 +12,17 @@ Layout of a corpus at ``out``::
 
 A MixPR corpus is one index over every document (``indexes/mixpr``), or with ``shards=N``
 (``--shards N``) ``indexes/shards.json`` and ``indexes/shard-<i>/``: shards searched as one index
-(:mod:`~longctx.corpus.mixpr_shards`, :class:`longctx.mixpr.shards.ShardedMixPRIndex`).
+(:mod:`~longctx.corpus.shards.build`, :class:`longctx.corpus.shards.index.ShardedMixPRIndex`).
 
 Modules: :mod:`~longctx.corpus.documents` (inputs, ids), :mod:`~longctx.corpus.methods` (one
 builder per index kind), :mod:`~longctx.corpus.build` (:func:`build_indexes`),
-:mod:`~longctx.corpus.mixpr_corpus` and :mod:`~longctx.corpus.mixpr_shards` (MixPR corpora),
-:mod:`~longctx.corpus.ray_backend` (actor pool / tasks), :mod:`~longctx.corpus.storage` (local
-or fsspec), :mod:`~longctx.corpus.manifest`, :mod:`~longctx.corpus.load` (loading, searching).
+:mod:`~longctx.corpus.jobs` (one document's work), :mod:`~longctx.corpus.ray_backend` (actor
+pool / tasks; Ray itself is started by :mod:`longctx._ray`), :mod:`~longctx.corpus.storage`
+(local or fsspec), :mod:`~longctx.corpus.manifest`, :mod:`~longctx.corpus.load` (loading,
+searching), and :mod:`longctx.corpus.shards`: a MixPR corpus, one index
+(:mod:`~longctx.corpus.shards.single`) or shards (:class:`~longctx.corpus.shards.ShardedMixPRIndex`,
+:mod:`~longctx.corpus.shards.build`). This package uses the methods' packages (``longctx.mixpr``,
+...) and is never imported by them.
 """
 
 from __future__ import annotations

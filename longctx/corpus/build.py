@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from longctx._rss import peak_rss_mib
 from longctx.corpus.documents import read_documents, safe_component
+from longctx.corpus.jobs import run_one
 from longctx.corpus.manifest import (
     CORPUS_MANIFEST,
     CorpusManifest,
@@ -77,50 +76,6 @@ class CorpusBuildResult:
         )
 
 
-# -- the work of one document (runs in a worker, or in-process) ----------------------------------
-def run_one(builder, storage: Storage, doc_id: str, rel: str, text: str, return_files: bool):
-    """Build ``text``'s index with ``builder`` and store it at ``rel`` (or, when
-    ``return_files``, return its files for the driver to store). Never raises for a document
-    error: the record says ``"failed"`` with the error."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    rec = {"doc_id": doc_id, "status": "done", "tokens": None, "error": None, "extra": {}}
-    tmp = None
-    try:
-        scratch = storage.scratch_dir(rel, text_sha256(text))
-        if scratch is None or return_files:
-            tmp = Path(tempfile.mkdtemp(prefix="longctx-corpus-"))
-            scratch = tmp / Path(rel).name
-        scratch.parent.mkdir(parents=True, exist_ok=True)
-        info = builder.build(text, scratch)
-        rec["tokens"] = info.pop("tokens", None)
-        rec["extra"] = info
-        if return_files:
-            rec["files"] = {f.name: f.read_bytes() for f in scratch.iterdir() if f.is_file()}
-        else:
-            storage.put_index(scratch, rel)
-    except Exception as exc:  # noqa: BLE001 - recorded, the corpus goes on
-        rec["status"] = "failed"
-        rec["error"] = f"{type(exc).__name__}: {exc}"
-        logger.warning("document %r failed: %s", doc_id, rec["error"])
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    rec["seconds"] = round(time.perf_counter() - t0, 3)
-    rec["extra"]["cpu_seconds"] = round(time.process_time() - c0, 3)
-    rec["worker"] = (os.getpid(), _peak_rss_mib())
-    return rec
-
-
-def _peak_rss_mib() -> float:
-    """Peak resident memory of this process in MiB (``ru_maxrss``; 0 where unavailable)."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return 0.0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
-
-
 def _run_sequential(method, options, storage, jobs, return_files) -> Iterator[dict]:
     builder = make_builder(method, options)
     for doc_id, rel, text in jobs:
@@ -131,12 +86,12 @@ def _build_mixpr(
     docs, storage, manifest, options, progress, workers, t0, *, shards=None, use_ray=None,
     ray_address=None,
 ) -> CorpusBuildResult:  # fmt: skip
-    """A MixPR corpus: one index over every document (:mod:`longctx.corpus.mixpr_corpus`),
-    built in this process, or ``shards`` shards (:mod:`longctx.corpus.mixpr_shards`), each
+    """A MixPR corpus: one index over every document (:mod:`longctx.corpus.shards.single`),
+    built in this process, or ``shards`` shards (:mod:`longctx.corpus.shards.build`), each
     shard's work a Ray task."""
     from tqdm.auto import tqdm
 
-    from longctx.corpus.mixpr_corpus import build_mixpr_corpus
+    from longctx.corpus.shards.single import build_mixpr_corpus
 
     if shards is None and (workers not in (None, 1) or ray_address is not None):
         logger.info(
@@ -151,15 +106,15 @@ def _build_mixpr(
     try:
         if shards is None:
             done = build_mixpr_corpus(docs, storage, manifest, options, bar)
-            done.update(backend="in-process", workers=1, peaks={os.getpid(): _peak_rss_mib()})
+            done.update(backend="in-process", workers=1, peaks={os.getpid(): peak_rss_mib()})
         else:
-            from longctx.corpus.mixpr_shards import build_sharded_corpus
+            from longctx.corpus.shards.build import build_sharded_corpus
 
             done = build_sharded_corpus(
                 docs, storage, manifest, options, shards, bar, use_ray=use_ray,
                 workers=workers, ray_address=ray_address,
             )  # fmt: skip
-            done["peaks"][os.getpid()] = _peak_rss_mib()
+            done["peaks"][os.getpid()] = peak_rss_mib()
         bar.update(len(done["skipped"]))
     finally:
         bar.close()
@@ -269,8 +224,8 @@ def build_indexes(
         ``fsspec`` options of ``out`` (credentials, endpoint).
     shards : int, optional
         ``"mixpr"`` only: split the corpus into this many shards
-        (:mod:`longctx.corpus.mixpr_shards`), each a MixPR index of its documents, searched as
-        one index (:class:`longctx.mixpr.shards.ShardedMixPRIndex`: in-process, or one Ray actor
+        (:mod:`longctx.corpus.shards.build`), each a MixPR index of its documents, searched as
+        one index (:class:`longctx.corpus.shards.index.ShardedMixPRIndex`: in-process, or one Ray actor
         per shard on a cluster);
         each shard's work is a Ray task (``workers`` at a time). A corpus keeps the number of
         shards it was built with.
@@ -298,7 +253,7 @@ def build_indexes(
     """
     t0 = time.perf_counter()
     check_method(method, method_options)
-    from longctx.corpus.mixpr_shards import check_sharded_options, check_shards
+    from longctx.corpus.shards.build import check_sharded_options, check_shards
 
     shards = check_shards(shards, method)
     if shards is not None:

@@ -65,7 +65,7 @@ def load_index(uri, *, storage_options: dict | None = None, **load_kwargs):
             if not storage.index_complete(""):
                 raise PersistError(f"{storage.url!r} holds no finished longctx index")
             local = storage.fetch_index("", tmp)
-        from longctx.persist_reader import open_index_dir
+        from longctx.persist.reader import open_index_dir
 
         with open_index_dir(local, kind=None) as r:  # any kind: the format picks the loader
             fmt = r.manifest["format"]
@@ -94,7 +94,7 @@ def load_corpus(
     """Every finished index of the corpus at ``out``: ``{doc_id: index}`` in manifest order.
     A MixPR corpus has one index holding every document: it is the value of every key (a
     :class:`longctx.MixPRIndex`, or for a corpus built with ``shards`` a
-    :class:`longctx.mixpr.shards.ShardedMixPRIndex`).
+    :class:`longctx.corpus.shards.index.ShardedMixPRIndex`).
 
     Failed documents are left out (logged); ``**load_kwargs`` go to each index's ``load``.
 
@@ -104,7 +104,7 @@ def load_corpus(
         Sharded MixPR corpora only: where the shards' actors run (``use_ray=None``: Ray actors for
         the cluster at ``ray_address`` or when this process already runs Ray, else in this
         process, no Ray started; ``True``: Ray actors, a local Ray started here when needed), see :meth:`ShardedMixPRIndex.load
-        <longctx.mixpr.shards.ShardedMixPRIndex.load>`. Call ``close()`` on the index when done.
+        <longctx.corpus.shards.index.ShardedMixPRIndex.load>`. Call ``close()`` on the index when done.
 
     Raises
     ------
@@ -120,7 +120,7 @@ def load_corpus(
         and isinstance(manifest.options, dict)
         and (manifest.options.get("shards") is not None)
     ):
-        from longctx.corpus.mixpr_shards import load_sharded_corpus
+        from longctx.corpus.shards.build import load_sharded_corpus
 
         done = [d for d, e in manifest.entries.items() if e.status == "done"]
         if not done:
@@ -131,7 +131,7 @@ def load_corpus(
         )  # fmt: skip
         return {d: index for d in done}
     if manifest.method == "mixpr":
-        from longctx.corpus.mixpr_corpus import check_entries, load_mixpr_index
+        from longctx.corpus.shards.single import check_entries, load_mixpr_index
 
         done = [d for d, e in manifest.entries.items() if e.status == "done"]
         if not done:
@@ -156,7 +156,7 @@ def load_corpus(
 class CorpusIndex:
     """One search over a corpus: a MixPR corpus is one :class:`longctx.MixPRIndex` over every
     document (one walk, corpus-wide term statistics: scores comparable across documents), or
-    for a corpus built with ``shards`` a :class:`longctx.mixpr.shards.ShardedMixPRIndex`
+    for a corpus built with ``shards`` a :class:`longctx.corpus.shards.index.ShardedMixPRIndex`
     (the same search over shards held by Ray actors); a
     diversity corpus is one index per document, each answering the query on its own (its
     relevance reward is the cosine to the query with one encoder for all documents, so
@@ -173,8 +173,8 @@ class CorpusIndex:
     """
 
     def __init__(self, indexes):
+        from longctx.corpus.shards.index import ShardedMixPRIndex
         from longctx.mixpr import MixPRIndex
-        from longctx.mixpr.shards import ShardedMixPRIndex
 
         one = (MixPRIndex, ShardedMixPRIndex)
         if isinstance(indexes, Mapping) and indexes:

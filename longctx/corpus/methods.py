@@ -95,8 +95,8 @@ def check_method(method: str, options: dict) -> None:
 
 def _check_mixpr(options: dict) -> None:
     """A MixPR corpus's options: ``preset``, ``chunk`` and the :class:`~longctx.mixpr.MixPRConfig`
-    fields, the config built (:func:`longctx.corpus.mixpr_corpus.check_mixpr_options`)."""
-    from longctx.corpus.mixpr_corpus import check_mixpr_options
+    fields, the config built (:func:`longctx.corpus.shards.single.check_mixpr_options`)."""
+    from longctx.corpus.shards.single import check_mixpr_options
 
     check_mixpr_options(options)
 

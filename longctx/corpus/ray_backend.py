@@ -10,11 +10,8 @@ Workers write each finished index to the corpus location themselves (a shared fo
 object store); with ``memory://`` (one process's memory) they return the files and the driver
 writes them.
 
-Ray puts the driver's current folder first on every worker's ``sys.path``; run from a folder that
-holds a ``longctx/`` directory (a checkout, say), the workers would import that folder instead of
-the installed package. A Ray started here therefore has each worker import longctx when it starts
-(``worker_process_setup_hook``), before that folder is on its path. Ray's "Token authentication is
-enabled" notice is shown only when longctx logs at INFO (``longctx ... --verbose``).
+Ray is started by :func:`longctx._ray.start_ray` (each worker imports this module at start-up,
+from the installed package; Ray's start-up notices only at INFO).
 """
 
 from __future__ import annotations
@@ -23,7 +20,9 @@ import logging
 import os
 from collections.abc import Iterator
 
-from longctx.corpus.methods import MODEL_METHODS
+from longctx._ray import start_ray
+from longctx.corpus.jobs import run_one
+from longctx.corpus.methods import MODEL_METHODS, make_builder
 
 logger = logging.getLogger(__name__)
 
@@ -34,25 +33,14 @@ class _Worker:
     """A Ray actor holding one builder (its model loaded on the first document)."""
 
     def __init__(self, method: str, options: dict):
-        from longctx.corpus.methods import make_builder
-
         self.builder = make_builder(method, options)
 
     def run(self, storage, doc_id, rel, text, return_files):
-        from longctx.corpus.build import run_one
-
         return run_one(self.builder, storage, doc_id, rel, text, return_files)
 
 
 def _task(method, options, storage, doc_id, rel, text, return_files):
-    from longctx.corpus.build import run_one
-    from longctx.corpus.methods import make_builder
-
     return run_one(make_builder(method, options), storage, doc_id, rel, text, return_files)
-
-
-from longctx._ray import RUNTIME_ENV  # noqa: E402 - shared with the MixPR shards
-from longctx._ray import quiet_ray_start as _quiet_ray_start  # noqa: E402
 
 
 def _default_workers(ray, gpus_per_worker: float, local: bool) -> int:
@@ -81,26 +69,12 @@ def run_on_ray(
     import ray
     from ray.util import ActorPool
 
-    started = False
-    if ray.is_initialized():
-        backend = "ray-cluster" if ray_address else "ray-local"
-        logger.info("using the Ray this process already runs")
-    elif ray_address is not None:
-        with _quiet_ray_start():
-            ray.init(address=ray_address, log_to_driver=False, runtime_env=RUNTIME_ENV)
-        started, backend = True, "ray-cluster"
-    else:
-        n = workers or (os.cpu_count() or 1)
-        with _quiet_ray_start():
-            ray.init(
-                num_cpus=n,
-                num_gpus=None if gpus_per_worker else 0,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-                runtime_env=RUNTIME_ENV,
-            )
-        started, backend = True, "ray-local"
+    started, backend, _ = start_ray(
+        workers,
+        ray_address,
+        preload=(__name__,),
+        num_gpus=None if gpus_per_worker else 0,
+    )
     actors = []
     try:
         n_workers = workers or _default_workers(ray, gpus_per_worker, backend == "ray-local")

@@ -28,7 +28,7 @@ from longctx.diversity.objective import METHODS, rescale, rewards_from
 from longctx.diversity.ordering import check_order, order_selection
 from longctx.diversity.persist import load_index, save_index
 from longctx.index import RetrievalIndex, check_texts
-from longctx.persist_reader import retry_on_concurrent_save
+from longctx.persist.reader import retry_on_concurrent_save
 from longctx.selection import check_budget_fits
 from longctx.types import Passage, SearchResult
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from longctx.garlic.graph import FORMAT_KIND, FORMAT_VERSION
 from longctx.garlic.prompts import PROMPT_VERSION
 from longctx.persist import PersistError, write_dir
-from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
+from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 
 # Records keyed by (source, level, position in the level) with per-document node ids (2); the
 # first checkpoints listed records in build order with global node ids (1).

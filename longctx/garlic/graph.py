@@ -22,7 +22,7 @@ from longctx.persist import (
     check_int_value,
     check_str_list,
 )
-from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
+from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 
 __all__ = ["Node", "HWDAG", "FORMAT_KIND", "FORMAT_VERSION", "assemble_graph"]
 

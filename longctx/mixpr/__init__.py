@@ -26,10 +26,13 @@ listed in :class:`MixPR`):
 Files: ``graph.py`` (graphs, column normalization, personalized PageRank), ``router.py`` (local /
 global routers), ``config.py`` (:class:`MixPRConfig`, :data:`PRESETS`), ``tfidf.py`` (term
 counts), ``query.py`` (the query's edges), ``scoring.py`` (the scoring pipeline over blocks of
-units), ``index.py`` (:class:`MixPRIndex`: build once, insert / update / delete, search),
-``persist.py`` (saving and loading, validation of saved files), ``pipeline.py`` (:class:`MixPR`,
-one call), ``phrases.py`` and ``multihop.py`` (the multi-hop walk), ``shards.py`` and
-``shard_backends.py`` (a sharded index on Ray).
+units), ``index.py`` (:class:`MixPRIndex`: build once, insert / update / delete, search) with
+``state.py`` (its immutable state), ``build.py`` (the state built and changed) and
+``validation.py`` (ids and metadata), ``persist.py`` (saving and loading, validation of saved
+files), ``pipeline.py`` (:class:`MixPR`,
+one call), ``phrases.py`` and ``multihop.py`` (the multi-hop walk). A sharded index (shards held
+in this process or by Ray actors) is part of a corpus's lifecycle: :mod:`longctx.corpus.shards`
+(``longctx.mixpr.ShardedMixPRIndex`` still works, deprecated; it is removed in 0.4).
 """
 
 # ``X as X``: also importable from ``longctx.mixpr`` as before the split, not in ``__all__``.
@@ -42,12 +45,10 @@ from longctx.mixpr.index import MixPRIndex
 from longctx.mixpr.pipeline import MixPR
 from longctx.mixpr.router import MODES as MODES
 from longctx.mixpr.router import ROUTER_PROMPT, KeywordRouter, LLMRouter
-from longctx.mixpr.shards import ShardedMixPRIndex
 
 __all__ = [
     "MixPR",
     "MixPRIndex",
-    "ShardedMixPRIndex",
     "MixPRConfig",
     "PRESETS",
     "KeywordRouter",
@@ -57,3 +58,25 @@ __all__ = [
     "similarity_graph",
     "column_normalize",
 ]
+
+
+def __getattr__(name: str):
+    # Deprecated (issue 39; remove in 0.4): the sharded index moved to longctx.corpus.shards,
+    # which uses this package and is never imported by it.
+    if name == "ShardedMixPRIndex":
+        import warnings
+
+        warnings.warn(
+            "longctx.mixpr.ShardedMixPRIndex is deprecated, import it from longctx.corpus.shards "
+            "(removed in longctx 0.4)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from longctx.corpus.shards.index import ShardedMixPRIndex
+
+        return ShardedMixPRIndex
+    if name == "shards":  # the module, as after ``import longctx.mixpr`` before the move
+        import importlib
+
+        return importlib.import_module("longctx.mixpr.shards")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,24 +17,32 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.checks import _SURROGATE_RE, check_choice, check_query
+from longctx.checks import check_choice, check_query
 from longctx.index import RetrievalIndex, check_texts
+from longctx.mixpr.build import build_state, spliced, without
 from longctx.mixpr.config import MixPRConfig
-from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
-from longctx.mixpr.persist import _check_unit_vectors, load_index, save_index
+from longctx.mixpr.persist import load_index, save_index
 from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
     by_max,
     personalization,
     query_weights,
 )
-from longctx.mixpr.router import MODES, KeywordRouter, choose_walk, plan_walk
-from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock, normalized_query_vector
-from longctx.mixpr.scoring import term_weights as _term_weights
-from longctx.mixpr.tfidf import TermTable, TfidfSettings
+from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
+from longctx.mixpr.scoring import normalized_query_vector
+from longctx.mixpr.state import (
+    _frozen,
+    _LazyTexts,
+    _State,
+)
+from longctx.mixpr.tfidf import TermTable
+from longctx.mixpr.validation import (
+    _check_ids,
+    _check_metadatas,
+)
 from longctx.persist import PersistError as PersistError
 from longctx.selection import check_budget_fits, check_size, select_distinct, select_top
 from longctx.tokens import TokenCounter, count_units
@@ -45,172 +53,6 @@ logger = logging.getLogger(__name__)
 # old private names, kept for the studies that import them
 _by_max = by_max
 _personalization = personalization
-
-
-class _LazyTexts(Sequence):
-    """``texts[i]`` sliced on demand from the sources (the router sees the units without a copy)."""
-
-    def __init__(self, texts, source, starts, ends):
-        self._t, self._s, self._a, self._b = texts, source, starts, ends
-
-    def __len__(self):
-        return len(self._a)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        return self._t[self._s[i]][self._a[i] : self._b[i]]
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    a.setflags(write=False)
-    return a
-
-
-class _State:
-    """One immutable snapshot of a :class:`MixPRIndex`: documents, units, term table, graph and
-    what is computed from them on first use (token counts, global PageRank, filter masks).
-    Insert, update and delete build a new snapshot and swap it in, so a search running on the
-    old one is never disturbed."""
-
-    def __init__(
-        self,
-        *,
-        config: MixPRConfig,
-        doc_ids: tuple,
-        texts: tuple,
-        metadata: tuple,
-        unit_source,
-        unit_index,
-        starts,
-        ends,
-        table: TermTable,
-        graph=None,
-        unit_vectors=None,
-        token_counts=None,
-        phrases=None,
-        positions=None,
-    ):
-        self.config = config
-        self.doc_ids = doc_ids
-        self.texts = texts
-        self.metadata = metadata
-        self.unit_source = _frozen(unit_source)
-        self.unit_index = _frozen(unit_index)
-        self.starts = _frozen(starts)
-        self.ends = _frozen(ends)
-        self.table = table
-        self.unit_vectors = unit_vectors
-        if token_counts is not None:
-            token_counts = _frozen(token_counts)
-        self.token_counts = token_counts
-        if positions is None:
-            positions = {d: i for i, d in enumerate(doc_ids)}
-        self.positions = positions  # id -> position (given by an append: a copy, extended)
-        self._graph = graph
-        self._scorer = None
-        self.lock = threading.Lock()
-        # walk="auto": the phrase graph only for a corpus of passages (router.plan_walk)
-        self.walk_plan = plan_walk(config.walk, len(doc_ids), self.n_units)
-        if not self.walk_plan["phrases"]:
-            phrases = None
-        elif phrases is None:
-            from longctx.mixpr.phrases import PhraseGraph
-
-            phrases = PhraseGraph.from_texts(
-                [self.unit_text(i) for i in range(self.n_units)], heads=self.unit_heads()
-            )
-        self.phrases = phrases  # the unit x phrase graph of the multi-hop walk
-        self._ranker = None
-        self._is_head = None
-
-    @property
-    def n_units(self) -> int:
-        return len(self.starts)
-
-    @property
-    def graph(self):
-        """The unit graph, built on first use (a shard of a sharded index never builds it: it
-        is weighed with the corpus's statistics instead)."""
-        if self._graph is None:
-            with self.lock:
-                if self._graph is None:
-                    self._graph = self._build_graph()
-        return self._graph
-
-    def _build_graph(self):
-        cfg = self.config
-        E = self.table.embeddings()
-        if cfg.graph == "threshold":
-            return ThresholdGraph.build(E, cfg.threshold)
-        return FactoredGraph(E, term_weights=self.term_weights())
-
-    def term_weights(self) -> np.ndarray | None:
-        """``(n_terms,) float64``: how much each term links units in the factored graph,
-        ``(idf / max idf) ** graph_idf_power`` (``None``: power 0, every term alike)."""
-        return _term_weights(self.table.idf(), self.config.graph_idf_power)
-
-    def scorer(self) -> Scorer:
-        """The scoring pipeline over this snapshot: one block holding every unit."""
-        if self._scorer is None:
-            graph = self.graph
-            with self.lock:
-                if self._scorer is None:
-                    factored = graph.kind == "factored"
-                    block = UnitBlock(
-                        config=self.config,
-                        stats=self.table,
-                        E=graph.E if factored else self.table.embeddings(),
-                        unit_doc=self.unit_source,
-                        metadata=self.metadata,
-                        graph=graph,
-                        unit_vectors=self.unit_vectors,
-                    )
-                    weights = graph.term_weights if factored else None
-                    self.block = block
-                    self._scorer = Scorer(
-                        LocalBlocks([block]),
-                        self.config,
-                        self.table,
-                        weights,
-                        self.n_units,
-                        colsum_ready=True,
-                    )
-        return self._scorer
-
-    def unit_text(self, i: int) -> str:
-        return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]
-
-    def unit_heads(self, lo: int = 0, hi: int | None = None) -> list[list[str]]:
-        """Head phrases of units ``lo .. hi`` from their documents' titles, headings, file
-        names and metadata (:func:`longctx.mixpr.phrases.unit_heads`)."""
-        from longctx.mixpr.phrases import unit_heads
-
-        hi = self.n_units if hi is None else hi
-        return unit_heads(
-            self.texts, self.unit_source[lo:hi], self.starts[lo:hi], self.ends[lo:hi],
-            self.doc_ids, self.metadata,
-        )  # fmt: skip
-
-    def is_head(self) -> np.ndarray:
-        """``(n_phrases,) bool``: the phrases that head some unit."""
-        if self._is_head is None:
-            self._is_head = np.diff(sp.csc_array(self.phrases.heads).indptr) > 0
-        return self._is_head
-
-    def ranker(self):
-        """The :class:`~longctx.mixpr.multihop.MultiHopRanker` of ``walk="multihop"``, built on
-        first use."""
-        if self._ranker is None:
-            from longctx.mixpr.multihop import MultiHopRanker
-
-            walk = self.config.multihop_walk()
-            E = self.table.embeddings() if walk.term_share > 0 else None
-            with self.lock:
-                if self._ranker is None:
-                    self._ranker = MultiHopRanker(self.phrases, walk, E=E)
-        return self._ranker
 
 
 class MixPRIndex(RetrievalIndex):
@@ -466,44 +308,17 @@ class MixPRIndex(RetrievalIndex):
             from longctx.embeddings import get_encoder
 
             enc = get_encoder(encoder)
-        bar = _stage_bar(progress, 3, "mixpr chunk")
-        try:
-            src, idx, starts, ends = _chunk(config, texts, chunk)
-            if not len(starts):
-                raise ValueError("texts hold no words to retrieve from")
-            unit_texts = [texts[d][a:b] for d, a, b in zip(src.tolist(), starts, ends)]
-            if unit_vectors is not None:
-                unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
-            elif enc is not None:
-                from longctx.embeddings import embed_texts
-
-                unit_vectors = embed_texts(enc, unit_texts, progress=progress, desc="mixpr units")
-                unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
-            if unit_vectors is not None:
-                unit_vectors.setflags(write=False)
-            _stage(bar, "mixpr terms")
-            table = TermTable.build(TfidfSettings(config), unit_texts)
-            if require_terms:
-                _check_vocabulary(table, config)
-            _stage(bar, "mixpr graph")
-            state = _State(
-                config=config,
-                doc_ids=ids,
-                texts=texts,
-                metadata=metadatas,
-                unit_source=src,
-                unit_index=idx,
-                starts=starts,
-                ends=ends,
-                table=table,
-                unit_vectors=unit_vectors,
-            )
-            if config.graph == "threshold":  # built now: its memory is checked at build time
-                state.graph  # noqa: B018
-            _stage(bar, "mixpr done")
-        finally:
-            if bar is not None:
-                bar.close()
+        state = build_state(
+            config,
+            texts,
+            ids,
+            metadatas,
+            chunk=chunk,
+            encoder=enc,
+            unit_vectors=unit_vectors,
+            progress=progress,
+            require_terms=require_terms,
+        )
         name = (
             "count_tokens"
             if token_counter is None
@@ -613,103 +428,21 @@ class MixPRIndex(RetrievalIndex):
             missing = [i for i in ids if i not in st.positions]
             if missing:
                 raise KeyError(f"ids {missing[:5]} are not in the index")
-            gone = {st.positions[i] for i in ids}
-            keep_docs = np.array([d not in gone for d in range(len(st.doc_ids))], dtype=bool)
-            keep = keep_docs[st.unit_source]
-            new_pos = np.cumsum(keep_docs) - 1
-            table = st.table.remove(keep)
-            vectors = st.unit_vectors
-            if vectors is not None:
-                vectors = vectors[keep]
-                vectors.setflags(write=False)
-            counts = st.token_counts[keep] if st.token_counts is not None else None
-            phrases = None
-            if st.phrases is not None:
-                phrases = st.phrases.without(np.flatnonzero(~keep))
-            self._state = _State(
-                config=st.config,
-                doc_ids=tuple(d for j, d in enumerate(st.doc_ids) if keep_docs[j]),
-                texts=tuple(t for j, t in enumerate(st.texts) if keep_docs[j]),
-                metadata=tuple(m for j, m in enumerate(st.metadata) if keep_docs[j]),
-                unit_source=new_pos[st.unit_source[keep]],
-                unit_index=st.unit_index[keep],
-                starts=st.starts[keep],
-                ends=st.ends[keep],
-                table=table,
-                unit_vectors=vectors,
-                token_counts=counts,
-                phrases=phrases,
-            )
+            self._state = without(st, ids)
 
     def _splice(self, st: _State, at: int, n_old: int, texts, ids, metadatas, unit_vectors):
-        """A new state with documents ``at .. at + n_old`` replaced by ``texts``."""
-        cfg = st.config
-        src, idx, starts, ends = _chunk(cfg, texts, self.chunk)
-        src = src + at
-        unit_texts = [texts[d - at][a:b] for d, a, b in zip(src.tolist(), starts, ends)]
-        vectors = None
-        if st.unit_vectors is not None:
-            if unit_vectors is not None:
-                vectors = _check_unit_vectors(unit_vectors, len(starts))
-            elif self._encoder is not None:
-                from longctx.embeddings import embed_texts
-
-                vectors = embed_texts(self._encoder, unit_texts, progress=False)
-                vectors = _check_unit_vectors(vectors, len(starts))
-            else:
-                raise ValueError(
-                    "this MixPR index holds unit vectors but no encoder to embed new documents: "
-                    "pass unit_vectors=, or encoder= to from_texts / load"
-                )
-            if vectors.shape[1] != st.unit_vectors.shape[1]:
-                raise ValueError(
-                    f"unit_vectors have {vectors.shape[1]} dimensions, the index "
-                    f"{st.unit_vectors.shape[1]}"
-                )
-        elif unit_vectors is not None:
-            raise ValueError("unit_vectors needs an index built with encoder= or unit_vectors=")
-        # units before, new, after (the replaced documents' units dropped)
-        lo = int(np.searchsorted(st.unit_source, at, side="left"))
-        hi = int(np.searchsorted(st.unit_source, at + n_old, side="left"))
-        keep = np.ones(st.n_units, dtype=bool)
-        keep[lo:hi] = False
-        table = st.table.remove(keep) if hi > lo else st.table
-        vocab, rows = table.rows_for(unit_texts)
-        table = table.insert_rows(vocab, rows, at=lo)
-        shift = len(texts) - n_old
-        after = st.unit_source[hi:] + shift
-        cat = np.concatenate
-        counts = None
-        if st.token_counts is not None:
-            new_counts = count_units(unit_texts, self._token_counter)
-            counts = cat([st.token_counts[:lo], new_counts, st.token_counts[hi:]])
-        if vectors is not None:
-            vectors = cat([st.unit_vectors[:lo], vectors, st.unit_vectors[hi:]])
-            vectors.setflags(write=False)
-        phrases = None
-        if st.phrases is not None:
-            from longctx.mixpr.phrases import unit_heads
-
-            heads = unit_heads(texts, src - at, starts, ends, ids, metadatas)
-            phrases = st.phrases.splice(lo, hi, unit_texts, heads=heads)
-        positions = None
-        if n_old == 0 and at == len(st.doc_ids):  # an append: the old ids keep their places
-            positions = dict(st.positions)
-            positions.update((d, at + j) for j, d in enumerate(ids))
-        return _State(
-            config=cfg,
-            doc_ids=st.doc_ids[:at] + tuple(ids) + st.doc_ids[at + n_old :],
-            texts=st.texts[:at] + tuple(texts) + st.texts[at + n_old :],
-            metadata=st.metadata[:at] + tuple(metadatas) + st.metadata[at + n_old :],
-            unit_source=cat([st.unit_source[:lo], src, after]),
-            unit_index=cat([st.unit_index[:lo], idx, st.unit_index[hi:]]),
-            starts=cat([st.starts[:lo], starts, st.starts[hi:]]),
-            ends=cat([st.ends[:lo], ends, st.ends[hi:]]),
-            table=table,
-            unit_vectors=vectors,
-            token_counts=counts,
-            phrases=phrases,
-            positions=positions,
+        """A new state with documents ``at .. at + n_old`` replaced by ``texts`` (``spliced``)."""
+        return spliced(
+            st,
+            at,
+            n_old,
+            texts,
+            ids,
+            metadatas,
+            unit_vectors,
+            chunk=self.chunk,
+            encoder=self._encoder,
+            token_counter=self._token_counter,
         )
 
     # -- PageRank -----------------------------------------------------------------------------
@@ -1031,153 +764,3 @@ def _unit_text_key(st: _State, allowed):
         return " ".join(st.texts[d][a:b].split())
 
     return key
-
-
-def _chunk(config: MixPRConfig, texts, chunk: bool):
-    """``(source, index, starts, ends)`` int64 arrays of the units of ``texts``."""
-    if chunk:
-        src, starts, ends = config.chunk_arrays(texts)
-    else:
-        src = np.arange(len(texts), dtype=np.int64)
-        starts = np.zeros(len(texts), dtype=np.int64)
-        ends = np.fromiter((len(t) for t in texts), np.int64, len(texts))
-    first = np.searchsorted(src, src, side="left")  # each unit's text's first unit
-    return src, np.arange(len(src), dtype=np.int64) - first, starts, ends
-
-
-def _check_vocabulary(table: TermTable, config: MixPRConfig) -> None:
-    if not table.kept_terms().any():
-        raise ValueError(
-            "texts hold no term to index once stop words are removed "
-            f"(stop_words={config.stop_words!r})"
-        )
-
-
-def _check_ids(ids, n: int, default=None) -> tuple[str, ...]:
-    if ids is None:
-        if default is None:
-            raise TypeError("ids is required: one unique str per text")
-        return tuple(default)
-    if isinstance(ids, str) or not isinstance(ids, Sequence):
-        raise TypeError(f"ids must be a sequence of str, got {type(ids).__name__}")
-    ids = tuple(ids)
-    if len(ids) != n:
-        raise ValueError(f"ids has {len(ids)} entries for {n} texts")
-    for i, x in enumerate(ids):
-        if not isinstance(x, str) or not x:
-            raise TypeError(f"ids[{i}] must be a non-empty str, got {x!r}")
-        _check_unicode(x, f"ids[{i}]")
-    if len(set(ids)) != len(ids):
-        seen, dup = set(), []
-        for x in ids:
-            if x in seen:
-                dup.append(x)
-            seen.add(x)
-        raise ValueError(f"ids must be unique: {dup[:5]} repeat")
-    return ids
-
-
-def _check_metadatas(metadatas, n: int, ids) -> tuple[Mapping, ...]:
-    if metadatas is None:
-        return tuple(_READONLY_EMPTY for _ in range(n))
-    if isinstance(metadatas, Mapping) or not isinstance(metadatas, Sequence):
-        raise TypeError(f"metadatas must be a sequence of dicts, got {type(metadatas).__name__}")
-    if len(metadatas) != n:
-        raise ValueError(f"metadatas has {len(metadatas)} entries for {n} texts")
-    out = []
-    for i, md in enumerate(metadatas):
-        if md is None:
-            out.append(_READONLY_EMPTY)
-            continue
-        if not isinstance(md, Mapping):
-            raise TypeError(f"metadatas[{i}] (document {ids[i]!r}) must be a dict")
-        out.append(_freeze(md, f"metadatas[{i}] (document {ids[i]!r})", 1))
-    return tuple(out)
-
-
-#: Deepest nesting of a metadata value (what a save can write: ``MAX_JSON_DEPTH - 8``).
-MAX_METADATA_DEPTH = 56
-
-
-def _check_unicode(s: str, where: str) -> None:
-    """A lone surrogate cannot be written as UTF-8: refused here, not by a later save."""
-    m = _SURROGATE_RE.search(s)
-    if m is not None:
-        raise ValueError(
-            f"{where} holds a lone surrogate (U+{ord(m.group()):04X}) at character {m.start()}: "
-            "not valid Unicode text (decode bytes with errors='replace', not 'surrogateescape')"
-        )
-
-
-def _freeze(value, where: str, depth: int):
-    """A deep, read-only copy of a metadata value: dicts as :class:`_ReadOnlyDict`, lists as
-    :class:`_ReadOnlyList`, tuples as tuples of frozen items, str / numbers / bool / None as
-    they are, anything else deep-copied; so no later change by the caller, and no change
-    through :attr:`MixPRIndex.metadatas`, reaches the index (or its cached filter masks).
-
-    Raises ValueError for a str (key or value) holding a lone surrogate, or nesting deeper than
-    :data:`MAX_METADATA_DEPTH`, naming ``where``."""
-    if isinstance(value, str):
-        _check_unicode(value, where)
-        return value
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    if depth > MAX_METADATA_DEPTH:
-        raise ValueError(f"{where} is nested more than {MAX_METADATA_DEPTH} levels deep")
-    if isinstance(value, Mapping):
-        out = {}
-        for k, v in value.items():
-            if isinstance(k, str):
-                _check_unicode(k, f"{where} key {k!r}")
-            out[k] = _freeze(v, f"{where}[{k!r}]", depth + 1)
-        return _ReadOnlyDict(out)
-    if isinstance(value, (list, tuple)):
-        items = [_freeze(v, f"{where}[{j}]", depth + 1) for j, v in enumerate(value)]
-        return _ReadOnlyList(items) if isinstance(value, list) else tuple(items)
-    return copy.deepcopy(value)
-
-
-class _ReadOnlyDict(dict):
-    """A copy of a metadata dict that refuses changes (the index shares it with every search)."""
-
-    def _refuse(self, *a, **k):
-        raise TypeError("a document's metadata in the index is read-only: use update()")
-
-    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
-
-    def __reduce__(self):
-        return (dict, (dict(self),))
-
-    def __deepcopy__(self, memo):
-        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
-
-
-class _ReadOnlyList(list):
-    """A list inside a document's metadata that refuses changes (see :class:`_ReadOnlyDict`)."""
-
-    _refuse = _ReadOnlyDict._refuse
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
-
-    def __reduce__(self):
-        return (list, (list(self),))
-
-    def __deepcopy__(self, memo):
-        return [copy.deepcopy(v, memo) for v in self]
-
-
-_READONLY_EMPTY = _ReadOnlyDict()
-
-
-def _stage_bar(progress: bool, total: int, desc: str):
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="stage", leave=False)
-
-
-def _stage(bar, desc: str) -> None:
-    if bar is not None:
-        bar.update(1)
-        bar.set_description(desc)

@@ -26,7 +26,7 @@ from longctx.persist import (
     check_str_list,
     write_dir,
 )
-from longctx.persist_reader import open_index_dir, retry_on_concurrent_save
+from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 from longctx.tokens import MAX_TOKENS_PER_CHAR, TOKEN_SLACK
 
 __all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "load_index", "save_index"]
@@ -93,10 +93,11 @@ MAX_TERM_COUNT = 1 << 31
 def load_index(cls, path, *, router=None, encoder=None):
     """Read the index at directory ``path`` as an instance of ``cls`` (errors: see
     :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`). Every file comes from one
-    save (:func:`longctx.persist_reader.open_index_dir` checks each against the manifest's
+    save (:func:`longctx.persist.reader.open_index_dir` checks each against the manifest's
     digests)."""
-    from longctx.mixpr.index import _check_ids, _check_metadatas, _State
+    from longctx.mixpr.state import _State
     from longctx.mixpr.tfidf import TermTable, TfidfSettings
+    from longctx.mixpr.validation import _check_ids, _check_metadatas
 
     _refuse_old_format(path, cls.FORMAT_VERSION)
     r = open_index_dir(path, kind="mixpr", versions=(cls.FORMAT_VERSION,))

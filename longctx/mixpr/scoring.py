@@ -1,6 +1,6 @@
 """MixPR's scoring pipeline, written once over blocks of units: one whole index is one block
 (:class:`~longctx.mixpr.index.MixPRIndex`), a sharded index one block per shard
-(:class:`~longctx.mixpr.shards.ShardedMixPRIndex`), and both rank with the same code.
+(:class:`~longctx.corpus.shards.index.ShardedMixPRIndex`), and both rank with the same code.
 
 The pipeline (Alonso and Millidge, "Mixture-of-PageRanks: Replacing Long-Context with Real-Time,
 Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4 eq. 2 and 3) splits into what each block
@@ -16,7 +16,7 @@ computes ``E_b u``. So a link between units of two blocks counts as one within a
 scores equal those of one index over every unit up to float rounding (~1e-15).
 
 A backend runs one method on every block and returns the results in block order
-(:class:`LocalBlocks` in this process; :mod:`longctx.mixpr.shards` adds Ray actors). Per-query
+(:class:`LocalBlocks` in this process; :mod:`longctx.corpus.shards.index` adds Ray actors). Per-query
 state lives on the blocks under a session id, so concurrent queries never mix.
 """
 

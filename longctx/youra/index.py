@@ -10,7 +10,7 @@ import numpy as np
 
 from longctx.checks import check_choice, check_int, check_query
 from longctx.index import RetrievalIndex, check_texts
-from longctx.persist_reader import retry_on_concurrent_save
+from longctx.persist.reader import retry_on_concurrent_save
 from longctx.selection import check_budget_fits, check_size
 from longctx.types import Passage, SearchResult
 from longctx.youra.config import DEFAULT_K, DEFAULT_MAX_UNIT_TOKENS, SCORE_SCALES

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from longctx.corpus import CorpusIndex, build_indexes, load_corpus, read_corpus_manifest
+from longctx.corpus.shards.index import ShardedMixPRIndex
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.shards import ShardedMixPRIndex
 from longctx.persist import PersistError
 
 QUERIES = ("What did the Caterpillar say?", "Who is the Queen?", "Summarize the story.")
@@ -81,7 +81,7 @@ def test_stop_word_documents(tmp_path, docs):
 
 
 def test_an_interrupted_build_resumes(tmp_path, docs, monkeypatch):
-    import longctx.mixpr.shards_persist as persist
+    import longctx.corpus.shards.persist as persist
 
     out = tmp_path / "c"
     seq(docs[:2], out, shards=2)

@@ -13,9 +13,9 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from longctx.corpus import CorpusIndex, build_indexes  # noqa: E402
+from longctx.corpus.shards.index import ShardedMixPRIndex  # noqa: E402
 from longctx.io import sample_text  # noqa: E402
 from longctx.mixpr import MixPRIndex  # noqa: E402
-from longctx.mixpr.shards import ShardedMixPRIndex  # noqa: E402
 from longctx.persist import PersistError  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.test_mixpr_shards import QUERIES, same_results  # noqa: E402

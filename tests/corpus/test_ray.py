@@ -180,28 +180,50 @@ def test_ray_start_notices_only_at_info_level():
     the logger's level is restored after; the workers import longctx at start-up."""
     import logging
 
-    from longctx.corpus import ray_backend
+    from longctx import _ray
 
-    notice = logging.getLogger(__import__("longctx._ray", fromlist=["x"])._RAY_NOTICE_LOGGERS[0])
+    notice = logging.getLogger(_ray._RAY_NOTICE_LOGGERS[0])
     log = logging.getLogger("longctx")
     saved = (notice.level, log.level)
     try:
         notice.setLevel(logging.NOTSET)
         log.setLevel(logging.WARNING)
-        with ray_backend._quiet_ray_start():
+        with _ray.quiet_ray_start():
             assert not notice.isEnabledFor(logging.WARNING)
         assert notice.level == logging.NOTSET
         log.setLevel(logging.INFO)
-        with ray_backend._quiet_ray_start():
+        with _ray.quiet_ray_start():
             assert notice.isEnabledFor(logging.WARNING)
     finally:
         notice.setLevel(saved[0])
         log.setLevel(saved[1])
+
+
+def test_every_ray_start_goes_through_one_module(monkeypatch):
+    """The corpus build and the shards start Ray through ``longctx._ray.start_ray``, whose
+    start-up hook imports longctx and the modules the caller names (data, not imports of a
+    higher package); a name that is not a longctx module is refused."""
     import importlib
+    import sys
 
-    hook = ray_backend.RUNTIME_ENV["worker_process_setup_hook"]
-    module, name = hook.rsplit(".", 1)
+    from longctx import _ray
+    from longctx.corpus import ray_backend
+    from longctx.corpus.shards import backends, build
+
+    env = _ray.runtime_env(["longctx.corpus.ray_backend", "longctx.corpus.shards.backends"])
+    module, name = env["worker_process_setup_hook"].rsplit(".", 1)
     assert module == "longctx._ray" and callable(getattr(importlib.import_module(module), name))
-    from longctx.mixpr.shard_backends import start_ray  # the shards start Ray the same way
-
-    assert "RUNTIME_ENV" in start_ray.__code__.co_names
+    assert (
+        env["env_vars"][_ray.PRELOAD_ENV]
+        == "longctx.corpus.ray_backend,longctx.corpus.shards.backends"
+    )
+    for bad in (["os"], ["longctx.a,b"], [3]):
+        with pytest.raises(ValueError, match="preload"):
+            _ray.runtime_env(bad)
+    # the hook imports the named modules
+    monkeypatch.setenv(_ray.PRELOAD_ENV, "longctx.corpus.jobs")
+    monkeypatch.delitem(sys.modules, "longctx.corpus.jobs", raising=False)
+    getattr(_ray, name)()
+    assert "longctx.corpus.jobs" in sys.modules
+    for m in (ray_backend.run_on_ray, backends.RayShards.__init__, build._run_jobs):
+        assert "start_ray" in m.__code__.co_names and "init" not in m.__code__.co_names

@@ -1,14 +1,14 @@
-"""Saving and loading a :class:`~longctx.mixpr.shards.ShardedMixPRIndex` (layout in
-:mod:`longctx.mixpr.shards`): every shard is a :class:`~longctx.mixpr.index.MixPRIndex` folder,
-read back by its own validated loader; ``shards.json`` (the corpus order of the documents, the
-shard and length of each) is checked field by field and against the shards (untrusted input: a
+"""Saving and loading a :class:`~longctx.corpus.shards.index.ShardedMixPRIndex` (layout in
+:mod:`longctx.corpus.shards.index`): every shard is a :class:`~longctx.mixpr.index.MixPRIndex`
+folder, read back by its own validated loader; ``shards.json`` (the corpus order of the documents,
+the shard and length of each) is checked field by field and against the shards (untrusted input: a
 damaged or inconsistent file is a :class:`~longctx.persist.PersistError` naming it)."""
 
 from __future__ import annotations
 
 import logging
 
-from longctx.mixpr.shard import ASSIGNMENT, shard_dir
+from longctx.corpus.shards.shard import ASSIGNMENT, shard_dir
 from longctx.persist import PersistError
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ MAX_SHARDS = 4096
 
 def save_sharded(index, out, storage_options=None) -> None:
     """Write ``index`` at ``out`` (see :meth:`ShardedMixPRIndex.save
-    <longctx.mixpr.shards.ShardedMixPRIndex.save>`)."""
+    <longctx.corpus.shards.index.ShardedMixPRIndex.save>`)."""
     from longctx.corpus.storage import open_storage
 
     storage = open_storage(out, storage_options)
@@ -75,9 +75,9 @@ def load_sharded(
     encoder=None,
 ):  # fmt: skip
     """Read the sharded index at ``out`` (see :meth:`ShardedMixPRIndex.load
-    <longctx.mixpr.shards.ShardedMixPRIndex.load>`)."""
+    <longctx.corpus.shards.index.ShardedMixPRIndex.load>`)."""
+    from longctx.corpus.shards.backends import open_backend
     from longctx.corpus.storage import open_storage
-    from longctx.mixpr.shards import open_backend
 
     storage = open_storage(out, storage_options)
     where = storage.location(SHARDS_FILE)

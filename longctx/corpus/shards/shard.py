@@ -1,4 +1,4 @@
-"""One shard of a :class:`~longctx.mixpr.shards.ShardedMixPRIndex` (:class:`MixPRShard`: its
+"""One shard of a :class:`~longctx.corpus.shards.index.ShardedMixPRIndex` (:class:`MixPRShard`: its
 documents as a :class:`~longctx.mixpr.index.MixPRIndex`, and its block of the scoring pipeline
 weighed with the corpus's statistics) and the rule that assigns new documents to shards
 (:func:`assign_shards`)."""

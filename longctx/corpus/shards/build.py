@@ -1,6 +1,6 @@
 """A sharded MixPR corpus (``longctx index DIR --method mixpr --shards N``): the documents split
 into ``N`` shards, each a :class:`~longctx.mixpr.index.MixPRIndex` of its own documents, searched
-as one index by :class:`~longctx.mixpr.shards.ShardedMixPRIndex` (one walk over every unit,
+as one index by :class:`~longctx.corpus.shards.index.ShardedMixPRIndex` (one walk over every unit,
 corpus-wide term statistics gathered from the shards at load).
 
 Layout at ``out`` (beside ``corpus.json``)::
@@ -8,14 +8,14 @@ Layout at ``out`` (beside ``corpus.json``)::
     indexes/shards.json     the corpus order of the documents, the shard and length of each
     indexes/shard-<i>/      shard i (a MixPRIndex folder, format version 2)
 
-Building: a new document goes to the shard holding the fewest characters so far (ties: the
-lowest number; :func:`~longctx.mixpr.shard.assign_shards`), in the order given; a changed one is
-updated in its shard; an unchanged one is skipped. Each shard with work is one job, run as a
-Ray task (``workers`` at a time, a local Ray by default or a cluster at ``ray_address``) or in
-this process: it loads the shard from the corpus location, removes what an interrupted build
-left in it, updates and inserts, and stores it back (whole, then renamed into place or uploaded
-with its manifest last). ``shards.json`` and ``corpus.json`` are written after every shard is
-stored, so a build stopped half way leaves the corpus as it was, and the same command resumes it.
+Building: a new document goes to the shard holding the fewest characters so far (ties: the lowest
+number; :func:`~longctx.corpus.shards.shard.assign_shards`), in the order given; a changed one is
+updated in its shard; an unchanged one is skipped. Each shard with work is one job, run as a Ray
+task (``workers`` at a time, a local Ray by default or a cluster at ``ray_address``) or in this
+process: it loads the shard from the corpus location, removes what an interrupted build left in it,
+updates and inserts, and stores it back (whole, then renamed into place or uploaded with its
+manifest last). ``shards.json`` and ``corpus.json`` are written after every shard is stored, so a
+build stopped half way leaves the corpus as it was, and the same command resumes it.
 """
 
 from __future__ import annotations
@@ -95,9 +95,9 @@ def index_storage(storage):
 
 def _shard_job(storage, i: int, expected: list, changed: list, new: list, options: dict, files):
     """Bring shard ``i`` to ``expected`` + updates + inserts and store it; one record back."""
-    from longctx.corpus.build import _peak_rss_mib
+    from longctx._rss import peak_rss_mib
+    from longctx.corpus.shards.shard import MixPRShard, shard_dir
     from longctx.mixpr.config import MixPRConfig
-    from longctx.mixpr.shard import MixPRShard, shard_dir
 
     t0 = time.perf_counter()
     opts = dict(options)
@@ -107,7 +107,7 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
     rel = f"{INDEX_ROOT}/{shard_dir(i)}"
     shard = None
     if storage.index_complete(rel):
-        from longctx.mixpr.shard_backends import open_shard
+        from longctx.corpus.shards.backends import open_shard
 
         shard = open_shard(("storage", storage, rel, None))
         held = list(shard.index.doc_ids)
@@ -141,7 +141,7 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
     else:
         shard.save_to(storage, rel)
     rec["seconds"] = round(time.perf_counter() - t0, 3)
-    rec["peak_rss_mib"] = _peak_rss_mib()
+    rec["peak_rss_mib"] = peak_rss_mib()
     return rec
 
 
@@ -157,8 +157,8 @@ def build_sharded_corpus(
         ``shards.json`` is damaged, holds another number of shards, or a shard disagrees with
         it.
     """
-    from longctx.mixpr.shard import assign_shards
-    from longctx.mixpr.shards_persist import SHARDS_FILE, manifest_of_order, read_shards_manifest
+    from longctx.corpus.shards.persist import SHARDS_FILE, manifest_of_order, read_shards_manifest
+    from longctx.corpus.shards.shard import assign_shards
     from longctx.tokens import count_tokens
 
     t0 = time.perf_counter()
@@ -174,7 +174,7 @@ def build_sharded_corpus(
             )
     shard_of = {d: s for d, s, _ in order}
     chars = {d: c for d, _, c in order}
-    from longctx.corpus.mixpr_corpus import sort_documents
+    from longctx.corpus.shards.single import sort_documents
 
     new, changed, skipped = sort_documents(docs, shard_of, manifest)
     sizes = [0] * shards
@@ -246,9 +246,9 @@ def _run_jobs(storage, jobs, options, *, use_ray, workers, ray_address):
                 ) from None
             logger.info("Ray is not installed: building %d shards in this process", len(jobs))
         else:
-            from longctx.mixpr.shard_backends import start_ray
+            from longctx._ray import start_ray
 
-            started, backend, cpus = start_ray(workers, ray_address)
+            started, backend, cpus = start_ray(workers, ray_address, preload=(__name__,))
             try:
                 n = max(1, min(workers or cpus, len(jobs)))
                 task = ray.remote(num_cpus=1)(_shard_job)
@@ -269,7 +269,7 @@ def _run_jobs(storage, jobs, options, *, use_ray, workers, ray_address):
 
 def load_sharded_corpus(storage, manifest, *, use_ray=None, ray_address=None, workers=None,
                         **load_kwargs):  # fmt: skip
-    """The corpus's :class:`~longctx.mixpr.shards.ShardedMixPRIndex`, checked against
+    """The corpus's :class:`~longctx.corpus.shards.index.ShardedMixPRIndex`, checked against
     ``corpus.json`` (every done document in the shard it names, with the text its digest says).
 
     Raises
@@ -277,7 +277,7 @@ def load_sharded_corpus(storage, manifest, *, use_ray=None, ray_address=None, wo
     PersistError
         A missing or damaged ``shards.json`` or shard (named), or an entry that does not match.
     """
-    from longctx.mixpr.shards import ShardedMixPRIndex
+    from longctx.corpus.shards.index import ShardedMixPRIndex
 
     index = ShardedMixPRIndex.load(
         index_storage(storage), use_ray=use_ray, ray_address=ray_address, workers=workers,

@@ -1,5 +1,5 @@
-"""Where the shards of a :class:`~longctx.mixpr.shards.ShardedMixPRIndex` live: in this process
-(:class:`LocalShards`) or in Ray actors, one per shard, on a local Ray or a cluster
+"""Where the shards of a :class:`~longctx.corpus.shards.index.ShardedMixPRIndex` live: in this
+process (:class:`LocalShards`) or in Ray actors, one per shard, on a local Ray or a cluster
 (:class:`RayShards`).
 
 Both run a method of some shards (:meth:`run`: ``{shard: (method, args)}`` -> ``{shard:
@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+from longctx._ray import start_ray
+from longctx.corpus.shards.shard import MixPRShard
 from longctx.persist import PersistError
 
 logger = logging.getLogger(__name__)
@@ -36,7 +38,7 @@ class ShardDied(RuntimeError):
 
 
 def open_shard(source):
-    """A :class:`~longctx.mixpr.shards.MixPRShard` from its source: ``("shard", shard)`` (as
+    """A :class:`~longctx.corpus.shards.index.MixPRShard` from its source: ``("shard", shard)`` (as
     is), ``("dir", path, encoder)`` (a saved shard folder), ``("files", {name: bytes},
     encoder)`` (a saved shard's files, written to a temporary folder and loaded), or
     ``("storage", storage, rel, encoder)`` (a shard folder of a corpus location).
@@ -48,8 +50,6 @@ def open_shard(source):
     """
     import tempfile
     from pathlib import Path
-
-    from longctx.mixpr.shards import MixPRShard
 
     kind = source[0]
     if kind == "shard":
@@ -148,33 +148,6 @@ class _ShardActor:
         return os.getpid()
 
 
-def start_ray(workers: int | None, ray_address: str | None):
-    """Join a running Ray, a cluster (``ray_address``) or start a local one (``workers`` CPUs,
-    default this machine's). Returns ``(started, backend name, CPUs)``."""
-    import ray
-
-    from longctx._ray import RUNTIME_ENV, quiet_ray_start
-
-    if ray.is_initialized():
-        kind = "ray-cluster" if ray_address else "ray-local"
-        return False, kind, int(ray.cluster_resources().get("CPU", 1))
-    if ray_address is not None:
-        with quiet_ray_start():
-            ray.init(address=ray_address, log_to_driver=False, runtime_env=RUNTIME_ENV)
-        return True, "ray-cluster", int(ray.cluster_resources().get("CPU", 1))
-    n = workers or (os.cpu_count() or 1)
-    with quiet_ray_start():
-        ray.init(
-            num_cpus=n,
-            num_gpus=0,
-            include_dashboard=False,
-            log_to_driver=False,
-            configure_logging=False,
-            runtime_env=RUNTIME_ENV,
-        )
-    return True, "ray-local", n
-
-
 class RayShards:
     """One Ray actor per shard.
 
@@ -202,7 +175,7 @@ class RayShards:
         import ray
 
         self._ray = ray
-        self._started, self.kind, cpus = start_ray(workers, ray_address)
+        self._started, self.kind, cpus = start_ray(workers, ray_address, preload=(__name__,))
         n = max(1, len(sources))
         if cpus_per_shard is None:
             cpus_per_shard = min(1.0, cpus / n) if self.kind == "ray-local" else 1.0
@@ -316,6 +289,21 @@ class _RayView:
         refs = {i: o.actors[i].call.remote(method, *args) for i in self._numbers}
         got = o._get(refs)
         return [got[i] for i in self._numbers]
+
+
+def open_backend(sources, use_ray, ray_address, workers):
+    if not use_ray:
+        shards = {i: open_shard(_named(i, s)) for i, s in sources.items()}
+        return LocalShards(shards)
+    return RayShards(sources, workers=workers, ray_address=ray_address)
+
+
+def _named(i, source):
+    """Open in this process, naming the shard in a load error."""
+    try:
+        return ("shard", open_shard(source))
+    except PersistError as exc:
+        raise PersistError(f"shard {i} cannot be loaded: {exc}") from None
 
 
 def _where(source) -> str:

@@ -1,0 +1,197 @@
+"""The state of a MixPR index (:class:`_State`): one immutable snapshot of its documents, units,
+term counts, vectors and the structures built from them on first use (graph, scorer, phrase
+graph). Every change builds a new one and the index swaps it in whole, so a search running
+meanwhile keeps the state it started with."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx.mixpr.config import MixPRConfig
+from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
+from longctx.mixpr.router import plan_walk
+from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock
+from longctx.mixpr.scoring import term_weights as _term_weights
+from longctx.mixpr.tfidf import TermTable
+
+
+class _LazyTexts(Sequence):
+    """``texts[i]`` sliced on demand from the sources (the router sees the units without a copy)."""
+
+    def __init__(self, texts, source, starts, ends):
+        self._t, self._s, self._a, self._b = texts, source, starts, ends
+
+    def __len__(self):
+        return len(self._a)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self._t[self._s[i]][self._a[i] : self._b[i]]
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    a.setflags(write=False)
+    return a
+
+
+class _State:
+    """One immutable snapshot of a :class:`MixPRIndex`: documents, units, term table, graph and
+    what is computed from them on first use (token counts, global PageRank, filter masks).
+    Insert, update and delete build a new snapshot and swap it in, so a search running on the
+    old one is never disturbed."""
+
+    def __init__(
+        self,
+        *,
+        config: MixPRConfig,
+        doc_ids: tuple,
+        texts: tuple,
+        metadata: tuple,
+        unit_source,
+        unit_index,
+        starts,
+        ends,
+        table: TermTable,
+        graph=None,
+        unit_vectors=None,
+        token_counts=None,
+        phrases=None,
+        positions=None,
+    ):
+        self.config = config
+        self.doc_ids = doc_ids
+        self.texts = texts
+        self.metadata = metadata
+        self.unit_source = _frozen(unit_source)
+        self.unit_index = _frozen(unit_index)
+        self.starts = _frozen(starts)
+        self.ends = _frozen(ends)
+        self.table = table
+        self.unit_vectors = unit_vectors
+        if token_counts is not None:
+            token_counts = _frozen(token_counts)
+        self.token_counts = token_counts
+        if positions is None:
+            positions = {d: i for i, d in enumerate(doc_ids)}
+        self.positions = positions  # id -> position (given by an append: a copy, extended)
+        self._graph = graph
+        self._scorer = None
+        self.lock = threading.Lock()
+        # walk="auto": the phrase graph only for a corpus of passages (router.plan_walk)
+        self.walk_plan = plan_walk(config.walk, len(doc_ids), self.n_units)
+        if not self.walk_plan["phrases"]:
+            phrases = None
+        elif phrases is None:
+            from longctx.mixpr.phrases import PhraseGraph
+
+            phrases = PhraseGraph.from_texts(
+                [self.unit_text(i) for i in range(self.n_units)], heads=self.unit_heads()
+            )
+        self.phrases = phrases  # the unit x phrase graph of the multi-hop walk
+        self._ranker = None
+        self._is_head = None
+
+    @property
+    def n_units(self) -> int:
+        return len(self.starts)
+
+    @property
+    def graph(self):
+        """The unit graph, built on first use (a shard of a sharded index never builds it: it
+        is weighed with the corpus's statistics instead)."""
+        if self._graph is None:
+            with self.lock:
+                if self._graph is None:
+                    self._graph = self._build_graph()
+        return self._graph
+
+    def _build_graph(self):
+        cfg = self.config
+        E = self.table.embeddings()
+        if cfg.graph == "threshold":
+            return ThresholdGraph.build(E, cfg.threshold)
+        return FactoredGraph(E, term_weights=self.term_weights())
+
+    def term_weights(self) -> np.ndarray | None:
+        """``(n_terms,) float64``: how much each term links units in the factored graph,
+        ``(idf / max idf) ** graph_idf_power`` (``None``: power 0, every term alike)."""
+        return _term_weights(self.table.idf(), self.config.graph_idf_power)
+
+    def scorer(self) -> Scorer:
+        """The scoring pipeline over this snapshot: one block holding every unit."""
+        if self._scorer is None:
+            graph = self.graph
+            with self.lock:
+                if self._scorer is None:
+                    factored = graph.kind == "factored"
+                    block = UnitBlock(
+                        config=self.config,
+                        stats=self.table,
+                        E=graph.E if factored else self.table.embeddings(),
+                        unit_doc=self.unit_source,
+                        metadata=self.metadata,
+                        graph=graph,
+                        unit_vectors=self.unit_vectors,
+                    )
+                    weights = graph.term_weights if factored else None
+                    self.block = block
+                    self._scorer = Scorer(
+                        LocalBlocks([block]),
+                        self.config,
+                        self.table,
+                        weights,
+                        self.n_units,
+                        colsum_ready=True,
+                    )
+        return self._scorer
+
+    def unit_text(self, i: int) -> str:
+        return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]
+
+    def unit_heads(self, lo: int = 0, hi: int | None = None) -> list[list[str]]:
+        """Head phrases of units ``lo .. hi`` from their documents' titles, headings, file
+        names and metadata (:func:`longctx.mixpr.phrases.unit_heads`)."""
+        from longctx.mixpr.phrases import unit_heads
+
+        hi = self.n_units if hi is None else hi
+        return unit_heads(
+            self.texts, self.unit_source[lo:hi], self.starts[lo:hi], self.ends[lo:hi],
+            self.doc_ids, self.metadata,
+        )  # fmt: skip
+
+    def is_head(self) -> np.ndarray:
+        """``(n_phrases,) bool``: the phrases that head some unit."""
+        if self._is_head is None:
+            self._is_head = np.diff(sp.csc_array(self.phrases.heads).indptr) > 0
+        return self._is_head
+
+    def ranker(self):
+        """The :class:`~longctx.mixpr.multihop.MultiHopRanker` of ``walk="multihop"``, built on
+        first use."""
+        if self._ranker is None:
+            from longctx.mixpr.multihop import MultiHopRanker
+
+            walk = self.config.multihop_walk()
+            E = self.table.embeddings() if walk.term_share > 0 else None
+            with self.lock:
+                if self._ranker is None:
+                    self._ranker = MultiHopRanker(self.phrases, walk, E=E)
+        return self._ranker
+
+
+def _chunk(config: MixPRConfig, texts, chunk: bool):
+    """``(source, index, starts, ends)`` int64 arrays of the units of ``texts``."""
+    if chunk:
+        src, starts, ends = config.chunk_arrays(texts)
+    else:
+        src = np.arange(len(texts), dtype=np.int64)
+        starts = np.zeros(len(texts), dtype=np.int64)
+        ends = np.fromiter((len(t) for t in texts), np.int64, len(texts))
+    first = np.searchsorted(src, src, side="left")  # each unit's text's first unit
+    return src, np.arange(len(src), dtype=np.int64) - first, starts, ends

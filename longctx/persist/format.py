@@ -1,0 +1,320 @@
+"""The format of a saved index, shared by its reader and its writer: the errors, the limits, and
+the parsing of untrusted bytes (JSON, ``.npz``, scipy.sparse). JSON for configuration and text,
+``.npz`` for arrays. Never pickle.
+
+Layout of an index directory::
+
+    DIR/manifest.json   {"format": "longctx.<kind>", "format_version": N, "longctx_version": ...,
+                         "files": [...], "dirs": [...],
+                         "digests": {name: {"sha256": hex, "size": bytes}}, ...}   written last
+    DIR/<name>.json     JSON documents (configuration, vocabularies, node texts)
+    DIR/<name>.npz      numpy arrays (``allow_pickle=False``) or one scipy.sparse matrix
+    DIR/<sub>/          a nested index (its own manifest), listed in ``"dirs"``
+
+``"digests"`` holds every member file's SHA-256 and size, and for a nested index the digest of
+its ``manifest.json`` (manifests written before longctx 0.3 have none and still load).
+
+**Saving** (:func:`longctx.persist.writer.write_dir`) never deletes or replaces anything it did not
+write: the target must be missing, an empty directory, or a longctx index of the same kind;
+anything else (a file, a directory holding other files, a manifest listing anything but plain file
+names, a member that is a link) is a :class:`~longctx.persist.writer.SaveTargetError` and stays
+untouched. The index is written into a temporary sibling ``.NAME.tmp-<host>-<pid>-<token>`` and
+renamed into place; an index it replaces is moved aside first (``.NAME.old-...``) and only the
+files its manifest lists are deleted afterwards, each opened relative to that folder without
+following links (:func:`longctx.persist.fs.remove_index`). Saves to one directory are serialized
+(an advisory lock on the parent directory, and a lock per path within a process). Siblings left by
+a save that was killed are removed on the next save or load of the same path
+(:func:`longctx.persist.fs.clean_stale_siblings`). A new folder's mode follows the umask; a
+replaced folder keeps its mode and group.
+
+**Loading** goes through :func:`~longctx.persist.reader.open_index_dir`: the files of one save
+only, each read once and checked against the manifest's digests, no member followed out of the
+folder. It treats every file as untrusted input: JSON files are size-limited
+(:data:`MAX_JSON_BYTES`) and depth-limited (:data:`MAX_JSON_DEPTH`), ``NaN`` / ``Infinity`` are
+refused, every ``.npy`` header inside an ``.npz`` is read and its shape x itemsize checked against
+the stored size and :data:`MAX_ARRAY_BYTES` before any allocation, only numeric dtypes are
+accepted, sparse matrices are fully checked (index ranges, ``indptr`` order). The ``check_*``
+helpers of :mod:`longctx.persist.checks` validate loaded values. Every loading error is a
+:class:`PersistError` (a ``ValueError``) naming the file and, where it applies, the field.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import math
+import os
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx.persist.fs import MANIFEST
+
+logger = logging.getLogger(__name__)
+
+#: Largest JSON file read (bytes); ``LONGCTX_MAX_JSON_BYTES`` overrides it.
+MAX_JSON_BYTES = int(os.environ.get("LONGCTX_MAX_JSON_BYTES", 1 << 30))
+#: Deepest nesting of lists/dicts accepted in a JSON file.
+MAX_JSON_DEPTH = 64
+#: Largest single array read from an ``.npz`` (bytes); ``LONGCTX_MAX_ARRAY_BYTES`` overrides it.
+MAX_ARRAY_BYTES = int(os.environ.get("LONGCTX_MAX_ARRAY_BYTES", 8 << 30))
+
+_NUMERIC_KINDS = "biuf"
+
+
+class PersistError(ValueError):
+    """A saved index cannot be read: the message names the file and the problem."""
+
+
+class ConcurrentSaveError(PersistError):
+    """A file of an index folder changed while it was loaded: another process saved over the
+    folder meanwhile (the load saw parts of two saves and refused them). Loaders decorated with
+    :func:`longctx.persist.reader.retry_on_concurrent_save` load again before raising it."""
+
+
+def _dir(path: str | os.PathLike) -> Path:
+    """``path`` as a :class:`~pathlib.Path` (``TypeError`` naming the argument otherwise)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    return Path(path)
+
+
+# -- parsing untrusted bytes ----------------------------------------------------------------------
+def _check_depth(obj: Any, p: Path, limit: int) -> None:
+    stack = [(obj, 1)]
+    while stack:
+        x, depth = stack.pop()
+        if isinstance(x, (list, dict)):
+            if depth > limit:
+                raise PersistError(f"{str(p)!r} is nested deeper than {limit} levels")
+            stack.extend((y, depth + 1) for y in (x.values() if isinstance(x, dict) else x))
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not allowed")
+
+
+def _parse_json_bytes(raw: bytes, p: Path, max_depth: int | None) -> Any:
+    """``json.loads`` of the bytes of file ``p`` (strict, depth-bounded)."""
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except RecursionError:
+        raise PersistError(f"{str(p)!r} is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
+    _check_depth(data, p, MAX_JSON_DEPTH if max_depth is None else max_depth)
+    return data
+
+
+def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) -> Any:
+    """``json.loads`` of bytes or text already read (a corpus manifest from an object store, a
+    line of a JSONL file), strict and depth-limited like :func:`read_json`; the caller bounds
+    the size.
+
+    Parameters
+    ----------
+    raw : bytes or str
+        UTF-8 bytes or text.
+    where : str
+        What the error names (a path, a URL, ``"file.jsonl line 3"``).
+    max_depth : int, optional
+        Deepest list/dict nesting accepted (default :data:`MAX_JSON_DEPTH`).
+
+    Raises
+    ------
+    PersistError
+        Not UTF-8, not JSON, nested too deep, or holding ``NaN`` / ``Infinity`` or an integer
+        of more than 4300 digits (the message names ``where``).
+    """
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise PersistError(f"{where!r} is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise PersistError(f"{where!r} is damaged or truncated: {str(exc)[:200]}") from None
+    _check_depth(data, where, MAX_JSON_DEPTH if max_depth is None else max_depth)
+    return data
+
+
+def _check_npz_headers(p: Path, zf: zipfile.ZipFile) -> None:
+    """Read every ``.npy`` header of an open ``.npz`` and bound its size before any load."""
+    fmt = np.lib.format
+    for info in zf.infolist():
+        if not info.filename.endswith(".npy"):
+            continue
+        key = info.filename[:-4]
+        with zf.open(info) as fh:
+            try:
+                major_minor = fmt.read_magic(fh)
+                if major_minor == (1, 0):
+                    shape, fortran, dtype = fmt.read_array_header_1_0(fh)
+                elif major_minor == (2, 0):
+                    shape, fortran, dtype = fmt.read_array_header_2_0(fh)
+                else:
+                    raise ValueError(f"unsupported .npy format version {major_minor}")
+            except (ValueError, EOFError, OSError, SyntaxError, TypeError) as exc:
+                raise PersistError(
+                    f"{str(p)!r}: array {key!r} has a damaged header: {str(exc)[:200]}"
+                ) from None
+        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+            raise PersistError(f"{str(p)!r}: array {key!r} has dtype {dtype}, not a plain one")
+        count = math.prod(int(s) for s in shape)
+        nbytes = count * dtype.itemsize
+        stored = info.file_size
+        if info.compress_type != zipfile.ZIP_STORED:
+            stored = min(stored, info.compress_size * 1100)  # deflate expands at most ~1032x
+        if nbytes > stored or nbytes > MAX_ARRAY_BYTES:
+            raise PersistError(
+                f"{str(p)!r}: array {key!r} claims shape {tuple(shape)} of {dtype} "
+                f"({nbytes} bytes) but the file stores {info.file_size} bytes (limit "
+                f"{MAX_ARRAY_BYTES}): damaged or forged"
+            )
+
+
+#: What a damaged zip archive can raise from ``zipfile`` / ``zlib`` / ``numpy.load`` (an unknown
+#: compression method is a NotImplementedError, an "encrypted" flag a RuntimeError).
+_ZIP_ERRORS = (
+    OSError,
+    ValueError,
+    zipfile.BadZipFile,
+    EOFError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    MemoryError,
+    NotImplementedError,
+    RuntimeError,
+    zlib.error,
+    struct.error,
+)
+
+
+def _load_npz_bytes(raw: bytes, p: Path) -> dict[str, np.ndarray]:
+    """Every array of the ``.npz`` bytes of file ``p`` (headers bounded first, no pickle)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+            _check_npz_headers(p, zf)
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except PersistError:
+        raise
+    except _ZIP_ERRORS as exc:
+        raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
+
+
+def _arrays_from_bytes(raw: bytes, p: Path, keys: Iterable[str]) -> dict[str, np.ndarray]:
+    out = _load_npz_bytes(raw, p)
+    keys = list(keys)
+    missing = [k for k in keys if k not in out]
+    if missing:
+        raise PersistError(f"{str(p)!r} lacks array(s) {missing}")
+    for k in keys:
+        if out[k].dtype.kind not in _NUMERIC_KINDS:
+            raise PersistError(f"{str(p)!r}: array {k!r} has dtype {out[k].dtype}, not numeric")
+    return out
+
+
+#: A CSC matrix is converted to CSR, which allocates one row pointer per row: its row count may
+#: exceed what the file stores (its values, indices and column pointers) by at most this many.
+SPARSE_ROW_SLACK = 1024
+
+
+def _check_sparse_arrays(z: dict, p: Path, shape: tuple[int, int] | None):
+    """``(format, shape, data, indices, indptr)`` of the arrays of a scipy ``.npz``, every one
+    checked before anything is built from them: the format ``csr`` / ``csc`` (a short string),
+    a 2-D non-negative ``shape`` (equal to ``shape`` when given), 1-D numeric ``data`` and 1-D
+    integer ``indices`` / ``indptr`` of consistent lengths, ``indptr`` starting at 0,
+    non-decreasing and ending at ``nnz``, ``indices`` in range, finite values. Nothing is
+    allocated beyond what the file holds; a CSC matrix may have at most
+    ``len(indptr) + 2 * nnz + SPARSE_ROW_SLACK`` rows (its CSR copy allocates one pointer per
+    row)."""
+    for key in ("format", "shape", "data", "indices", "indptr"):
+        if key not in z:
+            raise PersistError(f"{str(p)!r} lacks array {key!r} of a sparse matrix")
+    f = z["format"]
+    if f.dtype.kind not in "SU" or f.size != 1 or f.dtype.itemsize > 64:
+        raise PersistError(f"{str(p)!r}: array 'format' must be a short string")
+    fmt = f.reshape(()).item()
+    fmt = fmt.decode("ascii", "replace") if isinstance(fmt, bytes) else str(fmt)
+    if fmt not in ("csr", "csc"):
+        raise PersistError(f"{str(p)!r}: sparse format {fmt[:10]!r} is not csr or csc")
+    s = z["shape"]
+    if s.dtype.kind not in "iu" or s.shape != (2,):
+        raise PersistError(f"{str(p)!r}: array 'shape' must hold 2 integers, got {s.shape}")
+    if s.dtype.kind == "u" and int(s.max()) > np.iinfo(np.int64).max:
+        raise PersistError(f"{str(p)!r}: array 'shape' holds values out of range")
+    got = (int(s[0]), int(s[1]))
+    if min(got) < 0:
+        raise PersistError(f"{str(p)!r}: shape {got} is negative")
+    if shape is not None and got != tuple(shape):
+        raise PersistError(
+            f"{str(p)!r}: field 'shape' is {got}, expected {tuple(shape)} (damaged or forged)"
+        )
+    data, indices, indptr = z["data"], z["indices"], z["indptr"]
+    if data.dtype.kind not in _NUMERIC_KINDS or data.ndim != 1:
+        raise PersistError(f"{str(p)!r}: array 'data' must be 1-D numeric, got {data.dtype}")
+    for name, a in (("indices", indices), ("indptr", indptr)):
+        if a.dtype.kind not in "iu" or a.ndim != 1:
+            raise PersistError(f"{str(p)!r}: array {name!r} must be a 1-D integer array")
+    major, minor = got if fmt == "csr" else got[::-1]
+    nnz = data.shape[0]
+    if indptr.shape[0] != major + 1:
+        raise PersistError(
+            f"{str(p)!r}: array 'indptr' has {indptr.shape[0]} entries for shape {got}"
+        )
+    if indices.shape[0] != nnz:
+        raise PersistError(f"{str(p)!r}: arrays 'indices' and 'data' differ in length")
+    if fmt == "csc" and got[0] > indptr.shape[0] + 2 * nnz + SPARSE_ROW_SLACK:
+        raise PersistError(
+            f"{str(p)!r}: a CSC matrix of {got[0]} rows holds only {nnz} values: converting it "
+            "would allocate far more than the file stores (damaged or forged)"
+        )
+    ptr = indptr.astype(np.int64) if indptr.dtype.kind == "u" else indptr
+    if int(ptr[0]) != 0 or int(ptr[-1]) != nnz or (major and (np.diff(ptr) < 0).any()):
+        raise PersistError(
+            f"{str(p)!r}: array 'indptr' must rise from 0 to {nnz} (damaged or forged)"
+        )
+    if indptr.dtype.kind == "u" and int(indptr.max()) > np.iinfo(np.int64).max:
+        raise PersistError(f"{str(p)!r}: array 'indptr' holds values out of range")
+    if nnz and (int(indices.min()) < 0 or int(indices.max()) >= minor):
+        raise PersistError(
+            f"{str(p)!r}: array 'indices' holds values outside [0, {minor}) (damaged or forged)"
+        )
+    if data.dtype.kind == "f" and nnz and not np.isfinite(data).all():
+        raise PersistError(f"{str(p)!r}: array 'data' holds non-finite values")
+    return fmt, got, data, indices, indptr
+
+
+def _sparse_from_bytes(raw: bytes, p: Path, shape: tuple[int, int] | None = None) -> sp.csr_array:
+    z = _load_npz_bytes(raw, p)
+    fmt, got, data, indices, indptr = _check_sparse_arrays(z, p, shape)
+    try:
+        cls = sp.csr_array if fmt == "csr" else sp.csc_array
+        m = cls((data, indices, indptr), shape=got)
+        m.check_format(full_check=True)
+        return sp.csr_array(m)
+    except (ValueError, TypeError, OverflowError, MemoryError) as exc:
+        raise PersistError(
+            f"{str(p)!r} holds a malformed sparse matrix: {str(exc)[:200]}"
+        ) from None
+
+
+__all__ = [
+    "MANIFEST",
+    "PersistError",
+    "ConcurrentSaveError",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_ARRAY_BYTES",
+    "SPARSE_ROW_SLACK",
+    "parse_json",
+]

@@ -1,0 +1,306 @@
+"""Writing index folders: :func:`write_dir` (atomic, never replacing anything longctx did not
+write) and :func:`check_save_target`. Re-exported by :mod:`longctx.persist`;
+:mod:`longctx.persist.format` describes the layout; the file-system steps that must never leave
+the target are in :mod:`longctx.persist.fs`."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import stat
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx.persist import fs as _fs
+from longctx.persist.format import MANIFEST, _dir
+
+logger = logging.getLogger(__name__)
+
+
+class SaveTargetError(FileExistsError):
+    """The save target exists and is not a longctx index of the same kind (a file, or a directory
+    holding other files): nothing was written or deleted."""
+
+
+_PATH_LOCKS: dict[str, threading.Lock] = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _save_lock(final: Path):
+    """Serialize saves to ``final``: a lock per path in this process and an advisory ``flock``
+    on the parent directory across processes (where the platform has one). Nothing is written
+    to disk for the lock."""
+    key = os.path.abspath(final)
+    with _PATH_LOCKS_GUARD:
+        lock = _PATH_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        fd = None
+        try:
+            import fcntl
+
+            fd = os.open(final.parent, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except (ImportError, OSError):  # no flock here (Windows, some network file systems)
+            if fd is not None:
+                os.close(fd)
+            fd = None
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # releases the flock
+
+
+def _manifest_of(d: Path) -> dict | None:
+    """The manifest of directory ``d`` as a dict, or None when it has none readable (a link
+    is not read)."""
+    try:
+        fd = _fs.open_dir(d) if _fs.HAVE_DIR_FD else None
+    except OSError:
+        return None
+    try:
+        return _fs.read_manifest_at(fd, d)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def check_save_target(path: str | os.PathLike, kind: str) -> Path:
+    """Check that ``path`` may be written as a longctx ``kind`` index, before any work.
+
+    ``path`` may be missing, an empty directory, or a longctx index of the same ``kind`` (a
+    directory whose manifest says so, lists plain file names only, and that holds only the
+    regular files and folders it lists).
+
+    Raises
+    ------
+    SaveTargetError
+        ``path`` is a file, a link, or a directory holding anything else (a manifest listing a
+        path such as ``..``, a member that is a link).
+    """
+    final = _dir(path)
+    if final.is_symlink():
+        raise SaveTargetError(
+            f"cannot save a longctx index to {str(final)!r}: it is a symbolic link"
+        )
+    if not final.exists():
+        return final
+    if not final.is_dir():
+        raise SaveTargetError(
+            f"cannot save a longctx index to {str(final)!r}: a file of that name exists (it was "
+            "left untouched); choose a directory path"
+        )
+    try:
+        entries = {p.name for p in final.iterdir()}
+    except FileNotFoundError:  # a concurrent save moved the previous index away just now
+        return final
+    if not entries:
+        return final
+    manifest = _manifest_of(final)
+    if manifest is None:
+        raise SaveTargetError(
+            f"cannot save a longctx index to {str(final)!r}: the directory holds files that are "
+            f"not a longctx index ({', '.join(sorted(entries)[:5])}...); nothing was changed. "
+            "Choose a new or empty directory"
+        )
+    if manifest.get("format") != f"longctx.{kind}":
+        raise SaveTargetError(
+            f"cannot save a longctx.{kind} index to {str(final)!r}: it holds a "
+            f"{str(manifest.get('format'))[:80]!r} index; nothing was changed. Choose another "
+            "directory"
+        )
+    files, dirs, problems = _fs.listed_names(manifest)
+    if problems:
+        raise SaveTargetError(
+            f"cannot replace the longctx index at {str(final)!r}: its {MANIFEST} {problems[0]} "
+            "(damaged or forged); nothing was changed. Remove that folder yourself"
+        )
+    extra = entries - set(files) - set(dirs) - {MANIFEST}
+    if extra:
+        raise SaveTargetError(
+            f"cannot replace the longctx index at {str(final)!r}: the directory also holds "
+            f"files the index did not write ({', '.join(sorted(extra)[:5])}); nothing was "
+            "changed. Move them away or choose another directory"
+        )
+    for name in sorted(entries):
+        try:
+            mode = os.lstat(final / name).st_mode
+        except FileNotFoundError:
+            continue
+        if not (stat.S_ISDIR(mode) if name in dirs else stat.S_ISREG(mode)):
+            raise SaveTargetError(
+                f"cannot replace the longctx index at {str(final)!r}: {name!r} is a symbolic "
+                "link or another kind of file than the index wrote; nothing was changed. Move "
+                "it away or choose another directory"
+            )
+    return final
+
+
+def _remove_index(d: Path) -> bool:
+    """Delete an index directory written by :func:`write_dir` (see
+    :func:`longctx.persist.fs.remove_index`: only the files and folders its manifest lists,
+    never following a link or leaving the folder)."""
+    return _fs.remove_index(d)
+
+
+def _mode_from_old_release(final: Path) -> bool:
+    """Whether ``final`` is an index saved by longctx before 0.3 (no digests) with mode 0700,
+    the mode ``tempfile.mkdtemp`` gave every saved folder then: its replacement follows the
+    umask instead of keeping that mode."""
+    try:
+        if stat.S_IMODE(os.stat(final).st_mode) != 0o700:
+            return False
+    except OSError:
+        return False
+    manifest = _manifest_of(final)
+    return manifest is not None and "digests" not in manifest
+
+
+def _plain(names: Iterable[str], what: str) -> None:
+    for name in names:
+        why = _fs.member_name_problem(name)
+        if why:
+            raise ValueError(f"{what}: {why}")
+
+
+def write_dir(
+    path: str | os.PathLike,
+    *,
+    kind: str,
+    version: int,
+    json_files: Mapping[str, Any] = (),
+    arrays: Mapping[str, Mapping[str, np.ndarray]] = (),
+    sparse: Mapping[str, sp.sparray | sp.spmatrix] = (),
+    extra: Mapping[str, Any] | None = None,
+    subdirs: Mapping[str, Callable[[Path], Any]] = (),
+) -> Path:
+    """Write an index directory atomically (into a temporary sibling, then renamed to ``path``).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The directory: missing, empty, or a longctx index of the same ``kind`` (replaced). A
+        new directory's mode follows the umask; an existing one's mode (setgid bit included)
+        and group are kept (except the 0700 of every folder saved before longctx 0.3).
+    kind : str
+        Index kind, stored as ``"longctx.<kind>"`` and checked on load.
+    version : int
+        Format version of that kind, checked on load.
+    json_files : mapping name -> JSON-serializable object
+        Written as ``<name>.json`` (UTF-8).
+    arrays : mapping name -> mapping of arrays
+        Written as ``<name>.npz`` (``np.savez``, uncompressed; object arrays are refused).
+    sparse : mapping name -> scipy sparse matrix
+        Written as ``<name>.npz`` with ``scipy.sparse.save_npz`` (uncompressed).
+    extra : mapping, optional
+        More manifest entries.
+    subdirs : mapping name -> callable(path)
+        Nested indexes: ``f(tmp / name)`` writes one (e.g. ``index.save``); listed in the
+        manifest's ``"dirs"``.
+
+    The manifest, written last, lists every file with its SHA-256 and size (``"digests"``; a
+    nested index by its ``manifest.json``), so a load can tell one save from another.
+
+    Raises
+    ------
+    SaveTargetError
+        (a ``FileExistsError``) ``path`` is a file, a link or a directory that is not a longctx
+        ``kind`` index holding only its own files; checked before anything is written and again
+        before the rename. Nothing is changed then.
+    """
+    from longctx import __version__
+
+    try:
+        final = check_save_target(path, kind)
+    except SaveTargetError:
+        # a concurrent save may be swapping the directory right now: look again, holding the lock
+        with _save_lock(_dir(path)):
+            final = check_save_target(path, kind)
+    json_files, arrays, sparse, subdirs = (
+        dict(json_files),
+        dict(arrays),
+        dict(sparse),
+        dict(subdirs),
+    )
+    _plain([f"{n}.json" for n in json_files], "json_files")
+    _plain([f"{n}.npz" for n in [*arrays, *sparse]], "arrays / sparse")
+    _plain(subdirs, "subdirs")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _fs.clean_stale_siblings(final)
+    tmp = _fs.sibling_name(final, "tmp")
+    _fs.make_dir(tmp)
+    try:
+        files, dirs, digests = [], [], {}
+        for name, obj in json_files.items():
+            raw = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            (tmp / f"{name}.json").write_bytes(raw)
+            files.append(f"{name}.json")
+            digests[f"{name}.json"] = {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}
+        for name, arrs in arrays.items():
+            for key, a in arrs.items():
+                if np.asarray(a).dtype == object:
+                    raise TypeError(f"{name}.npz: array {key!r} has dtype object (not saved)")
+            np.savez(tmp / f"{name}.npz", **arrs)
+            files.append(f"{name}.npz")
+        for name, m in sparse.items():
+            sp.save_npz(tmp / f"{name}.npz", sp.csr_matrix(m), compressed=False)
+            files.append(f"{name}.npz")
+        for f in files:
+            if f not in digests:
+                sha, size = _fs.file_sha256(tmp / f)
+                digests[f] = {"sha256": sha, "size": size}
+        for name, write in subdirs.items():
+            write(tmp / name)
+            dirs.append(name)
+            sub_manifest = tmp / name / MANIFEST
+            if sub_manifest.is_file():
+                sha, size = _fs.file_sha256(sub_manifest)
+                digests[name] = {"sha256": sha, "size": size}
+        manifest = {
+            "format": f"longctx.{kind}",
+            "format_version": int(version),
+            "longctx_version": __version__,
+            "files": sorted(files),
+            **({"dirs": sorted(dirs)} if dirs else {}),
+            **dict(extra or {}),
+            "digests": dict(sorted(digests.items())),
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
+        with _save_lock(final):
+            check_save_target(final, kind)  # again: another save or the user may have been faster
+            if final.is_dir() and not _mode_from_old_release(final):
+                _fs.adopt_dir_mode(tmp, final)
+            if final.is_dir() and any(final.iterdir()):
+                old = _fs.sibling_name(final, "old")
+                final.rename(old)
+                try:
+                    tmp.rename(final)
+                except BaseException:
+                    old.rename(final)  # put the previous index back
+                    raise
+                try:
+                    _remove_index(old)  # logs what it leaves
+                except OSError as exc:  # the new index is in place: keep it, say what is left
+                    logger.warning("could not remove the previous index at %s: %s", old, exc)
+            else:
+                if final.is_dir():
+                    final.rmdir()  # empty
+                tmp.rename(final)
+    except BaseException:
+        if os.path.lexists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)  # our own temporary directory
+        raise
+    return final
+
+
+__all__ = ["SaveTargetError", "check_save_target", "write_dir"]
