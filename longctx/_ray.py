@@ -39,6 +39,32 @@ def _import_longctx() -> None:
             importlib.import_module(name)
 
 
+def use_ray_for(use_ray: bool | None, ray_address: str | None, what: str) -> bool:
+    """Whether a build runs on Ray: ``use_ray`` ``None`` means "if Ray is installed",
+    ``True`` (or a ``ray_address``) requires it, ``False`` never uses it. ``what`` names the
+    work for the log line said when Ray is missing (e.g. ``"12 shards"``).
+
+    Raises
+    ------
+    ModuleNotFoundError
+        Ray is required (``use_ray=True`` or a ``ray_address``) and not installed.
+    """
+    if use_ray is False:
+        return False
+    try:
+        import ray  # noqa: F401
+    except ModuleNotFoundError:
+        if use_ray or ray_address is not None:
+            raise ModuleNotFoundError(
+                "Ray is not installed: pip install 'longctx[ray]'", name="ray"
+            ) from None
+        logger.info(
+            "Ray is not installed (pip install 'longctx[ray]'): building %s in this process", what
+        )
+        return False
+    return True
+
+
 def runtime_env(preload: Sequence[str] = ()) -> dict:
     """The ``runtime_env`` of a Ray longctx starts: each worker runs :func:`_import_longctx`.
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from longctx._ray import use_ray_for
 from longctx._rss import peak_rss_mib
 from longctx.corpus.documents import read_documents, safe_component
 from longctx.corpus.jobs import run_one
@@ -325,33 +326,20 @@ def build_indexes(
 
     backend, n_workers, runner = "sequential", 1, None
     return_files = not storage.shared
-    if jobs and use_ray is not False:
-        try:
-            import ray  # noqa: F401
-        except ModuleNotFoundError:
-            if use_ray or ray_address is not None:
-                raise ModuleNotFoundError(
-                    "Ray is not installed: pip install 'longctx[ray]'", name="ray"
-                ) from None
-            logger.info(
-                "Ray is not installed (pip install 'longctx[ray]'): building %d documents "
-                "sequentially in this process",
-                len(jobs),
-            )
-        else:
-            from longctx.corpus.ray_backend import run_on_ray
+    if jobs and use_ray_for(use_ray, ray_address, f"{len(jobs)} documents"):
+        from longctx.corpus.ray_backend import run_on_ray
 
-            runner = run_on_ray(
-                method,
-                method_options,
-                storage,
-                jobs,
-                workers=workers,
-                ray_address=ray_address,
-                gpus_per_worker=gpus_per_worker,
-                return_files=return_files,
-            )
-            backend, n_workers = next(runner)  # starts Ray, says what it runs on
+        runner = run_on_ray(
+            method,
+            method_options,
+            storage,
+            jobs,
+            workers=workers,
+            ray_address=ray_address,
+            gpus_per_worker=gpus_per_worker,
+            return_files=return_files,
+        )
+        backend, n_workers = next(runner)  # starts Ray, says what it runs on
     if runner is None and jobs:
         if use_ray is False:
             logger.info("use_ray=False: building %d documents sequentially", len(jobs))

@@ -209,15 +209,27 @@ def test_without_ray_runs_sequentially(tmp_path, docs, monkeypatch, caplog):
     from tests.corpus._helpers import hash_embed
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ModuleNotFoundError
-    with caplog.at_level(logging.INFO, logger="longctx.corpus.build"):
+    with caplog.at_level(logging.INFO, logger="longctx"):  # said by longctx._ray
         r = build_indexes(docs[:2], "diversity", tmp_path / "c", progress=False, encoder=hash_embed)
     assert r.backend == "sequential" and len(r.built) == 2
-    assert "Ray is not installed" in caplog.text
+    assert "Ray is not installed" in caplog.text and "building 2 documents" in caplog.text
     with pytest.raises(ModuleNotFoundError, match="longctx\\[ray\\]"):
         build_indexes(docs[2:], "diversity", tmp_path / "d", use_ray=True, encoder=hash_embed)
     with caplog.at_level(logging.INFO, logger="longctx.corpus.build"):
         r = build_indexes(docs[:2], "mixpr", tmp_path / "m", workers=2, progress=False)
     assert r.backend == "in-process" and "workers=2 is not used" in caplog.text
+
+
+def test_use_ray_for_one_rule(monkeypatch):
+    """The corpus build and the sharded build ask one function whether to use Ray."""
+    from longctx._ray import use_ray_for
+
+    assert use_ray_for(False, None, "x") is False  # never imports ray
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert use_ray_for(None, None, "x") is False
+    for use_ray, address in ((True, None), (None, "ray://h:1")):
+        with pytest.raises(ModuleNotFoundError, match="longctx\\[ray\\]"):
+            use_ray_for(use_ray, address, "x")
 
 
 # -- CLI -------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import logging
 import os
 import time
 
+from longctx._ray import use_ray_for
 from longctx.corpus.manifest import CORPUS_MANIFEST, DocumentEntry, text_sha256
 from longctx.persist import PersistError
 
@@ -236,33 +237,26 @@ def build_sharded_corpus(
 def _run_jobs(storage, jobs, options, *, use_ray, workers, ray_address):
     """Run the shard jobs on Ray tasks (or in this process); ``(backend, workers, records)``."""
     files = not storage.shared
-    if use_ray is not False:
-        try:
-            import ray
-        except ModuleNotFoundError:
-            if use_ray or ray_address is not None:
-                raise ModuleNotFoundError(
-                    "Ray is not installed: pip install 'longctx[ray]'", name="ray"
-                ) from None
-            logger.info("Ray is not installed: building %d shards in this process", len(jobs))
-        else:
-            from longctx._ray import start_ray
+    if use_ray_for(use_ray, ray_address, f"{len(jobs)} shards"):
+        import ray
 
-            started, backend, cpus = start_ray(workers, ray_address, preload=(__name__,))
-            try:
-                n = max(1, min(workers or cpus, len(jobs)))
-                task = ray.remote(num_cpus=1)(_shard_job)
-                pending, queue, recs = [], list(jobs), []
-                while queue or pending:
-                    while queue and len(pending) < n:
-                        i, exp, upd, ins = queue.pop(0)
-                        pending.append(task.remote(storage, i, exp, upd, ins, options, files))
-                    done, pending = ray.wait(pending, num_returns=1)
-                    recs.append(ray.get(done[0]))
-                return backend, n, recs
-            finally:
-                if started:
-                    ray.shutdown()
+        from longctx._ray import start_ray
+
+        started, backend, cpus = start_ray(workers, ray_address, preload=(__name__,))
+        try:
+            n = max(1, min(workers or cpus, len(jobs)))
+            task = ray.remote(num_cpus=1)(_shard_job)
+            pending, queue, recs = [], list(jobs), []
+            while queue or pending:
+                while queue and len(pending) < n:
+                    i, exp, upd, ins = queue.pop(0)
+                    pending.append(task.remote(storage, i, exp, upd, ins, options, files))
+                done, pending = ray.wait(pending, num_returns=1)
+                recs.append(ray.get(done[0]))
+            return backend, n, recs
+        finally:
+            if started:
+                ray.shutdown()
     recs = [_shard_job(storage, i, exp, upd, ins, options, files) for i, exp, upd, ins in jobs]
     return "sequential", 1, recs
 
