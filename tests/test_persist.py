@@ -434,3 +434,55 @@ def test_concurrent_saves_from_processes_leave_one_complete_index(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     assert MixPRIndex.load(d).n_units > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]
+
+
+@pytest.mark.parametrize("count", [0, 2**62])
+def test_diversity_token_counts_outside_what_a_unit_can_hold(tmp_path, diversity, count):
+    """A forged count can neither make a unit free (0) nor overflow a budget's sum (2**62):
+    the same range as MixPR's load and every build (MAX_TOKENS_PER_CHAR * chars + TOKEN_SLACK)."""
+    d = tmp_path / "idx"
+    diversity.save(d)
+    edit_json(d / "units.json", lambda u: u["token_counts"].__setitem__(1, count))
+    with pytest.raises(PersistError, match=r"units\.json.*'token_counts': unit 1 .*outside \[1, "):
+        DiversityIndex.load(d, encoder=hash_encoder())
+
+
+def test_youra_token_counts_outside_what_a_sentence_can_hold(tmp_path):
+    from longctx.youra import YouraIndex
+
+    d = tmp_path / "y"
+    text = "The cat sat. The dog ran."
+    write_dir(
+        d,
+        kind="youra",
+        version=YouraIndex.FORMAT_VERSION,
+        json_files={
+            "config": {"max_fraction": 0.8, "score_scale": None, "scorer": {"model": None}},
+            "texts": [text],
+        },
+        arrays={
+            "sentences": {
+                "spans": np.array([[0, 12], [13, 25]]),
+                "offsets": np.array([0, 2]),
+                "token_counts": np.array([4, 12 * 4 + 1025]),
+            }
+        },
+    )
+    with pytest.raises(
+        PersistError, match=r"sentences\.npz.*unit 1 of 12 characters .*\[1, 1072\]"
+    ):
+        YouraIndex.load(d)
+
+
+def test_diversity_given_token_counts_are_clamped_so_the_index_loads(tmp_path):
+    """Saving keeps what loads: counts of 0 or 10**15 given to the build are clamped to the
+    range the load checks, and a budget then costs every unit at least one token."""
+    texts = ["The cat sat. The dog ran. A bird sang."]
+    spans = [[(0, 12), (13, 25), (26, 38)]]
+    ix = DiversityIndex.from_units(
+        texts, spans, hash_encoder(), token_counts=[0, 10**15, 3], progress=False
+    )
+    assert ix.token_counts.tolist() == [1, 4 * 12 + 1024, 3]
+    ix.save(tmp_path / "d")
+    loaded = DiversityIndex.load(tmp_path / "d", encoder=hash_encoder())
+    assert loaded.token_counts.tolist() == [1, 4 * 12 + 1024, 3]

@@ -67,7 +67,7 @@ def build_units(
     :meth:`~longctx.diversity.index.DiversityIndex.from_units` (``unit`` and ``max_unit_tokens``
     are saved in its configuration)."""
     from longctx.embeddings import default_cache, embed_texts, get_encoder
-    from longctx.tokens import count_many
+    from longctx.tokens import MAX_TOKENS_PER_CHAR, TOKEN_SLACK, count_units
 
     texts = check_texts(texts)
     spans = _check_spans(spans, texts)
@@ -107,7 +107,10 @@ def build_units(
         if n == 0:
             emb = np.zeros((0, enc.dim or 1), np.float32)
     if token_counts is None:
-        counts = count_many(units, token_counter)
+        counts = count_units(units, token_counter)
+    elif n:  # the range a load accepts (longctx.persist.check_token_counts), as count_units
+        most = MAX_TOKENS_PER_CHAR * (end - start) + TOKEN_SLACK
+        counts = np.clip(counts, 1, most)
     logger.info(
         "DiversityIndex: %d texts, %d units, %d dimensions (encoder %s)",
         len(texts),

@@ -64,6 +64,8 @@ class DiversityIndex(RetrievalIndex):
     embeddings : (n_units, dim) float32, read-only
         L2-normalized rows, in unit order (texts in the order given, units in span order).
     token_counts : (n_units,) int64, read-only
+        Tokens per unit, each in ``[1, 4 * characters + 1024]`` (counted or given counts are
+        clamped to it, the range a load accepts).
     encoder_identity : dict
         ``{"name": str or None, "dim": int}``.
 
@@ -217,7 +219,8 @@ class DiversityIndex(RetrievalIndex):
         Parameters
         ----------
         token_counts : (n_units,) array of int >= 0, optional
-            Tokens per unit, instead of counting them with ``token_counter``.
+            Tokens per unit, instead of counting them with ``token_counter``; clamped to
+            ``[1, 4 * characters + 1024]`` (a unit costs at least one token of a budget).
 
         Other parameters as in :meth:`from_texts` (units are used as given: none is cut).
         """

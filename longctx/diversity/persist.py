@@ -59,6 +59,7 @@ def load_index(cls, path: str | os.PathLike, encoder=None):
         check_int_value,
         check_spans,
         check_str_list,
+        check_token_counts,
         open_index_dir,
     )
 
@@ -85,6 +86,7 @@ def load_index(cls, path: str | os.PathLike, encoder=None):
         check_int_array(units[k], upath, k, n=None if k == "source" else n, minimum=0) for k in keys
     )
     check_spans(texts, source, start, end, upath)
+    check_token_counts(counts, start, end, upath)
     if emb.dtype != np.float32 or emb.ndim != 2 or emb.shape[0] != n:
         raise PersistError(
             f"{str(epath)!r}: embeddings of shape {emb.shape} and dtype "

@@ -24,10 +24,10 @@ from longctx.persist import (
     check_int_array,
     check_spans,
     check_str_list,
+    check_token_counts,
     write_dir,
 )
 from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
-from longctx.tokens import MAX_TOKENS_PER_CHAR, TOKEN_SLACK
 
 __all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "load_index", "save_index"]
 
@@ -286,14 +286,7 @@ def check_units(texts, arrs: dict, path) -> tuple[np.ndarray, ...]:
             f"it is unit {int(want[i])} of text {int(source[i])}"
         )
     if len(counts):
-        most = MAX_TOKENS_PER_CHAR * (ends - starts) + TOKEN_SLACK
-        bad = (counts < 1) | (counts > most)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise PersistError(
-                f"{str(path)!r}: field 'token_counts': unit {i} of {int(ends[i] - starts[i])} "
-                f"characters counts {int(counts[i])} tokens, outside [1, {int(most[i])}]"
-            )
+        check_token_counts(counts, starts, ends, path)
     return source, unit_index, starts, ends, (counts if len(counts) == n and n else None)
 
 

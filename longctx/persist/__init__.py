@@ -28,6 +28,7 @@ from longctx.persist.checks import (
     check_span_texts,
     check_spans,
     check_str_list,
+    check_token_counts,
     text_digest,
 )
 
@@ -88,4 +89,5 @@ __all__ = [
     "text_digest",
     "check_json_metadata",
     "check_local_model_name",
+    "check_token_counts",
 ]

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from longctx.persist.format import MAX_JSON_DEPTH, PersistError
+from longctx.tokens import MAX_TOKENS_PER_CHAR, TOKEN_SLACK
 
 
 def _where(path, field: str) -> str:
@@ -59,6 +60,30 @@ def check_dict(value, path, field: str) -> dict:
     if not isinstance(value, dict):
         raise PersistError(f"{_where(path, field)} must be an object, got {type(value).__name__}")
     return value
+
+
+def check_token_counts(counts: np.ndarray, starts, ends, path, field: str = "token_counts") -> None:
+    """Each saved unit's token count within what its text can hold: ``counts[i]`` in
+    ``[1, MAX_TOKENS_PER_CHAR * (ends[i] - starts[i]) + TOKEN_SLACK]`` (a byte-level tokenizer
+    gives at most one token per UTF-8 byte), the range builds clamp to
+    (:func:`longctx.tokens.count_units`), so a forged count can neither make a unit free
+    nor overflow a sum of counts. ``counts``, ``starts``, ``ends``: ``(n,) int64`` (characters).
+
+    Raises
+    ------
+    PersistError
+        A count out of range, naming ``path``, ``field`` and the unit.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    most = MAX_TOKENS_PER_CHAR * (ends - starts) + TOKEN_SLACK
+    bad = (counts < 1) | (counts > most)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise PersistError(
+            f"{str(path)!r}: field {field!r}: unit {i} of {int(ends[i] - starts[i])} "
+            f"characters counts {int(counts[i])} tokens, outside [1, {int(most[i])}]"
+        )
 
 
 def check_int_array(
@@ -241,6 +266,7 @@ def check_local_model_name(name, path, field: str, *, allowed: Iterable[str] = (
 
 __all__ = [
     "check_int_value",
+    "check_token_counts",
     "check_float_value",
     "check_str_list",
     "check_dict",

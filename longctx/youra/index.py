@@ -278,7 +278,12 @@ class YouraIndex(RetrievalIndex):
             A file is missing, truncated or damaged, written by another format version, or its
             contents do not fit together (the message names the file).
         """
-        from longctx.persist import PersistError, check_int_array, open_index_dir
+        from longctx.persist import (
+            PersistError,
+            check_int_array,
+            check_token_counts,
+            open_index_dir,
+        )
 
         r = open_index_dir(path, kind="youra", versions=(cls.FORMAT_VERSION,))
         d = r.path
@@ -324,9 +329,10 @@ class YouraIndex(RetrievalIndex):
                 check_choice(config["score_scale"], "score_scale", SCORE_SCALES)
         except (TypeError, ValueError) as exc:
             raise PersistError(f"{str(cpath)!r}: {exc}") from None
-        check_int_array(
+        counts = check_int_array(
             arrs["token_counts"], d / "sentences.npz", "token_counts", n=len(spans), minimum=0
         )
+        check_token_counts(counts, spans[:, 0], spans[:, 1], d / "sentences.npz")
         saved = _check_scorer_options(config["scorer"], cpath)
         if scorer is None:
             kwargs = {**saved, **scorer_kwargs}
