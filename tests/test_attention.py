@@ -7,6 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from longctx._hf import cache_keyword  # noqa: E402
 from longctx.attention import (  # noqa: E402
     num_hidden_layers,
     record_attention_stats,
@@ -56,7 +57,7 @@ def test_new_tokens_over_kv_cache_match_eager(models):
         with rec.paused():
             out = model(ctx, use_cache=True)
         assert rec._sums == {}  # paused: nothing recorded
-        model(new, past_key_values=out.past_key_values, use_cache=True)
+        model(new, **{cache_keyword(model): out.past_key_values}, use_cache=True)
         got = rec.column_sums(2)[0]  # (heads, 36): rows of the 6 new tokens
     ref = maps[2][0][:, 30:, :].sum(dim=1)
     assert got.shape == ref.shape == (4, 36)
@@ -163,10 +164,10 @@ def test_fused_steps_give_the_same_output_and_attention_rows(models, padded):
             cache = DynamicCache()
             with rec.paused():
                 model(ctx, attention_mask=mask[:, :20], position_ids=pos[:, :20],
-                      past_key_values=cache, use_cache=True)  # fmt: skip
+                      **{cache_keyword(model): cache}, use_cache=True)  # fmt: skip
             rec.fuse_steps = True
             out = model(new, attention_mask=mask, position_ids=pos[:, 20:],
-                        past_key_values=cache, use_cache=True)  # fmt: skip
+                        **{cache_keyword(model): cache}, use_cache=True)  # fmt: skip
             rows = rec.pop_rows()
     assert rows.shape == (2, 4, 24) and rows.dtype == torch.float32
     torch.testing.assert_close(out.logits, ref.logits[:, 20:], atol=1e-5, rtol=1e-5)
@@ -193,10 +194,10 @@ def test_fused_steps_in_bfloat16_match_the_model_without_float32_cache_copies(mo
         cache = DynamicCache()
         with torch.no_grad(), record_attention_stats(model, "all") as rec:
             with rec.paused():
-                model(ctx, past_key_values=cache, use_cache=True)
+                model(ctx, **{cache_keyword(model): cache}, use_cache=True)
             rec.fuse_steps = fuse
             rec.enabled = fuse
-            out = model(new, past_key_values=cache, use_cache=True)
+            out = model(new, **{cache_keyword(model): cache}, use_cache=True)
             return out.logits.float(), (rec.pop_rows() if fuse else None)
 
     want, _ = run(False)
