@@ -55,6 +55,15 @@ def fake_method(monkeypatch):
 
 
 # ------------------------------------------------------------------------------ results
+def test_k_has_the_short_option_k(capsys):
+    """``-k`` is ``--k`` (retrieve and search), as LangChain users write it."""
+    assert main(["retrieve", "--sample", "alice", "-q", QUERY, "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert len([line for line in out.splitlines() if line.startswith("[")]) == 2
+    with pytest.raises(SystemExit):
+        main(["retrieve", "--sample", "alice", "-q", QUERY, "-k", "2", "--budget", "50"])
+
+
 def test_mixpr_text_format(capsys, alice_text):
     assert main(["retrieve", "--sample", "alice", "-q", QUERY, "--k", "5"]) == 0
     out = capsys.readouterr().out

@@ -94,6 +94,7 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
     size = g.add_mutually_exclusive_group()
     size.add_argument(
         "--k",
+        "-k",
         type=_positive_int("--k"),
         help=f"number of passages (default: {DEFAULT_K} when --budget is not given)",
     )

@@ -33,6 +33,7 @@ def add_parser(sub, positive_int, add_output_options) -> None:
     s.add_argument("--query", "-q", required=True, help="the question (or task) to search for")
     s.add_argument(
         "--k",
+        "-k",
         type=positive_int("--k"),
         default=DEFAULT_K,
         help=f"passages over the whole corpus (default: {DEFAULT_K})",

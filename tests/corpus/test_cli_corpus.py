@@ -133,7 +133,7 @@ def test_mixpr_index_and_search_import_no_model_library(tmp_path):
     loaded = _loaded_after(
         [
             ["index", str(books), "--method", "mixpr", "--out", out, "--no-progress"],
-            ["search", out, "-q", "Who played Corliss Archer?", "--k", "3"],
+            ["search", out, "-q", "Who played Corliss Archer?", "-k", "3"],
         ]
     )
     assert loaded == []  # no torch, transformers, sentence_transformers (nor Ray)
