@@ -30,6 +30,25 @@ class BudgetTooSmallError(ValueError):
         )
 
 
+def _check_budget(scores: np.ndarray, token_budget, token_counts) -> tuple[int, np.ndarray]:
+    """``(token_budget, token_counts as (n,) int64)`` checked for a selection by budget.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``token_budget`` not an int >= 1, ``token_counts`` missing or not of ``scores``' shape.
+    """
+    token_budget = check_int(token_budget, "token_budget", minimum=1)
+    if token_counts is None:
+        raise ValueError("token_counts is required with token_budget")
+    token_counts = np.asarray(token_counts, dtype=np.int64)
+    if token_counts.shape != scores.shape:
+        raise ValueError(
+            f"token_counts has shape {token_counts.shape}, scores has shape {scores.shape}"
+        )
+    return token_budget, token_counts
+
+
 def select_top(
     scores: np.ndarray,
     *,
@@ -74,14 +93,7 @@ def select_top(
         ties = np.flatnonzero(scores == kth)[: k - len(above)]
         return np.sort(np.concatenate([above, ties])).astype(np.int64)
     order = np.argsort(-scores, kind="stable")
-    token_budget = check_int(token_budget, "token_budget", minimum=1)
-    if token_counts is None:
-        raise ValueError("token_counts is required with token_budget")
-    token_counts = np.asarray(token_counts, dtype=np.int64)
-    if token_counts.shape != scores.shape:
-        raise ValueError(
-            f"token_counts has shape {token_counts.shape}, scores has shape {scores.shape}"
-        )
+    token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
     counts = token_counts[order]
     # Fast path: the prefix that fits; then a greedy pass for smaller units after it.
     csum = np.cumsum(counts)
@@ -260,14 +272,7 @@ def select_distinct(
             if len(kept) == k or m >= n:
                 return np.sort(np.asarray(kept, dtype=np.int64))
             m *= 2
-    token_budget = check_int(token_budget, "token_budget", minimum=1)
-    if token_counts is None:
-        raise ValueError("token_counts is required with token_budget")
-    token_counts = np.asarray(token_counts, dtype=np.int64)
-    if token_counts.shape != scores.shape:
-        raise ValueError(
-            f"token_counts has shape {token_counts.shape}, scores has shape {scores.shape}"
-        )
+    token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
     order = np.argsort(-scores, kind="stable")
     seen, chosen, used = set(), [], 0
     smallest = int(token_counts.min()) if n else 0
