@@ -140,7 +140,8 @@ class DiversityCompressor(BaseDocumentCompressor):
             if data.get("k") is not None:
                 raise ValueError("give k (top_n is its old name), not both")
             warnings.warn(
-                "DiversityCompressor(top_n=...) is now k=... (LangChain's name)",
+                "DiversityCompressor(top_n=...) is now k=... (LangChain's name); top_n is "
+                "deprecated in longctx 0.2, removed in 0.3",
                 DeprecationWarning,
                 stacklevel=4,
             )

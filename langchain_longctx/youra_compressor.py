@@ -84,7 +84,9 @@ class YouraCompressor(BaseDocumentCompressor):
     token_budget: int | None = Field(
         default=None, description="Model tokens for the kept sentences instead of k."
     )
-    top_n: int | None = Field(default=None, description="Deprecated name of k.")
+    top_n: int | None = Field(
+        default=None, description="Deprecated name of k (deprecated in 0.2, removed in 0.3)."
+    )
     max_fraction: float = Field(
         default=0.8, description="With token_budget, keep at most this fraction of sentences."
     )
@@ -121,7 +123,9 @@ class YouraCompressor(BaseDocumentCompressor):
     def _check(self):
         if self.top_n is not None:
             warnings.warn(
-                "YouraCompressor(top_n=...) is deprecated: use k", DeprecationWarning, stacklevel=2
+                "YouraCompressor(top_n=...): deprecated in longctx 0.2, removed in 0.3; use k",
+                DeprecationWarning,
+                stacklevel=2,
             )
             if self.k is not None:
                 raise ValueError("give k, not both k and top_n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 # public name -> module that defines it; resolved on first access (PEP 562)
 _LAZY = {

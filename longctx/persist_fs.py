@@ -1,4 +1,4 @@
-"""Deprecated path of :mod:`longctx.persist.fs` (moved in longctx 0.3, issue 39); remove in 0.4.
+"""Old path of :mod:`longctx.persist.fs` (issue 39): deprecated in longctx 0.2, removed in 0.3.
 
 ``import longctx.persist_fs`` warns once (``DeprecationWarning``) and gives the very module
 ``longctx.persist.fs`` (same object: attributes set on one are seen on the other).
@@ -12,7 +12,7 @@ import warnings
 from longctx.persist import fs as _module
 
 warnings.warn(
-    "longctx.persist_fs is deprecated, import longctx.persist.fs (removed in longctx 0.4)",
+    "longctx.persist_fs: deprecated in longctx 0.2, removed in 0.3; import longctx.persist.fs",
     DeprecationWarning,
     stacklevel=2,
 )

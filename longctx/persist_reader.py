@@ -1,4 +1,4 @@
-"""Deprecated path of :mod:`longctx.persist.reader` (moved in longctx 0.3, issue 39); remove in 0.4.
+"""Old path of :mod:`longctx.persist.reader` (issue 39): deprecated in longctx 0.2, removed in 0.3.
 
 ``import longctx.persist_reader`` warns once (``DeprecationWarning``) and gives the very module
 ``longctx.persist.reader`` (same object: attributes set on one are seen on the other).
@@ -12,7 +12,7 @@ import warnings
 from longctx.persist import reader as _module
 
 warnings.warn(
-    "longctx.persist_reader is deprecated, import longctx.persist.reader (removed in longctx 0.4)",
+    "longctx.persist_reader: deprecated in longctx 0.2, removed in 0.3; import longctx.persist.reader",
     DeprecationWarning,
     stacklevel=2,
 )

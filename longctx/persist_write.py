@@ -1,4 +1,4 @@
-"""Deprecated path of :mod:`longctx.persist.writer` (moved in longctx 0.3, issue 39); remove in 0.4.
+"""Old path of :mod:`longctx.persist.writer` (issue 39): deprecated in longctx 0.2, removed in 0.3.
 
 ``import longctx.persist_write`` warns once (``DeprecationWarning``) and gives the very module
 ``longctx.persist.writer`` (same object: attributes set on one are seen on the other).
@@ -12,7 +12,7 @@ import warnings
 from longctx.persist import writer as _module
 
 warnings.warn(
-    "longctx.persist_write is deprecated, import longctx.persist.writer (removed in longctx 0.4)",
+    "longctx.persist_write: deprecated in longctx 0.2, removed in 0.3; import longctx.persist.writer",
     DeprecationWarning,
     stacklevel=2,
 )

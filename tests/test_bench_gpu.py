@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+
+from tests._fixtures import load_script
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpu.py"
-
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_gpu", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/bench_gpu.py")
 
 
 def test_bench_gpu_small_runs_and_prints_its_tables(capsys, monkeypatch):

@@ -3,20 +3,13 @@ the same at every size (fixed seed), and counted only when their own paragraph i
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from longctx.io import sample_text
 from longctx.mixpr import MixPRIndex
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_mixpr_growth.py"
+from tests._fixtures import load_script
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_mixpr_growth", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/bench_mixpr_growth.py")
 
 
 def test_needles_are_planted_and_found():

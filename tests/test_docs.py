@@ -209,12 +209,9 @@ def test_stated_chunk_size_is_the_default():
 
 
 def _sphinx_roles_hook():
-    spec = importlib.util.spec_from_file_location(
-        "sphinx_roles", ROOT / "docs_hooks" / "sphinx_roles.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from tests._fixtures import load_script
+
+    return load_script("docs_hooks/sphinx_roles.py")
 
 
 def test_sphinx_roles_become_links_or_code():

@@ -12,7 +12,6 @@ where the README and the Benchmarks page said 0.77).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -25,12 +24,9 @@ FIGURE = re.compile(r"(?<![\w.:/-])(\d+\.\d+)(?![\w.]*\d)")
 
 
 def _doc_tables():
-    spec = importlib.util.spec_from_file_location(
-        "doc_tables", ROOT / "benchmarks" / "doc_tables.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from tests._fixtures import load_script
+
+    return load_script("benchmarks/doc_tables.py")
 
 
 def test_generated_tables_are_what_their_source_renders():

@@ -144,7 +144,7 @@ def test_stale_temporaries_are_removed_on_the_next_save_and_load(tmp_path):
     stale_tmp = _stale(final, "tmp", dead)
     stale_old = _stale(final, "old", dead)
     live_tmp = _stale(final, "tmp", os.getpid())  # a save of this process is under way
-    legacy_new = tmp_path / ".idx.tmp-abcd1234"  # longctx 0.2's name: removed only when old
+    legacy_new = tmp_path / ".idx.tmp-abcd1234"  # longctx 0.1's name: removed only when old
     legacy_new.mkdir()
     legacy_old = tmp_path / ".idx.tmp-zzzz9999"
     legacy_old.mkdir()
@@ -269,7 +269,7 @@ def test_the_0700_of_an_index_saved_before_digests_is_not_kept(tmp_path, umask):
     d = tmp_path / "idx"
     mixpr_index().save(d)
     edit_json(d / "manifest.json", lambda m: m.pop("digests") and None, stamp=False)
-    os.chmod(d, 0o700)  # what every save of longctx 0.2 left
+    os.chmod(d, 0o700)  # what every save of longctx 0.1 left
     umask(0o022)
     mixpr_index().save(d)
     assert stat.S_IMODE(os.stat(d).st_mode) == 0o755

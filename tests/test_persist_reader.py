@@ -108,7 +108,7 @@ def test_a_file_edited_after_the_save_is_named_by_its_digest(tmp_path):
 
 
 def test_indexes_saved_without_digests_still_load(tmp_path):
-    """Folders written before manifests carried digests (longctx 0.2) load as before."""
+    """Folders written before manifests carried digests (longctx 0.1) load as before."""
     from langchain_core.documents import Document
 
     from langchain_longctx import MixPRRetriever

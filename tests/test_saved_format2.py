@@ -62,3 +62,27 @@ def test_a_sharded_index_and_a_sharded_corpus_load_and_answer_as_saved(saved):
         assert isinstance(corpus.index, ShardedMixPRIndex)
         for q, want in zip(EXPECTED["queries"], EXPECTED["shards"]):
             same(hits(corpus.index, q), want)
+
+
+@pytest.mark.parametrize("version", ["0.1.0", "0.2.0.dev0", "9.0", "not a version", None])
+def test_the_version_a_save_names_is_recorded_and_never_checked(tmp_path, saved, version):
+    """A save records ``longctx.__version__`` (now 0.2.0.dev0); a load reads the format version
+    only, so a folder naming any longctx version (or none) loads (the fixtures name 0.1.0)."""
+    import longctx
+    from tests._persist_helpers import edit_json, mixpr_index
+
+    assert json.loads((saved / "mixpr" / "manifest.json").read_text())["longctx_version"] == "0.1.0"
+    index = mixpr_index()
+    index.save(tmp_path / "i")
+    manifest = tmp_path / "i" / "manifest.json"
+    assert json.loads(manifest.read_text())["longctx_version"] == longctx.__version__
+
+    def rename(m):
+        if version is None:
+            del m["longctx_version"]
+        else:
+            m["longctx_version"] = version
+
+    edit_json(manifest, rename)
+    q = "What did the cat do?"
+    assert hits(index, q) and hits(MixPRIndex.load(tmp_path / "i"), q) == hits(index, q)

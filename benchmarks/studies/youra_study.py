@@ -16,10 +16,16 @@ questions are never scored themselves.
 Usage::
 
     PYTHONPATH=. python benchmarks/studies/youra_study.py /tmp/youra_raw
+    PYTHONPATH=. python benchmarks/studies/youra_study.py /tmp/youra_raw --match squad \
+        --kinds instr,lograt --layer-sets last,all --aggs gmean
+
+(``--help`` lists the options: ``--match`` keeps the dumps whose file name matches a regular
+expression, ``--kinds``, ``--layer-sets`` and ``--aggs`` name the candidates, comma-separated.)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -195,31 +201,97 @@ def baselines(d, k, kind):
     raise ValueError(kind)
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    folder = Path(argv[0])
-    pattern = re.compile(argv[1]) if len(argv) > 1 else None
-    docs = [load(p) for p in sorted(folder.glob("*.npz"))]
-    if pattern:
-        docs = [d for d in docs if pattern.search(d["name"])]
-    n_layers = docs[0]["S"].shape[0]
-    kinds = (
-        sys.argv[3].split(",")
-        if len(sys.argv) > 3
-        else [
-            "instr",
-            "instr*c",
-            "instr/mean",
-            "instr-rank",
-            "absdiff/S",
-            "ratio",
-            "lograt",
-            "abslograt",
-            "Q/C",
-        ]
+#: The candidates ``vector`` computes (``distmed-*`` need dumps with answer rows / null questions).
+KINDS = (
+    "instr",
+    "instr*c",
+    "instr/mean",
+    "instr-rank",
+    "absdiff/S",
+    "ratio",
+    "lograt",
+    "abslograt",
+    "Q/C",
+    "distmed-ans",
+    "distmed-null",
+)
+DEFAULT_KINDS = KINDS[:9]
+#: Sentence aggregations of ``sentence_scores`` (and ``shrinkM``, M a number of tokens).
+AGGS = ("gmean", "mean", "max")
+
+
+def _names(allowed, what):
+    """An argparse type: comma-separated names, each one of ``allowed``."""
+
+    def parse(value: str) -> list[str]:
+        names = [n for n in value.split(",") if n]
+        bad = [n for n in names if n not in allowed and not _is_shrink(n, what)]
+        if not names or bad:
+            raise argparse.ArgumentTypeError(
+                f"{what}: {bad or value!r} not among {', '.join(allowed)}"
+                + (", shrinkM (M a number)" if what == "aggs" else "")
+            )
+        return names
+
+    return parse
+
+
+def _is_shrink(name: str, what: str) -> bool:
+    if what != "aggs" or not name.startswith("shrink"):
+        return False
+    try:
+        return float(name[6:]) >= 0
+    except ValueError:
+        return False
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="youra_study.py",
+        description="Compare YOURA score normalizations on the raw dumps of youra_dump.py.",
     )
-    lsets = sys.argv[4].split(",") if len(sys.argv) > 4 else list(LAYER_SETS)
-    aggs = sys.argv[5].split(",") if len(sys.argv) > 5 else ["gmean", "mean"]
+    parser.add_argument("folder", type=Path, help="the folder of youra_dump.py's .npz dumps")
+    parser.add_argument(
+        "--match",
+        type=re.compile,
+        default=None,
+        metavar="REGEX",
+        help="only the dumps whose file name matches (re.search); default all",
+    )
+    parser.add_argument(
+        "--kinds",
+        type=_names(KINDS, "kinds"),
+        default=list(DEFAULT_KINDS),
+        help=f"candidates, comma-separated (default {','.join(DEFAULT_KINDS)})",
+    )
+    parser.add_argument(
+        "--layer-sets",
+        type=_names(tuple(LAYER_SETS), "layer-sets"),
+        default=list(LAYER_SETS),
+        help=f"layer sets, comma-separated (default {','.join(LAYER_SETS)})",
+    )
+    parser.add_argument(
+        "--aggs",
+        type=_names(AGGS, "aggs"),
+        default=["gmean", "mean"],
+        help="sentence aggregations: gmean, mean, max, shrinkM (default gmean,mean)",
+    )
+    args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        parser.error(f"folder: {str(args.folder)!r} is not a folder")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    docs = [load(p) for p in sorted(args.folder.glob("*.npz"))]
+    if args.match:
+        docs = [d for d in docs if args.match.search(d["name"])]
+    if not docs:
+        print(f"no dumps (*.npz) to study in {str(args.folder)!r}", file=sys.stderr)
+        return 2
+    n_layers = docs[0]["S"].shape[0]
+    kinds, lsets, aggs = args.kinds, args.layer_sets, args.aggs
     cands = [(kd, ls, agg) for kd in kinds for ls in lsets for agg in aggs]
     cands += [(b, "-", "-") for b in ("bm25", "lead", "random")]
     rows = []

@@ -32,7 +32,7 @@ units), ``index.py`` (:class:`MixPRIndex`: build once, insert / update / delete,
 files), ``pipeline.py`` (:class:`MixPR`,
 one call), ``phrases.py`` and ``multihop.py`` (the multi-hop walk). A sharded index (shards held
 in this process or by Ray actors) is part of a corpus's lifecycle: :mod:`longctx.corpus.shards`
-(``longctx.mixpr.ShardedMixPRIndex`` still works, deprecated; it is removed in 0.4).
+(``longctx.mixpr.ShardedMixPRIndex`` still works, deprecated in 0.2; it is removed in 0.3).
 """
 
 # ``X as X``: also importable from ``longctx.mixpr`` as before the split, not in ``__all__``.
@@ -61,14 +61,14 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # Deprecated (issue 39; remove in 0.4): the sharded index moved to longctx.corpus.shards,
-    # which uses this package and is never imported by it.
+    # Deprecated in 0.2, removed in 0.3 (issue 39): the sharded index moved to
+    # longctx.corpus.shards, which uses this package and is never imported by it.
     if name == "ShardedMixPRIndex":
         import warnings
 
         warnings.warn(
-            "longctx.mixpr.ShardedMixPRIndex is deprecated, import it from longctx.corpus.shards "
-            "(removed in longctx 0.4)",
+            "longctx.mixpr.ShardedMixPRIndex: deprecated in longctx 0.2, removed in 0.3; import it "
+            "from longctx.corpus.shards",
             DeprecationWarning,
             stacklevel=2,
         )

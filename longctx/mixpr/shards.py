@@ -1,5 +1,5 @@
-"""Deprecated path of :mod:`longctx.corpus.shards.index` (moved in longctx 0.3, issue 39); remove
-in 0.4.
+"""Old path of :mod:`longctx.corpus.shards.index` (issue 39): deprecated in longctx 0.2, removed
+in 0.3.
 
 ``import longctx.mixpr.shards`` warns once (``DeprecationWarning``) and gives the very module
 ``longctx.corpus.shards.index`` (:class:`~longctx.corpus.shards.index.ShardedMixPRIndex`).
@@ -13,7 +13,7 @@ import warnings
 from longctx.corpus.shards import index as _module
 
 warnings.warn(
-    "longctx.mixpr.shards is deprecated, import longctx.corpus.shards (removed in longctx 0.4)",
+    "longctx.mixpr.shards: deprecated in longctx 0.2, removed in 0.3; import longctx.corpus.shards",
     DeprecationWarning,
     stacklevel=2,
 )

@@ -12,7 +12,7 @@ Layout of an index directory::
     DIR/<sub>/          a nested index (its own manifest), listed in ``"dirs"``
 
 ``"digests"`` holds every member file's SHA-256 and size, and for a nested index the digest of
-its ``manifest.json`` (manifests written before longctx 0.3 have none and still load).
+its ``manifest.json`` (manifests written before longctx 0.2 have none and still load).
 
 **Saving** (:func:`longctx.persist.writer.write_dir`) never deletes or replaces anything it did not
 write: the target must be missing, an empty directory, or a longctx index of the same kind;

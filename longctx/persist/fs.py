@@ -301,7 +301,7 @@ def sibling_name(final: Path, what: str) -> Path:
 
 
 _OURS = re.compile(r"(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]{1,10})-(?P<token>[0-9a-f]{12})")
-#: ``tempfile.mkdtemp``'s names, as longctx before 0.3 named its temporaries.
+#: ``tempfile.mkdtemp``'s names, as longctx before 0.2 named its temporaries.
 _LEGACY = re.compile(r"[a-z0-9_]{8}")
 
 
@@ -368,7 +368,7 @@ def clean_stale_siblings(final: str | os.PathLike) -> list[Path]:
     ``kill -9``, a power cut): siblings named ``.<final.name>.tmp-<host>-<pid>-<token>`` or
     ``.<final.name>.old-...`` whose writer was this host's process ``pid`` and is gone, or that
     are older than :data:`STALE_AGE_S` (another host's, or ``tempfile`` names of longctx before
-    0.3). Only real folders are removed (never a link); a previous index only by
+    0.2). Only real folders are removed (never a link); a previous index only by
     :func:`remove_index` (its listed files). Nothing is done while ``final`` itself is missing
     (an interrupted swap: the only copy may be a sibling). Errors are logged, never raised.
 

@@ -23,7 +23,7 @@ What it guarantees:
   those bytes. A mismatch is a :class:`PersistError` naming the file; when the folder was
   replaced meanwhile it is a :class:`ConcurrentSaveError`, and loaders decorated with
   :func:`retry_on_concurrent_save` start again (:data:`LOAD_ATTEMPTS` times) before raising it.
-  Manifests without digests (longctx before 0.3) still load (logged at debug level).
+  Manifests without digests (longctx before 0.2) still load (logged at debug level).
 - **Nothing outside the folder.** Every name in the manifest must be a plain child name
   (:func:`longctx.persist.fs.member_name_problem`); members are opened without following
   symbolic links (``O_NOFOLLOW`` relative to the folder); a link, a FIFO or a device as a
@@ -173,7 +173,7 @@ class IndexDir(os.PathLike):
 
     def _check_digests(self, digests, f: Path) -> dict | None:
         if digests is None:
-            logger.debug("%s carries no digests (saved before longctx 0.3): not checked", f)
+            logger.debug("%s carries no digests (saved before longctx 0.2): not checked", f)
             return None
         if not isinstance(digests, dict):
             raise PersistError(f"{str(f)!r}: field 'digests' must be an object")

@@ -154,7 +154,7 @@ def _remove_index(d: Path) -> bool:
 
 
 def _mode_from_old_release(final: Path) -> bool:
-    """Whether ``final`` is an index saved by longctx before 0.3 (no digests) with mode 0700,
+    """Whether ``final`` is an index saved by longctx before 0.2 (no digests) with mode 0700,
     the mode ``tempfile.mkdtemp`` gave every saved folder then: its replacement follows the
     umask instead of keeping that mode."""
     try:
@@ -191,7 +191,7 @@ def write_dir(
     path : str or PathLike
         The directory: missing, empty, or a longctx index of the same ``kind`` (replaced). A
         new directory's mode follows the umask; an existing one's mode (setgid bit included)
-        and group are kept (except the 0700 of every folder saved before longctx 0.3).
+        and group are kept (except the 0700 of every folder saved before longctx 0.2).
     kind : str
         Index kind, stored as ``"longctx.<kind>"`` and checked on load.
     version : int

@@ -6,31 +6,12 @@ from collections.abc import Sequence
 
 import pytest
 from langchain_core.documents import BaseDocumentCompressor, Document
-from langchain_core.embeddings import Embeddings
 
 from langchain_longctx import DiversityCompressor
 from langchain_longctx.diversity_compressor import DEFAULT_K
 from longctx.types import METADATA_KEYS
-from tests.test_diversity import HashEncoder
-
-_HASH = HashEncoder()
-
-
-class HashEmbeddings(Embeddings):
-    def embed_documents(self, texts):
-        return _HASH(list(texts)).tolist()
-
-    def embed_query(self, text):
-        return _HASH([text])[0].tolist()
-
-
-TEXTS = [
-    "The cat sat on the mat.",
-    "The cat sat on the mat again.",
-    "The cat sat on a mat.",
-    "Paris is the capital of France.",
-    "Dogs bark at night.",
-]
+from tests._fixtures import DIVERSITY_TEXTS as TEXTS
+from tests.langchain_longctx._fixtures import HashEmbeddings
 
 
 def _docs():

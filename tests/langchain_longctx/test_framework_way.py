@@ -162,9 +162,9 @@ def test_garlic_save_load_round_trip(tmp_path):
 
 @pytest.fixture(scope="module")
 def scorer():
-    from tests._youra_helpers import tiny_scorer
+    from tests._fixtures import shared_tiny_scorer
 
-    return tiny_scorer()
+    return shared_tiny_scorer()
 
 
 def test_youra_save_load_and_from_texts(tmp_path, scorer):

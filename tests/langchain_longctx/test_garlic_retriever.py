@@ -8,9 +8,9 @@ from langchain_core.documents import Document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_longctx.garlic_retriever import GarlicRetriever
-from longctx.embeddings import CallableEncoder
+from tests._fixtures import garlic_parts
 from tests._persist_helpers import restamp
-from tests.garlic._graphs import STORY, hash_embed, make_graph
+from tests.garlic._graphs import STORY, make_graph
 
 DOCS = [
     Document(page_content=STORY, id="tabitha", metadata={"page": 1}),
@@ -24,14 +24,7 @@ def _params():
 
     tok = smollm2_tokenizer()
     model = _MODEL.setdefault("m", tiny_llama(len(tok)))
-    return {
-        "documents": DOCS,
-        "model": model,
-        "tokenizer": tok,
-        "encoder": CallableEncoder(hash_embed),
-        "graph_builder": lambda texts, model, tokenizer: make_graph(texts, tokenizer=tokenizer),
-        "max_context_tokens": 260,
-    }
+    return {"documents": DOCS, **garlic_parts(model, tok), "max_context_tokens": 260}
 
 
 _MODEL: dict = {}

@@ -7,21 +7,8 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_longctx import MixPRRetriever
-
-DOCS = [
-    ("hound", "Sir Henry lost a boot at the Northumberland Hotel in London.", {"author": "Doyle"}),
-    ("pride", "Elizabeth walked to Netherfield through the mud.", {"author": "Austen"}),
-    ("whale", "The whale rose from the sea and the captain watched.", {"author": "Melville"}),
-    ("gem", "Holmes found the stolen gem in the goose.", {"author": "Doyle", "year": 1892}),
-]
-QUERIES = ["What did Sir Henry lose?", "Who walked through the mud?", "Where was the gem?"]
-
-
-def _docs(which=None):
-    which = range(len(DOCS)) if which is None else which
-    return [
-        Document(page_content=DOCS[i][1], id=DOCS[i][0], metadata=dict(DOCS[i][2])) for i in which
-    ]
+from tests._fixtures import BOOK_QUERIES
+from tests.langchain_longctx._fixtures import book_docs
 
 
 def _view(retriever, q, **kw):
@@ -29,37 +16,37 @@ def _view(retriever, q, **kw):
 
 
 def test_add_and_delete_equal_a_fresh_build(tmp_path):
-    r = MixPRRetriever.from_documents(_docs([0, 1]), k=3)
-    assert r.add_documents(_docs([2, 3])) == ["whale", "gem"]
+    r = MixPRRetriever.from_documents(book_docs([0, 1]), k=3)
+    assert r.add_documents(book_docs([2, 3])) == ["whale", "gem"]
     assert r.delete(ids=["pride"]) is True
-    fresh = MixPRRetriever.from_documents(_docs([0, 2, 3]), k=3)
-    for q in QUERIES:
+    fresh = MixPRRetriever.from_documents(book_docs([0, 2, 3]), k=3)
+    for q in BOOK_QUERIES:
         assert _view(r, q) == _view(fresh, q)
     with pytest.raises(KeyError, match="pride"):
         r.delete(ids=["pride"])
     with pytest.raises(ValueError, match="given twice"):
-        r.add_documents(_docs([0, 0]))  # an id held is an upsert (test_mixpr_newcomer.py)
+        r.add_documents(book_docs([0, 0]))  # an id held is an upsert (test_mixpr_newcomer.py)
     with pytest.raises(ValueError, match="ids"):
         r.delete()
     ids = r.add_documents([Document(page_content="A note about the moor.")], ids=["note"])
     assert ids == ["note"] and r.invoke("moor", k=1)[0].metadata["longctx_source_id"] == "note"
     r.save(tmp_path / "r")
     loaded = MixPRRetriever.load(tmp_path / "r")
-    for q in QUERIES:
+    for q in BOOK_QUERIES:
         assert _view(loaded, q) == _view(r, q)
 
 
 def test_filter_dicts_exclude_the_best_document():
     q = "What did Sir Henry lose at the hotel?"
-    r = MixPRRetriever.from_documents(_docs(), k=5)
+    r = MixPRRetriever.from_documents(book_docs(), k=5)
     assert r.invoke(q, k=1)[0].metadata["longctx_source_id"] == "hound"
     got = r.invoke(q, filter={"author": {"$ne": "Doyle"}})
     assert got and {d.metadata["author"] for d in got} <= {"Austen", "Melville"}
-    rf = MixPRRetriever.from_documents(_docs(), k=5, filter={"year": {"$lt": 1900}})
+    rf = MixPRRetriever.from_documents(book_docs(), k=5, filter={"year": {"$lt": 1900}})
     assert {d.id.split("#")[0] for d in rf.invoke(q)} == {"gem"}
     assert rf.invoke(q, filter={"author": "Austen"})[0].metadata["author"] == "Austen"
     with pytest.raises(ValueError, match=r"\$regex"):
-        MixPRRetriever.from_documents(_docs(), filter={"author": {"$regex": "D"}})
+        MixPRRetriever.from_documents(book_docs(), filter={"author": {"$regex": "D"}})
 
 
 def test_whole_passages_and_the_multihop_walk():

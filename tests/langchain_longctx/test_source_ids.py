@@ -3,22 +3,17 @@ id labelled by their true position; k / token_budget checked by the core rule.""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 from langchain_core.documents import Document
 
 from langchain_longctx import DiversityCompressor, MixPRRetriever, YouraCompressor
 from langchain_longctx.youra_retriever import YouraRetriever
 from longctx.text import split_sentences
+from tests._fixtures import SOURCE_A as A
+from tests._fixtures import SOURCE_B as B
+from tests._fixtures import shared_tiny_scorer as tiny_scorer
 from tests._youra_helpers import QUERY
-from tests._youra_helpers import tiny_scorer as _tiny_scorer
-from tests.langchain_longctx.test_diversity_compressor import HashEmbeddings
-
-tiny_scorer = lru_cache(maxsize=1)(_tiny_scorer)
-
-A = "The cat sat on the mat. The dog ate the bone. The bird sang a song."
-B = "The cat chased a mouse. The dog slept all day. The fish swam around."
+from tests.langchain_longctx._fixtures import HashEmbeddings
 
 
 def test_mixpr_documents_with_one_id_give_unique_ids():

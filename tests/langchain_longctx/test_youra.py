@@ -4,7 +4,6 @@ retriever suite, metadata keys, ids, sizes, build once, async."""
 from __future__ import annotations
 
 import asyncio
-from functools import lru_cache
 
 import pytest
 
@@ -20,12 +19,8 @@ from langchain_longctx.youra_retriever import YouraRetriever  # noqa: E402
 from longctx.text import split_sentences  # noqa: E402
 from longctx.types import METADATA_KEYS  # noqa: E402
 from longctx.youra import DEFAULT_K  # noqa: E402
-from tests._youra_helpers import QUERY, TEXTS, tiny_scorer  # noqa: E402
-
-
-@lru_cache(maxsize=1)
-def _scorer():
-    return tiny_scorer()
+from tests._fixtures import shared_tiny_scorer as _scorer  # noqa: E402
+from tests._youra_helpers import QUERY, TEXTS  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -3,39 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llamaindex_longctx import DiversityPostprocessor
 from llamaindex_longctx.diversity_postprocessor import DEFAULT_TOP_N
 from longctx.embeddings import default_cache
 from longctx.types import METADATA_KEYS
-from tests.test_diversity import HashEncoder
-
-_HASH = HashEncoder()
-
-
-class HashEmbedding(BaseEmbedding):
-    calls: int = 0
-
-    def _get_query_embedding(self, query: str):
-        return _HASH([query])[0].tolist()
-
-    async def _aget_query_embedding(self, query: str):
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str):
-        self.calls += 1
-        return _HASH([text])[0].tolist()
-
-
-TEXTS = [
-    "The cat sat on the mat.",
-    "The cat sat on the mat again.",
-    "The cat sat on a mat.",
-    "Paris is the capital of France.",
-    "Dogs bark at night.",
-]
+from tests._fixtures import DIVERSITY_TEXTS as TEXTS
+from tests._fixtures import hash_vector
+from tests.llamaindex_longctx._fixtures import HashEmbedding
 
 
 def _nodes(with_embedding=False):
@@ -43,7 +19,7 @@ def _nodes(with_embedding=False):
     for j, t in enumerate(TEXTS):
         node = TextNode(text=t, id_=f"n{j}", metadata={"pos": j})
         if with_embedding:
-            node.embedding = _HASH([t])[0].tolist()
+            node.embedding = hash_vector(t)
         out.append(NodeWithScore(node=node, score=1.0 - 0.1 * j))
     return out
 

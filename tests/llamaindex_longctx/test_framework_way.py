@@ -189,19 +189,11 @@ def test_reprs_are_short(app_settings, tiny_model, smollm2_tokenizer):
 # -- GARLIC ------------------------------------------------------------------------------------
 @pytest.fixture
 def garlic_kit(tiny_model, smollm2_tokenizer):
-    from longctx.embeddings import CallableEncoder
-    from tests.garlic._graphs import hash_embed, make_graph
+    from tests._fixtures import garlic_parts
 
-    def builder(texts, model=None, tokenizer=None, **kw):
-        return make_graph(texts, tokenizer=tokenizer)
-
-    return {
-        "model": tiny_model,
-        "tokenizer": smollm2_tokenizer,
-        "embed_model": CallableEncoder(hash_embed),
-        "graph_builder": builder,
-        "max_new_tokens": 2,
-    }
+    kit = garlic_parts(tiny_model, smollm2_tokenizer)
+    kit["embed_model"] = kit.pop("encoder")  # LlamaIndex's name
+    return {**kit, "max_new_tokens": 2}
 
 
 def _garlic(garlic_kit, **kw):

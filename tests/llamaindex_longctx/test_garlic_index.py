@@ -11,7 +11,8 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import NodeRelationship
 
 from longctx.embeddings import CallableEncoder
-from tests.garlic._graphs import STORY, hash_embed, make_graph
+from tests._fixtures import garlic_parts
+from tests.garlic._graphs import STORY, hash_embed
 
 OTHER = (
     "Peter Rabbit squeezed under the gate of Mr. McGregor's garden. He ate some lettuces and "
@@ -23,17 +24,7 @@ QUESTION = "Where did Tom Kitten lose his clothes?"
 
 @pytest.fixture
 def kit(tiny_model, smollm2_tokenizer):
-    def builder(texts, model=None, tokenizer=None, **kw):
-        assert model is tiny_model and tokenizer is smollm2_tokenizer
-        return make_graph(texts, tokenizer=tokenizer)
-
-    return {
-        "model": tiny_model,
-        "tokenizer": smollm2_tokenizer,
-        "encoder": CallableEncoder(hash_embed),
-        "graph_builder": builder,
-        "max_new_tokens": 2,
-    }
+    return {**garlic_parts(tiny_model, smollm2_tokenizer, check=True), "max_new_tokens": 2}
 
 
 def _docs():

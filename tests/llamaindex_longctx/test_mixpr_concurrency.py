@@ -3,56 +3,19 @@ node's text, offsets and metadata come from one version of its document."""
 
 from __future__ import annotations
 
-import re
-import threading
-
-from llama_index.core import Document
-
 from llamaindex_longctx import MixPRRetriever
-
-N_DOCS = 12
-
-
-def _doc(i: int, v: int) -> Document:
-    return Document(
-        text=f"The castle knight fought the dragon in story d{i} at version v{v} today.",
-        id_=f"d{i}",
-        metadata={"v": v, "doc": i},
-    )
+from tests._fixtures import VERSIONED_N_DOCS, search_while_updating
+from tests.llamaindex_longctx._fixtures import versioned_doc
 
 
 def test_hits_under_concurrent_updates_are_each_from_one_version():
-    r = MixPRRetriever.from_documents([_doc(i, 0) for i in range(N_DOCS)], similarity_top_k=50)
-    stop = threading.Event()
-    errors: list = []
-    seen = [0]
+    r = MixPRRetriever.from_documents(
+        [versioned_doc(i, 0) for i in range(VERSIONED_N_DOCS)], similarity_top_k=50
+    )
 
-    def updater(which):
-        v = 0
-        while not stop.is_set():
-            v += 1
-            for i in which:
-                r.update_ref_doc(_doc(i, v))
+    def search():
+        return [(n.node.get_content(), n.node.metadata) for n in r.retrieve("castle knight dragon")]
 
-    def searcher():
-        while not stop.is_set():
-            for n in r.retrieve("castle knight dragon"):
-                md = n.node.metadata
-                text = n.node.get_content()
-                m = re.search(r"d(\d+) at version v(\d+)", text)
-                full = _doc(md["doc"], md["v"]).text
-                a, b = md["longctx_start_char_idx"], md["longctx_end_char_idx"]
-                if m is None or (int(m[1]), int(m[2])) != (md["doc"], md["v"]) or full[a:b] != text:
-                    errors.append((text, md))
-                seen[0] += 1
-
-    threads = [threading.Thread(target=updater, args=(range(k, N_DOCS, 2),)) for k in range(2)]
-    threads += [threading.Thread(target=searcher) for _ in range(2)]
-    for t in threads:
-        t.start()
-    stop.wait(4.0)
-    stop.set()
-    for t in threads:
-        t.join()
-    assert seen[0] > 500
-    assert not errors, f"{len(errors)} of {seen[0]} hits mix versions, e.g. {errors[0]}"
+    seen, errors = search_while_updating(lambda i, v: r.update_ref_doc(versioned_doc(i, v)), search)
+    assert seen > 500
+    assert not errors, f"{len(errors)} of {seen} hits mix versions, e.g. {errors[0]}"

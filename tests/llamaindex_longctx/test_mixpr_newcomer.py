@@ -10,7 +10,8 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
 
 from llamaindex_longctx import CorpusRetriever, MixPRRetriever
-from tests.llamaindex_longctx.test_mixpr_updates import DOCS, QUERIES, _docs
+from tests._fixtures import BOOK_DOCS, BOOK_QUERIES
+from tests.llamaindex_longctx._fixtures import book_docs
 
 EMBED = MockEmbedding(embed_dim=8)
 
@@ -20,19 +21,21 @@ def _view(retriever, q):
 
 
 def test_best_first_by_default_document_order_by_argument():
-    r = MixPRRetriever.from_documents(_docs(), similarity_top_k=4)
-    d = MixPRRetriever.from_documents(_docs(), similarity_top_k=4, order="document")
-    for q in QUERIES:
+    r = MixPRRetriever.from_documents(book_docs(), similarity_top_k=4)
+    d = MixPRRetriever.from_documents(book_docs(), similarity_top_k=4, order="document")
+    for q in BOOK_QUERIES:
         best, doc = r.retrieve(q), d.retrieve(q)
         assert [n.score for n in best] == sorted((n.score for n in best), reverse=True)
         ids = [n.node.ref_doc_id for n in doc]
-        assert ids == sorted(ids, key=[x[0] for x in DOCS].index)
+        assert ids == sorted(ids, key=[x[0] for x in BOOK_DOCS].index)
         assert sorted(_view(r, q)) == sorted(_view(d, q))
 
 
 def test_filters_and_order_are_saved_and_restored(tmp_path):
     flt = MetadataFilters(filters=[MetadataFilter(key="author", value="Doyle", operator="!=")])
-    r = MixPRRetriever.from_documents(_docs(), similarity_top_k=3, filters=flt, order="document")
+    r = MixPRRetriever.from_documents(
+        book_docs(), similarity_top_k=3, filters=flt, order="document"
+    )
     r.persist(tmp_path / "r")
     loaded = MixPRRetriever.from_persist_dir(tmp_path / "r")
     assert loaded.order == "document"
@@ -42,14 +45,14 @@ def test_filters_and_order_are_saved_and_restored(tmp_path):
     unfiltered = MixPRRetriever.from_persist_dir(tmp_path / "r", filters=None)
     assert "hound" in {n.node.ref_doc_id for n in unfiltered.retrieve(q)}
     # a callable cannot be saved: said, and the retriever saved without it
-    c = MixPRRetriever.from_documents(_docs(), filters=lambda md: md.get("author") == "Austen")
+    c = MixPRRetriever.from_documents(book_docs(), filters=lambda md: md.get("author") == "Austen")
     with pytest.warns(UserWarning, match="callable filter cannot be saved"):
         c.persist(tmp_path / "c")
     assert MixPRRetriever.from_persist_dir(tmp_path / "c").filters is None
 
 
 def test_vector_store_index_route_ref_doc_id_and_reload_following_the_index(tmp_path):
-    index = VectorStoreIndex.from_documents(_docs([0, 1, 2]), embed_model=EMBED)
+    index = VectorStoreIndex.from_documents(book_docs([0, 1, 2]), embed_model=EMBED)
     r = MixPRRetriever.from_defaults(index=index, similarity_top_k=3)
     got = r.retrieve("What did Sir Henry lose?")
     assert got[0].node.ref_doc_id == "hound"  # the document's id, not the splitter chunk's
@@ -60,10 +63,10 @@ def test_vector_store_index_route_ref_doc_id_and_reload_following_the_index(tmp_
         StorageContext.from_defaults(persist_dir=tmp_path / "s"), embed_model=EMBED
     )
     loaded = MixPRRetriever.from_persist_dir(tmp_path / "s", index=again)
-    again.insert(_docs([3])[0])
+    again.insert(book_docs([3])[0])
     again.delete_ref_doc("hound", delete_from_docstore=True)
     fresh = MixPRRetriever.from_defaults(index=again, similarity_top_k=3)
-    for q in QUERIES:
+    for q in BOOK_QUERIES:
         assert _view(loaded, q) == _view(fresh, q)
         assert "hound" not in {n.node.ref_doc_id for n in loaded.retrieve(q)}
     assert loaded.retrieve("Where was the gem?")[0].node.ref_doc_id == "gem"
@@ -84,13 +87,13 @@ def test_identical_texts_take_one_slot():
 def test_corpus_retriever_best_first(tmp_path):
     from longctx.corpus import build_indexes
 
-    build_indexes([(i, t) for i, t, _ in DOCS], "mixpr", tmp_path / "c", progress=False)
+    build_indexes([(i, t) for i, t, _ in BOOK_DOCS], "mixpr", tmp_path / "c", progress=False)
     best = CorpusRetriever.from_corpus(tmp_path / "c", similarity_top_k=3)
     doc = CorpusRetriever.from_corpus(tmp_path / "c", similarity_top_k=3, order="document")
-    for q in QUERIES:
+    for q in BOOK_QUERIES:
         a, b = best.retrieve(q), doc.retrieve(q)
         assert [n.score for n in a] == sorted((n.score for n in a), reverse=True)
-        ids = [x[0] for x in DOCS]
+        ids = [x[0] for x in BOOK_DOCS]
         assert [ids.index(n.node.ref_doc_id) for n in b] == sorted(
             ids.index(n.node.ref_doc_id) for n in b
         )

@@ -14,19 +14,8 @@ from llama_index.core.vector_stores.types import (
 )
 
 from llamaindex_longctx import MixPRRetriever
-
-DOCS = [
-    ("hound", "Sir Henry lost a boot at the Northumberland Hotel in London.", {"author": "Doyle"}),
-    ("pride", "Elizabeth walked to Netherfield through the mud.", {"author": "Austen"}),
-    ("whale", "The whale rose from the sea and the captain watched.", {"author": "Melville"}),
-    ("gem", "Holmes found the stolen gem in the goose.", {"author": "Doyle", "year": 1892}),
-]
-QUERIES = ["What did Sir Henry lose?", "Who walked through the mud?", "Where was the gem?"]
-
-
-def _docs(which=None):
-    which = range(len(DOCS)) if which is None else which
-    return [Document(text=DOCS[i][1], id_=DOCS[i][0], metadata=dict(DOCS[i][2])) for i in which]
+from tests._fixtures import BOOK_QUERIES
+from tests.llamaindex_longctx._fixtures import book_docs
 
 
 def _view(retriever, q):
@@ -34,58 +23,60 @@ def _view(retriever, q):
 
 
 def test_insert_and_delete_equal_a_fresh_build():
-    r = MixPRRetriever.from_documents(_docs([0, 1]), similarity_top_k=3)
-    r.insert_nodes(_docs([2]))
-    r.insert(_docs([3])[0])
+    r = MixPRRetriever.from_documents(book_docs([0, 1]), similarity_top_k=3)
+    r.insert_nodes(book_docs([2]))
+    r.insert(book_docs([3])[0])
     r.delete_ref_doc("pride")
-    fresh = MixPRRetriever.from_documents(_docs([0, 2, 3]), similarity_top_k=3)
-    for q in QUERIES:
+    fresh = MixPRRetriever.from_documents(book_docs([0, 2, 3]), similarity_top_k=3)
+    for q in BOOK_QUERIES:
         assert _view(r, q) == _view(fresh, q)
     assert [n.node_id for n in r.nodes] == ["hound", "whale", "gem"]
     with pytest.raises(KeyError, match="pride"):
         r.delete_ref_doc("pride")
     r.delete_ref_doc("pride", raise_error=False)
     with pytest.raises(ValueError, match="already"):
-        r.insert_nodes(_docs([0]))
+        r.insert_nodes(book_docs([0]))
     r.update_ref_doc(Document(text="Sir Henry found his boot again.", id_="hound"))
     best = max(r.retrieve("Did Sir Henry find the boot?"), key=lambda n: n.score)
     assert "found his boot" in best.node.text
 
 
 def test_persisted_after_changes_loads_the_same(tmp_path):
-    r = MixPRRetriever.from_documents(_docs([0, 1]), similarity_top_k=2)
-    r.insert_nodes(_docs([2, 3]))
+    r = MixPRRetriever.from_documents(book_docs([0, 1]), similarity_top_k=2)
+    r.insert_nodes(book_docs([2, 3]))
     r.delete_ref_doc("whale")
     r.persist(tmp_path / "r")
     loaded = MixPRRetriever.from_persist_dir(tmp_path / "r")
-    for q in QUERIES:
+    for q in BOOK_QUERIES:
         assert _view(loaded, q) == _view(r, q)
 
 
 def test_follows_the_vector_store_index_docstore():
-    index = VectorStoreIndex.from_documents(_docs([0, 1]), embed_model=MockEmbedding(embed_dim=8))
+    index = VectorStoreIndex.from_documents(
+        book_docs([0, 1]), embed_model=MockEmbedding(embed_dim=8)
+    )
     r = MixPRRetriever.from_defaults(index=index, similarity_top_k=2)
 
     def doc_of(n):  # the returned chunk's ref_doc_id is the document's id (issue 38)
         return n.node.ref_doc_id
 
     assert all(doc_of(n) != "gem" for n in r.retrieve("Where was the gem?"))
-    index.insert(_docs([3])[0])
+    index.insert(book_docs([3])[0])
     best = max(r.retrieve("Where was the gem?"), key=lambda n: n.score)
     assert "gem" in best.node.text and doc_of(best) == "gem"
     index.delete_ref_doc("hound", delete_from_docstore=True)
     assert all(doc_of(n) != "hound" for n in r.retrieve("What did Sir Henry lose?"))
     fresh = MixPRRetriever.from_defaults(index=index, similarity_top_k=2)
-    for q in QUERIES:
+    for q in BOOK_QUERIES:
         assert _view(r, q) == _view(fresh, q)
 
 
 def test_metadata_filters_exclude_the_best_document():
     q = "What did Sir Henry lose at the hotel?"
-    r = MixPRRetriever.from_documents(_docs(), similarity_top_k=2)
+    r = MixPRRetriever.from_documents(book_docs(), similarity_top_k=2)
     assert r.retrieve(q)[0].node.ref_doc_id == "hound"
     flt = MetadataFilters(filters=[MetadataFilter(key="author", value="Doyle", operator="!=")])
-    rf = MixPRRetriever.from_documents(_docs(), similarity_top_k=5, filters=flt)
+    rf = MixPRRetriever.from_documents(book_docs(), similarity_top_k=5, filters=flt)
     assert {n.node.ref_doc_id for n in rf.retrieve(q)} <= {"pride", "whale"}
     both = MetadataFilters(
         filters=[
@@ -94,9 +85,9 @@ def test_metadata_filters_exclude_the_best_document():
         ],
         condition=FilterCondition.AND,
     )
-    rb = MixPRRetriever.from_documents(_docs(), similarity_top_k=5, filters=both)
+    rb = MixPRRetriever.from_documents(book_docs(), similarity_top_k=5, filters=both)
     assert {n.node.ref_doc_id for n in rb.retrieve(q)} == {"gem"}
     for n in rb.retrieve(q):
         assert n.node.metadata["author"] == "Doyle"  # the user's metadata kept
     with pytest.raises(TypeError, match="filters must be"):
-        MixPRRetriever.from_documents(_docs(), filters=3)
+        MixPRRetriever.from_documents(book_docs(), filters=3)

@@ -3,22 +3,17 @@ user's ids kept in metadata; sizes checked by the core rule."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import pytest
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llamaindex_longctx import DiversityPostprocessor, MixPRRetriever, YouraPostprocessor
 from llamaindex_longctx.youra_retriever import YouraRetriever
 from longctx.text import split_sentences
+from tests._fixtures import SOURCE_A as A
+from tests._fixtures import SOURCE_B as B
+from tests._fixtures import shared_tiny_scorer as tiny_scorer
 from tests._youra_helpers import QUERY
-from tests._youra_helpers import tiny_scorer as _tiny_scorer
-from tests.llamaindex_longctx.test_diversity_postprocessor import HashEmbedding
-
-A = "The cat sat on the mat. The dog ate the bone. The bird sang a song."
-tiny_scorer = lru_cache(maxsize=1)(_tiny_scorer)
-
-B = "The cat chased a mouse. The dog slept all day. The fish swam around."
+from tests.llamaindex_longctx._fixtures import HashEmbedding
 
 
 def test_mixpr_two_nodes_with_one_id_lose_no_sentence():

@@ -24,12 +24,13 @@ from llamaindex_longctx.youra_retriever import YouraRetriever  # noqa: E402
 from longctx.text import split_sentences  # noqa: E402
 from longctx.types import METADATA_KEYS, hit_id  # noqa: E402
 from longctx.youra import DEFAULT_K  # noqa: E402
-from tests._youra_helpers import QUERY, TEXTS, tiny_scorer  # noqa: E402
+from tests._fixtures import shared_tiny_scorer  # noqa: E402
+from tests._youra_helpers import QUERY, TEXTS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def scorer():
-    return tiny_scorer()
+    return shared_tiny_scorer()
 
 
 def _nodes():
