@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.mixpr.push import gather, sum_sparse
+from longctx.types import walk_record
 
 __all__ = ["Bipartite", "push_multihop"]
 
@@ -205,14 +206,5 @@ def push_multihop(
     residual += 0.0 if park_t is None else float(park_t[1].sum())
     rho = a / (1.0 - sigma) if sigma < 1.0 else a
     if trace is not None:
-        trace.append(
-            {
-                "stage": "multihop",
-                "solver": "push",
-                "steps": steps,
-                "residual": residual,
-                "parked": parked,
-                "read": int(read),
-            }
-        )
+        trace.append(walk_record("multihop", "push", steps, residual, parked=parked, read=read))
     return rho * h, rho * arrived

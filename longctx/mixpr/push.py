@@ -40,6 +40,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from longctx.types import walk_record
+
 try:  # scipy's compiled row gather (what ``csr_array[rows]`` runs), without building a matrix
     from scipy.sparse._sparsetools import csr_row_index
 except ImportError:  # a scipy that moved it: the same gather in numpy
@@ -226,14 +228,5 @@ def push_walk(scorer, sid, scale: float, alpha: float, trace: list | None = None
         parked = float(((park_v if w is None else park_v * w[park_t]) * s_j[park_t]).sum())
     tops = [m for m in backend.map("push_finish", sid) if m is not None]
     if trace is not None:
-        trace.append(
-            {
-                "stage": "walk",
-                "solver": "push",
-                "steps": steps,
-                "residual": moving + parked,
-                "parked": parked,
-                "read": int(read),
-            }
-        )
+        trace.append(walk_record("walk", "push", steps, moving + parked, parked=parked, read=read))
     return max(tops) if tops else 0.0
