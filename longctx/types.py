@@ -94,7 +94,8 @@ class SearchResult:
         (:func:`longctx.mixpr.router.choose_walk`), then a record of the PageRank walk when one
         ran, ``{"stage": "walk", "solver": "push" | "power", "steps", "residual"}``
         (the walk's steps and the L1 mass it left unsettled when it stopped; push also
-        ``"parked"`` and ``"read"``); empty otherwise.
+        ``"parked"`` and ``"read"``; the multi-hop walk's is the same with ``"stage":
+        "multihop"``; both built by :func:`walk_record`); empty otherwise.
     info : mapping
         Method-specific extras (GARLIC: ``answer``, ``stop_reason``, ``tokens_run``...).
     """
@@ -254,9 +255,64 @@ def hit_id(source_id: str | None, hit: Passage) -> str:
     return f"{src}#{hit.start}-{hit.end}"
 
 
+#: The stages and solvers of a walk's trace record (:func:`walk_record`).
+WALK_STAGES = ("walk", "multihop")
+WALK_SOLVERS = ("push", "power")
+
+
+def walk_record(
+    stage: str, solver: str, steps: int, residual: float, *, parked=None, read=None
+) -> dict[str, Any]:
+    """The trace record of a walk, as it reaches :attr:`SearchResult.trace`: ``{"stage",
+    "solver", "steps", "residual"}``, then ``"parked"`` and ``"read"`` (as ``int``) when given
+    (the push solvers give both). The one constructor of the record for MixPR's PageRank walk
+    (:func:`longctx.mixpr.push.push_walk`, :func:`longctx.mixpr.push_graph.graph_push_walk`,
+    :meth:`longctx.mixpr.scoring.Scorer.walk`) and the multi-hop walk
+    (:func:`longctx.mixpr.multihop_push.push_multihop`,
+    :class:`longctx.mixpr.multihop.MultiHopRanker`).
+
+    Parameters
+    ----------
+    stage : {"walk", "multihop"}
+        The PageRank walk over the unit graph, or the multi-hop walk over units and phrases.
+    solver : {"push", "power"}
+        Forward push or the power iteration.
+    steps : int
+        Levels pushed (push) or iterations run (power).
+    residual : float
+        Push: the probability mass not settled when the walk stopped (an L1 bound); power: the
+        L1 change of the last step. Kept as given (not converted).
+    parked : float, optional
+        Push: the part of ``residual`` parked on nodes below the push rule.
+    read : int, optional
+        Push: the matrix entries read.
+
+    Raises
+    ------
+    ValueError
+        ``stage`` or ``solver`` not one of the above.
+    """
+    if stage not in WALK_STAGES:
+        raise ValueError(f"stage must be one of {WALK_STAGES}, got {stage!r}")
+    if solver not in WALK_SOLVERS:
+        raise ValueError(f"solver must be one of {WALK_SOLVERS}, got {solver!r}")
+    record: dict[str, Any] = {
+        "stage": stage,
+        "solver": solver,
+        "steps": steps,
+        "residual": residual,
+    }
+    if parked is not None:
+        record["parked"] = parked
+    if read is not None:
+        record["read"] = int(read)
+    return record
+
+
 __all__ = [
     "Passage",
     "SearchResult",
+    "walk_record",
     "ORDERS",
     "check_order",
     "hit_metadata",

@@ -225,6 +225,45 @@ def test_bad_arguments_raise_before_work():
     assert sharded.doc_ids == ("a", "b", "c")
 
 
+@pytest.mark.parametrize("change", ["insert", "update"])
+def test_insert_and_update_check_their_arguments_before_any_shard_call(change, monkeypatch):
+    # insert and update share one check (ids, taken / missing ids, metadata, unit_vectors):
+    # every error comes before a shard is asked for anything, and nothing changes
+    sharded = ShardedMixPRIndex.from_texts(POOL[:3], ids=list("abc"), shards=2)
+    shard_calls = []
+    monkeypatch.setattr(sharded, "_run", lambda calls: shard_calls.append(calls))
+    monkeypatch.setattr(sharded._backend, "add", lambda *a: shard_calls.append(a))
+    fn = getattr(sharded, change)
+    fresh, held = (["x", "y"], ["a", "b"]) if change == "insert" else (["a", "b"], ["x", "y"])
+    two = [POOL[4], POOL[5]]
+    with pytest.raises(TypeError, match="ids is required"):
+        fn(two, ids=None)
+    with pytest.raises(ValueError, match="ids has 1 entries for 2 texts"):
+        fn(two, ids=fresh[:1])
+    with pytest.raises(ValueError, match="must be unique"):
+        fn(two, ids=[fresh[0], fresh[0]])
+    with pytest.raises(TypeError, match=r"ids\[1\] must be a non-empty str"):
+        fn(two, ids=[fresh[0], 7])
+    if change == "insert":
+        with pytest.raises(ValueError, match=r"\['a', 'b'\] are already in the index: use update"):
+            fn(two, ids=held)
+    else:
+        with pytest.raises(KeyError, match=r"\['x', 'y'\] are not in the index"):
+            fn(two, ids=held)
+    with pytest.raises(ValueError, match="metadatas has 1 entries for 2 texts"):
+        fn(two, ids=fresh, metadatas=[{}])
+    with pytest.raises(TypeError, match=r"metadatas\[1\] \(document '.'\) must be a dict"):
+        fn(two, ids=fresh, metadatas=[{}, "n=1"])
+    with pytest.raises(ValueError, match="unit_vectors with a sharded index takes one document"):
+        fn(two, ids=fresh, unit_vectors=np.ones((2, 4)))
+    with pytest.raises(TypeError):
+        fn([POOL[4], 3], ids=fresh)
+    assert shard_calls == [] and sharded.doc_ids == ("a", "b", "c")
+    monkeypatch.undo()
+    fn(two, ids=fresh, metadatas=[{"n": 1}, None])  # the same arguments, corrected, go through
+    assert sharded.metadata(fresh[0]) == {"n": 1}
+
+
 def test_concurrent_searches_equal_sequential(alice_docs):
     from concurrent.futures import ThreadPoolExecutor
 

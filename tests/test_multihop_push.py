@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from longctx.mixpr import MixPRIndex
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.multihop import MultiHopRanker, MultiHopWalk
-from longctx.mixpr.multihop_push import Summer
+from longctx.mixpr.push import COUNT_SHARE, sum_sparse
 
 from .test_mixpr_multihop import QUESTION, UNITS
 
@@ -112,13 +112,36 @@ def test_push_and_power_share_the_fixed_point(picks, alpha, eps):
     assert np.abs(out["push"][0] - out["power"][0]).sum() <= bound
 
 
-def test_summer_sums_duplicates_and_resets():
-    add = Summer(10)
-    idx, val = add(np.array([3, 7, 3, 3, 0]), np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
-    assert dict(zip(idx.tolist(), val.tolist())) == {3: 8.0, 7: 2.0, 0: 5.0}
-    idx, val = add(np.array([7, 7]), np.array([1.0, 1.0]))  # the table was reset
-    assert idx.tolist() == [7] and val.tolist() == [2.0]
-    assert add(np.empty(0, np.int64), np.empty(0))[0].size == 0
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 64).flatmap(
+        lambda size: st.tuples(
+            st.just(size),
+            st.lists(
+                st.tuples(st.integers(0, size - 1), st.sampled_from([0.0, 0.1, 1.0, 2.5, 1e-300])),
+                max_size=3 * size,
+            ),
+        )
+    )
+)
+def test_sum_sparse_sums_duplicates_in_entry_order(case):
+    # the walks' one way to sum duplicates (the multi-hop push's position table went): both
+    # paths give each index the sum of its entries added in their order, indices ascending
+    size, entries = case
+    idx = np.array([i for i, _ in entries], dtype=np.int64)
+    val = np.array([v for _, v in entries])
+    want = {}
+    for i, v in entries:
+        want[i] = want.get(i, 0.0) + v
+    u, s = sum_sparse(idx, val)  # a sort of the entries
+    assert u.dtype == np.int64 and np.all(np.diff(u) > 0)
+    assert dict(zip(u.tolist(), s.tolist())) == want
+    u2, s2 = sum_sparse(idx, val, size)  # a dense count when the entries are many
+    assert np.all(np.diff(u2) > 0)
+    if len(idx) * COUNT_SHARE > size:  # the dense count leaves out the indices summing to 0
+        assert dict(zip(u2.tolist(), s2.tolist())) == {i: v for i, v in want.items() if v}
+    else:
+        assert u2.tolist() == u.tolist() and s2.tolist() == s.tolist()
 
 
 def test_push_keeps_the_current_iterations_rankings_on_hotpotqa_corpus(shared_data):

@@ -1,5 +1,9 @@
 """Hits, results and the metadata shared by every adapter."""
 
+import numpy as np
+import pytest
+
+from longctx.mixpr import MixPRIndex
 from longctx.types import (
     META_SOURCE_ID,
     META_START,
@@ -8,6 +12,7 @@ from longctx.types import (
     hit_id,
     hit_metadata,
     resolve_hit,
+    walk_record,
 )
 
 
@@ -53,3 +58,37 @@ def test_hits_by_score_and_top():
     with pytest.raises(TypeError, match="n must be an int"):
         r.top(1.5)
     assert SearchResult((), "mixpr").by_score() == ()
+
+
+def test_walk_record_is_the_one_shape_of_a_walks_trace():
+    push = walk_record("walk", "push", 3, 0.25, parked=0.125, read=np.int64(7))
+    assert list(push) == ["stage", "solver", "steps", "residual", "parked", "read"]
+    assert push["read"] == 7 and type(push["read"]) is int and push["parked"] == 0.125
+    power = walk_record("multihop", "power", 12, 1e-7)
+    assert power == {"stage": "multihop", "solver": "power", "steps": 12, "residual": 1e-7}
+    with pytest.raises(ValueError, match="stage"):
+        walk_record("route", "push", 1, 0.0)
+    with pytest.raises(ValueError, match="solver"):
+        walk_record("walk", "exact", 1, 0.0)
+
+
+@pytest.mark.parametrize(
+    "params, stage, keys",
+    [
+        ({}, "walk", ["stage", "solver", "steps", "residual", "parked", "read"]),
+        ({"solver": "power"}, "walk", ["stage", "solver", "steps", "residual"]),
+        ({"graph": "threshold"}, "walk", ["stage", "solver", "steps", "residual", "parked", "read"]),
+        ({"walk": "multihop"}, "multihop", ["stage", "solver", "steps", "residual", "parked", "read"]),
+        ({"walk": "multihop", "multihop": {"solver": "power"}}, "multihop", ["stage", "solver", "steps", "residual"]),
+    ],
+)  # fmt: skip
+def test_search_traces_carry_walk_records(params, stage, keys):
+    texts = [
+        "Mary went to the kitchen. Mary picked up the Milk there. John went to the garden.",
+        "John dropped the Apple in the garden. Sandra took the Milk to the office.",
+    ]
+    res = MixPRIndex.from_texts(texts, **params).search("Where is the Milk?", k=2, mode="local")
+    rec = next(t for t in res.trace if t.get("stage") == stage)
+    assert list(rec) == keys and rec["steps"] >= 1 and isinstance(rec["steps"], int)
+    if "read" in rec:
+        assert type(rec["read"]) is int and 0 <= rec["parked"] <= rec["residual"]

@@ -42,6 +42,8 @@ from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.validation import (
     _check_ids,
     _check_metadatas,
+    check_change,
+    check_held,
 )
 from longctx.persist import PersistError as PersistError
 from longctx.selection import check_budget_fits, check_size, select_distinct, select_top
@@ -368,13 +370,7 @@ class MixPRIndex(RetrievalIndex):
         texts = check_texts(texts)
         with self._write_lock:
             st = self._state
-            ids = _check_ids(ids, len(texts))
-            taken = [i for i in ids if i in st.positions]
-            if taken:
-                raise ValueError(
-                    f"ids {taken[:5]} are already in the index: use update() to replace them"
-                )
-            metadatas = _check_metadatas(metadatas, len(texts), ids)
+            ids, metadatas = check_change(ids, metadatas, len(texts), st.positions, replace=False)
             self._state = self._splice(st, len(st.doc_ids), 0, texts, ids, metadatas, unit_vectors)
 
     def update(
@@ -398,11 +394,7 @@ class MixPRIndex(RetrievalIndex):
         texts = check_texts(texts)
         with self._write_lock:
             st = self._state
-            ids = _check_ids(ids, len(texts))
-            missing = [i for i in ids if i not in st.positions]
-            if missing:
-                raise KeyError(f"ids {missing[:5]} are not in the index")
-            metadatas = _check_metadatas(metadatas, len(texts), ids)
+            ids, metadatas = check_change(ids, metadatas, len(texts), st.positions, replace=True)
             if unit_vectors is not None and len(ids) > 1:
                 raise ValueError("unit_vectors with update() takes one document at a time")
             for t, i, md in zip(texts, ids, metadatas):
@@ -425,9 +417,7 @@ class MixPRIndex(RetrievalIndex):
         ids = list(ids)
         with self._write_lock:
             st = self._state
-            missing = [i for i in ids if i not in st.positions]
-            if missing:
-                raise KeyError(f"ids {missing[:5]} are not in the index")
+            check_held(ids, st.positions)
             self._state = without(st, ids)
 
     def _splice(self, st: _State, at: int, n_old: int, texts, ids, metadatas, unit_vectors):

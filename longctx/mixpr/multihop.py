@@ -55,6 +55,7 @@ import scipy.sparse as sp
 from longctx.checks import check_choice, check_float, check_int, check_query
 from longctx.mixpr.multihop_push import Bipartite, push_multihop
 from longctx.mixpr.phrases import PhraseExtractor, PhraseGraph
+from longctx.types import walk_record
 
 __all__ = ["MultiHopWalk", "MultiHopRanker", "PhraseExtractor", "PhraseGraph"]
 
@@ -472,9 +473,7 @@ class MultiHopRanker:
             if delta < self.walk.tol:
                 break
         if trace is not None:
-            trace.append(
-                {"stage": "multihop", "solver": "power", "steps": steps, "residual": delta}
-            )
+            trace.append(walk_record("multihop", "power", steps, delta))
         return x, arrived
 
 

@@ -41,37 +41,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.mixpr.push import gather
+from longctx.mixpr.push import gather, sum_sparse
+from longctx.types import walk_record
 
-__all__ = ["Bipartite", "Summer", "push_multihop"]
+__all__ = ["Bipartite", "push_multihop"]
 
 #: A spread whose reads exceed ``1 / DENSE_SHARE`` of the matrix's non-zeros is one product.
 DENSE_SHARE = 2
-
-
-class Summer:
-    """Sums of duplicate indices below ``size`` in time linear in the entries, not in
-    ``size``: a position table (one ``(size,)`` array a query, reset after each use) gives each
-    index one entry's slot, and all its entries are counted into that slot."""
-
-    __slots__ = ("_at",)
-
-    def __init__(self, size: int):
-        self._at = np.full(size, -1, dtype=np.int64)
-
-    def __call__(self, idx: np.ndarray, val: np.ndarray):
-        """``(unique indices, their summed values)``, unsorted."""
-        if not len(idx):
-            return np.empty(0, np.int64), np.empty(0)
-        at = self._at
-        pos = np.arange(len(idx))
-        at[idx] = pos  # one entry of each index wins its slot (whichever: all are summed)
-        slot = at[idx]
-        first = slot == pos
-        sums = np.bincount(slot, weights=val, minlength=len(idx))[first]
-        u = idx[first]
-        at[u] = -1
-        return u.astype(np.int64, copy=False), sums
 
 
 class Bipartite:
@@ -86,11 +62,10 @@ class Bipartite:
         self.deg = np.diff(self.rows.indptr)
         self._T = self.rows.T  # CSC view of the transpose (no copy): the dense product
 
-    def spread(self, idx: np.ndarray, w: np.ndarray, add: Summer):
-        """``sum_i w_i rows[idx_i]`` as ``(indices, values, entries read)``; ``add`` sums
-        duplicates (a :class:`Summer` of the target size). Costs
-        the non-zeros of the selected rows (one product over the matrix when that is more
-        than half of them)."""
+    def spread(self, idx: np.ndarray, w: np.ndarray):
+        """``sum_i w_i rows[idx_i]`` as ``(indices ascending, values, entries read)``, the
+        duplicates summed by :func:`~longctx.mixpr.push.sum_sparse`. Costs the non-zeros of
+        the selected rows (one product over the matrix when that is more than half of them)."""
         M = self.rows
         if not len(idx):
             return np.empty(0, np.int64), np.empty(0), 0
@@ -102,21 +77,23 @@ class Bipartite:
             out = np.flatnonzero(y)
             return out, y[out], int(M.nnz)
         cols, vals = gather(M.indptr, M.indices, M.data, idx, w)
-        cols, vals = add(cols, vals)
+        cols, vals = sum_sparse(cols, vals, M.shape[1])
         return cols, vals, read
 
 
-def _side(moves, u_idx, mv, park, eps, alpha, add_node, add_unit):
+def _side(moves, u_idx, mv, park, eps, alpha):
     """One side (phrases or terms) of a level: the units' mass ``mv`` (already times the
     side's share) sent along ``moves[0]`` (unit -> node), added to the parked residual ``park``;
     the nodes over the threshold are pushed along ``moves[1]`` (node -> unit). Returns ``(unit
     indices, unit values, new park, entries read)``."""
     up, down = moves
-    nodes, vals, read = up.spread(u_idx, mv, add_node)
+    nodes, vals, read = up.spread(u_idx, mv)
     if len(park[0]):
-        nodes, vals = add_node(np.concatenate([park[0], nodes]), np.concatenate([park[1], vals]))
+        nodes, vals = sum_sparse(
+            np.concatenate([park[0], nodes]), np.concatenate([park[1], vals]), len(down.deg)
+        )
     go = vals >= eps * down.deg[nodes]
-    units, uvals, read2 = down.spread(nodes[go], (1.0 - alpha) * vals[go], add_unit)
+    units, uvals, read2 = down.spread(nodes[go], (1.0 - alpha) * vals[go])
     return units, uvals, (nodes[~go], vals[~go]), read + read2
 
 
@@ -184,9 +161,6 @@ def push_multihop(
     # phrases of one unit: their mass reaches the unit after one move
     d_idx = np.flatnonzero(d_u)
     d_val = (1.0 - a) * d_u[d_idx]
-    add_unit = Summer(n)
-    add_phr = Summer(phrases[0].rows.shape[1])
-    add_trm = None if terms is None else Summer(terms[0].rows.shape[1])
     sigma = 0.0
     read = 0
     steps = 0
@@ -198,15 +172,13 @@ def push_multihop(
         mv = (1.0 - a) * u_val
         sigma += float((mv * stuck[u_idx]).sum())
         parts_i, parts_v = [park_u[0]], [park_u[1]]
-        units, vals, park_p, r = _side(
-            phrases, u_idx, mv * to_p[u_idx], park_p, push_threshold, a, add_phr, add_unit
-        )
+        units, vals, park_p, r = _side(phrases, u_idx, mv * to_p[u_idx], park_p, push_threshold, a)
         parts_i.append(units)
         parts_v.append(vals)
         read += r
         if terms is not None:
             units, vals, park_t, r = _side(
-                terms, u_idx, mv * to_t[u_idx], park_t, push_threshold, a, add_trm, add_unit
+                terms, u_idx, mv * to_t[u_idx], park_t, push_threshold, a
             )
             parts_i.append(units)
             parts_v.append(vals)
@@ -215,7 +187,7 @@ def push_multihop(
             parts_i.append(d_idx)
             parts_v.append(d_val)
             first = False
-        idx, val = add_unit(np.concatenate(parts_i), np.concatenate(parts_v))
+        idx, val = sum_sparse(np.concatenate(parts_i), np.concatenate(parts_v), n)
         # a unit too is pushed only when each of its edges would carry push_threshold
         go = val >= push_threshold * u_deg[idx]
         u_idx, u_val = idx[go], val[go]
@@ -234,14 +206,5 @@ def push_multihop(
     residual += 0.0 if park_t is None else float(park_t[1].sum())
     rho = a / (1.0 - sigma) if sigma < 1.0 else a
     if trace is not None:
-        trace.append(
-            {
-                "stage": "multihop",
-                "solver": "push",
-                "steps": steps,
-                "residual": residual,
-                "parked": parked,
-                "read": int(read),
-            }
-        )
+        trace.append(walk_record("multihop", "push", steps, residual, parked=parked, read=read))
     return rho * h, rho * arrived

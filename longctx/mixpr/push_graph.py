@@ -45,6 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.mixpr.push import COUNT_SHARE, gather, sum_sparse
+from longctx.types import walk_record
 
 __all__ = ["GraphPushBlock", "graph_push_walk"]
 
@@ -180,14 +181,7 @@ class GraphPushBlock:
         pi += alpha * r
         s["x"] = pi
         parked = damping * float(r.sum())
-        record = {
-            "stage": "walk",
-            "solver": "push",
-            "steps": steps,
-            "residual": moving + parked,
-            "parked": parked,
-            "read": int(read),
-        }
+        record = walk_record("walk", "push", steps, moving + parked, parked=parked, read=read)
         return (float(pi.max()) if n else None), record
 
 

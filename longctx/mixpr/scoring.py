@@ -41,6 +41,7 @@ from longctx.mixpr.query import (
     reweight_query_terms,
     weigh_by_coverage,
 )
+from longctx.types import walk_record
 
 logger = logging.getLogger(__name__)
 
@@ -586,9 +587,7 @@ class Scorer:
             diff = sum(r[0] for r in res) + diff_q
             if diff < cfg.tol or last:
                 if trace is not None:
-                    trace.append(
-                        {"stage": "walk", "solver": "power", "steps": it + 1, "residual": diff}
-                    )
+                    trace.append(walk_record("walk", "power", it + 1, diff))
                 return _max(r[1] for r in res)
             parts = [r[2] for r in res] if fuse else backend.map("walk_partial", sid)
         return 0.0  # max_iter >= 1: not reached

@@ -5,7 +5,7 @@ them out without a copy."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 
 from longctx.checks import _SURROGATE_RE
 
@@ -32,6 +32,42 @@ def _check_ids(ids, n: int, default=None) -> tuple[str, ...]:
             seen.add(x)
         raise ValueError(f"ids must be unique: {dup[:5]} repeat")
     return ids
+
+
+def check_held(ids, held: Container[str]) -> None:
+    """Raise ``KeyError`` naming (the first five of) the ``ids`` that ``held`` (the ids an
+    index holds) lacks: the check of an update or a delete, before anything changes."""
+    missing = [i for i in ids if i not in held]
+    if missing:
+        raise KeyError(f"ids {missing[:5]} are not in the index")
+
+
+def check_change(
+    ids, metadatas, n: int, held: Container[str], *, replace: bool
+) -> tuple[tuple[str, ...], tuple[Mapping, ...]]:
+    """The ids and metadata of an insert (``replace=False``) or an update (``replace=True``) of
+    ``n`` texts into an index holding the ids ``held``, checked in this order before anything
+    changes: the ids (:func:`_check_ids`), then none of them held (insert) or all of them held
+    (update, :func:`check_held`), then the metadata (:func:`_check_metadatas`). Returns
+    ``(ids, metadatas)``, both of length ``n``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ids or metadata; an insert of an id already held (ValueError).
+    KeyError
+        An update of an id not held.
+    """
+    ids = _check_ids(ids, n)
+    if replace:
+        check_held(ids, held)
+    else:
+        taken = [i for i in ids if i in held]
+        if taken:
+            raise ValueError(
+                f"ids {taken[:5]} are already in the index: use update() to replace them"
+            )
+    return ids, _check_metadatas(metadatas, n, ids)
 
 
 def _check_metadatas(metadatas, n: int, ids) -> tuple[Mapping, ...]:

@@ -62,6 +62,7 @@ from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.router import MODES, KeywordRouter
 from longctx.mixpr.scoring import Scorer, normalized_query_vector, term_weights
 from longctx.mixpr.tfidf import TfidfSettings, merge_term_stats
+from longctx.mixpr.validation import check_change, check_held
 from longctx.persist import PersistError
 from longctx.selection import check_budget_fits, check_size
 from longctx.types import Passage, SearchResult
@@ -595,18 +596,11 @@ class ShardedMixPRIndex:
         TypeError, ValueError
             Bad texts, ids (taken, duplicated) or metadata; checked before anything changes.
         """
-        from longctx.mixpr.validation import _check_ids, _check_metadatas
-
         texts = check_texts(texts)
         with self._lock:
-            ids = _check_ids(ids, len(texts))
-            taken = [i for i in ids if i in self._shard_of]
-            if taken:
-                raise ValueError(
-                    f"ids {taken[:5]} are already in the index: use update() to replace them"
-                )
-            metadatas = _check_metadatas(metadatas, len(texts), ids)
-            vectors = self._split_vectors(unit_vectors, len(texts))
+            ids, metadatas, vectors = self._check_change(
+                texts, ids, metadatas, unit_vectors, replace=False
+            )
             sizes = [0] * self.n_shards
             for d, s in self._shard_of.items():
                 sizes[s] += self._chars[d]
@@ -636,16 +630,11 @@ class ShardedMixPRIndex:
         TypeError, ValueError
             As :meth:`insert`.
         """
-        from longctx.mixpr.validation import _check_ids, _check_metadatas
-
         texts = check_texts(texts)
         with self._lock:
-            ids = _check_ids(ids, len(texts))
-            missing = [i for i in ids if i not in self._shard_of]
-            if missing:
-                raise KeyError(f"ids {missing[:5]} are not in the index")
-            metadatas = _check_metadatas(metadatas, len(texts), ids)
-            vectors = self._split_vectors(unit_vectors, len(texts))
+            ids, metadatas, vectors = self._check_change(
+                texts, ids, metadatas, unit_vectors, replace=True
+            )
             calls = {}
             for s in sorted({self._shard_of[i] for i in ids}):
                 js = [j for j, d in enumerate(ids) if self._shard_of[d] == s]
@@ -667,9 +656,7 @@ class ShardedMixPRIndex:
             ids = [ids]
         ids = list(ids)
         with self._lock:
-            missing = [i for i in ids if i not in self._shard_of]
-            if missing:
-                raise KeyError(f"ids {missing[:5]} are not in the index")
+            check_held(ids, self._shard_of)
             calls = {}
             for s in sorted({self._shard_of[i] for i in ids}):
                 calls[s] = ("delete", ([d for d in ids if self._shard_of[d] == s],))
@@ -680,12 +667,16 @@ class ShardedMixPRIndex:
                 del self._shard_of[d], self._chars[d]
             self._refresh()
 
-    def _split_vectors(self, unit_vectors, n_texts):
-        if unit_vectors is None:
-            return None
-        if n_texts != 1:
+    def _check_change(self, texts, ids, metadatas, unit_vectors, *, replace: bool):
+        """The arguments of :meth:`insert` (``replace=False``) or :meth:`update`
+        (``replace=True``) of the checked ``texts``, checked (with the lock held) before any
+        change: ids, then taken / missing ids, then metadata
+        (:func:`~longctx.mixpr.validation.check_change`), then ``unit_vectors`` (one document
+        at a time). Returns ``(ids, metadatas, unit_vectors)``."""
+        ids, metadatas = check_change(ids, metadatas, len(texts), self._shard_of, replace=replace)
+        if unit_vectors is not None and len(texts) != 1:
             raise ValueError("unit_vectors with a sharded index takes one document at a time")
-        return unit_vectors
+        return ids, metadatas, unit_vectors
 
     def _apply(self, calls: dict, new: dict) -> None:
         """Run changes on existing shards and build new ones (shards that held no document)."""
