@@ -1,0 +1,88 @@
+"""The phrase graph's fast paths give what the plain definitions give: the run expression
+(:data:`longctx.mixpr.phrases._RUN_RE`) finds the runs of the look-behind-first expression it
+replaced, and the graph's batched build (one extraction per distinct run, the heads of a unit
+without a title line read from its mentions) gives the incidence of
+:meth:`PhraseExtractor.phrases` and :meth:`PhraseExtractor.heads` unit by unit."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from longctx.mixpr.phrases import _CONN, _ELEM, _RUN_RE, PhraseExtractor, PhraseGraph
+
+# the run expression as first written: the look-behind tried at every character
+REFERENCE_RUN_RE = re.compile(rf"(?<![\w'’\-–]){_ELEM}(?: (?:(?:{_CONN}) ){{0,3}}{_ELEM})*")
+
+# words and marks that make runs, break them or sit at their edges
+PIECES = [
+    "Shirley", "Temple", "Black", "St.", "O.", "Ph.D.", "U.S.A.", "No.", "2", "1945", "17-year",
+    "RAAF", "of", "the", "and", "van", "de", "la", "&", "for", "y", "The", "He", "It", "in",
+    "Élodie", "Café", "ÆRØ", "Łódź", "Ивана", "ΑΘΗΝΑ", "李白", "東京", "Tokyo", "x", "a", "I",
+    "O'Brien", "Poison's", "d'If", "A–B", "x-Ray", "_Under", "’Tis", "Ǆemal", "ǅ", "Ⅻ", "٣",
+    " ", " ", " ", "  ", "\n", "\n\n", ",", ".", ";", "(", ")", "'", "’", "-", "–", "—", "#",
+    "_", "…", "\t", "\u00a0", "\u3000",
+]  # fmt: skip
+texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+mixed = st.one_of(texts, st.text(max_size=60), st.text("Aa. -'’–&0\nÉ_", max_size=40))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed)
+def test_run_expression_finds_the_reference_runs(text):
+    assert _RUN_RE.findall(text) == REFERENCE_RUN_RE.findall(text)
+    spans = [m.span() for m in _RUN_RE.finditer(text)]
+    assert spans == [m.span() for m in REFERENCE_RUN_RE.finditer(text)]
+
+
+def _reference_graph(units, ex, more_heads=None):
+    """The incidence of ``units`` unit by unit from the extractor's public methods."""
+    vocab = sorted(
+        {p for i, t in enumerate(units) for p in ex.phrases(t) + ex.heads(t)}
+        | {p for hs in (more_heads or []) for p in hs}
+    )
+    col = {p: j for j, p in enumerate(vocab)}
+    m = np.zeros((len(units), len(vocab)), np.float32)
+    h = np.zeros((len(units), len(vocab)), np.float32)
+    for i, t in enumerate(units):
+        for p in ex.phrases(t):
+            m[i, col[p]] += 1
+        for p in ex.heads(t) + (more_heads[i] if more_heads else []):
+            h[i, col[p]] = 1
+    return vocab, m, h
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(texts, min_size=1, max_size=8),
+    st.sampled_from([PhraseExtractor(), PhraseExtractor(max_words=2, min_words=2, subspans=True)]),
+    st.booleans(),
+)
+def test_batched_build_gives_the_unit_by_unit_incidence(units, ex, with_heads):
+    more = [["shirley temple", "x"][: i % 3] for i in range(len(units))] if with_heads else None
+    g = PhraseGraph.from_texts(units, ex, heads=more)
+    vocab, m, h = _reference_graph(units, ex, more)
+    assert [p for p in g.vocabulary if p] == [p for p in vocab if p]
+    assert g.vocabulary == vocab
+    np.testing.assert_array_equal(g.mentions.toarray(), m)
+    np.testing.assert_array_equal(g.heads.toarray(), h)
+    assert sp.csr_array(g.mentions).has_sorted_indices
+
+
+def test_batched_build_shares_runs_across_units_and_blocks(monkeypatch):
+    """Units of several blocks repeating the same runs: each unit keeps its own count."""
+    import longctx.mixpr.phrases as ph
+
+    monkeypatch.setattr(ph, "_BLOCK_UNITS", 3)
+    units = [f"Alice met Bob in Paris. Alice {'and Bob ' * (i % 4)}left.\nBody." for i in range(10)]
+    units += ["no names", "Carol Carol Carol", "Alice"]
+    ex = PhraseExtractor()
+    g = PhraseGraph.from_texts(units, ex)
+    vocab, m, h = _reference_graph(units, ex)
+    assert g.vocabulary == vocab
+    np.testing.assert_array_equal(g.mentions.toarray(), m)
+    np.testing.assert_array_equal(g.heads.toarray(), h)
