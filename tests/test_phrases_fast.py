@@ -25,7 +25,7 @@ PIECES = [
     "Élodie", "Café", "ÆRØ", "Łódź", "Ивана", "ΑΘΗΝΑ", "李白", "東京", "Tokyo", "x", "a", "I",
     "O'Brien", "Poison's", "d'If", "A–B", "x-Ray", "_Under", "’Tis", "Ǆemal", "ǅ", "Ⅻ", "٣",
     " ", " ", " ", "  ", "\n", "\n\n", ",", ".", ";", "(", ")", "'", "’", "-", "–", "—", "#",
-    "_", "…", "\t", "\u00a0", "\u3000",
+    "_", "…", "\t", "\u00a0", "\u3000", "\x00",
 ]  # fmt: skip
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 mixed = st.one_of(texts, st.text(max_size=60), st.text("Aa. -'’–&0\nÉ_", max_size=40))
@@ -66,7 +66,6 @@ def test_batched_build_gives_the_unit_by_unit_incidence(units, ex, with_heads):
     more = [["shirley temple", "x"][: i % 3] for i in range(len(units))] if with_heads else None
     g = PhraseGraph.from_texts(units, ex, heads=more)
     vocab, m, h = _reference_graph(units, ex, more)
-    assert [p for p in g.vocabulary if p] == [p for p in vocab if p]
     assert g.vocabulary == vocab
     np.testing.assert_array_equal(g.mentions.toarray(), m)
     np.testing.assert_array_equal(g.heads.toarray(), h)
@@ -86,3 +85,22 @@ def test_batched_build_shares_runs_across_units_and_blocks(monkeypatch):
     assert g.vocabulary == vocab
     np.testing.assert_array_equal(g.mentions.toarray(), m)
     np.testing.assert_array_equal(g.heads.toarray(), h)
+
+
+def test_block_search_gives_each_text_its_runs():
+    """Texts searched joined by NUL, or one by one when a text holds NUL: the same runs."""
+    from longctx.mixpr.phrases import _SEP, _block_runs
+
+    block = ["Alice met Bob.", "", "St.", "Louis Pasteur and", "X\n", "no", "Élodie Café"]
+    runs, ends = _block_runs(block)
+    per_text = [_RUN_RE.findall(t) for t in block]
+    got = [[r for r in runs[a:b] if r != _SEP] for a, b in zip([0, *ends[:-1]], ends)]
+    assert got == per_text
+    with_nul = [*block, "Carol\x00Dave Smith"]
+    runs, ends = _block_runs(with_nul)
+    assert (
+        _SEP not in runs
+        and ends.tolist()
+        == np.cumsum([len(r) for r in per_text + [_RUN_RE.findall(with_nul[-1])]]).tolist()
+    )
+    assert runs[-2:] == ["Carol", "Dave Smith"]
