@@ -13,7 +13,17 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from longctx.mixpr.phrases import _CONN, _ELEM, _RUN_RE, PhraseExtractor, PhraseGraph
+from longctx.mixpr.phrases import (
+    _CONN,
+    _ELEM,
+    _RUN_RE,
+    _STOP,
+    _WORD_RE,
+    PhraseExtractor,
+    PhraseGraph,
+    _drop_qualifier,
+    _norm,
+)
 
 # the run expression as first written: the look-behind tried at every character
 REFERENCE_RUN_RE = re.compile(rf"(?<![\w'’\-–]){_ELEM}(?: (?:(?:{_CONN}) ){{0,3}}{_ELEM})*")
@@ -23,7 +33,7 @@ PIECES = [
     "Shirley", "Temple", "Black", "St.", "O.", "Ph.D.", "U.S.A.", "No.", "2", "1945", "17-year",
     "RAAF", "of", "the", "and", "van", "de", "la", "&", "for", "y", "The", "He", "It", "in",
     "Élodie", "Café", "ÆRØ", "Łódź", "Ивана", "ΑΘΗΝΑ", "李白", "東京", "Tokyo", "x", "a", "I",
-    "O'Brien", "Poison's", "d'If", "A–B", "x-Ray", "_Under", "’Tis", "Ǆemal", "ǅ", "Ⅻ", "٣",
+    "(1945 film)", "Kansas,", "Brown_County", "the Film", "O'Brien", "Poison's", "d'If", "A–B", "x-Ray", "_Under", "’Tis", "Ǆemal", "ǅ", "Ⅻ", "٣",
     " ", " ", " ", "  ", "\n", "\n\n", ",", ".", ";", "(", ")", "'", "’", "-", "–", "—", "#",
     "_", "…", "\t", "\u00a0", "\u3000", "\x00",
 ]  # fmt: skip
@@ -39,19 +49,61 @@ def test_run_expression_finds_the_reference_runs(text):
     assert spans == [m.span() for m in REFERENCE_RUN_RE.finditer(text)]
 
 
+def reference_phrases(ex, text):
+    """:meth:`PhraseExtractor.phrases` as first written."""
+    out = []
+    for m in REFERENCE_RUN_RE.finditer(text):
+        ex._spans_of_run(_norm(m.group()), out)
+    return out
+
+
+def reference_heads(ex, text):
+    """:meth:`PhraseExtractor.heads` as first written."""
+    first, sep, rest = text.strip().partition("\n")
+    if sep and rest.strip() and 0 < len(first.split()) <= ex.max_head_words:
+        names = [first, _drop_qualifier(first), first.split(",")[0]]
+        out = []
+        for name in dict.fromkeys(names):
+            toks = _norm(" ".join(_WORD_RE.findall(name)))
+            while toks and toks[0] in _STOP:
+                toks = toks[1:]
+            if toks and len(toks) <= ex.max_words:
+                out.append(" ".join(toks))
+        return list(dict.fromkeys(out))
+    spans = []
+    for m in REFERENCE_RUN_RE.finditer(text):
+        ex._spans_of_run(_norm(m.group()), spans)
+        if spans:
+            return spans[:1]
+    return []
+
+
+EXTRACTORS = [PhraseExtractor(), PhraseExtractor(max_words=2, min_words=2, max_head_words=3)]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(texts, texts.map(lambda t: t.replace(",", " ").replace(")", " "))),
+    st.sampled_from(EXTRACTORS),
+)
+def test_phrases_and_heads_are_the_reference_ones(text, ex):
+    assert ex.phrases(text) == reference_phrases(ex, text)
+    assert ex.heads(text) == reference_heads(ex, text)
+
+
 def _reference_graph(units, ex, more_heads=None):
-    """The incidence of ``units`` unit by unit from the extractor's public methods."""
+    """The incidence of ``units`` unit by unit from the extractor as first written."""
     vocab = sorted(
-        {p for i, t in enumerate(units) for p in ex.phrases(t) + ex.heads(t)}
+        {p for i, t in enumerate(units) for p in reference_phrases(ex, t) + reference_heads(ex, t)}
         | {p for hs in (more_heads or []) for p in hs}
     )
     col = {p: j for j, p in enumerate(vocab)}
     m = np.zeros((len(units), len(vocab)), np.float32)
     h = np.zeros((len(units), len(vocab)), np.float32)
     for i, t in enumerate(units):
-        for p in ex.phrases(t):
+        for p in reference_phrases(ex, t):
             m[i, col[p]] += 1
-        for p in ex.heads(t) + (more_heads[i] if more_heads else []):
+        for p in reference_heads(ex, t) + (more_heads[i] if more_heads else []):
             h[i, col[p]] = 1
     return vocab, m, h
 
@@ -59,7 +111,7 @@ def _reference_graph(units, ex, more_heads=None):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(texts, min_size=1, max_size=8),
-    st.sampled_from([PhraseExtractor(), PhraseExtractor(max_words=2, min_words=2, subspans=True)]),
+    st.sampled_from(EXTRACTORS),
     st.booleans(),
 )
 def test_batched_build_gives_the_unit_by_unit_incidence(units, ex, with_heads):
@@ -92,6 +144,7 @@ def test_block_search_gives_each_text_its_runs():
     from longctx.mixpr.phrases import _SEP, _block_runs
 
     block = ["Alice met Bob.", "", "St.", "Louis Pasteur and", "X\n", "no", "Élodie Café"]
+    block += ["Ludwig of the and Beethoven, Bank of the and of America", "Roger O. Egeberg"]
     runs, ends = _block_runs(block)
     per_text = [_RUN_RE.findall(t) for t in block]
     got = [[r for r in runs[a:b] if r != _SEP] for a, b in zip([0, *ends[:-1]], ends)]

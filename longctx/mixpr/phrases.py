@@ -196,15 +196,21 @@ class PhraseExtractor:
         first, sep, rest = text.strip().partition("\n")
         if not (sep and rest.strip() and 0 < len(first.split()) <= self.max_head_words):
             return None
-        names = [first, _drop_qualifier(first), first.split(",")[0]]
+        if "," in first or ")" in first:  # the line, less a (qualifier), before a comma
+            names = dict.fromkeys([first, _drop_qualifier(first), first.split(",")[0]])
+        else:  # most lines: the three are one
+            names = (first,)
         out = []
-        for name in dict.fromkeys(names):  # most lines are all three: one pass, not three
-            toks = _norm(" ".join(_WORD_RE.findall(name)))
+        for name in names:
+            if name.isascii() and name.replace(" ", "").isalnum():
+                toks = name.lower().split()  # what the line below gives for such a name
+            else:
+                toks = _norm(" ".join(_WORD_RE.findall(name)))
             while toks and toks[0] in _STOP:
                 toks = toks[1:]
             if toks and len(toks) <= self.max_words:
                 out.append(" ".join(toks))
-        return list(dict.fromkeys(out))
+        return out if len(out) < 2 else list(dict.fromkeys(out))
 
     def heads(self, text: str) -> list[str]:
         """The phrases ``text`` is about: its title line (when it starts with a line of at most
