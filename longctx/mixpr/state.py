@@ -156,11 +156,12 @@ class _State:
 
     def unit_heads(self, lo: int = 0, hi: int | None = None) -> list[list[str]]:
         """Head phrases of units ``lo .. hi`` from their documents' titles, headings, file
-        names and metadata (:func:`longctx.mixpr.phrases.unit_heads`)."""
-        from longctx.mixpr.phrases import unit_heads
+        names and metadata (:func:`longctx.mixpr.phrases.unit_heads`; units of a document
+        may share one list: read only)."""
+        from longctx.mixpr.phrases import _unit_heads
 
         hi = self.n_units if hi is None else hi
-        return unit_heads(
+        return _unit_heads(
             self.texts, self.unit_source[lo:hi], self.starts[lo:hi], self.ends[lo:hi],
             self.doc_ids, self.metadata,
         )  # fmt: skip
