@@ -157,3 +157,20 @@ def test_block_search_gives_each_text_its_runs():
         == np.cumsum([len(r) for r in per_text + [_RUN_RE.findall(with_nul[-1])]]).tolist()
     )
     assert runs[-2:] == ["Carol", "Dave Smith"]
+
+
+def test_unit_heads_gives_each_unit_its_own_list():
+    """The build's _unit_heads shares a document's list between its units; unit_heads copies."""
+    from longctx.mixpr.phrases import _unit_heads, unit_heads
+
+    texts = ["Kiss and Tell\nA film. More text.", "no title here, Shirley Temple Black was", "x"]
+    args = (texts, [0, 0, 0, 1, 2], [0, 14, 22, 0, 0], [14, 22, len(texts[0]), 40, 1])
+    shared, fresh = _unit_heads(*args, doc_ids=["a", "b", "c"]), unit_heads(*args)
+    assert shared == fresh and fresh[1] == fresh[2] == ["kiss and tell"]
+    assert fresh[3] == [
+        "shirley temple",
+        "temple black",
+    ]  # the lead heads of an untitled first unit
+    assert shared[1] is shared[2] and fresh[1] is not fresh[2]
+    fresh[1].append("x")
+    assert fresh[2] == ["kiss and tell"]

@@ -397,9 +397,10 @@ class PhraseGraph:
         # runs, 33k distinct)
         run_cols: dict[str, tuple] = {_SEP: ()}
         cols, counts = [], []
-        hcols, hcounts = array("q"), np.zeros(n, dtype=np.int64)
+        hcols, hcounts = array("q"), array("q")
         units = iter(texts)
-        for lo in range(0, n, _BLOCK_UNITS):
+        extra = iter(more_heads) if more_heads is not None else None
+        for _ in range(0, n, _BLOCK_UNITS):
             block = list(islice(units, _BLOCK_UNITS))
             flat, ends = _block_runs(block)
             seen = dict.fromkeys(flat)  # the block's distinct runs, each with an index
@@ -422,22 +423,21 @@ class PhraseGraph:
             has = b_counts > 0
             first[has] = b_cols[(np.cumsum(b_counts) - b_counts)[has]]
             first = first.tolist()
-            for j, t in enumerate(block):
-                hd = ex._title_heads(t)
+            more = list(islice(extra, len(block))) if extra is not None else None
+            for j, hd in enumerate(map(ex._title_heads, block)):
                 if hd is None:
                     hd = [first[j]] if first[j] >= 0 else []
-                else:
+                elif hd:
                     hd = [add(p, len(vocab)) for p in hd]
-                more = more_heads[lo + j] if more_heads is not None else None
-                if more:
-                    hd = list(dict.fromkeys([*hd, *(add(p, len(vocab)) for p in more)]))
+                if more is not None and more[j]:
+                    hd = list(dict.fromkeys([*hd, *(add(p, len(vocab)) for p in more[j])]))
                 hcols.extend(hd)
-                hcounts[lo + j] = len(hd)
+                hcounts.append(len(hd))
         v = len(vocab)
         counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
         cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
         mentions = _csr_rows(cols, counts, v)
-        heads = _csr_rows(np.frombuffer(hcols, np.int64), hcounts, v)
+        heads = _csr_rows(np.frombuffer(hcols, np.int64), np.frombuffer(hcounts, np.int64), v)
         return vocab, mentions, heads
 
 
@@ -552,6 +552,8 @@ _UNDERLINE_RE = re.compile(r"\n {0,3}([=\-~^*+#\"'`:._])\1{2,}[ \t]*$", re.M)
 _HTML_RE = re.compile(
     r"<(?:h[1-6]|title)\b[^<>]{0,200}>\s*(?:<[^<>]{0,200}>\s*){0,3}([^<>]{1,300})<", re.I
 )
+# a trailing "(qualifier)" of a title (at most MAX_HEADING_CHARS: its backtracking is bounded)
+_QUALIFIER_RE = re.compile(r"\s*\([^()]*\)\s*$")
 _LINK_URL_RE = re.compile(r"\]\([^()\s]{0,500}\)")
 _EXT_RE = re.compile(r"\.[A-Za-z0-9]{1,5}$")
 
@@ -578,7 +580,7 @@ def title_phrases(title: str, extractor: PhraseExtractor | None = None) -> list[
     over ``max_words`` words."""
     ex = extractor or PhraseExtractor()
     title = _LINK_URL_RE.sub("]", title[:MAX_HEADING_CHARS]).strip().strip("#").strip()
-    names = [title, re.sub(r"\s*\([^()]*\)\s*$", "", title), title.split(",")[0]]
+    names = [title, _QUALIFIER_RE.sub("", title), title.split(",")[0]]
     out = []
     for name in names:
         if len(name.split()) > ex.max_words + 3:  # too long even after leading stop words
@@ -637,13 +639,20 @@ def lead_heads(text: str, extractor: PhraseExtractor | None = None) -> list[str]
     the name other passages mention. Without titles on ``hotpotqa-corpus`` (100 questions) R@2 /
     R@5 64.0 / 83.5 -> 66.5 / 85.5 (``docs/notes/multihop-default.md``). Empty for a text that
     starts with a title line."""
-    ex = extractor or PhraseExtractor()
+    return _lead_heads(text, extractor or PhraseExtractor(), {})
+
+
+def _lead_heads(text: str, ex: PhraseExtractor, phrases_of: dict) -> list[str]:
+    """:func:`lead_heads`, with ``phrases_of`` the phrases of the runs met so far (run ->
+    :meth:`PhraseExtractor._run_phrases`), filled as it goes: a corpus's first names repeat."""
     first, sep, rest = text.strip().partition("\n")
     if sep and rest.strip() and 0 < len(first.split()) <= ex.max_head_words:
         return []
     for m in _RUN_RE.finditer(text):
-        spans: list[str] = []
-        ex._spans_of_run(_norm(m.group()), spans)
+        run = m.group()
+        spans = phrases_of.get(run)
+        if spans is None:
+            spans = phrases_of[run] = ex._run_phrases(run)
         if spans:
             return list(dict.fromkeys(s for s in spans[1:] if " " in s))
     return []
@@ -696,6 +705,7 @@ def _unit_heads(
     b_ = np.asarray(ends, dtype=np.int64).tolist()
     none: list[str] = []
     out: list[list[str]] = [none] * len(src)
+    phrases_of: dict[str, list[str]] = {}
     bounds = np.searchsorted(src, np.arange(len(texts) + 1), side="left").tolist()
     for d, text in enumerate(texts):
         lo, hi = bounds[d], bounds[d + 1]
@@ -709,7 +719,7 @@ def _unit_heads(
         )
         doc_heads = [p for t in titles for p in title_phrases(t, ex)]
         heads = heading_lines(text)
-        lead = lead_heads(text[a_[lo] : b_[lo]], ex)
+        lead = _lead_heads(text[a_[lo] : b_[lo]], ex, phrases_of)
         if not heads:  # most passages: no heading
             if doc_heads or lead:
                 out[lo] = list(dict.fromkeys(doc_heads + lead))

@@ -90,9 +90,10 @@ class _State:
         elif phrases is None:
             from longctx.mixpr.phrases import PhraseGraph
 
-            phrases = PhraseGraph.from_texts(
-                [self.unit_text(i) for i in range(self.n_units)], heads=self.unit_heads()
-            )
+            src, a, b = (x.tolist() for x in (self.unit_source, self.starts, self.ends))
+            units = [texts[d][i:j] for d, i, j in zip(src, a, b)]
+            phrases = PhraseGraph.from_texts(units, heads=self.unit_heads())
+            del units
         self.phrases = phrases  # the unit x phrase graph of the multi-hop walk
         self._ranker = None
         self._is_head = None
