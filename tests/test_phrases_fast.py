@@ -35,7 +35,7 @@ PIECES = [
     "Élodie", "Café", "ÆRØ", "Łódź", "Ивана", "ΑΘΗΝΑ", "李白", "東京", "Tokyo", "x", "a", "I",
     "(1945 film)", "Kansas,", "Brown_County", "the Film", "O'Brien", "Poison's", "d'If", "A–B", "x-Ray", "_Under", "’Tis", "Ǆemal", "ǅ", "Ⅻ", "٣",
     " ", " ", " ", "  ", "\n", "\n\n", ",", ".", ";", "(", ")", "'", "’", "-", "–", "—", "#",
-    "_", "…", "\t", "\u00a0", "\u3000", "\x00",
+    "_", "…", "\t", "\u00a0", "\u3000", "\x00", "\r", "\x0b", "\x1c",
 ]  # fmt: skip
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 mixed = st.one_of(texts, st.text(max_size=60), st.text("Aa. -'’–&0\nÉ_", max_size=40))
@@ -89,6 +89,16 @@ EXTRACTORS = [PhraseExtractor(), PhraseExtractor(max_words=2, min_words=2, max_h
 def test_phrases_and_heads_are_the_reference_ones(text, ex):
     assert ex.phrases(text) == reference_phrases(ex, text)
     assert ex.heads(text) == reference_heads(ex, text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(mixed, st.integers(1, 4))
+def test_title_line_is_the_reference_test(text, max_words):
+    from longctx.mixpr.phrases import _title_line
+
+    first, sep, rest = text.strip().partition("\n")
+    is_title = bool(sep and rest.strip() and 0 < len(first.split()) <= max_words)
+    assert _title_line(text, max_words) == (first if is_title else None)
 
 
 def _reference_graph(units, ex, more_heads=None):

@@ -94,6 +94,20 @@ def _drop_qualifier(line: str) -> str:
     return s[:j].rstrip()
 
 
+def _title_line(text: str, max_words: int) -> str | None:
+    """The first line of ``text`` (stripped) when it has at most ``max_words`` words and more
+    text follows it, else ``None``: ``first, sep, rest = text.strip().partition("\\n")`` and
+    ``sep and rest.strip() and 0 < len(first.split()) <= max_words``, without copying the rest
+    or splitting a long line. (After ``strip`` the text ends with a non-blank character, so
+    a newline in it has text after it, and the text starts with one, so the line has a word.)"""
+    text = text.strip()
+    end = text.find("\n")
+    if end < 0:
+        return None
+    first = text[:end]
+    return first if len(first.split(None, max_words)) <= max_words else None
+
+
 def _norm_token(tok: str) -> str:
     words = _norm(tok)
     return words[0] if words else ""
@@ -193,8 +207,8 @@ class PhraseExtractor:
     def _title_heads(self, text: str) -> list[str] | None:
         """The heads of ``text`` read from its title line (:meth:`heads`), or ``None`` when it
         does not start with one."""
-        first, sep, rest = text.strip().partition("\n")
-        if not (sep and rest.strip() and 0 < len(first.split()) <= self.max_head_words):
+        first = _title_line(text, self.max_head_words)
+        if first is None:
             return None
         if "," in first or ")" in first:  # the line, less a (qualifier), before a comma
             names = dict.fromkeys([first, _drop_qualifier(first), first.split(",")[0]])
@@ -645,8 +659,7 @@ def lead_heads(text: str, extractor: PhraseExtractor | None = None) -> list[str]
 def _lead_heads(text: str, ex: PhraseExtractor, phrases_of: dict) -> list[str]:
     """:func:`lead_heads`, with ``phrases_of`` the phrases of the runs met so far (run ->
     :meth:`PhraseExtractor._run_phrases`), filled as it goes: a corpus's first names repeat."""
-    first, sep, rest = text.strip().partition("\n")
-    if sep and rest.strip() and 0 < len(first.split()) <= ex.max_head_words:
+    if _title_line(text, ex.max_head_words) is not None:
         return []
     for m in _RUN_RE.finditer(text):
         run = m.group()
