@@ -20,7 +20,7 @@ import unicodedata
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, compress, islice
+from itertools import chain, compress, islice, repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -398,7 +398,7 @@ class PhraseGraph:
         """``(vocab, mentions, heads)`` of ``texts`` over ``vocab``: a copy of ``lookup``
         (phrase -> column) with the new phrases at new columns at the end; ``more_heads``: a
         list of extra head phrases per text (titles, headings, file names) or ``None``."""
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        if isinstance(texts, str) or not all(map(isinstance, texts, repeat(str))):
             raise TypeError("texts must be a sequence of str (one per unit)")
         if more_heads is not None and len(more_heads) != len(texts):
             raise ValueError(f"heads must hold one list per text ({len(texts)})")
@@ -417,19 +417,18 @@ class PhraseGraph:
         for _ in range(0, n, _BLOCK_UNITS):
             block = list(islice(units, _BLOCK_UNITS))
             flat, ends = _block_runs(block)
-            seen = dict.fromkeys(flat)  # the block's distinct runs, each with an index
-            for k, r in enumerate(seen):
-                seen[r] = k
-                if r not in run_cols:
-                    run_cols[r] = tuple(add(p, len(vocab)) for p in ex._run_phrases(r))
-            got = list(map(run_cols.__getitem__, seen))
+            distinct = list(dict.fromkeys(flat))  # the block's runs, each once
+            for r in [r for r in distinct if r not in run_cols]:
+                run_cols[r] = tuple(add(p, len(vocab)) for p in ex._run_phrases(r))
+            got = list(map(run_cols.__getitem__, distinct))
+            index = dict(zip(distinct, range(len(distinct))))
             b_cols, b_counts = _gather(
-                np.fromiter(map(seen.__getitem__, flat), np.int64, len(flat)),
+                np.fromiter(map(index.__getitem__, flat), np.int64, len(flat)),
                 np.fromiter(map(len, got), np.int64, len(got)),
                 np.fromiter(chain.from_iterable(got), np.int64),
                 ends,
             )
-            del flat, seen, got
+            del flat, distinct, index, got
             cols.append(b_cols)
             counts.append(b_counts)
             # a unit without a title line is about its first phrase: its first mention
