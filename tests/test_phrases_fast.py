@@ -184,3 +184,39 @@ def test_unit_heads_gives_each_unit_its_own_list():
     assert shared[1] is shared[2] and fresh[1] is not fresh[2]
     fresh[1].append("x")
     assert fresh[2] == ["kiss and tell"]
+
+
+def _passages(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    names = [f"Name{i} Surname{i % 97}" for i in rng.integers(0, 10 * n, n)]
+    return [
+        f"Title {i} of Things\nThe {nm} met Dr. Who in St. Louis, then {nm.split()[0]} left."
+        if i % 3
+        else f"the {nm} and the No. {i} Squadron RAAF went to Paris with {nm}."
+        for i, nm in enumerate(names)
+    ]
+
+
+def test_each_distinct_run_is_extracted_once(monkeypatch):
+    calls = []
+    real = PhraseExtractor._run_phrases
+    monkeypatch.setattr(PhraseExtractor, "_run_phrases", lambda s, r: calls.append(r) or real(s, r))
+    units = _passages(300, 0)
+    PhraseGraph.from_texts(units * 4)
+    assert len(calls) == len(set(calls)) == len({r for t in units for r in _RUN_RE.findall(t)})
+
+
+def test_build_cost_is_linear():
+    """CPU seconds for 4x the units (new names throughout) within 6x those of 1x (best of 3)."""
+    import time
+
+    def cost(units):
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.process_time()
+            PhraseGraph.from_texts(units)
+            best = min(best, time.process_time() - t0)
+        return best
+
+    small, large = _passages(3000, 1), _passages(12000, 2)
+    assert cost(large) < 6 * cost(small)
