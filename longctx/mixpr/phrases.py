@@ -630,8 +630,8 @@ def document_titles(
     ``first_line=False`` skips the first."""
     out = []
     if first_line:
-        first, sep, rest = text[:4096].strip().partition("\n")  # a title line is short
-        if sep and rest.strip() and 0 < len(first.split()) <= max_head_words:
+        first = _title_line(text[:4096], max_head_words)  # a title line is short
+        if first is not None:
             out.append(first)
     md = metadata if isinstance(metadata, Mapping) else {}
     title = md.get("title")
