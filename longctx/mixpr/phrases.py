@@ -595,7 +595,7 @@ def title_phrases(title: str, extractor: PhraseExtractor | None = None) -> list[
     title = _LINK_URL_RE.sub("]", title[:MAX_HEADING_CHARS]).strip().strip("#").strip()
     names = [title, _QUALIFIER_RE.sub("", title), title.split(",")[0]]
     out = []
-    for name in names:
+    for name in dict.fromkeys(names):  # most titles are all three: one pass, not three
         if len(name.split()) > ex.max_words + 3:  # too long even after leading stop words
             continue
         toks = _norm(" ".join(_WORD_RE.findall(name.replace("_", " "))))
