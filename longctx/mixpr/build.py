@@ -73,9 +73,9 @@ def spliced(
         vectors.setflags(write=False)
     phrases = None
     if st.phrases is not None:
-        from longctx.mixpr.phrases import unit_heads
+        from longctx.mixpr.phrases import _unit_heads
 
-        heads = unit_heads(texts, src - at, starts, ends, ids, metadatas)
+        heads = _unit_heads(texts, src - at, starts, ends, ids, metadatas)
         phrases = st.phrases.splice(lo, hi, unit_texts, heads=heads)
     positions = None
     if n_old == 0 and at == len(st.doc_ids):  # an append: the old ids keep their places

@@ -20,7 +20,7 @@ import unicodedata
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, islice
+from itertools import chain, compress, islice, repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,7 +51,22 @@ _WORD_RE = re.compile(r"[^\W_](?:[\w'’\-–.&]*[^\W_])?")
 # capitalised word of one or two letters may keep its period ("Roger O. Egeberg", "St. Louis")
 _ELEM = rf"(?:[{_UPPER}][^\W\d_]?\.(?= )|[{_UPPER}][\w'’\-–&]*|\d[\w\-–]*)"
 _CONN = "|".join(re.escape(c) for c in sorted(CONNECTORS, key=len, reverse=True))
-_RUN_RE = re.compile(rf"(?<![\w'’\-–]){_ELEM}(?: (?:(?:{_CONN}) ){{0,3}}{_ELEM})*")
+# ``(?<![\w'’\-–]){_ELEM}(?: (?:(?:{_CONN}) ){{0,3}}{_ELEM})*`` with its first character taken
+# before the look-behind (which then spans two characters): a pattern that opens with a
+# character class lets the regex engine skip to the next capital or digit in C, instead of
+# trying the look-behind at every character (a third of the build's regex time; the same
+# matches, tests/test_phrases_fast.py)
+_FIRST = (
+    rf"[{_UPPER}\d](?<![\w'’\-–].)"
+    rf"(?:(?<=[{_UPPER}])(?:[^\W\d_]?\.(?= )|[\w'’\-–&]*)|(?<=\d)[\w\-–]*)"
+)
+_RUN_RE = re.compile(rf"{_FIRST}(?: (?:(?:{_CONN}) ){{0,3}}{_ELEM})*")
+#: units whose runs one step of :meth:`PhraseGraph._parts` holds at once (bounds its memory)
+_BLOCK_UNITS = 8192
+# the texts of a block are searched joined by NUL: no run holds it or stops before it otherwise
+# than at a text's end, and the search finds it as a run of its own (:func:`_block_runs`)
+_SEP = "\x00"
+_SEP_RUN_RE = re.compile(f"{_SEP}|{_RUN_RE.pattern}")
 
 
 def _norm(text: str) -> list[str]:
@@ -77,6 +92,20 @@ def _drop_qualifier(line: str) -> str:
     if j < 0 or ")" in s[j + 1 : -1]:
         return line
     return s[:j].rstrip()
+
+
+def _title_line(text: str, max_words: int) -> str | None:
+    """The first line of ``text`` (stripped) when it has at most ``max_words`` words and more
+    text follows it, else ``None``: ``first, sep, rest = text.strip().partition("\\n")`` and
+    ``sep and rest.strip() and 0 < len(first.split()) <= max_words``, without copying the rest
+    or splitting a long line. (After ``strip`` the text ends with a non-blank character, so
+    a newline in it has text after it, and the text starts with one, so the line has a word.)"""
+    text = text.strip()
+    end = text.find("\n")
+    if end < 0:
+        return None
+    first = text[:end]
+    return first if len(first.split(None, max_words)) <= max_words else None
 
 
 def _norm_token(tok: str) -> str:
@@ -169,21 +198,42 @@ class PhraseExtractor:
             self._spans_of_run(_norm(m.group()), out)
         return out
 
+    def _run_phrases(self, run: str) -> list[str]:
+        """The phrases of one match of :data:`_RUN_RE`, in order."""
+        out: list[str] = []
+        self._spans_of_run(_norm(run), out)
+        return out
+
+    def _title_heads(self, text: str) -> list[str] | None:
+        """The heads of ``text`` read from its title line (:meth:`heads`), or ``None`` when it
+        does not start with one."""
+        first = _title_line(text, self.max_head_words)
+        if first is None:
+            return None
+        if "," in first or ")" in first:  # the line, less a (qualifier), before a comma
+            names = dict.fromkeys([first, _drop_qualifier(first), first.split(",")[0]])
+        else:  # most lines: the three are one
+            names = (first,)
+        out = []
+        for name in names:
+            if name.isascii() and name.replace(" ", "").isalnum():
+                toks = name.lower().split()  # what the line below gives for such a name
+            else:
+                toks = _norm(" ".join(_WORD_RE.findall(name)))
+            while toks and toks[0] in _STOP:
+                toks = toks[1:]
+            if toks and len(toks) <= self.max_words:
+                out.append(" ".join(toks))
+        return out if len(out) < 2 else list(dict.fromkeys(out))
+
     def heads(self, text: str) -> list[str]:
         """The phrases ``text`` is about: its title line (when it starts with a line of at most
         ``max_head_words`` words followed by more text) with the title stripped of a trailing
-        ``(qualifier)`` and of a ``, qualifier``; else its first capitalised span."""
-        first, sep, rest = text.strip().partition("\n")
-        if sep and rest.strip() and 0 < len(first.split()) <= self.max_head_words:
-            names = [first, _drop_qualifier(first), first.split(",")[0]]
-            out = []
-            for name in dict.fromkeys(names):  # most lines are all three: one pass, not three
-                toks = _norm(" ".join(_WORD_RE.findall(name)))
-                while toks and toks[0] in _STOP:
-                    toks = toks[1:]
-                if toks and len(toks) <= self.max_words:
-                    out.append(" ".join(toks))
-            return list(dict.fromkeys(out))
+        ``(qualifier)`` and of a ``, qualifier``; else its first capitalised span (the first of
+        :meth:`phrases`)."""
+        title = self._title_heads(text)
+        if title is not None:
+            return title
         spans: list[str] = []
         for run in self._runs(text):
             self._spans_of_run(run, spans)
@@ -348,34 +398,104 @@ class PhraseGraph:
         """``(vocab, mentions, heads)`` of ``texts`` over ``vocab``: a copy of ``lookup``
         (phrase -> column) with the new phrases at new columns at the end; ``more_heads``: a
         list of extra head phrases per text (titles, headings, file names) or ``None``."""
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        if isinstance(texts, str) or not all(map(isinstance, texts, repeat(str))):
             raise TypeError("texts must be a sequence of str (one per unit)")
         if more_heads is not None and len(more_heads) != len(texts):
             raise ValueError(f"heads must hold one list per text ({len(texts)})")
         ex = extractor or PhraseExtractor()
         vocab: dict[str, int] = dict(lookup)
         add = vocab.setdefault
-        cols, hcols = array("q"), array("q")  # 8 bytes a mention, not a list of int objects
-        counts = np.zeros(len(texts), dtype=np.int64)
-        hcounts = np.zeros(len(texts), dtype=np.int64)
-        for i, t in enumerate(texts):
-            ph = ex.phrases(t)
-            cols.extend(add(p, len(vocab)) for p in ph)
-            counts[i] = len(ph)
-            hd = ex.heads(t)
-            if more_heads is not None and more_heads[i]:
-                hd = list(dict.fromkeys([*hd, *more_heads[i]]))
-            hcols.extend(add(p, len(vocab)) for p in hd)
-            hcounts[i] = len(hd)
-        n, v = len(texts), len(vocab)
-        cols, hcols = np.frombuffer(cols, np.int64), np.frombuffer(hcols, np.int64)
-        rows = np.repeat(np.arange(n), counts)
-        hrows = np.repeat(np.arange(n), hcounts)
-        ones = np.ones(len(cols), np.float32)
-        mentions = sp.csr_array((ones, (rows, cols)), shape=(n, v), dtype=np.float32)
-        hones = np.ones(len(hcols), np.float32)
-        heads = sp.csr_array((hones, (hrows, hcols)), shape=(n, v), dtype=np.float32)
+        n = len(texts)
+        # most runs repeat ("Alice", "Mr. Darcy"): each distinct run is normalised and cut into
+        # phrases once, its columns kept here for the build (100k Gutenberg paragraphs: 708k
+        # runs, 33k distinct)
+        run_cols: dict[str, tuple] = {_SEP: ()}
+        cols, counts = [], []
+        hcols, hcounts = array("q"), array("q")
+        units = iter(texts)
+        extra = iter(more_heads) if more_heads is not None else None
+        for _ in range(0, n, _BLOCK_UNITS):
+            block = list(islice(units, _BLOCK_UNITS))
+            flat, ends = _block_runs(block)
+            distinct = list(dict.fromkeys(flat))  # the block's runs, each once
+            for r in [r for r in distinct if r not in run_cols]:
+                run_cols[r] = tuple(add(p, len(vocab)) for p in ex._run_phrases(r))
+            got = list(map(run_cols.__getitem__, distinct))
+            index = dict(zip(distinct, range(len(distinct))))
+            b_cols, b_counts = _gather(
+                np.fromiter(map(index.__getitem__, flat), np.int64, len(flat)),
+                np.fromiter(map(len, got), np.int64, len(got)),
+                np.fromiter(chain.from_iterable(got), np.int64),
+                ends,
+            )
+            del flat, distinct, index, got
+            cols.append(b_cols)
+            counts.append(b_counts)
+            # a unit without a title line is about its first phrase: its first mention
+            first = np.full(len(block), -1, dtype=np.int64)
+            has = b_counts > 0
+            first[has] = b_cols[(np.cumsum(b_counts) - b_counts)[has]]
+            first = first.tolist()
+            more = list(islice(extra, len(block))) if extra is not None else None
+            for j, hd in enumerate(map(ex._title_heads, block)):
+                if hd is None:
+                    hd = [first[j]] if first[j] >= 0 else []
+                elif hd:
+                    hd = [add(p, len(vocab)) for p in hd]
+                if more is not None and more[j]:
+                    hd = list(dict.fromkeys([*hd, *(add(p, len(vocab)) for p in more[j])]))
+                hcols.extend(hd)
+                hcounts.append(len(hd))
+        v = len(vocab)
+        counts = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+        cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+        mentions = _csr_rows(cols, counts, v)
+        heads = _csr_rows(np.frombuffer(hcols, np.int64), np.frombuffer(hcounts, np.int64), v)
         return vocab, mentions, heads
+
+
+def _block_runs(block: list[str]) -> tuple[list[str], np.ndarray]:
+    """``(runs, ends)``: the matches of :data:`_RUN_RE` in the texts of ``block``, in order,
+    and the number of them up to the end of each text, ``(len(block),) int64``. One search over
+    the texts joined by :data:`_SEP` (found as a run of its own, ``runs`` holds it between
+    texts), unless a text holds that character: then one search per text. (A search per text
+    of a few hundred characters costs as much again as the search itself.)"""
+    joined = _SEP.join(block)
+    if joined.count(_SEP) == len(block) - 1:
+        runs = _SEP_RUN_RE.findall(joined)
+        at = np.flatnonzero(np.fromiter(map(_SEP.__eq__, runs), bool, len(runs)))
+        return runs, np.append(at, len(runs)).astype(np.int64)
+    per_text = list(map(_RUN_RE.findall, block))
+    runs = list(chain.from_iterable(per_text))
+    return runs, np.cumsum(np.fromiter(map(len, per_text), np.int64, len(block)))
+
+
+def _gather(run_id, run_len, run_cols, unit_ends) -> tuple[np.ndarray, np.ndarray]:
+    """``(cols, counts)``: the phrase columns of runs in order and how many each unit holds,
+    given each run's distinct run ``run_id``, each distinct run's columns (``run_len`` of
+    them, concatenated in ``run_cols``) and the run where each unit's runs end (``unit_ends``,
+    exclusive). ``O(runs + columns)``, no Python loop."""
+    ptr = np.cumsum(run_len) - run_len  # each distinct run's first column in run_cols
+    lens = run_len[run_id]
+    ends = np.cumsum(lens)
+    # the k-th column of a run at out[ends - lens + k] is run_cols[ptr[run] + k]
+    take = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
+    take += np.repeat(ptr[run_id] - (ends - lens), lens)
+    per_unit = np.concatenate([[0], ends])[unit_ends]
+    counts = np.diff(np.concatenate([[0], per_unit]))
+    return run_cols[take], counts
+
+
+def _csr_rows(cols: np.ndarray, counts: np.ndarray, n_cols: int) -> sp.csr_array:
+    """``(len(counts), n_cols)`` CSR array holding 1 at ``cols``, ``counts[i]`` of them in row
+    ``i`` (a repeated column sums: a count)."""
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    M = sp.csr_array(
+        (np.ones(len(cols), np.float32), cols.astype(np.int64), indptr),
+        shape=(len(counts), n_cols),
+    )
+    M.sum_duplicates()  # sorts the columns of each row and sums the repeats
+    return M
 
 
 def _canonical(lookup: dict, mentions, heads, *, owned: bool) -> PhraseGraph:
@@ -445,6 +565,8 @@ _UNDERLINE_RE = re.compile(r"\n {0,3}([=\-~^*+#\"'`:._])\1{2,}[ \t]*$", re.M)
 _HTML_RE = re.compile(
     r"<(?:h[1-6]|title)\b[^<>]{0,200}>\s*(?:<[^<>]{0,200}>\s*){0,3}([^<>]{1,300})<", re.I
 )
+# a trailing "(qualifier)" of a title (at most MAX_HEADING_CHARS: its backtracking is bounded)
+_QUALIFIER_RE = re.compile(r"\s*\([^()]*\)\s*$")
 _LINK_URL_RE = re.compile(r"\]\([^()\s]{0,500}\)")
 _EXT_RE = re.compile(r"\.[A-Za-z0-9]{1,5}$")
 
@@ -471,9 +593,9 @@ def title_phrases(title: str, extractor: PhraseExtractor | None = None) -> list[
     over ``max_words`` words."""
     ex = extractor or PhraseExtractor()
     title = _LINK_URL_RE.sub("]", title[:MAX_HEADING_CHARS]).strip().strip("#").strip()
-    names = [title, re.sub(r"\s*\([^()]*\)\s*$", "", title), title.split(",")[0]]
+    names = [title, _QUALIFIER_RE.sub("", title), title.split(",")[0]]
     out = []
-    for name in names:
+    for name in dict.fromkeys(names):  # most titles are all three: one pass, not three
         if len(name.split()) > ex.max_words + 3:  # too long even after leading stop words
             continue
         toks = _norm(" ".join(_WORD_RE.findall(name.replace("_", " "))))
@@ -508,8 +630,8 @@ def document_titles(
     ``first_line=False`` skips the first."""
     out = []
     if first_line:
-        first, sep, rest = text[:4096].strip().partition("\n")  # a title line is short
-        if sep and rest.strip() and 0 < len(first.split()) <= max_head_words:
+        first = _title_line(text[:4096], max_head_words)  # a title line is short
+        if first is not None:
             out.append(first)
     md = metadata if isinstance(metadata, Mapping) else {}
     title = md.get("title")
@@ -530,13 +652,19 @@ def lead_heads(text: str, extractor: PhraseExtractor | None = None) -> list[str]
     the name other passages mention. Without titles on ``hotpotqa-corpus`` (100 questions) R@2 /
     R@5 64.0 / 83.5 -> 66.5 / 85.5 (``docs/notes/multihop-default.md``). Empty for a text that
     starts with a title line."""
-    ex = extractor or PhraseExtractor()
-    first, sep, rest = text.strip().partition("\n")
-    if sep and rest.strip() and 0 < len(first.split()) <= ex.max_head_words:
+    return _lead_heads(text, extractor or PhraseExtractor(), {})
+
+
+def _lead_heads(text: str, ex: PhraseExtractor, phrases_of: dict) -> list[str]:
+    """:func:`lead_heads`, with ``phrases_of`` the phrases of the runs met so far (run ->
+    :meth:`PhraseExtractor._run_phrases`), filled as it goes: a corpus's first names repeat."""
+    if _title_line(text, ex.max_head_words) is not None:
         return []
     for m in _RUN_RE.finditer(text):
-        spans: list[str] = []
-        ex._spans_of_run(_norm(m.group()), spans)
+        run = m.group()
+        spans = phrases_of.get(run)
+        if spans is None:
+            spans = phrases_of[run] = ex._run_phrases(run)
         if spans:
             return list(dict.fromkeys(s for s in spans[1:] if " " in s))
     return []
@@ -572,11 +700,24 @@ def unit_heads(
     list of list of str
         ``n_units`` lists of normalised phrases (:func:`title_phrases`). Linear in the text.
     """
+    got = _unit_heads(texts, unit_source, starts, ends, doc_ids, metadatas, extractor)
+    return [list(h) for h in got]
+
+
+def _unit_heads(
+    texts, unit_source, starts, ends, doc_ids=None, metadatas=None, extractor=None
+) -> list[list[str]]:
+    """:func:`unit_heads` as the build reads it: the units of a document that get the same
+    heads share one list (never to be modified), so that a corpus of passages makes a list a
+    document, not one a unit (at 100k paragraphs, the garbage collector's passes over 378k
+    small lists cost 0.4 s of the 1.3 s)."""
     ex = extractor or PhraseExtractor()
     src = np.asarray(unit_source, dtype=np.int64)
-    a_ = np.asarray(starts, dtype=np.int64)
-    b_ = np.asarray(ends, dtype=np.int64)
-    out: list[list[str]] = [[] for _ in range(len(src))]
+    a_ = np.asarray(starts, dtype=np.int64).tolist()
+    b_ = np.asarray(ends, dtype=np.int64).tolist()
+    none: list[str] = []
+    out: list[list[str]] = [none] * len(src)
+    phrases_of: dict[str, list[str]] = {}
     bounds = np.searchsorted(src, np.arange(len(texts) + 1), side="left").tolist()
     for d, text in enumerate(texts):
         lo, hi = bounds[d], bounds[d + 1]
@@ -584,25 +725,24 @@ def unit_heads(
             continue
         did = doc_ids[d] if doc_ids is not None else None
         md = metadatas[d] if metadatas is not None else None
-        doc_heads = []
         # one unit: its own heads (PhraseExtractor.heads) read its title line already
         titles = document_titles(
             text, did, md, max_head_words=ex.max_head_words, first_line=hi - lo > 1
         )
-        for t in titles:
-            doc_heads += title_phrases(t, ex)
+        doc_heads = [p for t in titles for p in title_phrases(t, ex)]
         heads = heading_lines(text)
-        lead = lead_heads(text[int(a_[lo]) : int(b_[lo])], ex)
+        lead = _lead_heads(text[a_[lo] : b_[lo]], ex, phrases_of)
         if not heads:  # most passages: no heading
-            out[lo] = list(dict.fromkeys(doc_heads + lead))
-            for u in range(lo + 1, hi):
-                out[u] = list(doc_heads)
+            if doc_heads or lead:
+                out[lo] = list(dict.fromkeys(doc_heads + lead))
+            if doc_heads:
+                out[lo + 1 : hi] = [doc_heads] * (hi - lo - 1)
             continue
         pos = [h[0] for h in heads]
         phr = [title_phrases(h[1], ex) for h in heads]
         j = 0  # headings before the current unit's start
         for u in range(lo, hi):
-            a, b = int(a_[u]), int(b_[u])
+            a, b = a_[u], b_[u]
             while j < len(pos) and pos[j] <= a:
                 j += 1
             k = j

@@ -90,9 +90,10 @@ class _State:
         elif phrases is None:
             from longctx.mixpr.phrases import PhraseGraph
 
-            phrases = PhraseGraph.from_texts(
-                [self.unit_text(i) for i in range(self.n_units)], heads=self.unit_heads()
-            )
+            src, a, b = (x.tolist() for x in (self.unit_source, self.starts, self.ends))
+            units = [texts[d][i:j] for d, i, j in zip(src, a, b)]
+            phrases = PhraseGraph.from_texts(units, heads=self.unit_heads())
+            del units
         self.phrases = phrases  # the unit x phrase graph of the multi-hop walk
         self._ranker = None
         self._is_head = None
@@ -156,11 +157,12 @@ class _State:
 
     def unit_heads(self, lo: int = 0, hi: int | None = None) -> list[list[str]]:
         """Head phrases of units ``lo .. hi`` from their documents' titles, headings, file
-        names and metadata (:func:`longctx.mixpr.phrases.unit_heads`)."""
-        from longctx.mixpr.phrases import unit_heads
+        names and metadata (:func:`longctx.mixpr.phrases.unit_heads`; units of a document
+        may share one list: read only)."""
+        from longctx.mixpr.phrases import _unit_heads
 
         hi = self.n_units if hi is None else hi
-        return unit_heads(
+        return _unit_heads(
             self.texts, self.unit_source[lo:hi], self.starts[lo:hi], self.ends[lo:hi],
             self.doc_ids, self.metadata,
         )  # fmt: skip
