@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-from longctx.persist import PersistError
+from longctx.persist import PersistError, check_format
 
 __all__ = [
     "CORPUS_MANIFEST",
@@ -112,13 +112,10 @@ class CorpusManifest:
         PersistError
             Not a corpus manifest, another format version, a damaged entry (named).
         """
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise PersistError(f"{where!r} is not a longctx corpus manifest")
-        if data.get("format_version") != FORMAT_VERSION:
-            raise PersistError(
-                f"{where!r} has format version {str(data.get('format_version'))[:40]!r}; this "
-                f"longctx reads {FORMAT_VERSION}: rebuild the corpus into another location"
-            )
+        check_format(
+            data, where, FORMAT, FORMAT_VERSION, what="longctx corpus manifest",
+            rebuild="rebuild the corpus into another location",
+        )  # fmt: skip
         for key, kind in (("method", str), ("options", dict), ("options_sha256", str)):
             if not isinstance(data.get(key), kind):
                 raise PersistError(

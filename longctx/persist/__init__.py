@@ -21,6 +21,7 @@ from longctx.persist.checks import (
     check_dict,
     check_float_array,
     check_float_value,
+    check_format,
     check_int_array,
     check_int_value,
     check_json_metadata,
@@ -90,4 +91,5 @@ __all__ = [
     "check_json_metadata",
     "check_local_model_name",
     "check_token_counts",
+    "check_format",
 ]

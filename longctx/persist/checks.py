@@ -21,6 +21,20 @@ def _where(path, field: str) -> str:
     return f"{str(path)!r}: field {field!r}"
 
 
+def check_format(raw, where: str, fmt: str, version: int, *, what: str, rebuild: str) -> dict:
+    """``raw`` (a parsed manifest) when its ``format`` is ``fmt`` and its ``format_version`` is
+    ``version``; else :class:`PersistError`: "``where`` is not a ``what``", or the version
+    found (its first 40 characters) and ``rebuild``, what the user should do."""
+    if not isinstance(raw, dict) or raw.get("format") != fmt:
+        raise PersistError(f"{where!r} is not a {what}")
+    if raw.get("format_version") != version:
+        raise PersistError(
+            f"{where!r} has format version {str(raw.get('format_version'))[:40]!r}; this "
+            f"longctx reads {version}: {rebuild}"
+        )
+    return raw
+
+
 def check_int_value(value, path, field: str, *, minimum=None, maximum=None, allow_none=False):
     """``value`` as an int in ``[minimum, maximum]`` (bools refused), else :class:`PersistError`."""
     if value is None and allow_none:
@@ -265,6 +279,7 @@ def check_local_model_name(name, path, field: str, *, allowed: Iterable[str] = (
 
 
 __all__ = [
+    "check_format",
     "check_int_value",
     "check_token_counts",
     "check_float_value",

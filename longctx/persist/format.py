@@ -87,13 +87,13 @@ def _dir(path: str | os.PathLike) -> Path:
 
 
 # -- parsing untrusted bytes ----------------------------------------------------------------------
-def _check_depth(obj: Any, p: Path, limit: int) -> None:
+def _check_depth(obj: Any, where: str, limit: int) -> None:
     stack = [(obj, 1)]
     while stack:
         x, depth = stack.pop()
         if isinstance(x, (list, dict)):
             if depth > limit:
-                raise PersistError(f"{str(p)!r} is nested deeper than {limit} levels")
+                raise PersistError(f"{where!r} is nested deeper than {limit} levels")
             stack.extend((y, depth + 1) for y in (x.values() if isinstance(x, dict) else x))
 
 
@@ -102,15 +102,9 @@ def _refuse_constant(name: str):
 
 
 def _parse_json_bytes(raw: bytes, p: Path, max_depth: int | None) -> Any:
-    """``json.loads`` of the bytes of file ``p`` (strict, depth-bounded)."""
-    try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
-    except RecursionError:
-        raise PersistError(f"{str(p)!r} is nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
-    _check_depth(data, p, MAX_JSON_DEPTH if max_depth is None else max_depth)
-    return data
+    """``json.loads`` of the bytes of file ``p`` (strict, depth-bounded): :func:`parse_json`
+    naming the file."""
+    return parse_json(raw, str(p), max_depth=max_depth)
 
 
 def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) -> Any:

@@ -271,21 +271,22 @@ def _remove_members(dir_fd: int | None, d: Path, depth: int) -> bool:
 
 
 def _unlink(dir_fd: int | None, d: Path, name: str) -> None:
-    if dir_fd is not None:
-        os.unlink(name, dir_fd=dir_fd)
-        return
-    p = d / name
-    if os.path.realpath(p.parent) == os.path.realpath(d) and not p.is_symlink():
-        os.unlink(p)
+    _remove(os.unlink, dir_fd, d, name)
 
 
 def _rmdir(dir_fd: int | None, d: Path, name: str) -> None:
+    _remove(os.rmdir, dir_fd, d, name)
+
+
+def _remove(remove, dir_fd: int | None, d: Path, name: str) -> None:
+    """``remove`` (``os.unlink`` / ``os.rmdir``) the member ``name`` of ``d``: through the
+    folder's descriptor when open, else only a member that lies in ``d`` and is no link."""
     if dir_fd is not None:
-        os.rmdir(name, dir_fd=dir_fd)
+        remove(name, dir_fd=dir_fd)
         return
     p = d / name
     if os.path.realpath(p.parent) == os.path.realpath(d) and not p.is_symlink():
-        os.rmdir(p)
+        remove(p)
 
 
 # -- temporary siblings of a save target ----------------------------------------------------------

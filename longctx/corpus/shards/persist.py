@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from longctx.corpus.shards.shard import ASSIGNMENT, shard_dir
-from longctx.persist import PersistError
+from longctx.persist import PersistError, check_format
 
 logger = logging.getLogger(__name__)
 
@@ -155,13 +155,10 @@ def read_shards_manifest(raw, where: str) -> tuple[int, list]:
     PersistError
         Not a sharded index manifest, another format version, a damaged field (named).
     """
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        raise PersistError(f"{where!r} is not a sharded MixPR index manifest")
-    if raw.get("format_version") != FORMAT_VERSION:
-        raise PersistError(
-            f"{where!r} has format version {raw.get('format_version')!r}; this longctx reads "
-            f"{FORMAT_VERSION}: rebuild the index"
-        )
+    check_format(
+        raw, where, FORMAT, FORMAT_VERSION, what="sharded MixPR index manifest",
+        rebuild="rebuild the index",
+    )  # fmt: skip
     n = raw.get("n_shards")
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SHARDS:
         raise PersistError(f"{where!r}: field 'n_shards' must be an int in [1, {MAX_SHARDS}]")
