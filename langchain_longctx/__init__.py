@@ -1,4 +1,4 @@
-"""LangChain adapters for longctx (``pip install longctx[langchain]``)."""
+"""LangChain adapters for longctx (``pip install longctx-rag[langchain]``)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ class CorpusRetriever(BaseRetriever):
     **Setup**
 
     ```bash
-    pip install "longctx[langchain,ray]"
+    pip install "longctx-rag[langchain,ray]"
     longctx index books/ --method mixpr --out s3://bucket/books-mixpr
     longctx index books/ --method mixpr --shards 4 --out s3://bucket/books-4
     ```

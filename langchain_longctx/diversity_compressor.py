@@ -46,7 +46,7 @@ class DiversityCompressor(BaseDocumentCompressor):
     **Setup**
 
     ```bash
-    pip install "longctx[langchain,models]"
+    pip install "longctx-rag[langchain,models]"
     ```
 
     **Key init args**

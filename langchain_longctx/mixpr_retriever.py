@@ -59,7 +59,7 @@ class MixPRRetriever(BaseRetriever):
     **Setup**
 
     ```bash
-    pip install "longctx[langchain]"
+    pip install "longctx-rag[langchain]"
     ```
 
     **Key init args**

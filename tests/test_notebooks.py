@@ -38,7 +38,7 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code")
 
 
-# --------------------------------------------- what a user's `pip install longctx[all]` holds
+# --------------------------------------------- what a user's `pip install longctx-rag[all]` holds
 ROOT = Path(__file__).resolve().parents[1]
 OWN = {"longctx", "llamaindex_longctx", "langchain_longctx"}
 
@@ -64,8 +64,8 @@ def _notebook_imports(path: Path) -> set[str]:
 
 
 def _all_extra_closure() -> set[str]:
-    """Canonical names of the distributions ``pip install longctx[all]`` installs, as declared:
-    pyproject's dependencies and the ``all`` extra (its ``longctx[...]`` extras expanded), then
+    """Canonical names of the distributions ``pip install longctx-rag[all]`` installs, as declared:
+    pyproject's dependencies and the ``all`` extra (its ``longctx-rag[...]`` extras expanded), then
     each installed distribution's own requirements (markers evaluated, requested extras
     followed)."""
     from importlib import metadata
@@ -86,7 +86,7 @@ def _all_extra_closure() -> set[str]:
             continue
         done.add(extra)
         for r in map(Requirement, extras[extra]):
-            if canonicalize_name(r.name) == "longctx":
+            if canonicalize_name(r.name) == canonicalize_name(project["name"]):
                 todo.extend(r.extras)
             else:
                 reqs.append(r)
@@ -136,8 +136,8 @@ def _distribution_of(module: str) -> str | None:
 def test_notebooks_import_only_what_longctx_all_installs():
     """Issue 32: the quickstart notebooks imported ``langchain_classic`` (and the frameworks' HF
     LLM wrappers), which only the dev extras installed, so they failed in a user's
-    ``pip install longctx[all]``. Every module a notebook imports is the standard library's,
-    longctx's, or comes from a distribution in ``longctx[all]``'s declared dependencies."""
+    ``pip install longctx-rag[all]``. Every module a notebook imports is the standard library's,
+    longctx's, or comes from a distribution in ``longctx-rag[all]``'s declared dependencies."""
     pytest.importorskip("packaging")
     closure = _all_extra_closure()
     assert "pytest" not in closure and "nbclient" not in closure  # dev-only: would be caught
@@ -150,5 +150,5 @@ def test_notebooks_import_only_what_longctx_all_installs():
             dist = _distribution_of(module)
             if dist not in closure:
                 missing.append(f"{path.name}: {module} ({dist or 'not installed'})")
-    assert not missing, "not in longctx[all]: " + "; ".join(missing)
+    assert not missing, "not in longctx-rag[all]: " + "; ".join(missing)
     assert "langchain-classic" in closure and "ray" in closure

@@ -276,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except ModuleNotFoundError as exc:
         return _error(
-            f"'longctx index' needs a missing package ({exc.name}): pip install 'longctx[all]'"
+            f"'longctx index' needs a missing package ({exc.name}): pip install 'longctx-rag[all]'"
         )
     except (
         ValueError,

@@ -306,7 +306,7 @@ def _call_method(module, text: str, args) -> SearchResult:
     except ModuleNotFoundError as exc:
         raise CliError(
             f"--method {args.method} needs a missing package ({exc.name}): "
-            "pip install 'longctx[all]'"
+            "pip install 'longctx-rag[all]'"
         ) from exc
     except (OSError, ImportError, ValueError, RuntimeError, TypeError) as exc:
         if args.verbose:
@@ -401,7 +401,7 @@ def _retrieve(args) -> int:
     except ModuleNotFoundError as exc:
         raise CliError(
             f"--method {args.method} needs a missing package ({exc.name}): "
-            "pip install 'longctx[all]'"
+            "pip install 'longctx-rag[all]'"
         ) from None
     import_s = time.perf_counter() - t1
     result = _call_method(module, text, args)

@@ -77,7 +77,7 @@ def run(args) -> int:
         )
     except ModuleNotFoundError as exc:
         raise CliError(
-            f"'longctx search' needs a missing package ({exc.name}): pip install 'longctx[all]'"
+            f"'longctx search' needs a missing package ({exc.name}): pip install 'longctx-rag[all]'"
         ) from None
     except PersistError as exc:
         raise CliError(f"cannot load the corpus: {exc}") from None
