@@ -59,7 +59,8 @@ def use_ray_for(use_ray: bool | None, ray_address: str | None, what: str) -> boo
                 "Ray is not installed: pip install 'longctx-rag[ray]'", name="ray"
             ) from None
         logger.info(
-            "Ray is not installed (pip install 'longctx-rag[ray]'): building %s in this process", what
+            "Ray is not installed (pip install 'longctx-rag[ray]'): building %s in this process",
+            what,
         )
         return False
     return True
