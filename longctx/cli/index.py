@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -206,6 +207,8 @@ def run_corpus(args: argparse.Namespace) -> int:
             {
                 "built": list(result.built),
                 "skipped": list(result.skipped),
+                "removed": list(result.removed),
+                "unreadable": list(result.unreadable),
                 "failed": list(result.failed),
                 "errors": result.errors,
                 "seconds": result.seconds,
@@ -220,15 +223,32 @@ def run_corpus(args: argparse.Namespace) -> int:
     else:
         for doc_id in result.failed:
             print(f"failed: {doc_id}: {result.errors[doc_id]}")
+        if result.removed:
+            print(f"removed (no longer in their folder or file): {_names(result.removed)}")
         print(result.summary())
         print(f"corpus: {result.out}")
     return 1 if result.failed else 0
+
+
+def _names(ids, limit: int = 10) -> str:
+    """``a, b, c`` (the first ``limit`` ids, then ``and N more``), for one line."""
+    ids = list(ids)
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return ", ".join(ids[:limit]) + more
 
 
 def run(args: argparse.Namespace) -> int:
     """Read the files, build the graph, print nodes per level, edges, tokens and seconds."""
     if getattr(args, "method", None):
         return run_corpus(args)
+    folders = [p for p in args.path if os.path.isdir(p)]
+    if folders:
+        return _error(
+            f"PATH {folders[0]!r} is a folder: a corpus of its files needs --method, e.g. "
+            f"'longctx index {folders[0]} --method mixpr --out {args.out}' (one MixPR index over "
+            "every file, searched by 'longctx search'; --method diversity|garlic: one index per "
+            "file); without --method, index builds one GARLIC graph of text files"
+        )
     for flag, value in (
         ("--workers", args.workers),
         ("--ray-address", args.ray_address),

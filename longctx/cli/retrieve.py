@@ -8,6 +8,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import sys
 import time
 import traceback
@@ -369,7 +370,13 @@ def _read_input(args) -> tuple[str, str]:
         return sample_text(args.sample), "utf-8-sig"
     try:
         text, encoding = read_text_file(args.path, return_encoding=True, max_bytes=args.max_bytes)
-    except InputError:
+    except InputError as exc:
+        if os.path.isdir(args.path):  # a folder: say how to index it
+            raise InputError(
+                f"{exc}: to search a folder of files, build a corpus once "
+                f"('longctx index {args.path} --method mixpr --out corpus') and search it "
+                "('longctx search corpus -q ...')"
+            ) from None
         raise
     except OSError as exc:
         raise CliError(f"cannot read PATH: {exc}") from None

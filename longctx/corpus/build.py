@@ -10,11 +10,11 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from longctx._ray import use_ray_for
 from longctx._rss import peak_rss_mib
-from longctx.corpus.documents import read_documents, safe_component
+from longctx.corpus.documents import read_corpus_input, safe_component
 from longctx.corpus.jobs import run_one
 from longctx.corpus.manifest import (
     CORPUS_MANIFEST,
@@ -43,6 +43,12 @@ class CorpusBuildResult:
     ----------
     built, skipped, failed : tuple of str
         Document ids built now, skipped (already done in ``out``), failed now.
+    removed : tuple of str
+        Document ids removed from the corpus now: read before from a folder, glob or JSONL file
+        that this call read again, and no longer in it.
+    unreadable : tuple of str
+        Files of a folder or glob skipped because they cannot be read as text (each logged as
+        one warning); a document of the corpus among them stays as it was.
     errors : dict str -> str
         ``"ExceptionType: message"`` per failed document.
     seconds : float
@@ -67,11 +73,15 @@ class CorpusBuildResult:
     workers: int = 1
     out: str = ""
     peak_rss_mib: dict = field(default_factory=dict)
+    removed: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
 
     def summary(self) -> str:
-        """One line: ``built N, skipped N, failed N in S s (backend, W workers)``."""
+        """One line: ``built N, skipped N, [removed N, ]failed N in S s (backend, W workers)``."""
+        gone = f"removed {len(self.removed)}, " if self.removed else ""
         return (
-            f"built {len(self.built)}, skipped {len(self.skipped)}, failed {len(self.failed)} "
+            f"built {len(self.built)}, skipped {len(self.skipped)}, {gone}"
+            f"failed {len(self.failed)} "
             f"in {self.seconds:.1f} s ({self.backend}, {self.workers} worker"
             f"{'s' if self.workers != 1 else ''})"
         )
@@ -85,11 +95,12 @@ def _run_sequential(method, options, storage, jobs, return_files) -> Iterator[di
 
 def _build_mixpr(
     docs, storage, manifest, options, progress, workers, t0, *, shards=None, use_ray=None,
-    ray_address=None,
-) -> CorpusBuildResult:  # fmt: skip
+    ray_address=None, removed=(),
+) -> tuple[CorpusBuildResult, bool]:  # fmt: skip
     """A MixPR corpus: one index over every document (:mod:`longctx.corpus.shards.single`),
     built in this process, or ``shards`` shards (:mod:`longctx.corpus.shards.build`), each
-    shard's work a Ray task."""
+    shard's work a Ray task; the documents ``removed`` are deleted from it. Returns the result and
+    whether the index changed."""
     from tqdm.auto import tqdm
 
     from longctx.corpus.shards.single import build_mixpr_corpus
@@ -106,22 +117,19 @@ def _build_mixpr(
     bar = tqdm(total=len(docs), unit="doc", disable=not show, file=sys.stderr)
     try:
         if shards is None:
-            done = build_mixpr_corpus(docs, storage, manifest, options, bar)
+            done = build_mixpr_corpus(docs, storage, manifest, options, bar, removed)
             done.update(backend="in-process", workers=1, peaks={os.getpid(): peak_rss_mib()})
         else:
             from longctx.corpus.shards.build import build_sharded_corpus
 
             done = build_sharded_corpus(
                 docs, storage, manifest, options, shards, bar, use_ray=use_ray,
-                workers=workers, ray_address=ray_address,
+                workers=workers, ray_address=ray_address, removed=removed,
             )  # fmt: skip
             done["peaks"][os.getpid()] = peak_rss_mib()
         bar.update(len(done["skipped"]))
     finally:
         bar.close()
-    if done["built"]:
-        manifest.reorder([d for d, _ in docs])
-        storage.write_json(CORPUS_MANIFEST, manifest.to_json())
     result = CorpusBuildResult(
         built=tuple(done["built"]),
         skipped=tuple(done["skipped"]),
@@ -132,9 +140,31 @@ def _build_mixpr(
         workers=done["workers"],
         out=storage.url,
         peak_rss_mib=done["peaks"],
+        removed=tuple(done["removed"]),
     )
-    logger.info("%s: %s", storage.url, result.summary())
-    return result
+    return result, bool(done["built"] or done["removed"])
+
+
+def _remove_documents(storage, manifest, removed) -> None:
+    """Drop the documents ``removed`` from a corpus of one index per document: their manifest
+    entries (the manifest written first, so that it never names a folder that is gone), then
+    their index folders."""
+    paths = [manifest.entries.pop(doc_id).path for doc_id in removed]
+    storage.write_json(CORPUS_MANIFEST, manifest.to_json())
+    for path in paths:
+        storage.remove_index(path)
+
+
+def _record_sources(manifest, inp) -> bool:
+    """Each entry of a document read now gets its source (see
+    :class:`longctx.corpus.manifest.DocumentEntry`); whether one changed."""
+    changed = False
+    for doc_id, _ in inp.docs:
+        e = manifest.entries.get(doc_id)
+        if e is not None and e.source != inp.sources.get(doc_id):
+            e.source = inp.sources.get(doc_id)
+            changed = True
+    return changed
 
 
 # -- the driver ----------------------------------------------------------------------------------
@@ -269,7 +299,8 @@ def build_indexes(
         raise ValueError(f"ray_address must be a non-empty str, got {ray_address!r}")
     if gpus_per_worker and "device" not in method_options and method != "mixpr":
         method_options["device"] = "cuda"
-    docs = read_documents(documents)
+    inp = read_corpus_input(documents)
+    docs = inp.docs
     storage = open_storage(out, storage_options)
     recorded = method_options if shards is None else {**method_options, "shards": shards}
     fingerprint = options_fingerprint(method, recorded)
@@ -303,11 +334,29 @@ def build_indexes(
             storage.url,
         )
 
+    held_now = {d for d, _ in docs} | set(inp.skipped)
+    removed = [
+        d for d, e in manifest.entries.items() if e.source in inp.named and d not in held_now
+    ]
+    if removed:
+        logger.info(
+            "%s: removing %d documents no longer in their source", storage.url, len(removed)
+        )
+
     if method == "mixpr":
-        return _build_mixpr(
+        result, changed = _build_mixpr(
             docs, storage, manifest, method_options, progress, workers, t0, shards=shards,
-            use_ray=use_ray, ray_address=ray_address,
+            use_ray=use_ray, ray_address=ray_address, removed=removed,
         )  # fmt: skip
+        if _record_sources(manifest, inp) or changed:
+            manifest.reorder([d for d, _ in docs])
+            storage.write_json(CORPUS_MANIFEST, manifest.to_json())
+        result = replace(result, unreadable=inp.skipped)
+        logger.info("%s: %s", storage.url, result.summary())
+        return result
+
+    if removed:
+        _remove_documents(storage, manifest, removed)
 
     jobs, skipped = [], []
     for doc_id, text in docs:
@@ -371,6 +420,7 @@ def build_indexes(
                 error=rec["error"],
                 text_sha256=shas[doc_id],
                 extra=rec.get("extra") or {},
+                source=inp.sources.get(doc_id),
             )
             manifest.reorder([d for d, _ in docs])
             storage.write_json(CORPUS_MANIFEST, manifest.to_json())
@@ -395,6 +445,10 @@ def build_indexes(
         workers=n_workers,
         out=storage.url,
         peak_rss_mib=peaks,
+        removed=tuple(removed),
+        unreadable=inp.skipped,
     )
+    if _record_sources(manifest, inp):
+        storage.write_json(CORPUS_MANIFEST, manifest.to_json())
     logger.info("%s: %s", storage.url, result.summary())
     return result

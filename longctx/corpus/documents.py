@@ -11,22 +11,33 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from longctx.corpus.manifest import _CONTROL, MAX_SOURCE_CHARS
 from longctx.io import InputError, read_text_file
 from longctx.persist import PersistError, parse_json
 
-__all__ = ["MAX_ID_CHARS", "check_doc_id", "read_documents", "safe_component"]
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "MAX_ID_CHARS",
+    "CorpusInput",
+    "check_doc_id",
+    "read_corpus_input",
+    "read_documents",
+    "safe_component",
+]
 
 #: Longest document id accepted (characters).
 MAX_ID_CHARS = 512
 #: Largest JSONL line read (characters); a longer one is an error naming the line.
 MAX_JSONL_LINE_CHARS = 200_000_000
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _UNSAFE_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 _GLOB_CHARS = set("*?[")
 
@@ -87,34 +98,113 @@ def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[st
             yield doc_id, rec[text_field]
 
 
+def _source_key(path: str) -> str | None:
+    """The key a corpus records for a folder, glob or JSONL file named on the command line (its
+    absolute path, or the absolute pattern), so that the next build over the same source knows
+    which of its documents are gone."""
+    key = os.path.abspath(path)
+    if len(key) > MAX_SOURCE_CHARS or _CONTROL.search(key):
+        return None  # not recorded: its documents are never removed by a later build
+    return key
+
+
+def _read_files(files, ids, where: str, skipped: list) -> Iterator[tuple[str, str]]:
+    """Each of ``files`` read as text, id from ``ids``; a file that cannot be read as text
+    (binary, unreadable, empty, too large) is skipped with one warning line and its id put in
+    ``skipped``, the others go on. ``InputError`` when none is left."""
+    n_read = 0
+    for f, doc_id in zip(files, ids):
+        try:
+            text = read_text_file(f)
+        except (InputError, OSError) as exc:
+            logger.warning("skipped, not indexed: %s", _first_line(exc))
+            skipped.append(doc_id)
+            continue
+        n_read += 1
+        yield doc_id, text
+    if not n_read:
+        raise InputError(f"{where} holds no file readable as text")
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def _from_path(
-    path: str | os.PathLike, id_field: str, text_field: str
+    path: str | os.PathLike, id_field: str, text_field: str, seen: _Sources | None = None
 ) -> Iterator[tuple[str, str]]:
     s = os.fspath(path)
     p = Path(s)
+    seen = _Sources() if seen is None else seen
     if p.is_dir():
         files = sorted(f for f in p.rglob("*") if f.is_file() and not _hidden(f.relative_to(p)))
         if not files:
             raise InputError(f"folder {s!r} holds no file")
-        for f in files:
-            yield f.relative_to(p).as_posix(), read_text_file(f)
+        ids = [f.relative_to(p).as_posix() for f in files]
+        yield from seen.track(
+            _source_key(s), _read_files(files, ids, f"folder {s!r}", seen.skipped)
+        )
     elif p.is_file():
         if p.suffix.lower() == ".jsonl":
-            yield from _read_jsonl(p, id_field, text_field)
+            yield from seen.track(_source_key(s), _read_jsonl(p, id_field, text_field))
         else:
             yield p.name, read_text_file(p)
     elif _is_glob(s):
         files = sorted(f for f in glob.glob(s, recursive=True) if os.path.isfile(f))
         if not files:
             raise InputError(f"glob {s!r} matches no file")
-        for f in files:
-            yield Path(f).name, read_text_file(f)
+        ids = [Path(f).name for f in files]
+        yield from seen.track(_source_key(s), _read_files(files, ids, f"glob {s!r}", seen.skipped))
     else:
         raise InputError(f"{s!r} is not a file, a folder or a glob that matches files")
 
 
+class _Sources:
+    """What reading the paths of a corpus found: the source (folder, glob, JSONL file) of each
+    document read from one, the sources named, and the ids of the files skipped."""
+
+    def __init__(self):
+        self.of: dict[str, str] = {}
+        self.named: set[str] = set()
+        self.skipped: list[str] = []
+
+    def track(self, source: str | None, pairs) -> Iterator[tuple[str, str]]:
+        if source is not None:
+            self.named.add(source)
+        for doc_id, text in pairs:
+            if source is not None and isinstance(doc_id, str):
+                self.of.setdefault(doc_id, source)
+            yield doc_id, text
+
+
 def _hidden(rel: Path) -> bool:
     return any(part.startswith(".") for part in rel.parts)
+
+
+@dataclass(frozen=True)
+class CorpusInput:
+    """The documents of a corpus build, and where they came from.
+
+    Attributes
+    ----------
+    docs : list of (str, str)
+        ``(doc_id, text)`` in input order, as :func:`read_documents` returns them.
+    sources : dict str -> str
+        For each document read from a folder, a glob or a JSONL file: that source (its absolute
+        path or pattern). Documents given as pairs or as single files have none.
+    named : frozenset of str
+        The sources this call read (a document recorded under one of them and not read now has
+        been removed from it).
+    skipped : tuple of str
+        Ids of files of a folder or glob skipped because they cannot be read as text (binary,
+        unreadable, empty, too large), each logged as one warning.
+    """
+
+    docs: list
+    sources: dict = field(default_factory=dict)
+    named: frozenset = frozenset()
+    skipped: tuple = ()
 
 
 def read_documents(
@@ -127,9 +217,11 @@ def read_documents(
     documents :
         An iterable of ``(doc_id, text)`` pairs; a folder (every non-hidden file under it,
         recursively, read by :func:`longctx.io.read_text_file`; id = the path relative to the
-        folder, ``/``-separated); a ``.jsonl`` file (one JSON object per line with ``id_field``
-        and ``text_field``); any other file (one document, id = its file name); a glob pattern
-        (each matching file, id = its file name); or a list of such paths (the CLI's ``PATH...``).
+        folder, ``/``-separated; a file that cannot be read as text is skipped with one
+        warning); a ``.jsonl`` file (one JSON object per line with ``id_field`` and
+        ``text_field``); any other file (one document, id = its file name); a glob pattern
+        (each matching file, id = its file name, skipped as in a folder); or a list of such
+        paths (the CLI's ``PATH...``).
     id_field, text_field : str
         JSONL field names.
 
@@ -141,13 +233,30 @@ def read_documents(
     Raises
     ------
     InputError
-        A path that is missing, unreadable, binary or empty, a bad JSONL line.
+        A path that is missing, a single file (named on its own) that is unreadable, binary or
+        empty, a folder or glob with no file readable as text, a bad JSONL line.
     ValueError, TypeError
         A document id that is unsafe (see :func:`check_doc_id`) or given twice, a text that is
         not a ``str`` or is empty, no document at all.
     """
+    return read_corpus_input(documents, id_field=id_field, text_field=text_field).docs
+
+
+def read_corpus_input(documents, *, id_field: str = "id", text_field: str = "text") -> CorpusInput:
+    """:func:`read_documents`, with the source of each document and the files skipped.
+
+    Returns
+    -------
+    CorpusInput
+
+    Raises
+    ------
+    InputError, ValueError, TypeError
+        As :func:`read_documents`.
+    """
+    found = _Sources()
     if isinstance(documents, (str, os.PathLike)):
-        pairs: Iterable = _from_path(documents, id_field, text_field)
+        pairs: Iterable = _from_path(documents, id_field, text_field, found)
     elif isinstance(documents, (bytes, dict)):
         raise TypeError(
             f"documents must be (doc_id, text) pairs, a folder, a glob or a JSONL file, got "
@@ -156,7 +265,7 @@ def read_documents(
     else:
         items = list(documents)
         if items and all(isinstance(x, (str, os.PathLike)) for x in items):
-            pairs = (pair for x in items for pair in _from_path(x, id_field, text_field))
+            pairs = (pair for x in items for pair in _from_path(x, id_field, text_field, found))
         else:
             pairs = items
     out: list[tuple[str, str]] = []
@@ -180,4 +289,9 @@ def read_documents(
         out.append((doc_id, text))
     if not out:
         raise ValueError("documents holds no document")
-    return out
+    return CorpusInput(
+        docs=out,
+        sources={d: found.of[d] for d, _ in out if d in found.of},
+        named=frozenset(found.named),
+        skipped=tuple(found.skipped),
+    )

@@ -58,6 +58,11 @@ class DocumentEntry:
     extra : dict
         ``cpu_seconds`` (CPU time of the building process, all its threads) and method extras
         (GARLIC: ``tokens_generated`` in this build).
+    source : str or None
+        The folder, glob or JSONL file (absolute path or pattern) the document was read from,
+        ``None`` for documents given as pairs or single files: a later build naming the same
+        source removes the documents no longer in it (:func:`longctx.corpus.build_indexes`).
+        Absent in manifests written before it existed.
     """
 
     doc_id: str
@@ -68,6 +73,7 @@ class DocumentEntry:
     error: str | None = None
     text_sha256: str = ""
     extra: dict = field(default_factory=dict)
+    source: str | None = None
 
 
 class CorpusManifest:
@@ -152,9 +158,13 @@ _ENTRY_TYPES = {
     "error": (str, type(None)),
     "text_sha256": (str,),
     "extra": (dict,),
+    "source": (str, type(None)),
 }
+#: Longest ``source`` read from a manifest (characters).
+MAX_SOURCE_CHARS = 4096
 #: The index folders of a MixPR corpus: its one index, or its shards.
 _MIXPR_PATH = re.compile(r"indexes/(?:mixpr|shard-\d{1,6})")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SHA256_HEX = frozenset("0123456789abcdef")
 #: An index folder name as :func:`longctx.corpus.documents.safe_component` writes it.
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
@@ -185,6 +195,11 @@ def _check_entry(d, where: str, f: str) -> DocumentEntry:
         raise PersistError(
             f"{where!r}: field '{f}.path' must be 'indexes/<folder name>' (letters, digits, "
             f"'.', '_', '-'), got {e.path[:80]!r}"
+        )
+    if e.source is not None and (len(e.source) > MAX_SOURCE_CHARS or _CONTROL.search(e.source)):
+        raise PersistError(
+            f"{where!r}: field '{f}.source' is longer than {MAX_SOURCE_CHARS} characters or holds "
+            "a control character"
         )
     if len(e.text_sha256) != 64 or not set(e.text_sha256) <= _SHA256_HEX:
         raise PersistError(f"{where!r}: field '{f}.text_sha256' is not a sha256 hex digest")

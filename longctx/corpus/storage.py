@@ -192,6 +192,18 @@ class Storage:
             return
         self.put_files({f.name: f.read_bytes() for f in sorted(src.iterdir()) if f.is_file()}, rel)
 
+    def remove_index(self, rel: str) -> None:
+        """Remove the index folder ``rel`` (nothing when it is not there); local folders are
+        checked not to be reached through a link (:meth:`local_index`)."""
+        if self.local is not None:
+            p = self.local_index(rel)
+            if p.is_dir():
+                shutil.rmtree(p)
+            return
+        path = self._remote(rel)
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
+
     def put_files(self, files: dict[str, bytes], rel: str) -> None:
         """Write an index folder given as ``{file name: bytes}`` (``manifest.json`` last)."""
         if _INDEX_MANIFEST not in files:

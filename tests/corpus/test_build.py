@@ -213,7 +213,7 @@ def test_without_ray_runs_sequentially(tmp_path, docs, monkeypatch, caplog):
         r = build_indexes(docs[:2], "diversity", tmp_path / "c", progress=False, encoder=hash_embed)
     assert r.backend == "sequential" and len(r.built) == 2
     assert "Ray is not installed" in caplog.text and "building 2 documents" in caplog.text
-    with pytest.raises(ModuleNotFoundError, match="longctx\\[ray\\]"):
+    with pytest.raises(ModuleNotFoundError, match="longctx-rag\\[ray\\]"):
         build_indexes(docs[2:], "diversity", tmp_path / "d", use_ray=True, encoder=hash_embed)
     with caplog.at_level(logging.INFO, logger="longctx.corpus.build"):
         r = build_indexes(docs[:2], "mixpr", tmp_path / "m", workers=2, progress=False)
@@ -228,7 +228,7 @@ def test_use_ray_for_one_rule(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     assert use_ray_for(None, None, "x") is False
     for use_ray, address in ((True, None), (None, "ray://h:1")):
-        with pytest.raises(ModuleNotFoundError, match="longctx\\[ray\\]"):
+        with pytest.raises(ModuleNotFoundError, match="longctx-rag\\[ray\\]"):
             use_ray_for(use_ray, address, "x")
 
 

@@ -119,11 +119,16 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
                 f"{INDEX_ROOT}/shards.json gives it: the shard is damaged; rebuild the corpus"
             )
         left = [d for d in held if d not in set(expected)]
-        if left:  # inserted by a build that stopped before shards.json was written
-            logger.info("shard %d: removing %d documents of an interrupted build", i, len(left))
+        if left and not expected:
+            shard = None  # every document goes (the new ones make the shard again)
+        elif left:
+            logger.info(
+                "shard %d: removing %d documents that shards.json no longer gives it (removed "
+                "from the corpus, or inserted by a build that stopped)",
+                i,
+                len(left),
+            )
             shard.delete(left)
-            if not expected:
-                shard = None
     elif expected:
         raise PersistError(f"{storage.location(rel)!r} is missing or half-written")
     if changed:
@@ -147,16 +152,21 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
 
 
 def build_sharded_corpus(
-    docs, storage, manifest, options: dict, shards: int, bar, *, use_ray, workers, ray_address
-) -> dict:
-    """Insert, update or skip every ``(doc_id, text)`` of ``docs`` in the sharded corpus at
-    ``storage``. Returns ``{"built", "skipped", "seconds", "backend", "workers", "peaks"}``.
+    docs, storage, manifest, options: dict, shards: int, bar, *, use_ray, workers, ray_address,
+    removed=(),
+) -> dict:  # fmt: skip
+    """Remove the documents ``removed`` (ids of the corpus), insert, update or skip every
+    ``(doc_id, text)`` of ``docs`` in the sharded corpus at ``storage``. Returns ``{"built",
+    "skipped", "removed", "seconds", "backend", "workers", "peaks"}``.
 
     Raises
     ------
     PersistError
         ``shards.json`` is damaged, holds another number of shards, or a shard disagrees with
         it.
+    ValueError
+        The removals would leave a shard without documents (not supported: build the corpus
+        again into another ``out``), before any shard changes.
     """
     from longctx.corpus.shards.persist import SHARDS_FILE, manifest_of_order, read_shards_manifest
     from longctx.corpus.shards.shard import assign_shards
@@ -173,6 +183,9 @@ def build_sharded_corpus(
                 f"{storage.location(rel_manifest)!r} holds {n} shards, not {shards}: choose "
                 "another out"
             )
+    gone = set(removed) & {d for d, _, _ in order}
+    touched = {i for d, i, _ in order if d in gone}
+    order = [x for x in order if x[0] not in gone]
     shard_of = {d: s for d, s, _ in order}
     chars = {d: c for d, _, c in order}
     from longctx.corpus.shards.single import sort_documents
@@ -182,11 +195,18 @@ def build_sharded_corpus(
     for d, s in shard_of.items():
         sizes[s] += chars[d]
     where = assign_shards([len(t) for _, t in new], shards, sizes)
+    emptied = sorted(touched - set(shard_of.values()) - set(where))
+    if emptied:
+        raise ValueError(
+            f"removing the documents no longer in their folder would leave shard(s) {emptied} "
+            "empty, which a sharded corpus does not support: build the corpus again into "
+            "another out"
+        )
     jobs = []
     for i in range(shards):
         ins = [x for x, w in zip(new, where) if w == i]
         upd = [x for x in changed if shard_of[x[0]] == i]
-        if ins or upd:
+        if ins or upd or i in touched:
             expected = [d for d, s, _ in order if s == i]
             jobs.append((i, expected, upd, ins))
     backend, n_workers, peaks = "sequential", 1, {}
@@ -205,7 +225,9 @@ def build_sharded_corpus(
                 storage.put_files(rec["files"], f"{INDEX_ROOT}/shard-{rec['shard']}")
     seconds = round(time.perf_counter() - t0, 3)
     work = changed + new
-    if work:
+    for doc_id in removed:
+        manifest.entries.pop(doc_id, None)
+    if work or gone:
         for (d, _), s in zip(new, where):
             shard_of[d] = s
         for d, t in work:
@@ -227,6 +249,7 @@ def build_sharded_corpus(
     return {
         "built": [d for d, _ in work],
         "skipped": skipped,
+        "removed": list(removed),
         "seconds": seconds,
         "backend": backend,
         "workers": n_workers,

@@ -5,7 +5,9 @@ arXiv:2412.06078; the linear graph of :class:`longctx.mixpr.graph.FactoredGraph`
 
 A build that finds the corpus already there inserts the new documents, updates the changed ones
 (:meth:`longctx.MixPRIndex.insert` / :meth:`~longctx.MixPRIndex.update`) and skips the rest;
-documents of the corpus that the call does not name stay. The index is written whole each time
+documents of the corpus that the call does not name stay, except those read before from a folder,
+glob or JSONL file the call reads again and no longer in it: they are deleted
+(:meth:`~longctx.MixPRIndex.delete`). The index is written whole each time
 (into a temporary folder, then moved into place).
 """
 
@@ -109,9 +111,10 @@ def sort_documents(docs, held, manifest) -> tuple[list, list, list]:
     return new, changed, skipped
 
 
-def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar) -> dict:
-    """Insert, update or skip every ``(doc_id, text)`` of ``docs`` in the corpus's one index and
-    save it; returns ``{"built": [...], "skipped": [...], "seconds": float, "peak": float}``."""
+def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar, removed=()) -> dict:
+    """Remove the documents ``removed`` (ids the corpus holds), insert, update or skip every
+    ``(doc_id, text)`` of ``docs`` in the corpus's one index and save it; returns ``{"built":
+    [...], "skipped": [...], "removed": [...], "seconds": float}``."""
     from longctx.mixpr import MixPRIndex
     from longctx.tokens import count_tokens
 
@@ -124,6 +127,14 @@ def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar) -> di
         index = load_mixpr_index(storage)
         check_entries(index, manifest, storage.location(CORPUS_MANIFEST))
     held = set() if index is None else set(index.doc_ids)
+    drop = [d for d in removed if d in held]
+    if index is not None and drop and len(drop) == len(held):
+        index, held = None, set()  # every document goes: the new ones make a fresh index
+    elif drop:
+        index.delete(drop)
+        held -= set(drop)
+    for doc_id in removed:
+        manifest.entries.pop(doc_id, None)
     new, changed, skipped = sort_documents(docs, held, manifest)
     work = new + changed
     if index is None and work:
@@ -135,7 +146,7 @@ def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar) -> di
             index.insert([t for _, t in new], ids=[d for d, _ in new])
         if changed:
             index.update([t for _, t in changed], ids=[d for d, _ in changed])
-    if work:
+    if work or drop:
         with tempfile.TemporaryDirectory(prefix="longctx-corpus-") as tmp:
             index.save(Path(tmp) / "mixpr")
             storage.put_index(Path(tmp) / "mixpr", MIXPR_INDEX)
@@ -152,4 +163,9 @@ def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar) -> di
             extra={"one_index": True},
         )
         bar.update(1)
-    return {"built": [d for d, _ in work], "skipped": skipped, "seconds": seconds}
+    return {
+        "built": [d for d, _ in work],
+        "skipped": skipped,
+        "removed": list(removed),
+        "seconds": seconds,
+    }
