@@ -25,8 +25,10 @@ def select_over_shards(blocks, sid, n_allowed, k, token_budget, closed) -> list:
     Parameters
     ----------
     blocks : backend
-        The shards (``blocks.map("candidates", sid, size, last)`` per shard: local indices,
-        corpus keys, scores, token counts, the smallest token count not sent).
+        The shards (``blocks.map("candidates", sid, size, last, with_counts)`` per shard:
+        local indices, corpus keys, scores, token counts (a token budget only: a ``k``
+        selection never counts tokens, as one index does not), the smallest token count not
+        sent).
     sid : session id
     n_allowed : list of int
         Units each shard may return (after the filters).
@@ -39,7 +41,7 @@ def select_over_shards(blocks, sid, n_allowed, k, token_budget, closed) -> list:
     sizes = [size] * len(n_allowed)
     while True:
         last = token_budget is None
-        parts = blocks.map("candidates", sid, max(sizes), last)
+        parts = blocks.map("candidates", sid, max(sizes), last, not last)
         closed[0] = last
         owner = np.concatenate([np.full(len(p[0]), b) for b, p in enumerate(parts)])
         local = np.concatenate([p[0] for p in parts]).astype(np.int64)
