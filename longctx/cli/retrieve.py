@@ -103,7 +103,8 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         "--budget",
         type=_positive_int("--budget"),
         help="token budget for all selected passages together: the model's tokens for youra, "
-        "otherwise words and punctuation marks (longctx.tokens.count_tokens); default: none",
+        "otherwise SmolLM2's tokens, counted without a model (longctx.tokens.count_tokens); "
+        "default: none",
     )
     g = r.add_argument_group("format")
     g.add_argument(
@@ -208,7 +209,7 @@ def _budget(args) -> dict:
     unit = (
         f"tokens of {args.model or DEFAULT_MODEL_NAME}"
         if args.method == "youra"
-        else "longctx.tokens.count_tokens (words and punctuation marks)"
+        else "longctx.tokens.count_tokens (SmolLM2 tokens)"
     )
     return {"token_budget": args.budget, "unit": unit}
 
