@@ -1,29 +1,37 @@
-"""The recall tables of the README, the home page and the Benchmarks page, generated from one
-source: ``docs/bench.json`` (the last full ``longctx bench`` run) and ``docs/bench-garlic.json``
-(GARLIC's NarrativeQA run).
+"""The figures of the README and of docs/, generated from one source each: ``docs/bench.json``
+(the last full ``longctx bench`` run), ``docs/bench-garlic.json`` (GARLIC's NarrativeQA run),
+``docs/figures.json`` (figures no bench run holds, each with its date and script) and
+``docs/test-suite.json`` (the size of the test suite and its last timed run).
 
-Each table sits between ``<!-- generated: NAME ... -->`` and ``<!-- /generated -->`` in its page;
-``tests/test_docs_figures.py`` fails when a page's table is not what this script renders.
+A table or paragraph sits between ``<!-- generated: NAME ... -->`` and ``<!-- /generated -->``;
+a figure inside a sentence or a table cell between ``<!-- fig: NAME -->`` and ``<!-- /fig -->``
+(one line). ``tests/test_docs_figures.py`` fails when a page's block or span is not what this
+script renders (a stale page).
 
-    python benchmarks/doc_tables.py --write   # after copying a new bench.json into docs/
-    python benchmarks/doc_tables.py           # print the tables
+    python benchmarks/doc_tables.py --write                 # after a new bench.json / figures.json
+    python benchmarks/doc_tables.py --count-tests --write   # recount the tests (the lead, last)
+    python benchmarks/doc_tables.py                         # print the blocks and spans
 """
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
-#: ``(page, table name)`` of every generated table.
+#: ``(page, block name)`` of every generated block.
 PAGES = (
     (ROOT / "README.md", "recall-summary"),
     (DOCS / "index.md", "recall-summary"),
     (DOCS / "benchmarks.md", "bench-main"),
+    (DOCS / "guide" / "install.md", "test-suite"),
 )
 
 BLOCK = re.compile(
@@ -41,8 +49,16 @@ SUMMARY_ROWS = (
 )
 
 
+INLINE = re.compile(r"(<!-- fig: (?P<name>[\w-]+) -->)(?P<body>[^\n]*?)(<!-- /fig -->)")
+
+
 def load(name: str) -> dict:
     return json.loads((DOCS / name).read_text(encoding="utf-8"))
+
+
+def all_pages() -> list[Path]:
+    """README.md and every Markdown page under docs/: where blocks and spans may sit."""
+    return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 
 
 def _cells(rows) -> dict:
@@ -108,7 +124,133 @@ def bench_main() -> str:
     return "\n".join(table) + "\n"
 
 
-RENDER = {"recall-summary": recall_summary, "bench-main": bench_main}
+def test_suite() -> str:
+    """The install guide's paragraph on the test suite (``docs/test-suite.json``)."""
+    t = load("test-suite.json")
+    run = t["timed_run"]
+    return (
+        f"`make test` runs {t['tests']:,} tests (counted {t['counted']} with `pytest "
+        f"--collect-only -q`). The last timed run of the whole suite ({run['how']}, "
+        f"{run['date']}) took {run['seconds']} s for {run['tests']:,} tests, about "
+        f"{round(run['seconds'] / 60)} minutes; much longer on a busy machine.\n"
+    )
+
+
+RENDER = {"recall-summary": recall_summary, "bench-main": bench_main, "test-suite": test_suite}
+
+
+# -- figures inside sentences and table cells ------------------------------------------------------
+def _g(v) -> str:
+    return f"{v:g}"
+
+
+def _range(vals) -> str:
+    lo, hi = min(vals), max(vals)
+    return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}"
+
+
+def _figure(name: str) -> dict:
+    return load("figures.json")["figures"][name]
+
+
+def squad_5pct() -> str:
+    cells = _cells(load("bench.json")["results"])
+    r = {m: cells[("squad", 0.05, m)]["recall"] for m in ("mixpr", "bm25", "minilm")}
+    return (
+        f"SQuAD at 5%: {r['mixpr']:.2f} against BM25 {r['bm25']:.2f} and MiniLM {r['minilm']:.2f}"
+    )
+
+
+def babi_multihop() -> str:
+    """MixPR's and BM25's recall range over bAbI qa2 and qa3 (the chains of two and three
+    facts) at every size and budget of ``docs/bench.json``."""
+    bench = load("bench.json")
+    rows = [r for r in bench["results"] if re.match(r"babilong-qa[23]@", r["task"])]
+    sizes = bench["settings"]["babilong_tokens"]
+    mixpr = _range([r["recall"] for r in rows if r["method"] == "mixpr"])
+    bm25 = _range([r["recall"] for r in rows if r["method"] == "bm25"])
+    return (
+        f"bAbI qa2 and qa3 in {min(sizes) // 1000}k-{max(sizes) // 1000}k tokens {mixpr} at "
+        f"every budget, where BM25 finds {bm25}"
+    )
+
+
+def mixpr_10m() -> str:
+    g = _figure("mixpr-growth")
+    i = g["words_millions"].index(10)
+    return f"10M words: {_g(g['build_s'][i])} s to build, {_g(g['query_ms_median'][i])} ms a query"
+
+
+def mixpr_growth_build() -> str:
+    g = _figure("mixpr-growth")
+    return " / ".join(f"{_g(v)} s" for v in g["build_s"]) + f" ({_g(g['peak_rss_gb'][-1])} GB)"
+
+
+def mixpr_growth_query() -> str:
+    return " / ".join(f"{_g(v)} ms" for v in _figure("mixpr-growth")["query_ms_median"])
+
+
+def mixpr_growth_source() -> str:
+    g = _figure("mixpr-growth")
+    return f"`{g['script'].split()[0]}`, {g['date']}, quiet machine"
+
+
+def mixpr_growth_short() -> str:
+    g = _figure("mixpr-growth")
+    words = " / ".join(f"{w}M" for w in g["words_millions"])
+    build = " / ".join(_g(v) for v in g["build_s"])
+    query = " / ".join(_g(v) for v in g["query_ms_median"])
+    return (
+        f"{words} words: {build} s to build, {query} ms a query ({g['date']}, "
+        f"`{g['script'].split()[0]}`)"
+    )
+
+
+def mixpr_insert() -> str:
+    f = _figure("mixpr-insert")
+    return f"{_g(f['insert_s'])} s / {_g(f['delete_s'])} s"
+
+
+def mixpr_insert_build() -> str:
+    f = _figure("mixpr-insert")
+    return f"its fresh build in that run, {f['date']}: {_g(f['build_s'])} s"
+
+
+INLINE_RENDER = {
+    "squad-5pct": squad_5pct,
+    "babi-multihop": babi_multihop,
+    "mixpr-10m": mixpr_10m,
+    "mixpr-growth-build": mixpr_growth_build,
+    "mixpr-growth-query": mixpr_growth_query,
+    "mixpr-growth-source": mixpr_growth_source,
+    "mixpr-growth-short": mixpr_growth_short,
+    "mixpr-insert": mixpr_insert,
+    "mixpr-insert-build": mixpr_insert_build,
+}
+
+
+def spans(text: str) -> list[tuple[str, str]]:
+    """``(name, body)`` of every inline figure span of a page."""
+    return [(m["name"], m["body"]) for m in INLINE.finditer(text)]
+
+
+def count_tests() -> int:
+    """Collect the test suite (``pytest --collect-only -q``, no test run) and write the count
+    and today's date into ``docs/test-suite.json``; returns the count."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    found = re.search(r"^(\d+) tests? collected", out.stdout, re.M)
+    if out.returncode != 0 or found is None:
+        raise SystemExit(f"pytest --collect-only failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    n = int(found.group(1))
+    path = DOCS / "test-suite.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.update(tests=n, counted=datetime.date.today().isoformat())
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return n
 
 
 def blocks(text: str) -> list[tuple[str, str]]:
@@ -117,20 +259,24 @@ def blocks(text: str) -> list[tuple[str, str]]:
 
 
 def rewrite(text: str) -> str:
-    """``text`` with every generated block rendered again."""
-    return BLOCK.sub(lambda m: m.group(1) + RENDER[m["name"]]() + m.group(4), text)
+    """``text`` with every generated block and figure span rendered again (``KeyError`` for a
+    name this script does not render)."""
+    text = BLOCK.sub(lambda m: m.group(1) + RENDER[m["name"]]() + m.group(4), text)
+    return INLINE.sub(lambda m: m.group(1) + INLINE_RENDER[m["name"]]() + m.group(4), text)
 
 
 def main(argv: list[str]) -> int:
+    if "--count-tests" in argv:
+        print(f"docs/test-suite.json: {count_tests()} tests")
     if "--write" in argv:
-        for page, _ in PAGES:
+        for page in all_pages():
             text = page.read_text(encoding="utf-8")
             new = rewrite(text)
             if new != text:
                 page.write_text(new, encoding="utf-8")
                 print(f"rewrote {page.relative_to(ROOT)}")
         return 0
-    for name, render in RENDER.items():
+    for name, render in {**RENDER, **INLINE_RENDER}.items():
         print(f"<!-- {name} -->\n{render()}")
     return 0
 

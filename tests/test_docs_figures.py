@@ -112,3 +112,103 @@ def test_a_figure_without_a_source_is_caught():
     # the README's multi-hop row of issue 38: 5.6 ms a query on 10k passages, in no note
     assert stated_figures("| MixPR multi-hop | 1.0 s | 5.6 ms | 10k passages |") == ["1.0", "5.6"]
     assert "5.6" not in sources
+
+
+# -- one source for every figure (issue 45) -------------------------------------------------------
+def _outside_generated(text: str) -> str:
+    """``text`` without its generated blocks and figure spans."""
+    tables = _doc_tables()
+    text = tables.BLOCK.sub("", text)
+    return tables.INLINE.sub("", text)
+
+
+def test_every_block_and_span_of_every_page_is_fresh():
+    """README.md and every page of docs/: each generated block and each ``<!-- fig: NAME -->``
+    span is what ``benchmarks/doc_tables.py`` renders from the results files now."""
+    tables = _doc_tables()
+    n_spans = 0
+    for page in tables.all_pages():
+        text = page.read_text(encoding="utf-8")
+        for name, _ in tables.spans(text):
+            assert name in tables.INLINE_RENDER, f"{page.name}: unknown figure span {name!r}"
+        for name, _ in tables.blocks(text):
+            assert name in tables.RENDER, f"{page.name}: unknown generated block {name!r}"
+        n_spans += len(tables.spans(text))
+        assert tables.rewrite(text) == text, (
+            f"{page.relative_to(ROOT)}: a generated block or figure is stale: run "
+            "python benchmarks/doc_tables.py --write"
+        )
+    assert n_spans >= 10
+
+
+def test_a_stale_span_is_caught():
+    tables = _doc_tables()
+    stale = "MixPR (<!-- fig: mixpr-10m -->10M words: 10 s to build, 39 ms a query<!-- /fig -->)"
+    fresh = tables.rewrite(stale)
+    assert fresh != stale and "10 s to build" not in fresh
+    assert tables.rewrite(fresh) == fresh
+
+
+def test_figures_files_are_dated_and_name_their_script():
+    figures = json.loads((DOCS / "figures.json").read_text(encoding="utf-8"))["figures"]
+    for name, fig in figures.items():
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", fig["date"]), name
+        script = fig["script"].split()[0]
+        assert (ROOT / script).is_file(), f"{name}: {script} is not in the repository"
+    suite = json.loads((DOCS / "test-suite.json").read_text(encoding="utf-8"))
+    assert suite["tests"] > 0 and re.fullmatch(r"\d{4}-\d{2}-\d{2}", suite["counted"])
+
+
+OVERVIEW_PAGES = ["README.md", "docs/index.md", *sorted(
+    str(p.relative_to(ROOT)) for p in (DOCS / "guide").glob("*.md")
+)]  # fmt: skip
+
+
+@pytest.mark.parametrize("page", OVERVIEW_PAGES)
+def test_test_count_and_bm25_babi_figures_live_in_one_place(page):
+    """The size of the test suite is stated only in the install guide's generated block, and
+    bAbI's BM25 range only through the ``babi-multihop`` span (from docs/bench.json)."""
+    text = _outside_generated((ROOT / page).read_text(encoding="utf-8"))
+    assert not re.search(r"\b\d[\d,]* tests\b", text), page
+    assert "BM25 finds" not in text, page
+
+
+def test_the_multihop_walk_is_described_as_the_default_everywhere():
+    for page in ("README.md", "docs/index.md"):
+        row = next(
+            line for line in (ROOT / page).read_text(encoding="utf-8").splitlines()
+            if line.startswith("| **MixPR** |")
+        )  # fmt: skip
+        assert "by default" in row and 'names they share (`preset="multihop"`)' not in row, page
+    import longctx.mixpr
+
+    assert 'taken by default\n   (``walk="auto"``)' in longctx.mixpr.__doc__
+
+
+def test_budget_unit_is_the_same_in_help_json_and_docs(capsys):
+    from longctx.cli import main
+
+    for page in [ROOT / "README.md", *DOCS.rglob("*.md")]:
+        assert "words and punctuation" not in page.read_text(encoding="utf-8"), page
+    with pytest.raises(SystemExit):
+        main(["retrieve", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "SmolLM2's tokens, counted without a model (longctx.tokens.count_tokens)" in help_text
+    argv = ["retrieve", "--sample", "alice", "-q", "the Mock Turtle", "--budget", "60"]
+    assert main([*argv, "--format", "json"]) == 0
+    unit = json.loads(capsys.readouterr().out)["budget"]["unit"]
+    assert unit == "longctx.tokens.count_tokens (SmolLM2 tokens)"
+    assert "SmolLM2's tokens, no model needed" in (DOCS / "guide" / "cli.md").read_text("utf-8")
+
+
+def test_install_guide_demo_claim_matches_the_demo(capsys):
+    """The install guide says how many of the demo's passages name the Mock Turtle's song."""
+    from longctx.cli import main
+
+    argv = ["retrieve", "--sample", "alice", "--query", "What did the Mock Turtle sing about?"]
+    assert main([*argv, "--k", "5", "--format", "json"]) == 0
+    passages = json.loads(capsys.readouterr().out)["passages"]
+    naming = [p for p in passages if "Turtle Soup" in " ".join(p["text"].split())]
+    assert len(passages) == 5 and len(naming) == 1
+    guide = " ".join((DOCS / "guide" / "install.md").read_text(encoding="utf-8").split())
+    assert "prints five passages" in guide and "one of them naming it" in guide

@@ -17,9 +17,11 @@ listed in :class:`MixPR`):
    its factor (:class:`~longctx.mixpr.graph.FactoredGraph`: a walk step is two passes over
    ``E``, linear in the text); ``A = S D^{-1}`` (column-stochastic);
 4. personalized PageRank (local queries) or PageRank (global queries, ``alpha=0``), matrix-free
-   (:mod:`longctx.mixpr.scoring`: one pipeline for one index and for shards); optionally the
-   multi-hop walk over units and the names they share (``walk="multihop"``,
-   :mod:`longctx.mixpr.multihop`);
+   (:mod:`longctx.mixpr.scoring`: one pipeline for one index and for shards); the multi-hop
+   walk over units and the names they share (:mod:`longctx.mixpr.multihop`), taken by default
+   (``walk="auto"``) over a corpus of short documents for a question that names one of their
+   phrases (``walk="multihop"`` / ``preset="multihop"`` force it, ``walk="pagerank"`` turns it
+   off; the result's ``trace`` says which walk and why);
 5. top-k / token budget in chronological order (``longctx.selection.select_top``), with metadata
    filters (:mod:`longctx.filters`).
 
