@@ -216,7 +216,34 @@ def mixpr_insert_build() -> str:
     return f"its fresh build in that run, {f['date']}: {_g(f['build_s'])} s"
 
 
+def bench_date() -> str:
+    """The date of the ``longctx bench`` run in ``docs/bench.json``."""
+    return load("bench.json")["settings"]["date"]
+
+
+def _squad_costs(method: str) -> tuple[float, float]:
+    """``(build s, query s)`` of ``method`` on SQuAD at 5% in ``docs/bench.json``."""
+    r = _cells(load("bench.json")["results"])[("squad", 0.05, method)]
+    return r["build_s"], r["query_s"]
+
+
+def mixpr_squad_build() -> str:
+    return f"{_squad_costs('mixpr')[0]:.3f} s"
+
+
+def mixpr_squad_query() -> str:
+    return f"{_squad_costs('mixpr')[1]:.3f} s"
+
+
+def mmr_squad_query() -> str:
+    return f"{_squad_costs('mmr')[1]:.3f} s"
+
+
 INLINE_RENDER = {
+    "bench-date": bench_date,
+    "mixpr-squad-build": mixpr_squad_build,
+    "mixpr-squad-query": mixpr_squad_query,
+    "mmr-squad-query": mmr_squad_query,
     "squad-5pct": squad_5pct,
     "babi-multihop": babi_multihop,
     "mixpr-10m": mixpr_10m,

@@ -28,6 +28,7 @@ ranking of whole passages is reported as skipped.
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import multiprocessing
@@ -421,6 +422,7 @@ def run(
     memory = {m: o["memory"] for m, o in outs.items()}
     return {
         "settings": {
+            "date": datetime.date.today().isoformat(),  # the pages quote it (doc_tables.py)
             "tasks": list(tasks),
             "methods": list(methods),
             "quick": quick,
