@@ -215,3 +215,35 @@ def test_sharded_k_search_counts_no_tokens(tmp_path, docs, monkeypatch):
         assert calls  # a token budget needs the counts
     finally:
         sharded.close()
+
+
+@pytest.mark.parametrize("shards", [None, 2])
+def test_a_removal_stopped_half_way_is_finished_by_the_next_run(
+    tmp_path, docs, monkeypatch, shards
+):
+    """The manifest is written before the index changes, so a run stopped between the two leaves
+    a corpus that loads, and the next run deletes what the manifest no longer lists."""
+    from longctx.corpus.storage import Storage
+
+    folder = _folder(tmp_path, docs, n=4, binary=False)
+    seq(folder, tmp_path / "c", shards=shards)
+    (folder / "3.txt").unlink()
+
+    def stop(*a, **kw):
+        raise RuntimeError("stopped")
+
+    monkeypatch.setattr(Storage, "put_index", stop)
+    monkeypatch.setattr(Storage, "put_files", stop)
+    with pytest.raises(RuntimeError, match="stopped"):
+        seq(folder, tmp_path / "c", shards=shards)
+    monkeypatch.undo()
+    loaded = load_corpus(tmp_path / "c", use_ray=False)
+    assert sorted(loaded) == ["0.txt", "1.txt", "2.txt"]  # loads: no entry names a missing document
+    next(iter(loaded.values())).close() if shards else None
+    r = seq(folder, tmp_path / "c", shards=shards)
+    assert r.removed == ("3.txt",)
+    index = next(iter(load_corpus(tmp_path / "c", use_ray=False).values()))
+    held = sorted(index.digests()) if shards else sorted(index.doc_ids)
+    assert held == ["0.txt", "1.txt", "2.txt"]
+    if shards:
+        index.close()

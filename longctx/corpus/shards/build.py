@@ -183,13 +183,15 @@ def build_sharded_corpus(
                 f"{storage.location(rel_manifest)!r} holds {n} shards, not {shards}: choose "
                 "another out"
             )
-    gone = set(removed) & {d for d, _, _ in order}
+    from longctx.corpus.shards.single import sort_documents, stale_documents
+
+    in_order = {d for d, _, _ in order}
+    stale = stale_documents(in_order, manifest, docs, removed)
+    gone = (set(removed) & in_order) | set(stale)
     touched = {i for d, i, _ in order if d in gone}
     order = [x for x in order if x[0] not in gone]
     shard_of = {d: s for d, s, _ in order}
     chars = {d: c for d, _, c in order}
-    from longctx.corpus.shards.single import sort_documents
-
     new, changed, skipped = sort_documents(docs, shard_of, manifest)
     sizes = [0] * shards
     for d, s in shard_of.items():
@@ -202,6 +204,10 @@ def build_sharded_corpus(
             "empty, which a sharded corpus does not support: build the corpus again into "
             "another out"
         )
+    if removed:  # the manifest first: it never names a document the shards lack
+        for doc_id in removed:
+            manifest.entries.pop(doc_id, None)
+        storage.write_json(CORPUS_MANIFEST, manifest.to_json())
     jobs = []
     for i in range(shards):
         ins = [x for x, w in zip(new, where) if w == i]
@@ -225,8 +231,6 @@ def build_sharded_corpus(
                 storage.put_files(rec["files"], f"{INDEX_ROOT}/shard-{rec['shard']}")
     seconds = round(time.perf_counter() - t0, 3)
     work = changed + new
-    for doc_id in removed:
-        manifest.entries.pop(doc_id, None)
     if work or gone:
         for (d, _), s in zip(new, where):
             shard_of[d] = s
@@ -249,7 +253,7 @@ def build_sharded_corpus(
     return {
         "built": [d for d, _ in work],
         "skipped": skipped,
-        "removed": list(removed),
+        "removed": [*removed, *stale],
         "seconds": seconds,
         "backend": backend,
         "workers": n_workers,

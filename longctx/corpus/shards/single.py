@@ -94,6 +94,16 @@ def check_entries(index, manifest, where: str) -> None:
             )
 
 
+def stale_documents(held, manifest, docs, removed=()) -> list:
+    """Ids the index holds that ``corpus.json`` does not list as done and this call does not
+    give, nor removes: left by a build that stopped between storing the index and writing the
+    manifest (a document it was inserting, or one it was removing). They are deleted, as the
+    manifest says they are not in the corpus."""
+    done = {d for d, e in manifest.entries.items() if e.status == "done"}
+    given = {d for d, _ in docs} | set(removed)
+    return sorted(d for d in held if d not in done and d not in given)
+
+
 def sort_documents(docs, held, manifest) -> tuple[list, list, list]:
     """``(new, changed, skipped)``: the ``(doc_id, text)`` pairs the corpus does not hold yet, the
     ones it holds with another text (or not finished), and the ids of those it holds as they
@@ -127,14 +137,17 @@ def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar, remov
         index = load_mixpr_index(storage)
         check_entries(index, manifest, storage.location(CORPUS_MANIFEST))
     held = set() if index is None else set(index.doc_ids)
-    drop = [d for d in removed if d in held]
+    stale = stale_documents(held, manifest, docs, removed)
+    drop = [d for d in removed if d in held] + stale
+    if removed:  # the manifest first: it never names a document the saved index lacks
+        for doc_id in removed:
+            manifest.entries.pop(doc_id, None)
+        storage.write_json(CORPUS_MANIFEST, manifest.to_json())
     if index is not None and drop and len(drop) == len(held):
         index, held = None, set()  # every document goes: the new ones make a fresh index
     elif drop:
         index.delete(drop)
         held -= set(drop)
-    for doc_id in removed:
-        manifest.entries.pop(doc_id, None)
     new, changed, skipped = sort_documents(docs, held, manifest)
     work = new + changed
     if index is None and work:
@@ -166,6 +179,6 @@ def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar, remov
     return {
         "built": [d for d, _ in work],
         "skipped": skipped,
-        "removed": list(removed),
+        "removed": [*removed, *stale],
         "seconds": seconds,
     }
