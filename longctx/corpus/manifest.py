@@ -103,7 +103,7 @@ class CorpusManifest:
             "method": self.method,
             "options": self.options,
             "options_sha256": self.options_sha256,
-            "documents": [asdict(e) for e in self.entries.values()],
+            "documents": [_entry_json(e) for e in self.entries.values()],
         }
 
     @classmethod
@@ -147,6 +147,15 @@ class CorpusManifest:
             entries[e.doc_id] = e
             paths.add(e.path)
         return cls(data["method"], data["options"], data["options_sha256"], entries.values())
+
+
+def _entry_json(e: DocumentEntry) -> dict:
+    """An entry as written: ``source`` only when there is one, so that a corpus built from pairs
+    writes what readers before ``source`` existed read."""
+    d = asdict(e)
+    if d["source"] is None:
+        del d["source"]
+    return d
 
 
 _ENTRY_TYPES = {

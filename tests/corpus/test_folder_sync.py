@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 import pytest
 
@@ -47,7 +48,7 @@ def test_binary_file_is_skipped_with_one_warning(tmp_path, docs, caplog):
     assert inp.skipped == ("cover.png",)
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warned) == 1 and "cover.png" in warned[0] and "\n" not in warned[0]
-    assert set(inp.sources.values()) == {str(folder.resolve())} == set(inp.named)
+    assert set(inp.sources.values()) == {os.path.abspath(folder)} == set(inp.named)
     # a binary file named on its own is still an error, and a folder of nothing readable too
     with pytest.raises(InputError, match="binary"):
         read_corpus_input(folder / "cover.png")
@@ -247,3 +248,12 @@ def test_a_removal_stopped_half_way_is_finished_by_the_next_run(
     assert held == ["0.txt", "1.txt", "2.txt"]
     if shards:
         index.close()
+
+
+def test_source_is_written_only_for_documents_read_from_a_source(tmp_path, docs):
+    folder = _folder(tmp_path, docs, n=1, binary=False)
+    seq(folder, tmp_path / "c")
+    seq([("mine", docs[3][1])], tmp_path / "c")
+    data = json.loads((tmp_path / "c" / "corpus.json").read_text("utf-8"))
+    by_id = {d["doc_id"]: d for d in data["documents"]}
+    assert by_id["0.txt"]["source"] == os.path.abspath(folder) and "source" not in by_id["mine"]
