@@ -33,7 +33,8 @@ def add_parser(sub, positive_int) -> None:
         "or more UTF-8 text files (one document each) into DIR, resuming an interrupted build "
         "there. With --method: build a corpus of documents (files, folders, globs, JSONL files "
         "with id/text fields) at --out (a folder or an fsspec URL), skipping documents already "
-        "done there. --method mixpr builds one index over every document in this process (no "
+        "done there and removing those no longer in a folder, glob or JSONL file read again; "
+        "a file that is not text is skipped with a warning. --method mixpr builds one index over every document in this process (no "
         "Ray; with --shards N, N shards searched as one); --method diversity|garlic builds one "
         "index per document, in parallel on Ray (a local Ray by default).",
         epilog="examples:\n"
