@@ -102,8 +102,11 @@ class MultiHopWalk:
         (a level moves mass unit -> phrase -> unit, two steps). At damping 0.5 a push reaches
         ``tol = 1e-6`` in about 10 levels, the power iteration in about 20-25 steps.
     tol : float >= 0, default 1e-6
-        Stop when the mass still to move (push) or the L1 change of the passage and phrase
-        mass (power) is below it: an L1 bound on a probability vector, the same at every
+        Stop when the mass still to move (push; the mass parked under ``push_threshold`` is
+        not counted, the trace's ``parked`` reports it) or the L1 change of the passage and
+        phrase mass (power) is below it, or when nothing moves any more (so with ``tol=0`` the
+        push stops when all its mass is settled or parked; the power iteration, whose float
+        steps rarely repeat exactly, runs to ``max_iter`` unless they do): an L1 bound on a probability vector, the same at every
         corpus size (until issue 36 the power iteration ran its 15 steps, a residual of
         about 3e-5).
     push_threshold : float >= 0, default 1e-7
@@ -474,7 +477,7 @@ class MultiHopRanker:
             delta = float(np.abs(x_next - x).sum() + np.abs(y_next - y).sum())
             x, y, last_restart = x_next, y_next, restart
             steps += 1
-            if delta < self.walk.tol:
+            if delta < self.walk.tol or delta == 0.0:  # or a fixed point (tol=0)
                 break
         if trace is not None:
             trace.append(walk_record("multihop", "power", steps, delta))
