@@ -34,7 +34,7 @@ from longctx.mixpr.multihop import MultiHopWalk
 from longctx.persist import MAX_JSON_DEPTH, MAX_METADATA_DEPTH, PersistError, parse_json, write_dir
 from longctx.persist.format import SAVED_FILTER_DEPTH
 from longctx.persist.reader import open_index_dir
-from tests._persist_helpers import edit_json
+from tests._persist_helpers import edit_json, restamp
 
 PASSAGES = [
     "Kiss and Tell\nA 1945 film starring Shirley Temple as Corliss Archer.",
@@ -128,14 +128,8 @@ def test_a_saved_setting_beyond_the_float_range_is_a_persist_error(tmp_path):
             return cfg
 
         edit_json(d / "config.json", edit)
-        raw = (
-            (d / "config.json")
-            .read_text("utf-8")
-            .replace(f'"{field}": 1.5', f'"{field}": 1e400')
-        )
+        raw = (d / "config.json").read_text("utf-8").replace(f'"{field}": 1.5', f'"{field}": 1e400')
         (d / "config.json").write_text(raw, "utf-8")
-        from tests._persist_helpers import restamp
-
         restamp(d)
 
     overflow("lexical_weight")
