@@ -45,6 +45,22 @@ PASSAGES = [
 QUESTION = "What government position was held by the woman who starred in Kiss and Tell?"
 
 
+def dict_filter(depth: int) -> dict:
+    """A LangChain / Chroma filter dict ``depth`` groups deep (the innermost a condition group)."""
+    f: dict = {"author": {"$ne": "Doyle"}}
+    for _ in range(depth - 1):
+        f = {"$and": [f]}
+    return f
+
+
+def deep_metadata(depth: int) -> dict:
+    """A metadata dict whose dicts and lists nest ``depth`` levels (the dict itself is 1)."""
+    md: dict = {"leaf": [1]}
+    for _ in range(depth - 2):
+        md = {"a": md}
+    return md
+
+
 def _float_fields(cls) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.type in ("float", "float | None")]
 

@@ -12,17 +12,11 @@ from longctx.persist import MAX_METADATA_DEPTH, PersistError
 from tests._fixtures import BOOK_QUERIES
 from tests._persist_helpers import edit_json
 from tests.langchain_longctx._fixtures import book_docs
+from tests.test_limits import deep_metadata, dict_filter
 
 
 def _view(r, q):
     return [(d.id, round(d.metadata["longctx_score"], 9)) for d in r.invoke(q)]
-
-
-def _dict_filter(depth: int) -> dict:
-    f: dict = {"author": {"$ne": "Doyle"}}  # a group of one condition: level 1
-    for _ in range(depth - 1):
-        f = {"$and": [f]}
-    return f
 
 
 def _groups(depth: int) -> MetadataFilters:
@@ -32,7 +26,7 @@ def _groups(depth: int) -> MetadataFilters:
     return f
 
 
-@pytest.mark.parametrize("spelling", [_dict_filter, _groups])
+@pytest.mark.parametrize("spelling", [dict_filter, _groups])
 def test_a_filter_nested_to_the_limit_saves_and_loads(tmp_path, spelling):
     r = MixPRRetriever.from_documents(book_docs(), k=3, filter=spelling(MAX_DEPTH))
     r.save(tmp_path / "r")  # depth 31 saved, then failed to load: issue 44
@@ -45,9 +39,7 @@ def test_a_filter_nested_to_the_limit_saves_and_loads(tmp_path, spelling):
 
 
 def test_metadata_nested_to_the_limit_saves_and_loads(tmp_path):
-    md: dict = {"leaf": [1]}
-    for _ in range(MAX_METADATA_DEPTH - 2):
-        md = {"a": md}
+    md = deep_metadata(MAX_METADATA_DEPTH)
     docs = [Document(page_content="The whale swam far.", id="w", metadata=md), *book_docs([0])]
     MixPRRetriever.from_documents(docs).save(tmp_path / "r")
     assert MixPRRetriever.load(tmp_path / "r").documents[0].metadata == md

@@ -14,6 +14,7 @@ from longctx.persist import MAX_METADATA_DEPTH, PersistError
 from tests._fixtures import BOOK_QUERIES
 from tests._persist_helpers import edit_json
 from tests.llamaindex_longctx._fixtures import book_docs
+from tests.test_limits import deep_metadata, dict_filter
 
 
 def _view(retriever, q):
@@ -29,14 +30,7 @@ def _llama_filters(depth: int) -> MetadataFilters:
     return f
 
 
-def _dict_filter(depth: int) -> dict:
-    f: dict = {"author": {"$ne": "Doyle"}}
-    for _ in range(depth - 1):
-        f = {"$and": [f]}
-    return f
-
-
-@pytest.mark.parametrize("spelling", [_llama_filters, _dict_filter])
+@pytest.mark.parametrize("spelling", [_llama_filters, dict_filter])
 def test_filters_nested_to_the_limit_persist_and_load(tmp_path, spelling):
     r = MixPRRetriever.from_documents(book_docs(), similarity_top_k=3, filters=spelling(MAX_DEPTH))
     r.persist(tmp_path / "r")  # depth 31 persisted, then failed to load: issue 44
@@ -49,9 +43,7 @@ def test_filters_nested_to_the_limit_persist_and_load(tmp_path, spelling):
 
 
 def test_node_metadata_nested_to_the_limit_persists_and_loads(tmp_path):
-    md: dict = {"leaf": [1]}
-    for _ in range(MAX_METADATA_DEPTH - 2):
-        md = {"a": md}
+    md = deep_metadata(MAX_METADATA_DEPTH)
     docs = [Document(text="The whale swam far.", id_="w", metadata=md), *book_docs([0])]
     MixPRRetriever.from_documents(docs).persist(tmp_path / "r")
     loaded = MixPRRetriever.from_persist_dir(tmp_path / "r")
