@@ -328,6 +328,19 @@ def _strict(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
+def test_cli_float_flags_refuse_nan_and_infinity(tmp_path, capsys):
+    from longctx.cli import main
+
+    f = tmp_path / "t.txt"
+    f.write_text(PASSAGES[0], "utf-8")
+    for bad in ("inf", "nan", "-1"):
+        argv = ["index", str(f), "--method", "mixpr", "--out", str(tmp_path / "c")]
+        assert main([*argv, "--gpus-per-worker", bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--gpus-per-worker must be a finite number >= 0" in err[0]
+    assert not (tmp_path / "c").exists()
+
+
 def test_cli_json_output_is_strict_json(tmp_path, capsys):
     from longctx.cli import main
 
@@ -370,12 +383,13 @@ def test_cli_search_with_a_bogus_ray_address(tmp_path):
     for i, t in enumerate(PASSAGES):
         (tmp_path / f"p{i}.txt").write_text(t, "utf-8")
     files = [str(tmp_path / f"p{i}.txt") for i in range(len(PASSAGES))]
-    for name, extra in (("sharded", ["--shards", "2"]), ("single", [])):
+    for name, extra in (("sharded", ["--shards", "2"]), ("single", ["--ray-address", "bogus:1"])):
         r = _cli(
             "index", *files, "--method", "mixpr", "--out", str(tmp_path / name), "--sequential",
             *extra, cwd=tmp_path,
         )  # fmt: skip
         assert r.returncode == 0, r.stderr
+    assert "warning: ray_address='bogus:1' applies to sharded MixPR corpora" in r.stderr
     t0 = time.perf_counter()
     r = _cli(
         "search",
