@@ -15,16 +15,29 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Sequence
 from contextlib import contextmanager
 
-__all__ = ["PRELOAD_ENV", "quiet_ray_start", "runtime_env", "start_ray"]
+__all__ = [
+    "PRELOAD_ENV",
+    "RAY_CONNECT_TIMEOUT_S",
+    "check_ray_address",
+    "quiet_ray_start",
+    "runtime_env",
+    "start_ray",
+]
 
 logger = logging.getLogger(__name__)
 
 #: The environment variable (set on every worker through the ``runtime_env``) naming the longctx
 #: modules a worker imports at start-up, comma-separated.
 PRELOAD_ENV = "LONGCTX_RAY_PRELOAD"
+#: Seconds a Ray cluster's address has to accept a connection before ``ray.init`` is called
+#: (:func:`check_ray_address`); ``LONGCTX_RAY_CONNECT_TIMEOUT_S`` overrides it. Ray itself
+#: retries an address that does not answer for many minutes (a mistyped ``--ray-address
+#: bogus:1``: about 60 warning lines, then an error after 828 s, issue 44).
+RAY_CONNECT_TIMEOUT_S = 10.0
 
 
 def _import_longctx() -> None:
@@ -64,6 +77,72 @@ def use_ray_for(use_ray: bool | None, ray_address: str | None, what: str) -> boo
         )
         return False
     return True
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a Ray address (``"head:6379"``, ``"ray://head:10001"``,
+    ``"[::1]:6379"``); ``None`` for the addresses Ray resolves itself (``"auto"``, ``"local"``,
+    a plugin's ``"scheme://..."``)."""
+    rest = address.strip()
+    if rest in ("auto", "local"):
+        return None
+    if "://" in rest:
+        scheme, rest = rest.split("://", 1)
+        if scheme != "ray":  # another client scheme of a Ray plugin: Ray's to resolve
+            return None
+    rest = rest.rstrip("/")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(
+            f"ray_address must be 'auto', 'HOST:PORT' or 'ray://HOST:PORT' (a port in "
+            f"1-65535), got {address!r}"
+        )
+    return host.strip("[]"), int(port)
+
+
+def check_ray_address(address: str, timeout: float | None = None) -> None:
+    """Check that a Ray cluster's address answers before ``ray.init`` joins it: its host is
+    resolved and a TCP connection to its port opened within ``timeout`` seconds (default
+    :data:`RAY_CONNECT_TIMEOUT_S`), so a mistyped address is one clear error within seconds,
+    not minutes of Ray's retries. ``"auto"``, ``"local"`` and other schemes than ``ray://``
+    are left to Ray.
+
+    Raises
+    ------
+    ValueError
+        ``address`` is empty, or a ``"HOST:PORT"`` / ``"ray://HOST:PORT"`` without a port.
+    ConnectionError
+        The host is unknown, refuses the connection, or does not answer within ``timeout``;
+        the message names the address.
+    """
+    if not isinstance(address, str) or not address.strip():
+        raise ValueError(f"ray_address must be a non-empty str, got {address!r}")
+    hp = _host_port(address)
+    if hp is None:
+        return
+    if timeout is None:
+        try:
+            timeout = float(os.environ.get("LONGCTX_RAY_CONNECT_TIMEOUT_S", RAY_CONNECT_TIMEOUT_S))
+        except ValueError:
+            timeout = RAY_CONNECT_TIMEOUT_S
+    try:
+        with socket.create_connection(hp, timeout=timeout):
+            pass
+    except socket.gaierror as exc:
+        raise ConnectionError(
+            f"cannot reach the Ray cluster at {address!r}: unknown host {hp[0]!r} ({exc.strerror})"
+        ) from None
+    except TimeoutError:
+        raise ConnectionError(
+            f"cannot reach the Ray cluster at {address!r}: no answer within {timeout:g} s "
+            "(LONGCTX_RAY_CONNECT_TIMEOUT_S)"
+        ) from None
+    except OSError as exc:
+        raise ConnectionError(
+            f"cannot reach the Ray cluster at {address!r}: {exc.strerror or exc}; is 'ray start "
+            "--head' running there?"
+        ) from None
+    logger.debug("Ray address %s answers", address)
 
 
 def runtime_env(preload: Sequence[str] = ()) -> dict:
@@ -135,6 +214,11 @@ def start_ray(
     (started, backend, cpus) : (bool, str, int)
         Whether Ray was started here (the caller shuts it down then), ``"ray-local"`` or
         ``"ray-cluster"``, the CPUs of the Ray.
+
+    Raises
+    ------
+    ValueError, ConnectionError
+        ``ray_address`` is malformed or does not answer (:func:`check_ray_address`).
     """
     import ray
 
@@ -144,6 +228,7 @@ def start_ray(
         kind = "ray-cluster" if ray_address else "ray-local"
         return False, kind, int(ray.cluster_resources().get("CPU", 1))
     if ray_address is not None:
+        check_ray_address(ray_address)  # seconds, not Ray's minutes of retries
         with quiet_ray_start():
             ray.init(address=ray_address, log_to_driver=False, runtime_env=env)
         return True, "ray-cluster", int(ray.cluster_resources().get("CPU", 1))

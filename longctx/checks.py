@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
 
@@ -11,6 +12,11 @@ MAX_QUOTE_CHARS = 80
 #: the query's length (its query chunks are compared pairwise): 16,000 characters (~2,700 English
 #: words, 500 query chunks of Chinese) answer in well under a second.
 MAX_QUERY_CHARS = 16_000
+#: Largest weight a setting accepts (:func:`check_weight`: MixPR's ``lexical_weight``, the
+#: multi-hop walk's ``head_weight``...). Sums of a few weighted scores, each at most 1, or of a
+#: unit's edges stay finite below it (1e6 x the 64-bit float's precision is ~2e-10, so a larger
+#: weight would rank as this one does); ``float("inf")`` made every score NaN (issue 44).
+MAX_WEIGHT = 1e6
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
@@ -118,25 +124,42 @@ def check_float(
     high: float | None = None,
     allow_none: bool = False,
 ):
-    """Return ``value`` as ``float`` after checking it lies in ``[low, high]``.
+    """Return ``value`` as ``float`` after checking it is finite and lies in ``[low, high]``.
 
     Raises
     ------
     TypeError
         If ``value`` is not a real number.
     ValueError
-        If ``value`` is NaN or outside ``[low, high]``.
+        If ``value`` is NaN, infinite (every setting is finite: ``inf`` as a weight made every
+        score NaN, issue 44) or outside ``[low, high]``.
     """
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise ValueError(f"{name} must be a finite number, got {str(value)[:40]}") from None
     if value != value:
         raise ValueError(f"{name} must not be NaN")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
     if (low is not None and value < low) or (high is not None and value > high):
         raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
     return value
+
+
+def check_weight(value, name: str) -> float:
+    """A weight: a finite float in ``[0, MAX_WEIGHT]`` (:data:`MAX_WEIGHT`, :func:`check_float`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_float`, naming ``name``.
+    """
+    return check_float(value, name, low=0.0, high=MAX_WEIGHT)
 
 
 def check_choice(value, name: str, choices) -> str:

@@ -149,8 +149,8 @@ def main(args) -> int:
             "final_prompt_tokens": info["final_prompt_tokens"],
             "hits": [h.to_dict() for h in result.hits],
         }
-        json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
-        sys.stdout.write("\n")
+        # strict JSON (no NaN / Infinity), written once it is whole
+        sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=1, allow_nan=False) + "\n")
         return 0
     print(f"answer: {info['answer']}")
     print(

@@ -175,8 +175,8 @@ def run_corpus(args: argparse.Namespace) -> int:
     from longctx.corpus import build_indexes
     from longctx.persist import PersistError
 
-    if args.gpus_per_worker < 0:
-        return _error(f"--gpus-per-worker must be >= 0, got {args.gpus_per_worker}")
+    if not 0 <= args.gpus_per_worker < float("inf"):  # NaN and inf fail both
+        return _error(f"--gpus-per-worker must be a finite number >= 0, got {args.gpus_per_worker}")
     if "://" in args.out and args.out.split("://", 1)[0].lower().split("::")[-1] == "memory":
         return _error(
             f"--out {args.out!r} is an in-memory file system: the corpus would vanish when "
@@ -316,8 +316,8 @@ def run(args: argparse.Namespace) -> int:
         "out": str(args.out),
     }
     if args.format == "json":
-        json.dump(out, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        # strict JSON (no NaN / Infinity), written once it is whole
+        sys.stdout.write(json.dumps(out, indent=1, allow_nan=False) + "\n")
     else:
         for i, n in enumerate(out["levels"], 1):
             print(f"level {i}: {n} nodes")

@@ -340,8 +340,10 @@ def _print_result(result: SearchResult, args, text: str, encoding: str) -> None:
         }
         if result.info:
             out["info"] = dict(result.info)
-        json.dump(out, sys.stdout, ensure_ascii=False, indent=1, default=str)
-        sys.stdout.write("\n")
+        # strict JSON (no NaN / Infinity), written once it is whole
+        sys.stdout.write(
+            json.dumps(out, ensure_ascii=False, indent=1, default=str, allow_nan=False) + "\n"
+        )
         return
     for p in result.hits:
         print(f"[{p.index}] chars {p.start}-{p.end}  score={p.score:.6g}")

@@ -107,8 +107,10 @@ def run(args) -> int:
             "trace": [dict(t) for t in result.trace],
             "passages": [{**p.to_dict(), "doc_id": doc_ids[p.source]} for p in result.hits],
         }
-        json.dump(out, sys.stdout, ensure_ascii=False, indent=1, default=str)
-        sys.stdout.write("\n")
+        # strict JSON (no NaN / Infinity), written once it is whole
+        sys.stdout.write(
+            json.dumps(out, ensure_ascii=False, indent=1, default=str, allow_nan=False) + "\n"
+        )
         return 0
     for p in result.hits:
         print(f"[{doc_ids[p.source]}] chars {p.start}-{p.end}  score={p.score:.6g}")

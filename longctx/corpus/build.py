@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
@@ -112,6 +113,12 @@ def _build_mixpr(
             "diversity and GARLIC corpora)",
             workers,
             ray_address,
+        )
+    if shards is None and ray_address is not None:  # a flag that does nothing: said (issue 44)
+        warnings.warn(
+            f"ray_address={ray_address!r} applies to sharded MixPR corpora (shards=) and to the "
+            "diversity and GARLIC corpora: this MixPR corpus is built in this process",
+            stacklevel=3,
         )
     show = progress if progress is not None else sys.stderr.isatty()
     bar = tqdm(total=len(docs), unit="doc", disable=not show, file=sys.stderr)

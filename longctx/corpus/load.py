@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping
 
 from longctx.corpus.manifest import CORPUS_MANIFEST, CorpusManifest, check_entry_text
@@ -105,6 +106,7 @@ def load_corpus(
         the cluster at ``ray_address`` or when this process already runs Ray, else in this
         process, no Ray started; ``True``: Ray actors, a local Ray started here when needed), see :meth:`ShardedMixPRIndex.load
         <longctx.corpus.shards.index.ShardedMixPRIndex.load>`. Call ``close()`` on the index when done.
+        Given for a corpus that is not sharded, they do nothing: a warning says so.
 
     Raises
     ------
@@ -130,6 +132,12 @@ def load_corpus(
             **load_kwargs,
         )  # fmt: skip
         return {d: index for d in done}
+    if ray_address is not None or use_ray:
+        warnings.warn(
+            f"ray_address / use_ray apply to corpora built with shards; the corpus at "
+            f"{storage.url} is not sharded, so it is searched in this process without Ray",
+            stacklevel=2,
+        )
     if manifest.method == "mixpr":
         from longctx.corpus.shards.single import check_entries, load_mixpr_index
 

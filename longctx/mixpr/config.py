@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from longctx.checks import check_choice, check_float, check_int
+from longctx.checks import check_choice, check_float, check_int, check_weight
 from longctx.terms import ScriptAnalyzer, fold_accents_ascii, fold_accents_unicode
 from longctx.text import chunk_words
 
@@ -20,6 +20,9 @@ STOP_WORD_NAMES = ("english", "english+questions")
 #: Upper bounds of the power iteration (a saved index is untrusted: ``max_iter=10**9, tol=0``
 #: would hang every search). networkx's default is 100 iterations; the paper uses 18.
 MAX_ITER_LIMIT = 10_000
+#: Largest ``coverage_power`` and ``graph_idf_power``: a share in [0, 1] to this power is already
+#: 0 in float64 for shares under ~1e-5 (``0.99 ** 64`` is 0.53, so the power still ranks).
+MAX_POWER = 64.0
 
 
 class _StemmedAnalyzer(ScriptAnalyzer):
@@ -47,7 +50,7 @@ class MixPRConfig:
     alpha_local : float in (0, 1], default 0.8 (paper: 0.6)
         Restart weight of personalized PageRank for local queries (eq. 2). With
         ``coverage_power`` the restart is the better-aimed part, so it gets more weight.
-    coverage_power : float >= 0, default 4.0 (paper: 0, off)
+    coverage_power : float in [0, 64], default 4.0 (paper: 0, off)
         Not in the paper. The query's edges (and so the restart mass of
         ``personalization="similarity"``) are multiplied by ``coverage ** coverage_power``, where
         ``coverage`` of a chunk is the share of the query chunk's TF-IDF weight (L1) that falls on
@@ -62,8 +65,15 @@ class MixPRConfig:
         Power iterations (appendix A.2); stops earlier at ``tol``. Bounded (:data:`MAX_ITER_LIMIT`)
         so that no setting, saved or given, can make a search run without end.
     tol : float in [0, 1], default 1e-6
-        The walk stops when the probability mass still moving is below it: for the power
-        iteration ``||x_t - x_{t-1}||_1 < tol``, for the push walk the mass not yet settled.
+        The walk stops when the probability mass still moving is below it, or when nothing
+        moves any more (``tol=0``: the push stops once its mass is settled or parked, the power
+        iteration at a step that changes nothing, else at ``max_iter``): for
+        the power iteration ``||x_t - x_{t-1}||_1 < tol``, for the push walk the mass still
+        moving from one level to the next. The push walk's mass *parked* on terms below
+        ``push_threshold`` is not bounded by ``tol`` but by ``push_threshold``; the trace
+        reports it (``parked``, and ``residual`` = moving + parked): with the defaults about
+        0.009 on War and Peace, 9,000 x ``tol``, whose top 100 is the exact walk's all the same
+        (issue 44). ``push_threshold=0`` parks nothing.
         An L1 bound on a probability vector, so it means the same at every corpus size
         (networkx's ``n * tol`` loosened with the corpus: 3 steps at 58k units, 1 at 2M).
     max_words : int >= 1, default 64 (paper: 32)
@@ -117,19 +127,19 @@ class MixPRConfig:
         10% below BM25 (share 49.6 against 50.0).
     vectorizer_kwargs : tuple of (name, value)
         More ``TfidfVectorizer`` arguments (given as a dict, stored as sorted pairs).
-    lexical_weight : float >= 0, default 0.25 (paper: 0, off)
+    lexical_weight : float in [0, 1e6], default 0.25 (paper: 0, off)
         Not in the paper. The score of a local query is the walk's score plus
         ``lexical_weight`` times the unit's direct TF-IDF cosine to the query, each divided by
         its maximum over the units. The walk's mass leaves the question's terms after the first
         matches, so without it the tail of the ranking is the walk's diffusion, not relevance:
         recall stopped growing with the budget (``docs/notes/mixpr-recall.md``).
-    dense_weight : float >= 0, default 0.0
+    dense_weight : float in [0, 1e6], default 0.0
         Hybrid mode only (an index built with ``encoder=`` or ``unit_vectors=``): weight of the
         unit's dense cosine to the query (clipped at 0, divided by its maximum) added to the
         score. Off by default: at 1.0 the haystack sentences nearest to a bAbI question push
         the second supporting fact out (``longctx bench`` qa2 at 16k: 0.00), while the dense
         restart alone keeps bAbI at 1.00 (``docs/notes/mixpr-recall.md``).
-    dense_restart : float >= 0, default 3.0
+    dense_restart : float in [0, 1e6], default 3.0
         Hybrid mode only: the restart distribution of the walk is the lexical one plus
         ``dense_restart`` times the dense one (each summing to 1): the ``dense_top_k``
         nearest units by dense cosine, in proportion to it. So a unit that shares no term with
@@ -280,7 +290,11 @@ class MixPRConfig:
             raise TypeError(
                 f"split_lines must be a bool or None, got {type(self.split_lines).__name__}"
             )
-        set_(self, "coverage_power", check_float(self.coverage_power, "coverage_power", low=0.0))
+        set_(
+            self,
+            "coverage_power",
+            check_float(self.coverage_power, "coverage_power", low=0.0, high=MAX_POWER),
+        )
         if not isinstance(self.literal_query_weights, bool):
             raise TypeError(
                 "literal_query_weights must be a bool, got "
@@ -292,7 +306,7 @@ class MixPRConfig:
                 "for the paper-literal pipeline"
             )
         for name in ("lexical_weight", "dense_weight", "dense_restart"):
-            set_(self, name, check_float(getattr(self, name), name, low=0.0))
+            set_(self, name, check_weight(getattr(self, name), name))
         set_(self, "dense_top_k", check_int(self.dense_top_k, "dense_top_k", minimum=1))
         check_choice(self.graph, "graph", GRAPHS)
         check_choice(self.walk, "walk", WALKS)
@@ -314,7 +328,7 @@ class MixPRConfig:
         set_(
             self,
             "graph_idf_power",
-            check_float(self.graph_idf_power, "graph_idf_power", low=0.0, high=64.0),
+            check_float(self.graph_idf_power, "graph_idf_power", low=0.0, high=MAX_POWER),
         )
         if self.min_words is not None:
             set_(self, "min_words", check_int(self.min_words, "min_words", minimum=1))

@@ -87,7 +87,8 @@ def personalized_pagerank(
             x += x_last[dangling_idx].sum() * d
         x *= damping
         x += restart
-        if np.abs(x - x_last).sum() < tol:
+        diff = np.abs(x - x_last).sum()
+        if diff < tol or diff == 0.0:  # or a fixed point (tol=0 ran every step: issue 44)
             break
     return x
 

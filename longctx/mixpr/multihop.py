@@ -52,7 +52,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.checks import check_choice, check_float, check_int, check_query
+from longctx.checks import check_choice, check_float, check_int, check_query, check_weight
 from longctx.mixpr.multihop_push import Bipartite, push_multihop
 from longctx.mixpr.phrases import PhraseExtractor, PhraseGraph
 from longctx.types import walk_record
@@ -102,8 +102,11 @@ class MultiHopWalk:
         (a level moves mass unit -> phrase -> unit, two steps). At damping 0.5 a push reaches
         ``tol = 1e-6`` in about 10 levels, the power iteration in about 20-25 steps.
     tol : float >= 0, default 1e-6
-        Stop when the mass still to move (push) or the L1 change of the passage and phrase
-        mass (power) is below it: an L1 bound on a probability vector, the same at every
+        Stop when the mass still to move (push; the mass parked under ``push_threshold`` is
+        not counted, the trace's ``parked`` reports it) or the L1 change of the passage and
+        phrase mass (power) is below it, or when nothing moves any more (so with ``tol=0`` the
+        push stops when all its mass is settled or parked; the power iteration, whose float
+        steps rarely repeat exactly, runs to ``max_iter`` unless they do): an L1 bound on a probability vector, the same at every
         corpus size (until issue 36 the power iteration ran its 15 steps, a residual of
         about 3e-5).
     push_threshold : float >= 0, default 1e-7
@@ -111,23 +114,27 @@ class MultiHopWalk:
         residual reaches ``push_threshold * deg`` (Andersen, Chung and Lang's ``r(u) >= eps
         d(u)``); below, its mass stays parked on it and is counted in the residual. 0 pushes
         every node (the exact series).
-    head_weight : float >= 0, default 32
-    link_boost : float >= 0, default 16
+    head_weight : float in [0, 1e6], default 32
+    link_boost : float in [0, 1e6], default 16
     skip_own_heads : bool, default True
     term_share : float in [0, 1], default 0 (needs ``E``)
     max_df : float in (0, 1], default 0.05
         A phrase held by more than this share of the passages (and by more than two) is no
         node of the walk: it links everything, as a stop word would.
-    phrase_seed, lexical_seed, dense_seed : float >= 0, default 1
+    phrase_seed, lexical_seed, dense_seed : float in [0, 1e6], default 1
     seed_top : int >= 1, default 5
     score : {"propagated", "mass"}
-    lexical_weight : float >= 0, default 0.5
+    lexical_weight : float in [0, 1e6], default 0.5
         0 ranks by the walk alone: the best R@2 on the tuning half of ``hotpotqa-corpus``
         (78 against 73 at 0.5, R@5 alike), but a question that names nothing is then ranked
         by how the first hop's passages link, not by relevance: on chunked single documents
         (``longctx bench`` SQuAD at 5%, bAbI qa2/qa3) it fell far below MixPR, where 0.5 stays
         within a question of it (``docs/notes/multihop.md``).
-    dense_weight : float >= 0, default 0
+    dense_weight : float in [0, 1e6], default 0
+
+    Every float is finite (``inf`` is refused here, not at the first search); the weights are
+    at most :data:`longctx.checks.MAX_WEIGHT`, so a phrase's or a passage's summed edge
+    weights stay finite.
     """
 
     alpha: float = 0.5
@@ -174,7 +181,7 @@ class MultiHopWalk:
             "lexical_weight",
             "dense_weight",
         ):
-            set_(self, name, check_float(getattr(self, name), name, low=0.0))
+            set_(self, name, check_weight(getattr(self, name), name))
         set_(self, "seed_top", check_int(self.seed_top, "seed_top", minimum=1))
         if not isinstance(self.skip_own_heads, bool):
             raise TypeError(
@@ -470,7 +477,7 @@ class MultiHopRanker:
             delta = float(np.abs(x_next - x).sum() + np.abs(y_next - y).sum())
             x, y, last_restart = x_next, y_next, restart
             steps += 1
-            if delta < self.walk.tol:
+            if delta < self.walk.tol or delta == 0.0:  # or a fixed point (tol=0)
                 break
         if trace is not None:
             trace.append(walk_record("multihop", "power", steps, delta))

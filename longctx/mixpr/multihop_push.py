@@ -193,7 +193,8 @@ def push_multihop(
         u_idx, u_val = idx[go], val[go]
         park_u = (idx[~go], val[~go])
         steps += 1
-        if float(u_val.sum()) < tol or steps >= max_iter:
+        moving_now = float(u_val.sum())
+        if moving_now < tol or moving_now == 0.0 or steps >= max_iter:  # or nothing moves
             break
     # the residual left on units settles where it stands (its own visit), without moving on
     for idx, val in ((u_idx, u_val), park_u):

@@ -27,7 +27,8 @@ nodes that pass the rule at once):
    the ``(1 - alpha)`` share of the parked mass, an L1 bound of what the scores lack.
 
 The walk stops when the mass moving on is below ``tol`` (an L1 bound on a probability vector,
-the same at every corpus size) or after ``max_iter`` levels: the power iteration's rule. A
+the same at every corpus size), when nothing moves on, or after ``max_iter`` levels: the power
+iteration's rule. A
 level costs the entries of the pushed nodes' rows (and the parked nodes it carries), so a query
 whose walk stays near its seeds costs what it reaches; a level that would read more than half
 of the graph is done as one product over it (a walk that floods the graph costs a
@@ -131,7 +132,7 @@ class GraphPushBlock:
             r[f] = 0.0
             pi[f] += alpha * rf
             moving = damping * (float(rf.sum()) + float(r_q.sum()))
-            if moving < tol or steps >= max_iter:
+            if moving < tol or moving == 0.0 or steps >= max_iter:  # or nothing moves
                 break
             # spread what moves on: S's rows of the pushed units (S is symmetric)
             cf = col[f]

@@ -587,7 +587,7 @@ class Scorer:
             last = it == cfg.max_iter - 1
             res = backend.map("walk_step", sid, u, vq, d if any_d else None, fuse and not last)
             diff = sum(r[0] for r in res) + diff_q
-            if diff < cfg.tol or last:
+            if diff < cfg.tol or diff == 0.0 or last:  # or a fixed point (tol=0)
                 if trace is not None:
                     trace.append(walk_record("walk", "power", it + 1, diff))
                 return _max(r[1] for r in res)

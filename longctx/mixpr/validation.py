@@ -8,6 +8,7 @@ import copy
 from collections.abc import Container, Mapping, Sequence
 
 from longctx.checks import _SURROGATE_RE
+from longctx.persist.format import MAX_METADATA_DEPTH
 
 
 def _check_ids(ids, n: int, default=None) -> tuple[str, ...]:
@@ -88,10 +89,6 @@ def _check_metadatas(metadatas, n: int, ids) -> tuple[Mapping, ...]:
     return tuple(out)
 
 
-#: Deepest nesting of a metadata value (what a save can write: ``MAX_JSON_DEPTH - 8``).
-MAX_METADATA_DEPTH = 56
-
-
 def _check_unicode(s: str, where: str) -> None:
     """A lone surrogate cannot be written as UTF-8: refused here, not by a later save."""
     m = _SURROGATE_RE.search(s)
@@ -109,7 +106,8 @@ def _freeze(value, where: str, depth: int):
     through :attr:`MixPRIndex.metadatas`, reaches the index (or its cached filter masks).
 
     Raises ValueError for a str (key or value) holding a lone surrogate, or nesting deeper than
-    :data:`MAX_METADATA_DEPTH`, naming ``where``."""
+    :data:`longctx.persist.format.MAX_METADATA_DEPTH` (what a save writes and a load reads
+    again), naming ``where``."""
     if isinstance(value, str):
         _check_unicode(value, where)
         return value

@@ -40,6 +40,7 @@ from longctx.persist.format import (  # noqa: F401
     MAX_ARRAY_BYTES,
     MAX_JSON_BYTES,
     MAX_JSON_DEPTH,
+    MAX_METADATA_DEPTH,
     SPARSE_ROW_SLACK,
     ConcurrentSaveError,
     PersistError,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from longctx.persist.format import MAX_JSON_DEPTH, PersistError
+from longctx.persist.format import MAX_METADATA_DEPTH, PersistError
 from longctx.tokens import MAX_TOKENS_PER_CHAR, TOKEN_SLACK
 
 
@@ -199,7 +199,8 @@ def check_json_metadata(metadata, where: str) -> None:
     """Check, before anything is saved, that a user's metadata dict comes back from JSON as it
     went in: ``str`` keys only (JSON would turn ``1`` into ``"1"``), values ``None``, ``bool``,
     ``int``, finite ``float``, ``str`` and lists, tuples (read back as lists) and dicts of
-    them, nested at most ``MAX_JSON_DEPTH - 8`` levels (so the saved file loads).
+    them, nested at most :data:`~longctx.persist.format.MAX_METADATA_DEPTH` levels (what an
+    insert accepts; the saved file loads).
 
     Parameters
     ----------
@@ -217,11 +218,11 @@ def check_json_metadata(metadata, where: str) -> None:
     """
     if not isinstance(metadata, dict):
         raise TypeError(f"{where}: metadata must be a dict, got {type(metadata).__name__}")
-    limit = MAX_JSON_DEPTH - 8
+    limit = MAX_METADATA_DEPTH
     stack = [(metadata, "metadata", 1)]
     while stack:
         value, at, depth = stack.pop()
-        if depth > limit:
+        if depth > limit and isinstance(value, (dict, list, tuple)):  # as an insert counts
             raise ValueError(f"{where}: {at} is nested more than {limit} levels deep")
         if isinstance(value, dict):
             for k, v in value.items():

@@ -55,14 +55,29 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from longctx.filters import MAX_DEPTH as MAX_FILTER_DEPTH
 from longctx.persist.fs import MANIFEST
 
 logger = logging.getLogger(__name__)
 
 #: Largest JSON file read (bytes); ``LONGCTX_MAX_JSON_BYTES`` overrides it.
 MAX_JSON_BYTES = int(os.environ.get("LONGCTX_MAX_JSON_BYTES", 1 << 30))
-#: Deepest nesting of lists/dicts accepted in a JSON file.
-MAX_JSON_DEPTH = 64
+#: Deepest nesting of a document's metadata (its dicts and lists; the dict itself is level 1)
+#: that an index accepts at insert and at save (issue 35).
+MAX_METADATA_DEPTH = 56
+#: Levels of JSON a saved JSON form of a filter nested :data:`MAX_FILTER_DEPTH` groups deep
+#: takes (:mod:`longctx.filters_persist`: a group is an object and its list, a condition an
+#: object and its list of values).
+SAVED_FILTER_DEPTH = 2 * MAX_FILTER_DEPTH + 2
+#: Levels a saved file may wrap around such a value (``documents.json``'s metadata list; a
+#: LlamaIndex node's relationships hold metadata 5 levels down in ``nodes.json``; the settings
+#: object of ``retriever.json`` around its filter).
+JSON_WRAPPING_DEPTH = 8
+#: Deepest nesting of lists/dicts accepted in a JSON file: what the API accepts (metadata,
+#: filters) plus the levels of the files that hold it, so every limit the API accepts loads
+#: again (a filter nested 31 groups deep was accepted and saved, but the save could not be
+#: loaded under the former limit of 64: issue 44).
+MAX_JSON_DEPTH = max(MAX_METADATA_DEPTH, SAVED_FILTER_DEPTH) + JSON_WRAPPING_DEPTH
 #: Largest single array read from an ``.npz`` (bytes); ``LONGCTX_MAX_ARRAY_BYTES`` overrides it.
 MAX_ARRAY_BYTES = int(os.environ.get("LONGCTX_MAX_ARRAY_BYTES", 8 << 30))
 
@@ -88,17 +103,33 @@ def _dir(path: str | os.PathLike) -> Path:
 
 # -- parsing untrusted bytes ----------------------------------------------------------------------
 def _check_depth(obj: Any, where: str, limit: int) -> None:
+    """Raise :class:`PersistError` when the lists / dicts of ``obj`` nest deeper than ``limit``
+    (``obj`` itself, if a list or dict, is level 1)."""
+    if not isinstance(obj, (list, dict)):
+        return
     stack = [(obj, 1)]
     while stack:
         x, depth = stack.pop()
-        if isinstance(x, (list, dict)):
-            if depth > limit:
-                raise PersistError(f"{where!r} is nested deeper than {limit} levels")
-            stack.extend((y, depth + 1) for y in (x.values() if isinstance(x, dict) else x))
+        if depth > limit:
+            raise PersistError(f"{where!r} is nested deeper than {limit} levels")
+        stack.extend(
+            (y, depth + 1)
+            for y in (x.values() if isinstance(x, dict) else x)
+            if isinstance(y, (list, dict))
+        )
 
 
 def _refuse_constant(name: str):
     raise ValueError(f"{name} is not allowed")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number with a fraction or an exponent, refused when it is beyond the 64-bit float
+    range: ``1e400`` would read as ``inf``, which no save writes (issue 44)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is beyond the range of a 64-bit float")
+    return value
 
 
 def _parse_json_bytes(raw: bytes, p: Path, max_depth: int | None) -> Any:
@@ -124,12 +155,13 @@ def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) ->
     Raises
     ------
     PersistError
-        Not UTF-8, not JSON, nested too deep, or holding ``NaN`` / ``Infinity`` or an integer
-        of more than 4300 digits (the message names ``where``).
+        Not UTF-8, not JSON, nested too deep, or holding ``NaN`` / ``Infinity``, a number
+        beyond the float range (``1e400``) or an integer of more than 4300 digits (the message
+        names ``where``).
     """
     try:
         text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
         raise PersistError(f"{where!r} is nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
@@ -308,6 +340,8 @@ __all__ = [
     "ConcurrentSaveError",
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_METADATA_DEPTH",
+    "SAVED_FILTER_DEPTH",
     "MAX_ARRAY_BYTES",
     "SPARSE_ROW_SLACK",
     "parse_json",

@@ -21,7 +21,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.persist import fs as _fs
-from longctx.persist.format import MANIFEST, _dir
+from longctx.persist.format import (
+    MANIFEST,
+    MAX_ARRAY_BYTES,
+    MAX_JSON_BYTES,
+    MAX_JSON_DEPTH,
+    PersistError,
+    _check_depth,
+    _dir,
+)
+from longctx.persist.reader import MAX_MANIFEST_BYTES, MAX_NPZ_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +182,35 @@ def _plain(names: Iterable[str], what: str) -> None:
             raise ValueError(f"{what}: {why}")
 
 
+def _loadable_json(name: str, obj: Any) -> bytes:
+    """The UTF-8 bytes of ``name`` (a JSON member), refused when a load would refuse them:
+    nested deeper than :data:`~longctx.persist.format.MAX_JSON_DEPTH` or larger than
+    :data:`~longctx.persist.format.MAX_JSON_BYTES` (``ValueError``, raised before the index is
+    replaced), so a save never writes what its load cannot read (issue 44)."""
+    try:
+        _check_depth(obj, name, MAX_JSON_DEPTH)
+    except PersistError as exc:
+        raise ValueError(
+            f"cannot save: {exc}, which a load refuses; nothing was replaced"
+        ) from None
+    raw = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    if len(raw) > MAX_JSON_BYTES:
+        raise ValueError(
+            f"cannot save {name!r}: {len(raw):,} bytes, over the limit of {MAX_JSON_BYTES:,} that "
+            "a load accepts (LONGCTX_MAX_JSON_BYTES); nothing was replaced"
+        )
+    return raw
+
+
+def _check_loadable_size(name: str, size: int, limit: int, what: str) -> None:
+    """A member's bytes within the limit its load reads (``ValueError`` otherwise)."""
+    if size > limit:
+        raise ValueError(
+            f"cannot save {name!r}: {what} of {size:,} bytes, over the limit of {limit:,} that a "
+            "load accepts; nothing was replaced"
+        )
+
+
 def write_dir(
     path: str | os.PathLike,
     *,
@@ -217,6 +255,10 @@ def write_dir(
         (a ``FileExistsError``) ``path`` is a file, a link or a directory that is not a longctx
         ``kind`` index holding only its own files; checked before anything is written and again
         before the rename. Nothing is changed then.
+    ValueError
+        A member a load would refuse: JSON nested deeper than ``MAX_JSON_DEPTH`` or larger
+        than ``MAX_JSON_BYTES``, an array over ``MAX_ARRAY_BYTES``, an ``.npz`` over
+        ``MAX_NPZ_BYTES``, a manifest over 1 MiB. Nothing is changed then.
     """
     from longctx import __version__
 
@@ -242,22 +284,29 @@ def write_dir(
     try:
         files, dirs, digests = [], [], {}
         for name, obj in json_files.items():
-            raw = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            raw = _loadable_json(f"{name}.json", obj)
             (tmp / f"{name}.json").write_bytes(raw)
             files.append(f"{name}.json")
             digests[f"{name}.json"] = {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}
         for name, arrs in arrays.items():
             for key, a in arrs.items():
-                if np.asarray(a).dtype == object:
+                a = np.asarray(a)
+                if a.dtype == object:
                     raise TypeError(f"{name}.npz: array {key!r} has dtype object (not saved)")
+                _check_loadable_size(f"{name}.npz", a.nbytes, MAX_ARRAY_BYTES, f"array {key!r}")
             np.savez(tmp / f"{name}.npz", **arrs)
             files.append(f"{name}.npz")
         for name, m in sparse.items():
-            sp.save_npz(tmp / f"{name}.npz", sp.csr_matrix(m), compressed=False)
+            m = sp.csr_matrix(m)
+            for key in ("data", "indices", "indptr"):
+                a = getattr(m, key)
+                _check_loadable_size(f"{name}.npz", a.nbytes, MAX_ARRAY_BYTES, f"array {key!r}")
+            sp.save_npz(tmp / f"{name}.npz", m, compressed=False)
             files.append(f"{name}.npz")
         for f in files:
             if f not in digests:
                 sha, size = _fs.file_sha256(tmp / f)
+                _check_loadable_size(f, size, MAX_NPZ_BYTES, "a file")
                 digests[f] = {"sha256": sha, "size": size}
         for name, write in subdirs.items():
             write(tmp / name)
@@ -275,7 +324,9 @@ def write_dir(
             **dict(extra or {}),
             "digests": dict(sorted(digests.items())),
         }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
+        raw = json.dumps(manifest, indent=1).encode("utf-8")
+        _check_loadable_size(MANIFEST, len(raw), MAX_MANIFEST_BYTES, "a manifest")
+        (tmp / MANIFEST).write_bytes(raw)
         with _save_lock(final):
             check_save_target(final, kind)  # again: another save or the user may have been faster
             if final.is_dir() and not _mode_from_old_release(final):

@@ -100,8 +100,11 @@ def test_deeply_nested_corpus_json_is_a_persist_error(tmp_path, capsys):
     ):
         with pytest.raises(PersistError, match="nested"):
             call()
-    (out / "corpus.json").write_text('{"a":' * 70 + "1" + "}" * 70, "utf-8")
-    with pytest.raises(PersistError, match="nested deeper than 64"):
+    from longctx.persist import MAX_JSON_DEPTH
+
+    deep = MAX_JSON_DEPTH + 6
+    (out / "corpus.json").write_text('{"a":' * deep + "1" + "}" * deep, "utf-8")
+    with pytest.raises(PersistError, match=f"nested deeper than {MAX_JSON_DEPTH}"):
         read_corpus_manifest(out)
     (tmp_path / "in.txt").write_text(DOCS[0][1], "utf-8")
     argv = ["index", str(tmp_path / "in.txt"), "--method", "mixpr", "--out", str(out)]

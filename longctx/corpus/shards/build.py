@@ -26,6 +26,7 @@ import time
 
 from longctx._ray import use_ray_for
 from longctx.corpus.manifest import CORPUS_MANIFEST, DocumentEntry, text_sha256
+from longctx.corpus.shards.persist import MAX_SHARDS  # the load's limit: one source
 from longctx.persist import PersistError
 
 logger = logging.getLogger(__name__)
@@ -34,8 +35,6 @@ __all__ = ["INDEX_ROOT", "build_sharded_corpus", "check_sharded_options", "load_
 
 #: Where the sharded index lives, relative to the corpus root.
 INDEX_ROOT = "indexes"
-#: Most shards a corpus may have.
-MAX_SHARDS = 4096
 
 
 def check_shards(shards, method: str) -> int | None:

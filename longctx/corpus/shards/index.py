@@ -59,7 +59,7 @@ from longctx.corpus.shards.shard import MixPRShard, assign_shards
 from longctx.filters import compile_filter
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
-from longctx.mixpr.router import MODES, KeywordRouter
+from longctx.mixpr.router import MODES, KeywordRouter, plan_walk
 from longctx.mixpr.scoring import Scorer, normalized_query_vector, term_weights
 from longctx.mixpr.tfidf import TfidfSettings, merge_term_stats
 from longctx.mixpr.validation import check_change, check_held
@@ -583,9 +583,25 @@ class ShardedMixPRIndex:
             hits.append(Passage(a, e, text, float(score), unit, pos[doc]))
         timings = {**timings, **t, "select": time.perf_counter() - t0}
         info["doc_ids"] = tuple(self._order[h.source] for h in hits)
+        trace = (self._route_record(), *trace)
         return SearchResult(
             tuple(hits), self.method, used, timings, budget, trace=tuple(trace), info=info
         )
+
+    def _route_record(self) -> dict:
+        """The trace's ``{"stage": "route", ...}`` record, as :class:`~longctx.mixpr.MixPRIndex`
+        gives (:func:`~longctx.mixpr.router.choose_walk`): a sharded index always walks
+        PageRank (the phrase graph of the multi-hop walk is not split into shards), where one
+        index over the same passages may take the multi-hop walk; the record says so (issue
+        44)."""
+        plan = plan_walk("auto", len(self._order), self.n_units)
+        reason = plan["corpus"]
+        if plan["phrases"]:
+            reason = (
+                "sharded index: no phrase graph (one MixPRIndex over these passages may take "
+                "the multi-hop walk)"
+            )
+        return {"stage": "route", "corpus": plan["corpus"], "walk": "pagerank", "reason": reason}
 
     # -- changes ------------------------------------------------------------------------------
     def insert(self, texts, *, ids: Sequence[str], metadatas=None, unit_vectors=None) -> None:
