@@ -1,0 +1,128 @@
+"""Helpers of the concurrency tests (issue 48, issue 44 items 1 and 6): a seeded writer that
+inserts and deletes documents beside searching threads, with the thread switch interval made
+short so that the threads interleave finely, and the log of its writes to replay them one by one
+on a fresh object afterwards."""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+
+#: Thread switch interval during a stress run (CPython's default is 5 ms): many more switches,
+#: so a few seconds cover many interleavings of a search with a write.
+SWITCH_INTERVAL = 1e-4
+
+
+def churn_doc(rng: random.Random, tag: str, n_words: int = 120) -> str:
+    """A document of ``n_words`` words drawn from 2,000 shared ones plus a few of its own (new
+    terms: an insert extends the vocabulary, as a new book does), in sentences."""
+    words = [f"w{rng.randrange(2000)}" for _ in range(n_words)]
+    words += [f"{tag}x{j}" for j in range(3)]
+    rng.shuffle(words)
+    return " ".join(w + ("." if rng.random() < 0.1 else "") for w in words) + "."
+
+
+def base_docs(n: int = 12, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` documents ``(id, text)`` to build from."""
+    rng = random.Random(seed)
+    return [(f"b{i}", churn_doc(rng, f"b{i}", 200)) for i in range(n)]
+
+
+#: Queries over the words of :func:`churn_doc`.
+QUERIES = ["w1 w2 w3", "w10 w200 w300", "w5 w6 w7 w8 w9", "w1999 w17"]
+
+
+class Churn:
+    """The writer: rounds of three inserts then a delete of two of them (so the index keeps
+    growing slowly, and inserts follow inserts: the appended rows of the term table stay apart
+    while searches give it its canonical form). ``log`` records every write as
+    ``("insert", [(id, text)])`` or ``("delete", [id])``, in order."""
+
+    def __init__(self, insert: Callable, delete: Callable, seed: int = 1):
+        self.insert, self.delete = insert, delete
+        self.rng = random.Random(seed)
+        self.log: list = []
+        self.n = 0
+
+    def step(self) -> None:
+        new = []
+        for _ in range(3):
+            self.n += 1
+            doc = (f"n{self.n}", churn_doc(self.rng, f"n{self.n}"))
+            self.insert([doc])
+            self.log.append(("insert", [doc]))
+            new.append(doc[0])
+        gone = self.rng.sample(new, 2)
+        self.delete(gone)
+        self.log.append(("delete", gone))
+
+    def replay(self, insert: Callable, delete: Callable) -> None:
+        """The same writes, one after the other, on another object."""
+        for op, arg in self.log:
+            (insert if op == "insert" else delete)(arg)
+
+
+@contextmanager
+def fine_switching(interval: float = SWITCH_INTERVAL):
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(interval)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+def run_beside(
+    write: Callable[[], None],
+    search: Callable[[int], None],
+    *,
+    n_search: int = 4,
+    seconds: float = 2.0,
+    min_writes: int = 0,
+) -> dict:
+    """``write()`` in a loop in one thread beside ``n_search`` threads calling ``search(i)``
+    (``i``: the thread's number) for ``seconds`` (and until ``min_writes`` writes are done).
+    Returns ``{"searches", "writes", "errors"}`` (the exceptions raised in the threads)."""
+    stop = threading.Event()
+    errors: list = []
+    counts = {"searches": 0, "writes": 0}
+    lock = threading.Lock()
+
+    def writer():
+        try:
+            while not stop.is_set():
+                write()
+                with lock:
+                    counts["writes"] += 1
+        except Exception as exc:  # noqa: BLE001 (reported by the test)
+            errors.append(exc)
+
+    def searcher(i):
+        try:
+            while not stop.is_set():
+                search(i)
+                with lock:
+                    counts["searches"] += 1
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer)]
+    threads += [threading.Thread(target=searcher, args=(i,)) for i in range(n_search)]
+    with fine_switching():
+        for t in threads:
+            t.start()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds or (counts["writes"] < min_writes and not errors):
+            if not any(t.is_alive() for t in threads):
+                break
+            time.sleep(0.05)
+            if time.monotonic() - t0 > 10 * seconds:
+                break
+        stop.set()
+        for t in threads:
+            t.join()
+    return {**counts, "errors": errors}
