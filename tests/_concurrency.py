@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 
+import numpy as np
+
 #: Thread switch interval during a stress run (CPython's default is 5 ms): many more switches,
 #: so a few seconds cover many interleavings of a search with a write.
 SWITCH_INTERVAL = 1e-4
@@ -126,3 +128,72 @@ def run_beside(
         for t in threads:
             t.join()
     return {**counts, "errors": errors}
+
+
+def same_table(a, b) -> None:
+    """The same terms, counts, document frequencies and TF-IDF rows (bit for bit)."""
+    assert a.terms() == b.terms()
+    assert (a.counts != b.counts).nnz == 0
+    assert np.array_equal(a.df, b.df)
+    assert (a.embeddings() != b.embeddings()).nnz == 0
+
+
+def _fresh(index):
+    from longctx.mixpr import MixPRIndex
+
+    return MixPRIndex.from_texts(
+        list(index.texts), ids=list(index.doc_ids), metadatas=[dict(m) for m in index.metadatas]
+    )
+
+
+def assert_equals_fresh_build(index) -> None:
+    """Same documents, term table, PageRank and scores (bit for bit) as a fresh build."""
+    fresh = _fresh(index)
+    same_table(index.terms, fresh.terms)
+    assert np.array_equal(index.global_pagerank(), fresh.global_pagerank())
+    for q in QUERIES:
+        assert np.array_equal(index.score(q)[0], fresh.score(q)[0]), q
+
+
+def saves_beside_writes(
+    churn: Churn,
+    version: Callable[[], object],
+    save: Callable[[], None],
+    load: Callable[[], object | None],
+    loaded_version: Callable[[object], object],
+    *,
+    seconds: float = 2.0,
+) -> list:
+    """``churn`` writes beside one thread saving (``save()``) and one loading (``load()``, which
+    returns ``None`` while nothing is saved yet); ``version()`` (the object's version now: its
+    documents' ids) is recorded after every write. Checks that no thread raised and that every
+    loaded object's version (``loaded_version(obj)``) is one the object went through. Returns the
+    loaded objects, the last one loaded after the writes stopped."""
+    versions = {version()}
+    insert, delete = churn.insert, churn.delete
+
+    def recorded(write):
+        def run(arg):
+            write(arg)
+            versions.add(version())
+
+        return run
+
+    churn.insert, churn.delete = recorded(insert), recorded(delete)
+    loaded: list = []
+
+    def save_or_load(i):
+        if i == 0:
+            save()
+        else:
+            got = load()
+            if got is not None:
+                loaded.append(got)
+
+    out = run_beside(churn.step, save_or_load, n_search=2, seconds=seconds, min_writes=10)
+    assert not out["errors"], out["errors"][:3]
+    loaded.append(load())
+    assert len(loaded) >= 3 and out["writes"] >= 10
+    for got in loaded:
+        assert loaded_version(got) in versions
+    return loaded

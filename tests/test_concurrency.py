@@ -18,18 +18,20 @@ import pytest
 from longctx.mixpr import MixPRIndex
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.tfidf import TermTable, TfidfSettings
-from tests._concurrency import QUERIES, Churn, base_docs, churn_doc, run_beside
+from tests._concurrency import (
+    QUERIES,
+    Churn,
+    assert_equals_fresh_build,
+    base_docs,
+    churn_doc,
+    run_beside,
+    same_table,
+    saves_beside_writes,
+)
 
 
 def _settings():
     return TfidfSettings(MixPRConfig.from_preset("default"))
-
-
-def _same_table(a: TermTable, b: TermTable) -> None:
-    assert a.terms() == b.terms()
-    assert (a.counts != b.counts).nnz == 0
-    assert np.array_equal(a.df, b.df)
-    assert (a.embeddings() != b.embeddings()).nnz == 0
 
 
 A = ["the zebra ran far", "a quick brown fox"]
@@ -47,7 +49,7 @@ def test_rows_counted_before_a_search_materializes_the_table_land_in_their_colum
     t2.counts  # noqa: B018 (what a search does: the canonical form)
     t3 = t2.insert_rows(vocab, rows, at=at)
     want = A + B + C if at is None else A[:1] + C + A[1:] + B
-    _same_table(t3, TermTable.build(s, want))
+    same_table(t3, TermTable.build(s, want))
 
 
 def test_an_append_keeps_its_view_when_a_search_materializes_the_table_meanwhile(monkeypatch):
@@ -65,7 +67,7 @@ def test_an_append_keeps_its_view_when_a_search_materializes_the_table_meanwhile
         return real(table, *args)
 
     monkeypatch.setattr(tfidf, "_appended", appended)
-    _same_table(t2.insert_rows(vocab, rows), TermTable.build(s, A + B + C))
+    same_table(t2.insert_rows(vocab, rows), TermTable.build(s, A + B + C))
 
 
 def test_a_vocabulary_is_read_under_the_lock_of_its_shared_new_terms():
@@ -85,21 +87,6 @@ def test_a_vocabulary_is_read_under_the_lock_of_its_shared_new_terms():
     v3, _ = v2.extended({"newterm": 0})
     assert "newterm" not in out[0] and "newterm" not in v2.as_dict()
     assert "newterm" in v3.as_dict() and len(v3.as_dict()) == len(out[0]) + 1
-
-
-def _fresh(index: MixPRIndex) -> MixPRIndex:
-    return MixPRIndex.from_texts(
-        list(index.texts), ids=list(index.doc_ids), metadatas=[dict(m) for m in index.metadatas]
-    )
-
-
-def assert_equals_fresh_build(index: MixPRIndex) -> None:
-    """Same documents, term table, PageRank and scores (bit for bit) as a fresh build."""
-    fresh = _fresh(index)
-    _same_table(index.terms, fresh.terms)
-    assert np.array_equal(index.global_pagerank(), fresh.global_pagerank())
-    for q in QUERIES:
-        assert np.array_equal(index.score(q)[0], fresh.score(q)[0]), q
 
 
 def _index_churn(index: MixPRIndex, seed: int = 1) -> Churn:
@@ -133,35 +120,15 @@ def test_searches_beside_writes_leave_the_index_equal_to_a_fresh_build():
 def test_core_saves_beside_writes_each_load_as_one_version(tmp_path):
     docs = base_docs()
     index = MixPRIndex.from_texts([t for _, t in docs], ids=[d for d, _ in docs])
-    churn = _index_churn(index, seed=2)
-    versions = {index.doc_ids}
-    real_insert, real_delete = index.insert, index.delete
-
-    def insert(texts, ids):
-        real_insert(texts, ids=ids)
-        versions.add(index.doc_ids)
-
-    def delete(ids):
-        real_delete(ids)
-        versions.add(index.doc_ids)
-
-    churn.insert = lambda d: insert([t for _, t in d], [i for i, _ in d])
-    churn.delete = delete
     target = tmp_path / "idx"
-    loaded = []
-
-    def save_or_load(i):
-        if i == 0:
-            index.save(target)
-        elif target.exists():
-            loaded.append(MixPRIndex.load(target))
-
-    out = run_beside(churn.step, save_or_load, n_search=2, seconds=2.0, min_writes=10)
-    assert not out["errors"], out["errors"][:3]
-    loaded.append(MixPRIndex.load(target))
-    assert len(loaded) >= 3
-    for got in loaded[:: max(1, len(loaded) // 5)] + loaded[-1:]:
-        assert got.doc_ids in versions
+    loaded = saves_beside_writes(
+        _index_churn(index, seed=2),
+        lambda: index.doc_ids,
+        lambda: index.save(target),
+        lambda: MixPRIndex.load(target) if target.exists() else None,
+        lambda got: got.doc_ids,
+    )
+    for got in loaded[:: max(1, len(loaded) // 4)] + loaded[-1:]:
         assert_equals_fresh_build(got)
 
 
