@@ -115,30 +115,15 @@ def load_corpus(
     """
     storage = open_storage(out, storage_options)
     manifest = read_corpus_manifest(storage)
-    if (
-        manifest.method == "mixpr"
-        and isinstance(manifest.options, dict)
-        and (manifest.options.get("shards") is not None)
-    ):
-        from longctx.corpus.shards.build import load_sharded_corpus
-
-        done = [d for d, e in manifest.entries.items() if e.status == "done"]
-        if not done:
-            return {}
-        index = load_sharded_corpus(
-            storage, manifest, use_ray=use_ray, ray_address=ray_address, workers=workers,
-            **load_kwargs,
-        )  # fmt: skip
-        return {d: index for d in done}
     if manifest.method == "mixpr":
-        from longctx.corpus.shards.single import check_entries, load_mixpr_index
+        from longctx.corpus.shards.build import index_storage
+        from longctx.corpus.writers import load_beside_writers
 
-        done = [d for d, e in manifest.entries.items() if e.status == "done"]
-        if not done:
-            return {}
-        index = load_mixpr_index(storage, **load_kwargs)
-        check_entries(index, manifest, storage.location(CORPUS_MANIFEST))
-        return {d: index for d in done}
+        # corpus.json and the index are read again while a rebuild is replacing them
+        return load_beside_writers(
+            index_storage(storage),
+            lambda: _load_mixpr_corpus(storage, use_ray, ray_address, workers, load_kwargs),
+        )
     out_indexes = {}
     for doc_id, e in manifest.entries.items():
         if e.status != "done":
@@ -151,6 +136,31 @@ def load_corpus(
         check_entry_text(e, getattr(index, "texts", ()), storage.location(CORPUS_MANIFEST))
         out_indexes[doc_id] = index
     return out_indexes
+
+
+def _load_mixpr_corpus(storage, use_ray, ray_address, workers, load_kwargs) -> dict:
+    """One read of a MixPR corpus (:func:`load_corpus`): its manifest, then its index, one or
+    sharded, checked against the manifest."""
+    manifest = read_corpus_manifest(storage)
+    if isinstance(manifest.options, dict) and manifest.options.get("shards") is not None:
+        from longctx.corpus.shards.build import load_sharded_corpus
+
+        done = [d for d, e in manifest.entries.items() if e.status == "done"]
+        if not done:
+            return {}
+        index = load_sharded_corpus(
+            storage, manifest, use_ray=use_ray, ray_address=ray_address, workers=workers,
+            **load_kwargs,
+        )  # fmt: skip
+        return {d: index for d in done}
+    from longctx.corpus.shards.single import check_entries, load_mixpr_index
+
+    done = [d for d, e in manifest.entries.items() if e.status == "done"]
+    if not done:
+        return {}
+    index = load_mixpr_index(storage, **load_kwargs)
+    check_entries(index, manifest, storage.location(CORPUS_MANIFEST))
+    return {d: index for d in done}
 
 
 class CorpusIndex:

@@ -35,6 +35,8 @@ On disk (:meth:`ShardedMixPRIndex.save`, a local folder or an fsspec URL)::
                          "assignment": "fewest-characters", "documents": [[id, shard, chars]...]}
     ROOT/shard-<i>/     shard i: a MixPRIndex folder (format version 2), for shards holding
                         documents
+    ROOT/writing.json   the mark of the last save: "writing" until every file is in place, then
+                        "done" (a load meanwhile tries again: :mod:`longctx.corpus.writers`)
 
 The corpus-wide statistics are not stored: they are gathered from the shards at load, so they
 can never disagree with them. A longctx corpus built with ``longctx index DIR --method mixpr
@@ -53,6 +55,7 @@ import numpy as np
 
 from longctx.checks import check_choice, check_int, check_query
 from longctx.corpus.shards.backends import ShardDied, _where, open_backend
+from longctx.corpus.shards.locking import ReadWriteLock
 from longctx.corpus.shards.persist import MAX_SHARDS
 from longctx.corpus.shards.selection import select_over_shards
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
@@ -139,7 +142,9 @@ class ShardedMixPRIndex:
         # loaded or saved: a restart must find it again (the corpus may have been rebuilt)
         self._stored_digests: dict[int, dict] = {}
         self._stats = dict(stats)  # shard -> term_stats()
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # changes and saves, one at a time
+        self._rw = ReadWriteLock()  # searches share it, a change holds it alone (issue 48)
+        self._scorer_lock = threading.Lock()
         self._order: list[str] = []
         self._shard_of: dict[str, int] = {}
         self._chars: dict[str, int] = {}
@@ -445,7 +450,7 @@ class ShardedMixPRIndex:
             return fn()
         except ShardDied as exc:
             logger.warning("%s; restarting them and trying again", exc)
-            with self._lock:
+            with self._lock, self._rw.writing():
                 self._restart(exc.shards)
             try:
                 return fn()
@@ -485,7 +490,7 @@ class ShardedMixPRIndex:
         return mode, qvec, timings
 
     def _scorer_now(self) -> Scorer:
-        with self._lock:
+        with self._scorer_lock:
             if self._scorer is None:
                 self._scorer = self._make_scorer()
             return self._scorer
@@ -494,25 +499,26 @@ class ShardedMixPRIndex:
         """Scores of every unit, in corpus order: ``(scores (n_units,) float64, mode used,
         timings)`` as :meth:`MixPRIndex.score <longctx.mixpr.index.MixPRIndex.score>` (the
         vector is gathered from the shards: for studies and tests, not for large corpora)."""
-        mode, qvec, timings = self._prepare(query, mode, query_vector, filters)
 
         def attempt():
-            scorer = self._scorer_now()
-            sid = scorer.new_session()
-            try:
-                scorer.open(sid, filters)
-                used, t = scorer.score(sid, query, mode, qvec, filters)
-                parts = scorer.backend.map("take_scores", sid)
-                keys = scorer.backend.map("keys_of", sid)
-            finally:
-                _close(scorer, sid)
-            out = np.zeros(self.n_units)
-            for k, s in zip(keys, parts):
-                out[k] = s
-            return out, used, {**timings, **t}
+            with self._rw.reading():  # the shards of one version (a change waits)
+                used, qvec, timings = self._prepare(query, mode, query_vector, filters)
+                if not self.n_units:
+                    return np.zeros(0), "local", timings
+                scorer = self._scorer_now()
+                sid = scorer.new_session()
+                try:
+                    scorer.open(sid, filters)
+                    used, t = scorer.score(sid, query, used, qvec, filters)
+                    parts = scorer.backend.map("take_scores", sid)
+                    keys = scorer.backend.map("keys_of", sid)
+                finally:
+                    _close(scorer, sid)
+                out = np.zeros(self.n_units)
+                for k, s in zip(keys, parts):
+                    out[k] = s
+                return out, used, {**timings, **t}
 
-        if not self.n_units:
-            return np.zeros(0), "local", timings
         return self._with_retry(attempt)
 
     def search(
@@ -539,13 +545,18 @@ class ShardedMixPRIndex:
             A shard's actor died twice, or died with changes not saved.
         """
         k, token_budget = check_size(k, token_budget, default_k=100)
-        mode, qvec, timings = self._prepare(query, mode, query_vector, filters)
         budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
         if token_budget is not None:
             budget["unit"] = "count_tokens"
-        return self._with_retry(
-            lambda: self._search_once(query, mode, qvec, filters, k, token_budget, budget, timings)
-        )
+
+        def attempt():
+            with self._rw.reading():  # the shards of one version (a change waits)
+                used, qvec, timings = self._prepare(query, mode, query_vector, filters)
+                return self._search_once(
+                    query, used, qvec, filters, k, token_budget, budget, timings
+                )
+
+        return self._with_retry(attempt)
 
     def _search_once(self, query, mode, qvec, filters, k, token_budget, budget, timings):
         info = {"doc_ids": (), "shards": self.n_shards}
@@ -597,7 +608,7 @@ class ShardedMixPRIndex:
             Bad texts, ids (taken, duplicated) or metadata; checked before anything changes.
         """
         texts = check_texts(texts)
-        with self._lock:
+        with self._lock, self._rw.writing():
             ids, metadatas, vectors = self._check_change(
                 texts, ids, metadatas, unit_vectors, replace=False
             )
@@ -631,7 +642,7 @@ class ShardedMixPRIndex:
             As :meth:`insert`.
         """
         texts = check_texts(texts)
-        with self._lock:
+        with self._lock, self._rw.writing():
             ids, metadatas, vectors = self._check_change(
                 texts, ids, metadatas, unit_vectors, replace=True
             )
@@ -655,7 +666,7 @@ class ShardedMixPRIndex:
         if isinstance(ids, str):
             ids = [ids]
         ids = list(ids)
-        with self._lock:
+        with self._lock, self._rw.writing():
             check_held(ids, self._shard_of)
             calls = {}
             for s in sorted({self._shard_of[i] for i in ids}):
