@@ -24,6 +24,7 @@ import random
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import numpy as np
@@ -88,15 +89,12 @@ def run(index, extra_words, n_threads, seconds, doc_words, pause, seed) -> dict:
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=searcher, args=(i,)) for i in range(n_threads)]
-    threads.append(threading.Thread(target=writer))
     t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    time.sleep(seconds)
-    stop.set()
-    for t in threads:
-        t.join()
+    with ThreadPoolExecutor(n_threads + 1) as pool:
+        jobs = [pool.submit(searcher, i) for i in range(n_threads)] + [pool.submit(writer)]
+        stop.wait(seconds)
+        stop.set()
+        wait(jobs)
     wall = time.perf_counter() - t0
     return {"lat": np.asarray(lat), "wall": wall, "writes": writes[0], "errors": errors}
 

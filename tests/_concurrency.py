@@ -157,25 +157,27 @@ def assert_equals_fresh_build(index) -> None:
 
 def saves_beside_writes(
     churn: Churn,
-    version: Callable[[], object],
+    ids_now: Callable[[], list],
     save: Callable[[], None],
     load: Callable[[], object | None],
-    loaded_version: Callable[[object], object],
+    ids_of: Callable[[object], list],
+    index_of: Callable[[object], object] | None = None,
     *,
     seconds: float = 2.0,
 ) -> list:
     """``churn`` writes beside one thread saving (``save()``) and one loading (``load()``, which
-    returns ``None`` while nothing is saved yet); ``version()`` (the object's version now: its
-    documents' ids) is recorded after every write. Checks that no thread raised and that every
-    loaded object's version (``loaded_version(obj)``) is one the object went through. Returns the
-    loaded objects, the last one loaded after the writes stopped."""
-    versions = {version()}
+    returns ``None`` while nothing is saved yet); the object's version (``ids_now()``: its
+    documents' ids) is recorded after every write. Checks that no thread raised, that every
+    loaded object's version (``ids_of(obj)``) is one the object went through, and with
+    ``index_of`` that the last loaded objects' core index holds their documents and equals a
+    fresh build. Returns the loaded objects, the last one loaded after the writes stopped."""
+    versions = {tuple(ids_now())}
     insert, delete = churn.insert, churn.delete
 
     def recorded(write):
         def run(arg):
             write(arg)
-            versions.add(version())
+            versions.add(tuple(ids_now()))
 
         return run
 
@@ -195,5 +197,32 @@ def saves_beside_writes(
     loaded.append(load())
     assert len(loaded) >= 3 and out["writes"] >= 10
     for got in loaded:
-        assert loaded_version(got) in versions
+        assert tuple(ids_of(got)) in versions
+    if index_of is not None:
+        for got in loaded[-2:]:
+            assert list(index_of(got).doc_ids) == list(ids_of(got))
+            assert_equals_fresh_build(index_of(got))
     return loaded
+
+
+def run_for(threads: list[threading.Thread], stop: threading.Event, seconds: float) -> None:
+    """Start ``threads``, let them run ``seconds`` (threads switching every 1 ms), set ``stop``
+    and join them."""
+    with fine_switching(1e-3):
+        for t in threads:
+            t.start()
+        time.sleep(seconds)
+        stop.set()
+        for t in threads:
+            t.join()
+
+
+def searches_beside_writes(churn: Churn, search: Callable[[int], object], index, same) -> None:
+    """An adapter searched (``search(i)``) beside ``churn``'s writes: no thread raised, and
+    afterwards its core index (``index()``) equals a fresh build and ``same()`` (its hits against
+    a fresh adapter's) holds."""
+    out = run_beside(churn.step, search, seconds=2.5, min_writes=30)
+    assert not out["errors"], out["errors"][:3]
+    assert out["searches"] >= 30
+    assert_equals_fresh_build(index())
+    same()

@@ -17,7 +17,7 @@ from longctx.corpus.writers import WRITER_FILE, read_mark
 from longctx.mixpr import MixPRIndex
 from longctx.persist import PersistError
 from longctx.persist.format import ConcurrentSaveError
-from tests._concurrency import QUERIES, churn_doc, fine_switching
+from tests._concurrency import QUERIES, churn_doc, run_for
 
 
 def _docs(rng, n=6):
@@ -53,14 +53,7 @@ def _loads_beside_rebuilds(out, shards, docs, rng, seconds=3.0):
             except Exception as exc:  # noqa: BLE001
                 errors.append(exc)
 
-    threads = [threading.Thread(target=rebuild), threading.Thread(target=load)]
-    with fine_switching(1e-3):
-        for t in threads:
-            t.start()
-        time.sleep(seconds)
-        stop.set()
-        for t in threads:
-            t.join()
+    run_for([threading.Thread(target=rebuild), threading.Thread(target=load)], stop, seconds)
     return n[0], loaded, errors
 
 
