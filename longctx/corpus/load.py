@@ -111,7 +111,10 @@ def load_corpus(
     PersistError
         No corpus at ``out``, a damaged manifest, an index listed as done that is missing or
         damaged (a shard that cannot be loaded is named), or one whose text is not the one its
-        entry's ``text_sha256`` records (named).
+        entry's ``text_sha256`` records (named). A MixPR corpus whose checks fail while a
+        rebuild replaces its files is read again (:mod:`longctx.corpus.writers`); a
+        :class:`~longctx.persist.ConcurrentSaveError` names the rebuild still running (or
+        stopped half way) at the last attempt.
     """
     storage = open_storage(out, storage_options)
     manifest = read_corpus_manifest(storage)

@@ -29,8 +29,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TypeVar
 
-from longctx.persist import PersistError
-from longctx.persist.format import ConcurrentSaveError
+from longctx.persist import ConcurrentSaveError, PersistError
 
 logger = logging.getLogger(__name__)
 

@@ -112,7 +112,9 @@ class ShardedMixPRIndex:
     :meth:`load`. Documents are inserted, updated and deleted by id (:meth:`insert`,
     :meth:`update`, :meth:`delete`): the change goes to the shard holding the document (a new
     one to the shard the documented rule picks), then the corpus's statistics are gathered again
-    and sent to every shard.
+    and sent to every shard. Threads search at once; a change waits for the searches running and
+    holds the next ones off until it is done (a read-write lock), so a search sees the shards
+    before or after it (docs/notes/concurrency.md).
 
     On Ray, each shard is one actor. An actor that dies is restarted from the shard's stored copy
     (where it was loaded from or last saved) and the query tried again once; a shard changed since
@@ -754,7 +756,9 @@ class ShardedMixPRIndex:
         ------
         PersistError
             No sharded index there, a damaged ``shards.json``, a shard that cannot be loaded
-            (named), or shards that disagree with ``shards.json`` (an interrupted build).
+            (named), or shards that disagree with ``shards.json`` (an interrupted build); while a
+            save in progress changes the files the load is tried again, then a
+            :class:`~longctx.persist.ConcurrentSaveError` names it.
         """
         from longctx.corpus.shards.persist import load_sharded
 
