@@ -81,6 +81,13 @@ def test_loads_beside_rebuilds_each_read_one_build(tmp_path, shards):
         for q in QUERIES:
             np.testing.assert_allclose(index.score(q)[0], fresh.score(q)[0], rtol=0, atol=1e-12)
     assert read_mark(_index_root(out))["state"] == "done"
+    # and the corpus the rebuilds left equals a fresh build of the last documents
+    last = next(iter(load_corpus(out, use_ray=False).values()))
+    assert _texts(last) == list(docs)
+    fresh = MixPRIndex.from_texts([t for _, t in docs], ids=[d for d, _ in docs])
+    for q in QUERIES:
+        got, want = last.score(q)[0], fresh.score(q)[0]
+        assert np.array_equal(got, want) if shards is None else np.allclose(got, want, atol=1e-12)
 
 
 def _index_root(out):
