@@ -102,32 +102,26 @@ def _build_mixpr(
             workers,
             ray_address,
         )
-    from longctx.corpus.shards.build import index_storage
-    from longctx.corpus.writers import writing
-
     show = progress if progress is not None else sys.stderr.isatty()
-    # the index root is marked while the index and corpus.json are replaced: a load meanwhile
-    # tries again (longctx.corpus.writers), instead of reporting files of two builds as damage
-    with writing(index_storage(storage), "a rebuild of this corpus"):
-        bar = tqdm(total=len(docs), unit="doc", disable=not show, file=sys.stderr)
-        try:
-            if shards is None:
-                done = build_mixpr_corpus(docs, storage, manifest, options, bar)
-                done.update(backend="in-process", workers=1, peaks={os.getpid(): peak_rss_mib()})
-            else:
-                from longctx.corpus.shards.build import build_sharded_corpus
+    bar = tqdm(total=len(docs), unit="doc", disable=not show, file=sys.stderr)
+    try:
+        if shards is None:
+            done = build_mixpr_corpus(docs, storage, manifest, options, bar)
+            done.update(backend="in-process", workers=1, peaks={os.getpid(): peak_rss_mib()})
+        else:
+            from longctx.corpus.shards.build import build_sharded_corpus
 
-                done = build_sharded_corpus(
-                    docs, storage, manifest, options, shards, bar, use_ray=use_ray,
-                    workers=workers, ray_address=ray_address,
-                )  # fmt: skip
-                done["peaks"][os.getpid()] = peak_rss_mib()
-            bar.update(len(done["skipped"]))
-        finally:
-            bar.close()
-        if done["built"]:
-            manifest.reorder([d for d, _ in docs])
-            storage.write_json(CORPUS_MANIFEST, manifest.to_json())
+            done = build_sharded_corpus(
+                docs, storage, manifest, options, shards, bar, use_ray=use_ray,
+                workers=workers, ray_address=ray_address,
+            )  # fmt: skip
+            done["peaks"][os.getpid()] = peak_rss_mib()
+        bar.update(len(done["skipped"]))
+    finally:
+        bar.close()
+    if done["built"]:
+        manifest.reorder([d for d, _ in docs])
+        storage.write_json(CORPUS_MANIFEST, manifest.to_json())
     result = CorpusBuildResult(
         built=tuple(done["built"]),
         skipped=tuple(done["skipped"]),
@@ -310,10 +304,16 @@ def build_indexes(
         )
 
     if method == "mixpr":
-        return _build_mixpr(
-            docs, storage, manifest, method_options, progress, workers, t0, shards=shards,
-            use_ray=use_ray, ray_address=ray_address,
-        )  # fmt: skip
+        from longctx.corpus.shards.build import index_storage
+        from longctx.corpus.writers import writing
+
+        # the index root is marked until the index and corpus.json are replaced: a load meanwhile
+        # tries again (longctx.corpus.writers), not reporting files of two builds as damage
+        with writing(index_storage(storage), "a rebuild of this corpus"):
+            return _build_mixpr(
+                docs, storage, manifest, method_options, progress, workers, t0, shards=shards,
+                use_ray=use_ray, ray_address=ray_address,
+            )  # fmt: skip
 
     jobs, skipped = [], []
     for doc_id, text in docs:

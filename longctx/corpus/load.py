@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from longctx.corpus.manifest import CORPUS_MANIFEST, CorpusManifest, check_entry_text
 from longctx.corpus.storage import open_storage
+from longctx.corpus.writers import loads_beside_writers
 from longctx.persist import PersistError
 from longctx.types import SearchResult
 
@@ -82,6 +83,14 @@ def read_corpus_manifest(out, *, storage_options: dict | None = None) -> CorpusM
     return CorpusManifest.from_json(raw, storage.location(CORPUS_MANIFEST))
 
 
+def _index_root(arguments: dict):
+    """The index root of the corpus at ``arguments["out"]``, where a rebuild marks itself."""
+    from longctx.corpus.shards.build import index_storage
+
+    return index_storage(open_storage(arguments["out"], arguments["storage_options"]))
+
+
+@loads_beside_writers(_index_root)  # read again while a rebuild replaces the corpus's files
 def load_corpus(
     out,
     *,
@@ -118,15 +127,30 @@ def load_corpus(
     """
     storage = open_storage(out, storage_options)
     manifest = read_corpus_manifest(storage)
-    if manifest.method == "mixpr":
-        from longctx.corpus.shards.build import index_storage
-        from longctx.corpus.writers import load_beside_writers
+    if (
+        manifest.method == "mixpr"
+        and isinstance(manifest.options, dict)
+        and (manifest.options.get("shards") is not None)
+    ):
+        from longctx.corpus.shards.build import load_sharded_corpus
 
-        # corpus.json and the index are read again while a rebuild is replacing them
-        return load_beside_writers(
-            index_storage(storage),
-            lambda: _load_mixpr_corpus(storage, use_ray, ray_address, workers, load_kwargs),
-        )
+        done = [d for d, e in manifest.entries.items() if e.status == "done"]
+        if not done:
+            return {}
+        index = load_sharded_corpus(
+            storage, manifest, use_ray=use_ray, ray_address=ray_address, workers=workers,
+            **load_kwargs,
+        )  # fmt: skip
+        return {d: index for d in done}
+    if manifest.method == "mixpr":
+        from longctx.corpus.shards.single import check_entries, load_mixpr_index
+
+        done = [d for d, e in manifest.entries.items() if e.status == "done"]
+        if not done:
+            return {}
+        index = load_mixpr_index(storage, **load_kwargs)
+        check_entries(index, manifest, storage.location(CORPUS_MANIFEST))
+        return {d: index for d in done}
     out_indexes = {}
     for doc_id, e in manifest.entries.items():
         if e.status != "done":
@@ -139,31 +163,6 @@ def load_corpus(
         check_entry_text(e, getattr(index, "texts", ()), storage.location(CORPUS_MANIFEST))
         out_indexes[doc_id] = index
     return out_indexes
-
-
-def _load_mixpr_corpus(storage, use_ray, ray_address, workers, load_kwargs) -> dict:
-    """One read of a MixPR corpus (:func:`load_corpus`): its manifest, then its index, one or
-    sharded, checked against the manifest."""
-    manifest = read_corpus_manifest(storage)
-    if isinstance(manifest.options, dict) and manifest.options.get("shards") is not None:
-        from longctx.corpus.shards.build import load_sharded_corpus
-
-        done = [d for d, e in manifest.entries.items() if e.status == "done"]
-        if not done:
-            return {}
-        index = load_sharded_corpus(
-            storage, manifest, use_ray=use_ray, ray_address=ray_address, workers=workers,
-            **load_kwargs,
-        )  # fmt: skip
-        return {d: index for d in done}
-    from longctx.corpus.shards.single import check_entries, load_mixpr_index
-
-    done = [d for d, e in manifest.entries.items() if e.status == "done"]
-    if not done:
-        return {}
-    index = load_mixpr_index(storage, **load_kwargs)
-    check_entries(index, manifest, storage.location(CORPUS_MANIFEST))
-    return {d: index for d in done}
 
 
 class CorpusIndex:

@@ -19,6 +19,8 @@ naming the writer's process and start), not "damaged or forged".
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
 import socket
@@ -33,7 +35,7 @@ from longctx.persist import ConcurrentSaveError, PersistError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WRITER_FILE", "load_beside_writers", "read_mark", "writing"]
+__all__ = ["WRITER_FILE", "load_beside_writers", "loads_beside_writers", "read_mark", "writing"]
 
 #: The mark's file, at the index root.
 WRITER_FILE = "writing.json"
@@ -114,3 +116,21 @@ def load_beside_writers(storage, load: Callable[[], T], *, attempts: int | None 
         f"(or stopped half way: run it again); the files it had replaced so far did not match "
         f"the others: {str(last).replace(' (damaged or forged)', '')}"
     )
+
+
+def loads_beside_writers(root: Callable[[dict], object]) -> Callable:
+    """Decorator for a loader: :func:`load_beside_writers` over the storage ``root(arguments)``
+    (the loader's arguments by name, defaults applied), where the writers mark themselves."""
+
+    def wrap(fn):
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def load(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return load_beside_writers(root(bound.arguments), lambda: fn(*args, **kwargs))
+
+        return load
+
+    return wrap
