@@ -165,8 +165,8 @@ def saves_beside_writes(
     *,
     seconds: float = 2.0,
 ) -> list:
-    """``churn`` writes beside one thread saving (``save()``) and one loading (``load()``, which
-    returns ``None`` while nothing is saved yet); the object's version (``ids_now()``: its
+    """``churn`` writes beside one thread saving (``save()``) and one loading (``load()``, from
+    the end of the first save; ``None``: nothing to load); the object's version (``ids_now()``: its
     documents' ids) is recorded after every write. Checks that no thread raised, that every
     loaded object's version (``ids_of(obj)``) is one the object went through, and with
     ``index_of`` that the last loaded objects' core index holds their documents and equals a
@@ -183,11 +183,13 @@ def saves_beside_writes(
 
     churn.insert, churn.delete = recorded(insert), recorded(delete)
     loaded: list = []
+    saved = threading.Event()  # loads begin once a first save is whole (before: no index there)
 
     def save_or_load(i):
         if i == 0:
             save()
-        else:
+            saved.set()
+        elif saved.is_set():
             got = load()
             if got is not None:
                 loaded.append(got)

@@ -35,8 +35,7 @@ On disk (:meth:`ShardedMixPRIndex.save`, a local folder or an fsspec URL)::
                          "assignment": "fewest-characters", "documents": [[id, shard, chars]...]}
     ROOT/shard-<i>/     shard i: a MixPRIndex folder (format version 2), for shards holding
                         documents
-    ROOT/writing.json   the mark of the last save: "writing" until every file is in place, then
-                        "done" (a load meanwhile tries again: :mod:`longctx.corpus.writers`)
+    ROOT/writing.json   "writing" until every file of a save is in place, then "done"
 
 The corpus-wide statistics are not stored: they are gathered from the shards at load, so they
 can never disagree with them. A longctx corpus built with ``longctx index DIR --method mixpr
@@ -112,9 +111,8 @@ class ShardedMixPRIndex:
     :meth:`load`. Documents are inserted, updated and deleted by id (:meth:`insert`,
     :meth:`update`, :meth:`delete`): the change goes to the shard holding the document (a new
     one to the shard the documented rule picks), then the corpus's statistics are gathered again
-    and sent to every shard. Threads search at once; a change waits for the searches running and
-    holds the next ones off until it is done (a read-write lock), so a search sees the shards
-    before or after it (docs/notes/concurrency.md).
+    and sent to every shard. A search sees the shards before or after a change, never half of it
+    (a read-write lock: docs/notes/concurrency.md).
 
     On Ray, each shard is one actor. An actor that dies is restarted from the shard's stored copy
     (where it was loaded from or last saved) and the query tried again once; a shard changed since
@@ -145,8 +143,7 @@ class ShardedMixPRIndex:
         self._stored_digests: dict[int, dict] = {}
         self._stats = dict(stats)  # shard -> term_stats()
         self._lock = threading.RLock()  # changes and saves, one at a time
-        self._rw = ReadWriteLock()  # searches share it, a change holds it alone (issue 48)
-        self._scorer_lock = threading.Lock()
+        self._rw, self._scorer_lock = ReadWriteLock(), threading.Lock()  # (issue 48)
         self._order: list[str] = []
         self._shard_of: dict[str, int] = {}
         self._chars: dict[str, int] = {}
@@ -447,15 +444,18 @@ class ShardedMixPRIndex:
             )
 
     def _with_retry(self, fn):
-        """``fn()``, tried once more after restarting shards whose actor died."""
+        """``fn()`` (a search: under the read lock, so no change runs meanwhile), tried once
+        more after restarting shards whose actor died."""
         try:
-            return fn()
+            with self._rw.reading():
+                return fn()
         except ShardDied as exc:
             logger.warning("%s; restarting them and trying again", exc)
             with self._lock, self._rw.writing():
                 self._restart(exc.shards)
             try:
-                return fn()
+                with self._rw.reading():
+                    return fn()
             except ShardDied as again:
                 raise RuntimeError(f"{again} again after a restart: giving up") from None
 
@@ -503,23 +503,22 @@ class ShardedMixPRIndex:
         vector is gathered from the shards: for studies and tests, not for large corpora)."""
 
         def attempt():
-            with self._rw.reading():  # the shards of one version (a change waits)
-                used, qvec, timings = self._prepare(query, mode, query_vector, filters)
-                if not self.n_units:
-                    return np.zeros(0), "local", timings
-                scorer = self._scorer_now()
-                sid = scorer.new_session()
-                try:
-                    scorer.open(sid, filters)
-                    used, t = scorer.score(sid, query, used, qvec, filters)
-                    parts = scorer.backend.map("take_scores", sid)
-                    keys = scorer.backend.map("keys_of", sid)
-                finally:
-                    _close(scorer, sid)
-                out = np.zeros(self.n_units)
-                for k, s in zip(keys, parts):
-                    out[k] = s
-                return out, used, {**timings, **t}
+            used, qvec, timings = self._prepare(query, mode, query_vector, filters)
+            if not self.n_units:
+                return np.zeros(0), "local", timings
+            scorer = self._scorer_now()
+            sid = scorer.new_session()
+            try:
+                scorer.open(sid, filters)
+                used, t = scorer.score(sid, query, used, qvec, filters)
+                parts = scorer.backend.map("take_scores", sid)
+                keys = scorer.backend.map("keys_of", sid)
+            finally:
+                _close(scorer, sid)
+            out = np.zeros(self.n_units)
+            for k, s in zip(keys, parts):
+                out[k] = s
+            return out, used, {**timings, **t}
 
         return self._with_retry(attempt)
 
@@ -550,17 +549,12 @@ class ShardedMixPRIndex:
         budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
         if token_budget is not None:
             budget["unit"] = "count_tokens"
+        return self._with_retry(
+            lambda: self._search_once(query, mode, query_vector, filters, k, token_budget, budget)
+        )
 
-        def attempt():
-            with self._rw.reading():  # the shards of one version (a change waits)
-                used, qvec, timings = self._prepare(query, mode, query_vector, filters)
-                return self._search_once(
-                    query, used, qvec, filters, k, token_budget, budget, timings
-                )
-
-        return self._with_retry(attempt)
-
-    def _search_once(self, query, mode, qvec, filters, k, token_budget, budget, timings):
+    def _search_once(self, query, mode, query_vector, filters, k, token_budget, budget):
+        mode, qvec, timings = self._prepare(query, mode, query_vector, filters)
         info = {"doc_ids": (), "shards": self.n_shards}
         if not self.n_units:
             return SearchResult((), self.method, "local", {}, budget, info=info)
@@ -756,9 +750,8 @@ class ShardedMixPRIndex:
         ------
         PersistError
             No sharded index there, a damaged ``shards.json``, a shard that cannot be loaded
-            (named), or shards that disagree with ``shards.json`` (an interrupted build); while a
-            save in progress changes the files the load is tried again, then a
-            :class:`~longctx.persist.ConcurrentSaveError` names it.
+            (named), or shards that disagree with ``shards.json`` (read again while a save is
+            in progress: :class:`~longctx.persist.ConcurrentSaveError` if it goes on).
         """
         from longctx.corpus.shards.persist import load_sharded
 
