@@ -189,6 +189,7 @@ def saves_beside_writes(
         if i == 0:
             save()
             saved.set()
+            time.sleep(0.02)  # saves in a loop, each load still finds a pause to read one whole
         elif saved.is_set():
             got = load()
             if got is not None:

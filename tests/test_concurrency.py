@@ -169,7 +169,7 @@ def test_sharded_searches_beside_writes_never_fail_and_leave_it_equal_to_its_wri
         churn.step, lambda i: index.search(QUERIES[i], k=5), seconds=2.5, min_writes=30
     )
     assert not out["errors"], out["errors"][:3]
-    assert out["searches"] >= 30
+    assert out["searches"] >= 10  # (a change holds searches off while it runs)
     again = _sharded(docs)
     churn.replay(lambda d: again.insert([t for _, t in d], ids=[i for i, _ in d]), again.delete)
     single = MixPRIndex.from_texts([index.text(d) for d in index.doc_ids], ids=index.doc_ids)
