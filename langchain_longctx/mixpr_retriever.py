@@ -315,6 +315,11 @@ class MixPRRetriever(BaseRetriever):
         filter cannot be saved: a warning says to pass it again to :meth:`load`). The router is
         not saved: pass it again to :meth:`load`.
 
+        Beside ``add_documents`` / ``delete`` in other threads, the documents and the index are
+        taken together under the retriever's lock (:meth:`longctx.MixPRIndex.snapshot`,
+        constant time) and written after it is released: the folder holds one version of the
+        retriever, and replaces the one there only once it is whole (issue 44).
+
         Raises
         ------
         TypeError
@@ -327,14 +332,17 @@ class MixPRRetriever(BaseRetriever):
                 "load()",
                 stacklevel=2,
             )
+        with self._lock:  # one version: the documents and the index as they are now, together
+            documents = list(self.documents)
+            index = self._index.snapshot() if self._index is not None else None
         save_retriever(
             path,
             "langchain.mixpr_retriever",
             {"k": self.k, "token_budget": self.token_budget, "mode": self.mode,
              "max_words": self.max_words, "chunk_documents": self.chunk_documents,
              "order": self.order, "filter": saved_filter},
-            self.documents,
-            subdirs={"index": self._index.save} if self._index is not None else None,
+            documents,
+            subdirs={"index": index.save} if index is not None else None,
         )  # fmt: skip
 
     @classmethod

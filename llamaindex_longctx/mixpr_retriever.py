@@ -394,6 +394,11 @@ class MixPRRetriever(BaseRetriever):
         warning says to pass it again to :meth:`from_persist_dir`). The router is not saved:
         pass it again to :meth:`from_persist_dir`.
 
+        Beside inserts and deletes in other threads, the nodes and the index are taken together
+        under the retriever's lock (:meth:`longctx.MixPRIndex.snapshot`, constant time) and
+        written after it is released: the folder holds one version of the retriever, and
+        replaces the one there only once it is whole (issue 44).
+
         Raises
         ------
         longctx.persist.SaveTargetError
@@ -416,8 +421,9 @@ class MixPRRetriever(BaseRetriever):
                 "to from_persist_dir()",
                 stacklevel=2,
             )
-        with self._lock:
-            nodes, index = list(self._nodes), self._index
+        with self._lock:  # one version: the nodes and the index as they are now, together
+            nodes = list(self._nodes)
+            index = self._index.snapshot() if self._index is not None else None
         for j, n in enumerate(nodes):
             check_json_metadata(n.metadata, f"nodes[{j}] (id {n.node_id!r})")
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]

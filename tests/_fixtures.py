@@ -95,12 +95,9 @@ def search_while_updating(
 
     threads = [threading.Thread(target=updater, args=(range(k, n_docs, 2),)) for k in range(2)]
     threads += [threading.Thread(target=searcher) for _ in range(2)]
-    for t in threads:
-        t.start()
-    stop.wait(seconds)
-    stop.set()
-    for t in threads:
-        t.join()
+    from tests._concurrency import run_for
+
+    run_for(threads, stop, seconds)
     return seen[0], errors
 
 

@@ -169,7 +169,7 @@ def test_save_load_round_trip(tmp_path, alice_docs):
     manifest = json.loads((tmp_path / "ix" / "shards.json").read_text())
     assert manifest["format_version"] == 1 and manifest["n_shards"] == 3
     assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == [
-        "shard-0", "shard-1", "shard-2", "shards.json",
+        "shard-0", "shard-1", "shard-2", "shards.json", "writing.json",
     ]  # fmt: skip
     loaded = ShardedMixPRIndex.load(tmp_path / "ix", use_ray=False)
     assert loaded.backend == "in-process"

@@ -9,6 +9,8 @@ Layout of a corpus at ``out``::
                                  format (``MixPRIndex.save``, ``DiversityIndex.save``,
                                  ``build_hwdag(out_dir=...)``); <name> = safe_component(doc_id)
     out/.partial/<name>/         (local folders) a GARLIC build's checkpoint until it is finished
+    out/indexes/writing.json     (MixPR) the mark of the last build: "writing" while it replaces
+                                 files, then "done" (:mod:`~longctx.corpus.writers`)
 
 A MixPR corpus is one index over every document (``indexes/mixpr``), or with ``shards=N``
 (``--shards N``) ``indexes/shards.json`` and ``indexes/shard-<i>/``: shards searched as one index

@@ -351,13 +351,19 @@ def build_indexes(
         )
 
     if method == "mixpr":
-        result, changed = _build_mixpr(
-            docs, storage, manifest, method_options, progress, workers, t0, shards=shards,
-            use_ray=use_ray, ray_address=ray_address, removed=removed,
-        )  # fmt: skip
-        if _record_sources(manifest, inp) or changed:
-            manifest.reorder([d for d, _ in docs])
-            storage.write_json(CORPUS_MANIFEST, manifest.to_json())
+        from longctx.corpus.shards.build import index_storage
+        from longctx.corpus.writers import writing
+
+        # the index root is marked until the index and corpus.json are replaced: a load meanwhile
+        # tries again (longctx.corpus.writers), not reporting files of two builds as damage
+        with writing(index_storage(storage), "a rebuild of this corpus"):
+            result, changed = _build_mixpr(
+                docs, storage, manifest, method_options, progress, workers, t0, shards=shards,
+                use_ray=use_ray, ray_address=ray_address, removed=removed,
+            )  # fmt: skip
+            if _record_sources(manifest, inp) or changed:
+                manifest.reorder([d for d, _ in docs])
+                storage.write_json(CORPUS_MANIFEST, manifest.to_json())
         result = replace(result, unreadable=inp.skipped)
         logger.info("%s: %s", storage.url, result.summary())
         return result

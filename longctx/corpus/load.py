@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from longctx.corpus.manifest import CORPUS_MANIFEST, CorpusManifest, check_entry_text
 from longctx.corpus.storage import open_storage
+from longctx.corpus.writers import loads_beside_writers
 from longctx.persist import PersistError
 from longctx.types import SearchResult
 
@@ -83,6 +84,14 @@ def read_corpus_manifest(out, *, storage_options: dict | None = None) -> CorpusM
     return CorpusManifest.from_json(raw, storage.location(CORPUS_MANIFEST))
 
 
+def _index_root(arguments: dict):
+    """The index root of the corpus at ``arguments["out"]``, where a rebuild marks itself."""
+    from longctx.corpus.shards.build import index_storage
+
+    return index_storage(open_storage(arguments["out"], arguments["storage_options"]))
+
+
+@loads_beside_writers(_index_root)  # read again while a rebuild replaces the corpus's files
 def load_corpus(
     out,
     *,
@@ -113,7 +122,10 @@ def load_corpus(
     PersistError
         No corpus at ``out``, a damaged manifest, an index listed as done that is missing or
         damaged (a shard that cannot be loaded is named), or one whose text is not the one its
-        entry's ``text_sha256`` records (named).
+        entry's ``text_sha256`` records (named). A MixPR corpus whose checks fail while a
+        rebuild replaces its files is read again (:mod:`longctx.corpus.writers`); a
+        :class:`~longctx.persist.ConcurrentSaveError` names the rebuild still running (or
+        stopped half way) at the last attempt.
     """
     storage = open_storage(out, storage_options)
     manifest = read_corpus_manifest(storage)

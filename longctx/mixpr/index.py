@@ -78,7 +78,8 @@ class MixPRIndex(RetrievalIndex):
     power iteration (``personalization="similarity"``: the restart spread over the units by
     their similarity to the query; ``"query"``: the graph bordered with the query nodes,
     ``[[S, B], [B^T, Q]]``). Nothing on the index changes, so it can be shared by threads and
-    asyncio tasks. Global queries (the router says ``"global"``) use the PageRank of the unit
+    asyncio tasks; a write (one at a time) builds a new state and swaps it in whole, so a search
+    running meanwhile keeps the state it began with (docs/notes/concurrency.md). Global queries (the router says ``"global"``) use the PageRank of the unit
     graph (``alpha=0``), computed once; a local query that reaches no unit falls back to it
     (``mode="global-fallback"``, logged).
 

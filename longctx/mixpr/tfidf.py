@@ -18,11 +18,14 @@ the old one are never disturbed.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["TermStats", "TermTable", "TfidfSettings", "merge_term_stats", "tfidf_rows"]
 
@@ -514,11 +517,25 @@ class TermTable(TermStats):
 
         Appended rows are kept apart, so an append costs the rows, not the table: the new table
         takes its canonical form (:func:`_canonical`) on the first use of its counts, document
-        frequencies or vocabulary, the very form inserting every appended row at once gives."""
+        frequencies or vocabulary, the very form inserting every appended row at once gives.
+
+        A search may give this table its canonical form (new column order) between
+        :meth:`rows_for` and this call: the table is read once here, as one view (its appended
+        rows kept apart, or its canonical form), and ``rows`` counted over the other view are
+        translated to it by term (issue 48: they were read against the canonical columns)."""
         at = self.n_units if at is None else at
         if isinstance(vocab, _Vocabulary):
-            if at == self.n_units and vocab.base is self._vocab().base:
-                return _appended(self, vocab, rows)
+            pending = self.__dict__.get("_pending")  # read once: the view this call works on
+            if pending is None or at != self.n_units:
+                pending = None
+                view = self._canonical_vocab()
+            else:
+                view = pending[1]
+            if vocab.base is not view.base:
+                logger.debug("TermTable.insert_rows: rows counted over another view, translated")
+                vocab, rows = view.translated(vocab, rows)
+            if at == self.n_units:
+                return _appended(self, vocab, rows, pending)
             vocab = vocab.as_dict()
         V = len(vocab)
         old = self.counts
@@ -540,10 +557,15 @@ class TermTable(TermStats):
 
     # -- appended rows kept apart -----------------------------------------------------------
     def _vocab(self) -> _Vocabulary:
-        """This table's vocabulary as a :class:`_Vocabulary` (no copy)."""
+        """This table's vocabulary as a :class:`_Vocabulary` (no copy): the vocabulary of its
+        appended rows kept apart while it has them, else of its canonical form."""
         pending = self.__dict__.get("_pending")
         if pending is not None:
             return pending[1]
+        return self._canonical_vocab()
+
+    def _canonical_vocab(self) -> _Vocabulary:
+        """The vocabulary of this table's canonical form (taken now if need be)."""
         v = self.__dict__.get("_vocab_view")
         if v is None:
             v = self.__dict__["_vocab_view"] = _Vocabulary(self.vocabulary)
@@ -659,14 +681,27 @@ class _Vocabulary:
     def as_dict(self) -> dict:
         """term -> column for every term of this vocabulary (a new dict)."""
         full = dict(self.base)
-        full.update(itertools.islice(self.extra.items(), self.n_extra))
+        with self.lock:  # ``extra`` may grow meanwhile (a write extending a later table)
+            full.update(itertools.islice(self.extra.items(), self.n_extra))
         return full
 
+    def translated(self, other: _Vocabulary, rows: sp.csr_array):
+        """``(vocabulary, rows)``: ``rows`` (counts over ``other``, another vocabulary of the
+        same table) over this vocabulary extended by their terms it lacks. Costs ``other``'s
+        size (its terms by column)."""
+        cols = np.unique(rows.indices)
+        by_col = {j: t for t, j in other.as_dict().items()}
+        vocab, remap = self.extended({by_col[j]: i for i, j in enumerate(cols.tolist())})
+        idx = remap[np.searchsorted(cols, rows.indices)]
+        out = sp.csr_array((rows.data, idx, rows.indptr), shape=(rows.shape[0], len(vocab)))
+        out.sort_indices()
+        return vocab, out
 
-def _appended(table: TermTable, vocab: _Vocabulary, rows: sp.csr_array) -> TermTable:
+
+def _appended(table: TermTable, vocab: _Vocabulary, rows: sp.csr_array, pending) -> TermTable:
     """``table`` with ``rows`` appended, kept apart until first use (see
-    :meth:`TermTable.insert_rows`)."""
-    pending = table.__dict__.get("_pending")
+    :meth:`TermTable.insert_rows`); ``pending``: ``table``'s appended rows as the caller read
+    them (``None``: its canonical form)."""
     if pending is not None:
         root, _, blocks = pending
         blocks = blocks + (rows,)

@@ -144,7 +144,9 @@ class IndexDir(os.PathLike):
     def _read_manifest(self, expected: dict | None) -> None:
         f = self.path / MANIFEST
         if expected is None and not self._exists(MANIFEST):
-            raise PersistError(
+            # a ConcurrentSaveError when a save replaced the folder after it was opened (its
+            # old copy's files are being removed): the load starts again (issue 44)
+            self._raise_changed(
                 f"{str(f)!r} is missing: {str(self.path)!r} is not a saved longctx index, or "
                 "its save was interrupted"
             )

@@ -133,7 +133,7 @@ def test_cli_shards(tmp_path, docs, capsys):
     assert main([*argv, "--shards", "2", "--sequential"]) == 0
     assert "built 3, skipped 0, failed 0" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "c" / "indexes").iterdir()) == [
-        "shard-0", "shard-1", "shards.json",
+        "shard-0", "shard-1", "shards.json", "writing.json",
     ]  # fmt: skip
     assert main([*argv, "--shards", "3", "--sequential"]) == 2
     assert "'shards': 2" in capsys.readouterr().err

@@ -3,7 +3,16 @@ node's text, offsets and metadata come from one version of its document."""
 
 from __future__ import annotations
 
+from llama_index.core import Document
+
 from llamaindex_longctx import MixPRRetriever
+from tests._concurrency import (
+    QUERIES,
+    Churn,
+    base_docs,
+    saves_beside_writes,
+    searches_beside_writes,
+)
 from tests._fixtures import VERSIONED_N_DOCS, search_while_updating
 from tests.llamaindex_longctx._fixtures import versioned_doc
 
@@ -19,3 +28,43 @@ def test_hits_under_concurrent_updates_are_each_from_one_version():
     seen, errors = search_while_updating(lambda i, v: r.update_ref_doc(versioned_doc(i, v)), search)
     assert seen > 500
     assert not errors, f"{len(errors)} of {seen} hits mix versions, e.g. {errors[0]}"
+
+
+# -- issue 48 and issue 44 item 1: writes beside searches and persists ------------------------
+def _retriever(docs):
+    return MixPRRetriever.from_documents(
+        [Document(text=t, id_=d) for d, t in docs], similarity_top_k=5
+    )
+
+
+def _churn(r, seed):
+    return Churn(
+        lambda d: r.insert_nodes([Document(text=t, id_=i) for i, t in d]), r.delete_nodes, seed
+    )
+
+
+def _hits(r, q):
+    return [(n.node.node_id, n.node.get_content(), n.score) for n in r.retrieve(q)]
+
+
+def test_retrievals_beside_writes_leave_the_retriever_equal_to_a_fresh_build():
+    r = _retriever(base_docs())
+
+    def same():
+        fresh = MixPRRetriever.from_documents(r.nodes, similarity_top_k=5)
+        assert all(_hits(r, q) == _hits(fresh, q) for q in QUERIES)
+
+    searches_beside_writes(_churn(r, 1), lambda i: r.retrieve(QUERIES[i]), lambda: r._index, same)
+
+
+def test_persists_beside_inserts_each_load_as_one_version(tmp_path):
+    r = _retriever(base_docs())
+    sub = tmp_path / "longctx_mixpr"
+    saves_beside_writes(
+        _churn(r, 2),
+        lambda: [n.node_id for n in r.nodes],
+        lambda: r.persist(tmp_path),
+        lambda: MixPRRetriever.from_persist_dir(tmp_path) if sub.exists() else None,
+        lambda got: [n.node_id for n in got.nodes],
+        lambda got: got._index,
+    )

@@ -7,6 +7,8 @@ Layout at ``out`` (beside ``corpus.json``)::
 
     indexes/shards.json     the corpus order of the documents, the shard and length of each
     indexes/shard-<i>/      shard i (a MixPRIndex folder, format version 2)
+    indexes/writing.json    "writing" while a build replaces files, then "done" (loads meanwhile
+                            try again: :mod:`longctx.corpus.writers`)
 
 Building: a new document goes to the shard holding the fewest characters so far (ties: the lowest
 number; :func:`~longctx.corpus.shards.shard.assign_shards`), in the order given; a changed one is
@@ -298,10 +300,12 @@ def load_sharded_corpus(storage, manifest, *, use_ray=None, ray_address=None, wo
         A missing or damaged ``shards.json`` or shard (named), or an entry that does not match.
     """
     from longctx.corpus.shards.index import ShardedMixPRIndex
+    from longctx.corpus.shards.persist import load_sharded_once
 
-    index = ShardedMixPRIndex.load(
-        index_storage(storage), use_ray=use_ray, ray_address=ray_address, workers=workers,
-        **load_kwargs,
+    # (load_corpus tries again while a rebuild is in progress: not this load on its own)
+    index = load_sharded_once(
+        ShardedMixPRIndex, index_storage(storage), use_ray=use_ray, ray_address=ray_address,
+        workers=workers, **load_kwargs,
     )  # fmt: skip
     try:
         where = storage.location(CORPUS_MANIFEST)

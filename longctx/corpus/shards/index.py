@@ -35,6 +35,7 @@ On disk (:meth:`ShardedMixPRIndex.save`, a local folder or an fsspec URL)::
                          "assignment": "fewest-characters", "documents": [[id, shard, chars]...]}
     ROOT/shard-<i>/     shard i: a MixPRIndex folder (format version 2), for shards holding
                         documents
+    ROOT/writing.json   "writing" until every file of a save is in place, then "done"
 
 The corpus-wide statistics are not stored: they are gathered from the shards at load, so they
 can never disagree with them. A longctx corpus built with ``longctx index DIR --method mixpr
@@ -53,6 +54,7 @@ import numpy as np
 
 from longctx.checks import check_choice, check_int, check_query
 from longctx.corpus.shards.backends import ShardDied, _where, open_backend
+from longctx.corpus.shards.locking import ReadWriteLock
 from longctx.corpus.shards.persist import MAX_SHARDS
 from longctx.corpus.shards.selection import select_over_shards
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
@@ -109,7 +111,8 @@ class ShardedMixPRIndex:
     :meth:`load`. Documents are inserted, updated and deleted by id (:meth:`insert`,
     :meth:`update`, :meth:`delete`): the change goes to the shard holding the document (a new
     one to the shard the documented rule picks), then the corpus's statistics are gathered again
-    and sent to every shard.
+    and sent to every shard. A search sees the shards before or after a change, never half of it
+    (a read-write lock: docs/notes/concurrency.md).
 
     On Ray, each shard is one actor. An actor that dies is restarted from the shard's stored copy
     (where it was loaded from or last saved) and the query tried again once; a shard changed since
@@ -139,7 +142,8 @@ class ShardedMixPRIndex:
         # loaded or saved: a restart must find it again (the corpus may have been rebuilt)
         self._stored_digests: dict[int, dict] = {}
         self._stats = dict(stats)  # shard -> term_stats()
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # changes and saves, one at a time
+        self._rw, self._scorer_lock = ReadWriteLock(), threading.Lock()  # (issue 48)
         self._order: list[str] = []
         self._shard_of: dict[str, int] = {}
         self._chars: dict[str, int] = {}
@@ -440,15 +444,18 @@ class ShardedMixPRIndex:
             )
 
     def _with_retry(self, fn):
-        """``fn()``, tried once more after restarting shards whose actor died."""
+        """``fn()`` (a search: under the read lock, so no change runs meanwhile), tried once
+        more after restarting shards whose actor died."""
         try:
-            return fn()
+            with self._rw.reading():
+                return fn()
         except ShardDied as exc:
             logger.warning("%s; restarting them and trying again", exc)
-            with self._lock:
+            with self._lock, self._rw.writing():
                 self._restart(exc.shards)
             try:
-                return fn()
+                with self._rw.reading():
+                    return fn()
             except ShardDied as again:
                 raise RuntimeError(f"{again} again after a restart: giving up") from None
 
@@ -485,7 +492,7 @@ class ShardedMixPRIndex:
         return mode, qvec, timings
 
     def _scorer_now(self) -> Scorer:
-        with self._lock:
+        with self._scorer_lock:
             if self._scorer is None:
                 self._scorer = self._make_scorer()
             return self._scorer
@@ -494,14 +501,16 @@ class ShardedMixPRIndex:
         """Scores of every unit, in corpus order: ``(scores (n_units,) float64, mode used,
         timings)`` as :meth:`MixPRIndex.score <longctx.mixpr.index.MixPRIndex.score>` (the
         vector is gathered from the shards: for studies and tests, not for large corpora)."""
-        mode, qvec, timings = self._prepare(query, mode, query_vector, filters)
 
         def attempt():
+            used, qvec, timings = self._prepare(query, mode, query_vector, filters)
+            if not self.n_units:
+                return np.zeros(0), "local", timings
             scorer = self._scorer_now()
             sid = scorer.new_session()
             try:
                 scorer.open(sid, filters)
-                used, t = scorer.score(sid, query, mode, qvec, filters)
+                used, t = scorer.score(sid, query, used, qvec, filters)
                 parts = scorer.backend.map("take_scores", sid)
                 keys = scorer.backend.map("keys_of", sid)
             finally:
@@ -511,8 +520,6 @@ class ShardedMixPRIndex:
                 out[k] = s
             return out, used, {**timings, **t}
 
-        if not self.n_units:
-            return np.zeros(0), "local", timings
         return self._with_retry(attempt)
 
     def search(
@@ -539,15 +546,15 @@ class ShardedMixPRIndex:
             A shard's actor died twice, or died with changes not saved.
         """
         k, token_budget = check_size(k, token_budget, default_k=100)
-        mode, qvec, timings = self._prepare(query, mode, query_vector, filters)
         budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
         if token_budget is not None:
             budget["unit"] = "count_tokens"
         return self._with_retry(
-            lambda: self._search_once(query, mode, qvec, filters, k, token_budget, budget, timings)
+            lambda: self._search_once(query, mode, query_vector, filters, k, token_budget, budget)
         )
 
-    def _search_once(self, query, mode, qvec, filters, k, token_budget, budget, timings):
+    def _search_once(self, query, mode, query_vector, filters, k, token_budget, budget):
+        mode, qvec, timings = self._prepare(query, mode, query_vector, filters)
         info = {"doc_ids": (), "shards": self.n_shards}
         if not self.n_units:
             return SearchResult((), self.method, "local", {}, budget, info=info)
@@ -613,7 +620,7 @@ class ShardedMixPRIndex:
             Bad texts, ids (taken, duplicated) or metadata; checked before anything changes.
         """
         texts = check_texts(texts)
-        with self._lock:
+        with self._lock, self._rw.writing():
             ids, metadatas, vectors = self._check_change(
                 texts, ids, metadatas, unit_vectors, replace=False
             )
@@ -647,7 +654,7 @@ class ShardedMixPRIndex:
             As :meth:`insert`.
         """
         texts = check_texts(texts)
-        with self._lock:
+        with self._lock, self._rw.writing():
             ids, metadatas, vectors = self._check_change(
                 texts, ids, metadatas, unit_vectors, replace=True
             )
@@ -671,7 +678,7 @@ class ShardedMixPRIndex:
         if isinstance(ids, str):
             ids = [ids]
         ids = list(ids)
-        with self._lock:
+        with self._lock, self._rw.writing():
             check_held(ids, self._shard_of)
             calls = {}
             for s in sorted({self._shard_of[i] for i in ids}):
@@ -759,7 +766,8 @@ class ShardedMixPRIndex:
         ------
         PersistError
             No sharded index there, a damaged ``shards.json``, a shard that cannot be loaded
-            (named), or shards that disagree with ``shards.json`` (an interrupted build).
+            (named), or shards that disagree with ``shards.json`` (read again while a save is
+            in progress: :class:`~longctx.persist.ConcurrentSaveError` if it goes on).
         """
         from longctx.corpus.shards.persist import load_sharded
 

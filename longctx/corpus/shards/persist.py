@@ -36,7 +36,9 @@ def save_sharded(index, out, storage_options=None) -> None:
     storage = open_storage(out, storage_options)
     if not index._order:
         raise ValueError("a sharded MixPR index with no document cannot be saved")
-    with index._lock:
+    from longctx.corpus.writers import writing
+
+    with index._lock, writing(storage, "a save of this sharded index"):
         for s in sorted(index._stats):
             rel = shard_dir(s)
             if storage.shared:
@@ -70,16 +72,23 @@ def manifest_of_order(n_shards: int, order, shard_of: dict, chars: dict) -> dict
     }
 
 
-def load_sharded(
-    cls, out, *, storage_options=None, use_ray=None, ray_address=None, workers=None, router=None,
-    encoder=None,
-):  # fmt: skip
+def load_sharded(cls, out, *, storage_options=None, **kwargs):
     """Read the sharded index at ``out`` (see :meth:`ShardedMixPRIndex.load
-    <longctx.corpus.shards.index.ShardedMixPRIndex.load>`)."""
-    from longctx.corpus.shards.backends import open_backend
+    <longctx.corpus.shards.index.ShardedMixPRIndex.load>`), again while a save in progress
+    changes its files (:func:`longctx.corpus.writers.load_beside_writers`)."""
     from longctx.corpus.storage import open_storage
+    from longctx.corpus.writers import load_beside_writers
 
     storage = open_storage(out, storage_options)
+    return load_beside_writers(storage, lambda: load_sharded_once(cls, storage, **kwargs))
+
+
+def load_sharded_once(
+    cls, storage, *, use_ray=None, ray_address=None, workers=None, router=None, encoder=None
+):
+    """One read of the sharded index at ``storage`` (:func:`load_sharded`)."""
+    from longctx.corpus.shards.backends import open_backend
+
     where = storage.location(SHARDS_FILE)
     raw = storage.read_json(SHARDS_FILE)
     if raw is None:

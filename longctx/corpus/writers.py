@@ -1,0 +1,136 @@
+"""A write of several files that readers must tell from damage: the mark ``writing.json``.
+
+A sharded index's save (``shard-<i>/`` then ``shards.json``) and a MixPR corpus's rebuild (the
+index folders under ``indexes/``, then ``corpus.json``) replace each file atomically, but not all
+of them at once: a load running meanwhile may read files of two versions, which its checks refuse
+("holds other documents than shards.json lists", "field 'text_sha256' ... does not match"), as
+they refuse a forged file (issue 44 item 6). So the writer marks the index root (a corpus's
+``indexes/``) first, ``{"state": "writing", "token": ...}``, and ``"done"`` with the same token
+when every file is in place; a loader whose checks fail reads the mark again: while it says
+``"writing"`` or has changed since the load began, the files come from a write in progress and
+the load is tried again (:func:`load_beside_writers`, as
+:func:`longctx.persist.reader.retry_on_concurrent_save` does for one folder); only with the mark
+``"done"`` and unchanged (or no mark: a corpus of an older longctx) is the failure the files' own.
+
+A write that stops half way (an error, ``kill -9``) leaves the mark at ``"writing"``: until the
+next write finishes, a load whose checks fail says so (:class:`~longctx.persist.ConcurrentSaveError`
+naming the writer's process and start), not "damaged or forged".
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import TypeVar
+
+from longctx.persist import ConcurrentSaveError, PersistError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["WRITER_FILE", "load_beside_writers", "loads_beside_writers", "read_mark", "writing"]
+
+#: The mark's file, at the index root.
+WRITER_FILE = "writing.json"
+#: Loads of files that a write in progress keeps changing, before the error.
+WRITER_ATTEMPTS = 6
+#: Largest size of the mark read (bytes).
+MAX_MARK_BYTES = 4096
+
+T = TypeVar("T")
+
+
+@contextmanager
+def writing(storage, what: str) -> Iterator[None]:
+    """Mark ``storage``'s root as being written (``what``: "a rebuild", "a save") for the
+    duration of the block; the mark says ``"done"`` when the block ends without an error."""
+    token = uuid.uuid4().hex
+    mark = {
+        "format": "longctx.writer",
+        "what": what,
+        "token": token,
+        "pid": os.getpid(),
+        "host": socket.gethostname()[:100],
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    storage.write_json(WRITER_FILE, {**mark, "state": "writing"})
+    yield
+    storage.write_json(WRITER_FILE, {**mark, "state": "done"})
+
+
+def read_mark(storage) -> dict | None:
+    """The mark at ``storage``'s root as ``{"state", "token", "what", "pid", "host",
+    "started"}`` (str values, bounded), or ``None`` (no mark, or one that is not a mark)."""
+    try:
+        raw = storage.read_json(WRITER_FILE, limit=MAX_MARK_BYTES)
+    except PersistError:
+        return None
+    if not isinstance(raw, dict) or raw.get("format") != "longctx.writer":
+        return None
+    keys = ("state", "token", "what", "pid", "host", "started")
+    return {k: str(raw.get(k, ""))[:100] for k in keys}
+
+
+def _concurrent(before: dict | None, after: dict | None) -> bool:
+    if any(m is not None and m["state"] == "writing" for m in (before, after)):
+        return True
+    key = [None if m is None else (m["token"], m["state"]) for m in (before, after)]
+    return key[0] != key[1]
+
+
+def load_beside_writers(storage, load: Callable[[], T], *, attempts: int | None = None) -> T:
+    """``load()``, tried again while its checks fail (a :class:`~longctx.persist.PersistError`)
+    and the mark of ``storage``'s root says a write is in progress or happened meanwhile.
+
+    Raises
+    ------
+    ConcurrentSaveError
+        The last failure, when a write was still in progress at the last attempt (or stopped
+        half way): names the writer (what, process, host, start).
+    PersistError
+        ``load()``'s own, when no write was in progress.
+    """
+    n = WRITER_ATTEMPTS if attempts is None else attempts
+    for i in range(n):
+        before = read_mark(storage)
+        try:
+            return load()
+        except PersistError as exc:
+            after = read_mark(storage)
+            if not _concurrent(before, after):
+                raise
+            mark, last = after or before, exc
+            logger.info("load of %s met %s in progress, again (%s)", storage.url, mark["what"], exc)
+        if i + 1 < n:
+            time.sleep(min(1.0, 0.05 * 2**i))
+    raise ConcurrentSaveError(
+        f"{storage.location(WRITER_FILE)!r}: {mark['what']} by process {mark['pid']} on "
+        f"{mark['host']!r}, started {mark['started']}, was in progress at each of {n} loads "
+        f"(or stopped half way: run it again); the files it had replaced so far did not match "
+        f"the others: {str(last).replace(' (damaged or forged)', '')}"
+    )
+
+
+def loads_beside_writers(root: Callable[[dict], object]) -> Callable:
+    """Decorator for a loader: :func:`load_beside_writers` over the storage ``root(arguments)``
+    (the loader's arguments by name, defaults applied), where the writers mark themselves."""
+
+    def wrap(fn):
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def load(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return load_beside_writers(root(bound.arguments), lambda: fn(*args, **kwargs))
+
+        return load
+
+    return wrap
