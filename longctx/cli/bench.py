@@ -10,8 +10,11 @@ from pathlib import Path
 
 from longctx.eval import METHOD_NAMES, TASKS
 
-# every method but the opt-in ones (fps; youra and garlic run an LLM over every document)
-DEFAULT_METHODS = tuple(m for m in METHOD_NAMES if m not in ("fps", "youra", "garlic"))
+# every method but the opt-in ones (fps; mixpr-hybrid-units embeds every unit; youra and garlic
+# run an LLM over every document)
+DEFAULT_METHODS = tuple(
+    m for m in METHOD_NAMES if m not in ("fps", "youra", "garlic", "mixpr-hybrid-units")
+)
 
 
 def _int_list(text: str) -> tuple[int, ...]:
