@@ -15,7 +15,8 @@ pattern of its answer (case-insensitive, whitespace runs as one space).
 Retrievers per app: the app's vector retriever; MixPR alone; the MixPR hybrid seeded by the app's
 retriever (``vector_retriever=``, no embedding by longctx); with ``--old-hybrid`` the hybrid that
 embeds every MixPR unit (``embed_model=`` / ``embeddings=``); the frameworks' fusion as the
-guides showed it (defaults) and the fusion recipe of the guides.
+guides showed it (defaults, top 5) and the fusion recipe of the guides (MixPR weighted above the
+app, both asked for 5, the first 10 read).
 
 MixPR's units (up to 64 words) are far shorter than the apps' chunks (1,024 LlamaIndex tokens,
 1,000 characters), so the rows ``... @ app's tokens`` also ask MixPR and the hybrid for as many
@@ -64,6 +65,8 @@ QUESTIONS = (
     ("What did the Scarecrow want to ask the great Oz for?", (r"brains",)),
 )  # fmt: skip
 K = 5
+#: the guides' fusion recipe: its first 2 * K results are read (both retrievers' top K)
+RECIPE = "fusion (recipe, first 10)"
 
 
 def found(texts, patterns) -> bool:
@@ -166,7 +169,7 @@ def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
         ),
         0.0,
     )
-    out["fusion (recipe)"] = (fusion_llamaindex(app, mixpr), 0.0)
+    out[RECIPE] = (fusion_llamaindex(app, mixpr), 0.0)
     return {"retrievers": out, "units": out["mixpr"][0].index.n_units, "chunks": len(nodes)}
 
 
@@ -179,7 +182,7 @@ def fusion_llamaindex(app, mixpr):
         [mixpr, app],
         mode="dist_based_score",
         retriever_weights=[0.75, 0.25],
-        similarity_top_k=K,
+        similarity_top_k=2 * K,
         num_queries=1,
         use_async=False,
         llm=MockLLM(),
@@ -241,12 +244,12 @@ def langchain_app(cache: Path, encoder, old_hybrid: bool) -> dict:
         out["old hybrid"] = (r, t + _remember_seconds(cache, "mixpr_units", uc.embed_seconds))
     mixpr = out["mixpr"][0]
     out["fusion (defaults)"] = (EnsembleRetriever(retrievers=[app, mixpr]), 0.0)
-    out["fusion (recipe)"] = (fusion_langchain(app, mixpr), 0.0)
+    out[RECIPE] = (fusion_langchain(app, mixpr), 0.0)
     return {"retrievers": out, "units": mixpr.index.n_units, "chunks": len(splits)}
 
 
-def _ask(retriever, q: str, budget: int | None = None) -> list[str]:
-    """The texts ``retriever`` returns for ``q``: its top ``K``, or with ``budget`` (a longctx
+def _ask(retriever, q: str, budget: int | None = None, k: int = K) -> list[str]:
+    """The texts ``retriever`` returns for ``q``: its top ``k``, or with ``budget`` (a longctx
     retriever) as many units as fill ``budget`` tokens."""
     if hasattr(retriever, "retrieve"):  # LlamaIndex
         if budget is not None:
@@ -254,10 +257,10 @@ def _ask(retriever, q: str, budget: int | None = None) -> list[str]:
         texts = [n.node.get_content() for n in retriever.retrieve(q)]
         if budget is not None:
             retriever.token_budget = None
-        return texts if budget is not None else texts[:K]
+        return texts if budget is not None else texts[:k]
     if budget is not None:
         return [d.page_content for d in retriever.invoke(q, token_budget=budget)]
-    return [d.page_content for d in retriever.invoke(q)][:K]
+    return [d.page_content for d in retriever.invoke(q)][:k]
 
 
 #: rows that ask a longctx retriever for the tokens the app's 5 chunks hold (same question)
@@ -278,7 +281,8 @@ def run_app(app: dict, repeat: int) -> dict:
             budget = None
             for name, (ret, _) in rs.items():
                 t0 = time.perf_counter()
-                texts = _ask(ret, q, budget if name in SAME_TOKENS else None)
+                k = 2 * K if name == RECIPE else K
+                texts = _ask(ret, q, budget if name in SAME_TOKENS else None, k)
                 secs[name] += time.perf_counter() - t0
                 if name == "app":
                     budget = sum(count_tokens(t) for t in texts)
