@@ -133,6 +133,18 @@ def _remember_seconds(cache: Path, key: str, seconds: float) -> float:
     return saved[key]
 
 
+def _mixpr_rows(make, vector, units: VectorCache, old_hybrid_kw, cache: Path) -> dict:
+    """The longctx rows of an app: ``make(**kw)`` builds its MixPRRetriever at size ``K``; plain,
+    seeded by ``vector`` (the app's retriever or store) and, with ``old_hybrid_kw``, the former
+    hybrid embedding every unit (through ``units``, whose first embedding time is counted)."""
+    out = {"mixpr": _timed_build(make)}
+    out["hybrid"] = _timed_build(lambda: make(vector_retriever=vector))
+    if old_hybrid_kw:
+        r, t = _timed_build(lambda: make(**old_hybrid_kw))
+        out["old hybrid"] = (r, t + _remember_seconds(cache, "mixpr_units", units.embed_seconds))
+    return out
+
+
 def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
     """The LlamaIndex app's retrievers: ``{name: (retriever, build seconds)}`` and notes."""
     from llama_index.core import Document, VectorStoreIndex
@@ -152,16 +164,13 @@ def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
     vindex, t_index = _timed_build(lambda: VectorStoreIndex(nodes, embed_model=embed))
     app = vindex.as_retriever(similarity_top_k=K)
     out = {"app": (app, _remember_seconds(cache, "llamaindex_chunks", vc.embed_seconds))}
-    out["mixpr"] = _timed_build(lambda: MixPRRetriever.from_documents(docs, similarity_top_k=K))
-    out["hybrid"] = _timed_build(
-        lambda: MixPRRetriever.from_documents(docs, similarity_top_k=K, vector_retriever=app)
-    )
-    if old_hybrid:
-        uc = VectorCache(cache, "mixpr_units", encoder)
-        r, t = _timed_build(
-            lambda: MixPRRetriever.from_documents(docs, similarity_top_k=K, embed_model=uc.embed)
+    uc = VectorCache(cache, "mixpr_units", encoder)
+    out.update(
+        _mixpr_rows(
+            lambda **kw: MixPRRetriever.from_documents(docs, similarity_top_k=K, **kw),
+            app, uc, {"embed_model": uc.embed} if old_hybrid else None, cache,
         )
-        out["old hybrid"] = (r, t + _remember_seconds(cache, "mixpr_units", uc.embed_seconds))
+    )  # fmt: skip
     mixpr = out["mixpr"][0]
     out["fusion (defaults)"] = (
         QueryFusionRetriever(
@@ -224,24 +233,21 @@ def langchain_app(cache: Path, encoder, old_hybrid: bool) -> dict:
     store.add_documents(splits)
     app = store.as_retriever(search_kwargs={"k": K})
     out = {"app": (app, _remember_seconds(cache, "langchain_chunks", vc.embed_seconds))}
-    out["mixpr"] = _timed_build(lambda: MixPRRetriever.from_documents(docs, k=K))
-    out["hybrid"] = _timed_build(
-        lambda: MixPRRetriever.from_documents(docs, k=K, vector_retriever=store)
-    )
-    if old_hybrid:
-        uc = VectorCache(cache, "mixpr_units", encoder)
+    uc = VectorCache(cache, "mixpr_units", encoder)
 
-        class CachedUnits(Embeddings):
-            def embed_documents(self, texts):
-                return uc.embed(list(texts)).tolist()
+    class CachedUnits(Embeddings):
+        def embed_documents(self, texts):
+            return uc.embed(list(texts)).tolist()
 
-            def embed_query(self, text):
-                return live.embed_query(text)
+        def embed_query(self, text):
+            return live.embed_query(text)
 
-        r, t = _timed_build(
-            lambda: MixPRRetriever.from_documents(docs, k=K, embeddings=CachedUnits())
+    out.update(
+        _mixpr_rows(
+            lambda **kw: MixPRRetriever.from_documents(docs, k=K, **kw),
+            store, uc, {"embeddings": CachedUnits()} if old_hybrid else None, cache,
         )
-        out["old hybrid"] = (r, t + _remember_seconds(cache, "mixpr_units", uc.embed_seconds))
+    )  # fmt: skip
     mixpr = out["mixpr"][0]
     out["fusion (defaults)"] = (EnsembleRetriever(retrievers=[app, mixpr]), 0.0)
     out[RECIPE] = (fusion_langchain(app, mixpr), 0.0)

@@ -10,18 +10,10 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_longctx import MixPRRetriever
 from langchain_longctx._documents import documents_to_seeds, source_map
+from tests._fixtures import SEED_BOOK, SEED_OTHER
 from tests.langchain_longctx._fixtures import HashEmbeddings
 
-BOOK = (
-    "The harbour master counted the ships at dawn. The gulls circled above the grey pier. "
-    "A lantern swung from the mast of the oldest boat. Fishermen mended their nets in silence. "
-    "Deep in the forest the owl watched the clearing. The fox crossed the frozen stream. "
-    "Snow covered the path to the woodcutter's hut. Smoke rose from its crooked chimney. "
-)
-OTHER = (
-    "The professor wrote equations on the blackboard. His students copied every symbol. "
-    "Chalk dust drifted through the afternoon light. The bell rang and nobody moved. "
-)
+BOOK, OTHER = SEED_BOOK, SEED_OTHER
 
 
 class Counting(HashEmbeddings):

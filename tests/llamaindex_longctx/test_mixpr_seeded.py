@@ -11,18 +11,10 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from llamaindex_longctx import MixPRRetriever
 from llamaindex_longctx._nodes import nodes_to_seeds
+from tests._fixtures import SEED_BOOK, SEED_OTHER
 from tests.llamaindex_longctx._fixtures import HashEmbedding
 
-BOOK = (
-    "The harbour master counted the ships at dawn. The gulls circled above the grey pier. "
-    "A lantern swung from the mast of the oldest boat. Fishermen mended their nets in silence. "
-    "Deep in the forest the owl watched the clearing. The fox crossed the frozen stream. "
-    "Snow covered the path to the woodcutter's hut. Smoke rose from its crooked chimney. "
-)
-OTHER = (
-    "The professor wrote equations on the blackboard. His students copied every symbol. "
-    "Chalk dust drifted through the afternoon light. The bell rang and nobody moved. "
-)
+BOOK, OTHER = SEED_BOOK, SEED_OTHER
 
 
 @pytest.fixture
