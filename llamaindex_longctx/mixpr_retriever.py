@@ -353,6 +353,13 @@ class MixPRRetriever(BaseRetriever):
             self.delete_ref_doc(document.node_id, raise_error=False)
             self.insert_nodes([document])
 
+    def refresh(self) -> None:
+        """Follow the docstore now (:meth:`from_defaults` with ``index=`` / ``docstore=``):
+        insert, update and delete what changed in it. A search does it too; with
+        ``embed_model=`` call it after the app's ``index.insert(...)`` so the new chunks are
+        embedded then (a progress bar on a terminal), not inside the next search."""
+        self._sync_docstore()
+
     def _sync_docstore(self) -> None:
         """Follow the docstore given to :meth:`from_defaults`: insert its new nodes, delete the
         ones it lost, and replace those whose hash changed."""

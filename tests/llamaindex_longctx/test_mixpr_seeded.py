@@ -92,3 +92,16 @@ def test_a_vector_retriever_that_is_not_a_retriever_is_refused(app):
     docs = app[0]
     with pytest.raises(TypeError, match="vector_retriever must be a llama_index BaseRetriever"):
         MixPRRetriever.from_documents(docs, vector_retriever=app[2])
+
+
+def test_refresh_embeds_a_followed_indexs_new_nodes_before_the_search():
+    emb = HashEmbedding()
+    vindex = VectorStoreIndex([], embed_model=emb)
+    vindex.insert(Document(text=BOOK, id_="book"))
+    r = MixPRRetriever.from_defaults(index=vindex, similarity_top_k=2, embed_model=emb)
+    vindex.insert(Document(text=OTHER, id_="other"))
+    r.refresh()  # the new chunk is embedded here (by longctx and by the app's index)
+    before = emb.calls
+    out = r.retrieve("Where did the chalk dust drift?")
+    assert emb.calls == before  # nothing embedded inside the search
+    assert any("Chalk" in n.node.get_content() for n in out)
