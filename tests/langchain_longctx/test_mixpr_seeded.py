@@ -100,3 +100,12 @@ def test_a_chunk_without_start_index_is_located_by_its_text(app):
 def test_a_vector_retriever_of_another_kind_is_refused(app):
     with pytest.raises(Exception, match="vector_retriever must be a LangChain BaseRetriever"):
         MixPRRetriever.from_documents(app[0], vector_retriever=object())
+
+
+def test_a_loaded_retriever_takes_the_store_again(app, tmp_path):
+    docs, _, store = app
+    r = MixPRRetriever.from_documents(docs, k=3, vector_retriever=store, vector_k=2)
+    r.save(tmp_path / "r")
+    back = MixPRRetriever.load(tmp_path / "r", vector_retriever=store, vector_k=2)
+    q = "Where did the fox cross the stream?"
+    assert [d.id for d in back.invoke(q)] == [d.id for d in r.invoke(q)]

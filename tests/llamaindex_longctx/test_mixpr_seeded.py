@@ -105,3 +105,14 @@ def test_refresh_embeds_a_followed_indexs_new_nodes_before_the_search():
     out = r.retrieve("Where did the chalk dust drift?")
     assert emb.calls == before  # nothing embedded inside the search
     assert any("Chalk" in n.node.get_content() for n in out)
+
+
+def test_a_reloaded_retriever_takes_the_vector_retriever_again(app, tmp_path):
+    docs, _, vindex, _ = app
+    vr = vindex.as_retriever(similarity_top_k=2)
+    r = MixPRRetriever.from_documents(docs, similarity_top_k=3, vector_retriever=vr)
+    r.persist(tmp_path)
+    back = MixPRRetriever.from_persist_dir(tmp_path, vector_retriever=vr)
+    assert back.vector_retriever is vr
+    q = "Where did the fox cross the stream?"
+    assert [n.node.node_id for n in back.retrieve(q)] == [n.node.node_id for n in r.retrieve(q)]
