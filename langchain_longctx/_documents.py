@@ -66,3 +66,38 @@ def documents_from_texts(
     """
     texts, metadatas, ids = check_texts_metadatas_ids(texts, metadatas, ids)
     return [Document(page_content=t, metadata=m, id=i) for t, m, i in zip(texts, metadatas, ids)]
+
+
+def source_map(documents, keys, source_key: str) -> dict:
+    """``{metadata[source_key]: key}`` of the documents (the first of each value): how a
+    splitter's chunk (whose metadata copies its source's) finds its source document."""
+    out: dict = {}
+    for d, k in zip(documents, keys):
+        v = d.metadata.get(source_key) if k is not None else None
+        if isinstance(v, str) and v not in out:
+            out[v] = k
+    return out
+
+
+def documents_to_seeds(found, index, sources: dict, source_key: str) -> list:
+    """The app's retriever's hits (``Document``, best first) as seeds of ``index``'s walk
+    (:func:`longctx.mixpr.seeds.hit_seed`): a document the index holds (by ``id``) seeds
+    itself; a splitter's chunk seeds its span in its source document, found by
+    ``metadata[source_key]`` (``sources``: :func:`source_map`, or a held id), from
+    ``metadata["start_index"]`` (``RecursiveCharacterTextSplitter(add_start_index=True)``),
+    checked against the chunk's text and located by it when the offset is missing."""
+    from longctx.mixpr.seeds import hit_seed
+
+    seeds = []
+    for rank, doc in enumerate(found):
+        doc = doc[0] if isinstance(doc, tuple) else doc  # (Document, score) pairs
+        v = doc.metadata.get(source_key)
+        parent = sources.get(v, v) if isinstance(v, str) else None
+        start = doc.metadata.get("start_index")
+        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+            start = None
+        end = None if start is None else start + len(doc.page_content)
+        seed = hit_seed(index.holds, rank, doc.id, parent, start, end, doc.page_content)
+        if seed is not None:
+            seeds.append(seed)
+    return seeds

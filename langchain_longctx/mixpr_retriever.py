@@ -17,12 +17,15 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
+from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_longctx._documents import (
     document_keys,
     documents_from_texts,
+    documents_to_seeds,
     hit_to_document,
+    source_map,
     with_unique_ids,
 )
 from langchain_longctx._persist import (
@@ -76,6 +79,15 @@ class MixPRRetriever(BaseRetriever):
       nearest chunks join the walk).
     - `chunk_documents` (`bool`): ``False``: every document one unit, returned whole (passages;
       with ``MixPR(preset="multihop")`` the multi-hop walk).
+    - `vector_retriever` (`BaseRetriever | VectorStore | None`): The app's own vector
+      retriever or store: hybrid over the vectors the app already holds (no embedding by
+      longctx). Each query asks it first (``vector_k`` documents from a store) and the chunks
+      it returns seed the walk's restart on the MixPR units they overlap
+      (:mod:`longctx.mixpr.seeds`): a chunk's source document is found by
+      ``metadata[seed_source_key]`` (``"source"``, as the document loaders and text splitters
+      set it) or by its ``id``, its span by ``metadata["start_index"]``
+      (``RecursiveCharacterTextSplitter(add_start_index=True)``) or by locating its text.
+      Not saved: pass it again to :meth:`load`.
     - `filter` (`dict | callable | None`): Metadata filter, ``{"author": "Austen"}``,
       ``{"year": {"$gte": 1800}}``; ``invoke(..., filter=...)`` overrides it.
     - `order` (`str`): ``"score"`` (best first, the default) or ``"document"``.
@@ -138,6 +150,21 @@ class MixPRRetriever(BaseRetriever):
         description="The app's LangChain Embeddings for hybrid mode (chunks embedded once)",
     )
 
+    vector_retriever: Any = Field(
+        default=None,
+        repr=False,
+        description="The app's own BaseRetriever or VectorStore: its hits seed the walk "
+        "(hybrid with no embedding by longctx)",
+    )
+    vector_k: int = Field(
+        default=5, ge=1, description="Documents asked of vector_retriever when it is a store"
+    )
+    seed_source_key: str = Field(
+        default="source",
+        description="Metadata key naming a vector hit's source document (its value: that "
+        "document's id or the same key's value in its metadata)",
+    )
+
     filter: Any = Field(
         default=None,
         repr=False,
@@ -154,12 +181,19 @@ class MixPRRetriever(BaseRetriever):
     _keys: list = PrivateAttr(default_factory=list)
     _by_key: dict = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.RLock)
+    _sources: dict | None = PrivateAttr(default=None)
     _check_sizes = field_validator("k", "token_budget", mode="before")(check_size_field)
 
     def model_post_init(self, context: Any) -> None:
         check_choice(self.mode, "mode", MODES)
         check_order(self.order)
         compile_filter(self.filter)  # a bad filter raises now, before the build
+        vr = self.vector_retriever
+        if vr is not None and not isinstance(vr, (BaseRetriever, VectorStore)):
+            raise TypeError(
+                "vector_retriever must be a LangChain BaseRetriever or VectorStore, got "
+                f"{type(vr).__name__}"
+            )
         self._keys = document_keys(self.documents)
         self._by_key = {k: d for k, d in zip(self._keys, self.documents) if k is not None}
         loaded = loaded_parts()
@@ -237,6 +271,7 @@ class MixPRRetriever(BaseRetriever):
                     self._index.insert(texts, ids=kids, metadatas=metas)
             self.documents.extend(docs)
             self._keys.extend(keys)
+            self._sources = None
             # copy on write: a search takes the map by reference under the lock
             self._by_key = {**self._by_key, **{k: d for k, d in zip(keys, docs) if k is not None}}
         return [k if k is not None else d.id for k, d in zip(keys, docs)]
@@ -278,6 +313,7 @@ class MixPRRetriever(BaseRetriever):
             dropped = set(drop)
             self.documents[:] = [d for j, d in enumerate(self.documents) if j not in dropped]
             self._keys = [k for j, k in enumerate(self._keys) if j not in dropped]
+            self._sources = None
         return True
 
     @property
@@ -406,11 +442,29 @@ class MixPRRetriever(BaseRetriever):
         with self._lock:  # the index and the documents of one version (writes hold the lock)
             index = self._index.snapshot() if self._index is not None else None
             by_key = self._by_key  # replaced, never changed, by writes
+            if self.vector_retriever is not None and self._sources is None:
+                self._sources = source_map(self.documents, self._keys, self.seed_source_key)
+            sources = self._sources
         if index is None:
             return []
         flt = self.filter if filter is None else filter
+        seeds = None
+        if self.vector_retriever is not None:
+            vr = self.vector_retriever
+            found = (
+                vr.similarity_search(query, k=self.vector_k)
+                if isinstance(vr, VectorStore)
+                else vr.invoke(query)
+            )
+            seeds = documents_to_seeds(found, index, sources, self.seed_source_key)
         result = index.search(
-            query, k=k, token_budget=token_budget, mode=mode, filters=flt, unique_texts=True
+            query,
+            k=k,
+            token_budget=token_budget,
+            mode=mode,
+            filters=flt,
+            unique_texts=True,
+            seeds=seeds,
         )
         hits, keys = result.hits, result.info["doc_ids"]
         whole = not self.chunk_documents

@@ -158,3 +158,24 @@ def docstore_hashes(docstore) -> dict[str, str | None]:
         if nodes is not None:
             return {i: (meta.get(i) or {}).get("doc_hash") for i in nodes}
     return {i: n.hash for i, n in docstore.docs.items()}
+
+
+def nodes_to_seeds(found, index) -> list:
+    """The app's retriever's hits (``NodeWithScore``, best first) as seeds of ``index``'s walk
+    (:func:`longctx.mixpr.seeds.hit_seed`): a node the index holds (built over the app's own
+    nodes, ``from_defaults(index=...)``) seeds itself; a chunk of a document the index holds
+    (its ``ref_doc_id``) seeds its span ``start_char_idx:end_char_idx`` of that document,
+    checked against the node's text and located by it when the offsets are missing."""
+    from longctx.mixpr.seeds import hit_seed
+
+    seeds = []
+    for rank, nws in enumerate(found):
+        node = getattr(nws, "node", nws)
+        text = node.get_content(metadata_mode=MetadataMode.NONE)
+        seed = hit_seed(
+            index.holds, rank, node.node_id, node.ref_doc_id,
+            node.start_char_idx, node.end_char_idx, text,
+        )  # fmt: skip
+        if seed is not None:
+            seeds.append(seed)
+    return seeds

@@ -21,6 +21,7 @@ from llamaindex_longctx._nodes import (
     hit_to_node,
     node_keys,
     nodes_from_defaults,
+    nodes_to_seeds,
     with_unique_ids,
 )
 from longctx.checks import check_choice, check_int, check_text
@@ -55,7 +56,14 @@ class MixPRRetriever(BaseRetriever):
     text (a title page repeated, a chapter heading) take one slot
     (``MixPRIndex.search(unique_texts=True)``).
 
-    Hybrid mode (opt-in, since it embeds every chunk): with ``embed_model`` every chunk is
+    Hybrid over the app's vector index (no embedding by longctx): with ``vector_retriever``
+    (any LlamaIndex retriever, e.g. ``vector_index.as_retriever(similarity_top_k=5)``) each
+    query first asks it, and the chunks it returns seed the walk's restart on the MixPR units
+    they overlap (:mod:`longctx.mixpr.seeds`, by ``ref_doc_id`` and ``start_char_idx`` /
+    ``end_char_idx``; located by text when the offsets are missing). The only embedding is the
+    app's retriever's own query embedding; build and insert cost what plain MixPR's do.
+
+    Hybrid mode with its own vectors (opt-in, since it embeds every chunk): with ``embed_model`` every chunk is
     embedded once at construction (through the model's batch API, 64 texts per request unless the
     model's ``embed_batch_size`` says otherwise; a progress bar on a terminal) and saved by
     :meth:`persist`; each query is embedded with it and its nearest chunks join the walk
@@ -83,6 +91,10 @@ class MixPRRetriever(BaseRetriever):
     embed_model : llama_index BaseEmbedding, optional
         The app's embedding model for hybrid mode. ``None``: plain MixPR (no dense vectors;
         ``Settings.embed_model`` is not used implicitly, so no chunk is embedded unasked).
+    vector_retriever : llama_index BaseRetriever, optional
+        The app's own retriever (``VectorStoreIndex.as_retriever(similarity_top_k=5)``, any
+        vector store): its hits seed the walk (see above). Not saved by :meth:`persist`: pass
+        it again to :meth:`from_persist_dir`.
     filters : optional
         Metadata filters (LlamaIndex ``MetadataFilters``, a dict or a callable); saved by
         :meth:`persist` (all but a callable).
@@ -121,6 +133,7 @@ class MixPRRetriever(BaseRetriever):
         *,
         order: str = "score",
         docstore=None,
+        vector_retriever: BaseRetriever | None = None,
         _index: MixPRIndex | None = None,
     ) -> None:
         self._nodes = list(nodes)
@@ -141,6 +154,12 @@ class MixPRRetriever(BaseRetriever):
         if mixpr is None:
             mixpr = MixPR() if max_words is None else MixPR(max_words=max_words)
         self._mixpr = mixpr
+        if vector_retriever is not None and not isinstance(vector_retriever, BaseRetriever):
+            raise TypeError(
+                "vector_retriever must be a llama_index BaseRetriever (e.g. "
+                f"VectorStoreIndex.as_retriever()), got {type(vector_retriever).__name__}"
+            )
+        self.vector_retriever = vector_retriever
         self._embed_model = embed_model
         self._docstore = docstore
         self._seen: dict[str, str | None] = {}  # docstore node id -> hash, when following one
@@ -334,6 +353,13 @@ class MixPRRetriever(BaseRetriever):
             self.delete_ref_doc(document.node_id, raise_error=False)
             self.insert_nodes([document])
 
+    def refresh(self) -> None:
+        """Follow the docstore now (:meth:`from_defaults` with ``index=`` / ``docstore=``):
+        insert, update and delete what changed in it. A search does it too; with
+        ``embed_model=`` call it after the app's ``index.insert(...)`` so the new chunks are
+        embedded then (a progress bar on a terminal), not inside the next search."""
+        self._sync_docstore()
+
     def _sync_docstore(self) -> None:
         """Follow the docstore given to :meth:`from_defaults`: insert its new nodes, delete the
         ones it lost, and replace those whose hash changed."""
@@ -367,8 +393,18 @@ class MixPRRetriever(BaseRetriever):
         k, budget = check_size(
             None if self.token_budget else self.similarity_top_k, self.token_budget
         )
+        seeds = None
+        if self.vector_retriever is not None:
+            found = self.vector_retriever.retrieve(query_bundle)
+            seeds = nodes_to_seeds(found, index)
         result = index.search(
-            query, k=k, token_budget=budget, mode=self.mode, filters=self.filters, unique_texts=True
+            query,
+            k=k,
+            token_budget=budget,
+            mode=self.mode,
+            filters=self.filters,
+            unique_texts=True,
+            seeds=seeds,
         )
         hits, keys = result.hits, result.info["doc_ids"]
         return with_unique_ids(

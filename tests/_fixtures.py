@@ -139,3 +139,17 @@ def load_script(rel: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+#: Two texts for the seeded hybrid (issue 45): a book of three scenes, and a classroom that shares
+#: no content word with the first scene's questions.
+SEED_BOOK = (
+    "The harbour master counted the ships at dawn. The gulls circled above the grey pier. "
+    "A lantern swung from the mast of the oldest boat. Fishermen mended their nets in silence. "
+    "Deep in the forest the owl watched the clearing. The fox crossed the frozen stream. "
+    "Snow covered the path to the woodcutter's hut. Smoke rose from its crooked chimney. "
+)
+SEED_OTHER = (
+    "The professor wrote equations on the blackboard. His students copied every symbol. "
+    "Chalk dust drifted through the afternoon light. The bell rang and nobody moved. "
+)

@@ -9,8 +9,9 @@ methods share one sentence split and one set of sentence embeddings per document
 
 Methods: ``mixpr`` (:class:`longctx.MixPRIndex` with its defaults: ``walk="auto"``, the multi-hop
 walk on a corpus of passages for a question that names one of its phrases, else the PageRank
-walk), ``mixpr-hybrid`` (MixPR with MiniLM vectors of its
-units, :class:`MixPRHybridMethod`), ``mixpr-paper`` (``preset="paper"``), ``mixpr-pagerank``
+walk), ``mixpr-seeded`` (MixPR whose walk is seeded by the ``minilm`` baseline's best
+sentences, :class:`MixPRSeededMethod`: the hybrid over the app's own retriever), ``mixpr-hybrid``
+(MixPR with MiniLM vectors of its units, :class:`MixPRHybridMethod`), ``mixpr-paper`` (``preset="paper"``), ``mixpr-pagerank``
 (``preset="pagerank"``: the PageRank walk everywhere, the default before ``walk="auto"``),
 ``mixpr-multihop`` and
 ``mixpr-multihop-hybrid`` (MixPR's score, then the multi-hop walk of
@@ -298,6 +299,46 @@ class MixPRHybridMethod(MixPRMethod):
             encoder=ctx.encoder,
             **self.params,
         )
+
+
+class MixPRSeededMethod(MixPRMethod):
+    """MixPR hybrid over the app's own retriever (:mod:`longctx.mixpr.seeds`): the ``minilm``
+    baseline's ``n_seeds`` best sentences (passages on a corpus task; their vectors shared with
+    it, as an app's vector index already holds them) seed the walk's restart; MixPR embeds
+    nothing. ``mixpr-hybrid`` is the hybrid that embeds every unit (:class:`MixPRHybridMethod`)."""
+
+    name = "mixpr-seeded"
+    needs_encoder = True
+    n_seeds = 5
+
+    def build(self, doc: Doc):
+        doc.embeddings  # noqa: B018  (the app's vectors: shared with minilm)
+        return super().build(doc), doc
+
+    def build_corpus(self, passages, ctx):
+        return super().build_corpus(passages, ctx), ctx, ctx.embed(list(passages))
+
+    def _top(self, vectors, qvec) -> list[int]:
+        return top_k(vectors @ np.asarray(qvec, dtype=np.float32), self.n_seeds)
+
+    def select(self, state, query, token_budget):
+        from longctx.mixpr.seeds import Seed, rank_weight
+
+        index, doc = state
+        if query is None:
+            return super().select(index, query, token_budget)
+        top = self._top(doc.embeddings, _query_embedding(doc, query))
+        seeds = [Seed("0", *doc.sentences[i], rank_weight(r)) for r, i in enumerate(top)]
+        r = index.search(query, token_budget=token_budget, seeds=seeds)
+        return [(h.start, h.end) for h in r.hits]
+
+    def rank(self, state, query, k):
+        from longctx.mixpr.seeds import Seed, rank_weight
+
+        index, ctx, vectors = state
+        top = self._top(vectors, ctx.encoder.embed_query(query))
+        seeds = [Seed(str(i), score=rank_weight(r)) for r, i in enumerate(top)]
+        return top_k(index.score(query, "auto", seeds=seeds)[0], k)
 
 
 def bm25_index(texts):
@@ -696,6 +737,7 @@ def get_methods(names) -> list[Method]:
     table = {
         "mixpr": MixPRMethod,
         "mixpr-hybrid": MixPRHybridMethod,
+        "mixpr-seeded": MixPRSeededMethod,
         "mixpr-paper": lambda: _named(MixPRMethod(preset="paper"), "mixpr-paper"),
         "mixpr-pagerank": lambda: _named(MixPRMethod(preset="pagerank"), "mixpr-pagerank"),
         "mixpr-multihop": MixPRMultiHopMethod,
@@ -726,6 +768,7 @@ def _named(method: Method, name: str) -> Method:
 METHOD_NAMES = (
     "mixpr",
     "mixpr-hybrid",
+    "mixpr-seeded",
     "mixpr-paper",
     "mixpr-pagerank",
     "mixpr-multihop",

@@ -47,6 +47,7 @@ from longctx.mixpr.index import MixPRIndex
 from longctx.mixpr.pipeline import MixPR
 from longctx.mixpr.router import MODES as MODES
 from longctx.mixpr.router import ROUTER_PROMPT, KeywordRouter, LLMRouter
+from longctx.mixpr.seeds import Seed
 
 __all__ = [
     "MixPR",
@@ -56,6 +57,7 @@ __all__ = [
     "KeywordRouter",
     "LLMRouter",
     "ROUTER_PROMPT",
+    "Seed",
     "personalized_pagerank",
     "similarity_graph",
     "column_normalize",

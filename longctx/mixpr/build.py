@@ -39,7 +39,8 @@ def spliced(
         elif encoder is not None:
             from longctx.embeddings import embed_texts
 
-            vectors = embed_texts(encoder, unit_texts, progress=False)
+            # at insert, with a bar on a terminal (never inside a search)
+            vectors = embed_texts(encoder, unit_texts, progress=None, desc="mixpr units")
             vectors = _check_unit_vectors(vectors, len(starts))
         else:
             raise ValueError(

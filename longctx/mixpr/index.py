@@ -33,6 +33,7 @@ from longctx.mixpr.query import (
 )
 from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
 from longctx.mixpr.scoring import normalized_query_vector
+from longctx.mixpr.seeds import check_seeds, seed_units
 from longctx.mixpr.state import (
     _frozen,
     _LazyTexts,
@@ -163,6 +164,10 @@ class MixPRIndex(RetrievalIndex):
     def doc_ids(self) -> tuple[str, ...]:
         """The documents' ids, in the order of :attr:`texts`."""
         return self._state.doc_ids
+
+    def holds(self, doc_id: str) -> bool:
+        """Whether the index holds a document of id ``doc_id`` (a dict look-up)."""
+        return doc_id in self._state.positions
 
     @property
     def metadatas(self) -> tuple[Mapping, ...]:
@@ -477,7 +482,7 @@ class MixPRIndex(RetrievalIndex):
         return st.block.mask(filters)
 
     def score(
-        self, query: str, mode: str = "auto", *, query_vector=None, filters=None
+        self, query: str, mode: str = "auto", *, query_vector=None, filters=None, seeds=None
     ) -> tuple[np.ndarray, str, dict]:
         """Scores of every unit for ``query``: ``(scores (n_units,) float64, mode used, timings)``.
 
@@ -493,18 +498,25 @@ class MixPRIndex(RetrievalIndex):
         ``filters`` : optional
             Metadata filters (:func:`longctx.filters.compile_filter`): the walk restarts only at
             units of the documents they keep, and the other units score 0.
+        ``seeds`` : sequence of :class:`~longctx.mixpr.seeds.Seed`, optional
+            Another retriever's hits for this query (document id, character span, score): the
+            units they overlap join the walk's restart in place of the dense nearest units
+            (``dense_restart`` times their share; :mod:`longctx.mixpr.seeds`). No embedding
+            call; works on any index, hybrid or not. Local queries only.
         """
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
+        seeds = None if seeds is None else check_seeds(seeds)
         st = self._state
         self._mask(st, filters)  # a bad filter raises before any work
-        return self._score(st, query, mode, query_vector, filters)[:3]
+        return self._score(st, query, mode, query_vector, filters, seeds=seeds)[:3]
 
-    def _score(self, st: _State, query, mode, query_vector, filters, trace=None):
+    def _score(self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None):
         """``(scores (n_units,), mode used, timings, walk)``: the scoring pipeline
         (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot; ``walk``
         the choice of :func:`~longctx.mixpr.router.choose_walk`; ``trace``: a list that
-        receives the walk's record (steps, residual), or ``None``."""
+        receives the walk's record (steps, residual), or ``None``; ``seeds``: checked
+        :class:`~longctx.mixpr.seeds.Seed` list, or ``None``."""
         timings = {}
         t0 = time.perf_counter()
         if query_vector is not None and st.unit_vectors is None:
@@ -512,8 +524,14 @@ class MixPRIndex(RetrievalIndex):
         if mode == "auto":
             mode = self.route(query)
             timings["route"] = time.perf_counter() - t0
-        qvec = None
-        if mode == "local" and st.unit_vectors is not None:
+        qvec = unit_seeds = None
+        if mode == "local" and seeds is not None:
+            t0 = time.perf_counter()
+            unit_seeds = seed_units(
+                seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends
+            )
+            timings["seeds"] = time.perf_counter() - t0
+        elif mode == "local" and st.unit_vectors is not None:
             t0 = time.perf_counter()
             qvec = normalized_query_vector(
                 self._encoder, self._encoder_identity, st.unit_vectors.shape[1], query,
@@ -524,7 +542,7 @@ class MixPRIndex(RetrievalIndex):
         sid = scorer.new_session()
         try:
             scorer.open(sid, filters)
-            used, more = scorer.score(sid, query, mode, qvec, filters, trace)
+            used, more = scorer.score(sid, query, mode, qvec, filters, trace, unit_seeds)
             scores = st.block.take_scores(sid)
             walk, weights = self._choose_walk(st, query, used, more)
             if walk["walk"] == "multihop":
@@ -598,6 +616,7 @@ class MixPRIndex(RetrievalIndex):
         filters=None,
         whole_documents: bool = False,
         unique_texts: bool = False,
+        seeds=None,
     ) -> SearchResult:
         """The best units for ``query``, in document order (by source, then position).
 
@@ -627,6 +646,10 @@ class MixPRIndex(RetrievalIndex):
             take one slot: the best-scoring of them stands for all and the next distinct unit
             takes the freed slot (:func:`longctx.selection.select_distinct`). The frameworks'
             retrievers turn it on.
+        seeds : sequence of :class:`~longctx.mixpr.seeds.Seed`, optional
+            Another retriever's hits for this query (``Seed(doc_id, start, end, score)``: an
+            app's vector retriever, with the vectors it already holds): they seed the walk's
+            restart (:meth:`score`). No embedding call.
 
         Returns
         -------
@@ -647,6 +670,7 @@ class MixPRIndex(RetrievalIndex):
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
+        seeds = None if seeds is None else check_seeds(seeds)
         if not isinstance(whole_documents, bool):
             raise TypeError(f"whole_documents must be a bool, got {whole_documents!r}")
         if whole_documents and token_budget is not None:
@@ -661,7 +685,9 @@ class MixPRIndex(RetrievalIndex):
             budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
-        scores, used, timings, walk = self._score(st, query, mode, query_vector, filters, trace)
+        scores, used, timings, walk = self._score(
+            st, query, mode, query_vector, filters, trace, seeds
+        )
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:

@@ -245,10 +245,12 @@ class UnitBlock(PushBlock, GraphPushBlock):
             raise RuntimeError(f"scoring session {sid!r} is unknown to this block") from None
 
     # -- the query's edges --------------------------------------------------------------------
-    def query_edges(self, sid, terms, Eqt, p_query, thr, bordered, qvec) -> dict:
+    def query_edges(self, sid, terms, Eqt, p_query, thr, bordered, qvec, seeds=None) -> dict:
         """The block's query edges ``B`` (``(n, m)``: cosines to the query chunks, thresholded,
         weighted by coverage, masked), its lexical cosines and dense cosines; returns the
-        partial reductions the driver needs."""
+        partial reductions the driver needs. ``seeds``: ``(keys (m,) int64, weights (m,))``,
+        another retriever's hits mapped to units (:mod:`longctx.mixpr.seeds`): they stand for
+        the dense cosines (the units it does not hold score 0), every seeded unit a candidate."""
         s = self._s(sid)
         cfg = self.config
         Et = sp.csc_array(self.E[:, terms])
@@ -266,7 +268,9 @@ class UnitBlock(PushBlock, GraphPushBlock):
             B = sp.csr_array(B.multiply(mask[:, None].astype(np.float64)))
             B.eliminate_zeros()
         dense = None
-        if qvec is not None and self.unit_vectors is not None:
+        if seeds is not None:
+            dense = _seeded(self.keys, *seeds)
+        elif qvec is not None and self.unit_vectors is not None:
             dense = (self.unit_vectors @ qvec).astype(np.float64)
         s.update(B=B, lexical=lexical, dense=dense, p_query=p_query)
         out = {
@@ -283,7 +287,8 @@ class UnitBlock(PushBlock, GraphPushBlock):
         if dense is not None and cfg.dense_restart:
             d = dense if mask is None else np.where(mask, dense, -np.inf)
             idx = np.flatnonzero(d > 0)
-            top = idx[np.argsort(-d[idx], kind="stable")[: cfg.dense_top_k]]
+            top = idx[np.argsort(-d[idx], kind="stable")]
+            top = top if seeds is not None else top[: cfg.dense_top_k]
             out["dense_cand"] = (dense[top], self.keys[top])
         return out
 
@@ -595,13 +600,17 @@ class Scorer:
         return 0.0  # max_iter >= 1: not reached
 
     # -- a query ------------------------------------------------------------------------------
-    def score(self, sid, query: str, mode: str, qvec, filters, trace=None) -> tuple[str, dict]:
+    def score(
+        self, sid, query: str, mode: str, qvec, filters, trace=None, seeds=None
+    ) -> tuple[str, dict]:
         """Score every unit for ``query`` (``mode`` ``"local"`` or ``"global"``): the blocks
         keep their scores in session ``sid`` (opened with :meth:`open` with the same
         ``filters``; the caller closes it). ``qvec``: the
         query's normalized dense vector (hybrid mode) or ``None``. Returns ``(mode used,
         timings)``; the mode used is ``"global-fallback"`` when a local query reaches no unit.
         ``trace``: a list to which the walk appends its record (steps, residual).
+        ``seeds``: ``(keys, weights)`` of another retriever's hits (:mod:`longctx.mixpr.seeds`),
+        in place of ``qvec``'s cosines: every seeded unit joins the dense restart.
         """
         backend = self.backend
         cfg = self.config
@@ -628,13 +637,15 @@ class Scorer:
         terms = np.unique(Eq.indices)
         Eqt = Eq[:, terms]
         p_query = personalization(len(qchunks), qchunks)
-        edges = backend.map("query_edges", sid, terms, Eqt, p_query, thr, bordered, qvec)
+        edges = backend.map("query_edges", sid, terms, Eqt, p_query, thr, bordered, qvec, seeds)
         nnz = sum(e["nnz"] for e in edges)
         timings["embed_query"] = time.perf_counter() - t0
         dense_w = False
         # (walk="multihop": the dense cosines seed the multi-hop walk, not this first hop)
-        if qvec is not None and cfg.dense_restart and cfg.walk != "multihop":
-            dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges])
+        seeded = qvec is not None or seeds is not None
+        if seeded and cfg.dense_restart and cfg.walk != "multihop":
+            top = None if seeds is not None else cfg.dense_top_k
+            dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges], top)
         if nnz == 0 and not dense_w:
             logger.info(
                 "MixPR: no unit reaches query_threshold=%.3g for query %.80r; "
@@ -685,17 +696,29 @@ class Scorer:
         timings["rank"] = time.perf_counter() - t0
         return "local", timings
 
-    def _dense_restart(self, sid, cands) -> bool:
-        """The ``dense_top_k`` nearest units of the corpus (positive cosine, among the kept
-        units; ties to the earlier unit) from each block's own best; tells the blocks which.
+    def _dense_restart(self, sid, cands, top: int | None) -> bool:
+        """The ``top`` nearest units of the corpus (positive cosine, among the kept units; ties
+        to the earlier unit; ``None``: all) from each block's own best; tells the blocks which.
         Returns whether any unit is near."""
         cands = [c for c in cands if c is not None and len(c[0])]
         if not cands:
             return False
         vals = np.concatenate([c[0] for c in cands])
         keys = np.concatenate([c[1] for c in cands])
-        order = np.lexsort((keys, -vals))[: self.config.dense_top_k]
+        order = np.lexsort((keys, -vals))[:top]
         total = float(vals[order[np.argsort(keys[order])]].sum())  # summed in unit order
         last = order[-1]
         self.backend.map("dense_select", sid, float(vals[last]), int(keys[last]), total)
         return True
+
+
+def _seeded(keys: np.ndarray, seed_keys: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``(n,) float64``: ``weights`` at the block's units whose keys are in ``seed_keys``
+    (ascending), 0 elsewhere (binary search in the block's ascending ``keys``)."""
+    out = np.zeros(len(keys))
+    if len(seed_keys) and len(keys):
+        pos = np.searchsorted(keys, seed_keys)
+        ok = pos < len(keys)
+        ok[ok] = keys[pos[ok]] == seed_keys[ok]
+        out[pos[ok]] = weights[ok]
+    return out

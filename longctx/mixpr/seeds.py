@@ -1,0 +1,222 @@
+"""Dense seeds: another retriever's hits as a restart of the MixPR walk, without embedding.
+
+An app that already has a vector index (a LlamaIndex ``VectorStoreIndex``, a LangChain
+``VectorStore``) has paid for its embeddings. Its retriever's top chunks for a query are given to
+:meth:`longctx.MixPRIndex.search` as :class:`Seed` objects: a document id, the chunk's character
+span in that document and its score. The index maps each seed to the units it overlaps through
+its per-document unit offsets (binary searches: the cost grows with the seeds, not with the
+units) and adds them to the walk's restart, as the hybrid mode's dense nearest units are added
+(``dense_restart`` of :class:`~longctx.mixpr.config.MixPRConfig`), with no embedding call.
+
+Source: the personalized PageRank restart of MixPR (Alonso and Millidge, arXiv:2412.06078,
+``../shared/papers/003_66700b152cf6a0ed.txt``, local queries: the restart on the query's TF-IDF
+neighbours). Seeding that restart with another retriever's hits is not in the paper.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["Seed", "MAX_SEEDS", "check_seeds", "hit_seed", "rank_weight", "seed_units"]
+
+logger = logging.getLogger(__name__)
+
+#: Most seeds one query takes (an app's retriever returns a few dozen at most).
+MAX_SEEDS = 10_000
+#: Longest ``text`` of a seed that is located in its document (characters).
+MAX_SEED_TEXT = 1_000_000
+
+
+class Seed(NamedTuple):
+    """One hit of another retriever, as a restart of the walk.
+
+    Attributes
+    ----------
+    doc_id : str
+        The id of the index's document the hit comes from (``MixPRIndex.doc_ids``).
+    start, end : int or None
+        Character offsets of the hit in that document (``0 <= start < end``). ``None`` for
+        both: located by ``text`` when given (its first occurrence), else the whole document.
+        With both offsets and ``text``, a text that is not the document's at those offsets
+        is located instead.
+    score : float >= 0, default 1.0
+        The hit's weight: the seed's restart mass is in proportion to it (a cosine, a
+        relevance score). Seeds of score 0 are ignored.
+    text : str, optional
+        The hit's text, to locate it when the offsets are missing.
+    """
+
+    doc_id: str
+    start: int | None = None
+    end: int | None = None
+    score: float = 1.0
+    text: str | None = None
+
+
+def rank_weight(rank: int) -> float:
+    """The seed weight of another retriever's hit at 0-based ``rank``: ``1 / (rank + 1)``.
+
+    Ranks, not the retriever's scores: vector stores return cosines, inner products or
+    distances (lower is better) on scales of their own, and a retriever may return none."""
+    return 1.0 / (int(rank) + 1)
+
+
+def hit_seed(holds, rank: int, own_id, parent_id, start, end, text) -> Seed | None:
+    """The :class:`Seed` of another retriever's hit at ``rank`` (:func:`rank_weight`), or
+    ``None`` when the index holds neither of its documents.
+
+    ``holds``: ``doc_id -> bool`` (:meth:`longctx.MixPRIndex.holds`). A hit whose ``own_id``
+    the index holds (the index was built over the retriever's own chunks) seeds that whole
+    document; else one whose ``parent_id`` it holds seeds the span ``start:end`` of that
+    document (``text`` checks the span, and locates the hit when the offsets are missing or
+    of another version of the text)."""
+    w = rank_weight(rank)
+    if own_id is not None and holds(own_id):
+        return Seed(own_id, None, None, w)
+    if parent_id is None or not holds(parent_id):
+        return None
+    if start is None or end is None or end <= start:
+        start = end = None
+    return Seed(parent_id, start, end, w, text)
+
+
+def _int_or_none(v, name: str):
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int or None, got {type(v).__name__}")
+    if v < 0:
+        raise ValueError(f"{name} must be >= 0, got {v}")
+    return int(v)
+
+
+def check_seeds(seeds, name: str = "seeds") -> list[Seed]:
+    """Validate ``seeds``: a sequence of :class:`Seed`, of tuples ``(doc_id, start, end, score
+    [, text])`` or of mappings with those keys. Returns them as :class:`Seed` objects.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a sequence, more than :data:`MAX_SEEDS`, a seed of the wrong shape or types, a
+        negative or non-finite score, ``end <= start``, or only one of ``start`` / ``end``;
+        the message names ``name[i]``.
+    """
+    if isinstance(seeds, (str, bytes, Mapping)) or not hasattr(seeds, "__len__"):
+        raise TypeError(f"{name} must be a sequence of Seed, got {type(seeds).__name__}")
+    if len(seeds) > MAX_SEEDS:
+        raise ValueError(f"{name} holds {len(seeds)} seeds; at most {MAX_SEEDS}")
+    out = []
+    for i, s in enumerate(seeds):
+        where = f"{name}[{i}]"
+        try:
+            if isinstance(s, Mapping):
+                s = Seed(**s)
+            elif not isinstance(s, Seed):
+                s = Seed(*s)
+        except TypeError as exc:
+            raise TypeError(f"{where}: not a seed ({exc})") from None
+        if not isinstance(s.doc_id, str):
+            raise TypeError(f"{where}.doc_id must be a str, got {type(s.doc_id).__name__}")
+        start = _int_or_none(s.start, f"{where}.start")
+        end = _int_or_none(s.end, f"{where}.end")
+        if (start is None) != (end is None):
+            raise ValueError(f"{where}: give both start and end, or neither")
+        if start is not None and end <= start:
+            raise ValueError(f"{where}: end ({end}) must be greater than start ({start})")
+        if isinstance(s.score, bool) or not isinstance(s.score, (int, float, np.number)):
+            raise TypeError(f"{where}.score must be a number, got {type(s.score).__name__}")
+        score = float(s.score)
+        if not math.isfinite(score) or score < 0:
+            raise ValueError(f"{where}.score must be finite and >= 0, got {s.score!r}")
+        text = s.text
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"{where}.text must be a str or None, got {type(text).__name__}")
+        if text is not None and len(text) > MAX_SEED_TEXT:
+            raise ValueError(f"{where}.text is longer than {MAX_SEED_TEXT} characters")
+        out.append(Seed(s.doc_id, start, end, score, text))
+    return out
+
+
+def seed_units(
+    seeds: list[Seed], positions: Mapping, texts, unit_source, starts, ends
+) -> tuple[np.ndarray, np.ndarray]:
+    """The units the seeds overlap and their restart weights.
+
+    Each seed's ``score`` is spread over the units its span overlaps, in proportion to the
+    characters they share; a unit several seeds overlap adds their parts. The document's units
+    are found by binary search in ``unit_source`` (sorted) and the span's in ``starts`` /
+    ``ends`` (ascending within a document), so the cost grows with the seeds and the units
+    they reach, not with the index.
+
+    Parameters
+    ----------
+    seeds : list of Seed
+        Validated (:func:`check_seeds`).
+    positions : mapping str -> int
+        Document id -> position.
+    texts : sequence of str
+        The documents (to locate a seed by its ``text``).
+    unit_source, starts, ends : (n_units,) int64
+        Each unit's document position (ascending) and character span.
+
+    Returns
+    -------
+    (units (m,) int64 ascending, weights (m,) float64 > 0)
+        Seeds of unknown documents, of score 0 or whose text is not found are left out
+        (counted in one INFO log line).
+    """
+    acc: dict[int, float] = {}
+    unknown = missing = located = 0
+    for s in seeds:
+        d = positions.get(s.doc_id)
+        if d is None:
+            unknown += 1
+            continue
+        if s.score <= 0:
+            continue
+        a, b = s.start, s.end
+        if a is not None and s.text is not None and texts[d][a:b] != s.text:
+            a = b = None  # offsets of another version of the text: locate it
+        if a is None:
+            if s.text is not None and s.text.strip():
+                at = texts[d].find(s.text)
+                if at < 0:
+                    missing += 1
+                    continue
+                a, b = at, at + len(s.text)
+                located += 1
+            else:
+                a, b = 0, len(texts[d])
+        lo = int(np.searchsorted(unit_source, d, side="left"))
+        hi = int(np.searchsorted(unit_source, d, side="right"))
+        j0 = lo + int(np.searchsorted(ends[lo:hi], a, side="right"))
+        j1 = lo + int(np.searchsorted(starts[lo:hi], b, side="left"))
+        if j1 <= j0:
+            missing += 1
+            continue
+        us, ue = starts[j0:j1], ends[j0:j1]
+        overlap = (np.minimum(ue, b) - np.maximum(us, a)).astype(np.float64)
+        overlap = np.maximum(overlap, 0.0)
+        if overlap.sum() <= 0:
+            missing += 1
+            continue
+        for j, w in zip(range(j0, j1), (s.score * overlap / overlap.sum()).tolist()):
+            if w > 0:
+                acc[j] = acc.get(j, 0.0) + w
+    if unknown or missing or located:
+        logger.info(
+            "MixPR seeds: %d given, %d of documents the index does not hold, %d not found in "
+            "their document, %d located by their text (no offsets)",
+            len(seeds),
+            unknown,
+            missing,
+            located,
+        )
+    units = np.fromiter(sorted(acc), dtype=np.int64, count=len(acc))
+    weights = np.array([acc[j] for j in units.tolist()], dtype=np.float64)
+    return units, weights

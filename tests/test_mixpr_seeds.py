@@ -1,0 +1,154 @@
+"""Dense seeds (``MixPRIndex.search(seeds=...)``): another retriever's hits as the walk's restart,
+mapped to units by their character spans, with no embedding call (issue 45)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from longctx.mixpr import MixPRIndex, Seed
+from longctx.mixpr.seeds import MAX_SEEDS, check_seeds, hit_seed, rank_weight, seed_units
+
+TEXTS = [
+    "The harbour master counted the ships at dawn. The gulls circled above the grey pier. "
+    "A lantern swung from the mast of the oldest boat. Fishermen mended their nets in silence.",
+    "Deep in the forest the owl watched the clearing. The fox crossed the frozen stream. "
+    "Snow covered the path to the woodcutter's hut. Smoke rose from its crooked chimney.",
+    "The professor wrote equations on the blackboard. His students copied every symbol. "
+    "Chalk dust drifted through the afternoon light. The bell rang and nobody moved.",
+]
+
+
+@pytest.fixture(scope="module")
+def index():
+    return MixPRIndex.from_texts(TEXTS, ids=["sea", "wood", "school"], max_words=8)
+
+
+def _brute(index, doc, a, b):
+    """The units of ``doc`` overlapping ``[a, b)`` and their overlaps, by a pass over all."""
+    out = {}
+    for j in range(index.n_units):
+        if int(index.unit_source[j]) != doc:
+            continue
+        ov = min(int(index.ends[j]), b) - max(int(index.starts[j]), a)
+        if ov > 0:
+            out[j] = ov
+    return out
+
+
+def test_seed_units_are_the_overlapped_units_weighted_by_shared_characters(index):
+    st = index._state
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        d = int(rng.integers(len(TEXTS)))
+        a = int(rng.integers(len(TEXTS[d]) - 1))
+        b = int(rng.integers(a + 1, len(TEXTS[d]) + 1))
+        units, w = seed_units(
+            [Seed(index.doc_ids[d], a, b, 2.0)], st.positions, st.texts, st.unit_source,
+            st.starts, st.ends,
+        )  # fmt: skip
+        want = _brute(index, d, a, b)
+        assert units.tolist() == sorted(want)
+        tot = sum(want.values())
+        np.testing.assert_allclose(w, [2.0 * want[j] / tot for j in sorted(want)])
+
+
+def test_seeds_on_one_unit_add_up_and_a_whole_document_spreads(index):
+    st = index._state
+    args = (st.positions, st.texts, st.unit_source, st.starts, st.ends)
+    units, w = seed_units([Seed("wood", 0, 10, 1.0), Seed("wood", 0, 10, 0.5)], *args)
+    assert units.tolist() == [int(np.flatnonzero(index.unit_source == 1)[0])]
+    assert w.tolist() == [1.5]
+    units, w = seed_units([Seed("school")], *args)
+    assert units.tolist() == np.flatnonzero(index.unit_source == 2).tolist()
+    assert w.sum() == pytest.approx(1.0)
+
+
+def test_a_seed_is_located_by_its_text_when_offsets_are_missing_or_stale(index, caplog):
+    st = index._state
+    args = (st.positions, st.texts, st.unit_source, st.starts, st.ends)
+    phrase = "The fox crossed the frozen stream."
+    a = TEXTS[1].index(phrase)
+    want, _ = seed_units([Seed("wood", a, a + len(phrase))], *args)
+    with caplog.at_level(logging.INFO, logger="longctx.mixpr.seeds"):
+        got, _ = seed_units([Seed("wood", None, None, 1.0, phrase)], *args)
+        stale, _ = seed_units([Seed("wood", 0, len(phrase), 1.0, phrase)], *args)
+        none, _ = seed_units([Seed("wood", None, None, 1.0, "no such words"), Seed("nope")], *args)
+    assert got.tolist() == want.tolist() == stale.tolist()
+    assert none.tolist() == []
+    assert "1 of documents the index does not hold, 1 not found" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("seeds", "err", "match"),
+    [
+        ("sea", TypeError, "seeds must be a sequence"),
+        ([("sea", 5, 2)], ValueError, r"seeds\[0\]: end \(2\) must be greater"),
+        ([("sea", 5, None)], ValueError, "both start and end"),
+        ([("sea", -1, 4)], ValueError, r"seeds\[0\].start must be >= 0"),
+        ([("sea", 0, 4, float("nan"))], ValueError, "finite"),
+        ([("sea", 0, 4, -1.0)], ValueError, ">= 0"),
+        ([(3, 0, 4)], TypeError, "doc_id must be a str"),
+        ([{"doc_id": "sea", "bogus": 1}], TypeError, r"seeds\[0\]: not a seed"),
+        ([("sea",)] * (MAX_SEEDS + 1), ValueError, "at most"),
+    ],
+)
+def test_bad_seeds_are_refused_naming_the_seed(index, seeds, err, match):
+    with pytest.raises(err, match=match):
+        check_seeds(seeds)
+    with pytest.raises(err, match=match):
+        index.search("ships", k=2, seeds=seeds)
+
+
+def test_seeds_pull_the_walk_to_units_the_query_shares_no_term_with(index):
+    q = "Where were the ships counted?"
+    plain = index.search(q, k=3, mode="local")
+    assert {h.source for h in plain.hits} == {0}
+    chalk = TEXTS[2].index("Chalk dust")
+    seeded = index.search(q, k=3, mode="local", seeds=[("school", chalk, chalk + 20, 1.0)])
+    texts = [h.text for h in seeded.hits]
+    assert any("Chalk dust" in t for t in texts)
+    assert "seeds" in seeded.timings
+    # the index is not changed by a seeded search
+    again = index.search(q, k=3, mode="local")
+    assert [(h.source, h.start) for h in again.hits] == [(h.source, h.start) for h in plain.hits]
+
+
+def test_seeds_respect_filters_and_global_queries_ignore_them():
+    ix = MixPRIndex.from_texts(
+        TEXTS, ids=["sea", "wood", "school"], metadatas=[{"k": 0}, {"k": 1}, {"k": 1}],
+        max_words=8,
+    )  # fmt: skip
+    chalk = TEXTS[2].index("Chalk dust")
+    seeds = [("school", chalk, chalk + 20, 1.0)]
+    r = ix.search("the ships", k=3, mode="local", seeds=seeds, filters={"k": 0})
+    assert {h.source for h in r.hits} == {0}
+    g = ix.search("summarize everything", k=3, mode="global", seeds=seeds)
+    assert g.hits == ix.search("summarize everything", k=3, mode="global").hits
+
+
+def test_a_hybrid_index_given_seeds_makes_no_embedding_call():
+    calls = []
+
+    def enc(texts):
+        calls.append(len(texts))
+        rng = np.random.default_rng(len(calls))
+        return rng.normal(size=(len(texts), 4))
+
+    ix = MixPRIndex.from_texts(TEXTS, ids=["sea", "wood", "school"], encoder=enc, max_words=8)
+    built = list(calls)
+    r = ix.search("the ships", k=2, mode="local", seeds=[("sea", 0, 30, 1.0)])
+    assert calls == built and r.hits
+
+
+def test_hit_seed_rule():
+    held = {"book", "chunk-1"}.__contains__
+    assert hit_seed(held, 0, "chunk-1", "book", 5, 9, "text") == Seed("chunk-1", None, None, 1.0)
+    assert hit_seed(held, 1, "c2", "book", 5, 9, "text") == Seed("book", 5, 9, 0.5, "text")
+    assert hit_seed(held, 2, "c2", "book", None, None, "text") == Seed(
+        "book", None, None, rank_weight(2), "text"
+    )
+    assert hit_seed(held, 0, "c2", "other", 5, 9, "t") is None
+    assert rank_weight(3) == 0.25
