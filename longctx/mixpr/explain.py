@@ -240,8 +240,10 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
         passage holds), ``unsettled`` (the rest of the arrived mass: the walk's residual, and
         the index terms with ``term_share``), ``restart`` (``score="mass"`` only),
         ``first_hop`` (``lexical_weight`` times the first hop's score), ``dense``; ``paths``:
-        ``["question", passage, {"phrase"}, "hit"]`` or ``["question", {"phrase"}, "hit"]``
-        with their score and share (best first).
+        ``["question", passage, {"phrase"}, "hit"]`` (the passage's ``"seed"``: whether the
+        question's restart reached it, else the walk did) or ``["question", {"phrase"},
+        "hit"]`` (a phrase of the question), with their score and share (best first): the
+        mass the last step carried along that path.
     """
     ranker = st.ranker()
     w = ranker.walk
@@ -250,7 +252,7 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
     back_c = sp.csc_array(back)
     fwd_c = sp.csc_array(fwd)
     x, arrived = mh["mass"], mh["arrived"]
-    r_p, d_u = mh["r_p"], mh["d_u"]
+    r_u, r_p, d_u = mh["r_u"], mh["r_p"], mh["d_u"]
     restart_total = a + (1.0 - a) * float((x * ranker._stuck).sum())
     top = float((arrived if w.score == "propagated" else x).max()) if len(x) else 0.0
     top = top if top > 0 else 1.0
@@ -277,9 +279,9 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
                 paths.append((from_q, ["question", name, "hit"]))
             for o in np.argsort(-from_u, kind="stable")[:TOP_PATHS].tolist():
                 if from_u[o] > 0 and units[o] != i:
-                    paths.append(
-                        (float(from_u[o]), ["question", _unit(st, int(units[o])), name, "hit"])
-                    )
+                    j = int(units[o])
+                    node = {**_unit(st, j), "seed": bool(r_u[j] > 0)}
+                    paths.append((float(from_u[o]), ["question", node, name, "hit"]))
         single = (1.0 - a) * restart_total * float(d_u[i])
         if single > 0 and pw is not None:
             mine = np.flatnonzero((ranker._single_unit == i) & (pw > 0))
