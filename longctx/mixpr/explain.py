@@ -153,11 +153,12 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     # the walk's inflow per term, over the hits' terms only: u_t = sum_j E_jt x_j / D_j
     sub = sp.csr_array(E_rows[hits])
     terms = np.unique(sub.indices)
-    inv = np.divide(1.0, colsum, out=np.zeros_like(colsum), where=colsum > 0)
     Et = sp.csc_array(E_cols[:, terms])
-    rows_t = Et.indices
-    u = np.add.reduceat(Et.data * (x * inv)[rows_t], Et.indptr[:-1]) if Et.nnz else np.zeros(0)
-    u[np.diff(Et.indptr) == 0] = 0.0
+    u = np.zeros(len(terms))
+    if Et.nnz:
+        v = _per_degree(x, colsum, Et.indices)
+        u = np.add.reduceat(Et.data * v, Et.indptr[:-1])
+        u[np.diff(Et.indptr) == 0] = 0.0
     wt = W[terms] if W is not None else np.ones(len(terms))
     flow = (1.0 - a) * wt * u  # per term: walk mass per unit of E weight
     dang_seeds = seeds[colsum[seeds] <= 0]
@@ -170,8 +171,8 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     pi_top = tops[0] if scaled and tops[0] > 0 else 1.0
     # one step from the seeds: C[j, h] = (1 - a) sum_t E_jt W_t E_ht x_j / D_j
     Hw = sp.csr_array(sub @ sp.diags_array(W)) if W is not None else sub
-    C = sp.csr_array(sp.csr_array(E_rows[seeds]) @ Hw.T) if len(seeds) else None
-    coef = (1.0 - a) * x[seeds] * inv[seeds]
+    C = sp.csc_array(sp.csr_array(E_rows[seeds]) @ Hw.T) if len(seeds) else None
+    coef = (1.0 - a) * _per_degree(x, colsum, seeds)
     names = _term_names(st.table)
     col_of = {int(t): c for c, t in enumerate(terms.tolist())}
     out = []
@@ -199,19 +200,21 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
             parts["lexical"] = cfg.lexical_weight * _by_top(float(lex[i]), tops[1])
         if scaled and dense is not None and cfg.dense_weight:
             parts["dense"] = cfg.dense_weight * _by_top(max(float(dense[i]), 0.0), tops[2])
-        order = np.argsort(-contrib, kind="stable")[:TOP_TERMS]
+        order = _top(contrib, TOP_TERMS)
         top_terms = [
             evidence(score, contrib[o] / pi_top, term=names[int(sub.indices[lo + o])])
-            for o in order.tolist()
+            for o in order
             if contrib[o] > 0
         ]
         top_seeds = []
         if C is not None:
-            col = C[:, [h]].toarray().ravel() * coef
-            col[seeds == i] = 0.0  # its own restart comes back to it: not a seed of it
-            for o in np.argsort(-col, kind="stable")[:TOP_SEEDS].tolist():
+            rows = C.indices[C.indptr[h] : C.indptr[h + 1]]
+            col = C.data[C.indptr[h] : C.indptr[h + 1]] * coef[rows]
+            col[seeds[rows] == i] = 0.0  # its own restart comes back to it: not a seed of it
+            for o in _top(col, TOP_SEEDS):
                 if col[o] > 0:
-                    top_seeds.append(evidence(score, col[o] / pi_top, **_unit(st, int(seeds[o]))))
+                    j = int(seeds[rows[o]])
+                    top_seeds.append(evidence(score, col[o] / pi_top, **_unit(st, j)))
         out.append(
             make_explanation("mixpr", "pagerank", score, parts, terms=top_terms, seeds=top_seeds)
         )
@@ -277,7 +280,7 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
             name = {"phrase": vocab[int(ranker._cols[p])]}
             if from_q > 0:
                 paths.append((from_q, ["question", name, "hit"]))
-            for o in np.argsort(-from_u, kind="stable")[:TOP_PATHS].tolist():
+            for o in _top(from_u, TOP_PATHS):
                 if from_u[o] > 0 and units[o] != i:
                     j = int(units[o])
                     node = {**_unit(st, j), "seed": bool(r_u[j] > 0)}
@@ -312,6 +315,22 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
             )
         )
     return out
+
+
+def _top(values: np.ndarray, n: int) -> list[int]:
+    """Positions of the ``n`` largest ``values``, largest first (ties: the earlier first);
+    linear in ``len(values)`` (a partition, then a sort of ``n``)."""
+    if len(values) > n:
+        part = np.argpartition(-values, n - 1)[:n]
+        part.sort()
+        return part[np.argsort(-values[part], kind="stable")].tolist()
+    return np.argsort(-values, kind="stable").tolist()
+
+
+def _per_degree(x: np.ndarray, colsum: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``x_j / D_j`` for the units ``rows`` (0 where ``D_j`` is 0: a unit with no term)."""
+    d = colsum[rows]
+    return np.divide(x[rows], d, out=np.zeros(len(rows)), where=d > 0)
 
 
 def _by_top(v: float, top: float) -> float:
