@@ -35,6 +35,7 @@ __all__ = [
     "make_explanation",
     "evidence",
     "with_explanations",
+    "name_pick_sources",
     "explanation_text",
     "check_explain",
 ]
@@ -102,6 +103,16 @@ def with_explanations(hits: Sequence, explanations: Sequence) -> tuple:
     if len(hits) != len(explanations):
         raise ValueError(f"{len(explanations)} explanations for {len(hits)} hits")
     return tuple(replace(h, explanation=e) for h, e in zip(hits, explanations))
+
+
+def name_pick_sources(hits: Sequence, ids: Sequence) -> None:
+    """Give the unit an explanation was measured against (``"against"``, MMR / FPS) the id of
+    its source, ``ids[against["source"]]``, as ``"doc_id"`` (in place; for adapters whose
+    sources are the framework's nodes or documents)."""
+    for h in hits:
+        against = (h.explanation or {}).get("against")
+        if against and 0 <= against.get("source", -1) < len(ids):
+            against["doc_id"] = ids[against["source"]]
 
 
 def _fmt(x: float) -> str:

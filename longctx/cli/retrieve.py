@@ -31,7 +31,7 @@ METHODS = {
 }
 
 #: The methods ``--explain`` covers (the others raise NotImplementedError in the core).
-EXPLAINED = ("mixpr",)
+EXPLAINED = ("mixpr", "mmr", "fps")
 
 #: Default number of passages when neither ``--k`` nor ``--budget`` is given (the MixPR paper's).
 DEFAULT_K = 100

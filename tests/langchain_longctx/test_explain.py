@@ -30,3 +30,18 @@ def test_field_turns_it_on_for_chunks():
     for d in docs:
         e = d.metadata[META_EXPLANATION]
         assert abs(sum(e["parts"].values()) - d.metadata["longctx_score"]) < 1e-9
+
+
+def test_diversity_compressor_names_the_pick_a_penalty_was_measured_against():
+    from langchain_longctx import DiversityCompressor
+    from tests._fixtures import DIVERSITY_TEXTS
+    from tests.langchain_longctx._fixtures import HashEmbeddings
+
+    docs = [Document(page_content=t, id=f"d{j}") for j, t in enumerate(DIVERSITY_TEXTS)]
+    comp = DiversityCompressor(method="fps", k=3, embeddings=HashEmbeddings(), explain=True)
+    out = comp.compress_documents(docs, "Where did the cat sit?")
+    picks = [d.metadata[META_EXPLANATION] for d in out]
+    json.dumps(picks)
+    later = [p for p in picks if p["pick"] > 0]
+    assert later and all(p["against"]["doc_id"] in {d.id for d in out} for p in later)
+    assert all(p["objective"]["diversity"] >= 0 for p in later)

@@ -32,3 +32,23 @@ def test_nodes_carry_the_explanation_only_when_asked():
     node = by_id["Shirley Temple"].node
     assert META_EXPLANATION in node.excluded_llm_metadata_keys
     assert "walk_phrases" not in node.get_content(metadata_mode=MetadataMode.LLM)
+
+
+def test_diversity_postprocessor_names_the_pick_a_penalty_was_measured_against():
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from llamaindex_longctx import DiversityPostprocessor
+    from tests._fixtures import DIVERSITY_TEXTS
+    from tests.llamaindex_longctx._fixtures import HashEmbedding
+
+    nodes = [NodeWithScore(node=TextNode(text=t, id_=f"n{j}"), score=1.0)
+             for j, t in enumerate(DIVERSITY_TEXTS)]  # fmt: skip
+    pp = DiversityPostprocessor(top_n=3, lambda_=0.5, embed_model=HashEmbedding(), explain=True)
+    out = pp.postprocess_nodes(nodes, query_str="Where did the cat sit?")
+    picks = [n.node.metadata[META_EXPLANATION] for n in out]
+    json.dumps(picks)
+    assert sorted(p["pick"] for p in picks) == [0, 1, 2]
+    later = [p for p in picks if p["pick"] > 0]
+    ids = {n.node.node_id for n in out}
+    assert later and all(p["against"]["doc_id"] in ids for p in later)
+    assert all(p["objective"]["redundancy"] <= 0 for p in later)
