@@ -50,6 +50,6 @@ def test_without_explain_no_explanation(capsys):
 
 
 def test_refused_for_methods_it_does_not_cover(capsys):
-    assert main(["retrieve", "--sample", "alice", "-q", QUERY, "--explain", "-m", "youra"]) == 2
+    assert main(["retrieve", "--sample", "alice", "-q", QUERY, "--explain", "-m", "garlic"]) == 2
     err = capsys.readouterr().err
-    assert "--explain is not implemented for --method youra" in err
+    assert "--explain is not implemented for --method garlic" in err

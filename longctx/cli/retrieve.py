@@ -31,7 +31,7 @@ METHODS = {
 }
 
 #: The methods ``--explain`` covers (the others raise NotImplementedError in the core).
-EXPLAINED = ("mixpr", "mmr", "fps")
+EXPLAINED = ("mixpr", "youra", "mmr", "fps")
 
 #: Default number of passages when neither ``--k`` nor ``--budget`` is given (the MixPR paper's).
 DEFAULT_K = 100
@@ -121,8 +121,9 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         action="store_true",
         help="say why each passage was retrieved (text: a 'why:' line; json: each passage's "
         "'explanation'): the share of its score from the question's own match and from the "
-        "walk, the terms and passages that carried it, the multi-hop paths (--method mixpr, "
-        "mmr, fps)",
+        "walk, the terms and passages that carried it, the multi-hop paths (mixpr); the "
+        "window and the attention before and after the question (youra); the redundancy "
+        "penalty and the pick it was measured against (mmr, fps)",
     )
     g = r.add_argument_group("mixpr options")
     g.add_argument(

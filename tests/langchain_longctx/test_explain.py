@@ -45,3 +45,20 @@ def test_diversity_compressor_names_the_pick_a_penalty_was_measured_against():
     later = [p for p in picks if p["pick"] > 0]
     assert later and all(p["against"]["doc_id"] in {d.id for d in out} for p in later)
     assert all(p["objective"]["diversity"] >= 0 for p in later)
+
+
+def test_youra_retriever_explains_the_reaction():
+    import pytest
+
+    pytest.importorskip("torch")
+    from langchain_longctx.youra_retriever import YouraRetriever
+    from tests._youra_helpers import smollm2_tokenizer, tiny_llama
+    from tests.test_youra import CONTEXT, QUERY
+
+    tok = smollm2_tokenizer()
+    r = YouraRetriever.from_texts(CONTEXT, model=tiny_llama(len(tok)), tokenizer=tok, k=2)
+    assert all(META_EXPLANATION not in d.metadata for d in r.invoke(QUERY))
+    for d in r.invoke(QUERY, explain=True):
+        e = d.metadata[META_EXPLANATION]
+        json.dumps(e)
+        assert e["window"]["tokens"][0] <= e["tokens"][0]

@@ -52,3 +52,21 @@ def test_diversity_postprocessor_names_the_pick_a_penalty_was_measured_against()
     ids = {n.node.node_id for n in out}
     assert later and all(p["against"]["doc_id"] in ids for p in later)
     assert all(p["objective"]["redundancy"] <= 0 for p in later)
+
+
+def test_youra_retriever_explains_the_reaction():
+    import pytest
+
+    pytest.importorskip("torch")
+    from llamaindex_longctx.youra_retriever import YouraRetriever
+    from tests._youra_helpers import smollm2_tokenizer, tiny_llama
+    from tests.test_youra import CONTEXT, QUERY
+
+    tok = smollm2_tokenizer()
+    r = YouraRetriever(text=CONTEXT, model=tiny_llama(len(tok)), tokenizer=tok,
+                       similarity_top_k=2, explain=True)  # fmt: skip
+    for n in r.retrieve(QUERY):
+        e = n.node.metadata[META_EXPLANATION]
+        json.dumps(e)
+        assert e["method"] == "youra" and {"attention_before", "attention_after"} <= set(e)
+        assert abs(sum(e["parts"].values()) - n.score) < 1e-9
