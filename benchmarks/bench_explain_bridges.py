@@ -68,6 +68,7 @@ def main() -> None:
     extractor = PhraseExtractor()
     n_bridge = found = via_first = phrase_first = multihop = 0
     examples = []
+    other: dict = {}
     for q in corpus.questions:
         r = index.search(q.query, k=args.k, explain=True)
         by_pos = {h.source: h for h in r.hits}  # chunk=False: a hit is a passage
@@ -95,6 +96,11 @@ def main() -> None:
             if len(p["path"]) == 4 and p["path"][1]["doc_id"] == corpus.titles[first]
         ]
         via_first += bool(through)
+        if not through:  # what the explanation names instead
+            top = paths[0]["path"] if paths else None
+            kind = ("no path" if top is None else "a phrase of the question" if len(top) == 3
+                    else "another passage")  # fmt: skip
+            other[kind] = other.get(kind, 0) + 1
         if paths:
             phrase = paths[0]["path"][-2]["phrase"]
             phrase_first += phrase in set(extractor.phrases(corpus.passages[first]))
@@ -107,6 +113,7 @@ def main() -> None:
     if found:
         print(f"  explanation's paths go through the first gold passage: {via_first}/{found} "
               f"= {via_first / found:.0%}")  # fmt: skip
+        print(f"  the others' best path: {other}")
         print(f"  the best path's phrase is a phrase of the first gold passage: "
               f"{phrase_first}/{found} = {phrase_first / found:.0%}")  # fmt: skip
     for question, hit, first, e in examples:
