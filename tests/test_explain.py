@@ -13,6 +13,7 @@ import pytest
 from longctx.explain import SUM_TOLERANCE, explanation_text, make_explanation
 from longctx.mixpr import MixPRIndex
 from longctx.types import META_EXPLANATION, hit_metadata
+from tests.test_mixpr_multihop import BRIDGE, BRIDGE_Q
 
 ALICE = [
     "Alice found a bottle on the table. The bottle said drink me, and Alice drank it.",
@@ -22,17 +23,6 @@ ALICE = [
     "The queen shouted off with her head at the croquet game with flamingos.",
     "Alice grew tall after the cake and cried a pool of tears in the hall.",
 ]
-BRIDGE = [
-    "Kiss and Tell\nKiss and Tell is a 1945 American comedy film starring Shirley Temple as "
-    "Corliss Archer.",
-    "Meet Corliss Archer\nMeet Corliss Archer is an American radio comedy about a teenager.",
-    "Shirley Temple\nShirley Temple Black was an American actress, singer, dancer and later "
-    "diplomat, who served as Chief of Protocol of the United States.",
-    "Chief of Protocol\nThe Chief of Protocol of the United States is an ambassador who advises "
-    "the President on matters of diplomatic protocol.",
-    "Wilhelm Busch\nWilhelm Busch was a German humorist, poet, illustrator and painter.",
-]
-BRIDGE_Q = "What government position was held by the woman who starred in Kiss and Tell?"
 IDS = [t.split("\n")[0] for t in BRIDGE]
 
 

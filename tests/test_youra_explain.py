@@ -13,18 +13,18 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from longctx.youra import ReactionScorer, YouraIndex  # noqa: E402
-from tests._youra_helpers import TEXTS, smollm2_tokenizer, tiny_llama  # noqa: E402
+from tests._youra_helpers import TEXTS  # noqa: E402
 from tests.test_youra import CONTEXT, QUERY  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def tok():
-    return smollm2_tokenizer()
+@pytest.fixture
+def tok(smollm2_tokenizer):
+    return smollm2_tokenizer
 
 
-@pytest.fixture(scope="module")
-def model(tok):
-    return tiny_llama(len(tok))
+@pytest.fixture
+def model(tiny_model):
+    return tiny_model
 
 
 @pytest.mark.parametrize(
