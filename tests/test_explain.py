@@ -190,3 +190,22 @@ def test_multihop_question_phrase_path():
     _sum_ok(e)
     assert e["paths"][0]["path"] == ["question", {"phrase": "kiss and tell"}, "hit"]
     assert e["parts"]["walk_question_phrases"] > 0
+
+
+def test_multihop_hybrid_names_the_dense_part_of_a_seed():
+    vecs = np.eye(len(BRIDGE), dtype=np.float32)  # each passage its own direction
+    index = MixPRIndex.from_texts(BRIDGE, ids=IDS, chunk=False, preset="multihop",
+                                  unit_vectors=vecs)  # fmt: skip
+    r = index.search(BRIDGE_Q, k=3, query_vector=vecs[0], explain=True)  # near "Kiss and Tell"
+    nodes = [
+        p["path"][1]
+        for h in r.hits
+        for p in h.explanation["paths"]
+        if len(p["path"]) == 4 and p["path"][1]["seed"]
+    ]
+    assert nodes
+    for node in nodes:
+        share = node["seed_dense_share"]
+        assert (share > 0) == (node["doc_id"] == "Kiss and Tell") and 0 <= share <= 1
+    for h in r.hits:
+        _sum_ok(h.explanation)

@@ -244,7 +244,8 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
         the index terms with ``term_share``), ``restart`` (``score="mass"`` only),
         ``first_hop`` (``lexical_weight`` times the first hop's score), ``dense``; ``paths``:
         ``["question", passage, {"phrase"}, "hit"]`` (the passage's ``"seed"``: whether the
-        question's restart reached it, else the walk did) or ``["question", {"phrase"},
+        question's restart reached it, else the walk did; in hybrid mode its
+        ``"seed_dense_share"``: the part of that restart from the dense cosines) or ``["question", {"phrase"},
         "hit"]`` (a phrase of the question), with their score and share (best first): the
         mass the last step carried along that path.
     """
@@ -256,6 +257,7 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
     fwd_c = sp.csc_array(fwd)
     x, arrived = mh["mass"], mh["arrived"]
     r_u, r_p, d_u = mh["r_u"], mh["r_p"], mh["d_u"]
+    r_dense = mh.get("r_u_dense")
     restart_total = a + (1.0 - a) * float((x * ranker._stuck).sum())
     top = float((arrived if w.score == "propagated" else x).max()) if len(x) else 0.0
     top = top if top > 0 else 1.0
@@ -284,6 +286,8 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
                 if from_u[o] > 0 and units[o] != i:
                     j = int(units[o])
                     node = {**_unit(st, j), "seed": bool(r_u[j] > 0)}
+                    if r_dense is not None and r_u[j] > 0:  # hybrid: how much of it dense
+                        node["seed_dense_share"] = float(r_dense[j] / r_u[j])
                     paths.append((float(from_u[o]), ["question", node, name, "hit"]))
         single = (1.0 - a) * restart_total * float(d_u[i])
         if single > 0 and pw is not None:

@@ -367,7 +367,8 @@ class MultiHopRanker:
         keep : dict, optional
             Receives the walk's vectors for :func:`longctx.mixpr.explain.explain_multihop`
             (``mass``, ``arrived``, ``r_u``, ``r_p``, ``d_u``, ``phrase_weights``,
-            ``first_hop``, ``dense``; references, no copy); nothing without a seed.
+            ``first_hop``, ``dense``, ``r_u_dense``: the dense seeds' part of ``r_u``;
+            references, no copy); nothing without a seed.
 
         Returns
         -------
@@ -429,9 +430,11 @@ class MultiHopRanker:
             d_u[~allowed] = 0.0
         mass, arrived = self._iterate(r_u, r_p, d_u, trace)
         if keep is not None:  # explain=True (longctx.mixpr.explain)
+            near = _top_share(dense, w.seed_top) if w.dense_seed > 0 else None
             keep.update(
                 mass=mass, arrived=arrived, r_u=r_u, r_p=r_p, d_u=d_u, first_hop=first_hop,
                 dense=dense, phrase_weights=phrase_weights,
+                r_u_dense=None if near is None else (w.dense_seed / total) * near,
             )  # fmt: skip
         out = _by_max(arrived if w.score == "propagated" else mass)
         if first_hop is not None and w.lexical_weight:

@@ -62,3 +62,20 @@ def test_youra_retriever_explains_the_reaction():
         e = d.metadata[META_EXPLANATION]
         json.dumps(e)
         assert e["window"]["tokens"][0] <= e["tokens"][0]
+
+
+def test_garlic_retriever_explains_visited_chunks():
+    import pytest
+
+    pytest.importorskip("torch")
+    from langchain_longctx.garlic_retriever import GarlicRetriever
+    from tests.langchain_longctx.test_garlic_retriever import QUESTION, _params
+
+    r = GarlicRetriever(**_params())
+    chunks = [d for d in r.invoke(QUESTION, explain=True) if d.metadata["longctx_level"] == 1]
+    assert chunks
+    for d in chunks:
+        e = d.metadata[META_EXPLANATION]
+        json.dumps(e)
+        assert e["method"] == "garlic" and e["path"][-1]["level"] == 1
+        assert abs(sum(e["parts"].values()) - d.metadata["longctx_score"]) < 1e-9
