@@ -53,3 +53,26 @@ def test_refused_for_methods_it_does_not_cover(capsys):
     assert main(["retrieve", "--sample", "alice", "-q", QUERY, "--explain", "-m", "garlic"]) == 2
     err = capsys.readouterr().err
     assert "--explain is not implemented for --method garlic" in err
+
+
+def test_search_a_corpus_with_explain(tmp_path, capsys):
+    from longctx.corpus import build_indexes
+
+    docs = [
+        ("kitchen", "Mary went to the kitchen. She got the milk there. The milk was cold."),
+        ("garden", "John walked in the garden. The roses were red. He picked a rose for Mary."),
+    ]
+    out = tmp_path / "corpus"
+    assert not build_indexes(docs, "mixpr", out, use_ray=False).failed
+    argv = ["search", str(out), "-q", "Where is the milk?", "--k", "2", "--explain"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("[")]
+    assert heads and all(lines[i + 1].startswith("why: ") for i in heads)
+    assert main([*argv, "--format", "json"]) == 0
+    for p in json.loads(capsys.readouterr().out)["passages"]:
+        assert math.isclose(sum(p["explanation"]["parts"].values()), p["score"], abs_tol=1e-9)
+    shards = tmp_path / "shards"
+    assert not build_indexes(docs, "mixpr", shards, use_ray=False, shards=2).failed
+    assert main(["search", str(shards), "-q", "milk", "--explain"]) == 2
+    assert "not implemented for a sharded MixPR corpus" in capsys.readouterr().err
