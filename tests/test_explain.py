@@ -209,3 +209,11 @@ def test_multihop_hybrid_names_the_dense_part_of_a_seed():
         assert (share > 0) == (node["doc_id"] == "Kiss and Tell") and 0 <= share <= 1
     for h in r.hits:
         _sum_ok(h.explanation)
+
+
+def test_paper_preset_walk_is_not_explained_yet():
+    index = MixPRIndex.from_texts(ALICE, preset="paper")
+    with pytest.raises(NotImplementedError, match="personalization='similarity'"):
+        index.search("the rabbit and the pocket watch", k=2, mode="local", explain=True)
+    r = index.search("summarize", k=2, mode="global", explain=True)  # global: explained
+    assert all(h.explanation["walk"] == "global" for h in r.hits)
