@@ -153,6 +153,16 @@ def explanation_text(explanation: Mapping[str, Any], *, limit: int = 3) -> str:
         out += "; paths " + "; ".join(
             " -> ".join(_node(n) for n in p["path"]) + f" {_fmt(p['share'])}" for p in paths[:limit]
         )
+    if "attention_before" in explanation:  # YOURA
+        w = explanation.get("window") or {}
+        out += (
+            f"; window {w.get('index')}, attention {explanation['attention_before']:.3g} -> "
+            f"{explanation['attention_after']:.3g} with the question"
+        )
+    path = explanation.get("path")
+    if path:  # GARLIC
+        out += "; path " + " -> ".join(str(n.get("node")) for n in path)
+        out += f" (stopped: {explanation.get('stop_reason')})"
     against = explanation.get("against")
     if against:
         out += f"; redundant with {against.get('doc_id', against.get('unit'))}"

@@ -217,3 +217,17 @@ def test_paper_preset_walk_is_not_explained_yet():
         index.search("the rabbit and the pocket watch", k=2, mode="local", explain=True)
     r = index.search("summarize", k=2, mode="global", explain=True)  # global: explained
     assert all(h.explanation["walk"] == "global" for h in r.hits)
+
+
+def test_explanation_text_names_windows_paths_and_picks():
+    yo = make_explanation("youra", "instruction", 1.0, {"tokens": 0.75, "prior": 0.25},
+                          window={"index": 2, "tokens": [0, 9]}, attention_before=0.5,
+                          attention_after=0.25)  # fmt: skip
+    assert "window 2, attention 0.5 -> 0.25" in explanation_text(yo)
+    ga = make_explanation("garlic", None, 0.5, {"attention": 0.25, "similarity": 0.25},
+                          path=[{"node": "ip-1", "level": 2}, {"node": "c-3", "level": 1}],
+                          stop_reason="yes")  # fmt: skip
+    assert "path ip-1 -> c-3 (stopped: yes)" in explanation_text(ga)
+    mm = make_explanation("mmr", None, 0.5, {"relevance": 0.5},
+                          against={"doc_id": "d2", "index": 4, "cosine": 0.9})  # fmt: skip
+    assert "redundant with d2#4" in explanation_text(mm)
