@@ -26,6 +26,7 @@ from longctx.checks import check_choice, check_size_field
 from longctx.diversity import METHODS, DiversityIndex
 from longctx.diversity.ordering import check_order
 from longctx.embeddings import default_cache, embed_texts, get_encoder
+from longctx.explain import check_explain, name_pick_sources
 from longctx.selection import check_size
 
 #: documents kept when neither ``k`` nor ``token_budget`` is given
@@ -114,6 +115,12 @@ class DiversityCompressor(BaseDocumentCompressor):
         default=None,
         description="metadata key holding the reward (e.g. 'score', 'reaction_score'), min-max "
         "rescaled to [0, 1]; None = cosine similarity to the query.",
+    )
+    explain: bool = Field(
+        default=False,
+        description="Add metadata['longctx_explanation']: each kept item's relevance, the "
+        "redundancy penalty it had when picked and the kept item it was measured against "
+        "(its 'doc_id').",
     )
     cache: bool = Field(
         default=True,
@@ -212,10 +219,12 @@ class DiversityCompressor(BaseDocumentCompressor):
             lambda_=self.lambda_,
             window=self.window,
             order=self.order,
+            explain=check_explain(self.explain),
             query_embedding=query_emb,
             rewards=None if rewards is None else rewards[keep],
         )
         keys = document_keys(docs)
+        name_pick_sources(result.hits, [keys[j] for j in keep])
         return with_unique_ids(
             [
                 hit_to_document(

@@ -36,6 +36,7 @@ from langchain_longctx._persist import (
 )
 from longctx.checks import check_choice, check_size_field, check_text
 from longctx.embeddings import require_query_encoder
+from longctx.explain import check_explain
 from longctx.filters import compile_filter
 from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
@@ -91,6 +92,9 @@ class MixPRRetriever(BaseRetriever):
     - `filter` (`dict | callable | None`): Metadata filter, ``{"author": "Austen"}``,
       ``{"year": {"$gte": 1800}}``; ``invoke(..., filter=...)`` overrides it.
     - `order` (`str`): ``"score"`` (best first, the default) or ``"document"``.
+    - `explain` (`bool`): each document's ``metadata["longctx_explanation"]`` says why it was
+      retrieved (:mod:`longctx.explain`; default ``False``); ``invoke(..., explain=True)``
+      overrides it.
 
     **Instantiate**
 
@@ -175,6 +179,12 @@ class MixPRRetriever(BaseRetriever):
         default="score",
         description="'score': best first (LangChain's retrievers' order); 'document': document "
         "order (the paper's, for the LLM's reading); invoke(..., order=...) overrides it",
+    )
+    explain: bool = Field(
+        default=False,
+        description="Add metadata['longctx_explanation']: why each chunk was retrieved (the "
+        "restart, the walk's terms and seed chunks, the multi-hop paths); invoke(..., "
+        "explain=...) overrides it",
     )
 
     _index: MixPRIndex | None = PrivateAttr(default=None)
@@ -432,9 +442,11 @@ class MixPRRetriever(BaseRetriever):
         mode: str | None = None,
         filter: Any = None,
         order: str | None = None,
+        explain: bool | None = None,
     ) -> list[Document]:
         check_text(query, "query")
         order = check_order(order or self.order)
+        explain = check_explain(self.explain if explain is None else explain)
         mode = check_choice(mode or self.mode, "mode", MODES)
         if k is None and token_budget is None:
             k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
@@ -465,6 +477,7 @@ class MixPRRetriever(BaseRetriever):
             filters=flt,
             unique_texts=True,
             seeds=seeds,
+            explain=explain,
         )
         hits, keys = result.hits, result.info["doc_ids"]
         whole = not self.chunk_documents
@@ -486,6 +499,7 @@ class MixPRRetriever(BaseRetriever):
         mode: str | None = None,
         filter: Any = None,
         order: str | None = None,
+        explain: bool | None = None,
     ) -> list[Document]:
         # CPU-bound (sparse products): run in a worker thread, keep the event loop free
         return await run_in_executor(
@@ -498,6 +512,7 @@ class MixPRRetriever(BaseRetriever):
                 mode=mode,
                 filter=filter,
                 order=order,
+                explain=explain,
             ),
         )
 

@@ -31,6 +31,7 @@ from langchain_longctx._persist import (
     save_retriever,
 )
 from longctx.checks import check_size_field, check_text
+from longctx.explain import check_explain
 from longctx.persist.reader import retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
@@ -119,6 +120,12 @@ class YouraRetriever(BaseRetriever):
         default="score",
         description="'score': best first; 'document': document order; invoke(..., order=...) "
         "overrides it",
+    )
+    explain: bool = Field(
+        default=False,
+        description="Add metadata['longctx_explanation']: each sentence's window, the attention "
+        "its tokens got before and after the question and the parts of its reaction score; "
+        "invoke(..., explain=...) overrides it",
     )
 
     _index: YouraIndex | None = PrivateAttr(default=None)
@@ -219,13 +226,15 @@ class YouraRetriever(BaseRetriever):
         k: int | None = None,
         token_budget: int | None = None,
         order: str | None = None,
+        explain: bool | None = None,
     ) -> list[Document]:
         check_text(query, "query")
         order = check_order(order or self.order)
+        explain = check_explain(self.explain if explain is None else explain)
         if k is None and token_budget is None:
             k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
         k, token_budget = check_size(k, token_budget)
-        result = self._index.search(query, k=k, token_budget=token_budget)
+        result = self._index.search(query, k=k, token_budget=token_budget, explain=explain)
         keys = document_keys(self.documents)
         out = []
         for h in (result.hits[j] for j in result.positions(order)):
@@ -244,11 +253,17 @@ class YouraRetriever(BaseRetriever):
         k: int | None = None,
         token_budget: int | None = None,
         order: str | None = None,
+        explain: bool | None = None,
     ) -> list[Document]:
         # model work: in a worker thread, so the event loop stays free
         return await run_in_executor(
             None,
             partial(
-                self._get_relevant_documents, query, k=k, token_budget=token_budget, order=order
+                self._get_relevant_documents,
+                query,
+                k=k,
+                token_budget=token_budget,
+                order=order,
+                explain=explain,
             ),
         )

@@ -16,7 +16,14 @@ from llama_index.core.schema import (
 
 from longctx.checks import check_texts_metadatas_ids
 from longctx.index import source_keys, unique_ids
-from longctx.types import METADATA_KEYS, Passage, hit_id, hit_metadata, resolve_hit
+from longctx.types import (
+    META_EXPLANATION,
+    METADATA_KEYS,
+    Passage,
+    hit_id,
+    hit_metadata,
+    resolve_hit,
+)
 
 
 def node_keys(nodes) -> list[str]:
@@ -73,8 +80,9 @@ def hit_to_node(
     hit, source_id, chained = resolve_hit(hit, source.node_id, source.metadata)
     meta = {**source.metadata, **hit_metadata(hit, method, source_id)}
     id_base = source_id if chained else key
-    llm_excluded = list(dict.fromkeys([*source.excluded_llm_metadata_keys, *METADATA_KEYS]))
-    embed_excluded = list(dict.fromkeys([*source.excluded_embed_metadata_keys, *METADATA_KEYS]))
+    ours = (*METADATA_KEYS, META_EXPLANATION)  # the explanation goes to a prompt by choice
+    llm_excluded = list(dict.fromkeys([*source.excluded_llm_metadata_keys, *ours]))
+    embed_excluded = list(dict.fromkeys([*source.excluded_embed_metadata_keys, *ours]))
     if whole:
         node = source.model_copy()
         if key != source.node_id:

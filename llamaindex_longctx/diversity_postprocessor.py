@@ -22,6 +22,7 @@ from longctx.checks import check_choice, check_size_field
 from longctx.diversity import METHODS, DiversityIndex
 from longctx.diversity.ordering import check_order
 from longctx.embeddings import check_query_embedding, default_cache, embed_texts
+from longctx.explain import check_explain, name_pick_sources
 from longctx.selection import check_size
 
 #: nodes kept when neither ``top_n`` nor ``token_budget`` is given
@@ -80,6 +81,12 @@ class DiversityPostprocessor(BaseNodePostprocessor):
     )
     reward: str = Field(
         default="similarity", description="'similarity' to the query, or 'node_score'."
+    )
+    explain: bool = Field(
+        default=False,
+        description="Add metadata['longctx_explanation']: each kept item's relevance, the "
+        "redundancy penalty it had when picked and the kept item it was measured against "
+        "(its 'doc_id').",
     )
     cache: bool = Field(
         default=True,
@@ -191,10 +198,12 @@ class DiversityPostprocessor(BaseNodePostprocessor):
             lambda_=self.lambda_,
             window=self.window,
             order=self.order,
+            explain=check_explain(self.explain),
             query_embedding=query_emb,
             rewards=rewards,
         )
         keys = node_keys([n.node for n in nodes])
+        name_pick_sources(result.hits, [keys[j] for j in keep])
         return with_unique_ids(
             [
                 hit_to_node(

@@ -26,6 +26,7 @@ from llamaindex_longctx._nodes import (
 )
 from longctx.checks import check_choice, check_int, check_text
 from longctx.embeddings import require_query_encoder
+from longctx.explain import check_explain
 from longctx.filters import compile_filter
 from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
@@ -100,6 +101,10 @@ class MixPRRetriever(BaseRetriever):
         :meth:`persist` (all but a callable).
     order : {"score", "document"}, default "score"
         Best first, or document order (:meth:`longctx.types.SearchResult.positions`).
+    explain : bool, default False
+        Add ``metadata["longctx_explanation"]`` to every returned node: why it was retrieved
+        (the restart, the walk's terms and seed chunks, the multi-hop paths;
+        :mod:`longctx.explain`), hidden from the LLM and the embedder unless put in the prompt.
     docstore : optional
         A docstore to follow (:meth:`from_defaults`).
 
@@ -134,6 +139,7 @@ class MixPRRetriever(BaseRetriever):
         order: str = "score",
         docstore=None,
         vector_retriever: BaseRetriever | None = None,
+        explain: bool = False,
         _index: MixPRIndex | None = None,
     ) -> None:
         self._nodes = list(nodes)
@@ -147,6 +153,7 @@ class MixPRRetriever(BaseRetriever):
         self.mode = check_choice(mode, "mode", MODES)
         self.chunk_nodes = bool(chunk_nodes)
         self.order = check_order(order)
+        self.explain = check_explain(explain)
         self.filters = filters
         compile_filter(filters)  # a bad filter raises now, before the build
         if mixpr is not None and not isinstance(mixpr, MixPR):
@@ -405,6 +412,7 @@ class MixPRRetriever(BaseRetriever):
             filters=self.filters,
             unique_texts=True,
             seeds=seeds,
+            explain=self.explain,
         )
         hits, keys = result.hits, result.info["doc_ids"]
         return with_unique_ids(

@@ -19,6 +19,7 @@ from llamaindex_longctx._nodes import (
     with_unique_ids,
 )
 from longctx.checks import check_int, check_text
+from longctx.explain import check_explain
 from longctx.selection import check_size
 from longctx.types import check_order
 from longctx.youra import DEFAULT_K, ReactionScorer, YouraIndex, scorer_from
@@ -59,6 +60,10 @@ class YouraRetriever(BaseRetriever):
         ``"default"`` or ``"paper"``, ``baseline``, ``cache_bytes``, ``max_window``...).
     order : {"score", "document"}, default "score"
         Best first, or document order (:meth:`longctx.types.SearchResult.positions`).
+    explain : bool, default False
+        Add ``metadata["longctx_explanation"]``: each sentence's window, the attention its
+        tokens got before and after the question and the parts of its reaction score
+        (:func:`longctx.youra.explain.explain_sentence`).
 
     Raises
     ------
@@ -81,6 +86,7 @@ class YouraRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         order: str = "score",
+        explain: bool = False,
         **scorer_kwargs: Any,
     ) -> None:
         if sum(x is not None for x in (nodes, documents, text)) != 1:
@@ -97,6 +103,7 @@ class YouraRetriever(BaseRetriever):
         self.similarity_top_k = check_int(similarity_top_k, "similarity_top_k", minimum=1)
         self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
         self.order = check_order(order)
+        self.explain = check_explain(explain)
         self._nodes = nodes
         texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
         # nodes with text, in order: index source s is node self._sources[s]
@@ -168,7 +175,7 @@ class YouraRetriever(BaseRetriever):
         k, budget = check_size(
             None if self.token_budget else self.similarity_top_k, self.token_budget
         )
-        result = self._index.search(query, k=k, token_budget=budget)
+        result = self._index.search(query, k=k, token_budget=budget, explain=self.explain)
         keys = node_keys(self._nodes)  # unique even when two nodes share an id
         out = []
         for h in (result.hits[j] for j in result.positions(self.order)):

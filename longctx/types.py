@@ -24,6 +24,9 @@ META_SCORE = "longctx_score"
 META_METHOD = "longctx_method"
 #: Id of the source node / document a hit was cut from (also the LlamaIndex SOURCE relationship).
 META_SOURCE_ID = "longctx_source_id"
+#: Why the hit was retrieved (``search(..., explain=True)``): a JSON-ready dict
+#: (:mod:`longctx.explain`); present only on hits that carry an explanation.
+META_EXPLANATION = "longctx_explanation"
 
 METADATA_KEYS = (META_START, META_END, META_UNIT_INDEX, META_SCORE, META_METHOD, META_SOURCE_ID)
 
@@ -46,6 +49,10 @@ class Passage:
         Position of the unit (chunk or sentence) among all units of its source text, 0-based.
     source : int, default 0
         Position of the source text among the texts the index was built from, 0-based.
+    explanation : mapping or None, default None
+        Why this hit was retrieved, when the search was asked for it (``explain=True``): a
+        JSON-ready dict whose ``"parts"`` add up to ``score`` (:mod:`longctx.explain`). Not
+        compared by ``==``.
     """
 
     start: int
@@ -54,9 +61,10 @@ class Passage:
     score: float
     index: int
     source: int = 0
+    explanation: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "source": self.source,
             "index": self.index,
             "start": self.start,
@@ -64,6 +72,9 @@ class Passage:
             "score": self.score,
             "text": self.text,
         }
+        if self.explanation is not None:
+            out["explanation"] = self.explanation
+        return out
 
 
 @dataclass(frozen=True)
@@ -213,6 +224,8 @@ def hit_metadata(hit: Passage, method: str, source_id: str | None = None) -> dic
     }
     if source_id is not None:
         meta[META_SOURCE_ID] = source_id
+    if hit.explanation is not None:
+        meta[META_EXPLANATION] = hit.explanation
     return meta
 
 
@@ -238,8 +251,9 @@ def resolve_hit(
         except (TypeError, ValueError):
             return hit, source_id, False
         shifted = Passage(
-            hit.start + off, hit.end + off, hit.text, hit.score, hit.index, hit.source
-        )
+            hit.start + off, hit.end + off, hit.text, hit.score, hit.index, hit.source,
+            hit.explanation,
+        )  # fmt: skip
         return shifted, str(meta[META_SOURCE_ID]), True
     return hit, source_id, False
 
@@ -325,4 +339,5 @@ __all__ = [
     "META_SCORE",
     "META_METHOD",
     "META_SOURCE_ID",
+    "META_EXPLANATION",
 ]

@@ -46,6 +46,7 @@ FLOORS = {
     "longctx._rss": 0,
     "longctx.align": 0,
     "longctx.checks": 0,
+    "longctx.explain": 0,
     "longctx.filters": 0,
     "longctx.index": 0,
     "longctx.io": 0,

@@ -71,7 +71,14 @@ def run(text: str, query: str, args) -> SearchResult:
     """
     size = _size(args)
     index = build_index(text, args)
-    return index.search(query, method=args.method, lambda_=args.lambda_, window=args.window, **size)
+    return index.search(
+        query,
+        method=args.method,
+        lambda_=args.lambda_,
+        window=args.window,
+        explain=bool(getattr(args, "explain", False)),
+        **size,
+    )
 
 
 def diversify_units(text: str, spans, scores, token_counts, query: str, args) -> list[Passage]:

@@ -31,4 +31,10 @@ def score_units(
 
 def run(text: str, query: str, args: argparse.Namespace) -> SearchResult:
     """MixPR's own selection: top ``args.k`` chunks or ``args.budget`` tokens, document order."""
-    return _index(text, args).search(query, k=args.k, token_budget=args.budget, mode=args.mode)
+    return _index(text, args).search(
+        query,
+        k=args.k,
+        token_budget=args.budget,
+        mode=args.mode,
+        explain=bool(getattr(args, "explain", False)),
+    )

@@ -17,6 +17,7 @@ from dataclasses import replace
 from longctx.cli.console import _first_line, _setup_third_party
 from longctx.cli.errors import CliError
 from longctx.cli.parsing import _add_output_options, _HelpFormatter, _positive_int
+from longctx.explain import explanation_text
 from longctx.io import MAX_FILE_BYTES, InputError, read_text_file, sample_text
 from longctx.selection import BudgetTooSmallError, check_budget_fits
 from longctx.types import Passage, SearchResult
@@ -29,6 +30,9 @@ METHODS = {
     "fps": "longctx.cli.diversity",
     "garlic": "longctx.cli.ask",
 }
+
+#: The methods ``--explain`` covers (the others raise NotImplementedError in the core).
+EXPLAINED = ("mixpr", "youra", "mmr", "fps")
 
 #: Default number of passages when neither ``--k`` nor ``--budget`` is given (the MixPR paper's).
 DEFAULT_K = 100
@@ -113,6 +117,15 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         default="text",
         help="text: a line '[INDEX] chars START-END  score=S' then the passage; json: passages plus "
         "method, mode, budget, timings, encoding and the offsets convention",
+    )
+    g.add_argument(
+        "--explain",
+        action="store_true",
+        help="say why each passage was retrieved (text: a 'why:' line; json: each passage's "
+        "'explanation'): the share of its score from the question's own match and from the "
+        "walk, the terms and passages that carried it, the multi-hop paths (mixpr); the "
+        "window and the attention before and after the question (youra); the redundancy "
+        "penalty and the pick it was measured against (mmr, fps)",
     )
     g = r.add_argument_group("mixpr options")
     g.add_argument(
@@ -347,6 +360,8 @@ def _print_result(result: SearchResult, args, text: str, encoding: str) -> None:
         return
     for p in result.hits:
         print(f"[{p.index}] chars {p.start}-{p.end}  score={p.score:.6g}")
+        if p.explanation is not None:
+            print(f"why: {explanation_text(p.explanation)}")
         print(p.text)
         print()
 
@@ -361,6 +376,13 @@ def _check_retrieve_args(args) -> None:
         raise CliError(f"--lambda must be in [0, 1], got {args.lambda_}")
     if args.walk is not None and args.method != "mixpr":
         raise CliError(f"--walk applies to --method mixpr only, not --method {args.method}")
+    if getattr(args, "explain", False) and args.method not in EXPLAINED:
+        raise CliError(
+            f"--explain is not implemented for --method {args.method} yet (it is for "
+            f"{', '.join(EXPLAINED)})"
+        )
+    if getattr(args, "explain", False) and args.diversify:
+        raise CliError("--explain explains a method's own selection: leave out --diversify")
     if args.diversify and args.method in ("mmr", "fps"):
         raise CliError(
             f"--diversify applies to --method mixpr or youra; --method {args.method} already "

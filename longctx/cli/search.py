@@ -47,6 +47,12 @@ def add_parser(sub, positive_int, add_output_options) -> None:
         "(MixPR: the walk it chose and why)",
     )
     s.add_argument(
+        "--explain",
+        action="store_true",
+        help="say why each passage was retrieved (text: a 'why:' line; json: each passage's "
+        "'explanation'); not for a corpus built with --shards",
+    )
+    s.add_argument(
         "--ray-address",
         help="a corpus built with --shards: search its shards in Ray actors on this cluster "
         "(default: in this process, no Ray started)",
@@ -85,9 +91,11 @@ def run(args) -> int:
         raise CliError(f"cannot search the corpus at {args.corpus!r}: {exc}") from None
     t1 = time.perf_counter()
     try:
-        result = index.search(args.query, k=args.k)
+        result = index.search(args.query, k=args.k, explain=bool(getattr(args, "explain", False)))
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from None
+    except NotImplementedError as exc:
+        raise CliError(f"--explain: {exc}") from None
     finally:
         index.close()
     t2 = time.perf_counter()
@@ -114,6 +122,10 @@ def run(args) -> int:
         return 0
     for p in result.hits:
         print(f"[{doc_ids[p.source]}] chars {p.start}-{p.end}  score={p.score:.6g}")
+        if p.explanation is not None:
+            from longctx.explain import explanation_text
+
+            print(f"why: {explanation_text(p.explanation)}")
         print(p.text)
         print()
     return 0

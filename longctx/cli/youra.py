@@ -94,4 +94,5 @@ def run(text: str, query: str, args: argparse.Namespace) -> SearchResult:
     k, budget = getattr(args, "k", None), getattr(args, "budget", None)
     if k is None and budget is None:
         k = 100
-    return _index(text, args).search(query, k=k, token_budget=budget)
+    explain = bool(getattr(args, "explain", False))
+    return _index(text, args).search(query, k=k, token_budget=budget, explain=explain)

@@ -287,7 +287,13 @@ class CorpusIndex:
         self.close()
 
     def search(
-        self, query: str, *, k: int = 10, unique_texts: bool | None = False, **kwargs
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        unique_texts: bool | None = False,
+        explain: bool = False,
+        **kwargs,
     ) -> SearchResult:
         """The ``k`` best hits over every document (see the class docstring).
 
@@ -296,6 +302,9 @@ class CorpusIndex:
         the corpus supports it (a one-index MixPR corpus; the frameworks' retrievers pass it),
         ``False`` never. A sharded or diversity corpus does not implement it
         (``NotImplementedError`` for ``True``).
+
+        ``explain=True``: every hit says why it was retrieved (``Passage.explanation``,
+        :mod:`longctx.explain`); not for a sharded MixPR corpus yet (``NotImplementedError``).
 
         ``**kwargs`` go to the index's ``search`` (``mode``, ``filters``, ``token_budget`` for
         MixPR; ``lambda_`` for diversity...). ``info["doc_ids"]`` holds the corpus's document
@@ -307,9 +316,11 @@ class CorpusIndex:
         ValueError
             ``k`` < 1 or a bad keyword for the indexes (raised by the first index).
         NotImplementedError
-            ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus.
+            ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus;
+            ``explain=True`` on a sharded MixPR corpus.
         """
         from longctx.checks import check_int
+        from longctx.explain import check_explain
 
         k = check_int(k, "k", minimum=1)
         one_index = self.index is not None and not self.sharded
@@ -320,6 +331,13 @@ class CorpusIndex:
             )
         if unique_texts is not False and one_index:
             kwargs["unique_texts"] = True
+        if check_explain(explain) and self.sharded:
+            raise NotImplementedError(
+                "explain=True is not implemented for a sharded MixPR corpus yet (it is for a "
+                "one-index, a per-document and a diversity corpus)"
+            )
+        if explain:
+            kwargs["explain"] = True
         if self.index is not None:
             if kwargs.get("token_budget") is not None:
                 r = self.index.search(query, **kwargs)

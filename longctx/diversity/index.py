@@ -21,12 +21,14 @@ import numpy as np
 from longctx.checks import check_choice, check_float, check_int, check_query
 from longctx.diversity.blas import one_blas_thread
 from longctx.diversity.build import build_units
+from longctx.diversity.explain import explain_picks
 from longctx.diversity.greedy import greedy
 from longctx.diversity.inputs import as_vector
 from longctx.diversity.lazy import probe_projection
 from longctx.diversity.objective import METHODS, rescale, rewards_from
 from longctx.diversity.ordering import check_order, order_selection
 from longctx.diversity.persist import load_index, save_index
+from longctx.explain import check_explain
 from longctx.index import RetrievalIndex, check_texts
 from longctx.persist.reader import retry_on_concurrent_save
 from longctx.selection import check_budget_fits
@@ -311,6 +313,7 @@ class DiversityIndex(RetrievalIndex):
         query_embedding=None,
         rewards=None,
         rescale_rewards: bool = True,
+        explain: bool = False,
     ) -> SearchResult:
         """Select relevant, diverse units for ``query`` (or for a summary without one).
 
@@ -340,6 +343,10 @@ class DiversityIndex(RetrievalIndex):
         rewards : (n_units,) array, optional
             Relevance of each unit from elsewhere (a retriever's scores...), instead of the query
             similarity; min-max rescaled unless ``rescale_rewards=False``.
+        explain : bool, default False
+            Give each hit an ``explanation`` (:mod:`longctx.diversity.explain`): its relevance,
+            the redundancy penalty (MMR) or diversity bonus (FPS) it had when picked, and the
+            earlier pick that penalty was measured against.
 
         Returns
         -------
@@ -361,6 +368,7 @@ class DiversityIndex(RetrievalIndex):
         t_start = time.perf_counter()
         check_choice(method, "method", METHODS)
         check_order(order)
+        check_explain(explain)
         lambda_ = check_float(lambda_, "lambda_", low=0.0, high=1.0)
         window = check_int(window, "window", minimum=1, allow_none=True)
         k = check_int(k, "k", minimum=1, allow_none=True)
@@ -417,10 +425,23 @@ class DiversityIndex(RetrievalIndex):
                 projection=self._proj,
             )
             shown = rewards if rewards is not None else r
+            why = {}
+            if explain:  # after the selection, for the picks only
+                why = explain_picks(
+                    self._emb, r, shown, picks, lambda_, window, method, self._unit_of
+                )
             for i in order_selection(picks, None, order):
                 s, a, b = int(self._source[i]), int(self._start[i]), int(self._end[i])
                 hits.append(
-                    Passage(a, b, self._texts[s][a:b], float(shown[i]), int(self._unit[i]), s)
+                    Passage(
+                        a,
+                        b,
+                        self._texts[s][a:b],
+                        float(shown[i]),
+                        int(self._unit[i]),
+                        s,
+                        why.get(i),
+                    )  # fmt: skip
                 )
         t_select = time.perf_counter() - t0
         size: dict = {}
@@ -449,6 +470,16 @@ class DiversityIndex(RetrievalIndex):
                 "tokens_selected": int(sum(self._counts[self._index_of(h)] for h in hits)),
             },
         )
+
+    def _unit_of(self, i: int) -> dict:
+        """Unit ``i`` named for an explanation: source text, position, character offsets."""
+        return {
+            "unit": i,
+            "source": int(self._source[i]),
+            "index": int(self._unit[i]),
+            "start": int(self._start[i]),
+            "end": int(self._end[i]),
+        }
 
     def _index_of(self, hit: Passage) -> int:
         # units of one source are contiguous: position of the source's first unit + unit index

@@ -51,10 +51,13 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from longctx.checks import check_float, check_int, check_query
+from longctx.explain import check_explain
+from longctx.garlic.explain import explain_visits
 
 # The graph view lives in ``longctx.garlic.search_graph``; re-exported here (public names).
 from longctx.garlic.search_graph import (
@@ -333,6 +336,7 @@ class GarlicSearcher:
         answer: bool = True,
         max_new_tokens: int | None = None,
         reencode: bool = False,
+        explain: bool = False,
     ) -> SearchResult:
         """Run Dynamic Graph Search for ``query``.
 
@@ -347,6 +351,10 @@ class GarlicSearcher:
         reencode : bool, default False
             Baseline for benchmarks: no KV cache reuse, the whole prompt is run again at every
             step (same decisions and scores, many more tokens run).
+        explain : bool, default False
+            Give each hit an ``explanation`` (:func:`longctx.garlic.explain.explain_visits`):
+            the path of nodes from the top level that led to it, the parts of the score that
+            chose it, and where the search stopped.
 
         Returns
         -------
@@ -367,6 +375,7 @@ class GarlicSearcher:
             bad overrides. Raised before any forward pass.
         """
         check_query(query, "query")
+        check_explain(explain)
         patience = check_int(
             self.stop_patience if stop_patience is None else stop_patience,
             "stop_patience",
@@ -413,10 +422,15 @@ class GarlicSearcher:
         sim = np.clip(sim.astype(np.float64), 0.0, None)
         timings = {"prepare": time.perf_counter() - t0}
         with self._lock:
-            return self._search_locked(
+            result = self._search_locked(
                 query, prefix, qs, qe, suffix, sim, patience, alpha, limit, answer, max_new,
                 reencode, timings, t0,
             )  # fmt: skip
+        if not explain:
+            return result
+        why = explain_visits(self, result, alpha)
+        hits = tuple(replace(h, explanation=why.get((h.source, h.start, h.end))) for h in result)
+        return replace(result, hits=hits)
 
     def _search_locked(
         self, query, prefix, qs, qe, suffix, sim, patience, alpha, limit, answer, max_new,

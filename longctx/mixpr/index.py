@@ -18,9 +18,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.checks import check_choice, check_query
+from longctx.explain import check_explain, with_explanations
 from longctx.index import RetrievalIndex, check_texts
 from longctx.mixpr.build import build_state, spliced, without
 from longctx.mixpr.config import MixPRConfig
+from longctx.mixpr.explain import explain_hits
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
@@ -511,12 +513,16 @@ class MixPRIndex(RetrievalIndex):
         self._mask(st, filters)  # a bad filter raises before any work
         return self._score(st, query, mode, query_vector, filters, seeds=seeds)[:3]
 
-    def _score(self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None):
+    def _score(
+        self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None, keep=None
+    ):
         """``(scores (n_units,), mode used, timings, walk)``: the scoring pipeline
         (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot; ``walk``
         the choice of :func:`~longctx.mixpr.router.choose_walk`; ``trace``: a list that
         receives the walk's record (steps, residual), or ``None``; ``seeds``: checked
-        :class:`~longctx.mixpr.seeds.Seed` list, or ``None``."""
+        :class:`~longctx.mixpr.seeds.Seed` list, or ``None``; ``keep``: a dict that
+        receives the session's vectors (``"session"``) and the multi-hop walk's
+        (``"multihop"``) for :mod:`longctx.mixpr.explain`, or ``None``."""
         timings = {}
         t0 = time.perf_counter()
         if query_vector is not None and st.unit_vectors is None:
@@ -545,8 +551,13 @@ class MixPRIndex(RetrievalIndex):
             used, more = scorer.score(sid, query, mode, qvec, filters, trace, unit_seeds)
             scores = st.block.take_scores(sid)
             walk, weights = self._choose_walk(st, query, used, more)
+            if keep is not None:  # explain=True
+                keep["session"] = dict(st.block._s(sid))
             if walk["walk"] == "multihop":
-                scores, used = self._multihop(st, sid, query, scores, used, more, weights, trace)
+                mh = None if keep is None else keep.setdefault("multihop", {})
+                scores, used = self._multihop(
+                    st, sid, query, scores, used, more, weights, trace, mh
+                )
         finally:
             st.block.close(sid)
         if "embed_query" in timings and "embed_query" in more:
@@ -571,7 +582,9 @@ class MixPRIndex(RetrievalIndex):
         return walk, weights
 
     @staticmethod
-    def _multihop(st: _State, sid, query, scores, used, timings, weights=None, trace=None):
+    def _multihop(
+        st: _State, sid, query, scores, used, timings, weights=None, trace=None, keep=None
+    ):
         """``walk="multihop"``: the local score is the first hop of the walk over the units and
         the phrases they share (:class:`~longctx.mixpr.multihop.MultiHopRanker`); the dense
         cosines (hybrid mode) seed it too. A query that reached no unit lexically may still be
@@ -582,7 +595,7 @@ class MixPRIndex(RetrievalIndex):
         dense, mask = session.get("dense"), session.get("mask")
         first = scores if used == "local" else None
         out = st.ranker().scores(
-            query, first, dense, phrase_weights=weights, allowed=mask, trace=trace
+            query, first, dense, phrase_weights=weights, allowed=mask, trace=trace, keep=keep
         )
         if used == "local" or out.any():
             used = "local"
@@ -617,6 +630,7 @@ class MixPRIndex(RetrievalIndex):
         whole_documents: bool = False,
         unique_texts: bool = False,
         seeds=None,
+        explain: bool = False,
     ) -> SearchResult:
         """The best units for ``query``, in document order (by source, then position).
 
@@ -650,6 +664,12 @@ class MixPRIndex(RetrievalIndex):
             Another retriever's hits for this query (``Seed(doc_id, start, end, score)``: an
             app's vector retriever, with the vectors it already holds): they seed the walk's
             restart (:meth:`score`). No embedding call.
+        explain : bool, default False
+            Give each hit an ``explanation`` (:mod:`longctx.mixpr.explain`): the share of its
+            score from the question's own match (the restart), from the walk (the terms and
+            seed units that carried it there; the multi-hop walk's paths ``question ->
+            passage -> phrase -> hit``) and from the lexical and dense bonuses. Computed for
+            the returned hits only.
 
         Returns
         -------
@@ -675,6 +695,8 @@ class MixPRIndex(RetrievalIndex):
             raise TypeError(f"whole_documents must be a bool, got {whole_documents!r}")
         if whole_documents and token_budget is not None:
             raise ValueError("whole_documents=True takes k (documents), not token_budget")
+        if check_explain(explain) and whole_documents:
+            raise NotImplementedError("explain=True does not cover whole_documents=True yet")
         st = self._state
         mask = self._mask(st, filters)
         allowed = np.flatnonzero(mask) if mask is not None else None
@@ -685,8 +707,9 @@ class MixPRIndex(RetrievalIndex):
             budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
+        keep = {} if explain else None
         scores, used, timings, walk = self._score(
-            st, query, mode, query_vector, filters, trace, seeds
+            st, query, mode, query_vector, filters, trace, seeds, keep
         )
         trace = (walk, *trace)
         t0 = time.perf_counter()
@@ -711,6 +734,10 @@ class MixPRIndex(RetrievalIndex):
         idx = sel if allowed is None else allowed[sel]
         hits = tuple(self._hit(st, int(i), float(scores[i])) for i in idx.tolist())
         timings["select"] = time.perf_counter() - t0
+        if keep is not None:  # explain=True: after the selection, for the hits only
+            t0 = time.perf_counter()
+            hits = with_explanations(hits, explain_hits(st, keep, used, walk, idx, scores))
+            timings["explain"] = time.perf_counter() - t0
         info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
         return SearchResult(hits, self.method, used, timings, budget, trace=trace, info=info)
 

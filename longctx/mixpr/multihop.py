@@ -348,6 +348,7 @@ class MultiHopRanker:
         phrase_weights=None,
         allowed=None,
         trace: list | None = None,
+        keep: dict | None = None,
     ) -> np.ndarray:
         """``(n_units,) float64`` scores of every unit (higher is better; see
         :class:`MultiHopWalk`).
@@ -370,6 +371,11 @@ class MultiHopRanker:
             Receives the walk's record ``{"stage": "multihop", "solver", "steps",
             "residual"}`` (push also ``"parked"`` and ``"read"``, the matrix entries read;
             :func:`~longctx.mixpr.multihop_push.push_multihop`); nothing without a seed.
+        keep : dict, optional
+            Receives the walk's vectors for :func:`longctx.mixpr.explain.explain_multihop`
+            (``mass``, ``arrived``, ``r_u``, ``r_p``, ``d_u``, ``phrase_weights``,
+            ``first_hop``, ``dense``, ``r_u_dense``: the dense seeds' part of ``r_u``;
+            references, no copy); nothing without a seed.
 
         Returns
         -------
@@ -396,12 +402,13 @@ class MultiHopRanker:
                 raise ValueError(f"allowed must be a bool array of shape ({n},)")
             first_hop = None if first_hop is None else np.where(allowed, first_hop, 0.0)
             dense = None if dense is None else np.where(allowed, dense, 0.0)
-            return np.where(
-                allowed, self._scores(query, first_hop, dense, phrase_weights, allowed, trace), 0.0
-            )
-        return self._scores(query, first_hop, dense, phrase_weights, None, trace)
+            out = self._scores(query, first_hop, dense, phrase_weights, allowed, trace, keep)
+            return np.where(allowed, out, 0.0)
+        return self._scores(query, first_hop, dense, phrase_weights, None, trace, keep)
 
-    def _scores(self, query, first_hop, dense, phrase_weights, allowed, trace) -> np.ndarray:
+    def _scores(
+        self, query, first_hop, dense, phrase_weights, allowed, trace, keep=None
+    ) -> np.ndarray:
         n = self.n_units
         w = self.walk
         r_u, r_p = np.zeros(n), np.zeros(len(self._cols))
@@ -429,6 +436,13 @@ class MultiHopRanker:
         if allowed is not None:  # a phrase of one passage seeds only an allowed passage
             d_u[~allowed] = 0.0
         mass, arrived = self._iterate(r_u, r_p, d_u, trace)
+        if keep is not None:  # explain=True (longctx.mixpr.explain)
+            near = _top_share(dense, w.seed_top) if w.dense_seed > 0 else None
+            keep.update(
+                mass=mass, arrived=arrived, r_u=r_u, r_p=r_p, d_u=d_u, first_hop=first_hop,
+                dense=dense, phrase_weights=phrase_weights,
+                r_u_dense=None if near is None else (w.dense_seed / total) * near,
+            )  # fmt: skip
         out = _by_max(arrived if w.score == "propagated" else mass)
         if first_hop is not None and w.lexical_weight:
             out = out + w.lexical_weight * _by_max(np.maximum(first_hop, 0.0))

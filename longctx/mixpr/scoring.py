@@ -406,6 +406,7 @@ class UnitBlock(PushBlock, GraphPushBlock):
         s = self._s(sid)
         cfg = self.config
         lexical, dense = s["lexical"], s["dense"]
+        s["tops"] = (pi_top, lex_top, dense_top)  # for explain=True (longctx.mixpr.explain)
         scores = np.ascontiguousarray(s["x"])
         if lexical is not None or (dense is not None and cfg.dense_weight):
             scores = divide_by_top(scores, pi_top)

@@ -9,11 +9,13 @@ import time
 import numpy as np
 
 from longctx.checks import check_choice, check_int, check_query
+from longctx.explain import check_explain
 from longctx.index import RetrievalIndex, check_texts
 from longctx.persist.reader import retry_on_concurrent_save
 from longctx.selection import check_budget_fits, check_size
 from longctx.types import Passage, SearchResult
 from longctx.youra.config import DEFAULT_K, DEFAULT_MAX_UNIT_TOKENS, SCORE_SCALES
+from longctx.youra.explain import explain_sentence
 from longctx.youra.scorer import ReactionScorer, scorer_from
 from longctx.youra.spans import _check_sentences, _select, check_max_fraction
 
@@ -133,7 +135,7 @@ class YouraIndex(RetrievalIndex):
         runs on queries). Returns the number of windows computed."""
         return self.scorer._warm(self._layouts)
 
-    def score_units(self, query: str):
+    def score_units(self, query: str, *, keep: dict | None = None):
         """Every sentence of every text with its score for ``query``.
 
         Returns
@@ -143,10 +145,15 @@ class YouraIndex(RetrievalIndex):
             mean window length with ``score_scale="window"``.
         info : dict
             Windows, cache hits/misses and seconds of this query (see ``search``'s ``info``).
+
+        ``keep`` (a dict) receives the reaction vectors (``"vectors"``) and the attention before
+        and after the query (``"before"``, ``"after"``), per text, for explanations.
         """
         check_query(query, "query")
         self.scorer._query_ids(query)  # a too long query fails before any pass
-        vecs, info = self.scorer._vectors(self._layouts, query)
+        vecs, info = self.scorer._vectors(self._layouts, query, keep)
+        if keep is not None:
+            keep["vectors"] = vecs
         raw = np.concatenate([self.scorer._scores(lay, v) for lay, v in zip(self._layouts, vecs)])
         return raw * self._scale, info
 
@@ -163,6 +170,7 @@ class YouraIndex(RetrievalIndex):
         k: int | None = None,
         token_budget: int | None = None,
         max_fraction: float | None = None,
+        explain: bool = False,
     ) -> SearchResult:
         """The most reactive sentences of the corpus for ``query`` (sec. 3.3).
 
@@ -176,6 +184,10 @@ class YouraIndex(RetrievalIndex):
             (a sentence that does not fit is skipped), at most ``max_fraction`` of the sentences.
         max_fraction : float in (0, 1], optional
             Overrides the index's ``max_fraction`` for this query.
+        explain : bool, default False
+            Give each hit an ``explanation`` (:func:`longctx.youra.explain.explain_sentence`):
+            the window it was read in, the attention its tokens got before and after the
+            question, and the parts of its score.
 
         Returns
         -------
@@ -193,12 +205,13 @@ class YouraIndex(RetrievalIndex):
             model pass.
         """
         check_query(query, "query")
+        keep = {} if check_explain(explain) else None
         k, token_budget = check_size(k, token_budget, default_k=DEFAULT_K)
         frac = self.max_fraction if max_fraction is None else check_max_fraction(max_fraction)
         if token_budget is not None:  # before any model pass: no sentence would fit
             check_budget_fits(token_budget, np.maximum(self._counts, 1))
         t = time.perf_counter()
-        scores, info = self.score_units(query)
+        scores, info = self.score_units(query, keep=keep)
         t_score = time.perf_counter() - t
         t = time.perf_counter()
         chosen = _select(scores, self._counts, k, token_budget, frac)
@@ -206,8 +219,15 @@ class YouraIndex(RetrievalIndex):
         for g in chosen.tolist():
             src = int(np.searchsorted(self._offsets, g, side="right")) - 1
             i = g - int(self._offsets[src])
-            a, b = self._layouts[src].sentences[i]
-            hits.append(Passage(a, b, self._texts[src][a:b], float(scores[g]), i, src))
+            lay = self._layouts[src]
+            a, b = lay.sentences[i]
+            why = None
+            if keep is not None:  # explain=True: the returned sentences only
+                why = explain_sentence(
+                    self.scorer, lay, keep["vectors"][src], keep["before"][src],
+                    keep["after"][src], i, float(scores[g]), float(self._scale[g]),
+                )  # fmt: skip
+            hits.append(Passage(a, b, self._texts[src][a:b], float(scores[g]), i, src, why))
         t_select = time.perf_counter() - t
         budget = {"k": k} if k is not None else {"token_budget": token_budget, "unit": "model"}
         return SearchResult(

@@ -152,7 +152,7 @@ def warm(scorer, layouts) -> int:
     return done
 
 
-def vectors(scorer, layouts, query: str):
+def vectors(scorer, layouts, query: str, keep: dict | None = None):
     """Reaction vectors (eq. 1-5) of several layouts for one query.
 
     Windows run in padded batches (``batch_size``): cached windows first (query pass only,
@@ -163,7 +163,9 @@ def vectors(scorer, layouts, query: str):
     Returns ``(vectors, info)``: one ``(n_tokens,) float64`` array per layout, and a dict
     with the windows scored, cache hits and misses of this query, the forward ``passes``
     run and the seconds spent in context passes (``context_s``) and query passes
-    (``query_s``).
+    (``query_s``). ``keep`` (a dict, for :mod:`longctx.youra.explain`) receives per layout the
+    attention each token got before and after the query was appended (``"before"``,
+    ``"after"``: lists of ``(n_tokens,) float64``, :meth:`ReactionScorer._attention`).
     """
     q_ids = scorer._query_ids(query)
     q = len(q_ids)
@@ -236,9 +238,15 @@ def vectors(scorer, layouts, query: str):
                     for r in range(len(batch)):
                         base_sums, base_rows = bases[r]
                         vec = scorer._window_vector(base_sums, base_rows, q_sums[r, : cs[r]], q)
+                        ba = None
+                        if keep is not None:  # explain=True
+                            ba = scorer._attention(base_sums, base_rows, q_sums[r, : cs[r]], q)
                         for li, wi in groups[keys[r]]:
                             t0, t1 = layouts[li].windows[wi]
                             out[li][t0:t1] = vec
+                            if ba is not None:
+                                _kept(keep, layouts)[0][li][t0:t1] = ba[0]
+                                _kept(keep, layouts)[1][li][t0:t1] = ba[1]
                     info["query_s"] += time.perf_counter() - t2
                     if bar is not None:
                         bar.update(len(batch))
@@ -246,3 +254,11 @@ def vectors(scorer, layouts, query: str):
             if bar is not None:
                 bar.close()
     return out, info
+
+
+def _kept(keep: dict, layouts):
+    """``(before, after)`` lists of per-layout arrays in ``keep``, made on first use."""
+    if "before" not in keep:
+        keep["before"] = [np.zeros(len(lay.ids)) for lay in layouts]
+        keep["after"] = [np.zeros(len(lay.ids)) for lay in layouts]
+    return keep["before"], keep["after"]

@@ -499,10 +499,21 @@ class ReactionScorer:
         budget (:func:`longctx.youra.passes.warm`); returns the number of windows computed."""
         return passes.warm(self, layouts)
 
-    def _vectors(self, layouts, query: str):
+    def _vectors(self, layouts, query: str, keep: dict | None = None):
         """Reaction vectors (eq. 1-5) of several layouts for one query, and the pass counts and
-        times (:func:`longctx.youra.passes.vectors`)."""
-        return passes.vectors(self, layouts, query)
+        times (:func:`longctx.youra.passes.vectors`; ``keep``: the attention before and after
+        the query, for explanations)."""
+        return passes.vectors(self, layouts, query, keep)
+
+    def _attention(self, base_sums, base_rows: int, q_sums, q: int):
+        """``(before, after)``, each ``(c,) float64``: the attention a window's tokens get
+        without the query and with it, as :meth:`_window_vector` compares them (``"none"``:
+        the mean column sum per row, before and after the query rows are added; ``"ratio"``:
+        the share of the baseline rows' and of the query rows' attention)."""
+        if self.normalize == "ratio":
+            before = base_sums / max(float(base_sums.sum()), 1e-30)
+            return before, q_sums / max(float(q_sums.sum()), 1e-30)
+        return base_sums / base_rows, (base_sums + q_sums) / (base_rows + q)
 
     def _window_vector(self, base_sums, base_rows: int, q_sums, q: int) -> np.ndarray:
         """One window's slice of the reaction vector, ``(c,) float64``, from the baseline's

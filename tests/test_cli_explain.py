@@ -1,0 +1,78 @@
+"""``longctx retrieve --explain``: a 'why:' line per passage (text) and each passage's
+``explanation`` (JSON); refused with one line for a method it does not cover."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from longctx.cli import main
+
+QUERY = "What did the Mock Turtle sing about?"
+
+
+def test_text_has_a_why_line_per_passage(capsys):
+    assert main(["retrieve", "--sample", "alice", "-q", QUERY, "-k", "3", "--explain"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("[")]
+    assert len(heads) == 3
+    assert all(lines[i + 1].startswith("why: ") and "%" in lines[i + 1] for i in heads)
+
+
+@pytest.mark.parametrize("method", ["mixpr", "fps"])
+def test_json_passages_carry_their_explanation(capsys, monkeypatch, tmp_path, method):
+    from longctx.cli import diversity as cli_div
+    from tests.test_diversity import HashEncoder
+
+    monkeypatch.setattr(cli_div, "_encoder", lambda args: HashEncoder())  # no model to load
+    path = tmp_path / "t.txt"
+    path.write_text(
+        "The Mock Turtle sang about soup. The Gryphon danced. Alice listened to the song. "
+        "The soup was beautiful, sang the Turtle. The Queen played croquet.",
+        encoding="utf-8",
+    )
+    argv = ["retrieve", str(path), "-q", QUERY, "-k", "3", "--explain", "-m", method,
+            "--format", "json"]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["passages"]) == 3
+    for p in data["passages"]:
+        e = p["explanation"]
+        assert e["method"] == method
+        assert math.isclose(sum(e["parts"].values()), p["score"], abs_tol=1e-9)
+
+
+def test_without_explain_no_explanation(capsys):
+    assert main(["retrieve", "--sample", "alice", "-q", QUERY, "-k", "2", "--format", "json"]) == 0
+    assert all("explanation" not in p for p in json.loads(capsys.readouterr().out)["passages"])
+
+
+def test_refused_for_methods_it_does_not_cover(capsys):
+    assert main(["retrieve", "--sample", "alice", "-q", QUERY, "--explain", "-m", "garlic"]) == 2
+    err = capsys.readouterr().err
+    assert "--explain is not implemented for --method garlic" in err
+
+
+def test_search_a_corpus_with_explain(tmp_path, capsys):
+    from longctx.corpus import build_indexes
+
+    docs = [
+        ("kitchen", "Mary went to the kitchen. She got the milk there. The milk was cold."),
+        ("garden", "John walked in the garden. The roses were red. He picked a rose for Mary."),
+    ]
+    out = tmp_path / "corpus"
+    assert not build_indexes(docs, "mixpr", out, use_ray=False).failed
+    argv = ["search", str(out), "-q", "Where is the milk?", "--k", "2", "--explain"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("[")]
+    assert heads and all(lines[i + 1].startswith("why: ") for i in heads)
+    assert main([*argv, "--format", "json"]) == 0
+    for p in json.loads(capsys.readouterr().out)["passages"]:
+        assert math.isclose(sum(p["explanation"]["parts"].values()), p["score"], abs_tol=1e-9)
+    shards = tmp_path / "shards"
+    assert not build_indexes(docs, "mixpr", shards, use_ray=False, shards=2).failed
+    assert main(["search", str(shards), "-q", "milk", "--explain"]) == 2
+    assert "not implemented for a sharded MixPR corpus" in capsys.readouterr().err
