@@ -93,7 +93,7 @@ def test_top_term_and_seed_recomputed_by_hand_with_networkx():
     query = "the rabbit and the pocket watch"
     keep: dict = {}
     st = index._state
-    scores, used, _, _ = index._score(st, query, "local", None, None, [], keep)
+    scores, used, _, _ = index._score(st, query, "local", None, None, [], keep=keep)
     assert used == "local"
     p = keep["session"]["p"]
     g = index.graph
