@@ -30,6 +30,84 @@ class BudgetTooSmallError(ValueError):
         )
 
 
+class SparseScores:
+    """Scores of ``n`` units of which only those at ``idx`` may differ from 0: what a query
+    that reached a few units computes (:mod:`longctx.mixpr.scoring`), so that neither the
+    scores nor the selection cost a pass over every unit. :func:`select_top` and
+    :func:`select_distinct` take it wherever they take an array and return the very indices
+    they return for :meth:`dense`.
+
+    Parameters
+    ----------
+    n : int >= 0
+        Units in all (the length of the dense vector).
+    idx : (m,) int array, strictly ascending, in ``[0, n)``
+        The units that may score other than 0.
+    vals : (m,) float array
+        Their scores (``float64``).
+
+    Raises
+    ------
+    ValueError
+        ``idx`` not strictly ascending or out of ``[0, n)``, or ``vals`` of another length.
+    """
+
+    __slots__ = ("idx", "n", "vals")
+
+    def __init__(self, n: int, idx, vals):
+        self.n = check_int(n, "n", minimum=0)
+        self.idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        self.vals = np.asarray(vals, dtype=np.float64).reshape(-1)
+        if len(self.vals) != len(self.idx):
+            raise ValueError(f"vals has {len(self.vals)} entries, idx has {len(self.idx)}")
+        i = self.idx
+        if len(i) and (i[0] < 0 or i[-1] >= self.n or (len(i) > 1 and (np.diff(i) <= 0).any())):
+            raise ValueError(f"idx must be strictly ascending in [0, {self.n})")
+
+    def __len__(self) -> int:
+        return self.n
+
+    def dense(self) -> np.ndarray:
+        """``(n,) float64``: every unit's score."""
+        out = np.zeros(self.n)
+        out[self.idx] = self.vals
+        return out
+
+    def at(self, positions) -> np.ndarray:
+        """``(len(positions),) float64``: the scores of the units at ``positions``."""
+        positions = np.asarray(positions, dtype=np.int64)
+        out = np.zeros(len(positions))
+        if len(self.idx) and len(positions):
+            pos = np.minimum(np.searchsorted(self.idx, positions), len(self.idx) - 1)
+            hit = self.idx[pos] == positions
+            out[hit] = self.vals[pos[hit]]
+        return out
+
+    def restrict(self, allowed: np.ndarray) -> SparseScores:
+        """The scores of the units ``allowed`` (strictly ascending), as ``len(allowed)`` units:
+        ``restrict(a).dense() == dense()[a]``."""
+        allowed = np.asarray(allowed, dtype=np.int64)
+        if not len(allowed) or not len(self.idx):
+            return SparseScores(len(allowed), np.zeros(0, np.int64), np.zeros(0))
+        pos = np.minimum(np.searchsorted(allowed, self.idx), len(allowed) - 1)
+        keep = allowed[pos] == self.idx
+        return SparseScores(len(allowed), pos[keep], self.vals[keep])
+
+
+def _select_top_sparse(scores: SparseScores, k: int) -> np.ndarray:
+    """:func:`select_top` with ``k`` on sparse scores that are all ``>= 0`` and not NaN: the
+    best of the positive ones (they beat every 0), then the earliest units scoring 0."""
+    pos = scores.vals > 0
+    pidx = scores.idx[pos]
+    if len(pidx) >= k:
+        return pidx[select_top(scores.vals[pos], k=k)]
+    need = min(k, scores.n) - len(pidx)
+    # the first ``need`` units not in pidx lie below need + len(pidx)
+    head = np.arange(need + len(pidx), dtype=np.int64)
+    head = head[~np.isin(head, pidx, assume_unique=True)][:need]
+    return np.union1d(pidx, head).astype(np.int64)
+
+
 def _check_budget(scores: np.ndarray, token_budget, token_counts) -> tuple[int, np.ndarray]:
     """``(token_budget, token_counts as (n,) int64)`` checked for a selection by budget.
 
@@ -65,7 +143,9 @@ def select_top(
 
     Parameters
     ----------
-    scores : (n,) array of float
+    scores : (n,) array of float, or SparseScores
+        A :class:`SparseScores` is selected from without a pass over every unit (with ``k``:
+        ``O(m log m + k)`` for its ``m`` entries).
     k : int >= 1, optional
     token_budget : int >= 1, optional
         In tokens, as counted in ``token_counts``.
@@ -80,9 +160,14 @@ def select_top(
     ValueError
         If both or neither of ``k`` and ``token_budget`` are given, or shapes differ.
     """
-    scores = np.asarray(scores, dtype=np.float64)
     if (k is None) == (token_budget is None):
         raise ValueError("give exactly one of k and token_budget")
+    if isinstance(scores, SparseScores):
+        v = scores.vals
+        if k is not None and not (v < 0).any() and not np.isnan(v).any():
+            return _select_top_sparse(scores, check_int(k, "k", minimum=1))
+        scores = scores.dense()
+    scores = np.asarray(scores, dtype=np.float64)
     if k is not None:
         k = check_int(k, "k", minimum=1)
         if k >= len(scores) or np.isnan(scores).any():
@@ -236,7 +321,7 @@ def select_distinct(
 
     Parameters
     ----------
-    scores : (n,) array of float
+    scores : (n,) array of float, or SparseScores
     key : callable int -> hashable
         The identity of unit ``i`` (e.g. its text).
     k, token_budget, token_counts :
@@ -251,16 +336,20 @@ def select_distinct(
     ValueError
         As :func:`select_top`.
     """
-    scores = np.asarray(scores, dtype=np.float64)
     if (k is None) == (token_budget is None):
         raise ValueError("give exactly one of k and token_budget")
+    if isinstance(scores, SparseScores) and k is None:
+        scores = scores.dense()
+    if not isinstance(scores, SparseScores):
+        scores = np.asarray(scores, dtype=np.float64)
     n = len(scores)
     if k is not None:
         k = check_int(k, "k", minimum=1)
         m = k
         while True:
             cand = select_top(scores, k=min(m, n)) if n else np.zeros(0, np.int64)
-            order = cand[np.argsort(-scores[cand], kind="stable")]  # best first, ties earliest
+            vals = scores.at(cand) if isinstance(scores, SparseScores) else scores[cand]
+            order = cand[np.argsort(-vals, kind="stable")]  # best first, ties earliest
             seen, kept = set(), []
             for i in order.tolist():
                 kk = key(i)

@@ -46,7 +46,13 @@ from longctx.mixpr.validation import (
     check_held,
 )
 from longctx.persist import PersistError as PersistError
-from longctx.selection import check_budget_fits, check_size, select_distinct, select_top
+from longctx.selection import (
+    SparseScores,
+    check_budget_fits,
+    check_size,
+    select_distinct,
+    select_top,
+)
 from longctx.tokens import TokenCounter, count_units
 from longctx.types import Passage, SearchResult
 
@@ -497,11 +503,14 @@ class MixPRIndex(RetrievalIndex):
         check_choice(mode, "mode", MODES)
         st = self._state
         self._mask(st, filters)  # a bad filter raises before any work
-        return self._score(st, query, mode, query_vector, filters)[:3]
+        scores, used, timings, _ = self._score(st, query, mode, query_vector, filters)
+        return _dense(scores), used, timings
 
     def _score(self, st: _State, query, mode, query_vector, filters, trace=None):
-        """``(scores (n_units,), mode used, timings, walk)``: the scoring pipeline
-        (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot; ``walk``
+        """``(scores, mode used, timings, walk)``: the scoring pipeline
+        (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot (``scores``
+        ``(n_units,)`` or :class:`~longctx.selection.SparseScores` over the units a push walk
+        reached); ``walk``
         the choice of :func:`~longctx.mixpr.router.choose_walk`; ``trace``: a list that
         receives the walk's record (steps, residual), or ``None``."""
         timings = {}
@@ -524,7 +533,7 @@ class MixPRIndex(RetrievalIndex):
         try:
             scorer.open(sid, filters)
             used, more = scorer.score(sid, query, mode, qvec, filters, trace)
-            scores = st.block.take_scores(sid)
+            scores = st.block.take_result(sid)
             walk, weights = self._choose_walk(st, query, used, more)
             if walk["walk"] == "multihop":
                 scores, used = self._multihop(st, sid, query, scores, used, more, weights, trace)
@@ -561,7 +570,7 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
-        first = scores if used == "local" else None
+        first = _dense(scores) if used == "local" else None
         out = st.ranker().scores(
             query, first, dense, phrase_weights=weights, allowed=mask, trace=trace
         )
@@ -664,9 +673,15 @@ class MixPRIndex(RetrievalIndex):
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
-            r = self._whole_documents(st, scores, allowed, k, used, timings, t0)
+            r = self._whole_documents(st, _dense(scores), allowed, k, used, timings, t0)
             return replace(r, trace=trace)
-        sub = scores if allowed is None else scores[allowed]
+        sparse = isinstance(scores, SparseScores)
+        if sparse and token_budget is not None:
+            scores = scores.dense()
+            sparse = False
+        sub = scores
+        if allowed is not None:
+            sub = scores.restrict(allowed) if sparse else scores[allowed]
         pick = select_top
         if unique_texts:
             pick = partial(select_distinct, key=_unit_text_key(st, allowed))
@@ -682,7 +697,8 @@ class MixPRIndex(RetrievalIndex):
             sel = pick(sub, k=k)
             budget = {"k": k}
         idx = sel if allowed is None else allowed[sel]
-        hits = tuple(self._hit(st, int(i), float(scores[i])) for i in idx.tolist())
+        vals = scores.at(idx) if sparse else scores[idx]
+        hits = tuple(self._hit(st, int(i), float(v)) for i, v in zip(idx.tolist(), vals.tolist()))
         timings["select"] = time.perf_counter() - t0
         info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
         return SearchResult(hits, self.method, used, timings, budget, trace=trace, info=info)
@@ -742,6 +758,11 @@ class MixPRIndex(RetrievalIndex):
             ``encoder`` embeds in another dimension than the saved unit vectors.
         """
         return load_index(cls, path, router=router, encoder=encoder)
+
+
+def _dense(scores) -> np.ndarray:
+    """``(n_units,) float64`` of scores given dense or as :class:`SparseScores`."""
+    return scores.dense() if isinstance(scores, SparseScores) else scores
 
 
 def _unit_text_key(st: _State, allowed):

@@ -1,0 +1,141 @@
+"""The query keeps its vectors sparse (the units the walk reached, :class:`SparseScores`) and
+gives the very results of the dense path it replaced: the golden results of
+``tests/fixtures/mixpr_query_golden`` (written by the dense path, see its ``make.py``) on Alice
+split into chapters and on War and Peace, with and without filters, top k, token budgets,
+unique texts, whole documents, the paper preset, the power iteration and hybrid mode."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from longctx.selection import SparseScores, select_distinct, select_top
+
+GOLDEN = Path(__file__).parent / "fixtures" / "mixpr_query_golden"
+sys.path.insert(0, str(GOLDEN))
+import make  # noqa: E402  (the golden cases' questions and corpus)
+
+
+def _same_hits(got, want, where):
+    assert len(got) == len(want), where
+    for g, w in zip(got, want):
+        assert g[:4] == w[:4], where
+        assert abs(g[4] - w[4]) <= 1e-12, (where, g, w)
+
+
+@pytest.fixture(scope="module")
+def alice_golden():
+    return json.loads((GOLDEN / "alice.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def alice_now():
+    return make.alice_cases()
+
+
+def test_alice_results_equal_the_dense_path(alice_golden, alice_now):
+    assert alice_now.keys() == alice_golden.keys()
+    for key, want in alice_golden.items():
+        got = alice_now[key]
+        assert got["mode"] == want["mode"], key
+        if "scores" in want:
+            np.testing.assert_allclose(got["scores"], want["scores"], rtol=0, atol=1e-12)
+        else:
+            _same_hits(got["hits"], want["hits"], key)
+
+
+def test_war_and_peace_results_equal_the_dense_path(shared_data):
+    want = json.loads((GOLDEN / "war_and_peace.json").read_text())
+    got = make.wp_cases(shared_data)
+    assert got.keys() == want.keys()
+    for key in want:
+        if key == "n_docs":
+            assert got[key] == want[key]
+            continue
+        assert got[key]["mode"] == want[key]["mode"], key
+        _same_hits(got[key]["hits"], want[key]["hits"], key)
+
+
+def _random_sparse(rng, n, nnz):
+    idx = np.sort(rng.choice(n, nnz, replace=False))
+    vals = rng.integers(0, 4, nnz).astype(np.float64) / 4  # many ties, some zeros
+    return SparseScores(n, idx, vals)
+
+
+def test_sparse_top_k_equals_dense_top_k():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(1, 60))
+        s = _random_sparse(rng, n, int(rng.integers(0, n + 1)))
+        dense = s.dense()
+        for k in (1, 2, 5, n, n + 3):
+            np.testing.assert_array_equal(select_top(s, k=k), select_top(dense, k=k))
+        allowed = np.flatnonzero(rng.random(n) < 0.5)
+        sub = s.restrict(allowed)
+        assert len(sub) == len(allowed)
+        np.testing.assert_array_equal(sub.dense(), dense[allowed])
+        for k in (1, 3, len(allowed) + 1):
+            np.testing.assert_array_equal(select_top(sub, k=k), select_top(dense[allowed], k=k))
+        key = rng.integers(0, 5, n).tolist().__getitem__
+        for k in (1, 4, n + 1):
+            np.testing.assert_array_equal(
+                select_distinct(s, key, k=k), select_distinct(dense, key, k=k)
+            )
+        counts = rng.integers(1, 9, n)
+        np.testing.assert_array_equal(
+            select_top(s, token_budget=12, token_counts=counts),
+            select_top(dense, token_budget=12, token_counts=counts),
+        )
+
+
+def test_sparse_scores_checks_its_arrays():
+    with pytest.raises(ValueError, match="idx"):
+        SparseScores(3, np.array([2, 1]), np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="idx"):
+        SparseScores(3, np.array([1, 3]), np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="vals"):
+        SparseScores(3, np.array([1]), np.array([1.0, 2.0]))
+    s = SparseScores(4, np.array([1, 3]), np.array([0.5, -1.0]))
+    np.testing.assert_array_equal(s.at(np.array([0, 1, 3])), [0.0, 0.5, -1.0])
+    # a negative score: the sparse top k is the dense one (the zeros rank above it)
+    np.testing.assert_array_equal(select_top(s, k=3), select_top(s.dense(), k=3))
+
+
+def test_search_touches_only_what_the_walk_reached(monkeypatch):
+    """No ``(n_units,)`` array is made by a search without filters: every ``np.zeros``,
+    ``np.flatnonzero`` and ``np.bincount`` of the query path is far below the unit count when
+    the walk reaches a few units (a chain of units, each sharing one word with the next)."""
+    from longctx.mixpr import MixPRIndex
+
+    texts = [f"alpha{i}x alpha{i + 1}x" for i in range(3000)]
+    texts[5] += " the needle zebra"
+    index = MixPRIndex.from_texts(texts, chunk=False)
+    index.search("needle zebra", k=10, mode="local")  # warm: the walk's row view, term sizes
+    n = index.n_units
+    sizes = []
+    real_zeros, real_nz, real_count = np.zeros, np.flatnonzero, np.bincount
+
+    def zeros(shape, *a, **kw):
+        sizes.append(int(np.prod(shape)))
+        return real_zeros(shape, *a, **kw)
+
+    def flatnonzero(a):
+        sizes.append(np.size(a))
+        return real_nz(a)
+
+    def bincount(x, weights=None, minlength=0):
+        sizes.append(max(minlength, len(x)))
+        return real_count(x, weights=weights, minlength=minlength)
+
+    monkeypatch.setattr(np, "zeros", zeros)
+    monkeypatch.setattr(np, "flatnonzero", flatnonzero)
+    monkeypatch.setattr(np, "bincount", bincount)
+    res = index.search("needle zebra", k=10, mode="local")
+    monkeypatch.undo()
+    assert len(res.hits) == 10 and 5 in [h.source for h in res.hits]
+    assert res.trace[-1]["read"] < 1000
+    assert sizes and max(sizes) < n // 10, (max(sizes), n)
