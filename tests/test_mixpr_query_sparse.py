@@ -32,12 +32,11 @@ def alice_golden():
     return json.loads((GOLDEN / "alice.json").read_text())
 
 
-@pytest.fixture(scope="module")
-def alice_now():
-    return make.alice_cases()
-
-
-def test_alice_results_equal_the_dense_path(alice_golden, alice_now):
+@pytest.mark.parametrize("path", ["default", "sparse"])
+def test_alice_results_equal_the_dense_path(alice_golden, monkeypatch, path):
+    if path == "sparse":
+        _force(monkeypatch, path)
+    alice_now = make.alice_cases()
     assert alice_now.keys() == alice_golden.keys()
     for key, want in alice_golden.items():
         got = alice_now[key]
@@ -48,7 +47,10 @@ def test_alice_results_equal_the_dense_path(alice_golden, alice_now):
             _same_hits(got["hits"], want["hits"], key)
 
 
-def test_war_and_peace_results_equal_the_dense_path(shared_data):
+@pytest.mark.parametrize("path", ["default", "sparse"])
+def test_war_and_peace_results_equal_the_dense_path(shared_data, monkeypatch, path):
+    if path == "sparse":
+        _force(monkeypatch, path)
     want = json.loads((GOLDEN / "war_and_peace.json").read_text())
     got = make.wp_cases(shared_data)
     assert got.keys() == want.keys()
@@ -58,6 +60,62 @@ def test_war_and_peace_results_equal_the_dense_path(shared_data):
             continue
         assert got[key]["mode"] == want[key]["mode"], key
         _same_hits(got[key]["hits"], want[key]["hits"], key)
+
+
+def _force(monkeypatch, path: str):
+    """Make the query's vectors ``"dense"`` (as before they were kept sparse: the walk's
+    settled mass and the scores are ``(n_units,)`` arrays) or ``"sparse"`` whatever share of
+    the units the walk reached (by default a walk that reaches more than 1/16 of them goes
+    dense, as most of Alice's do)."""
+    import longctx.mixpr.push as push
+    import longctx.mixpr.scoring as scoring
+
+    share = 1 << 60 if path == "dense" else 1e-9
+    monkeypatch.setattr(push, "COUNT_SHARE", share)
+    monkeypatch.setattr(scoring, "COUNT_SHARE", share)
+
+
+CASES = [
+    {"k": 10},
+    {"k": 100000},
+    {"k": 50, "filters": {"even": True}},
+    {"k": 20, "filters": {"chapter": 3}},
+    {"k": 30, "unique_texts": True},
+    {"k": 30, "unique_texts": True, "filters": {"even": True}},
+    {"token_budget": 200},
+    {"k": 2, "whole_documents": True},
+]
+
+
+@pytest.mark.parametrize("params", [{}, {"lexical_weight": 0.0}, {"literal_query_weights": True}])
+def test_sparse_path_equals_the_dense_path_in_this_environment(monkeypatch, params):
+    """The same queries with the vectors kept dense (the old path, by the same code) and
+    sparse: the same hits, in the same order, the same scores (this run's libraries, so the
+    check does not depend on the golden files' vocabulary)."""
+    from longctx.io import sample_text
+    from longctx.mixpr import MixPRIndex
+
+    docs = make.chapters(sample_text("alice"))
+    md = [{"chapter": i, "even": i % 2 == 0} for i in range(len(docs))]
+    index = MixPRIndex.from_texts(docs, metadatas=md, **params)
+    qs = make.QUESTIONS
+
+    def run():
+        return {
+            (qi, ci): make.hits(index.search(q, mode="local", **kw))
+            for qi, q in enumerate(qs)
+            for ci, kw in enumerate(CASES)
+        }
+
+    with monkeypatch.context() as m:
+        _force(m, "sparse")
+        sparse = run()
+    with monkeypatch.context() as m:
+        _force(m, "dense")
+        dense = run()
+    for key, want in dense.items():
+        _same_hits(sparse[key], want, key)
+    assert sum(len(v) for v in sparse.values()) > 1000
 
 
 def _random_sparse(rng, n, nnz):
@@ -139,3 +197,21 @@ def test_search_touches_only_what_the_walk_reached(monkeypatch):
     assert len(res.hits) == 10 and 5 in [h.source for h in res.hits]
     assert res.trace[-1]["read"] < 1000
     assert sizes and max(sizes) < n // 10, (max(sizes), n)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"min_df": 2, "max_df": 0.05}, {"min_df": 0.001}, {"max_features": 500}]
+)
+def test_query_term_filter_reads_the_vocabulary_as_kept_terms(alice_text, kwargs):
+    """The query's terms are checked against the vocabulary's pruning one by one, as
+    ``TermTable.kept_terms`` prunes every term."""
+    from longctx.mixpr import MixPRIndex
+    from longctx.mixpr.query import _query_term_filter
+
+    table = MixPRIndex.from_texts(alice_text[:50000], vectorizer_kwargs=kwargs).terms
+    keep = table.kept_terms()
+    kept = _query_term_filter(table)
+    if kept is None:
+        np.testing.assert_array_equal(keep, table.df > 0)
+    else:
+        assert [kept(j) for j in range(len(keep))] == keep.tolist()
