@@ -19,7 +19,7 @@ Each system runs in its own processes, one after the other, so their memory is t
   stemmer; rank_bm25: ``BM25Okapi`` over ``str.split`` tokens, as LangChain's retriever);
   *peak* the most resident memory above the process's base (taken once the texts are read)
   while building (sampled every 5 ms, and ``ru_maxrss`` when it rose), *held* the resident
-  memory above base after it;
+  memory above base once built and queried (the texts read for the build freed);
 - *query*: median over the questions (``--questions``, the growth table's, k = ``--k``) after
   one warm-up query, the query's own analysis included;
 - *save* (time, bytes on disk) and, in a fresh process, *open* (``MixPRIndex.load``; bm25s
@@ -258,15 +258,15 @@ def run_build(system: str, work: Path, k: int, n_q: int) -> dict:
         sys_.build(docs, units)
         build_s = time.perf_counter() - t0
     del docs, units
-    gc.collect()
-    held = rss_bytes() - base
     qs = _questions(n_q)
-    sys_.query(qs[0], k)  # warm-up
+    sys_.query(qs[0], k)  # warm-up (MixPR makes its graph's views on its first query)
     times = []
     for q in qs:
         t0 = time.perf_counter()
         sys_.query(q, k)
         times.append(time.perf_counter() - t0)
+    gc.collect()
+    held = rss_bytes() - base
     out = {
         "build_s": build_s,
         "query_ms": 1000 * statistics.median(times),
