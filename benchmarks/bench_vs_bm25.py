@@ -39,14 +39,12 @@ import argparse
 import gc
 import inspect
 import json
-import os
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -54,47 +52,36 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from bench_youra import PeakRSS  # noqa: E402
+
 SYSTEMS = ("mixpr", "bm25s", "llamaindex", "rank_bm25")
-PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def rss_bytes() -> int:
-    """Resident memory of this process now (``/proc/self/statm``; else the peak so far)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * PAGE
-    except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """Resident memory of this process now (VmRSS)."""
+    return PeakRSS.rss()
 
 
 def max_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-class PeakSampler:
-    """The most resident memory while the ``with`` block runs (sampled every 5 ms, and the
-    process's ``ru_maxrss`` when it rose in the block)."""
+class PeakSampler(PeakRSS):
+    """The most resident memory while the ``with`` block runs: sampled every 5 ms
+    (``bench_youra.PeakRSS``), and the process's ``ru_maxrss`` when it rose in the block."""
 
     def __init__(self):
-        self.peak = 0
-        self._stop = threading.Event()
-
-    def _run(self):
-        while not self._stop.wait(0.005):
-            self.peak = max(self.peak, rss_bytes())
+        super().__init__(interval=0.005)
 
     def __enter__(self):
         self._before = max_rss_bytes()
-        self.peak = rss_bytes()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
+        return super().__enter__()
 
     def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+        super().__exit__(*exc)
         after = max_rss_bytes()
-        self.peak = max(self.peak, rss_bytes(), after if after > self._before else 0)
+        if after > self._before:
+            self.peak = max(self.peak, after)
 
 
 def dir_bytes(path: Path) -> int:
