@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from longctx.checks import check_int
@@ -145,7 +147,8 @@ def select_top(
     ----------
     scores : (n,) array of float, or SparseScores
         A :class:`SparseScores` is selected from without a pass over every unit (with ``k``:
-        ``O(m log m + k)`` for its ``m`` entries).
+        ``O(m log m + k)`` for its ``m`` entries; with ``token_budget`` the units scoring 0 are
+        read only while the budget is not spent).
     k : int >= 1, optional
     token_budget : int >= 1, optional
         In tokens, as counted in ``token_counts``.
@@ -164,9 +167,12 @@ def select_top(
         raise ValueError("give exactly one of k and token_budget")
     if isinstance(scores, SparseScores):
         v = scores.vals
-        if k is not None and not (v < 0).any() and not np.isnan(v).any():
+        if (v < 0).any() or np.isnan(v).any():
+            scores = scores.dense()
+        elif k is not None:
             return _select_top_sparse(scores, check_int(k, "k", minimum=1))
-        scores = scores.dense()
+        else:
+            return _select_budget_sparse(scores, token_budget, token_counts)
     scores = np.asarray(scores, dtype=np.float64)
     if k is not None:
         k = check_int(k, "k", minimum=1)
@@ -179,19 +185,55 @@ def select_top(
         return np.sort(np.concatenate([above, ties])).astype(np.int64)
     order = np.argsort(-scores, kind="stable")
     token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
-    counts = token_counts[order]
-    # Fast path: the prefix that fits; then a greedy pass for smaller units after it.
-    csum = np.cumsum(counts)
-    n_prefix = int(np.searchsorted(csum, token_budget, side="right"))
-    chosen = list(order[:n_prefix])
-    used = int(csum[n_prefix - 1]) if n_prefix else 0
-    for idx, c in zip(order[n_prefix:].tolist(), counts[n_prefix:].tolist()):
+    return _greedy([order], token_counts, token_budget)
+
+
+def _greedy(orders, token_counts: np.ndarray, token_budget: int) -> np.ndarray:
+    """Units taken greedily in the order of the blocks ``orders`` (index arrays, best first)
+    while they fit in ``token_budget``; a unit that does not fit is skipped. Sorted."""
+    chosen: list = []
+    used = 0
+    for order in orders:
         if used >= token_budget:
             break
-        if used + c <= token_budget:
-            chosen.append(idx)
-            used += c
+        counts = token_counts[order]
+        # Fast path: the prefix that fits; then a greedy pass for smaller units after it.
+        csum = used + np.cumsum(counts)
+        n_prefix = int(np.searchsorted(csum, token_budget, side="right"))
+        chosen.extend(order[:n_prefix].tolist())
+        used = int(csum[n_prefix - 1]) if n_prefix else used
+        for idx, c in zip(order[n_prefix:].tolist(), counts[n_prefix:].tolist()):
+            if used >= token_budget:
+                break
+            if used + c <= token_budget:
+                chosen.append(idx)
+                used += c
     return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
+def _select_budget_sparse(scores: SparseScores, token_budget, token_counts) -> np.ndarray:
+    """:func:`select_top` with ``token_budget`` on sparse scores that are all ``>= 0`` and not
+    NaN: the positive ones best first (ties to the earlier unit), then the units scoring 0 in
+    their order, read a block at a time only while the budget is not spent."""
+    token_budget = check_int(token_budget, "token_budget", minimum=1)
+    if token_counts is None:
+        raise ValueError("token_counts is required with token_budget")
+    token_counts = np.asarray(token_counts, dtype=np.int64)
+    if token_counts.shape != (scores.n,):
+        raise ValueError(
+            f"token_counts has shape {token_counts.shape}, scores has shape {(scores.n,)}"
+        )
+    pos = scores.vals > 0
+    pidx = scores.idx[pos]
+    best = pidx[np.argsort(-scores.vals[pos], kind="stable")]
+
+    def zeros(size: int = 4096):
+        for start in range(0, scores.n, size):
+            block = np.arange(start, min(scores.n, start + size), dtype=np.int64)
+            lo, hi = np.searchsorted(pidx, [start, start + size])
+            yield block[~np.isin(block, pidx[lo:hi], assume_unique=True)]
+
+    return _greedy(itertools.chain([best], zeros()), token_counts, token_budget)
 
 
 def check_size(

@@ -144,10 +144,16 @@ def test_sparse_top_k_equals_dense_top_k():
                 select_distinct(s, key, k=k), select_distinct(dense, key, k=k)
             )
         counts = rng.integers(1, 9, n)
-        np.testing.assert_array_equal(
-            select_top(s, token_budget=12, token_counts=counts),
-            select_top(dense, token_budget=12, token_counts=counts),
-        )
+        for budget in (1, 12, 40, 1000):
+            np.testing.assert_array_equal(
+                select_top(s, token_budget=budget, token_counts=counts),
+                select_top(dense, token_budget=budget, token_counts=counts),
+            )
+            c = counts[allowed]
+            np.testing.assert_array_equal(
+                select_top(sub, token_budget=budget, token_counts=c),
+                select_top(dense[allowed], token_budget=budget, token_counts=c),
+            )
 
 
 def test_sparse_scores_checks_its_arrays():
@@ -161,6 +167,29 @@ def test_sparse_scores_checks_its_arrays():
     np.testing.assert_array_equal(s.at(np.array([0, 1, 3])), [0.0, 0.5, -1.0])
     # a negative score: the sparse top k is the dense one (the zeros rank above it)
     np.testing.assert_array_equal(select_top(s, k=3), select_top(s.dense(), k=3))
+    counts = np.array([3, 1, 2, 1])
+    np.testing.assert_array_equal(
+        select_top(s, token_budget=4, token_counts=counts),
+        select_top(s.dense(), token_budget=4, token_counts=counts),
+    )
+    with pytest.raises(ValueError, match="token_counts"):
+        select_top(s, token_budget=4, token_counts=counts[:3])
+    with pytest.raises(ValueError, match="token_counts"):
+        select_top(SparseScores(4, [1], [1.0]), token_budget=4)
+
+
+def test_sparse_budget_reads_the_zero_units_in_blocks():
+    """A budget the walk's units fill is chosen among them; one they do not fill takes the
+    units scoring 0 in their order, across the 4096-unit blocks."""
+    n = 10_000
+    s = SparseScores(n, np.array([5, 7000, 9000]), np.array([0.5, 0.9, 0.5]))
+    counts = np.full(n, 10)
+    np.testing.assert_array_equal(select_top(s, token_budget=25, token_counts=counts), [5, 7000])
+    got = select_top(s, token_budget=10 * 5000, token_counts=counts)
+    np.testing.assert_array_equal(
+        got, select_top(s.dense(), token_budget=50000, token_counts=counts)
+    )
+    assert len(got) == 5000 and {5, 7000, 9000} <= set(got.tolist())
 
 
 def test_search_touches_only_what_the_walk_reached(monkeypatch):

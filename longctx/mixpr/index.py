@@ -676,9 +676,6 @@ class MixPRIndex(RetrievalIndex):
             r = self._whole_documents(st, _dense(scores), allowed, k, used, timings, t0)
             return replace(r, trace=trace)
         sparse = isinstance(scores, SparseScores)
-        if sparse and token_budget is not None:
-            scores = scores.dense()
-            sparse = False
         sub = scores
         if allowed is not None:
             sub = scores.restrict(allowed) if sparse else scores[allowed]
