@@ -79,21 +79,48 @@ class SparseScores:
         """``(len(positions),) float64``: the scores of the units at ``positions``."""
         positions = np.asarray(positions, dtype=np.int64)
         out = np.zeros(len(positions))
-        if len(self.idx) and len(positions):
-            pos = np.minimum(np.searchsorted(self.idx, positions), len(self.idx) - 1)
-            hit = self.idx[pos] == positions
-            out[hit] = self.vals[pos[hit]]
+        pos, hit = _find(self.idx, positions)
+        out[hit] = self.vals[pos[hit]]
         return out
 
     def restrict(self, allowed: np.ndarray) -> SparseScores:
         """The scores of the units ``allowed`` (strictly ascending), as ``len(allowed)`` units:
         ``restrict(a).dense() == dense()[a]``."""
         allowed = np.asarray(allowed, dtype=np.int64)
-        if not len(allowed) or not len(self.idx):
-            return SparseScores(len(allowed), np.zeros(0, np.int64), np.zeros(0))
-        pos = np.minimum(np.searchsorted(allowed, self.idx), len(allowed) - 1)
-        keep = allowed[pos] == self.idx
+        pos, keep = _find(allowed, self.idx)
         return SparseScores(len(allowed), pos[keep], self.vals[keep])
+
+
+def _find(sorted_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, found)``: where each of ``values`` is in ``sorted_keys`` (ascending) and
+    whether it is there at all (``positions`` is meaningful only where ``found``)."""
+    values = np.asarray(values, dtype=np.int64)
+    if not len(sorted_keys):
+        return np.zeros(len(values), np.int64), np.zeros(len(values), bool)
+    pos = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
+    return pos, sorted_keys[pos] == values
+
+
+def fewest_left(counts: np.ndarray, by_count: np.ndarray, allowed, taken) -> int:
+    """The fewest tokens among the units ``allowed`` (ascending; ``None``: all) that are not
+    ``taken``, read from ``by_count`` (every unit, ordered by ``counts``) a few thousand at a
+    time: without a filter about ``len(taken)`` reads, not a pass over the units.
+
+    Raises
+    ------
+    ValueError
+        Every allowed unit is taken (there is no fewest).
+    """
+    taken = np.asarray(taken, dtype=np.int64)
+    step = 4 * len(taken) + 1024
+    for start in range(0, len(by_count), step):
+        part = by_count[start : start + step]
+        ok = ~np.isin(part, taken)
+        if allowed is not None:
+            ok &= _find(allowed, part)[1]
+        if ok.any():
+            return int(counts[part[np.argmax(ok)]])
+    raise ValueError("every allowed unit is taken")
 
 
 def _select_top_sparse(scores: SparseScores, k: int) -> np.ndarray:

@@ -244,3 +244,46 @@ def test_query_term_filter_reads_the_vocabulary_as_kept_terms(alice_text, kwargs
         np.testing.assert_array_equal(keep, table.df > 0)
     else:
         assert [kept(j) for j in range(len(keep))] == keep.tolist()
+
+
+def test_fewest_left_is_the_least_count_among_the_units_not_taken():
+    from longctx.selection import fewest_left
+
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        n = int(rng.integers(2, 3000))
+        counts = rng.integers(1, 50, n)
+        by_count = np.argsort(counts, kind="stable")
+        allowed = None if rng.random() < 0.5 else np.flatnonzero(rng.random(n) < 0.3)
+        pool = np.arange(n) if allowed is None else allowed
+        if len(pool) < 2:
+            continue
+        taken = np.sort(rng.choice(pool, int(rng.integers(1, len(pool))), replace=False))
+        left = np.setdiff1d(pool, taken)
+        assert fewest_left(counts, by_count, allowed, taken) == counts[left].min()
+    with pytest.raises(ValueError, match="taken"):
+        fewest_left(np.array([1, 2]), np.array([0, 1]), None, np.array([0, 1]))
+
+
+@pytest.mark.parametrize("path", ["default", "sparse"])
+def test_sharded_search_equals_one_index_on_either_path(monkeypatch, path):
+    """The shards pick their candidates from sparse scores (and the fewest tokens left out
+    from their units by token count) as one index picks its hits."""
+    from longctx.corpus.shards.index import ShardedMixPRIndex
+    from longctx.io import sample_text
+    from longctx.mixpr import MixPRIndex
+
+    if path == "sparse":
+        _force(monkeypatch, path)
+    docs = make.chapters(sample_text("alice"))
+    md = [{"even": i % 2 == 0} for i in range(len(docs))]
+    one = MixPRIndex.from_texts(docs, metadatas=md)
+    sharded = ShardedMixPRIndex.from_texts(docs, metadatas=md, shards=3)
+    for q in make.QUESTIONS[:4]:
+        for kw in ({"k": 15}, {"token_budget": 300}, {"k": 15, "filters": {"even": True}},
+                   {"token_budget": 250, "filters": {"even": False}}):  # fmt: skip
+            a, b = one.search(q, mode="local", **kw), sharded.search(q, mode="local", **kw)
+            assert [(h.source, h.start) for h in a.hits] == [(h.source, h.start) for h in b.hits]
+            np.testing.assert_allclose(
+                [h.score for h in a.hits], [h.score for h in b.hits], rtol=0, atol=1e-9
+            )

@@ -41,7 +41,7 @@ from longctx.mixpr.query import (
     reweight_query_terms,
     weigh_by_coverage,
 )
-from longctx.selection import SparseScores
+from longctx.selection import SparseScores, fewest_left
 from longctx.types import walk_record
 
 logger = logging.getLogger(__name__)
@@ -507,31 +507,41 @@ class UnitBlock(PushBlock, GraphPushBlock):
     def candidates(self, sid, size: int, close: bool = False):
         """The block's best ``size`` units among those the filters keep (ties to the earlier
         unit): ``(local indices, keys, scores, token counts or None, fewest tokens among the
-        kept units left out or None)``, by position; ``close``: end the session too."""
+        kept units left out or None)``, by position; ``close``: end the session too. Sparse
+        scores are picked from without a pass over the units (without a filter)."""
         from longctx.selection import select_top
 
         s = self._s(sid)
         if close:
             self.close(sid)
         scores, mask = s["scores"], s["mask"]
-        if isinstance(scores, SparseScores):
-            scores = scores.dense()
-        allowed = np.arange(self.n) if mask is None else np.flatnonzero(mask)
-        sub = scores[allowed]
-        if size >= len(allowed):
-            sel = np.arange(len(allowed))
+        allowed = None if mask is None else np.flatnonzero(mask)
+        n_allowed = self.n if allowed is None else len(allowed)
+        sub = scores
+        if allowed is not None:
+            sub = scores.restrict(allowed) if _is_sparse(scores) else scores[allowed]
+        if size >= n_allowed:
+            sel = np.arange(n_allowed)
         else:
             sel = select_top(sub, k=size)
-        idx = allowed[sel]
+        idx = sel if allowed is None else allowed[sel]
         counts = rest = None
         if self._counts is not None:
             c = self.counts()
             counts = c[idx]
-            if len(sel) < len(allowed):
-                left = np.ones(len(allowed), bool)
-                left[sel] = False
-                rest = int(c[allowed[left]].min())
-        return idx, self.keys[idx], scores[idx], counts, rest
+            if len(sel) < n_allowed:
+                rest = self._fewest_left(c, allowed, idx)
+        vals = scores.at(idx) if _is_sparse(scores) else scores[idx]
+        return idx, self.keys[idx], vals, counts, rest
+
+    _by_count = None
+
+    def _fewest_left(self, c: np.ndarray, allowed, taken: np.ndarray) -> int:
+        """The fewest tokens among the kept units not ``taken`` (:func:`fewest_left` over the
+        units ordered by token count, kept once a block)."""
+        if self._by_count is None:
+            self._by_count = np.argsort(c, kind="stable")
+        return fewest_left(c, self._by_count, allowed, taken)
 
 
 class LocalBlocks:
