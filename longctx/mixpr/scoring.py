@@ -504,10 +504,12 @@ class UnitBlock(PushBlock, GraphPushBlock):
     def keys_of(self, sid=None) -> np.ndarray:
         return self.keys
 
-    def candidates(self, sid, size: int, close: bool = False):
+    def candidates(self, sid, size: int, close: bool = False, with_counts: bool = True):
         """The block's best ``size`` units among those the filters keep (ties to the earlier
         unit): ``(local indices, keys, scores, token counts or None, fewest tokens among the
-        kept units left out or None)``, by position; ``close``: end the session too. Sparse
+        kept units left out or None)``, by position; ``close``: end the session too;
+        ``with_counts=False`` (a ``k`` selection): no token counts (``None``, ``None``), so a
+        block whose units were never counted does not count them all for nothing. Sparse
         scores are picked from without a pass over the units (without a filter)."""
         from longctx.selection import select_top
 
@@ -526,7 +528,7 @@ class UnitBlock(PushBlock, GraphPushBlock):
             sel = select_top(sub, k=size)
         idx = sel if allowed is None else allowed[sel]
         counts = rest = None
-        if self._counts is not None:
+        if with_counts and self._counts is not None:
             c = self.counts()
             counts = c[idx]
             if len(sel) < n_allowed:
