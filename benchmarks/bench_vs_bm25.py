@@ -19,7 +19,8 @@ Each system runs in its own processes, one after the other, so their memory is t
   stemmer; rank_bm25: ``BM25Okapi`` over ``str.split`` tokens, as LangChain's retriever);
   *peak* the most resident memory above the process's base (taken once the texts are read)
   while building (sampled every 5 ms, and ``ru_maxrss`` when it rose), *held* the resident
-  memory above base once built and queried (the texts read for the build freed);
+  memory above base once built and queried (the texts are kept, as the caller keeps them:
+  MixPR's index refers to the same strings, the others hold tokens and ids);
 - *query*: median over the questions (``--questions``, the growth table's, k = ``--k``) after
   one warm-up query, the query's own analysis included; wall time and, in brackets, CPU time
   (on a loaded machine a long query waits for the CPU more than a short one: compare CPU);
@@ -245,12 +246,12 @@ def run_build(system: str, work: Path, k: int, n_q: int) -> dict:
         t0 = time.perf_counter()
         sys_.build(docs, units)
         build_s = time.perf_counter() - t0
-    del docs, units
     qs = _questions(n_q)
     sys_.query(qs[0], k)  # warm-up (MixPR makes its graph's views on its first query)
     times, cpu = _timed_queries(sys_, qs, k)
     gc.collect()
-    held = rss_bytes() - base
+    held = rss_bytes() - base  # the texts still held, as the caller holds them
+    del docs, units
     out = {
         "build_s": build_s,
         "query_ms": 1000 * statistics.median(times),
