@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from longctx.checks import check_int
@@ -28,6 +30,111 @@ class BudgetTooSmallError(ValueError):
         super().__init__(
             f"budget {self.token_budget} is smaller than the shortest unit ({self.shortest} tokens)"
         )
+
+
+class SparseScores:
+    """Scores of ``n`` units of which only those at ``idx`` may differ from 0: what a query
+    that reached a few units computes (:mod:`longctx.mixpr.scoring`), so that neither the
+    scores nor the selection cost a pass over every unit. :func:`select_top` and
+    :func:`select_distinct` take it wherever they take an array and return the very indices
+    they return for :meth:`dense`.
+
+    Parameters
+    ----------
+    n : int >= 0
+        Units in all (the length of the dense vector).
+    idx : (m,) int array, strictly ascending, in ``[0, n)``
+        The units that may score other than 0.
+    vals : (m,) float array
+        Their scores (``float64``).
+
+    Raises
+    ------
+    ValueError
+        ``idx`` not strictly ascending or out of ``[0, n)``, or ``vals`` of another length.
+    """
+
+    __slots__ = ("idx", "n", "vals")
+
+    def __init__(self, n: int, idx, vals):
+        self.n = check_int(n, "n", minimum=0)
+        self.idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        self.vals = np.asarray(vals, dtype=np.float64).reshape(-1)
+        if len(self.vals) != len(self.idx):
+            raise ValueError(f"vals has {len(self.vals)} entries, idx has {len(self.idx)}")
+        i = self.idx
+        if len(i) and (i[0] < 0 or i[-1] >= self.n or (len(i) > 1 and (np.diff(i) <= 0).any())):
+            raise ValueError(f"idx must be strictly ascending in [0, {self.n})")
+
+    def __len__(self) -> int:
+        return self.n
+
+    def dense(self) -> np.ndarray:
+        """``(n,) float64``: every unit's score."""
+        out = np.zeros(self.n)
+        out[self.idx] = self.vals
+        return out
+
+    def at(self, positions) -> np.ndarray:
+        """``(len(positions),) float64``: the scores of the units at ``positions``."""
+        positions = np.asarray(positions, dtype=np.int64)
+        out = np.zeros(len(positions))
+        pos, hit = _find(self.idx, positions)
+        out[hit] = self.vals[pos[hit]]
+        return out
+
+    def restrict(self, allowed: np.ndarray) -> SparseScores:
+        """The scores of the units ``allowed`` (strictly ascending), as ``len(allowed)`` units:
+        ``restrict(a).dense() == dense()[a]``."""
+        allowed = np.asarray(allowed, dtype=np.int64)
+        pos, keep = _find(allowed, self.idx)
+        return SparseScores(len(allowed), pos[keep], self.vals[keep])
+
+
+def _find(sorted_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, found)``: where each of ``values`` is in ``sorted_keys`` (ascending) and
+    whether it is there at all (``positions`` is meaningful only where ``found``)."""
+    values = np.asarray(values, dtype=np.int64)
+    if not len(sorted_keys):
+        return np.zeros(len(values), np.int64), np.zeros(len(values), bool)
+    pos = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
+    return pos, sorted_keys[pos] == values
+
+
+def fewest_left(counts: np.ndarray, by_count: np.ndarray, allowed, taken) -> int:
+    """The fewest tokens among the units ``allowed`` (ascending; ``None``: all) that are not
+    ``taken``, read from ``by_count`` (every unit, ordered by ``counts``) a few thousand at a
+    time: without a filter about ``len(taken)`` reads, not a pass over the units.
+
+    Raises
+    ------
+    ValueError
+        Every allowed unit is taken (there is no fewest).
+    """
+    taken = np.asarray(taken, dtype=np.int64)
+    step = 4 * len(taken) + 1024
+    for start in range(0, len(by_count), step):
+        part = by_count[start : start + step]
+        ok = ~np.isin(part, taken)
+        if allowed is not None:
+            ok &= _find(allowed, part)[1]
+        if ok.any():
+            return int(counts[part[np.argmax(ok)]])
+    raise ValueError("every allowed unit is taken")
+
+
+def _select_top_sparse(scores: SparseScores, k: int) -> np.ndarray:
+    """:func:`select_top` with ``k`` on sparse scores that are all ``>= 0`` and not NaN: the
+    best of the positive ones (they beat every 0), then the earliest units scoring 0."""
+    pos = scores.vals > 0
+    pidx = scores.idx[pos]
+    if len(pidx) >= k:
+        return pidx[select_top(scores.vals[pos], k=k)]
+    need = min(k, scores.n) - len(pidx)
+    # the first ``need`` units not in pidx lie below need + len(pidx)
+    head = np.arange(need + len(pidx), dtype=np.int64)
+    head = head[~np.isin(head, pidx, assume_unique=True)][:need]
+    return np.union1d(pidx, head).astype(np.int64)
 
 
 def _check_budget(scores: np.ndarray, token_budget, token_counts) -> tuple[int, np.ndarray]:
@@ -65,7 +172,10 @@ def select_top(
 
     Parameters
     ----------
-    scores : (n,) array of float
+    scores : (n,) array of float, or SparseScores
+        A :class:`SparseScores` is selected from without a pass over every unit (with ``k``:
+        ``O(m log m + k)`` for its ``m`` entries; with ``token_budget`` the units scoring 0 are
+        read only while the budget is not spent).
     k : int >= 1, optional
     token_budget : int >= 1, optional
         In tokens, as counted in ``token_counts``.
@@ -80,9 +190,17 @@ def select_top(
     ValueError
         If both or neither of ``k`` and ``token_budget`` are given, or shapes differ.
     """
-    scores = np.asarray(scores, dtype=np.float64)
     if (k is None) == (token_budget is None):
         raise ValueError("give exactly one of k and token_budget")
+    if isinstance(scores, SparseScores):
+        v = scores.vals
+        if (v < 0).any() or np.isnan(v).any():
+            scores = scores.dense()
+        elif k is not None:
+            return _select_top_sparse(scores, check_int(k, "k", minimum=1))
+        else:
+            return _select_budget_sparse(scores, token_budget, token_counts)
+    scores = np.asarray(scores, dtype=np.float64)
     if k is not None:
         k = check_int(k, "k", minimum=1)
         if k >= len(scores) or np.isnan(scores).any():
@@ -94,19 +212,55 @@ def select_top(
         return np.sort(np.concatenate([above, ties])).astype(np.int64)
     order = np.argsort(-scores, kind="stable")
     token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
-    counts = token_counts[order]
-    # Fast path: the prefix that fits; then a greedy pass for smaller units after it.
-    csum = np.cumsum(counts)
-    n_prefix = int(np.searchsorted(csum, token_budget, side="right"))
-    chosen = list(order[:n_prefix])
-    used = int(csum[n_prefix - 1]) if n_prefix else 0
-    for idx, c in zip(order[n_prefix:].tolist(), counts[n_prefix:].tolist()):
+    return _greedy([order], token_counts, token_budget)
+
+
+def _greedy(orders, token_counts: np.ndarray, token_budget: int) -> np.ndarray:
+    """Units taken greedily in the order of the blocks ``orders`` (index arrays, best first)
+    while they fit in ``token_budget``; a unit that does not fit is skipped. Sorted."""
+    chosen: list = []
+    used = 0
+    for order in orders:
         if used >= token_budget:
             break
-        if used + c <= token_budget:
-            chosen.append(idx)
-            used += c
+        counts = token_counts[order]
+        # Fast path: the prefix that fits; then a greedy pass for smaller units after it.
+        csum = used + np.cumsum(counts)
+        n_prefix = int(np.searchsorted(csum, token_budget, side="right"))
+        chosen.extend(order[:n_prefix].tolist())
+        used = int(csum[n_prefix - 1]) if n_prefix else used
+        for idx, c in zip(order[n_prefix:].tolist(), counts[n_prefix:].tolist()):
+            if used >= token_budget:
+                break
+            if used + c <= token_budget:
+                chosen.append(idx)
+                used += c
     return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
+def _select_budget_sparse(scores: SparseScores, token_budget, token_counts) -> np.ndarray:
+    """:func:`select_top` with ``token_budget`` on sparse scores that are all ``>= 0`` and not
+    NaN: the positive ones best first (ties to the earlier unit), then the units scoring 0 in
+    their order, read a block at a time only while the budget is not spent."""
+    token_budget = check_int(token_budget, "token_budget", minimum=1)
+    if token_counts is None:
+        raise ValueError("token_counts is required with token_budget")
+    token_counts = np.asarray(token_counts, dtype=np.int64)
+    if token_counts.shape != (scores.n,):
+        raise ValueError(
+            f"token_counts has shape {token_counts.shape}, scores has shape {(scores.n,)}"
+        )
+    pos = scores.vals > 0
+    pidx = scores.idx[pos]
+    best = pidx[np.argsort(-scores.vals[pos], kind="stable")]
+
+    def zeros(size: int = 4096):
+        for start in range(0, scores.n, size):
+            block = np.arange(start, min(scores.n, start + size), dtype=np.int64)
+            lo, hi = np.searchsorted(pidx, [start, start + size])
+            yield block[~np.isin(block, pidx[lo:hi], assume_unique=True)]
+
+    return _greedy(itertools.chain([best], zeros()), token_counts, token_budget)
 
 
 def check_size(
@@ -236,7 +390,7 @@ def select_distinct(
 
     Parameters
     ----------
-    scores : (n,) array of float
+    scores : (n,) array of float, or SparseScores
     key : callable int -> hashable
         The identity of unit ``i`` (e.g. its text).
     k, token_budget, token_counts :
@@ -251,16 +405,20 @@ def select_distinct(
     ValueError
         As :func:`select_top`.
     """
-    scores = np.asarray(scores, dtype=np.float64)
     if (k is None) == (token_budget is None):
         raise ValueError("give exactly one of k and token_budget")
+    if isinstance(scores, SparseScores) and k is None:
+        scores = scores.dense()
+    if not isinstance(scores, SparseScores):
+        scores = np.asarray(scores, dtype=np.float64)
     n = len(scores)
     if k is not None:
         k = check_int(k, "k", minimum=1)
         m = k
         while True:
             cand = select_top(scores, k=min(m, n)) if n else np.zeros(0, np.int64)
-            order = cand[np.argsort(-scores[cand], kind="stable")]  # best first, ties earliest
+            vals = scores.at(cand) if isinstance(scores, SparseScores) else scores[cand]
+            order = cand[np.argsort(-vals, kind="stable")]  # best first, ties earliest
             seen, kept = set(), []
             for i in order.tolist():
                 kk = key(i)

@@ -213,3 +213,22 @@ def test_bad_arguments_raise_before_work():
     with pytest.raises(ValueError, match="threshold"):
         MixPR(threshold=2)
     assert mp.rank([], "q").shape == (0,)
+
+
+def test_rank_scores_one_texts_chunks_as_the_index_of_that_text(alice_text):
+    """``score_text`` / ``rank`` take the chunks as one text's units: the walk of one document
+    (no phrase graph), so they equal the index built on the text; the same chunks as passages
+    would take the multi-hop walk for these questions."""
+    from longctx.mixpr import MixPRIndex
+
+    text = alice_text[:60000]
+    index = MixPRIndex.from_texts(text)
+    spans = list(zip(index.starts.tolist(), index.ends.tolist()))
+    passages = MixPRIndex.from_texts([text[a:b] for a, b in spans], chunk=False)
+    walks = []
+    for q in ("What did the White Rabbit lose?", "Why did Alice cry a pool of tears?"):
+        got_spans, got = MixPR().score_text(text, q, "local")
+        assert got_spans == spans
+        np.testing.assert_allclose(got, index.score(q, "local")[0], rtol=0, atol=1e-12)
+        walks.append(passages.search(q, k=5, mode="local").trace[0]["walk"])
+    assert "multihop" in walks  # what rank would have walked before

@@ -50,7 +50,7 @@ def _bordered_reference(index, query, s):
     _, Q = query_weights(index._state.table, qchunks, with_q=True)
     thr = cfg.effective_query_threshold
     Q = np.where(Q >= thr, Q, 0.0)
-    B = s["B"].toarray()
+    B = index._state.block._full_B(s).toarray()
     n, m = B.shape
     M = np.block([[S, B], [B.T, Q]])
     p = np.concatenate([np.zeros(n), personalization(m, qchunks)])
@@ -103,7 +103,8 @@ def test_push_matches_networkx_with_the_similarity_restart(dense_share, count_sh
     x, s, record = _session(index, "the Queen of Hearts and the tarts")
     assert record["solver"] == "push" and record["residual"] < 1e-14
     S = index._state.graph.S.toarray()
-    w = s["w"] / s["w"].sum()
+    w = index._state.block._restart(s)
+    w = w / w.sum()
     G = nx.from_numpy_array(S, create_using=nx.DiGraph)
     ref = nx.pagerank(G, alpha=1 - index.config.alpha_local,
                       personalization={i: float(v) for i, v in enumerate(w) if v},

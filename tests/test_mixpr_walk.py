@@ -13,6 +13,7 @@ from longctx.io import sample_text
 from longctx.mixpr import MixPRIndex
 from longctx.mixpr.lines import line_units, looks_line_structured
 from longctx.mixpr.push import gather, sum_sparse
+from longctx.selection import SparseScores
 
 
 def _walk_record(result) -> dict:
@@ -86,7 +87,9 @@ def _walk(index, query):
     scorer.open(sid, None)
     assert scorer.score(sid, query, "local", None, None)[0] == "local"
     s = st.block._s(sid)
-    return s["x"].copy(), s["w"] / s["w"].sum()
+    x = s["x"].dense() if isinstance(s["x"], SparseScores) else s["x"].copy()
+    w = st.block._restart(s)
+    return x, w / w.sum()
 
 
 @pytest.mark.parametrize("solver", ["push", "power"])

@@ -49,7 +49,13 @@ from longctx.mixpr.validation import (
     check_held,
 )
 from longctx.persist import PersistError as PersistError
-from longctx.selection import check_budget_fits, check_size, select_distinct, select_top
+from longctx.selection import (
+    SparseScores,
+    check_budget_fits,
+    check_size,
+    select_distinct,
+    select_top,
+)
 from longctx.tokens import TokenCounter, count_units
 from longctx.types import Passage, SearchResult
 
@@ -511,13 +517,16 @@ class MixPRIndex(RetrievalIndex):
         seeds = None if seeds is None else check_seeds(seeds)
         st = self._state
         self._mask(st, filters)  # a bad filter raises before any work
-        return self._score(st, query, mode, query_vector, filters, seeds=seeds)[:3]
+        scores, used, timings, _ = self._score(st, query, mode, query_vector, filters, seeds=seeds)
+        return _dense(scores), used, timings
 
     def _score(
         self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None, keep=None
     ):
-        """``(scores (n_units,), mode used, timings, walk)``: the scoring pipeline
-        (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot; ``walk``
+        """``(scores, mode used, timings, walk)``: the scoring pipeline
+        (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot (``scores``
+        ``(n_units,)`` or :class:`~longctx.selection.SparseScores` over the units a push walk
+        reached); ``walk``
         the choice of :func:`~longctx.mixpr.router.choose_walk`; ``trace``: a list that
         receives the walk's record (steps, residual), or ``None``; ``seeds``: checked
         :class:`~longctx.mixpr.seeds.Seed` list, or ``None``; ``keep``: a dict that
@@ -549,7 +558,7 @@ class MixPRIndex(RetrievalIndex):
         try:
             scorer.open(sid, filters)
             used, more = scorer.score(sid, query, mode, qvec, filters, trace, unit_seeds)
-            scores = st.block.take_scores(sid)
+            scores = st.block.take_result(sid)
             walk, weights = self._choose_walk(st, query, used, more)
             if keep is not None:  # explain=True
                 keep["session"] = dict(st.block._s(sid))
@@ -593,7 +602,7 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
-        first = scores if used == "local" else None
+        first = _dense(scores) if used == "local" else None
         out = st.ranker().scores(
             query, first, dense, phrase_weights=weights, allowed=mask, trace=trace, keep=keep
         )
@@ -714,9 +723,12 @@ class MixPRIndex(RetrievalIndex):
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
-            r = self._whole_documents(st, scores, allowed, k, used, timings, t0)
+            r = self._whole_documents(st, _dense(scores), allowed, k, used, timings, t0)
             return replace(r, trace=trace)
-        sub = scores if allowed is None else scores[allowed]
+        sparse = isinstance(scores, SparseScores)
+        sub = scores
+        if allowed is not None:
+            sub = scores.restrict(allowed) if sparse else scores[allowed]
         pick = select_top
         if unique_texts:
             pick = partial(select_distinct, key=_unit_text_key(st, allowed))
@@ -732,7 +744,8 @@ class MixPRIndex(RetrievalIndex):
             sel = pick(sub, k=k)
             budget = {"k": k}
         idx = sel if allowed is None else allowed[sel]
-        hits = tuple(self._hit(st, int(i), float(scores[i])) for i in idx.tolist())
+        vals = scores.at(idx) if sparse else scores[idx]
+        hits = tuple(self._hit(st, int(i), float(v)) for i, v in zip(idx.tolist(), vals.tolist()))
         timings["select"] = time.perf_counter() - t0
         if keep is not None:  # explain=True: after the selection, for the hits only
             t0 = time.perf_counter()
@@ -796,6 +809,11 @@ class MixPRIndex(RetrievalIndex):
             ``encoder`` embeds in another dimension than the saved unit vectors.
         """
         return load_index(cls, path, router=router, encoder=encoder)
+
+
+def _dense(scores) -> np.ndarray:
+    """``(n_units,) float64`` of scores given dense or as :class:`SparseScores`."""
+    return scores.dense() if isinstance(scores, SparseScores) else scores
 
 
 def _unit_text_key(st: _State, allowed):

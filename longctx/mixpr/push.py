@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from longctx.selection import SparseScores
 from longctx.types import walk_record
 
 try:  # scipy's compiled row gather (what ``csr_array[rows]`` runs), without building a matrix
@@ -132,17 +133,17 @@ class PushBlock:
         (divided by ``scale``); settles the first level and returns its term partial
         (:meth:`_push_emit`)."""
         s = self._s(sid)
-        w = s["w"]
-        idx = np.flatnonzero(w)
-        r = w[idx] / scale
-        s.update(push_p=(idx, r), push_alpha=alpha, pi=np.zeros(self.n))
+        idx, w = s["w"]
+        r = w / scale
+        s.update(push_p=(idx, r), push_alpha=alpha, pi=([], []))
         return self._push_emit(s, idx, r)
 
     def _push_emit(self, s, idx, r):
         """Settle ``alpha r`` on the frontier ``idx`` and send the rest on: returns
         ``(terms, term mass t, dangling mass, mass moving, entries read)``."""
         alpha = s["push_alpha"]
-        s["pi"][idx] += alpha * r
+        s["pi"][0].append(idx)  # settled, summed by unit at the end (push_finish)
+        s["pi"][1].append(alpha * r)
         moving = (1.0 - alpha) * r
         col = self.colsum[idx]
         live = col > 0
@@ -188,11 +189,23 @@ class PushBlock:
         return (*out[:4], out[4] + read)
 
     def push_finish(self, sid):
-        """The walk's scores are the settled mass: ``x`` of the session; returns its maximum
-        over the block (or None for an empty block)."""
+        """The walk's scores are the settled mass: ``x`` of the session (each unit's levels
+        summed in order, as a dense accumulation would): a
+        :class:`~longctx.selection.SparseScores` over the units the walk reached, or the
+        ``(n,)`` vector when it settled on more than ``1 / COUNT_SHARE`` of the units (sorting
+        that many would cost more than one pass). Returns its maximum over the block (or None
+        for an empty block)."""
         s = self._s(sid)
-        s["x"] = s.pop("pi")
-        return float(s["x"].max()) if self.n else None
+        idx, vals = s.pop("pi")
+        idx = np.concatenate(idx) if idx else np.zeros(0, np.int64)
+        vals = np.concatenate(vals) if vals else np.zeros(0)
+        if len(idx) * COUNT_SHARE > self.n:
+            s["x"] = np.bincount(idx, weights=vals, minlength=self.n)
+            return float(s["x"].max()) if self.n else None
+        idx, vals = sum_sparse(idx, vals)
+        s["x"] = SparseScores(self.n, idx, vals)
+        # settled mass is >= 0: the units not reached add 0 to the maximum
+        return max(float(vals.max()) if len(vals) else 0.0, 0.0) if self.n else None
 
 
 def push_walk(scorer, sid, scale: float, alpha: float, trace: list | None = None) -> float:

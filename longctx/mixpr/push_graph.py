@@ -98,7 +98,7 @@ class GraphPushBlock:
         bordered = restart == "query"
         r = np.zeros(n)  # the residual (mass not yet settled) of every unit
         if bordered:
-            B = s["B"]
+            B = self._full_B(s)
             m = B.shape[1]
             Bc = sp.csc_array(B)
             col = col + np.asarray(B.sum(axis=1)).ravel()
@@ -111,7 +111,7 @@ class GraphPushBlock:
             r_q = p_q.copy()
             cand = np.empty(0, np.int64)
         else:
-            w = s["w"]
+            w = self._restart(s)
             cand = np.flatnonzero(w)
             pval = w[cand] / scale
             pidx = cand

@@ -68,7 +68,7 @@ def query_weights(table, qchunks: list[str], *, with_q: bool) -> tuple[sp.csr_ar
     s = table.settings
     vocab = table.vocabulary
     n = table.n_units
-    keep = table.kept_terms() if (s.min_df != 1 or s.max_df != 1.0 or s.max_features) else None
+    keep = _query_term_filter(table)
     df = table.df
     weights = []
     for chunk in qchunks:
@@ -80,7 +80,7 @@ def query_weights(table, qchunks: list[str], *, with_q: bool) -> tuple[sp.csr_ar
                 c = 1.0 + np.log(c)
             if s.use_idf:
                 j = vocab.get(term)
-                d = 0.0 if j is None or (keep is not None and not keep[j]) else float(df[j])
+                d = 0.0 if j is None or (keep is not None and not keep(j)) else float(df[j])
                 d += 1.0  # the query is a document too
                 c *= (np.log((2 + n) / (1 + d)) if s.smooth_idf else np.log((n + 1) / d)) + 1.0
             w[term] = c
@@ -91,7 +91,7 @@ def query_weights(table, qchunks: list[str], *, with_q: bool) -> tuple[sp.csr_ar
     for i, w in enumerate(weights):
         for term, v in w.items():
             j = vocab.get(term)
-            if j is not None and df[j] > 0 and (keep is None or keep[j]):
+            if j is not None and df[j] > 0 and (keep is None or keep(j)):
                 rows.append(i)
                 cols.append(j)
                 vals.append(v)
@@ -108,6 +108,21 @@ def query_weights(table, qchunks: list[str], *, with_q: bool) -> tuple[sp.csr_ar
             qv.append(v)
     W = sp.csr_array((qv, (qr, qc)), shape=(m, len(qterms)), dtype=np.float64)
     return Eq, (W @ W.T).toarray()
+
+
+def _query_term_filter(table):
+    """``j -> bool``: whether the vocabulary keeps term ``j`` (``TermTable.kept_terms``), read
+    for the query's terms alone (``min_df`` / ``max_df``: its own count; only ``max_features``
+    ranks every term); ``None`` when every term with a count is kept."""
+    s = table.settings
+    if s.max_features:
+        keep = table.kept_terms()
+        return keep.__getitem__
+    if s.min_df == 1 and s.max_df == 1.0:
+        return None
+    lo, hi = s.count_limits(table.n_units)
+    df = table.df
+    return lambda j: bool(df[j] > 0 and lo <= df[j] <= hi)
 
 
 def reweight_query_terms(table, Et: sp.csc_array, terms: np.ndarray) -> sp.csc_array:

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.filters import compile_filter, filter_digest
-from longctx.mixpr.push import PushBlock, push_walk
+from longctx.mixpr.push import COUNT_SHARE, PushBlock, push_walk
 from longctx.mixpr.push_graph import GraphPushBlock, graph_push_walk
 from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
@@ -41,6 +41,7 @@ from longctx.mixpr.query import (
     reweight_query_terms,
     weigh_by_coverage,
 )
+from longctx.selection import SparseScores, fewest_left
 from longctx.types import walk_record
 
 logger = logging.getLogger(__name__)
@@ -101,6 +102,18 @@ def _sum(parts):
         out = out.copy()
         for p in parts[1:]:
             out += p
+    return out
+
+
+def _is_sparse(v) -> bool:
+    return isinstance(v, SparseScores)
+
+
+def _spread(idx: np.ndarray, v: SparseScores) -> np.ndarray:
+    """``(len(idx),)``: ``v``'s values at the units ``idx`` (ascending, a superset of
+    ``v.idx``), 0 elsewhere."""
+    out = np.zeros(len(idx))
+    out[np.searchsorted(idx, v.idx)] = v.vals
     return out
 
 
@@ -250,10 +263,20 @@ class UnitBlock(PushBlock, GraphPushBlock):
         weighted by coverage, masked), its lexical cosines and dense cosines; returns the
         partial reductions the driver needs. ``seeds``: ``(keys (m,) int64, weights (m,))``,
         another retriever's hits mapped to units (:mod:`longctx.mixpr.seeds`): they stand for
-        the dense cosines (the units it does not hold score 0), every seeded unit a candidate."""
+        the dense cosines (the units it does not hold score 0), every seeded unit a candidate.
+
+        Only the units holding a query term can have an edge or a lexical cosine: ``B`` and the
+        cosines are kept over those rows (``Brows``, ascending), so this costs the query terms'
+        columns of ``E``, not a pass over the units (:meth:`_full_B` makes the ``(n, m)``
+        matrix for the walks that need it)."""
         s = self._s(sid)
         cfg = self.config
         Et = sp.csc_array(self.E[:, terms])
+        rows = np.unique(Et.indices).astype(np.int64)
+        # the query columns over the rows they touch (same values, same order in each column)
+        Et = sp.csc_array(
+            (Et.data, np.searchsorted(rows, Et.indices), Et.indptr), shape=(len(rows), len(terms))
+        )
         if cfg.literal_query_weights:
             Et = reweight_query_terms(self.stats, Et, terms)
         B = sp.csr_array(Et @ sp.csr_array(Eqt).T)
@@ -265,17 +288,23 @@ class UnitBlock(PushBlock, GraphPushBlock):
             B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
         mask = s["mask"]
         if mask is not None and B.nnz:  # the walk restarts only in the kept documents
-            B = sp.csr_array(B.multiply(mask[:, None].astype(np.float64)))
+            B = sp.csr_array(B.multiply(mask[rows][:, None].astype(np.float64)))
             B.eliminate_zeros()
         dense = None
         if seeds is not None:
             dense = _seeded(self.keys, *seeds)
         elif qvec is not None and self.unit_vectors is not None:
             dense = (self.unit_vectors @ qvec).astype(np.float64)
-        s.update(B=B, lexical=lexical, dense=dense, p_query=p_query)
+        lex = None if lexical is None else SparseScores(self.n, rows, lexical)
+        s.update(Brows=rows, Bsub=B, lexical=lex, dense=dense, p_query=p_query)
+        s.pop("B", None)
+        # every cosine is >= 0: the units without a query term add 0 to the maxima
+        lex_max = None
+        if lexical is not None and self.n:
+            lex_max = max(float(lexical.max()) if len(lexical) else 0.0, 0.0)
         out = {
             "nnz": int(B.nnz),
-            "lex_max": float(lexical.max()) if lexical is not None and self.n else None,
+            "lex_max": lex_max,
             "dense_max": float(np.maximum(dense, 0.0).max())
             if dense is not None and self.n
             else None,
@@ -291,6 +320,27 @@ class UnitBlock(PushBlock, GraphPushBlock):
             top = top if seeds is not None else top[: cfg.dense_top_k]
             out["dense_cand"] = (dense[top], self.keys[top])
         return out
+
+    def _full_B(self, s) -> sp.csr_array:
+        """The session's query edges as the ``(n, m)`` CSR matrix (built once a session from
+        the rows :meth:`query_edges` kept; the power iteration and the bordered walks read it
+        whole)."""
+        B = s.get("B")
+        if B is None:
+            Bsub, rows = s["Bsub"], s["Brows"]
+            counts = np.zeros(self.n, dtype=np.int64)
+            counts[rows] = np.diff(Bsub.indptr)
+            indptr = np.concatenate([[0], np.cumsum(counts)])
+            B = sp.csr_array((Bsub.data, Bsub.indices, indptr), shape=(self.n, Bsub.shape[1]))
+            s["B"] = B
+        return B
+
+    def _restart(self, s) -> np.ndarray:
+        """``(n,)``: the restart weights of :meth:`restart_similarity` as a dense vector."""
+        idx, vals = s["w"]
+        w = np.zeros(self.n)
+        w[idx] = vals
+        return w
 
     def dense_select(self, sid, cut_value: float, cut_key: int, total: float) -> None:
         """The block's part of the dense restart: its units among the corpus's ``dense_top_k``
@@ -309,25 +359,29 @@ class UnitBlock(PushBlock, GraphPushBlock):
     def restart_similarity(self, sid, use_rowsum: bool, wsum: float, dense_restart: float):
         """The restart weights over the block's units (``personalization="similarity"``):
         ``B p_query`` (or ``B``'s row sums when the restart chunk links nowhere), divided by
-        their corpus-wide sum ``wsum``, plus ``dense_restart`` times the dense restart. Returns
-        their sum (the driver normalizes)."""
+        their corpus-wide sum ``wsum``, plus ``dense_restart`` times the dense restart. Kept as
+        ``(units, weights)`` over the units with a non-zero weight; returns their sum (the
+        driver normalizes)."""
         s = self._s(sid)
-        B = s["B"]
+        B, rows = s["Bsub"], s["Brows"]
         if use_rowsum:
             w = np.asarray(B.sum(axis=1)).ravel()
         else:
-            w = B @ s["p_query"] if B.nnz else np.zeros(self.n)
+            w = B @ s["p_query"] if B.nnz else np.zeros(len(rows))
         w = w / wsum if wsum > 0 else w
-        if dense_restart:
-            w = w + dense_restart * s["dense_w"]
-        s["w"] = w
+        if dense_restart:  # hybrid mode: the dense restart spans the block
+            full = np.zeros(self.n)
+            full[rows] = w
+            w, rows = full + dense_restart * s["dense_w"], None
+        nz = np.flatnonzero(w)
+        s["w"] = (nz if rows is None else rows[nz], w[nz])
         return float(w.sum())
 
     def add_dense_edges(self, sid, bsum: float) -> np.ndarray:
         """Bordered graph in hybrid mode: dense query edges beside the lexical ones (scaled by
         the corpus-wide sum ``bsum`` of ``B``); returns the block's new column sums of ``B``."""
         s = self._s(sid)
-        B = s["B"]
+        B = self._full_B(s)
         s["B"] = sp.csr_array(B + sp.csr_array(np.outer(s["dense_w"], s["p_query"])) * bsum)
         return np.asarray(s["B"].sum(axis=0)).ravel()
 
@@ -342,10 +396,10 @@ class UnitBlock(PushBlock, GraphPushBlock):
         if restart == "uniform":
             p = np.full(n, scale)
         elif restart == "weights":
-            p = s["w"] / scale
+            p = self._restart(s) / scale
         else:
             p = np.zeros(n)
-        B = s.get("B")
+        B = self._full_B(s) if bordered else None
         m = B.shape[1] if bordered else 0
         Bsum_rows = np.asarray(B.sum(axis=1)).ravel() if m else np.zeros(n)
         col = self.colsum + Bsum_rows
@@ -402,17 +456,38 @@ class UnitBlock(PushBlock, GraphPushBlock):
     def scores_local(self, sid, pi_top: float, lex_top: float, dense_top: float) -> None:
         """The walk's scores divided by their corpus-wide maximum, plus ``lexical_weight`` times
         the lexical cosine and ``dense_weight`` times the dense one (each divided by its
-        corpus-wide maximum); with both weights 0, the walk's probabilities."""
+        corpus-wide maximum); with both weights 0, the walk's probabilities. A push walk's
+        scores stay sparse (:class:`~longctx.selection.SparseScores` over the units it reached
+        and those holding a query term) while those are at most ``1 / COUNT_SHARE`` of the
+        units; more of them, or the dense cosines (``dense_weight``), make them dense."""
         s = self._s(sid)
         cfg = self.config
-        lexical, dense = s["lexical"], s["dense"]
+        x, lexical, dense = s["x"], s["lexical"], s["dense"]
         s["tops"] = (pi_top, lex_top, dense_top)  # for explain=True (longctx.mixpr.explain)
-        scores = np.ascontiguousarray(s["x"])
-        if lexical is not None or (dense is not None and cfg.dense_weight):
+        dense_w = dense is not None and cfg.dense_weight
+        size = len(x.idx) + (0 if lexical is None else len(lexical.idx)) if _is_sparse(x) else 0
+        if _is_sparse(x) and not dense_w and size * COUNT_SHARE <= self.n:
+            if lexical is None:
+                idx, scores = x.idx, x.vals.copy()
+            else:
+                idx = np.union1d(x.idx, lexical.idx)
+                scores = divide_by_top(_spread(idx, x), pi_top)
+                scores += cfg.lexical_weight * divide_by_top(_spread(idx, lexical), lex_top)
+            mask = s["mask"]
+            if mask is not None:
+                scores[~mask[idx]] = 0.0
+            s["scores"] = SparseScores(self.n, idx, scores)
+            return
+        if _is_sparse(x):
+            x = x.dense()
+        if _is_sparse(lexical):
+            lexical = lexical.dense()
+        scores = np.ascontiguousarray(x)
+        if lexical is not None or dense_w:
             scores = divide_by_top(scores, pi_top)
             if lexical is not None:
                 scores += cfg.lexical_weight * divide_by_top(lexical, lex_top)
-            if dense is not None and cfg.dense_weight:
+            if dense_w:
                 scores += cfg.dense_weight * divide_by_top(np.maximum(dense, 0.0), dense_top)
         s["scores"] = self._masked(scores, s["mask"])
 
@@ -423,6 +498,13 @@ class UnitBlock(PushBlock, GraphPushBlock):
         return scores
 
     def take_scores(self, sid) -> np.ndarray:
+        """``(n,) float64``: the session's scores of every unit."""
+        scores = self._s(sid)["scores"]
+        return scores.dense() if isinstance(scores, SparseScores) else scores
+
+    def take_result(self, sid) -> np.ndarray | SparseScores:
+        """The session's scores as they were computed: ``(n,) float64``, or
+        :class:`~longctx.selection.SparseScores` after a push walk (no pass over the units)."""
         return self._s(sid)["scores"]
 
     def keys_of(self, sid=None) -> np.ndarray:
@@ -433,29 +515,41 @@ class UnitBlock(PushBlock, GraphPushBlock):
         unit): ``(local indices, keys, scores, token counts or None, fewest tokens among the
         kept units left out or None)``, by position; ``close``: end the session too;
         ``with_counts=False`` (a ``k`` selection): no token counts (``None``, ``None``), so a
-        block whose units were never counted does not count them all for nothing."""
+        block whose units were never counted does not count them all for nothing. Sparse
+        scores are picked from without a pass over the units (without a filter)."""
         from longctx.selection import select_top
 
         s = self._s(sid)
         if close:
             self.close(sid)
         scores, mask = s["scores"], s["mask"]
-        allowed = np.arange(self.n) if mask is None else np.flatnonzero(mask)
-        sub = scores[allowed]
-        if size >= len(allowed):
-            sel = np.arange(len(allowed))
+        allowed = None if mask is None else np.flatnonzero(mask)
+        n_allowed = self.n if allowed is None else len(allowed)
+        sub = scores
+        if allowed is not None:
+            sub = scores.restrict(allowed) if _is_sparse(scores) else scores[allowed]
+        if size >= n_allowed:
+            sel = np.arange(n_allowed)
         else:
             sel = select_top(sub, k=size)
-        idx = allowed[sel]
+        idx = sel if allowed is None else allowed[sel]
         counts = rest = None
         if with_counts and self._counts is not None:
             c = self.counts()
             counts = c[idx]
-            if len(sel) < len(allowed):
-                left = np.ones(len(allowed), bool)
-                left[sel] = False
-                rest = int(c[allowed[left]].min())
-        return idx, self.keys[idx], scores[idx], counts, rest
+            if len(sel) < n_allowed:
+                rest = self._fewest_left(c, allowed, idx)
+        vals = scores.at(idx) if _is_sparse(scores) else scores[idx]
+        return idx, self.keys[idx], vals, counts, rest
+
+    _by_count = None
+
+    def _fewest_left(self, c: np.ndarray, allowed, taken: np.ndarray) -> int:
+        """The fewest tokens among the kept units not ``taken`` (:func:`fewest_left` over the
+        units ordered by token count, kept once a block)."""
+        if self._by_count is None:
+            self._by_count = np.argsort(c, kind="stable")
+        return fewest_left(c, self._by_count, allowed, taken)
 
 
 class LocalBlocks:
@@ -636,7 +730,11 @@ class Scorer:
         thr = cfg.effective_query_threshold
         # (n, m) query-chunk similarities: only the columns of the query's terms are read.
         terms = np.unique(Eq.indices)
-        Eqt = Eq[:, terms]
+        # Eq[:, terms] without scipy's pass over every column
+        Eqt = sp.csr_array(
+            (Eq.data, np.searchsorted(terms, Eq.indices), Eq.indptr),
+            shape=(len(qchunks), len(terms)),
+        )
         p_query = personalization(len(qchunks), qchunks)
         edges = backend.map("query_edges", sid, terms, Eqt, p_query, thr, bordered, qvec, seeds)
         nnz = sum(e["nnz"] for e in edges)

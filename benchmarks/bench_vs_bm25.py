@@ -1,0 +1,440 @@
+"""MixPR side by side with BM25 (issue 46): bm25s, LlamaIndex's ``BM25Retriever`` (which wraps
+bm25s) and rank_bm25 (LangChain's ``BM25Retriever`` engine), over the same units, in one run.
+
+Usage::
+
+    python benchmarks/bench_vs_bm25.py [--data ../shared/data] [--words 1,10] [--k 10]
+        [--systems mixpr,bm25s,llamaindex,rank_bm25] [--mmap] [--json out.json]
+
+Corpus: the growth table's Gutenberg books (``bench_mixpr_growth.corpus``: every book once, in
+``INDEX.tsv`` order, then again as new documents, cut at the word budget). MixPR builds from
+the documents (its chunking is part of its build); its units (``MixPRConfig().chunk_arrays``,
+the units the index holds) are written out once and the others index those very texts.
+
+Each system runs in its own processes, one after the other, so their memory is their own:
+
+- *build*: the index from the texts (MixPR: ``MixPRIndex.from_texts(documents)``; bm25s:
+  ``bm25s.tokenize`` with English stop words and the Snowball stemmer, then ``BM25().index``;
+  LlamaIndex: one ``TextNode`` per unit and ``BM25Retriever.from_defaults`` with the Snowball
+  stemmer; rank_bm25: ``BM25Okapi`` over ``str.split`` tokens, as LangChain's retriever);
+  *peak* the most resident memory above the process's base (taken once the texts are read)
+  while building (sampled every 5 ms, and ``ru_maxrss`` when it rose), *held* the resident
+  memory above base once built and queried (the texts are kept, as the caller keeps them:
+  MixPR's index refers to the same strings, the others hold tokens and ids);
+- *query*: median over the questions (``--questions``, the growth table's, k = ``--k``) after
+  one warm-up query, the query's own analysis included; wall time and, in brackets, CPU time
+  (on a loaded machine a long query waits for the CPU more than a short one: compare CPU);
+- *save* (time, bytes on disk) and, in a fresh process, *open* (``MixPRIndex.load``; bm25s
+  ``BM25.load`` with and without ``mmap=True``; LlamaIndex ``from_persist_dir``), resident
+  memory above that process's base (imports done) after the open, the *first* query and the
+  median of the *next* ones. rank_bm25 has no save format (LangChain pickles it): ``-``.
+
+``--mmap`` passes the memory-mapping option of ``MixPRIndex.load`` (a keyword named ``mmap``
+or ``mmap_mode``, found with :func:`inspect.signature`) when it has one; the table says when it
+has none. Timings on a shared machine are noisy: the systems run one after the other, so
+compare ratios within one run, and repeat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import inspect
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_youra import PeakRSS  # noqa: E402
+
+SYSTEMS = ("mixpr", "bm25s", "llamaindex", "rank_bm25")
+
+
+def rss_bytes() -> int:
+    """Resident memory of this process now (VmRSS)."""
+    return PeakRSS.rss()
+
+
+def max_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class PeakSampler(PeakRSS):
+    """The most resident memory while the ``with`` block runs: sampled every 5 ms
+    (``bench_youra.PeakRSS``), and the process's ``ru_maxrss`` when it rose in the block."""
+
+    def __init__(self):
+        super().__init__(interval=0.005)
+
+    def __enter__(self):
+        self._before = max_rss_bytes()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        after = max_rss_bytes()
+        if after > self._before:
+            self.peak = max(self.peak, after)
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+# -- the systems ----------------------------------------------------------------------------
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+class MixPRSystem:
+    name = "longctx MixPR (defaults)"
+
+    def build(self, docs, units):
+        from longctx.mixpr import MixPRIndex
+
+        self.index = MixPRIndex.from_texts([t for _, t in docs], ids=[i for i, _ in docs])
+        if self.index.n_units != len(units):
+            raise RuntimeError(f"MixPR made {self.index.n_units} units, expected {len(units)}")
+
+    def query(self, q, k):
+        return [(h.source, h.start) for h in self.index.search(q, k=k).hits]
+
+    def save(self, path):
+        self.index.save(path)
+
+    def open(self, path, mmap):
+        from longctx.mixpr import MixPRIndex
+
+        kw = {}
+        if mmap:
+            name = mmap_keyword()
+            if name is None:
+                raise RuntimeError("MixPRIndex.load has no memory-mapping option")
+            kw[name] = True
+        self.index = MixPRIndex.load(path, **kw)
+
+
+def mmap_keyword() -> str | None:
+    """The memory-mapping keyword of ``MixPRIndex.load`` (``mmap`` / ``mmap_mode``), if any."""
+    from longctx.mixpr import MixPRIndex
+
+    params = inspect.signature(MixPRIndex.load).parameters
+    return next((n for n in ("mmap", "mmap_mode") if n in params), None)
+
+
+class BM25sSystem:
+    name = "bm25s"
+
+    def build(self, docs, units):
+        import bm25s
+
+        self.stemmer = _stemmer()
+        tokens = bm25s.tokenize(units, stopwords="en", stemmer=self.stemmer, show_progress=False)
+        self.index = bm25s.BM25()
+        self.index.index(tokens, show_progress=False)
+
+    def query(self, q, k):
+        import bm25s
+
+        toks = bm25s.tokenize(
+            [q], stopwords="en", stemmer=self.stemmer, return_ids=False, show_progress=False
+        )
+        docs, _ = self.index.retrieve(toks, k=k, show_progress=False)
+        return docs[0].tolist()
+
+    def save(self, path):
+        self.index.save(str(path))
+
+    def open(self, path, mmap):
+        import bm25s
+
+        self.stemmer = _stemmer()
+        self.index = bm25s.BM25.load(str(path), mmap=mmap)
+
+
+class LlamaIndexSystem:
+    name = "LlamaIndex BM25Retriever"
+
+    def build(self, docs, units):
+        from llama_index.core.schema import TextNode
+        from llama_index.retrievers.bm25 import BM25Retriever
+
+        nodes = [TextNode(text=u, id_=str(i)) for i, u in enumerate(units)]
+        self.index = BM25Retriever.from_defaults(
+            nodes=nodes, stemmer=_stemmer(), language="english", similarity_top_k=10
+        )
+
+    def query(self, q, k):
+        self.index.similarity_top_k = k
+        return [n.node.node_id for n in self.index.retrieve(q)]
+
+    def save(self, path):
+        self.index.persist(str(path))
+
+    def open(self, path, mmap):
+        from llama_index.retrievers.bm25 import BM25Retriever
+
+        self.index = BM25Retriever.from_persist_dir(str(path))
+
+
+class RankBM25System:
+    name = "rank_bm25 (LangChain's engine)"
+
+    def build(self, docs, units):
+        from rank_bm25 import BM25Okapi
+
+        self.index = BM25Okapi([u.split() for u in units])
+
+    def query(self, q, k):
+        import numpy as np
+
+        scores = self.index.get_scores(q.split())
+        return np.argsort(-scores, kind="stable")[:k].tolist()
+
+    save = open = None
+
+
+CLASSES = {
+    "mixpr": MixPRSystem,
+    "bm25s": BM25sSystem,
+    "llamaindex": LlamaIndexSystem,
+    "rank_bm25": RankBM25System,
+}
+
+
+def _imports(system: str) -> None:
+    """Import the system's libraries before the base memory is read."""
+    import numpy  # noqa: F401
+
+    if system == "mixpr":
+        import longctx.mixpr  # noqa: F401
+    elif system == "bm25s":
+        import bm25s  # noqa: F401
+        import Stemmer  # noqa: F401
+    elif system == "llamaindex":
+        import llama_index.retrievers.bm25  # noqa: F401
+    else:
+        import rank_bm25  # noqa: F401
+
+
+def _questions(n: int) -> list[str]:
+    from bench_mixpr_growth import QUESTIONS
+
+    return QUESTIONS[:n]
+
+
+# -- one system, one phase, in this process ---------------------------------------------------
+def run_build(system: str, work: Path, k: int, n_q: int) -> dict:
+    _imports(system)
+    docs = json.loads((work / "docs.json").read_text("utf-8"))
+    units = json.loads((work / "units.json").read_text("utf-8"))
+    gc.collect()
+    base = rss_bytes()
+    sys_ = CLASSES[system]()
+    with PeakSampler() as peak:
+        t0 = time.perf_counter()
+        sys_.build(docs, units)
+        build_s = time.perf_counter() - t0
+    qs = _questions(n_q)
+    sys_.query(qs[0], k)  # warm-up (MixPR makes its graph's views on its first query)
+    times, cpu = _timed_queries(sys_, qs, k)
+    gc.collect()
+    held = rss_bytes() - base  # the texts still held, as the caller holds them
+    del docs, units
+    out = {
+        "build_s": build_s,
+        "query_ms": 1000 * statistics.median(times),
+        "query_cpu_ms": 1000 * statistics.median(cpu),
+        "peak_gb": (peak.peak - base) / 2**30,
+        "held_gb": held / 2**30,
+    }
+    if sys_.save is not None:
+        path = work / f"saved-{system}"
+        shutil.rmtree(path, ignore_errors=True)
+        t0 = time.perf_counter()
+        sys_.save(path)
+        out["save_s"] = time.perf_counter() - t0
+        out["disk_mb"] = dir_bytes(path) / 1e6
+    return out
+
+
+def run_open(system: str, work: Path, k: int, n_q: int, mmap: bool) -> dict:
+    _imports(system)
+    qs = _questions(n_q)
+    gc.collect()
+    base = rss_bytes()
+    sys_ = CLASSES[system]()
+    t0 = time.perf_counter()
+    sys_.open(work / f"saved-{system}", mmap)
+    open_s = time.perf_counter() - t0
+    resident = rss_bytes() - base
+    times, cpu = _timed_queries(sys_, qs, k)
+    return {
+        "open_s": open_s,
+        "open_rss_gb": resident / 2**30,
+        "first_ms": 1000 * times[0],
+        "next_ms": 1000 * statistics.median(times[1:]) if len(times) > 1 else None,
+        "first_cpu_ms": 1000 * cpu[0],
+        "next_cpu_ms": 1000 * statistics.median(cpu[1:]) if len(cpu) > 1 else None,
+    }
+
+
+def _timed_queries(sys_, qs, k) -> tuple[list, list]:
+    """Wall and CPU seconds of each query (CPU time is what a loaded machine distorts least:
+    a long query waits for the CPU more often than a short one)."""
+    wall, cpu = [], []
+    for q in qs:
+        t0, c0 = time.perf_counter(), time.process_time()
+        sys_.query(q, k)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return wall, cpu
+
+
+def prepare(data: Path, words: float, work: Path) -> dict:
+    """Write the documents and MixPR's units of ``words`` million words into ``work``."""
+    from bench_mixpr_growth import corpus
+
+    from longctx.mixpr import MixPRConfig
+
+    docs = corpus(data, int(words * 1e6))
+    src, starts, ends = MixPRConfig.from_preset("default").chunk_arrays([t for _, t in docs])
+    units = [docs[d][1][a:b] for d, a, b in zip(src.tolist(), starts.tolist(), ends.tolist())]
+    (work / "docs.json").write_text(json.dumps(docs), "utf-8")
+    (work / "units.json").write_text(json.dumps(units), "utf-8")
+    return {"documents": len(docs), "units": len(units)}
+
+
+def _child(args, *extra) -> dict:
+    cmd = [sys.executable, __file__, "--data", str(args.data), "--k", str(args.k)]
+    cmd += ["--questions", str(args.questions), *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        tail = out.stderr.strip().splitlines()[-1:] or [f"exit code {out.returncode}"]
+        print(out.stderr[-2000:], file=sys.stderr)
+        return {"error": tail[0]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# -- the table --------------------------------------------------------------------------------
+def _fmt(v, fmt) -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def print_tables(size: float, info: dict, rows: dict) -> None:
+    print(f"\n## {size:g}M words, {info['units']:,} units ({info['documents']} documents)\n")
+    print("| system | build s | query ms (CPU ms) | peak GB over base | held GB |")
+    print("|---|---|---|---|---|")
+    for name, r in rows.items():
+        b = r.get("build", {})
+        if "error" in b:
+            print(f"| {name} | failed: {b['error']} | | | |")
+            continue
+        print(
+            f"| {name} | {b['build_s']:.2f} | {b['query_ms']:.1f} "
+            f"({_fmt(b.get('query_cpu_ms'), '{:.1f}')}) | {b['peak_gb']:+.2f} | "
+            f"{b['held_gb']:+.2f} |"
+        )
+    print("\n| system | save s | on disk MB | open s | resident after open GB | first query ms "
+          "(CPU) | then ms (CPU) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for name, r in rows.items():
+        b = r.get("build", {})
+        for label, o in r.get("open", {}).items():
+            if "error" in o:
+                print(f"| {name}{label} | | | failed: {o['error']} | | | |")
+                continue
+            print(
+                f"| {name}{label} | {_fmt(b.get('save_s'), '{:.2f}')} | "
+                f"{_fmt(b.get('disk_mb'), '{:.0f}')} | {o['open_s']:.2f} | "
+                f"{o['open_rss_gb']:+.3f} | {o['first_ms']:.1f} "
+                f"({_fmt(o.get('first_cpu_ms'), '{:.1f}')}) | {_fmt(o['next_ms'], '{:.1f}')} "
+                f"({_fmt(o.get('next_cpu_ms'), '{:.1f}')}) |"
+            )
+    m, b = rows.get("mixpr", {}).get("build", {}), rows.get("bm25s", {}).get("build", {})
+    if "query_ms" in m and "query_ms" in b:
+        print(
+            f"\nMixPR / bm25s: query {m['query_ms'] / b['query_ms']:.2f}x "
+            f"(CPU {m.get('query_cpu_ms', 0) / max(b.get('query_cpu_ms', 0), 1e-9):.2f}x; "
+            f"goal <= 2), build "
+            f"{m['build_s'] / b['build_s']:.2f}x (goal <= 1), peak "
+            f"{m['peak_gb'] / max(b['peak_gb'], 1e-9):.2f}x (goal <= 2), held "
+            f"{m['held_gb'] / max(b['held_gb'], 1e-9):.2f}x (goal <= 2)"
+        )
+    for label, o in rows.get("mixpr", {}).get("open", {}).items():
+        if o.get("next_ms"):
+            print(
+                f"MixPR{label}: first query / next {o['first_ms'] / o['next_ms']:.2f}x (goal <= 2)"
+            )
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--words", default="1,10", help="millions of words, comma-separated")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--questions", type=int, default=10)
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--mmap", action="store_true", help="also open MixPR memory-mapped")
+    ap.add_argument("--json", type=Path, help="write every figure to this file")
+    ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--phase", choices=("prepare", "build", "open"), help=argparse.SUPPRESS)
+    ap.add_argument("--system", choices=SYSTEMS, help=argparse.SUPPRESS)
+    ap.add_argument("--size", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--map", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.phase == "prepare":
+        print(json.dumps(prepare(args.data, args.size, args.work)))
+        return
+    if args.phase == "build":
+        print(json.dumps(run_build(args.system, args.work, args.k, args.questions)))
+        return
+    if args.phase == "open":
+        print(json.dumps(run_open(args.system, args.work, args.k, args.questions, args.map)))
+        return
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    for s in systems:
+        if s not in SYSTEMS:
+            ap.error(f"unknown system {s!r} (known: {', '.join(SYSTEMS)})")
+    if args.mmap and "mixpr" in systems and mmap_keyword() is None:
+        print("# MixPRIndex.load has no memory-mapping option: --mmap opens it as usual")
+    results = {}
+    for size in [float(w) for w in args.words.split(",")]:
+        with tempfile.TemporaryDirectory(prefix="bench_vs_bm25-") as tmp:
+            work = Path(tmp)
+            base = ["--work", str(work), "--size", str(size)]
+            info = _child(args, "--phase", "prepare", *base)
+            if "error" in info:
+                sys.exit(f"preparing {size}M words failed: {info['error']}")
+            rows = {}
+            for s in systems:
+                row = {"build": _child(args, "--phase", "build", "--system", s, *base)}
+                print(f"# {size:g}M words, {s}: {row['build']}", file=sys.stderr, flush=True)
+                opens = {}
+                if s != "rank_bm25" and "error" not in row["build"]:
+                    opens[""] = _child(args, "--phase", "open", "--system", s, *base)
+                    if s == "bm25s" or (s == "mixpr" and args.mmap and mmap_keyword()):
+                        opens[", mmap"] = _child(
+                            args, "--phase", "open", "--system", s, "--map", *base
+                        )
+                row["open"] = opens
+                rows[s] = row
+            print_tables(size, info, rows)
+            results[str(size)] = {"info": info, "rows": rows}
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
