@@ -45,34 +45,42 @@ MAX_GAP = 2
 RECORD_WORDS = 40
 
 _LINE = re.compile(f"[^{LINE_BREAKS}]+")
-_BREAK_CODES = np.array([ord(c) for c in LINE_BREAKS], dtype=np.uint32)
+_IS_BREAK = np.zeros(max(map(ord, LINE_BREAKS)) + 1, dtype=bool)
+_IS_BREAK[[ord(c) for c in LINE_BREAKS]] = True
 _NONSPACE = re.compile(r"\S")
 # A record line's opening, matched after a line break (the text's first line: by .match), its
 # spaces within the line: one pass over the whole text, fast as it starts with a line break.
 _SP = f"[^\\S{LINE_BREAKS}]"
 _AT_LINE = f"[{LINE_BREAKS}]"
-_RECORD = re.compile(
-    _AT_LINE
-    + _SP
-    + r"""*(?:
-        [^\s=:]{1,80}SP*(?:=>|->|:=|=|:)SP*\S      # key = value, key: value, k => v
-      | [\[\(\{<#\-\*\+\d|]                        # bracketed, bullet, number, comment
-      | \S+(?:\t|SP*\|)                            # tab- or pipe-separated
-    )""".replace("SP", _SP),
-    re.VERBOSE,
-)
 # A line opening with a quote is a record unless it ends as a sentence does: a line of dialogue
 # ('"Yes," said he.') is prose, and a block of one-line dialogue paragraphs is not a block of
 # records (Jane Eyre, Dorian Gray and Wuthering Heights hold blocks of 80 to 190 such lines).
-_QUOTED = re.compile(_AT_LINE + _SP + "*['\"`\u2018\u201c]")
+_OPENING = re.compile(
+    _AT_LINE
+    + _SP
+    + r"""*(?:
+        (?P<record>
+          [^\s=:]{1,80}SP*(?:=>|->|:=|=|:)SP*\S    # key = value, key: value, k => v
+        | [\[\(\{<#\-\*\+\d|]                      # bracketed, bullet, number, comment
+        | \S+(?:\t|SP*\|)                          # tab- or pipe-separated
+        )
+      | (?P<quoted>['"`\u2018\u201c])                 # quoted: a record unless a sentence
+    )""".replace("SP", _SP),
+    re.VERBOSE,
+)
 _SENTENCE_END = re.compile("[.!?\u2026]['\"`\u2019\u201d)\\]]*$")
 
 
-def _line_starts(pattern: re.Pattern, text: str, first_end: int) -> list[int]:
-    """The starts of the lines ``pattern`` (which opens with a line break) matches; the first
-    line ends at ``first_end``."""
-    first = [0] if pattern.match("\n" + text[:first_end]) else []  # after no line break
-    return first + [m.start() + 1 for m in pattern.finditer(text)]
+def _openings(text: str, first_end: int) -> tuple[list[int], list[int]]:
+    """The starts of the lines that open as a record and of those that open with a quote (see
+    :data:`_OPENING`); the first line ends at ``first_end``."""
+    found: tuple[list[int], list[int]] = ([], [])
+    m = _OPENING.match("\n" + text[:first_end])  # the first line: after no line break
+    if m is not None:
+        found[m.lastgroup == "quoted"].append(0)
+    for m in _OPENING.finditer(text):
+        found[m.lastgroup == "quoted"].append(m.start() + 1)
+    return found
 
 
 class _Lines:
@@ -84,7 +92,11 @@ class _Lines:
     def __init__(self, text: str):
         word_starts, word_ends = _space_words(text)
         cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        breaks = np.flatnonzero(np.isin(cp, _BREAK_CODES))
+        low = cp < len(_IS_BREAK)
+        is_break = np.zeros(len(cp), dtype=bool)
+        is_break[low] = _IS_BREAK[cp[low]]
+        breaks = np.flatnonzero(is_break)
+        del low, is_break
         commas = np.flatnonzero(cp == ord(","))
         del cp
         raw_starts = np.concatenate([[0], breaks + 1])
@@ -101,11 +113,12 @@ class _Lines:
         n = len(n_words)
         matched = np.zeros(n, dtype=bool)
         line_of = self._line_of
-        matched[line_of(raw_starts, _line_starts(_RECORD, text, first_end))] = True
+        records, quoted = _openings(text, first_end)
+        matched[line_of(raw_starts, records)] = True
         n_commas = np.searchsorted(commas, self.ends) - np.searchsorted(commas, self.starts)
         # CSV: two commas or more, fields of two words or fewer on average (not prose with commas)
         matched |= (n_commas >= 2) & (n_words <= 2 * (n_commas + 1))
-        for i in line_of(raw_starts, _line_starts(_QUOTED, text, first_end)).tolist():
+        for i in line_of(raw_starts, quoted).tolist():
             if not matched[i] and n_words[i] <= RECORD_WORDS:
                 last = text[word_starts[first[i] + n_words[i] - 1] : self.ends[i]]
                 matched[i] = _SENTENCE_END.search(last) is None
