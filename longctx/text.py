@@ -518,17 +518,11 @@ class _Words:
 def _paragraphs(text: str, start: int, end: int):
     """``(start, end)`` of the paragraphs of ``text[start:end]``: from a non-space character to
     the next blank line (:data:`_PARAGRAPH_END_RE`) or ``end``."""
-    pos = start
-    for m in _PARAGRAPH_END_RE.finditer(text, start, end):
-        yield from _paragraph(text, pos, m.start())
-        pos = m.end()
-    yield from _paragraph(text, pos, end)
-
-
-def _paragraph(text: str, start: int, end: int):
-    m = _NONSPACE_RE.search(text, start, end)
-    if m is not None:
-        yield m.start(), end
+    cuts = [(m.start(), m.end()) for m in _PARAGRAPH_END_RE.finditer(text, start, end)]
+    for a, b in zip([start] + [e for _, e in cuts], [s for s, _ in cuts] + [end]):
+        m = _NONSPACE_RE.search(text, a, b)
+        if m is not None:
+            yield m.start(), b
 
 
 def chunk_words(
@@ -584,12 +578,8 @@ def chunk_words(
         widened to whole clusters: a CJK character keeps its combining marks, a Thai run of
         :data:`SEA_WORD_CHARS` characters its vowel and tone marks).
 
-    Notes
-    -----
-    Memory beyond the text and its sentences: two int64 arrays of word positions (16 bytes a
-    word), whether the text has sentence punctuation or none (a 20 MB line of words peaked at
-    about 11 bytes per character under tracemalloc, the same words as sentences at 14; it took
-    142 when a long sentence's words were held as tuples, ``docs/notes/text.md``).
+    Memory beyond the text and its sentences: 16 bytes a word, with sentence punctuation or none
+    (``docs/notes/text.md``, "Text without sentence punctuation").
 
     Raises
     ------
