@@ -84,20 +84,35 @@ def _space_word_starts(text: str) -> np.ndarray:
     r"""``[m.start() for m in re.finditer(r"\S+", text)]`` as ``(n_words,) int64``, computed on
     the code points at once for long texts (a Python loop over a book's million words took most
     of the chunker's own time); short texts take the loop, which costs less there."""
+    return _space_words(text)[0]
+
+
+def _space_words(text: str) -> tuple[np.ndarray, np.ndarray]:
+    r"""The starts and ends of ``re.finditer(r"\S+", text)`` as two ``(n_words,) int64``
+    arrays (16 bytes a word: a list of ``(start, end)`` tuples takes about 120)."""
     if len(text) < 256:
-        return np.fromiter((m.start() for m in _WORD_RE.finditer(text)), dtype=np.int64)
+        arr = np.fromiter(
+            (x for m in _WORD_RE.finditer(text) for x in m.span()), dtype=np.int64
+        ).reshape(-1, 2)
+        return arr[:, 0].copy(), arr[:, 1].copy()
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     low = cp < len(_IS_SPACE)
     space = np.zeros(len(cp), dtype=bool)
     space[low] = _IS_SPACE[cp[low]]
+    del cp, low
     starts = ~space
     starts[1:] &= space[:-1]
-    return np.flatnonzero(starts).astype(np.int64)
+    ends = ~space
+    ends[:-1] &= space[1:]
+    return np.flatnonzero(starts).astype(np.int64), np.flatnonzero(ends).astype(np.int64) + 1
 
 
 _LINE_RE = re.compile(r"[^\r\n]+")
-# A paragraph: text between blank lines (two line breaks with only spaces or tabs between).
-_PARAGRAPH_RE = re.compile(r"\S(?:[^\n]|\n(?![ \t\f\v\r]*\n))*")
+# A paragraph ends before a blank line: two line breaks with only spaces or tabs between. (The
+# paragraphs are the text between these matches, found without a pattern spanning a paragraph:
+# ``\S(?:[^\n]|\n(?!...))*`` took about 130 bytes of the regular expression engine's stack
+# per character, 2.7 GB on a 20 MB line.)
+_PARAGRAPH_END_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 
 
 def _strip_span(text: str, start: int, end: int) -> Span | None:
@@ -176,9 +191,19 @@ def _snap_spans(spans: list[Span], clusters: list[Span]) -> list[Span]:
     character they covered, without overlap."""
     if not clusters or not spans:
         return spans
-    c = np.asarray(clusters, dtype=np.int64)
     arr = np.asarray(spans, dtype=np.int64)
-    a, b = arr[:, 0].copy(), arr[:, 1].copy()
+    a, b = _snap_arrays(arr[:, 0], arr[:, 1], clusters)
+    return list(zip(a.tolist(), b.tolist()))
+
+
+def _snap_arrays(
+    starts: np.ndarray, ends: np.ndarray, clusters: list[Span]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_snap_spans` on ``(n,) int64`` arrays of starts and ends (new arrays)."""
+    if not clusters or not len(starts):
+        return starts, ends
+    c = np.asarray(clusters, dtype=np.int64)
+    a, b = starts.copy(), ends.copy()
     i = np.searchsorted(c[:, 0], a, side="right") - 1
     inside = (i >= 0) & (c[np.maximum(i, 0), 0] < a) & (a < c[np.maximum(i, 0), 1])
     a[inside] = c[i[inside], 0]
@@ -187,7 +212,7 @@ def _snap_spans(spans: list[Span], clusters: list[Span]) -> list[Span]:
     b[inside] = c[i[inside], 1]
     a[1:] = np.maximum(a[1:], b[:-1])
     keep = b > a
-    return list(zip(a[keep].tolist(), b[keep].tolist()))
+    return a[keep], b[keep]
 
 
 def _word_spans(
@@ -450,12 +475,54 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
     return _snap_spans(spans, clusters)
 
 
-def _equal_word_pieces(words: list[Span], max_words: int) -> list[Span]:
-    """Cut a run of word spans into ``ceil(n / max_words)`` pieces of near-equal word counts."""
-    n = len(words)
+def _equal_word_pieces(starts: np.ndarray, ends: np.ndarray, max_words: int) -> list[Span]:
+    """Cut a run of words (``(n,) int64`` starts and ends) into ``ceil(n / max_words)`` pieces
+    of near-equal word counts."""
+    n = len(starts)
     n_pieces = -(-n // max_words)
     cuts = np.linspace(0, n, n_pieces + 1).round().astype(int)
-    return [(words[a][0], words[b - 1][1]) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    lo, hi = cuts[:-1], cuts[1:]
+    keep = hi > lo
+    return list(zip(starts[lo[keep]].tolist(), ends[hi[keep] - 1].tolist()))
+
+
+class _Words:
+    """The words of ranges of a text as arrays, for the chunker's long sentences (a 20 MB line
+    without punctuation is one sentence of millions of words)."""
+
+    def __init__(self, text: str, wre: re.Pattern, clusters: list[Span], all_words=None):
+        self.text, self.wre, self.clusters = text, wre, clusters
+        self._all: tuple[np.ndarray, np.ndarray] | None = all_words  # _space_words(text)
+
+    def spans(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """Starts and ends of the words of ``text[start:end]``: those of
+        ``_word_spans(text, wre, clusters, start, end)``."""
+        text = self.text
+        if self.clusters or self.wre is not _WORD_RE:
+            arr = np.fromiter(
+                (x for m in self.wre.finditer(text, start, end) for x in m.span()), dtype=np.int64
+            ).reshape(-1, 2)
+            return _snap_arrays(arr[:, 0], arr[:, 1], self.clusters)
+        if self._all is None:
+            self._all = _space_words(text)  # the words of the whole text, once
+        starts, ends = self._all
+        i, j = np.searchsorted(starts, [start, end], side="left").tolist()
+        a, b = starts[i:j], np.minimum(ends[i:j], end)
+        if start < end and not text[start].isspace() and (i == j or starts[i] != start):
+            # the range starts inside a word: its rest is a word of the range
+            a = np.concatenate([[start], a])
+            b = np.concatenate([[min(int(ends[i - 1]), end)], b])
+        return a, b
+
+
+def _paragraphs(text: str, start: int, end: int):
+    """``(start, end)`` of the paragraphs of ``text[start:end]``: from a non-space character to
+    the next blank line (:data:`_PARAGRAPH_END_RE`) or ``end``."""
+    cuts = [(m.start(), m.end()) for m in _PARAGRAPH_END_RE.finditer(text, start, end)]
+    for a, b in zip([start] + [e for _, e in cuts], [s for s, _ in cuts] + [end]):
+        m = _NONSPACE_RE.search(text, a, b)
+        if m is not None:
+            yield m.start(), b
 
 
 def chunk_words(
@@ -511,6 +578,9 @@ def chunk_words(
         widened to whole clusters: a CJK character keeps its combining marks, a Thai run of
         :data:`SEA_WORD_CHARS` characters its vowel and tone marks).
 
+    Memory beyond the text and its sentences: 16 bytes a word, with sentence punctuation or none
+    (``docs/notes/text.md``, "Text without sentence punctuation").
+
     Raises
     ------
     TypeError, ValueError
@@ -519,6 +589,7 @@ def chunk_words(
     """
     check_text(text, "text", allow_empty=True)
     max_words = check_int(max_words, "max_words", minimum=1)
+    all_words = None
     if min_words is not None:
         min_words = check_int(min_words, "min_words", minimum=1)
     if not isinstance(split_lines, bool):
@@ -533,7 +604,8 @@ def chunk_words(
     if clusters:
         word_starts = np.asarray([a for a, _ in _word_spans(text, wre, clusters)], dtype=np.int64)
     elif wre is _WORD_RE:
-        word_starts = _space_word_starts(text)
+        all_words = _space_words(text)
+        word_starts = all_words[0]
     else:
         word_starts = np.fromiter((m.start() for m in wre.finditer(text)), dtype=np.int64)
     sent = np.asarray(sentences, dtype=np.int64)
@@ -541,18 +613,19 @@ def chunk_words(
     last = np.searchsorted(word_starts, sent[:, 1], side="left")
     n_words = last - first
     chunks: list[Span] = []
+    words = _Words(text, wre, clusters, all_words)
     for (a, b), n in zip(sentences, n_words.tolist()):
         if n <= max_words:
             chunks.append((a, b))
             continue
-        for line in (_LINE_RE if split_lines else _PARAGRAPH_RE).finditer(text, a, b):
-            words = _word_spans(text, wre, clusters, line.start(), line.end())
-            if not words:
-                continue
-            if len(words) <= max_words:
-                chunks.append((words[0][0], words[-1][1]))
-            else:
-                chunks.extend(_equal_word_pieces(words, max_words))
+        if split_lines:
+            parts = (m.span() for m in _LINE_RE.finditer(text, a, b))
+        else:
+            parts = _paragraphs(text, a, b)
+        for s, e in parts:
+            starts, ends = words.spans(s, e)
+            if len(starts):
+                chunks.extend(_equal_word_pieces(starts, ends, max_words))
     if min_words is not None and min_words > 1:
         chunks = _merge_short(text, chunks, word_starts, min_words, max_words)
     return chunks

@@ -99,12 +99,12 @@ class MixPRConfig:
         The chunker's newline step (:func:`longctx.text.chunk_words`): True cuts a sentence over
         ``max_words`` words at every line break (the paper); False only at blank lines, then into
         equal word pieces, so hard-wrapped text is not cut into line fragments. None (the
-        default) decides per text: a text made of short records, one a line (``key = value``,
-        hash assignments, log lines, CSV rows, lists:
-        :func:`longctx.mixpr.lines.looks_line_structured`, which reads its first 200 lines),
-        keeps each line as a unit (:func:`longctx.mixpr.lines.line_units`); any other text is
-        chunked as with False. Packed 21 records to a unit, Hash-Hop chains were lost in the
-        walk (``docs/notes/mixpr-scale.md``).
+        default) decides per region of the text: a block of short records, one a line
+        (``key = value``, hash assignments, log lines, CSV rows, lists; any line break
+        :meth:`str.splitlines` knows: :func:`longctx.mixpr.lines.record_blocks`, which reads
+        every line), keeps each line as a unit (:func:`longctx.mixpr.lines.line_units`); the
+        text before, between and after such blocks is chunked as with False. Packed 21 records
+        to a unit, Hash-Hop chains were lost in the walk (``docs/notes/mixpr-scale.md``).
     personalization : {"query", "similarity"}
         Restart distribution of local queries. ``"query"``: one-hot on the query node (the
         paper, sec. 4 "Personalization vector"); ``"similarity"``: the restart mass spread over
@@ -361,14 +361,11 @@ class MixPRConfig:
     def chunk(self, text: str) -> list[tuple[int, int]]:
         """The units of ``text`` under these settings (:func:`longctx.text.chunk_words`):
         ``(start, end)`` character spans."""
-        split = self.split_lines
-        if split is None:
-            from longctx.mixpr.lines import line_units, looks_line_structured
+        if self.split_lines is None:
+            from longctx.mixpr.lines import chunk_regions
 
-            if looks_line_structured(text):
-                return line_units(text, self.max_words, self.sentences)
-            split = False
-        return self._chunk_prose(text, split)
+            return chunk_regions(text, self.max_words, self._chunk_prose, self.sentences)
+        return self._chunk_prose(text, self.split_lines)
 
     def _chunk_prose(self, text: str, split: bool | None = None) -> list[tuple[int, int]]:
         """:func:`longctx.text.chunk_words` with these settings (``split``: ``split_lines``,
