@@ -27,41 +27,20 @@ from longctx.persist import (
     check_token_counts,
     write_dir,
 )
-from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 
-__all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "load_index", "save_index"]
+__all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "load_format2", "save_index"]
 
 
 def save_index(index, path) -> None:
     """Write ``index`` (a :class:`~longctx.mixpr.index.MixPRIndex`) to directory ``path``
     (the files are listed in :meth:`MixPRIndex.save <longctx.mixpr.index.MixPRIndex.save>`).
-    Metadata and the unit arrays get the checks :func:`load_index` makes before anything is
+    Metadata and the unit arrays get the checks :func:`load_format2` makes before anything is
     written (a ``TypeError`` / ``ValueError`` then, and the index at ``path`` stays)."""
-    from longctx.persist import check_json_metadata
-
     st = index._state
-    for doc_id, md in zip(st.doc_ids, st.metadata):  # before anything is written
-        check_json_metadata(md, f"document {doc_id!r}")
-    counts = st.token_counts
-    arrays = {
-        "arrays": {
-            "unit_source": st.unit_source,
-            "unit_index": st.unit_index,
-            "starts": st.starts,
-            "ends": st.ends,
-            "token_counts": counts if counts is not None else np.zeros(0, np.int64),
-        }
-    }
-    # the checks the load makes, before anything is written: a save never replaces an index
-    # with one that cannot be loaded
-    try:
-        check_units(st.texts, arrays["arrays"], Path(path) / "arrays.npz")
-    except PersistError as exc:
-        raise ValueError(f"this index cannot be saved as it is: {exc}") from None
-    extra = {}
+    json_files, unit_arrays = index_json(index, Path(path) / "arrays.npz")
+    arrays = {"arrays": unit_arrays}
     if st.unit_vectors is not None:
         arrays["vectors"] = {"unit_vectors": st.unit_vectors}
-        extra["encoder"] = index._encoder_identity
     sparse = {"terms": st.table.counts}
     if st.config.graph == "threshold":
         sparse["graph"] = st.graph.S
@@ -70,13 +49,7 @@ def save_index(index, path) -> None:
         kind="mixpr",
         version=index.FORMAT_VERSION,
         json_files={
-            "config": {
-                **st.config.to_dict(),
-                "token_counter": index.token_counter_name,
-                "chunk": index.chunk,
-                **extra,
-            },
-            "documents": {"ids": list(st.doc_ids), "metadata": [dict(m) for m in st.metadata]},
+            **json_files,
             "texts": list(st.texts),
             "vocabulary": st.table.terms(),
         },
@@ -85,22 +58,50 @@ def save_index(index, path) -> None:
     )
 
 
+def index_json(index, where) -> tuple[dict, dict]:
+    """``(json_files, unit_arrays)``: ``config.json`` and ``documents.json`` of ``index`` and
+    its unit arrays (as :func:`check_units` reads them: ``where`` names them in an error),
+    after the checks a load makes (formats 2 and 3): a save never replaces an index with one
+    that cannot be loaded."""
+    from longctx.persist import check_json_metadata
+
+    st = index._state
+    for doc_id, md in zip(st.doc_ids, st.metadata):  # before anything is written
+        check_json_metadata(md, f"document {doc_id!r}")
+    counts = st.token_counts
+    units = {
+        "unit_source": st.unit_source,
+        "unit_index": st.unit_index,
+        "starts": st.starts,
+        "ends": st.ends,
+        "token_counts": counts if counts is not None else np.zeros(0, np.int64),
+    }
+    try:
+        check_units(st.texts, units, where, lengths=st.text_lengths())
+    except PersistError as exc:
+        raise ValueError(f"this index cannot be saved as it is: {exc}") from None
+    extra = {}
+    if st.unit_vectors is not None:
+        extra["encoder"] = index._encoder_identity
+    config = {
+        **st.config.to_dict(),
+        "token_counter": index.token_counter_name,
+        "chunk": index.chunk,
+        **extra,
+    }
+    documents = {"ids": list(st.doc_ids), "metadata": [dict(m) for m in st.metadata]}
+    return {"config": config, "documents": documents}, units
+
+
 #: Largest term count of one term in one unit accepted from a file.
 MAX_TERM_COUNT = 1 << 31
 
 
-@retry_on_concurrent_save("path")
-def load_index(cls, path, *, router=None, encoder=None):
-    """Read the index at directory ``path`` as an instance of ``cls`` (errors: see
-    :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`). Every file comes from one
-    save (:func:`longctx.persist.reader.open_index_dir` checks each against the manifest's
-    digests)."""
+def load_format2(cls, r, *, router=None, encoder=None):
+    """The format-2 index of the open folder ``r`` (an :class:`~longctx.persist.IndexDir`)."""
     from longctx.mixpr.state import _State
     from longctx.mixpr.tfidf import TermTable, TfidfSettings
-    from longctx.mixpr.validation import _check_ids, _check_metadatas
 
-    _refuse_old_format(path, cls.FORMAT_VERSION)
-    r = open_index_dir(path, kind="mixpr", versions=(cls.FORMAT_VERSION,))
     d = r.path
     # every member read at once: the checks below then run on bytes of one save (a concurrent
     # save replacing the folder meanwhile no longer fails the load)
@@ -108,61 +109,20 @@ def load_index(cls, path, *, router=None, encoder=None):
         ("config.json", "texts.json", "vocabulary.json", "documents.json", "arrays.npz")
         + ("terms.npz", "vectors.npz", "graph.npz")
     )
-    cfg_path, arr_path = d / "config.json", d / "arrays.npz"
-    doc_path, terms_path = d / "documents.json", d / "terms.npz"
-    cfg = check_dict(r.json("config.json"), cfg_path, "config")
+    arr_path, terms_path = d / "arrays.npz", d / "terms.npz"
     texts = check_str_list(r.json("texts.json"), d / "texts.json", "texts")
     vocab = check_str_list(r.json("vocabulary.json"), d / "vocabulary.json", "terms")
-    docs = check_dict(r.json("documents.json"), doc_path, "documents")
+    config, counter, chunk, ident = read_config(r)
     keys = ("unit_source", "unit_index", "starts", "ends", "token_counts")
     arrs = r.arrays("arrays.npz", keys)
-    cfg = dict(cfg)
-    vectors = ident = None
-    if "encoder" in cfg:
-        ident = cfg.pop("encoder")
-        if not isinstance(ident, dict) or not isinstance(ident.get("name"), (str, type(None))):
-            raise PersistError(f"{str(cfg_path)!r}: field 'encoder' must be an object")
-    counter = cfg.pop("token_counter", None)
-    if not isinstance(counter, str) or len(counter) > 200:
-        raise PersistError(f"{str(cfg_path)!r}: field 'token_counter' must be a short str")
-    chunk = cfg.pop("chunk", True)
-    if not isinstance(chunk, bool):
-        raise PersistError(f"{str(cfg_path)!r}: field 'chunk' must be true or false")
-    unknown = sorted(set(cfg) - set(MixPRConfig.__dataclass_fields__))
-    if unknown:
-        raise PersistError(f"{str(cfg_path)!r}: unknown field(s) {unknown[:5]}")
-    missing = sorted(set(MixPRConfig.__dataclass_fields__) - set(cfg))
-    if missing:  # a default would silently change how the saved index ranks
-        raise PersistError(f"{str(cfg_path)!r}: missing field(s) {missing[:5]}")
-    cfg["vectorizer_kwargs"] = _loadable_vectorizer_kwargs(
-        cfg.get("vectorizer_kwargs", {}), cfg_path
-    )
-    if isinstance(cfg.get("stop_words"), list):
-        cfg["stop_words"] = tuple(cfg["stop_words"])
-    try:
-        config = MixPRConfig(**cfg)
-    except (TypeError, ValueError) as exc:
-        raise PersistError(f"{str(cfg_path)!r}: {str(exc)[:300]}") from None
+    vectors = None
     if texts:  # an index whose documents were all deleted holds none (and no unit)
         try:
             texts = check_texts(texts, "texts.json")
         except (TypeError, ValueError) as exc:
             raise PersistError(f"{str(d / 'texts.json')!r}: {str(exc)[:300]}") from None
     texts = tuple(texts)
-    unknown = sorted(set(docs) - {"ids", "metadata"})
-    if unknown:
-        raise PersistError(f"{str(doc_path)!r}: unknown field(s) {unknown[:5]}")
-    try:
-        ids = _check_ids(docs.get("ids"), len(texts))
-    except (TypeError, ValueError) as exc:
-        raise PersistError(f"{str(doc_path)!r}: field 'ids': {str(exc)[:300]}") from None
-    metadata = docs.get("metadata")
-    if not isinstance(metadata, list) or not all(isinstance(m, dict) for m in metadata):
-        raise PersistError(f"{str(doc_path)!r}: field 'metadata' must be a list of objects")
-    try:
-        metadata = _check_metadatas(metadata, len(texts), ids)
-    except (TypeError, ValueError) as exc:
-        raise PersistError(f"{str(doc_path)!r}: field 'metadata': {str(exc)[:300]}") from None
+    ids, metadata = read_documents(r, len(texts))
     source, unit_index, starts, ends, counts = check_units(texts, arrs, arr_path)
     n = len(starts)
     if len(set(vocab)) != len(vocab):
@@ -178,15 +138,7 @@ def load_index(cls, path, *, router=None, encoder=None):
     counts_m.sort_indices()
     if ident is not None:
         vectors = r.arrays("vectors.npz", ("unit_vectors",))["unit_vectors"]
-    if vectors is not None:
-        vpath = str(d / "vectors.npz")
-        if ident.get("dim") != (vectors.shape[1] if vectors.ndim == 2 else None):
-            raise PersistError(f"{vpath!r} does not match the encoder in config.json")
-        try:
-            vectors = _check_unit_vectors(vectors, n)
-        except (TypeError, ValueError) as exc:
-            raise PersistError(f"{vpath!r}: field 'unit_vectors': {exc}") from None
-        vectors.setflags(write=False)
+        vectors = checked_vectors(vectors, ident, n, d / "vectors.npz")
     graph = None
     if config.graph == "threshold":
         from longctx.mixpr.graph import ThresholdGraph
@@ -228,7 +180,78 @@ def load_index(cls, path, *, router=None, encoder=None):
     )
 
 
-def check_units(texts, arrs: dict, path) -> tuple[np.ndarray, ...]:
+def read_config(r):
+    """``(config, token_counter_name, chunk, encoder_identity)`` from ``config.json`` of the
+    open folder ``r``, checked (formats 2 and 3)."""
+    cfg_path = r.path / "config.json"
+    cfg = dict(check_dict(r.json("config.json"), cfg_path, "config"))
+    ident = None
+    if "encoder" in cfg:
+        ident = cfg.pop("encoder")
+        if not isinstance(ident, dict) or not isinstance(ident.get("name"), (str, type(None))):
+            raise PersistError(f"{str(cfg_path)!r}: field 'encoder' must be an object")
+    counter = cfg.pop("token_counter", None)
+    if not isinstance(counter, str) or len(counter) > 200:
+        raise PersistError(f"{str(cfg_path)!r}: field 'token_counter' must be a short str")
+    chunk = cfg.pop("chunk", True)
+    if not isinstance(chunk, bool):
+        raise PersistError(f"{str(cfg_path)!r}: field 'chunk' must be true or false")
+    unknown = sorted(set(cfg) - set(MixPRConfig.__dataclass_fields__))
+    if unknown:
+        raise PersistError(f"{str(cfg_path)!r}: unknown field(s) {unknown[:5]}")
+    missing = sorted(set(MixPRConfig.__dataclass_fields__) - set(cfg))
+    if missing:  # a default would silently change how the saved index ranks
+        raise PersistError(f"{str(cfg_path)!r}: missing field(s) {missing[:5]}")
+    cfg["vectorizer_kwargs"] = _loadable_vectorizer_kwargs(
+        cfg.get("vectorizer_kwargs", {}), cfg_path
+    )
+    if isinstance(cfg.get("stop_words"), list):
+        cfg["stop_words"] = tuple(cfg["stop_words"])
+    try:
+        config = MixPRConfig(**cfg)
+    except (TypeError, ValueError) as exc:
+        raise PersistError(f"{str(cfg_path)!r}: {str(exc)[:300]}") from None
+    return config, counter, chunk, ident
+
+
+def read_documents(r, n_texts: int) -> tuple[tuple, tuple]:
+    """``(ids, metadata)`` from ``documents.json`` of the open folder ``r``, checked against
+    the number of texts (formats 2 and 3)."""
+    from longctx.mixpr.validation import _check_ids, _check_metadatas
+
+    doc_path = r.path / "documents.json"
+    docs = check_dict(r.json("documents.json"), doc_path, "documents")
+    unknown = sorted(set(docs) - {"ids", "metadata"})
+    if unknown:
+        raise PersistError(f"{str(doc_path)!r}: unknown field(s) {unknown[:5]}")
+    try:
+        ids = _check_ids(docs.get("ids"), n_texts)
+    except (TypeError, ValueError) as exc:
+        raise PersistError(f"{str(doc_path)!r}: field 'ids': {str(exc)[:300]}") from None
+    metadata = docs.get("metadata")
+    if not isinstance(metadata, list) or not all(isinstance(m, dict) for m in metadata):
+        raise PersistError(f"{str(doc_path)!r}: field 'metadata' must be a list of objects")
+    try:
+        metadata = _check_metadatas(metadata, n_texts, ids)
+    except (TypeError, ValueError) as exc:
+        raise PersistError(f"{str(doc_path)!r}: field 'metadata': {str(exc)[:300]}") from None
+    return ids, metadata
+
+
+def checked_vectors(vectors, ident: dict, n: int, vpath) -> np.ndarray:
+    """The saved unit vectors checked against the encoder of ``config.json`` and ``n`` units
+    (read-only)."""
+    if ident.get("dim") != (vectors.shape[1] if vectors.ndim == 2 else None):
+        raise PersistError(f"{str(vpath)!r} does not match the encoder in config.json")
+    try:
+        vectors = _check_unit_vectors(vectors, n)
+    except (TypeError, ValueError) as exc:
+        raise PersistError(f"{str(vpath)!r}: field 'unit_vectors': {exc}") from None
+    vectors.setflags(write=False)
+    return vectors
+
+
+def check_units(texts, arrs: dict, path, *, lengths=None) -> tuple[np.ndarray, ...]:
     """The unit arrays of ``arrays.npz``, checked against each other and against ``texts``, in
     this order (the first failure is a :class:`~longctx.persist.PersistError` naming ``path``
     and the field):
@@ -258,7 +281,7 @@ def check_units(texts, arrs: dict, path) -> tuple[np.ndarray, ...]:
         raise PersistError(
             f"{str(path)!r}: field 'token_counts' has {len(counts)} entries for {n} units"
         )
-    check_spans(texts, source, starts, ends, path)
+    check_spans(texts, source, starts, ends, path, lengths=lengths)
     if n and np.any(np.diff(source) < 0):
         raise PersistError(f"{str(path)!r}: field 'unit_source' is not in document order")
     empty = ends <= starts

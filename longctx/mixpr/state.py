@@ -152,6 +152,14 @@ class _State:
                     )
         return self._scorer
 
+    def text_lengths(self) -> np.ndarray:
+        """``(n_docs,) int64``: each document's length in characters (a mapped index knows
+        them without decoding its texts)."""
+        lengths = getattr(self.texts, "lengths", None)
+        if lengths is not None:
+            return lengths
+        return np.fromiter((len(t) for t in self.texts), np.int64, len(self.texts))
+
     def unit_text(self, i: int) -> str:
         return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]
 
