@@ -300,9 +300,14 @@ def check_units(texts, arrs: dict, path, *, lengths=None) -> tuple[np.ndarray, .
             f"{int(ends[i - 1])} of unit {i - 1} of the same text (units out of order or "
             "overlapping)"
         )
-    first = np.searchsorted(source, source, side="left")
-    want = np.arange(n, dtype=np.int64) - first
-    if n and not np.array_equal(unit_index, want):
+    # 0 at a text's first unit, one more than the unit before otherwise (O(n), no search)
+    ok = n == 0 or (
+        int(unit_index[0]) == 0
+        and np.array_equal(unit_index[1:], np.where(same, unit_index[:-1] + 1, 0))
+    )
+    if not ok:
+        first = np.searchsorted(source, source, side="left")
+        want = np.arange(n, dtype=np.int64) - first
         i = int(np.flatnonzero(unit_index != want)[0])
         raise PersistError(
             f"{str(path)!r}: field 'unit_index': unit {i} has index {int(unit_index[i])}, but "

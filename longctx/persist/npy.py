@@ -218,8 +218,8 @@ def check_compressed(indptr, indices, n_major: int, n_minor: int, where: str) ->
         first = starts[: e - s]
         first[:] = False
         first[np.asarray(indptr[lo:hi]) - s] = True
-        up = np.diff(b.astype(np.int64, copy=False)) > 0
-        up |= first[1:]
+        up = b[1:] > b[:-1]
+        up |= first[1 : e - s]
         if s > 0:  # the last index of the block before
             prev_ok = bool(first[0]) or int(indices[s - 1]) < int(b[0])
             if not prev_ok:
