@@ -237,3 +237,13 @@ def test_damaged_terms_are_not_found_never_misread(saved):
     assert back._state.table.vocabulary.get("garden") is None
     with pytest.raises(PersistError, match="not valid UTF-8"):
         list(back._state.table.vocabulary)
+
+
+def test_give_back_free_memory_on_glibc():
+    import platform
+    import sys
+
+    from longctx._rss import give_back_free_memory
+
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert give_back_free_memory() is glibc

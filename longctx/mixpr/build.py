@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from longctx._rss import give_back_free_memory
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.persist import _check_unit_vectors
 from longctx.mixpr.state import _chunk, _State
@@ -178,6 +179,8 @@ def build_state(
         )
         if config.graph == "threshold":  # built now: its memory is checked at build time
             state.graph  # noqa: B018
+        del unit_texts
+        give_back_free_memory()  # the temporaries of the counts, not kept by the index
         _stage(bar, "mixpr done")
     finally:
         if bar is not None:
