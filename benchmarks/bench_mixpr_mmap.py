@@ -62,9 +62,8 @@ def questions(n: int) -> list[str]:
 def build(args) -> dict:
     from bench_mixpr_growth import corpus
 
-    from longctx.mixpr import MixPRIndex
-
     from longctx._rss import give_back_free_memory
+    from longctx.mixpr import MixPRIndex
 
     docs = corpus(args.data, int(float(args.one) * 1e6))
     give_back_free_memory()  # the corpus reader's garbage is not the index's
