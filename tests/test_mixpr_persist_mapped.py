@@ -63,7 +63,9 @@ def test_mapped_arrays_are_read_only_maps(saved):
     back = MixPRIndex.load(d, mmap=True)
     st = back._state
     E = st.table.embeddings()
-    for a in (E.data, E.indices, st.starts, st.unit_source, st.graph.colsum):
+    back.search("garden", k=2)  # the push walk reads E by rows: the stored ones
+    rows = st.block._rows()
+    for a in (E.data, E.indices, st.starts, st.unit_source, st.graph.colsum, rows.data):
         assert not a.flags.writeable
         assert mapped_base(a) is not None
     assert mapped_base(MixPRIndex.load(d)._state.starts) is None  # mmap=False: in memory
@@ -142,6 +144,8 @@ def _poke(path: Path, fn) -> None:
         ("E_indptr.npy", lambda a: a.__setitem__(1, a[-1]), "not monotone|not sorted"),
         ("E_data.npy", lambda a: a.__setitem__(0, np.nan), "non-finite"),
         ("E_data.npy", lambda a: a.__setitem__(0, 7.0), "above"),
+        ("E_rows_indices.npy", lambda a: a.__setitem__(0, 10**6), "out of range"),
+        ("E_rows_data.npy", lambda a: a.__setitem__(0, -0.5), "below"),
         ("colsum.npy", lambda a: a.__setitem__(0, -1.0), "below"),
         ("df.npy", lambda a: a.__setitem__(0, 10**9), "above"),
         ("text_offsets.npy", lambda a: a.__setitem__(1, a[-1] + 5), "offsets"),

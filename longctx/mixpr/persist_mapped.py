@@ -16,6 +16,8 @@ Layout (``DIR/``, beside ``manifest.json``, ``config.json`` and ``documents.json
     df.npy (n_terms,) int64, cf.npy (n_terms,) float64     the term statistics
     E_indptr.npy (n_terms + 1,) *, E_indices.npy (nnz,) *, E_data.npy (nnz,) float64
                         the TF-IDF rows ``E`` as CSC (what a query reads: stored, not recomputed)
+    E_rows_indptr.npy (n_units + 1,) *, E_rows_indices.npy *, E_rows_data.npy float64
+                        ``E`` as CSR (the push walk reads a unit's terms: stored too)
     counts_indptr.npy (n_units + 1,) *, counts_indices.npy *, counts_data.npy float64
                         the term counts as CSR (read only by inserts and deletes)
     colsum.npy (n_units,) float64      graph="factored": the graph's column sums
@@ -138,6 +140,7 @@ def save_mapped(index, path) -> None:
         "df": table.df.astype(np.int64, copy=False),
         "cf": table.cf.astype(np.float64, copy=False),
         **_compressed(table.embeddings(), "E", st.n_units),
+        **_compressed(sp.csr_array(table.embeddings()), "E_rows", table.n_terms),
         **_compressed(table.counts, "counts", table.n_terms),
     }
     graph = st.graph
@@ -441,6 +444,12 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
     E_parts = _read_csx(r, "E", V, n, mmap=mmap)
     check_values(E_parts[2], repr(str(d / "E_data.npy")), low=0.0, high=1.0 + 1e-6, finite=True)
     E = _canonical_flags(sp.csc_array(E_parts[::-1], shape=(n, V)))
+    rows_parts = _read_csx(r, "E_rows", n, V, mmap=mmap)
+    where = repr(str(d / "E_rows_data.npy"))
+    check_values(rows_parts[2], where, low=0.0, high=1.0 + 1e-6, finite=True)
+    if len(rows_parts[2]) != len(E_parts[2]):
+        raise PersistError(f"{where}: E by rows and by columns hold different entries")
+    E_rows = _canonical_flags(sp.csr_array(rows_parts[::-1], shape=(n, V)))
     try:
         settings = TfidfSettings(config)
     except (TypeError, ValueError) as exc:
@@ -477,6 +486,7 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
         graph=graph,
         unit_vectors=vectors,
         token_counts=tcounts,
+        e_rows=E_rows,
     )
     return cls(
         state,
