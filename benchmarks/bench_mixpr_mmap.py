@@ -4,6 +4,7 @@ format 2 (read into memory), format 3 read into memory and format 3 memory-mappe
 Usage::
 
     python benchmarks/bench_mixpr_mmap.py [--data ../shared/data] [--sizes 1,10] [--repeat 2]
+        [--ways v2,v3,v3-mmap]
 
 Corpus: the Gutenberg haystack of ``benchmarks/bench_mixpr_growth.py`` (its ``corpus``: the books
 of ``data/gutenberg/INDEX.tsv`` in file order, repeated as new documents past 6.3M words), no
@@ -34,7 +35,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-WAYS = {"format 2": ("v2", False), "format 3": ("v3", False), "format 3, mmap": ("v3", True)}
+#: way -> (saved folder, mmap, label)
+WAYS = {
+    "v2": ("v2", False, "format 2"),
+    "v3": ("v3", False, "format 3"),
+    "v3-mmap": ("v3", True, "format 3, mmap"),
+}
 
 
 def rss_mb() -> float:
@@ -83,6 +89,8 @@ def build(args) -> dict:
     }
     del docs
     for name, mappable in (("v2", False), ("v3", True)):
+        if name not in {WAYS[w][0] for w in args.ways.split(",")}:
+            continue
         t0 = time.perf_counter()
         index.save(Path(args.dir) / name, mappable=mappable)
         out[f"save_{name}_s"] = round(time.perf_counter() - t0, 2)
@@ -96,7 +104,7 @@ def open_one(args) -> dict:
     import longctx.mixpr.persist_mapped  # noqa: F401  (imports loaded before the base)
     from longctx.mixpr import MixPRIndex
 
-    name, mmap = WAYS[args.way]
+    name, mmap, _ = WAYS[args.way]
     gc.collect()
     base = rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -125,7 +133,7 @@ def open_one(args) -> dict:
 
 def child(args, **extra) -> dict:
     cmd = [sys.executable, __file__, "--data", str(args.data), "--dir", args.dir]
-    cmd += ["--queries", str(args.queries)]
+    cmd += ["--queries", str(args.queries), "--ways", args.ways]
     for k, v in extra.items():
         cmd += [f"--{k}", str(v)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -142,6 +150,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--ways", default="v2,v3,v3-mmap", help="of " + ", ".join(WAYS))
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--way", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -159,7 +168,7 @@ def main() -> None:
             b = child(args, one=size)
             print(f"{size}M words: {json.dumps({k: v for k, v in b.items() if k != 'hits'})}")
             for rep in range(args.repeat):
-                for way in WAYS:
+                for way in args.ways.split(","):
                     r = child(args, way=way)
                     r["same_hits"] = r.pop("hits") == b["hits"]
                     r.update(size=size, way=way, rep=rep)
@@ -172,7 +181,7 @@ def main() -> None:
           "same hits |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['size']}M | {r['way']} (run {r['rep'] + 1}) | {r['open_s']} / "
+        print(f"| {r['size']}M | {WAYS[r['way']][2]} (run {r['rep'] + 1}) | {r['open_s']} / "
               f"{r['open_cpu_s']} | {r['rss_after_open_mb']} | {r['first_query_ms']} / "
               f"{r['first_query_cpu_ms']} | {r['next_query_ms']} / {r['next_query_cpu_ms']} | "
               f"{r['same_hits']} |")  # fmt: skip
