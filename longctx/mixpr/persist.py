@@ -99,7 +99,6 @@ MAX_TERM_COUNT = 1 << 31
 
 def load_format2(cls, r, *, router=None, encoder=None):
     """The format-2 index of the open folder ``r`` (an :class:`~longctx.persist.IndexDir`)."""
-    from longctx.mixpr.state import _State
     from longctx.mixpr.tfidf import TermTable, TfidfSettings
 
     d = r.path
@@ -156,25 +155,26 @@ def load_format2(cls, r, *, router=None, encoder=None):
     tfc = np.ones_like(counts_m.data) if settings.binary else counts_m.data
     cf = np.bincount(counts_m.indices, weights=tfc, minlength=V)
     table = TermTable(settings, {t: i for i, t in enumerate(vocab)}, counts_m, df, cf)
-    state = _State(
-        config=config,
-        doc_ids=ids,
-        texts=texts,
-        metadata=metadata,
-        unit_source=source,
-        unit_index=unit_index,
-        starts=starts,
-        ends=ends,
-        table=table,
-        graph=graph,
-        unit_vectors=vectors,
-        token_counts=counts,
-    )
+    loaded = {"router": router, "encoder": encoder, "counter": counter, "ident": ident}
+    return index_of(
+        cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
+        unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
+        graph=graph, unit_vectors=vectors, token_counts=counts, chunk=chunk,
+    )  # fmt: skip
+
+
+def index_of(cls, d, loaded: dict, *, chunk: bool, **state):
+    """An instance of ``cls`` over a :class:`~longctx.mixpr.state._State` of ``state`` (formats
+    2 and 3); ``loaded``: the ``router``, ``encoder`` (given to ``load``), token ``counter``
+    name and encoder ``ident`` (read from ``config.json``)."""
+    from longctx.mixpr.state import _State
+
+    ident = loaded["ident"]
     return cls(
-        state,
-        router=router,
-        token_counter_name=counter,
-        encoder=_load_encoder(encoder, ident, vectors, d),
+        _State(**state),
+        router=loaded["router"],
+        token_counter_name=loaded["counter"],
+        encoder=_load_encoder(loaded["encoder"], ident, state["unit_vectors"], d),
         encoder_identity=ident,
         chunk=chunk,
     )

@@ -62,10 +62,10 @@ import scipy.sparse as sp
 
 from longctx.mixpr.persist import (
     MAX_TERM_COUNT,
-    _load_encoder,
     _refuse_old_format,
     check_units,
     index_json,
+    index_of,
     load_format2,
     read_config,
     read_documents,
@@ -416,7 +416,6 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
         A missing, truncated or damaged file (named), or files that do not fit together.
     """
     from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
-    from longctx.mixpr.state import _State
     from longctx.mixpr.tfidf import TfidfSettings
 
     d = r.path
@@ -473,29 +472,12 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
         _check_mapped_vectors(vectors, ident, n, repr(str(d / "unit_vectors.npy")))
     if not mmap:
         counts.get()  # every check at load
-    state = _State(
-        config=config,
-        doc_ids=ids,
-        texts=texts,
-        metadata=metadata,
-        unit_source=source,
-        unit_index=unit_index,
-        starts=starts,
-        ends=ends,
-        table=table,
-        graph=graph,
-        unit_vectors=vectors,
-        token_counts=tcounts,
-        e_rows=E_rows,
-    )
-    return cls(
-        state,
-        router=router,
-        token_counter_name=counter,
-        encoder=_load_encoder(encoder, ident, vectors, d),
-        encoder_identity=ident,
-        chunk=chunk,
-    )
+    loaded = {"router": router, "encoder": encoder, "counter": counter, "ident": ident}
+    return index_of(
+        cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
+        unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
+        graph=graph, unit_vectors=vectors, token_counts=tcounts, e_rows=E_rows, chunk=chunk,
+    )  # fmt: skip
 
 
 def table_weights(config, table) -> np.ndarray | None:
