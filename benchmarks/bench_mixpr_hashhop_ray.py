@@ -21,7 +21,7 @@ Ray spreading them over the nodes; a query's walk gathers the shards' term vecto
 driver each step.
 
 Prints one JSON row: tokens, shards, build seconds, the share of chains whose hop ``i`` was
-found (i = 1..6), the median and 90th-percentile query times, each shard actor's process.
+found (i = 1..6), the median and 90th-percentile query times, each shard actor's process and peak RSS.
 """
 
 from __future__ import annotations
@@ -107,9 +107,19 @@ def main(argv=None) -> None:
 
 
 def _actors(index) -> dict:
-    """Each shard actor's process (``RayShards.pids``), where the backend is Ray."""
+    """Each shard actor's process and, where it runs on this machine, its peak RSS (MB)."""
     pids = getattr(index._backend, "pids", None)
-    return {str(k): v for k, v in pids().items()} if pids is not None else {}
+    out = {}
+    for k, pid in (pids() if pids is not None else {}).items():
+        peak = None
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = round(int(line.split()[1]) / 1024)
+        except OSError:  # on another machine
+            pass
+        out[str(k)] = {"pid": pid, "peak_rss_mb": peak}
+    return out
 
 
 if __name__ == "__main__":
