@@ -251,3 +251,63 @@ def test_give_back_free_memory_on_glibc():
 
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert give_back_free_memory() is glibc
+
+
+# -- the chunked checks, across block boundaries ------------------------------------------------
+def test_check_compressed_agrees_with_scipy_across_blocks(monkeypatch):
+    import scipy.sparse as sp
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    import longctx.persist.npy as npy
+
+    monkeypatch.setattr(npy, "SCAN_ITEMS", 7)  # many blocks, rows split across them
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        n=st.integers(1, 12),
+        m=st.integers(1, 9),
+        density=st.floats(0.0, 1.0),
+        seed=st.integers(0, 2**16),
+        damage=st.sampled_from(["none", "range", "order", "duplicate"]),
+    )
+    def check(n, m, density, seed, damage):
+        a = sp.csr_array(sp.random(n, m, density=density, random_state=seed))
+        a.sort_indices()
+        indptr, indices = a.indptr.copy(), a.indices.copy()
+        lengths = np.diff(indptr)
+        if damage == "range":
+            if len(indices):
+                indices[seed % len(indices)] = m
+            else:
+                damage = "none"
+        elif damage in ("order", "duplicate"):
+            rows = np.flatnonzero(lengths >= 2)
+            if not len(rows):
+                damage = "none"
+            else:
+                at = int(indptr[rows[seed % len(rows)]])
+                if damage == "order":
+                    indices[at], indices[at + 1] = indices[at + 1], indices[at]
+                else:
+                    indices[at + 1] = indices[at]
+        if damage == "none":
+            npy.check_compressed(indptr, indices, n, m, "here")
+        else:
+            with pytest.raises(PersistError, match="here"):
+                npy.check_compressed(indptr, indices, n, m, "here")
+
+    check()
+
+
+def test_check_values_bounds_in_blocks(monkeypatch):
+    import longctx.persist.npy as npy
+
+    monkeypatch.setattr(npy, "SCAN_ITEMS", 4)
+    a = np.linspace(0.0, 1.0, 23)
+    npy.check_values(a, "here", low=0.0, high=1.0, finite=True)
+    for bad, match in ((np.nan, "non-finite"), (-1.0, "below"), (2.0, "above")):
+        b = a.copy()
+        b[17] = bad
+        with pytest.raises(PersistError, match=match):
+            npy.check_values(b, "here", low=0.0, high=1.0, finite=True)
