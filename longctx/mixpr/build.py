@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from longctx._rss import give_back_free_memory
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.persist import _check_unit_vectors
-from longctx.mixpr.state import _chunk, _State
+from longctx.mixpr.state import _chunk, _LazyTexts, _State
 from longctx.mixpr.tfidf import TermTable, TfidfSettings
 from longctx.tokens import count_units
 
@@ -150,7 +151,9 @@ def build_state(
         src, idx, starts, ends = _chunk(config, texts, chunk)
         if not len(starts):
             raise ValueError("texts hold no words to retrieve from")
-        unit_texts = [texts[d][a:b] for d, a, b in zip(src.tolist(), starts, ends)]
+        # sliced a block at a time by the counts (a list of every unit's text doubled the
+        # texts' memory at the build's peak)
+        unit_texts = _LazyTexts(texts, src, starts, ends)
         if unit_vectors is not None:
             unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
         elif encoder is not None:
@@ -179,6 +182,8 @@ def build_state(
         )
         if config.graph == "threshold":  # built now: its memory is checked at build time
             state.graph  # noqa: B018
+        del unit_texts
+        give_back_free_memory()  # the temporaries of the counts, not kept by the index
         _stage(bar, "mixpr done")
     finally:
         if bar is not None:

@@ -307,6 +307,9 @@ class FactoredGraph:
     E : (n, V) scipy sparse, L2-normalized rows
     term_weights : (V,) float >= 0, optional
         ``w`` (all ones by default).
+    colsum : (n,) float64, optional
+        The column sums when they are known (a saved index's, checked by its load): not
+        computed again.
 
     Attributes
     ----------
@@ -316,7 +319,7 @@ class FactoredGraph:
 
     kind = "factored"
 
-    def __init__(self, E: sp.spmatrix, term_weights: np.ndarray | None = None):
+    def __init__(self, E: sp.spmatrix, term_weights: np.ndarray | None = None, *, colsum=None):
         E = sp.csc_array(E, dtype=np.float64)
         self.E = E
         self._ET = E.T  # CSR view: E^T x is a gather over each term's units
@@ -330,7 +333,9 @@ class FactoredGraph:
         self.term_weights = w
         n = E.shape[0]
         self.shape = (n, n)
-        self.colsum = self.matvec(np.ones(n))
+        if colsum is not None and np.shape(colsum) != (n,):
+            raise ValueError(f"colsum must have shape ({n},), got {np.shape(colsum)}")
+        self.colsum = self.matvec(np.ones(n)) if colsum is None else colsum
 
     @property
     def nnz(self) -> int:

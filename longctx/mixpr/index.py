@@ -26,7 +26,8 @@ from longctx.mixpr.explain import explain_hits
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
-from longctx.mixpr.persist import load_index, save_index
+from longctx.mixpr.persist import save_index
+from longctx.mixpr.persist_mapped import load_index, save_mapped
 from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
     by_max,
@@ -781,24 +782,44 @@ class MixPRIndex(RetrievalIndex):
         return Passage(a, b, st.texts[d][a:b], score, int(st.unit_index[i]), d)
 
     # -- persistence --------------------------------------------------------------------------
-    def save(self, path) -> None:
-        """Write the index to directory ``path``: ``config.json`` (settings), ``documents.json``
-        (ids and metadata), ``texts.json``, ``vocabulary.json`` (terms by column),
-        ``arrays.npz`` (unit offsets, token counts), ``terms.npz`` (the term counts, one
-        scipy.sparse row per unit), with ``graph="threshold"`` ``graph.npz`` (the thresholded
-        graph), and in hybrid mode ``vectors.npz`` (``unit_vectors``: ``(n_units, dim)
-        float32``) with the encoder's name and dimension in ``config.json``. The router and the
-        encoder object are not saved."""
-        save_index(self, path)
+    def save(self, path, *, mappable: bool = False) -> None:
+        """Write the index to directory ``path``.
+
+        Format 2 (the default): ``config.json`` (settings), ``documents.json`` (ids and
+        metadata), ``texts.json``, ``vocabulary.json`` (terms by column), ``arrays.npz`` (unit
+        offsets, token counts), ``terms.npz`` (the term counts, one scipy.sparse row per unit),
+        with ``graph="threshold"`` ``graph.npz`` (the thresholded graph), and in hybrid mode
+        ``vectors.npz`` (``unit_vectors``: ``(n_units, dim) float32``) with the encoder's name
+        and dimension in ``config.json``.
+
+        ``mappable=True``: format 3, every array (texts and terms as UTF-8 bytes included) a
+        plain ``.npy`` file that :meth:`load` with ``mmap=True`` maps instead of reading, with
+        the TF-IDF rows and the graph's column sums stored, so that the first query after an
+        open costs what the next ones do (:mod:`longctx.mixpr.persist_mapped`). The router and
+        the encoder object are not saved.
+        """
+        if mappable:
+            save_mapped(self, path)
+        else:
+            save_index(self, path)
 
     @classmethod
-    def load(cls, path, *, router=None, encoder=None) -> MixPRIndex:
+    def load(cls, path, *, router=None, encoder=None, mmap: bool = False) -> MixPRIndex:
         """Read an index written by :meth:`save` (pass the ``router`` again if it was not the
         default keyword router).
 
         ``encoder`` (hybrid indexes): the encoder for queries (and inserted documents), as given
         to :meth:`from_texts`. ``None``: the default all-MiniLM-L6-v2 when the index was built
         with it (loaded on the first query), else queries need ``query_vector=``.
+
+        ``mmap`` (an index saved with ``mappable=True``): map its arrays read-only instead of
+        reading them. The open then reads the small files and checks the arrays in blocks,
+        giving their pages back: it holds in memory what the queries read (10M words of
+        Gutenberg: see ``docs/notes/mixpr.md``). The arrays' SHA-256 digests are not computed
+        (their sizes are checked); the texts' UTF-8 is checked when a text is read and the term
+        counts at the first insert or delete. A format-2 index is read into memory (a
+        ``UserWarning`` says to save it again). An insert or delete builds new arrays in
+        memory: the files are never written.
 
         Raises
         ------
@@ -808,7 +829,7 @@ class MixPRIndex(RetrievalIndex):
         ValueError
             ``encoder`` embeds in another dimension than the saved unit vectors.
         """
-        return load_index(cls, path, router=router, encoder=encoder)
+        return load_index(cls, path, router=router, encoder=encoder, mmap=mmap)
 
 
 def _dense(scores) -> np.ndarray:

@@ -27,41 +27,20 @@ from longctx.persist import (
     check_token_counts,
     write_dir,
 )
-from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 
-__all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "load_index", "save_index"]
+__all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "load_format2", "save_index"]
 
 
 def save_index(index, path) -> None:
     """Write ``index`` (a :class:`~longctx.mixpr.index.MixPRIndex`) to directory ``path``
     (the files are listed in :meth:`MixPRIndex.save <longctx.mixpr.index.MixPRIndex.save>`).
-    Metadata and the unit arrays get the checks :func:`load_index` makes before anything is
+    Metadata and the unit arrays get the checks :func:`load_format2` makes before anything is
     written (a ``TypeError`` / ``ValueError`` then, and the index at ``path`` stays)."""
-    from longctx.persist import check_json_metadata
-
     st = index._state
-    for doc_id, md in zip(st.doc_ids, st.metadata):  # before anything is written
-        check_json_metadata(md, f"document {doc_id!r}")
-    counts = st.token_counts
-    arrays = {
-        "arrays": {
-            "unit_source": st.unit_source,
-            "unit_index": st.unit_index,
-            "starts": st.starts,
-            "ends": st.ends,
-            "token_counts": counts if counts is not None else np.zeros(0, np.int64),
-        }
-    }
-    # the checks the load makes, before anything is written: a save never replaces an index
-    # with one that cannot be loaded
-    try:
-        check_units(st.texts, arrays["arrays"], Path(path) / "arrays.npz")
-    except PersistError as exc:
-        raise ValueError(f"this index cannot be saved as it is: {exc}") from None
-    extra = {}
+    json_files, unit_arrays = index_json(index, Path(path) / "arrays.npz")
+    arrays = {"arrays": unit_arrays}
     if st.unit_vectors is not None:
         arrays["vectors"] = {"unit_vectors": st.unit_vectors}
-        extra["encoder"] = index._encoder_identity
     sparse = {"terms": st.table.counts}
     if st.config.graph == "threshold":
         sparse["graph"] = st.graph.S
@@ -70,13 +49,7 @@ def save_index(index, path) -> None:
         kind="mixpr",
         version=index.FORMAT_VERSION,
         json_files={
-            "config": {
-                **st.config.to_dict(),
-                "token_counter": index.token_counter_name,
-                "chunk": index.chunk,
-                **extra,
-            },
-            "documents": {"ids": list(st.doc_ids), "metadata": [dict(m) for m in st.metadata]},
+            **json_files,
             "texts": list(st.texts),
             "vocabulary": st.table.terms(),
         },
@@ -85,22 +58,49 @@ def save_index(index, path) -> None:
     )
 
 
+def index_json(index, where) -> tuple[dict, dict]:
+    """``(json_files, unit_arrays)``: ``config.json`` and ``documents.json`` of ``index`` and
+    its unit arrays (as :func:`check_units` reads them: ``where`` names them in an error),
+    after the checks a load makes (formats 2 and 3): a save never replaces an index with one
+    that cannot be loaded."""
+    from longctx.persist import check_json_metadata
+
+    st = index._state
+    for doc_id, md in zip(st.doc_ids, st.metadata):  # before anything is written
+        check_json_metadata(md, f"document {doc_id!r}")
+    counts = st.token_counts
+    units = {
+        "unit_source": st.unit_source,
+        "unit_index": st.unit_index,
+        "starts": st.starts,
+        "ends": st.ends,
+        "token_counts": counts if counts is not None else np.zeros(0, np.int64),
+    }
+    try:
+        check_units(st.texts, units, where, lengths=st.text_lengths())
+    except PersistError as exc:
+        raise ValueError(f"this index cannot be saved as it is: {exc}") from None
+    extra = {}
+    if st.unit_vectors is not None:
+        extra["encoder"] = index._encoder_identity
+    config = {
+        **st.config.to_dict(),
+        "token_counter": index.token_counter_name,
+        "chunk": index.chunk,
+        **extra,
+    }
+    documents = {"ids": list(st.doc_ids), "metadata": [dict(m) for m in st.metadata]}
+    return {"config": config, "documents": documents}, units
+
+
 #: Largest term count of one term in one unit accepted from a file.
 MAX_TERM_COUNT = 1 << 31
 
 
-@retry_on_concurrent_save("path")
-def load_index(cls, path, *, router=None, encoder=None):
-    """Read the index at directory ``path`` as an instance of ``cls`` (errors: see
-    :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`). Every file comes from one
-    save (:func:`longctx.persist.reader.open_index_dir` checks each against the manifest's
-    digests)."""
-    from longctx.mixpr.state import _State
+def load_format2(cls, r, *, router=None, encoder=None):
+    """The format-2 index of the open folder ``r`` (an :class:`~longctx.persist.IndexDir`)."""
     from longctx.mixpr.tfidf import TermTable, TfidfSettings
-    from longctx.mixpr.validation import _check_ids, _check_metadatas
 
-    _refuse_old_format(path, cls.FORMAT_VERSION)
-    r = open_index_dir(path, kind="mixpr", versions=(cls.FORMAT_VERSION,))
     d = r.path
     # every member read at once: the checks below then run on bytes of one save (a concurrent
     # save replacing the folder meanwhile no longer fails the load)
@@ -108,16 +108,84 @@ def load_index(cls, path, *, router=None, encoder=None):
         ("config.json", "texts.json", "vocabulary.json", "documents.json", "arrays.npz")
         + ("terms.npz", "vectors.npz", "graph.npz")
     )
-    cfg_path, arr_path = d / "config.json", d / "arrays.npz"
-    doc_path, terms_path = d / "documents.json", d / "terms.npz"
-    cfg = check_dict(r.json("config.json"), cfg_path, "config")
+    arr_path, terms_path = d / "arrays.npz", d / "terms.npz"
     texts = check_str_list(r.json("texts.json"), d / "texts.json", "texts")
     vocab = check_str_list(r.json("vocabulary.json"), d / "vocabulary.json", "terms")
-    docs = check_dict(r.json("documents.json"), doc_path, "documents")
+    config, counter, chunk, ident = read_config(r)
     keys = ("unit_source", "unit_index", "starts", "ends", "token_counts")
     arrs = r.arrays("arrays.npz", keys)
-    cfg = dict(cfg)
-    vectors = ident = None
+    vectors = None
+    if texts:  # an index whose documents were all deleted holds none (and no unit)
+        try:
+            texts = check_texts(texts, "texts.json")
+        except (TypeError, ValueError) as exc:
+            raise PersistError(f"{str(d / 'texts.json')!r}: {str(exc)[:300]}") from None
+    texts = tuple(texts)
+    ids, metadata = read_documents(r, len(texts))
+    source, unit_index, starts, ends, counts = check_units(texts, arrs, arr_path)
+    n = len(starts)
+    if len(set(vocab)) != len(vocab):
+        raise PersistError(f"{str(d / 'vocabulary.json')!r}: field 'terms' has duplicates")
+    counts_m = r.sparse("terms.npz", shape=(n, len(vocab)))
+    data = counts_m.data
+    if data.size and (
+        data.min() < 1 or data.max() > MAX_TERM_COUNT or not np.all(data == np.round(data))
+    ):
+        raise PersistError(f"{str(terms_path)!r}: term counts must be whole numbers >= 1")
+    counts_m = sp.csr_array(counts_m, dtype=np.float64)
+    counts_m.sum_duplicates()
+    counts_m.sort_indices()
+    if ident is not None:
+        vectors = r.arrays("vectors.npz", ("unit_vectors",))["unit_vectors"]
+        vectors = checked_vectors(vectors, ident, n, d / "vectors.npz")
+    graph = None
+    if config.graph == "threshold":
+        from longctx.mixpr.graph import ThresholdGraph
+
+        S = r.sparse("graph.npz", shape=(n, n))
+        if S.nnz and S.data.min() < 0:
+            raise PersistError(f"{str(d / 'graph.npz')!r}: field 'data': negative weights")
+        graph = ThresholdGraph(S)
+    try:
+        settings = TfidfSettings(config)
+    except (TypeError, ValueError) as exc:
+        raise PersistError(f"{str(d)!r} holds an inconsistent MixPR index: {exc}") from None
+    V = len(vocab)
+    df = np.bincount(counts_m.indices, minlength=V).astype(np.int64)
+    tfc = np.ones_like(counts_m.data) if settings.binary else counts_m.data
+    cf = np.bincount(counts_m.indices, weights=tfc, minlength=V)
+    table = TermTable(settings, {t: i for i, t in enumerate(vocab)}, counts_m, df, cf)
+    loaded = {"router": router, "encoder": encoder, "counter": counter, "ident": ident}
+    return index_of(
+        cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
+        unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
+        graph=graph, unit_vectors=vectors, token_counts=counts, chunk=chunk,
+    )  # fmt: skip
+
+
+def index_of(cls, d, loaded: dict, *, chunk: bool, **state):
+    """An instance of ``cls`` over a :class:`~longctx.mixpr.state._State` of ``state`` (formats
+    2 and 3); ``loaded``: the ``router``, ``encoder`` (given to ``load``), token ``counter``
+    name and encoder ``ident`` (read from ``config.json``)."""
+    from longctx.mixpr.state import _State
+
+    ident = loaded["ident"]
+    return cls(
+        _State(**state),
+        router=loaded["router"],
+        token_counter_name=loaded["counter"],
+        encoder=_load_encoder(loaded["encoder"], ident, state["unit_vectors"], d),
+        encoder_identity=ident,
+        chunk=chunk,
+    )
+
+
+def read_config(r):
+    """``(config, token_counter_name, chunk, encoder_identity)`` from ``config.json`` of the
+    open folder ``r``, checked (formats 2 and 3)."""
+    cfg_path = r.path / "config.json"
+    cfg = dict(check_dict(r.json("config.json"), cfg_path, "config"))
+    ident = None
     if "encoder" in cfg:
         ident = cfg.pop("encoder")
         if not isinstance(ident, dict) or not isinstance(ident.get("name"), (str, type(None))):
@@ -143,92 +211,47 @@ def load_index(cls, path, *, router=None, encoder=None):
         config = MixPRConfig(**cfg)
     except (TypeError, ValueError) as exc:
         raise PersistError(f"{str(cfg_path)!r}: {str(exc)[:300]}") from None
-    if texts:  # an index whose documents were all deleted holds none (and no unit)
-        try:
-            texts = check_texts(texts, "texts.json")
-        except (TypeError, ValueError) as exc:
-            raise PersistError(f"{str(d / 'texts.json')!r}: {str(exc)[:300]}") from None
-    texts = tuple(texts)
+    return config, counter, chunk, ident
+
+
+def read_documents(r, n_texts: int) -> tuple[tuple, tuple]:
+    """``(ids, metadata)`` from ``documents.json`` of the open folder ``r``, checked against
+    the number of texts (formats 2 and 3)."""
+    from longctx.mixpr.validation import _check_ids, _check_metadatas
+
+    doc_path = r.path / "documents.json"
+    docs = check_dict(r.json("documents.json"), doc_path, "documents")
     unknown = sorted(set(docs) - {"ids", "metadata"})
     if unknown:
         raise PersistError(f"{str(doc_path)!r}: unknown field(s) {unknown[:5]}")
     try:
-        ids = _check_ids(docs.get("ids"), len(texts))
+        ids = _check_ids(docs.get("ids"), n_texts)
     except (TypeError, ValueError) as exc:
         raise PersistError(f"{str(doc_path)!r}: field 'ids': {str(exc)[:300]}") from None
     metadata = docs.get("metadata")
     if not isinstance(metadata, list) or not all(isinstance(m, dict) for m in metadata):
         raise PersistError(f"{str(doc_path)!r}: field 'metadata' must be a list of objects")
     try:
-        metadata = _check_metadatas(metadata, len(texts), ids)
+        metadata = _check_metadatas(metadata, n_texts, ids)
     except (TypeError, ValueError) as exc:
         raise PersistError(f"{str(doc_path)!r}: field 'metadata': {str(exc)[:300]}") from None
-    source, unit_index, starts, ends, counts = check_units(texts, arrs, arr_path)
-    n = len(starts)
-    if len(set(vocab)) != len(vocab):
-        raise PersistError(f"{str(d / 'vocabulary.json')!r}: field 'terms' has duplicates")
-    counts_m = r.sparse("terms.npz", shape=(n, len(vocab)))
-    data = counts_m.data
-    if data.size and (
-        data.min() < 1 or data.max() > MAX_TERM_COUNT or not np.all(data == np.round(data))
-    ):
-        raise PersistError(f"{str(terms_path)!r}: term counts must be whole numbers >= 1")
-    counts_m = sp.csr_array(counts_m, dtype=np.float64)
-    counts_m.sum_duplicates()
-    counts_m.sort_indices()
-    if ident is not None:
-        vectors = r.arrays("vectors.npz", ("unit_vectors",))["unit_vectors"]
-    if vectors is not None:
-        vpath = str(d / "vectors.npz")
-        if ident.get("dim") != (vectors.shape[1] if vectors.ndim == 2 else None):
-            raise PersistError(f"{vpath!r} does not match the encoder in config.json")
-        try:
-            vectors = _check_unit_vectors(vectors, n)
-        except (TypeError, ValueError) as exc:
-            raise PersistError(f"{vpath!r}: field 'unit_vectors': {exc}") from None
-        vectors.setflags(write=False)
-    graph = None
-    if config.graph == "threshold":
-        from longctx.mixpr.graph import ThresholdGraph
+    return ids, metadata
 
-        S = r.sparse("graph.npz", shape=(n, n))
-        if S.nnz and S.data.min() < 0:
-            raise PersistError(f"{str(d / 'graph.npz')!r}: field 'data': negative weights")
-        graph = ThresholdGraph(S)
+
+def checked_vectors(vectors, ident: dict, n: int, vpath) -> np.ndarray:
+    """The saved unit vectors checked against the encoder of ``config.json`` and ``n`` units
+    (read-only)."""
+    if ident.get("dim") != (vectors.shape[1] if vectors.ndim == 2 else None):
+        raise PersistError(f"{str(vpath)!r} does not match the encoder in config.json")
     try:
-        settings = TfidfSettings(config)
+        vectors = _check_unit_vectors(vectors, n)
     except (TypeError, ValueError) as exc:
-        raise PersistError(f"{str(d)!r} holds an inconsistent MixPR index: {exc}") from None
-    V = len(vocab)
-    df = np.bincount(counts_m.indices, minlength=V).astype(np.int64)
-    tfc = np.ones_like(counts_m.data) if settings.binary else counts_m.data
-    cf = np.bincount(counts_m.indices, weights=tfc, minlength=V)
-    table = TermTable(settings, {t: i for i, t in enumerate(vocab)}, counts_m, df, cf)
-    state = _State(
-        config=config,
-        doc_ids=ids,
-        texts=texts,
-        metadata=metadata,
-        unit_source=source,
-        unit_index=unit_index,
-        starts=starts,
-        ends=ends,
-        table=table,
-        graph=graph,
-        unit_vectors=vectors,
-        token_counts=counts,
-    )
-    return cls(
-        state,
-        router=router,
-        token_counter_name=counter,
-        encoder=_load_encoder(encoder, ident, vectors, d),
-        encoder_identity=ident,
-        chunk=chunk,
-    )
+        raise PersistError(f"{str(vpath)!r}: field 'unit_vectors': {exc}") from None
+    vectors.setflags(write=False)
+    return vectors
 
 
-def check_units(texts, arrs: dict, path) -> tuple[np.ndarray, ...]:
+def check_units(texts, arrs: dict, path, *, lengths=None) -> tuple[np.ndarray, ...]:
     """The unit arrays of ``arrays.npz``, checked against each other and against ``texts``, in
     this order (the first failure is a :class:`~longctx.persist.PersistError` naming ``path``
     and the field):
@@ -258,7 +281,7 @@ def check_units(texts, arrs: dict, path) -> tuple[np.ndarray, ...]:
         raise PersistError(
             f"{str(path)!r}: field 'token_counts' has {len(counts)} entries for {n} units"
         )
-    check_spans(texts, source, starts, ends, path)
+    check_spans(texts, source, starts, ends, path, lengths=lengths)
     if n and np.any(np.diff(source) < 0):
         raise PersistError(f"{str(path)!r}: field 'unit_source' is not in document order")
     empty = ends <= starts
@@ -277,9 +300,14 @@ def check_units(texts, arrs: dict, path) -> tuple[np.ndarray, ...]:
             f"{int(ends[i - 1])} of unit {i - 1} of the same text (units out of order or "
             "overlapping)"
         )
-    first = np.searchsorted(source, source, side="left")
-    want = np.arange(n, dtype=np.int64) - first
-    if n and not np.array_equal(unit_index, want):
+    # 0 at a text's first unit, one more than the unit before otherwise (O(n), no search)
+    ok = n == 0 or (
+        int(unit_index[0]) == 0
+        and np.array_equal(unit_index[1:], np.where(same, unit_index[:-1] + 1, 0))
+    )
+    if not ok:
+        first = np.searchsorted(source, source, side="left")
+        want = np.arange(n, dtype=np.int64) - first
         i = int(np.flatnonzero(unit_index != want)[0])
         raise PersistError(
             f"{str(path)!r}: field 'unit_index': unit {i} has index {int(unit_index[i])}, but "

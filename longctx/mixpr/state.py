@@ -25,6 +25,11 @@ class _LazyTexts(Sequence):
     def __init__(self, texts, source, starts, ends):
         self._t, self._s, self._a, self._b = texts, source, starts, ends
 
+    @property
+    def lengths(self) -> np.ndarray:
+        """``(n,) int64``: each unit's length in characters."""
+        return np.asarray(self._b, dtype=np.int64) - np.asarray(self._a, dtype=np.int64)
+
     def __len__(self):
         return len(self._a)
 
@@ -63,6 +68,7 @@ class _State:
         token_counts=None,
         phrases=None,
         positions=None,
+        e_rows=None,
     ):
         self.config = config
         self.doc_ids = doc_ids
@@ -81,6 +87,7 @@ class _State:
             positions = {d: i for i, d in enumerate(doc_ids)}
         self.positions = positions  # id -> position (given by an append: a copy, extended)
         self._graph = graph
+        self._e_rows = e_rows  # E by rows, when a saved index holds it (format 3)
         self._scorer = None
         self.lock = threading.Lock()
         # walk="auto": the phrase graph only for a corpus of passages (router.plan_walk)
@@ -141,6 +148,8 @@ class _State:
                         unit_vectors=self.unit_vectors,
                     )
                     weights = graph.term_weights if factored else None
+                    if self._e_rows is not None:  # the push walk's rows, not built again
+                        block._E_rows = self._e_rows
                     self.block = block
                     self._scorer = Scorer(
                         LocalBlocks([block]),
@@ -151,6 +160,14 @@ class _State:
                         colsum_ready=True,
                     )
         return self._scorer
+
+    def text_lengths(self) -> np.ndarray:
+        """``(n_docs,) int64``: each document's length in characters (a mapped index knows
+        them without decoding its texts)."""
+        lengths = getattr(self.texts, "lengths", None)
+        if lengths is not None:
+            return lengths
+        return np.fromiter((len(t) for t in self.texts), np.int64, len(self.texts))
 
     def unit_text(self, i: int) -> str:
         return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]

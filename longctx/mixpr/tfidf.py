@@ -168,13 +168,25 @@ class _BatchAnalyzer:
 _FOLD_BLOCK_UNITS = 512
 
 
-def _count_joined(batch: _BatchAnalyzer, texts: Sequence[str], vocabulary: dict[str, int]):
+#: Characters of the units counted in one block by :func:`_count_rows` (the token list of a
+#: block, ~60 bytes a token as Python strings, is what bounds the build's peak memory: 4M
+#: characters hold ~0.7M tokens, ~45 MB).
+COUNT_BLOCK_CHARS = 1 << 22
+
+
+def _count_joined(
+    batch: _BatchAnalyzer,
+    texts: Sequence[str],
+    vocabulary: dict[str, int],
+    code: dict[str, int] | None = None,
+):
     """:func:`_count_rows` through the batched analysis, in one pass of C-level lookups: every
     distinct word of the joined units is stemmed and given its term id once (``-1``: a stop
     word, ``-2``: the separator), the token list is mapped to ids, and the units' rows come from
     the separators' running count. Units holding CJK or Thai-like characters are analyzed one by
     one (their character bigrams). ``None`` when the units cannot be joined (then the caller
-    analyzes them one by one)."""
+    analyzes them one by one). ``code`` (word -> term id or -1), shared by the blocks of one
+    count, keeps the words seen in earlier blocks (each word is stemmed once)."""
     from longctx.terms import _BIGRAM_CHAR_RE
 
     n = len(texts)
@@ -191,14 +203,15 @@ def _count_joined(batch: _BatchAnalyzer, texts: Sequence[str], vocabulary: dict[
     step = _FOLD_BLOCK_UNITS
     doc = sep.join(prepare(sep.join(texts[i : i + step])) for i in range(0, n, step))
     tokens = batch.tokens_or_sep(sep)(doc)
+    del doc
     if tokens.count(sep) != n - 1:  # a step changed the separators
         return None
-    code: dict[str, int] = {}
+    code = {} if code is None else code
     words = []
-    for w in set(tokens):
+    for w in set(tokens).difference(code):
         if w == sep:
-            code[w] = -2
-        elif w in batch.stop:
+            continue
+        if w in batch.stop:
             code[w] = -1
         else:
             words.append(w)
@@ -209,7 +222,12 @@ def _count_joined(batch: _BatchAnalyzer, texts: Sequence[str], vocabulary: dict[
         if j is None:
             j = vocabulary[t] = len(vocabulary)
         code[w] = j
-    ids = np.fromiter(map(code.__getitem__, tokens), np.int64, len(tokens))
+    code[sep] = -2
+    try:
+        ids = np.fromiter(map(code.__getitem__, tokens), np.int64, len(tokens))
+    finally:
+        del code[sep]
+    del tokens
     row = np.cumsum(ids == -2)
     keep = ids >= 0
     rows, cols = row[keep], ids[keep]
@@ -244,9 +262,44 @@ def _count_rows(settings, texts: Sequence[str], vocabulary: dict[str, int]):
     Returns ``(indptr, indices, counts)`` of a CSR matrix with ``len(vocabulary)`` columns."""
     batch = settings.batch
     if batch is not None and texts:
-        out = _count_joined(batch, texts, vocabulary)
-        if out is not None:
-            return out
+        return _count_blocks(settings, texts, vocabulary)
+    return _count_each(settings, texts, vocabulary)
+
+
+def _count_blocks(settings, texts: Sequence[str], vocabulary: dict[str, int]):
+    """:func:`_count_rows` by blocks of units of about :data:`COUNT_BLOCK_CHARS` characters
+    (the rows of each block stacked in order: the same matrix as one pass over all the units,
+    with a peak memory set by the block). ``texts`` may be a lazy sequence whose slices are
+    lists and whose ``lengths`` gives each text's length: only a block's texts are then made
+    at a time."""
+    lengths = getattr(texts, "lengths", None)  # known without slicing the texts
+    if lengths is None:
+        lengths = np.fromiter((len(t) for t in texts), np.int64, len(texts))
+    ends = np.cumsum(lengths)
+    bounds = [0]
+    while bounds[-1] < len(texts):
+        at = bounds[-1]
+        limit = (ends[at - 1] if at else 0) + COUNT_BLOCK_CHARS
+        bounds.append(max(at + 1, int(np.searchsorted(ends, limit, side="right"))))
+    code: dict[str, int] = {}
+    parts = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        block = texts[a:b]
+        out = _count_joined(settings.batch, block, vocabulary, code)
+        parts.append(out if out is not None else _count_each(settings, block, vocabulary))
+    if len(parts) == 1:
+        return parts[0]
+    offsets = np.cumsum([0] + [p[0][-1] for p in parts[:-1]])
+    indptr = np.concatenate([[0]] + [p[0][1:] + o for p, o in zip(parts, offsets)])
+    return (
+        indptr.astype(np.int64),
+        np.concatenate([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]),
+    )
+
+
+def _count_each(settings, texts: Sequence[str], vocabulary: dict[str, int]):
+    """:func:`_count_rows` unit by unit (the analyzer of each)."""
     analyzer = settings.analyzer
     indptr = [0]
     indices: list[int] = []

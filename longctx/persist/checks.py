@@ -150,10 +150,13 @@ def check_float_array(value, path, field: str, *, shape: Sequence[int | None]) -
     return value
 
 
-def check_spans(texts: Sequence[str], sources, starts, ends, path, field: str = "") -> None:
+def check_spans(
+    texts: Sequence[str], sources, starts, ends, path, field: str = "", *, lengths=None
+) -> None:
     """Check that every ``(sources[i], starts[i], ends[i])`` is a span of ``texts``:
     ``0 <= source < len(texts)`` and ``0 <= start <= end <= len(texts[source])`` (1-D int64
-    arrays of one length, as :func:`check_int_array` returns).
+    arrays of one length, as :func:`check_int_array` returns). ``lengths`` (``(len(texts),)``
+    int): the texts' lengths in characters, when known without reading them (a mapped index).
 
     Raises
     ------
@@ -168,7 +171,9 @@ def check_spans(texts: Sequence[str], sources, starts, ends, path, field: str = 
         return
     if sources.min() < 0 or sources.max() >= len(texts):
         raise PersistError(f"{_where(path, pre + 'source')} out of range for {len(texts)} texts")
-    lengths = np.fromiter((len(t) for t in texts), np.int64, len(texts))[sources]
+    if lengths is None:
+        lengths = np.fromiter((len(t) for t in texts), np.int64, len(texts))
+    lengths = np.asarray(lengths)[sources]
     bad = (starts < 0) | (ends < starts) | (ends > lengths)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

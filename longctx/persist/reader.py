@@ -61,6 +61,7 @@ from longctx.persist.format import (
     _parse_json_bytes,
     _sparse_from_bytes,
 )
+from longctx.persist.npy import map_npy, npy_from_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -270,10 +271,11 @@ class IndexDir(os.PathLike):
         """Whether the manifest lists ``name`` (a file or a nested folder)."""
         return name in self.files or name in self.dirs
 
-    def _read_raw(self, name: str, limit: int, expected: dict | None) -> bytes:
+    def _open(self, name: str) -> int:
+        """A descriptor of the member file ``name`` (never a link, never outside the folder)."""
         p = self.path / name
         try:
-            fd = fs.open_member(self._fd, self.path, name)
+            return fs.open_member(self._fd, self.path, name)
         except FileNotFoundError:
             self._raise_changed(f"{str(p)!r} is missing")
         except OSError as exc:
@@ -283,6 +285,10 @@ class IndexDir(os.PathLike):
                     "followed out of its folder (refused)"
                 ) from None
             raise PersistError(f"{str(p)!r} cannot be read: {exc}") from None
+
+    def _read_raw(self, name: str, limit: int, expected: dict | None) -> bytes:
+        p = self.path / name
+        fd = self._open(name)
         with os.fdopen(fd, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if expected is not None and size != expected["size"]:
@@ -353,6 +359,26 @@ class IndexDir(os.PathLike):
     def arrays(self, name: str, keys: Iterable[str] = ()) -> dict[str, np.ndarray]:
         """The arrays of the ``.npz`` member ``name`` (as :func:`longctx.persist.read_arrays`)."""
         return _arrays_from_bytes(self.read_bytes(name), self.path / name, keys)
+
+    def npy(self, name: str, *, dtypes, ndim: int = 1, mmap: bool = False) -> np.ndarray:
+        """The array of the ``.npy`` member ``name`` (:mod:`longctx.persist.npy`: a bounded
+        header, one of ``dtypes``, ``ndim`` dimensions, sizes that agree), read-only.
+
+        ``mmap=False`` reads the file once and checks it against its digest, as every other
+        member. ``mmap=True`` maps it instead: its size is checked against the manifest's, but
+        not its SHA-256 (that would read every byte at open); the caller checks the values.
+        A map keeps the file of this save (a later save writes a new folder and renames it),
+        but a file edited in place while mapped changes under it: load with ``mmap=False``
+        what others may write to.
+        """
+        if name not in self.files:
+            raise PersistError(f"{str(self.path / name)!r} is missing (not listed in {MANIFEST})")
+        p = self.path / name
+        if not mmap:
+            return npy_from_bytes(self.read_bytes(name), p, dtypes=dtypes, ndim=ndim)
+        expected = self.digests.get(name) if self.digests is not None else None
+        fd = self._open(name)
+        return map_npy(fd, p, dtypes=dtypes, ndim=ndim, size=expected and expected["size"])
 
     def sparse(self, name: str, *, shape: tuple[int, int] | None = None) -> sp.csr_array:
         """The sparse matrix of the ``.npz`` member ``name`` (as

@@ -31,6 +31,7 @@ from longctx.persist.format import (
     _dir,
 )
 from longctx.persist.reader import MAX_MANIFEST_BYTES, MAX_NPZ_BYTES
+from longctx.persist.npy import write_npy
 
 logger = logging.getLogger(__name__)
 
@@ -219,6 +220,7 @@ def write_dir(
     json_files: Mapping[str, Any] = (),
     arrays: Mapping[str, Mapping[str, np.ndarray]] = (),
     sparse: Mapping[str, sp.sparray | sp.spmatrix] = (),
+    npy: Mapping[str, np.ndarray] = (),
     extra: Mapping[str, Any] | None = None,
     subdirs: Mapping[str, Callable[[Path], Any]] = (),
 ) -> Path:
@@ -240,6 +242,9 @@ def write_dir(
         Written as ``<name>.npz`` (``np.savez``, uncompressed; object arrays are refused).
     sparse : mapping name -> scipy sparse matrix
         Written as ``<name>.npz`` with ``scipy.sparse.save_npz`` (uncompressed).
+    npy : mapping name -> array
+        Written as ``<name>.npy`` (C order, uncompressed, 64-byte aligned values: a load can map
+        them, :meth:`longctx.persist.reader.IndexDir.npy`).
     extra : mapping, optional
         More manifest entries.
     subdirs : mapping name -> callable(path)
@@ -268,14 +273,16 @@ def write_dir(
         # a concurrent save may be swapping the directory right now: look again, holding the lock
         with _save_lock(_dir(path)):
             final = check_save_target(path, kind)
-    json_files, arrays, sparse, subdirs = (
+    json_files, arrays, sparse, subdirs, npy = (
         dict(json_files),
         dict(arrays),
         dict(sparse),
         dict(subdirs),
+        dict(npy),
     )
     _plain([f"{n}.json" for n in json_files], "json_files")
     _plain([f"{n}.npz" for n in [*arrays, *sparse]], "arrays / sparse")
+    _plain([f"{n}.npy" for n in npy], "npy")
     _plain(subdirs, "subdirs")
     final.parent.mkdir(parents=True, exist_ok=True)
     _fs.clean_stale_siblings(final)
@@ -303,6 +310,9 @@ def write_dir(
                 _check_loadable_size(f"{name}.npz", a.nbytes, MAX_ARRAY_BYTES, f"array {key!r}")
             sp.save_npz(tmp / f"{name}.npz", m, compressed=False)
             files.append(f"{name}.npz")
+        for name, a in npy.items():
+            write_npy(tmp / f"{name}.npy", a)
+            files.append(f"{name}.npy")
         for f in files:
             if f not in digests:
                 sha, size = _fs.file_sha256(tmp / f)

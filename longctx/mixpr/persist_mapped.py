@@ -1,0 +1,501 @@
+"""Format version 3 of a saved :class:`~longctx.mixpr.index.MixPRIndex`: every array a plain
+``.npy`` file, so that :meth:`MixPRIndex.load(path, mmap=True)
+<longctx.mixpr.index.MixPRIndex.load>` maps the index instead of reading it (an app opening its
+index at every start then pays for the pages its queries touch, as bm25s's ``mmap=True``: Lù,
+2024, arXiv:2407.03618, sec. 2).
+
+Layout (``DIR/``, beside ``manifest.json``, ``config.json`` and ``documents.json`` as in format
+2; ``*`` int32 where every value fits, else int64)::
+
+    text_bytes.npy      (total bytes,) uint8     the documents' texts, UTF-8, one after another
+    text_offsets.npy    (n_docs + 1,) int64      where each text's bytes start (last: the total)
+    text_chars.npy      (n_docs,) int64          each text's length in characters
+    term_bytes.npy      (..,) uint8              the terms by column, UTF-8, in sorted order
+    term_offsets.npy    (n_terms + 1,) int64
+    unit_source.npy, unit_index.npy, starts.npy, ends.npy, token_counts.npy   (n_units,) int64
+    df.npy (n_terms,) int64, cf.npy (n_terms,) float64     the term statistics
+    E_indptr.npy (n_terms + 1,) *, E_indices.npy (nnz,) *, E_data.npy (nnz,) float64
+                        the TF-IDF rows ``E`` as CSC (what a query reads: stored, not recomputed)
+    E_rows_indptr.npy (n_units + 1,) *, E_rows_indices.npy *, E_rows_data.npy float64
+                        ``E`` as CSR (the push walk reads a unit's terms: stored too)
+    counts_indptr.npy (n_units + 1,) *, counts_indices.npy *, counts_data.npy float64
+                        the term counts as CSR (read only by inserts and deletes)
+    colsum.npy (n_units,) float64      graph="factored": the graph's column sums
+    S_indptr.npy, S_indices.npy, S_data.npy    graph="threshold": the thresholded graph, CSR
+    unit_vectors.npy (n_units, dim) float32    hybrid indexes
+
+What a load checks, before any search (each array scanned in blocks, its pages then given
+back, so a mapped index holds in memory what its queries read):
+
+- every ``.npy`` header (:mod:`longctx.persist.npy`): dtype, dimensions, size against the file
+  and the manifest; the JSON members as in format 2, digests included;
+- the texts' offsets (from 0 to the bytes stored, non-decreasing) and lengths
+  (``chars <= bytes <= 4 * chars``), the unit arrays against them
+  (:func:`~longctx.mixpr.persist.check_units`), the terms' offsets (strictly increasing);
+- ``E`` and the graph: ``indptr`` monotone from 0 to ``nnz``, indices in range and sorted
+  within each column (row), values finite (``E`` in ``[0, 1]``, the graph ``>= 0``), the
+  column sums finite and ``>= 0``, ``df`` in ``[0, n_units]``, ``cf`` finite and ``>= 0``;
+- the unit vectors finite with unit (or zero) rows.
+
+Checked when first read instead (a :class:`~longctx.persist.PersistError` then): each text's
+UTF-8 and its length (when the text is decoded: a hit, a filter on it, an insert), the term
+counts (structure, whole numbers in ``[1, 2**31]``, ``df`` and ``cf`` equal to theirs; at the
+first insert or delete). A term's bytes are compared, never decoded, by a query's lookup (a
+binary search over the sorted terms): a damaged term is not found, never misread.
+
+With ``mmap=False`` (the default) every file is read once, checked against its SHA-256
+digest, and the lazy checks above run at once. With ``mmap=True`` the ``.npy`` files are mapped
+and their digests are not computed (that would read every byte at open): their sizes are
+checked against the manifest's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from longctx.mixpr.persist import (
+    MAX_TERM_COUNT,
+    _refuse_old_format,
+    check_units,
+    index_json,
+    index_of,
+    load_format2,
+    read_config,
+    read_documents,
+)
+from longctx.mixpr.tfidf import TermTable
+from longctx.persist import PersistError, write_dir
+from longctx.persist.npy import check_compressed, check_values, release
+from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MappedTexts",
+    "MappedVocabulary",
+    "load_format3",
+    "load_index",
+    "save_mapped",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The format version of an index saved by :func:`save_mapped`.
+FORMAT_VERSION = 3
+#: Decoded texts kept by a :class:`MappedTexts` (characters, all texts together).
+TEXT_CACHE_CHARS = 32 << 20
+
+_INDEX_DTYPES = (np.int32, np.int64)
+
+
+def _index_dtype(*sizes: int):
+    return np.int32 if max(sizes, default=0) < np.iinfo(np.int32).max else np.int64
+
+
+def _utf8_blob(strings, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(bytes, offsets)`` of ``strings`` encoded one after another."""
+    try:
+        enc = [s.encode("utf-8") for s in strings]
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} cannot be saved in format 3: {exc}") from None
+    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in enc], out=offsets[1:])
+    return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
+
+
+def _compressed(m, name: str, n_minor: int) -> dict[str, np.ndarray]:
+    dt = _index_dtype(m.nnz, n_minor, len(m.indptr))
+    return {
+        f"{name}_indptr": m.indptr.astype(dt, copy=False),
+        f"{name}_indices": m.indices.astype(dt, copy=False),
+        f"{name}_data": m.data.astype(np.float64, copy=False),
+    }
+
+
+def save_mapped(index, path) -> None:
+    """Write ``index`` (a :class:`~longctx.mixpr.index.MixPRIndex`) to directory ``path`` in
+    format 3 (the module's layout). The checks a load makes run first (a ``ValueError`` then,
+    and the index at ``path`` stays)."""
+    st = index._state
+    json_files, units = index_json(index, path)
+    table = st.table
+    terms = table.terms()
+    term_bytes, term_offsets = _utf8_blob(terms, "a term")
+    if any(a >= b for a, b in zip(terms, terms[1:])):  # the canonical order: a bug otherwise
+        raise RuntimeError("the index's terms are not in sorted order (cannot be saved)")
+    text_bytes, text_offsets = _utf8_blob(st.texts, "a text")
+    npy = {
+        "text_bytes": text_bytes,
+        "text_offsets": text_offsets,
+        "text_chars": st.text_lengths().astype(np.int64, copy=False),
+        "term_bytes": term_bytes,
+        "term_offsets": term_offsets,
+        **{k: np.asarray(v, dtype=np.int64) for k, v in units.items()},
+        "df": table.df.astype(np.int64, copy=False),
+        "cf": table.cf.astype(np.float64, copy=False),
+        **_compressed(table.embeddings(), "E", st.n_units),
+        **_compressed(sp.csr_array(table.embeddings()), "E_rows", table.n_terms),
+        **_compressed(table.counts, "counts", table.n_terms),
+    }
+    graph = st.graph
+    if graph.kind == "threshold":
+        npy.update(_compressed(graph.S, "S", st.n_units))
+    else:
+        npy["colsum"] = np.asarray(graph.colsum, dtype=np.float64)
+    if st.unit_vectors is not None:
+        npy["unit_vectors"] = st.unit_vectors
+    write_dir(path, kind="mixpr", version=FORMAT_VERSION, json_files=json_files, npy=npy)
+
+
+class MappedTexts(Sequence):
+    """The documents' texts of a format-3 index, decoded from their UTF-8 bytes when read (the
+    last ones read kept, :data:`TEXT_CACHE_CHARS` characters at most). A slice is a tuple of
+    str. Compares equal to a tuple or list holding the same texts.
+
+    Attributes
+    ----------
+    lengths : (n_docs,) int64
+        Each text's length in characters.
+    """
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, where: str):
+        self._blob = blob
+        self._offsets = offsets
+        self.lengths = lengths
+        self._where = where
+        self._cache: OrderedDict[int, str] = OrderedDict()
+        self._cached = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self._text(j) for j in range(*i.indices(len(self))))
+        n = len(self)
+        i = int(i)
+        if not -n <= i < n:
+            raise IndexError("text index out of range")
+        return self._text(i % n)
+
+    def __iter__(self):
+        return (self._text(j) for j in range(len(self)))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (MappedTexts, tuple, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"MappedTexts({len(self)} texts)"
+
+    def _text(self, i: int) -> str:
+        with self._lock:
+            t = self._cache.get(i)
+            if t is not None:
+                self._cache.move_to_end(i)
+                return t
+        a, b = int(self._offsets[i]), int(self._offsets[i + 1])
+        try:
+            t = self._blob[a:b].tobytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PersistError(
+                f"{self._where}: text {i} is not valid UTF-8 ({exc.reason})"
+            ) from None
+        if len(t) != int(self.lengths[i]):
+            raise PersistError(
+                f"{self._where}: text {i} holds {len(t)} characters, text_chars says "
+                f"{int(self.lengths[i])}"
+            )
+        if len(t) <= TEXT_CACHE_CHARS // 4:
+            with self._lock:
+                self._cache[i] = t
+                self._cached += len(t)
+                while self._cached > TEXT_CACHE_CHARS:
+                    _, old = self._cache.popitem(last=False)
+                    self._cached -= len(old)
+        return t
+
+
+class MappedVocabulary(Mapping):
+    """term -> column of a format-3 index, looked up by a binary search over the terms' sorted
+    UTF-8 bytes (no dict built at open). Iterating decodes every term."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray, where: str):
+        self._mv = memoryview(blob)
+        self._offsets = offsets
+        self._where = where
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def _term_bytes(self, j: int) -> bytes:
+        return bytes(self._mv[int(self._offsets[j]) : int(self._offsets[j + 1])])
+
+    def get(self, term, default=None):
+        if not isinstance(term, str):
+            return default
+        try:
+            key = term.encode("utf-8")
+        except UnicodeEncodeError:
+            return default
+        lo, hi = 0, len(self)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._term_bytes(mid) < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(self) and self._term_bytes(lo) == key:
+            return lo
+        return default
+
+    def __getitem__(self, term) -> int:
+        j = self.get(term)
+        if j is None:
+            raise KeyError(term)
+        return j
+
+    def __contains__(self, term) -> bool:
+        return self.get(term) is not None
+
+    def __iter__(self):
+        for j in range(len(self)):
+            try:
+                yield self._term_bytes(j).decode("utf-8")
+            except UnicodeDecodeError:
+                raise PersistError(f"{self._where}: term {j} is not valid UTF-8") from None
+
+    def items(self):
+        return zip(self, range(len(self)))
+
+
+def _npy(r, name: str, dtypes, ndim: int = 1, *, mmap: bool) -> np.ndarray:
+    return r.npy(f"{name}.npy", dtypes=dtypes, ndim=ndim, mmap=mmap)
+
+
+def _checked_offsets(offsets, size: int, where: str, *, strict: bool) -> None:
+    if len(offsets) == 0 or int(offsets[0]) != 0 or int(offsets[-1]) != size:
+        raise PersistError(f"{where}: offsets must run from 0 to {size} (the bytes stored)")
+    steps = np.diff(offsets)
+    if len(steps) and (steps.min() <= 0 if strict else steps.min() < 0):
+        raise PersistError(f"{where}: offsets must increase")
+    release(offsets)
+
+
+def _read_texts(r, *, mmap: bool) -> MappedTexts:
+    d = r.path
+    blob = _npy(r, "text_bytes", (np.uint8,), mmap=mmap)
+    offsets = _npy(r, "text_offsets", (np.int64,), mmap=mmap)
+    chars = _npy(r, "text_chars", (np.int64,), mmap=mmap)
+    where = str(d / "text_offsets.npy")
+    _checked_offsets(offsets, len(blob), repr(where), strict=False)
+    if len(chars) != len(offsets) - 1:
+        raise PersistError(f"{str(d / 'text_chars.npy')!r}: one length per text expected")
+    nbytes = np.diff(offsets)
+    if len(chars) and (chars.min() < 0 or np.any(chars > nbytes) or np.any(nbytes > 4 * chars)):
+        raise PersistError(
+            f"{str(d / 'text_chars.npy')!r}: a text's length in characters does not fit its "
+            "bytes (chars <= bytes <= 4 * chars)"
+        )
+    return MappedTexts(blob, offsets, chars, repr(str(d / "text_bytes.npy")))
+
+
+def _read_csx(r, name: str, n_major: int, n_minor: int, *, mmap: bool):
+    """``(indptr, indices, data)`` of a stored compressed matrix, structure checked."""
+    indptr = _npy(r, f"{name}_indptr", _INDEX_DTYPES, mmap=mmap)
+    indices = _npy(r, f"{name}_indices", _INDEX_DTYPES, mmap=mmap)
+    data = _npy(r, f"{name}_data", (np.float64,), mmap=mmap)
+    where = repr(str(r.path / f"{name}_indices.npy"))
+    if len(data) != len(indices):
+        raise PersistError(f"{where}: {len(indices)} indices for {len(data)} values")
+    check_compressed(indptr, indices, n_major, n_minor, where)
+    return indptr, indices, data
+
+
+class _LazyCounts:
+    """The term counts of a format-3 index, checked when first used (:meth:`get`)."""
+
+    def __init__(self, r, n: int, V: int, df, cf, binary: bool, *, mmap: bool):
+        self._args = (r, n, V, df, cf, binary, mmap)
+        self._m = None
+        self._lock = threading.Lock()
+
+    def get(self) -> sp.csr_array:
+        with self._lock:
+            if self._m is None:
+                self._m = self._load(*self._args)
+        return self._m
+
+    @staticmethod
+    def _load(r, n, V, df, cf, binary, mmap) -> sp.csr_array:
+        indptr, indices, data = _read_csx(r, "counts", n, V, mmap=mmap)
+        where = repr(str(r.path / "counts_data.npy"))
+        check_values(data, where, low=1, high=MAX_TERM_COUNT, finite=True)
+        if data.size and not np.all(data == np.round(data)):
+            raise PersistError(f"{where}: term counts must be whole numbers")
+        got_df = np.bincount(indices, minlength=V)
+        got_cf = np.bincount(indices, weights=np.ones_like(data) if binary else data, minlength=V)
+        if not np.array_equal(got_df, df) or not np.allclose(got_cf, cf, rtol=1e-9, atol=0):
+            raise PersistError(
+                f"{str(r.path)!r}: df.npy / cf.npy do not match the term counts (damaged)"
+            )
+        release(indptr, indices, data)
+        return _canonical_flags(sp.csr_array((data, indices, indptr), shape=(n, V)))
+
+
+class _MappedTermTable(TermTable):
+    """A :class:`~longctx.mixpr.tfidf.TermTable` over mapped arrays: ``E`` given, the counts
+    read (and checked) on first use (:class:`_LazyCounts`)."""
+
+    @classmethod
+    def of(cls, settings, vocab, df, cf, n: int, E, counts: _LazyCounts) -> _MappedTermTable:
+        t = cls.__new__(cls)
+        t.__dict__.update(
+            settings=settings, vocabulary=vocab, df=df, cf=cf, _n_units=n, _idf=None, _E=E
+        )
+        t.__dict__["_lazy_counts"] = counts
+        return t
+
+    def insert_rows(self, vocab, rows, *, at=None):
+        self.counts  # noqa: B018  (checked before the insert: a damaged file fails here)
+        return super().insert_rows(vocab, rows, at=at)
+
+    def __getattr__(self, name):
+        if name == "counts":
+            m = self.__dict__["_lazy_counts"].get()
+            self.__dict__["counts"] = m
+            return m
+        return super().__getattr__(name)
+
+
+def _canonical_flags(m):
+    """``m`` with the flags its load checked (sorted, no duplicate): scipy never scans (nor
+    tries to sort in place) a read-only mapped matrix then."""
+    m.has_sorted_indices = True
+    m.has_canonical_format = True
+    return m
+
+
+@retry_on_concurrent_save("path")
+def load_index(cls, path, *, router=None, encoder=None, mmap: bool = False):
+    """Read the index at directory ``path`` (format 2 or 3) as an instance of ``cls`` (errors:
+    see :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`). Every file comes from
+    one save (:func:`longctx.persist.reader.open_index_dir`)."""
+    _refuse_old_format(path, FORMAT_VERSION)
+    r = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
+    if r.manifest["format_version"] == FORMAT_VERSION:
+        logger.debug("loading the format-3 index at %s (mmap=%s)", r.path, mmap)
+        return load_format3(cls, r, mmap=mmap, router=router, encoder=encoder)
+    if mmap:
+        warnings.warn(
+            f"the MixPR index at {str(r.path)!r} was saved in format 2, which cannot be mapped: "
+            "it is read into memory. Save it again with save(path, mappable=True) to map it",
+            UserWarning,
+            stacklevel=3,
+        )
+    return load_format2(cls, r, router=router, encoder=encoder)
+
+
+def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
+    """The format-3 index of the open folder ``r`` (an :class:`~longctx.persist.IndexDir`),
+    mapped with ``mmap=True`` (the checks: the module's doc).
+
+    Raises
+    ------
+    PersistError
+        A missing, truncated or damaged file (named), or files that do not fit together.
+    """
+    from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
+    from longctx.mixpr.tfidf import TfidfSettings
+
+    d = r.path
+    config, counter, chunk, ident = read_config(r)
+    texts = _read_texts(r, mmap=mmap)
+    ids, metadata = read_documents(r, len(texts))
+    ints = (np.int64,)
+    keys = ("unit_source", "unit_index", "starts", "ends", "token_counts")
+    arrs = {k: _npy(r, k, ints, mmap=mmap) for k in keys}
+    source, unit_index, starts, ends, tcounts = check_units(
+        texts, arrs, d / "starts.npy", lengths=texts.lengths
+    )
+    release(*arrs.values())
+    n = len(starts)
+    term_offsets = _npy(r, "term_offsets", ints, mmap=mmap)
+    term_bytes = _npy(r, "term_bytes", (np.uint8,), mmap=mmap)
+    _checked_offsets(term_offsets, len(term_bytes), repr(str(d / "term_offsets.npy")), strict=True)
+    V = len(term_offsets) - 1
+    df = _npy(r, "df", ints, mmap=mmap)
+    cf = _npy(r, "cf", (np.float64,), mmap=mmap)
+    if df.shape != (V,) or cf.shape != (V,):
+        raise PersistError(f"{str(d / 'df.npy')!r}: df and cf need one entry per term ({V})")
+    check_values(df, repr(str(d / "df.npy")), low=0, high=n)
+    check_values(cf, repr(str(d / "cf.npy")), low=0, finite=True)
+    E_parts = _read_csx(r, "E", V, n, mmap=mmap)
+    check_values(E_parts[2], repr(str(d / "E_data.npy")), low=0.0, high=1.0 + 1e-6, finite=True)
+    E = _canonical_flags(sp.csc_array(E_parts[::-1], shape=(n, V)))
+    rows_parts = _read_csx(r, "E_rows", n, V, mmap=mmap)
+    where = repr(str(d / "E_rows_data.npy"))
+    check_values(rows_parts[2], where, low=0.0, high=1.0 + 1e-6, finite=True)
+    if len(rows_parts[2]) != len(E_parts[2]):
+        raise PersistError(f"{where}: E by rows and by columns hold different entries")
+    E_rows = _canonical_flags(sp.csr_array(rows_parts[::-1], shape=(n, V)))
+    try:
+        settings = TfidfSettings(config)
+    except (TypeError, ValueError) as exc:
+        raise PersistError(f"{str(d)!r} holds an inconsistent MixPR index: {exc}") from None
+    counts = _LazyCounts(r, n, V, df, cf, settings.binary, mmap=mmap)
+    vocab = MappedVocabulary(term_bytes, term_offsets, str(d))
+    table = _MappedTermTable.of(settings, vocab, df, cf, n, E, counts)
+    if config.graph == "threshold":
+        S_parts = _read_csx(r, "S", n, n, mmap=mmap)
+        check_values(S_parts[2], repr(str(d / "S_data.npy")), low=0.0, finite=True)
+        graph = ThresholdGraph(_canonical_flags(sp.csr_array(S_parts[::-1], shape=(n, n))))
+    else:
+        colsum = _npy(r, "colsum", (np.float64,), mmap=mmap)
+        if colsum.shape != (n,):
+            raise PersistError(f"{str(d / 'colsum.npy')!r}: one column sum per unit expected")
+        check_values(colsum, repr(str(d / "colsum.npy")), low=0.0, finite=True)
+        graph = FactoredGraph(E, term_weights=table_weights(config, table), colsum=colsum)
+    vectors = None
+    if ident is not None:
+        vectors = _npy(r, "unit_vectors", (np.float32,), ndim=2, mmap=mmap)
+        _check_mapped_vectors(vectors, ident, n, repr(str(d / "unit_vectors.npy")))
+    if not mmap:
+        counts.get()  # every check at load
+    loaded = {"router": router, "encoder": encoder, "counter": counter, "ident": ident}
+    return index_of(
+        cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
+        unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
+        graph=graph, unit_vectors=vectors, token_counts=tcounts, e_rows=E_rows, chunk=chunk,
+    )  # fmt: skip
+
+
+def table_weights(config, table) -> np.ndarray | None:
+    """The factored graph's term weights (as :meth:`_State.term_weights` computes them)."""
+    from longctx.mixpr.scoring import term_weights
+
+    return term_weights(table.idf(), config.graph_idf_power)
+
+
+def _check_mapped_vectors(v: np.ndarray, ident: dict, n: int, where: str) -> None:
+    if v.shape[0] != n or ident.get("dim") != v.shape[1] or v.shape[1] == 0:
+        raise PersistError(f"{where}: shape {v.shape} does not match {n} units and the encoder")
+    step = max(1, (1 << 20) // max(v.shape[1], 1))
+    for a in range(0, n, step):
+        b = v[a : a + step]
+        if not np.isfinite(b).all():
+            raise PersistError(f"{where}: non-finite values")
+        sq = np.einsum("ij,ij->i", b, b)
+        if np.any((np.abs(sq - 1.0) > 2e-5) & (sq != 0)):
+            raise PersistError(f"{where}: rows must be L2-normalized")
+    release(v)
