@@ -30,8 +30,8 @@ from longctx.persist.format import (
     _check_depth,
     _dir,
 )
-from longctx.persist.reader import MAX_MANIFEST_BYTES, MAX_NPZ_BYTES
 from longctx.persist.npy import write_npy
+from longctx.persist.reader import MAX_MANIFEST_BYTES, MAX_NPZ_BYTES
 
 logger = logging.getLogger(__name__)
 
