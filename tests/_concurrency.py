@@ -85,9 +85,12 @@ def run_beside(
     n_search: int = 4,
     seconds: float = 2.0,
     min_writes: int = 0,
+    min_searches: int = 0,
 ) -> dict:
     """``write()`` in a loop in one thread beside ``n_search`` threads calling ``search(i)``
-    (``i``: the thread's number) for ``seconds`` (and until ``min_writes`` writes are done).
+    (``i``: the thread's number) for ``seconds`` (and until ``min_writes`` writes and
+    ``min_searches`` searches are done, at most 30 x ``seconds``: on a busy machine the counts
+    need longer, not a weaker test).
     Returns ``{"searches", "writes", "errors"}`` (the exceptions raised in the threads)."""
     stop = threading.Event()
     errors: list = []
@@ -118,11 +121,13 @@ def run_beside(
         for t in threads:
             t.start()
         t0 = time.monotonic()
-        while time.monotonic() - t0 < seconds or (counts["writes"] < min_writes and not errors):
+        while time.monotonic() - t0 < seconds or (
+            (counts["writes"] < min_writes or counts["searches"] < min_searches) and not errors
+        ):
             if not any(t.is_alive() for t in threads):
                 break
             time.sleep(0.05)
-            if time.monotonic() - t0 > 10 * seconds:
+            if time.monotonic() - t0 > 30 * seconds:
                 break
         stop.set()
         for t in threads:
@@ -224,7 +229,7 @@ def searches_beside_writes(churn: Churn, search: Callable[[int], object], index,
     """An adapter searched (``search(i)``) beside ``churn``'s writes: no thread raised, and
     afterwards its core index (``index()``) equals a fresh build and ``same()`` (its hits against
     a fresh adapter's) holds."""
-    out = run_beside(churn.step, search, seconds=2.5, min_writes=30)
+    out = run_beside(churn.step, search, seconds=2.5, min_writes=30, min_searches=30)
     assert not out["errors"], out["errors"][:3]
     assert out["searches"] >= 30
     assert_equals_fresh_build(index())

@@ -104,7 +104,7 @@ def test_searches_beside_writes_leave_the_index_equal_to_a_fresh_build():
     rngs = [random.Random(i) for i in range(4)]
     out = run_beside(
         churn.step, lambda i: index.search(rngs[i].choice(QUERIES), k=5), seconds=2.5,
-        min_writes=40,
+        min_writes=40, min_searches=40,
     )  # fmt: skip
     assert not out["errors"], out["errors"][:3]
     assert out["writes"] >= 40 and out["searches"] >= 40
@@ -166,7 +166,11 @@ def test_sharded_searches_beside_writes_never_fail_and_leave_it_equal_to_its_wri
     index = _sharded(docs)
     churn = _sharded_churn(index, 1)
     out = run_beside(
-        churn.step, lambda i: index.search(QUERIES[i], k=5), seconds=2.5, min_writes=30
+        churn.step,
+        lambda i: index.search(QUERIES[i], k=5),
+        seconds=2.5,
+        min_writes=30,
+        min_searches=10,
     )
     assert not out["errors"], out["errors"][:3]
     assert out["searches"] >= 10  # (a change holds searches off while it runs)
