@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.explain import evidence, make_explanation
+from longctx.mixpr.hits import dense_scores
 from longctx.selection import SparseScores
 
 __all__ = [
@@ -88,12 +89,6 @@ def _restart(s: dict) -> tuple[np.ndarray, np.ndarray, float]:
         if at < len(idx) and idx[at] == w_idx[0] and p[at] > 0:
             scale = float(w_vals[0] / p[at])
     return idx, p, scale
-
-
-def _dense(v) -> np.ndarray | None:
-    """``v`` as an ``(n,)`` vector (a :class:`~longctx.selection.SparseScores` spread out);
-    only explain=True reads the session's vectors whole."""
-    return v.dense() if isinstance(v, SparseScores) else v
 
 
 def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[dict]:
@@ -163,7 +158,7 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         )
     block = st.block
     a = float(cfg.alpha_local)
-    x = _dense(s["x"])
+    x = dense_scores(s["x"])  # explain=True only: the walk's mass over every unit
     seeds, p, scale = _restart(s)
     colsum = block.colsum
     W = block.graph.term_weights if block.graph is not None else None
