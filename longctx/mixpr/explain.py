@@ -130,8 +130,12 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     ----------
     st : the index's state (``_State``): graph, table, units
     s : dict
-        The scoring session's values after the walk (``x``, ``w``, ``p`` or ``push_p``,
-        ``lexical``, ``dense``, ``dense_w``, ``tops``).
+        The scoring session's values after the walk: ``x`` (the walk's mass, ``(n,)`` or a
+        :class:`~longctx.selection.SparseScores` after a push walk), ``w`` (the restart
+        weights as ``(units, weights)``), ``p`` (power, ``(n,)``) or ``push_p`` (push,
+        ``(units, p)``), ``lexical`` (``SparseScores`` over the units holding a query term, or
+        ``None``), ``dense`` and ``dense_w`` (``(n,)`` or ``None``: the hybrid's cosines and
+        dense restart, the seeds' weights with ``seeds=``), ``tops``.
     hits : (k,) int
         The returned units.
     scores : (n_units,) float64
