@@ -231,3 +231,35 @@ def test_explanation_text_names_windows_paths_and_picks():
     mm = make_explanation("mmr", None, 0.5, {"relevance": 0.5},
                           against={"doc_id": "d2", "index": 4, "cosine": 0.9})  # fmt: skip
     assert "redundant with d2#4" in explanation_text(mm)
+
+
+@pytest.mark.parametrize("solver", ["push", "power"])
+def test_seeded_restart_shows_as_the_dense_part(solver):
+    """``seeds=`` (another retriever's hits, :mod:`longctx.mixpr.seeds`) join the restart as
+    the dense nearest units do: the seeded unit's restart is ``restart_dense``, equal to
+    ``alpha`` times its share of the session's restart, and the lexical units keep theirs."""
+    from longctx.mixpr.seeds import check_seeds
+
+    ids = [f"d{i}" for i in range(len(ALICE))]
+    index = MixPRIndex.from_texts(ALICE, ids=ids, chunk=False, walk="pagerank", solver=solver)
+    query, seeds = "rabbit pocket watch", [("d4", None, None, 1.0)]  # the queen: no query word
+    r = index.search(query, k=len(ALICE), mode="local", seeds=seeds, explain=True)
+    by_src = {h.source: h.explanation for h in r.hits}
+    for e in by_src.values():
+        _sum_ok(e)
+    keep: dict = {}
+    st = index._state
+    index._score(st, query, "local", None, None, [], seeds=check_seeds(seeds), keep=keep)
+    s = keep["session"]
+    idx, p = s["push_p"] if "push_p" in s else (np.flatnonzero(s["p"]), s["p"][s["p"] > 0])
+    p_of = dict(zip(idx.tolist(), p.tolist()))
+    a, pi_top = index.config.alpha_local, s["tops"][0]
+    assert p_of[4] > 0 and by_src[4]["parts"]["restart_dense"] > 0
+    assert by_src[4]["parts"]["restart_dense"] == pytest.approx(a * p_of[4] / pi_top, rel=1e-9)
+    assert by_src[4]["parts"]["restart_lexical"] == pytest.approx(0.0, abs=1e-12)
+    assert by_src[1]["parts"]["restart_lexical"] > 0
+    assert by_src[1]["parts"]["restart_dense"] == 0.0
+    # without the seed, unit 4 has no restart at all
+    plain = index.search(query, k=len(ALICE), mode="local", explain=True)
+    e4 = next(h.explanation for h in plain.hits if h.source == 4)
+    assert e4["parts"]["restart_dense"] == 0.0 and e4["parts"]["restart_lexical"] == 0.0

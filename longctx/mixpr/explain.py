@@ -30,6 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.explain import evidence, make_explanation
+from longctx.mixpr.hits import dense_scores
+from longctx.selection import SparseScores
 
 __all__ = [
     "explain_hits",
@@ -67,17 +69,26 @@ def _unit(st, j: int) -> dict:
     }
 
 
-def _restart(s: dict, n: int) -> tuple[np.ndarray, np.ndarray, float]:
+def _restart(s: dict) -> tuple[np.ndarray, np.ndarray, float]:
     """``(seed units, their restart probabilities p, the restart's scale)`` of the walk kept in
-    session ``s`` (power: ``p``; push: ``push_p``)."""
+    session ``s`` (power: ``p``, dense; push: ``push_p``, ``(units, p)``). The scale is the
+    sum the restart weights ``w`` (kept as ``(units, weights)`` over the units with a non-zero
+    weight, :meth:`~longctx.mixpr.scoring.UnitBlock.restart_similarity`) were divided by."""
     if "push_p" in s:
         idx, p = s["push_p"]
     else:
         idx = np.flatnonzero(s["p"])
         p = s["p"][idx]
-    w = s["w"]
-    scale = float(w[idx[0]] / p[0]) if len(idx) and p[0] > 0 else 1.0
-    return np.asarray(idx, np.int64), np.asarray(p, np.float64), scale
+    idx = np.asarray(idx, np.int64)
+    p = np.asarray(p, np.float64)
+    w_idx, w_vals = s["w"]
+    scale = 1.0
+    if len(w_idx):
+        # the first restart unit's weight over its probability (both hold the same units)
+        at = np.searchsorted(idx, w_idx[0])
+        if at < len(idx) and idx[at] == w_idx[0] and p[at] > 0:
+            scale = float(w_vals[0] / p[at])
+    return idx, p, scale
 
 
 def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[dict]:
@@ -119,8 +130,12 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     ----------
     st : the index's state (``_State``): graph, table, units
     s : dict
-        The scoring session's values after the walk (``x``, ``w``, ``p`` or ``push_p``,
-        ``lexical``, ``dense``, ``dense_w``, ``tops``).
+        The scoring session's values after the walk: ``x`` (the walk's mass, ``(n,)`` or a
+        :class:`~longctx.selection.SparseScores` after a push walk), ``w`` (the restart
+        weights as ``(units, weights)``), ``p`` (power, ``(n,)``) or ``push_p`` (push,
+        ``(units, p)``), ``lexical`` (``SparseScores`` over the units holding a query term, or
+        ``None``), ``dense`` and ``dense_w`` (``(n,)`` or ``None``: the hybrid's cosines and
+        dense restart, the seeds' weights with ``seeds=``), ``tops``.
     hits : (k,) int
         The returned units.
     scores : (n_units,) float64
@@ -147,8 +162,8 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         )
     block = st.block
     a = float(cfg.alpha_local)
-    x = s["x"]
-    seeds, p, scale = _restart(s, st.n_units)
+    x = dense_scores(s["x"])  # explain=True only: the walk's mass over every unit
+    seeds, p, scale = _restart(s)
     colsum = block.colsum
     W = block.graph.term_weights if block.graph is not None else None
     E_rows = block._rows()
@@ -170,6 +185,8 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     dang_seeds = seeds[colsum[seeds] <= 0]
     d = float(x[dang_seeds].sum()) if len(dang_seeds) else 0.0
     p_of = dict(zip(seeds.tolist(), p.tolist()))
+    lex, dense = s.get("lexical"), s.get("dense")
+    lex = None if lex is None else lex.at(hits) if isinstance(lex, SparseScores) else lex[hits]
     dense_w = s.get("dense_w")
     dr = float(cfg.dense_restart) if dense_w is not None else 0.0
     tops = s.get("tops", (0.0, 0.0, 0.0))
@@ -200,10 +217,9 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
             "walk": walk / pi_top,
             "unsettled": unsettled / pi_top,
         }
-        lex, dense = s.get("lexical"), s.get("dense")
         parts["lexical"] = parts["dense"] = 0.0
         if scaled and lex is not None:
-            parts["lexical"] = cfg.lexical_weight * _by_top(float(lex[i]), tops[1])
+            parts["lexical"] = cfg.lexical_weight * _by_top(float(lex[h]), tops[1])
         if scaled and dense is not None and cfg.dense_weight:
             parts["dense"] = cfg.dense_weight * _by_top(max(float(dense[i]), 0.0), tops[2])
         order = _top(contrib, TOP_TERMS)

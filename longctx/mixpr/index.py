@@ -2,7 +2,9 @@
 :class:`MixPRIndex` (build, search with metadata filters, insert / update / delete, save, load)
 and the build-stage progress bar. Saving and loading (the file layout and the validation of saved
 files) live in :mod:`longctx.mixpr.persist`; the query's edges and the power iteration in
-:mod:`longctx.mixpr.query`; the TF-IDF counts in :mod:`longctx.mixpr.tfidf`."""
+:mod:`longctx.mixpr.query`; the TF-IDF counts in :mod:`longctx.mixpr.tfidf`; the selection of
+the hits from the scores (``k``, token budget, ``unique_texts``, ``whole_documents``) in
+:mod:`longctx.mixpr.hits`."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,6 +24,7 @@ from longctx.index import RetrievalIndex, check_texts
 from longctx.mixpr.build import build_state, spliced, without
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.explain import explain_hits
+from longctx.mixpr.hits import dense_scores, document_hits, select_units, unit_hit
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
@@ -50,13 +52,7 @@ from longctx.mixpr.validation import (
     check_held,
 )
 from longctx.persist import PersistError as PersistError
-from longctx.selection import (
-    SparseScores,
-    check_budget_fits,
-    check_size,
-    select_distinct,
-    select_top,
-)
+from longctx.selection import check_budget_fits, check_size
 from longctx.tokens import TokenCounter, count_units
 from longctx.types import Passage, SearchResult
 
@@ -257,7 +253,7 @@ class MixPRIndex(RetrievalIndex):
     def units(self) -> list[Passage]:
         """Every unit (chunk) of the index in document order, with score 0."""
         st = self._state
-        return [self._hit(st, i, 0.0) for i in range(st.n_units)]
+        return [unit_hit(st, i, 0.0) for i in range(st.n_units)]
 
     # -- building -----------------------------------------------------------------------------
     @classmethod
@@ -519,7 +515,7 @@ class MixPRIndex(RetrievalIndex):
         st = self._state
         self._mask(st, filters)  # a bad filter raises before any work
         scores, used, timings, _ = self._score(st, query, mode, query_vector, filters, seeds=seeds)
-        return _dense(scores), used, timings
+        return dense_scores(scores), used, timings
 
     def _score(
         self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None, keep=None
@@ -603,7 +599,7 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
-        first = _dense(scores) if used == "local" else None
+        first = dense_scores(scores) if used == "local" else None
         out = st.ranker().scores(
             query, first, dense, phrase_weights=weights, allowed=mask, trace=trace, keep=keep
         )
@@ -724,29 +720,18 @@ class MixPRIndex(RetrievalIndex):
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
-            r = self._whole_documents(st, _dense(scores), allowed, k, used, timings, t0)
+            r = document_hits(st, scores, allowed, k, self.method, used, timings, t0)
             return replace(r, trace=trace)
-        sparse = isinstance(scores, SparseScores)
-        sub = scores
-        if allowed is not None:
-            sub = scores.restrict(allowed) if sparse else scores[allowed]
-        pick = select_top
-        if unique_texts:
-            pick = partial(select_distinct, key=_unit_text_key(st, allowed))
+        counts = self._counts(st) if token_budget is not None else None
+        idx, vals = select_units(
+            st, scores, allowed, k=k, token_budget=token_budget, counts=counts,
+            unique_texts=unique_texts,
+        )  # fmt: skip
         if token_budget is not None:
-            counts = self._counts(st)
-            sel = pick(
-                sub,
-                token_budget=token_budget,
-                token_counts=counts if allowed is None else counts[allowed],
-            )
             budget = {"token_budget": token_budget, "unit": self.token_counter_name}
         else:
-            sel = pick(sub, k=k)
             budget = {"k": k}
-        idx = sel if allowed is None else allowed[sel]
-        vals = scores.at(idx) if sparse else scores[idx]
-        hits = tuple(self._hit(st, int(i), float(v)) for i, v in zip(idx.tolist(), vals.tolist()))
+        hits = tuple(unit_hit(st, int(i), float(v)) for i, v in zip(idx.tolist(), vals.tolist()))
         timings["select"] = time.perf_counter() - t0
         if keep is not None:  # explain=True: after the selection, for the hits only
             t0 = time.perf_counter()
@@ -755,31 +740,7 @@ class MixPRIndex(RetrievalIndex):
         info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
         return SearchResult(hits, self.method, used, timings, budget, trace=trace, info=info)
 
-    def _whole_documents(self, st, scores, allowed, k, used, timings, t0) -> SearchResult:
-        """The ``k`` documents whose best unit scores highest, each as one whole-text hit."""
-        units = np.arange(st.n_units) if allowed is None else allowed
-        n_docs = len(st.doc_ids)
-        best = np.full(n_docs, -np.inf)
-        np.maximum.at(best, st.unit_source[units], scores[units])
-        arg = np.full(n_docs, -1, dtype=np.int64)
-        order = units[np.argsort(scores[units], kind="stable")]  # the last write is the best
-        arg[st.unit_source[order]] = order
-        docs = np.flatnonzero(arg >= 0)
-        top = docs[select_top(best[docs], k=k)]
-        hits = tuple(
-            Passage(
-                0, len(st.texts[d]), st.texts[d], float(best[d]), int(st.unit_index[arg[d]]), int(d)
-            )
-            for d in top.tolist()
-        )
-        timings["select"] = time.perf_counter() - t0
-        info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits), "whole_documents": True}
-        return SearchResult(hits, self.method, used, timings, {"k": k}, info=info)
-
-    @staticmethod
-    def _hit(st: _State, i: int, score: float) -> Passage:
-        d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
-        return Passage(a, b, st.texts[d][a:b], score, int(st.unit_index[i]), d)
+    _hit = staticmethod(unit_hit)
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, path, *, mappable: bool = False) -> None:
@@ -830,20 +791,3 @@ class MixPRIndex(RetrievalIndex):
             ``encoder`` embeds in another dimension than the saved unit vectors.
         """
         return load_index(cls, path, router=router, encoder=encoder, mmap=mmap)
-
-
-def _dense(scores) -> np.ndarray:
-    """``(n_units,) float64`` of scores given dense or as :class:`SparseScores`."""
-    return scores.dense() if isinstance(scores, SparseScores) else scores
-
-
-def _unit_text_key(st: _State, allowed):
-    """``j -> text`` of the ``j``-th unit of the selection (of ``allowed`` when given), its
-    whitespace runs made one space: the identity :func:`select_distinct` compares."""
-
-    def key(j: int) -> str:
-        i = int(j if allowed is None else allowed[j])
-        d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
-        return " ".join(st.texts[d][a:b].split())
-
-    return key

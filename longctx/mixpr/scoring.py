@@ -17,7 +17,9 @@ scores equal those of one index over every unit up to float rounding (~1e-15).
 
 A backend runs one method on every block and returns the results in block order
 (:class:`LocalBlocks` in this process; :mod:`longctx.corpus.shards.index` adds Ray actors). Per-query
-state lives on the blocks under a session id, so concurrent queries never mix.
+state lives on the blocks under a session id, so concurrent queries never mix. A block's query
+edges and restart weights are computed in :mod:`longctx.mixpr.edges`, its push walks in
+:mod:`longctx.mixpr.push` and :mod:`longctx.mixpr.push_graph` (the mixins of :class:`UnitBlock`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.filters import compile_filter, filter_digest
+from longctx.mixpr.edges import QueryEdgesBlock
 from longctx.mixpr.push import COUNT_SHARE, PushBlock, push_walk
 from longctx.mixpr.push_graph import GraphPushBlock, graph_push_walk
 from longctx.mixpr.query import (
@@ -38,8 +41,6 @@ from longctx.mixpr.query import (
     divide_by_top,
     personalization,
     query_weights,
-    reweight_query_terms,
-    weigh_by_coverage,
 )
 from longctx.selection import SparseScores, fewest_left
 from longctx.types import walk_record
@@ -122,7 +123,7 @@ def _max(values) -> float:
     return max(vals) if vals else 0.0
 
 
-class UnitBlock(PushBlock, GraphPushBlock):
+class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
     """The units of one block as the scoring pipeline reads them (see the module doc).
 
     Parameters
@@ -256,134 +257,6 @@ class UnitBlock(PushBlock, GraphPushBlock):
             return self._sessions[sid]
         except KeyError:
             raise RuntimeError(f"scoring session {sid!r} is unknown to this block") from None
-
-    # -- the query's edges --------------------------------------------------------------------
-    def query_edges(self, sid, terms, Eqt, p_query, thr, bordered, qvec, seeds=None) -> dict:
-        """The block's query edges ``B`` (``(n, m)``: cosines to the query chunks, thresholded,
-        weighted by coverage, masked), its lexical cosines and dense cosines; returns the
-        partial reductions the driver needs. ``seeds``: ``(keys (m,) int64, weights (m,))``,
-        another retriever's hits mapped to units (:mod:`longctx.mixpr.seeds`): they stand for
-        the dense cosines (the units it does not hold score 0), every seeded unit a candidate.
-
-        Only the units holding a query term can have an edge or a lexical cosine: ``B`` and the
-        cosines are kept over those rows (``Brows``, ascending), so this costs the query terms'
-        columns of ``E``, not a pass over the units (:meth:`_full_B` makes the ``(n, m)``
-        matrix for the walks that need it)."""
-        s = self._s(sid)
-        cfg = self.config
-        Et = sp.csc_array(self.E[:, terms])
-        rows = np.unique(Et.indices).astype(np.int64)
-        # the query columns over the rows they touch (same values, same order in each column)
-        Et = sp.csc_array(
-            (Et.data, np.searchsorted(rows, Et.indices), Et.indptr), shape=(len(rows), len(terms))
-        )
-        if cfg.literal_query_weights:
-            Et = reweight_query_terms(self.stats, Et, terms)
-        B = sp.csr_array(Et @ sp.csr_array(Eqt).T)
-        # direct lexical score: the units' cosine to the query's restart chunk(s), unthresholded
-        lexical = np.asarray(B @ p_query).ravel() if cfg.lexical_weight else None
-        B.data[B.data < thr] = 0.0
-        B.eliminate_zeros()
-        if cfg.coverage_power and B.nnz:
-            B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
-        mask = s["mask"]
-        if mask is not None and B.nnz:  # the walk restarts only in the kept documents
-            B = sp.csr_array(B.multiply(mask[rows][:, None].astype(np.float64)))
-            B.eliminate_zeros()
-        dense = None
-        if seeds is not None:
-            dense = _seeded(self.keys, *seeds)
-        elif qvec is not None and self.unit_vectors is not None:
-            dense = (self.unit_vectors @ qvec).astype(np.float64)
-        lex = None if lexical is None else SparseScores(self.n, rows, lexical)
-        s.update(Brows=rows, Bsub=B, lexical=lex, dense=dense, p_query=p_query)
-        s.pop("B", None)
-        # every cosine is >= 0: the units without a query term add 0 to the maxima
-        lex_max = None
-        if lexical is not None and self.n:
-            lex_max = max(float(lexical.max()) if len(lexical) else 0.0, 0.0)
-        out = {
-            "nnz": int(B.nnz),
-            "lex_max": lex_max,
-            "dense_max": float(np.maximum(dense, 0.0).max())
-            if dense is not None and self.n
-            else None,
-            "dense_cand": None,
-            "wsum": float((B @ p_query).sum()) if B.nnz else 0.0,
-            "bsum": float(B.sum()) if B.nnz else 0.0,
-            "bcol": np.asarray(B.sum(axis=0)).ravel() if bordered else None,
-        }
-        if dense is not None and cfg.dense_restart:
-            d = dense if mask is None else np.where(mask, dense, -np.inf)
-            idx = np.flatnonzero(d > 0)
-            top = idx[np.argsort(-d[idx], kind="stable")]
-            top = top if seeds is not None else top[: cfg.dense_top_k]
-            out["dense_cand"] = (dense[top], self.keys[top])
-        return out
-
-    def _full_B(self, s) -> sp.csr_array:
-        """The session's query edges as the ``(n, m)`` CSR matrix (built once a session from
-        the rows :meth:`query_edges` kept; the power iteration and the bordered walks read it
-        whole)."""
-        B = s.get("B")
-        if B is None:
-            Bsub, rows = s["Bsub"], s["Brows"]
-            counts = np.zeros(self.n, dtype=np.int64)
-            counts[rows] = np.diff(Bsub.indptr)
-            indptr = np.concatenate([[0], np.cumsum(counts)])
-            B = sp.csr_array((Bsub.data, Bsub.indices, indptr), shape=(self.n, Bsub.shape[1]))
-            s["B"] = B
-        return B
-
-    def _restart(self, s) -> np.ndarray:
-        """``(n,)``: the restart weights of :meth:`restart_similarity` as a dense vector."""
-        idx, vals = s["w"]
-        w = np.zeros(self.n)
-        w[idx] = vals
-        return w
-
-    def dense_select(self, sid, cut_value: float, cut_key: int, total: float) -> None:
-        """The block's part of the dense restart: its units among the corpus's ``dense_top_k``
-        nearest (those before ``(cut_value, cut_key)`` in the order by cosine, then position),
-        in proportion to their cosine (``total``: the chosen cosines' sum)."""
-        s = self._s(sid)
-        dense, mask = s["dense"], s["mask"]
-        keys = self.keys
-        chosen = (dense > 0) & ((dense > cut_value) | ((dense == cut_value) & (keys <= cut_key)))
-        if mask is not None:
-            chosen &= mask
-        w = np.zeros(self.n)
-        w[chosen] = dense[chosen]
-        s["dense_w"] = w / total
-
-    def restart_similarity(self, sid, use_rowsum: bool, wsum: float, dense_restart: float):
-        """The restart weights over the block's units (``personalization="similarity"``):
-        ``B p_query`` (or ``B``'s row sums when the restart chunk links nowhere), divided by
-        their corpus-wide sum ``wsum``, plus ``dense_restart`` times the dense restart. Kept as
-        ``(units, weights)`` over the units with a non-zero weight; returns their sum (the
-        driver normalizes)."""
-        s = self._s(sid)
-        B, rows = s["Bsub"], s["Brows"]
-        if use_rowsum:
-            w = np.asarray(B.sum(axis=1)).ravel()
-        else:
-            w = B @ s["p_query"] if B.nnz else np.zeros(len(rows))
-        w = w / wsum if wsum > 0 else w
-        if dense_restart:  # hybrid mode: the dense restart spans the block
-            full = np.zeros(self.n)
-            full[rows] = w
-            w, rows = full + dense_restart * s["dense_w"], None
-        nz = np.flatnonzero(w)
-        s["w"] = (nz if rows is None else rows[nz], w[nz])
-        return float(w.sum())
-
-    def add_dense_edges(self, sid, bsum: float) -> np.ndarray:
-        """Bordered graph in hybrid mode: dense query edges beside the lexical ones (scaled by
-        the corpus-wide sum ``bsum`` of ``B``); returns the block's new column sums of ``B``."""
-        s = self._s(sid)
-        B = self._full_B(s)
-        s["B"] = sp.csr_array(B + sp.csr_array(np.outer(s["dense_w"], s["p_query"])) * bsum)
-        return np.asarray(s["B"].sum(axis=0)).ravel()
 
     # -- the walk -----------------------------------------------------------------------------
     def walk_begin(self, sid, restart: str, scale, N: int, alpha: float, bordered: bool, fuse):
@@ -809,15 +682,3 @@ class Scorer:
         last = order[-1]
         self.backend.map("dense_select", sid, float(vals[last]), int(keys[last]), total)
         return True
-
-
-def _seeded(keys: np.ndarray, seed_keys: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``(n,) float64``: ``weights`` at the block's units whose keys are in ``seed_keys``
-    (ascending), 0 elsewhere (binary search in the block's ascending ``keys``)."""
-    out = np.zeros(len(keys))
-    if len(seed_keys) and len(keys):
-        pos = np.searchsorted(keys, seed_keys)
-        ok = pos < len(keys)
-        ok[ok] = keys[pos[ok]] == seed_keys[ok]
-        out[pos[ok]] = weights[ok]
-    return out

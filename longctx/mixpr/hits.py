@@ -1,0 +1,113 @@
+"""The last stage of :meth:`longctx.mixpr.MixPRIndex.search`: from the units' scores to the
+hits. :func:`select_units` picks the units (``k`` or a token budget, among the units a filter
+keeps, one slot per distinct text with ``unique_texts``), :func:`unit_hit` makes a unit a
+:class:`~longctx.types.Passage`, and :func:`document_hits` ranks the documents by their best
+unit instead (``whole_documents=True``).
+
+Scores come dense (``(n_units,) float64``) or as :class:`~longctx.selection.SparseScores` over
+the units a push walk reached; the selection reads the sparse ones without a pass over the
+units (:func:`~longctx.selection.select_top`).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import numpy as np
+
+from longctx.selection import SparseScores, select_distinct, select_top
+from longctx.types import Passage, SearchResult
+
+__all__ = ["dense_scores", "select_units", "unit_hit", "unit_text_key", "document_hits"]
+
+
+def dense_scores(scores) -> np.ndarray:
+    """``(n_units,) float64`` of scores given dense or as :class:`SparseScores`."""
+    return scores.dense() if isinstance(scores, SparseScores) else scores
+
+
+def unit_hit(st, i: int, score: float) -> Passage:
+    """Unit ``i`` of the state ``st`` as a hit of score ``score``."""
+    d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
+    return Passage(a, b, st.texts[d][a:b], score, int(st.unit_index[i]), d)
+
+
+def unit_text_key(st, allowed):
+    """``j -> text`` of the ``j``-th unit of the selection (of ``allowed`` when given), its
+    whitespace runs made one space: the identity :func:`select_distinct` compares."""
+
+    def key(j: int) -> str:
+        i = int(j if allowed is None else allowed[j])
+        d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
+        return " ".join(st.texts[d][a:b].split())
+
+    return key
+
+
+def select_units(st, scores, allowed, *, k, token_budget, counts, unique_texts: bool):
+    """The units to return, in document order.
+
+    Parameters
+    ----------
+    st : the index's state (``_State``)
+    scores : (n_units,) float64 or SparseScores
+    allowed : (m,) int64 ascending or None
+        The units the filters keep (``None``: every unit).
+    k, token_budget : int or None
+        The size (one of them, checked by :func:`~longctx.selection.check_size`).
+    counts : (n_units,) int64 or None
+        The units' token counts (needed with ``token_budget``).
+    unique_texts : bool
+        One slot per distinct text (:func:`~longctx.selection.select_distinct`).
+
+    Returns
+    -------
+    idx : (h,) int64
+        The chosen units.
+    vals : (h,) float64
+        Their scores.
+    """
+    sparse = isinstance(scores, SparseScores)
+    sub = scores
+    if allowed is not None:
+        sub = scores.restrict(allowed) if sparse else scores[allowed]
+    pick = select_top
+    if unique_texts:
+        pick = partial(select_distinct, key=unit_text_key(st, allowed))
+    if token_budget is not None:
+        sel = pick(
+            sub,
+            token_budget=token_budget,
+            token_counts=counts if allowed is None else counts[allowed],
+        )
+    else:
+        sel = pick(sub, k=k)
+    idx = sel if allowed is None else allowed[sel]
+    vals = scores.at(idx) if sparse else scores[idx]
+    return idx, vals
+
+
+def document_hits(st, scores, allowed, k: int, method: str, used: str, timings, t0):
+    """The ``k`` documents whose best unit scores highest, each as one whole-text hit
+    (``index``: its best unit's position); ``timings["select"]`` is the time since ``t0``
+    (``time.perf_counter()``)."""
+    scores = dense_scores(scores)
+    units = np.arange(st.n_units) if allowed is None else allowed
+    n_docs = len(st.doc_ids)
+    best = np.full(n_docs, -np.inf)
+    np.maximum.at(best, st.unit_source[units], scores[units])
+    arg = np.full(n_docs, -1, dtype=np.int64)
+    order = units[np.argsort(scores[units], kind="stable")]  # the last write is the best
+    arg[st.unit_source[order]] = order
+    docs = np.flatnonzero(arg >= 0)
+    top = docs[select_top(best[docs], k=k)]
+    hits = tuple(
+        Passage(
+            0, len(st.texts[d]), st.texts[d], float(best[d]), int(st.unit_index[arg[d]]), int(d)
+        )
+        for d in top.tolist()
+    )
+    timings["select"] = time.perf_counter() - t0
+    info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits), "whole_documents": True}
+    return SearchResult(hits, method, used, timings, {"k": k}, info=info)
