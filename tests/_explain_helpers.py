@@ -15,6 +15,15 @@ CORPUS_DOCS = [
 CORPUS_QUERY = "Where is the milk?"
 
 
+def youra_setup(tokenizer, prefix: str):
+    """A scorer on a tiny random Llama, the three texts, their ids and the question."""
+    from longctx.youra import ReactionScorer
+    from tests._youra_helpers import QUERY, TEXTS, tiny_llama
+
+    scorer = ReactionScorer(tiny_llama(len(tokenizer)), tokenizer)
+    return scorer, TEXTS, [f"{prefix}{j}" for j in range(len(TEXTS))], QUERY
+
+
 def youra_core(texts, ids, scorer, query, k):
     """``YouraIndex.from_texts(texts, scorer).search(query, k=k, explain=True)``'s explanations,
     ``(id, start) -> explanation``."""

@@ -8,43 +8,36 @@ import pytest
 from langchain_core.documents import Document
 
 from longctx.types import META_EXPLANATION
-from tests._explain_helpers import (
-    CORPUS_QUERY,
-    check_same,
-    corpus_core,
-    diversity_corpus,
-    youra_core,
-)
+from tests import _explain_helpers as ex
 
 
 def test_youra_compressor(smollm2_tokenizer):
     pytest.importorskip("torch")
     from langchain_longctx import YouraCompressor
-    from longctx.youra import ReactionScorer
-    from tests._youra_helpers import QUERY, TEXTS, tiny_llama
 
-    scorer = ReactionScorer(tiny_llama(len(smollm2_tokenizer)), smollm2_tokenizer)
-    ids = [f"d{j}" for j in range(len(TEXTS))]
+    scorer, TEXTS, ids, QUERY = ex.youra_setup(smollm2_tokenizer, "d")
     docs = [Document(page_content=t, id=i) for t, i in zip(TEXTS, ids)]
     plain = YouraCompressor(k=3, scorer=scorer).compress_documents(docs, QUERY)
     assert plain and all(META_EXPLANATION not in d.metadata for d in plain)
     out = YouraCompressor(k=3, scorer=scorer, explain=True).compress_documents(docs, QUERY)
-    check_same([d.metadata for d in out], youra_core(TEXTS, ids, scorer, QUERY, 3))
+    ex.check_same([d.metadata for d in out], ex.youra_core(TEXTS, ids, scorer, QUERY, 3))
 
 
 def test_corpus_retriever_field_and_per_call(tmp_path):
     from langchain_longctx import CorpusRetriever
 
-    corpus = diversity_corpus(tmp_path)
-    core = corpus_core(corpus, 3)
+    corpus = ex.diversity_corpus(tmp_path)
+    core = ex.corpus_core(corpus, 3)
     r = CorpusRetriever(corpus=corpus, k=3)
-    assert all(META_EXPLANATION not in d.metadata for d in r.invoke(CORPUS_QUERY))
-    check_same([d.metadata for d in r.invoke(CORPUS_QUERY, explain=True)], core)
+    assert all(META_EXPLANATION not in d.metadata for d in r.invoke(ex.CORPUS_QUERY))
+    ex.check_same([d.metadata for d in r.invoke(ex.CORPUS_QUERY, explain=True)], core)
     on = CorpusRetriever(corpus=corpus, k=3, explain=True)
-    check_same([d.metadata for d in on.invoke(CORPUS_QUERY)], core)
-    assert all(META_EXPLANATION not in d.metadata for d in on.invoke(CORPUS_QUERY, explain=False))
+    ex.check_same([d.metadata for d in on.invoke(ex.CORPUS_QUERY)], core)
+    assert all(
+        META_EXPLANATION not in d.metadata for d in on.invoke(ex.CORPUS_QUERY, explain=False)
+    )
     with pytest.raises(TypeError, match="explain"):
-        r.invoke(CORPUS_QUERY, explain="yes")
+        r.invoke(ex.CORPUS_QUERY, explain="yes")
 
 
 def test_garlic_retriever_explains_information_points_too():

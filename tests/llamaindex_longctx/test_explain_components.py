@@ -14,17 +14,15 @@ from tests._explain_helpers import (
     corpus_core,
     diversity_corpus,
     youra_core,
+    youra_setup,
 )
 
 
 def test_youra_postprocessor(smollm2_tokenizer):
     pytest.importorskip("torch")
     from llamaindex_longctx import YouraPostprocessor
-    from longctx.youra import ReactionScorer
-    from tests._youra_helpers import QUERY, TEXTS, tiny_llama
 
-    scorer = ReactionScorer(tiny_llama(len(smollm2_tokenizer)), smollm2_tokenizer)
-    ids = [f"n{j}" for j in range(len(TEXTS))]
+    scorer, TEXTS, ids, QUERY = youra_setup(smollm2_tokenizer, "n")
     nodes = [NodeWithScore(node=TextNode(text=t, id_=i), score=1.0) for t, i in zip(TEXTS, ids)]
     plain = YouraPostprocessor(top_n=3, scorer=scorer).postprocess_nodes(nodes, query_str=QUERY)
     assert plain and all(META_EXPLANATION not in n.node.metadata for n in plain)
