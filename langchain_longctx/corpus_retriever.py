@@ -22,6 +22,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from langchain_longctx._documents import hit_to_document
 from longctx.checks import check_text
+from longctx.explain import check_explain
 from longctx.types import check_order
 
 __all__ = ["CorpusRetriever"]
@@ -44,6 +45,9 @@ class CorpusRetriever(BaseRetriever):
       (``CorpusRetriever.from_corpus(out)`` loads it).
     - `k` (`int`): Hits returned (default 10).
     - `metadatas` (`dict`): ``{doc_id: metadata}`` merged into each hit's metadata.
+    - `explain` (`bool`): Add ``metadata["longctx_explanation"]``: why each unit was retrieved,
+      as ``CorpusIndex.search(explain=True)`` gives it (:mod:`longctx.explain`); a sharded
+      MixPR corpus raises ``NotImplementedError``. ``invoke(..., explain=...)`` overrides it.
 
     **Usage**
 
@@ -71,6 +75,12 @@ class CorpusRetriever(BaseRetriever):
         description="'score': best first (LangChain's retrievers' order); 'document': corpus "
         "order (document, then position), for the LLM's reading; invoke(..., order=...) "
         "overrides it",
+    )
+
+    explain: bool = Field(
+        default=False,
+        description="Add metadata['longctx_explanation']: why each unit was retrieved; "
+        "invoke(..., explain=...) overrides it",
     )
 
     @field_validator("order")
@@ -121,6 +131,8 @@ class CorpusRetriever(BaseRetriever):
         check_text(query, "query")
         order = check_order(kwargs.pop("order", None) or self.order)
         kwargs.setdefault("unique_texts", None)  # one slot per text where the corpus can
+        explain = kwargs.pop("explain", None)
+        kwargs["explain"] = check_explain(self.explain if explain is None else explain)
         result = self.corpus.search(query, k=k or self.k, **kwargs)
         sources, out = {}, []
         for hit in (result.hits[j] for j in result.positions(order)):

@@ -23,10 +23,17 @@ from langchain_longctx._documents import (
 )
 from langchain_longctx._persist import load_retriever, loaded_parts, loading, save_retriever
 from longctx.checks import check_size_field, check_text
+from longctx.explain import check_explain
 from longctx.index import source_keys
 from longctx.persist import PersistError
 from longctx.persist.reader import retry_on_concurrent_save
-from longctx.types import META_METHOD, META_SCORE, META_SOURCE_ID, SearchResult
+from longctx.types import (
+    META_EXPLANATION,
+    META_METHOD,
+    META_SCORE,
+    META_SOURCE_ID,
+    SearchResult,
+)
 
 META_LEVEL = "longctx_level"
 META_POSITION = "longctx_visit_position"
@@ -70,7 +77,11 @@ class GarlicRetriever(BaseRetriever):
     Level-1 chunks come back as ``Document`` with the chunk text exactly, id
     ``"{source id}#{start}-{end}"`` and the shared ``longctx_*`` keys (offsets into the source);
     information points (IPs) with ``longctx_level`` >= 2, no offsets, id ``"{source id}#{node}"``
-    and ``longctx_children``: ``[[child id, edge weight], ...]``.
+    and ``longctx_children``: ``[[child id, edge weight], ...]``. With ``explain=True`` (a field;
+    ``invoke(..., explain=...)`` overrides it) every document, chunk or IP, also holds
+    ``longctx_explanation`` (JSON-ready): the path of nodes from the top level that led to it,
+    the parts of the score that chose it and where the search stopped, as
+    ``GarlicSearcher.search(explain=True)`` gives it (:func:`longctx.garlic.explain.explain_nodes`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -89,6 +100,11 @@ class GarlicRetriever(BaseRetriever):
     stop_patience: int = Field(default=1, ge=1)
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)
     max_context_tokens: int | None = Field(default=None, ge=1)
+    explain: bool = Field(
+        default=False,
+        description="Add metadata['longctx_explanation']: the path from the top level, the parts "
+        "of the score and the stop reason; invoke(..., explain=...) overrides it",
+    )
 
     _searcher: Any = PrivateAttr(default=None)
     _encoder: Any = PrivateAttr(default=None)
@@ -270,10 +286,12 @@ class GarlicRetriever(BaseRetriever):
         return self._searcher.search(query, **kwargs)
 
     def to_documents(self, result: SearchResult) -> list[Document]:
-        """Visited nodes of ``result`` as documents, in visit order."""
+        """Visited nodes of ``result`` as documents, in visit order; with their
+        ``longctx_explanation`` when ``result`` was searched with ``explain=True``."""
         g = self._searcher.graph
         pos = {nid: p for p, nid in enumerate(g.ids)}
         hits = {(h.source, h.start, h.end): h for h in result.hits}
+        why = result.info.get("explanations") or {}
         keys = source_keys([d.id for d in self.documents], "document ids")
         out = []
         for v in result.info["visited_nodes"]:
@@ -304,6 +322,8 @@ class GarlicRetriever(BaseRetriever):
                 META_SOURCE_ID: src.id,
                 META_CHILDREN: children,
             }
+            if v["id"] in why:
+                meta[META_EXPLANATION] = why[v["id"]]
             out.append(
                 Document(
                     page_content=v["text"], metadata=meta, id=f"{sid}#{g.ids[p].split('/', 1)[1]}"
@@ -325,7 +345,9 @@ class GarlicRetriever(BaseRetriever):
         k = self.k if k is None else k
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ValueError(f"k must be an int >= 1, got {k!r}")
-        result = self._searcher.search(query, answer=False, **search_kwargs)
+        explain = search_kwargs.pop("explain", None)
+        explain = check_explain(self.explain if explain is None else explain)
+        result = self._searcher.search(query, answer=False, explain=explain, **search_kwargs)
         docs = self.to_documents(result)
         return docs if k is None else docs[:k]
 

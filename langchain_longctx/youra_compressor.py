@@ -18,6 +18,7 @@ from langchain_longctx._documents import (
     with_unique_ids,
 )
 from longctx.checks import check_size_field, check_text
+from longctx.explain import check_explain
 from longctx.selection import check_size
 from longctx.youra import DEFAULT_K, DEFAULT_PRESET, YouraIndex, check_max_fraction, scorer_from
 
@@ -73,7 +74,11 @@ class YouraCompressor(BaseDocumentCompressor):
     sentence exactly, ``id`` ``"{source id}#{start}-{end}"`` (the source's own id when the
     sentence is the whole document), ``metadata`` the source's plus ``longctx_start_char_idx`` /
     ``longctx_end_char_idx`` (characters in the source ``page_content``), ``longctx_unit_index``,
-    ``longctx_score``, ``longctx_method`` and ``longctx_source_id``. No id appears twice.
+    ``longctx_score``, ``longctx_method`` and ``longctx_source_id``. No id appears twice. With
+    ``explain=True`` the metadata also holds ``longctx_explanation`` (JSON-ready): the sentence's
+    window, the attention its tokens got before and after the question and the parts of its
+    reaction score (:func:`longctx.youra.explain.explain_sentence`), as the core
+    ``YouraIndex.search(explain=True)`` gives them.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -107,6 +112,11 @@ class YouraCompressor(BaseDocumentCompressor):
         default=None,
         description="'ratio' (comparable across windows) or 'none' (eq. 1); None: the preset's.",
     )
+    explain: bool = Field(
+        default=False,
+        description="Add metadata['longctx_explanation']: each sentence's window, the attention "
+        "its tokens got before and after the question and the parts of its reaction score.",
+    )
     model: Any = Field(
         default=None, exclude=True, repr=False, description="Causal LM or path (lazy)."
     )
@@ -132,6 +142,7 @@ class YouraCompressor(BaseDocumentCompressor):
             self.k, self.top_n = self.top_n, None
         check_size(self.k, self.token_budget, default_k=DEFAULT_K)
         check_max_fraction(self.max_fraction)
+        check_explain(self.explain)
         if self.scorer is not None:
             self._scorer = scorer_from(self.scorer)
         else:
@@ -163,7 +174,7 @@ class YouraCompressor(BaseDocumentCompressor):
         index = YouraIndex.from_texts(
             [docs[i].page_content for i in sources], self._scorer, max_fraction=self.max_fraction
         )
-        result = index.search(query, k=k, token_budget=budget)
+        result = index.search(query, k=k, token_budget=budget, explain=self.explain)
         keys = document_keys(docs)
         out = []
         for h in result.hits:

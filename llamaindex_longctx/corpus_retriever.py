@@ -16,6 +16,7 @@ from llama_index.core.schema import Document, NodeWithScore, QueryBundle
 
 from llamaindex_longctx._nodes import hit_to_node
 from longctx.checks import check_choice, check_int, check_text
+from longctx.explain import check_explain
 from longctx.mixpr import MODES
 from longctx.selection import check_size
 from longctx.types import check_order
@@ -47,6 +48,11 @@ class CorpusRetriever(BaseRetriever):
         MixPR corpora: metadata filters (LlamaIndex ``MetadataFilters``, a dict or a callable).
     order : {"score", "document"}, default "score"
         Best first, or corpus order (:meth:`longctx.types.SearchResult.positions`).
+    explain : bool, default False
+        Add ``metadata["longctx_explanation"]`` (JSON-ready, hidden from the LLM and the
+        embedder): why each unit was retrieved, as ``CorpusIndex.search(explain=True)`` gives it
+        (:mod:`longctx.explain`). A one-index or per-document MixPR corpus and a diversity
+        corpus; a sharded MixPR corpus raises ``NotImplementedError`` at query time.
 
     Examples
     --------
@@ -65,6 +71,7 @@ class CorpusRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         order: str = "score",
+        explain: bool = False,
     ) -> None:
         from longctx.corpus import CorpusIndex
 
@@ -78,6 +85,7 @@ class CorpusRetriever(BaseRetriever):
         self.mode = check_choice(mode, "mode", MODES)
         self.filters = filters
         self.order = check_order(order)
+        self.explain = check_explain(explain)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -137,6 +145,8 @@ class CorpusRetriever(BaseRetriever):
             kw["mode"] = self.mode
         if self.filters is not None:
             kw["filters"] = self.filters
+        if self.explain:
+            kw["explain"] = True
         result = self.corpus.search(query, k=k or self.similarity_top_k, unique_texts=None, **kw)
         sources = {}
         out = []

@@ -27,6 +27,11 @@ document by :func:`longctx.garlic.build_hwdag`; queries run Dynamic Graph Search
   edge weight. ``as_query_engine()`` answers with the search's second turn, from the search's KV
   cache (no second read of the context); ``as_query_engine(llm=...)`` has that LLM write the
   answer from the visited nodes (a ``RetrieverQueryEngine``), as any LlamaIndex index does.
+- ``explain=True`` (the index's default, or per retriever / query engine): every returned node,
+  chunk or IP, gets ``metadata["longctx_explanation"]`` (JSON-ready, hidden from the LLM and the
+  embedder): the path of nodes from the top level that led to it, the parts of the score that
+  chose it and where the search stopped, as ``GarlicSearcher.search(explain=True)`` gives it
+  (:func:`longctx.garlic.explain.explain_nodes`).
 """
 
 from __future__ import annotations
@@ -57,8 +62,10 @@ from llama_index.core.storage.storage_context import StorageContext
 from pydantic import ConfigDict
 
 from llamaindex_longctx._nodes import hit_to_node, with_unique_ids
+from longctx.explain import check_explain
 from longctx.index import source_keys
 from longctx.types import (
+    META_EXPLANATION,
     META_METHOD,
     META_SCORE,
     META_SOURCE_ID,
@@ -154,6 +161,9 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         ``force_bullets``...).
     alpha, stop_patience, max_context_tokens, max_new_tokens :
         Search settings, see :class:`longctx.garlic.search.GarlicSearcher`.
+    explain : bool, default False
+        The default of :meth:`as_retriever` and :meth:`as_query_engine`: give every returned
+        node ``metadata["longctx_explanation"]`` (see the module doc).
     """
 
     index_struct_cls = GarlicIndexStruct
@@ -173,6 +183,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         stop_patience: int = 1,
         max_context_tokens: int | None = None,
         max_new_tokens: int = 64,
+        explain: bool = False,
         **kwargs: Any,
     ) -> None:
         from llamaindex_longctx._embed import app_encoder
@@ -193,6 +204,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             ),
             "max_new_tokens": check_int(max_new_tokens, "max_new_tokens", minimum=1),
         }
+        self.explain = check_explain(explain)
         self._searcher = None
         self._searcher_lock = threading.Lock()
         #: index node id -> its graph as a SearchGraph, checked against the node's text
@@ -437,7 +449,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         return self.searcher().search(query, **kwargs)
 
     def result_to_nodes(self, result: SearchResult, searcher=None) -> list[NodeWithScore]:
-        """Visited nodes of ``result`` as ``NodeWithScore``, in visit order."""
+        """Visited nodes of ``result`` as ``NodeWithScore``, in visit order; with their
+        ``longctx_explanation`` when ``result`` was searched with ``explain=True``."""
         s = searcher or self.searcher()
         g = s.graph
         pos = {nid: p for p, nid in enumerate(g.ids)}
@@ -448,6 +461,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             meta = dict(node.metadata) if node is not None else {}
             sources[k] = TextNode(id_=ref, text="", metadata=meta)
         by_pos = {(h.source, h.start, h.end): h for h in result.hits}
+        why = result.info.get("explanations") or {}
         # two nodes of one document share their ref_doc_id: key them apart (source_keys)
         keys = source_keys([sources[k].node_id for k in range(len(sources))], "node ids")
         chunk_ids = {}
@@ -481,7 +495,9 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
                 META_METHOD: "garlic",
                 META_SOURCE_ID: src.node_id,
             }
-            hidden = [*METADATA_KEYS, META_LEVEL, META_POSITION]
+            if v["id"] in why:
+                meta[META_EXPLANATION] = why[v["id"]]
+            hidden = [*METADATA_KEYS, META_EXPLANATION, META_LEVEL, META_POSITION]
             node = TextNode(
                 id_=g.ids[p],
                 text=v["text"],
@@ -497,7 +513,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         return with_unique_ids(out)
 
     def as_retriever(self, **kwargs: Any) -> GarlicGraphRetriever:
-        """A retriever returning the visited nodes (kwargs: search settings per query)."""
+        """A retriever returning the visited nodes (kwargs: search settings per query;
+        ``explain``: default the index's)."""
         return GarlicGraphRetriever(self, **kwargs)
 
     def as_query_engine(self, llm=None, **kwargs: Any):
@@ -511,6 +528,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         that LLM writes the answer from the visited nodes; ``kwargs`` naming arguments of
         ``RetrieverQueryEngine.from_args`` (``response_mode``, ``node_postprocessors``,
         ``text_qa_template``, ``streaming``...) go there, the others are search settings.
+
+        ``explain`` (default the index's): the source nodes carry ``longctx_explanation``.
         """
         if llm is None:
             return GarlicQueryEngine(index=self, search_kwargs=kwargs)
@@ -534,22 +553,32 @@ def _span(g, p) -> Passage:
 
 class GarlicGraphRetriever(BaseRetriever):
     """Retriever over a :class:`GarlicIndex`: one Dynamic Graph Search per query, the visited
-    nodes in visit order (the answer is not generated: ``answer=False``)."""
+    nodes in visit order (the answer is not generated: ``answer=False``). ``explain`` (default
+    the index's): each node gets ``metadata["longctx_explanation"]`` (see the module doc)."""
 
-    def __init__(self, index: GarlicIndex, callback_manager=None, **search_kwargs: Any):
+    def __init__(
+        self,
+        index: GarlicIndex,
+        callback_manager=None,
+        explain: bool | None = None,
+        **search_kwargs: Any,
+    ):
         self._index = index
+        self.explain = index.explain if explain is None else check_explain(explain)
         self._search_kwargs = search_kwargs
         super().__init__(callback_manager=callback_manager)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        kw = {"answer": False, **self._search_kwargs}
+        kw = {"answer": False, **self._search_kwargs, "explain": self.explain}
         s = self._index.searcher()
         return self._index.result_to_nodes(s.search(query_bundle.query_str, **kw), s)
 
 
 class GarlicQueryEngine(CustomQueryEngine):
-    """Answers with GARLIC's second turn; ``source_nodes`` are the visited nodes and
-    ``metadata`` the search's ``info`` (stop reason, tokens run...) plus its ``trace``."""
+    """Answers with GARLIC's second turn; ``source_nodes`` are the visited nodes (with their
+    ``longctx_explanation`` when ``search_kwargs["explain"]``, default the index's ``explain``,
+    is true) and ``metadata`` the search's ``info`` (stop reason, tokens run...) plus its
+    ``trace``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     index: Any
@@ -557,7 +586,8 @@ class GarlicQueryEngine(CustomQueryEngine):
 
     def custom_query(self, query_str: str) -> Response:
         s = self.index.searcher()
-        result = s.search(query_str, answer=True, **self.search_kwargs)
+        kw = {"explain": self.index.explain, **self.search_kwargs}
+        result = s.search(query_str, answer=True, **kw)
         info = {k: v for k, v in result.info.items() if k != "visited_nodes"}
         return Response(
             response=result.info["answer"],

@@ -13,6 +13,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from llamaindex_longctx._nodes import hit_to_node, node_keys, with_unique_ids
 from longctx.checks import check_size_field, check_text
+from longctx.explain import check_explain
 from longctx.selection import check_size
 from longctx.youra import DEFAULT_K, DEFAULT_PRESET, YouraIndex, check_max_fraction, scorer_from
 
@@ -37,7 +38,11 @@ class YouraPostprocessor(BaseNodePostprocessor):
     ``longctx_unit_index`` (sentence index in its node), ``longctx_score``, ``longctx_method``
     (``"youra"``) and ``longctx_source_id`` (hidden from the LLM and the embedder), and a SOURCE
     relationship to the source node. A sentence that is the whole node text returns (a copy of)
-    the node itself, same id, with those keys added. No id appears twice.
+    the node itself, same id, with those keys added. No id appears twice. With ``explain=True``
+    each node also gets ``longctx_explanation`` (JSON-ready, hidden from the LLM and the
+    embedder): the sentence's window, the attention its tokens got before and after the question
+    and the parts of its reaction score (:func:`longctx.youra.explain.explain_sentence`), as the
+    core ``YouraIndex.search(explain=True)`` gives them.
 
     Examples
     --------
@@ -74,6 +79,11 @@ class YouraPostprocessor(BaseNodePostprocessor):
         default=None,
         description="'ratio' (comparable across windows) or 'none' (eq. 1); None: the preset's.",
     )
+    explain: bool = Field(
+        default=False,
+        description="Add metadata['longctx_explanation']: each sentence's window, the attention "
+        "its tokens got before and after the question and the parts of its reaction score.",
+    )
     model: Any = Field(
         default=None,
         exclude=True,
@@ -95,6 +105,7 @@ class YouraPostprocessor(BaseNodePostprocessor):
     def _check(self):
         check_size(self.top_n, self.token_budget, default_k=DEFAULT_K, k_name="top_n")
         check_max_fraction(self.max_fraction)
+        check_explain(self.explain)
         if self.scorer is not None:
             self._scorer = scorer_from(self.scorer)
         else:
@@ -128,7 +139,7 @@ class YouraPostprocessor(BaseNodePostprocessor):
         index = YouraIndex.from_texts(
             [texts[i] for i in sources], self._scorer, max_fraction=self.max_fraction
         )
-        result = index.search(query, k=k, token_budget=budget)
+        result = index.search(query, k=k, token_budget=budget, explain=self.explain)
         keys = node_keys([n.node for n in nodes])
         out = []
         for h in result.hits:

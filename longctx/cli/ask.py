@@ -105,9 +105,12 @@ def run(text: str, query: str, args) -> list[Passage]:
     """``retrieve --method garlic``: the level-1 chunks reached from the visited nodes
     (:meth:`~longctx.garlic.search.GarlicSearcher.reached_passages`: a visited chunk, or the
     chunks under a visited information point), in document order; ``--k`` keeps the first
-    ``k`` reached; ``--budget`` is not used: the model decides when to stop."""
+    ``k`` reached; ``--budget`` is not used: the model decides when to stop. ``--explain``: each
+    chunk names the visited node it was reached from, that node's path from the top level and
+    where the search stopped (:func:`longctx.garlic.explain.explain_reached`)."""
     searcher, graph = searcher_for(text, args)
-    result = searcher.search(query, answer=False)
+    explain = bool(getattr(args, "explain", False))
+    result = searcher.search(query, answer=False, explain=explain)
     src = graph.texts.index(text) if text in graph.texts else 0
     hits = [h for h in searcher.reached_passages(result) if h.source == src]
     k = getattr(args, "k", None)

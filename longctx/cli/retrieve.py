@@ -31,8 +31,8 @@ METHODS = {
     "garlic": "longctx.cli.ask",
 }
 
-#: The methods ``--explain`` covers (the others raise NotImplementedError in the core).
-EXPLAINED = ("mixpr", "youra", "mmr", "fps")
+#: The methods ``--explain`` covers (every method; the others would raise NotImplementedError).
+EXPLAINED = ("mixpr", "youra", "mmr", "fps", "garlic")
 
 #: Default number of passages when neither ``--k`` nor ``--budget`` is given (the MixPR paper's).
 DEFAULT_K = 100
@@ -125,7 +125,8 @@ def _add_retrieve(sub) -> argparse.ArgumentParser:
         "'explanation'): the share of its score from the question's own match and from the "
         "walk, the terms and passages that carried it, the multi-hop paths (mixpr); the "
         "window and the attention before and after the question (youra); the redundancy "
-        "penalty and the pick it was measured against (mmr, fps)",
+        "penalty and the pick it was measured against (mmr, fps); the visited node each chunk "
+        "was reached from, its path from the top level and where the search stopped (garlic)",
     )
     g = r.add_argument_group("mixpr options")
     g.add_argument(

@@ -351,7 +351,8 @@ class CorpusIndex:
             method = r.method
             per_doc[doc_id] = {"mode": r.mode, "hits": len(r.hits)}
             for h in r.hits:
-                scored.append((-h.score, pos, h.start, dataclasses.replace(h, source=pos)))
+                h = dataclasses.replace(h, source=pos, explanation=_in_corpus(h, pos, doc_id))
+                scored.append((-h.score, pos, h.start, h))
         scored.sort(key=lambda x: x[:3])
         hits = sorted((x[3] for x in scored[:k]), key=lambda h: (h.source, h.start))
         return SearchResult(
@@ -362,3 +363,12 @@ class CorpusIndex:
             budget={"k": k},
             info={"doc_ids": self.doc_ids, "per_document": per_doc},
         )
+
+
+def _in_corpus(hit, pos: int, doc_id: str):
+    """``hit``'s explanation with the unit it was measured against (``"against"``, MMR / FPS)
+    moved from its document's own index to the corpus: ``source`` = ``pos``, ``doc_id`` added."""
+    e = hit.explanation
+    if not e or not e.get("against"):
+        return e
+    return {**e, "against": {**e["against"], "source": pos, "doc_id": doc_id}}

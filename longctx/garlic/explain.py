@@ -8,19 +8,21 @@ graph's edges ``E`` (parent rows -> child columns), and ``sim`` the embedding si
 question, each normalized over the unvisited nodes (:mod:`longctx.garlic.search`). A chunk's
 *parent on the path* is the visited node that sent it the most of ``z``, ``E_pc a_p``; following
 parents back gives the path from a top-level node. Read after the search from its record, for
-the returned chunks only.
+the visited nodes only (:func:`explain_nodes`, :func:`explain_visits`); a chunk *reached* under
+a visited information point (:meth:`~longctx.garlic.search.GarlicSearcher.reached_passages`)
+gets the explanation of the visited node it was reached from plus the edges down to it
+(:func:`explain_reached`).
 """
 
 from __future__ import annotations
 
 from longctx.explain import make_explanation
 
-__all__ = ["explain_visits"]
+__all__ = ["explain_nodes", "explain_visits", "explain_reached"]
 
 
-def explain_visits(searcher, result, alpha: float) -> dict:
-    """Explanations of the visited chunks of a search, keyed by ``(source, start, end)`` as
-    :class:`~longctx.types.Passage` gives them.
+def explain_nodes(searcher, result, alpha: float) -> dict:
+    """Explanations of every visited node of a search (chunks and information points), by id.
 
     Parameters
     ----------
@@ -34,11 +36,12 @@ def explain_visits(searcher, result, alpha: float) -> dict:
     Returns
     -------
     dict
-        ``(source, start, end) -> explanation``: parts ``top_level`` (a node of the top level,
-        read first, score 1) or ``attention`` (``(1 - alpha) z``) and ``similarity``
-        (``alpha sim``); ``path`` (node ids and levels from the top level to the chunk),
-        ``visit`` (its position in visit order, 0 first), ``attention`` (its own attention to
-        the question), ``stop_reason`` and ``steps`` (where the search stopped).
+        ``node id -> explanation`` (:func:`longctx.explain.make_explanation`, JSON-ready):
+        parts ``top_level`` (a node of the top level, read first, score 1) or ``attention``
+        (``(1 - alpha) z``) and ``similarity`` (``alpha sim``); ``path`` (node ids and levels
+        from the top level to the node), ``visit`` (its position in visit order, 0 first),
+        ``attention`` (its own attention to the question), ``stop_reason`` and ``steps`` (where
+        the search stopped).
     """
     g = searcher.graph
     visited = list(result.info["visited"])
@@ -70,12 +73,9 @@ def explain_visits(searcher, result, alpha: float) -> dict:
             p = parent[p]
         return out[::-1]
 
-    src_pos = searcher.source_positions()
     stop = {"stop_reason": result.info.get("stop_reason"), "steps": result.info.get("steps")}
     out = {}
     for t, p in enumerate(order):
-        if g.levels[p] != 1 or g.starts[p] < 0:
-            continue
         nid = g.ids[p]
         if t < n_top:
             score, parts = 1.0, {"top_level": 1.0}
@@ -84,8 +84,69 @@ def explain_visits(searcher, result, alpha: float) -> dict:
             score = float(e["score"])
             sim = alpha * float(e["similarity"])
             parts = {"attention": score - sim, "similarity": sim}
-        key = (int(src_pos[g.sources[p]]), int(g.starts[p]), int(g.ends[p]))
-        out[key] = make_explanation(
+        out[nid] = make_explanation(
             "garlic", None, score, parts, path=path(p), visit=t, attention=att[nid], **stop
         )
     return out
+
+
+def explain_visits(searcher, result, nodes: dict) -> dict:
+    """The visited chunks' explanations (``nodes``: :func:`explain_nodes`), keyed by
+    ``(source, start, end)`` as :class:`~longctx.types.Passage` gives them."""
+    g = searcher.graph
+    src_pos = searcher.source_positions()
+    pos = {nid: p for p, nid in enumerate(g.ids)}
+    out = {}
+    for nid in result.info["visited"]:
+        p = pos[nid]
+        if g.levels[p] == 1 and g.starts[p] >= 0:
+            out[(int(src_pos[g.sources[p]]), int(g.starts[p]), int(g.ends[p]))] = nodes[nid]
+    return out
+
+
+def explain_reached(searcher, score: float, via: int, down: list[int], nodes: dict) -> dict:
+    """Why a chunk was reached (:meth:`~longctx.garlic.search.GarlicSearcher.reached_passages`).
+
+    Parameters
+    ----------
+    searcher : GarlicSearcher
+    score : float
+        The reached passage's score (``1 - rank / n`` by reach order).
+    via : int
+        Graph position of the visited node the chunk was reached from (the chunk itself when
+        it was visited).
+    down : list of int
+        Graph positions from ``via`` (excluded) down to the chunk (included), along the graph's
+        edges; empty when the chunk was visited.
+    nodes : dict
+        :func:`explain_nodes` of the search.
+
+    Returns
+    -------
+    dict
+        :func:`longctx.explain.make_explanation` with the one part ``reach`` (the score: the
+        chunk's rank in reach order), ``via`` (the visited node: ``node``, ``level``, ``visit``,
+        ``score`` and the ``parts`` that chose it), ``path`` (the visited node's path from the
+        top level, then the edges down to the chunk, each step with ``"visited"``),
+        ``stop_reason`` and ``steps``.
+    """
+    g = searcher.graph
+    e = nodes[g.ids[via]]
+    path = [{**n, "visited": True} for n in e["path"]]
+    path += [{"node": g.ids[p], "level": int(g.levels[p]), "visited": False} for p in down]
+    return make_explanation(
+        "garlic",
+        "reached",
+        score,
+        {"reach": score},
+        via={
+            "node": g.ids[via],
+            "level": int(g.levels[via]),
+            "visit": e["visit"],
+            "score": e["score"],
+            "parts": e["parts"],
+        },
+        path=path,
+        stop_reason=e["stop_reason"],
+        steps=e["steps"],
+    )

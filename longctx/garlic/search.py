@@ -57,7 +57,7 @@ import numpy as np
 
 from longctx.checks import check_float, check_int, check_query
 from longctx.explain import check_explain
-from longctx.garlic.explain import explain_visits
+from longctx.garlic.explain import explain_nodes, explain_reached, explain_visits
 
 # The graph view lives in ``longctx.garlic.search_graph``; re-exported here (public names).
 from longctx.garlic.search_graph import (
@@ -354,7 +354,9 @@ class GarlicSearcher:
         explain : bool, default False
             Give each hit an ``explanation`` (:func:`longctx.garlic.explain.explain_visits`):
             the path of nodes from the top level that led to it, the parts of the score that
-            chose it, and where the search stopped.
+            chose it, and where the search stopped; ``info["explanations"]`` holds the same for
+            every visited node, information points included (node id -> explanation,
+            :func:`longctx.garlic.explain.explain_nodes`), which :meth:`reached_passages` reads.
 
         Returns
         -------
@@ -428,9 +430,10 @@ class GarlicSearcher:
             )  # fmt: skip
         if not explain:
             return result
-        why = explain_visits(self, result, alpha)
+        nodes = explain_nodes(self, result, alpha)
+        why = explain_visits(self, result, nodes)
         hits = tuple(replace(h, explanation=why.get((h.source, h.start, h.end))) for h in result)
-        return replace(result, hits=hits)
+        return replace(result, hits=hits, info={**result.info, "explanations": nodes})
 
     def _search_locked(
         self, query, prefix, qs, qe, suffix, sim, patience, alpha, limit, answer, max_new,
@@ -631,48 +634,68 @@ class GarlicSearcher:
             Positions into the graph's arrays; each chunk once, chunks with no source span
             (``start < 0``) left out.
         """
+        return self._reach(visited_ids)[0]
+
+    def _reach(self, visited_ids: Sequence) -> tuple[list[int], dict[int, int | None]]:
+        """:meth:`reached_chunks` and, for every node the depth-first walk took, the node it
+        came from (``None`` for a visited node it started from)."""
         g = self.graph
         pos = {nid: p for p, nid in enumerate(g.ids)}
         chunks: list[int] = []
-        seen: set[int] = set()
+        came_from: dict[int, int | None] = {}
         for nid in visited_ids:
             if nid not in pos:
                 raise ValueError(f"visited_ids: {nid!r} is not a node of this graph")
-            stack = [pos[nid]]
+            stack: list[tuple[int, int | None]] = [(pos[nid], None)]
             while stack:
-                p = stack.pop()
-                if p in seen:
+                p, pred = stack.pop()
+                if p in came_from:
                     continue
-                seen.add(p)
+                came_from[p] = pred
                 if g.levels[p] == 1:
                     if g.starts[p] >= 0:
                         chunks.append(p)
                     continue
                 lo, hi = g.edges.indptr[p], g.edges.indptr[p + 1]
                 kids, w = g.edges.indices[lo:hi], g.edges.data[lo:hi]
-                stack.extend(int(kids[i]) for i in np.argsort(w, kind="stable"))
-        return chunks
+                stack.extend((int(kids[i]), p) for i in np.argsort(w, kind="stable"))
+        return chunks, came_from
 
     def reached_passages(self, result: SearchResult) -> tuple[Passage, ...]:
         """The level-1 chunks reached from ``result``'s visited nodes (:meth:`reached_chunks`)
         as passages of the source text, in document order; ``score`` is ``1 - rank / n`` by
-        reach order (the first reached chunk scores 1)."""
+        reach order (the first reached chunk scores 1).
+
+        When ``result`` was searched with ``explain=True`` (``info["explanations"]``), each
+        passage gets an ``explanation`` (:func:`longctx.garlic.explain.explain_reached`): the
+        visited node it was reached from, that node's path from the top level and the edges
+        down to the chunk, and where the search stopped."""
         g = self.graph
         src_pos = self.source_positions()
         chunk_index = self._chunk_index()
-        order = self.reached_chunks(result.info.get("visited", ()))
+        order, came_from = self._reach(result.info.get("visited", ()))
+        nodes = result.info.get("explanations")
         n = max(1, len(order))
-        out = [
-            Passage(
-                start=int(g.starts[p]),
-                end=int(g.ends[p]),
-                text=g.texts[p],
-                score=1.0 - rank / n,
-                index=chunk_index[p],
-                source=int(src_pos[g.sources[p]]),
+        out = []
+        for rank, p in enumerate(order):
+            why = None
+            if nodes is not None:
+                down, via = [], p
+                while came_from[via] is not None:
+                    down.append(via)
+                    via = came_from[via]
+                why = explain_reached(self, 1.0 - rank / n, via, down[::-1], nodes)
+            out.append(
+                Passage(
+                    start=int(g.starts[p]),
+                    end=int(g.ends[p]),
+                    text=g.texts[p],
+                    score=1.0 - rank / n,
+                    index=chunk_index[p],
+                    source=int(src_pos[g.sources[p]]),
+                    explanation=why,
+                )
             )
-            for rank, p in enumerate(order)
-        ]
         out.sort(key=lambda h: (h.source, h.start))
         return tuple(out)
 

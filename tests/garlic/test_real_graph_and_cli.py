@@ -100,6 +100,32 @@ def test_cli_retrieve_garlic(cli, capsys):
         assert STORY[p["start"] : p["end"]] == p["text"]
 
 
+def test_cli_retrieve_garlic_explain(cli, capsys):
+    from longctx.cli import main
+
+    path, d = cli
+    argv = ["retrieve", path, "--method", "garlic", "--graph", d, "-q", Q,
+            "--max-context-tokens", "400"]  # fmt: skip
+    assert main([*argv, "--format", "json", "--explain"]) == 0
+    passages = json.loads(capsys.readouterr().out)["passages"]
+    assert passages
+    for p in passages:
+        e = p["explanation"]
+        assert e["method"] == "garlic" and e["walk"] == "reached"
+        assert abs(sum(e["parts"].values()) - p["score"]) <= 1e-9
+        assert e["path"][0]["visited"] and e["path"][-1]["level"] == 1
+        assert (
+            e["via"]["node"] == e["path"][len([n for n in e["path"] if n["visited"]]) - 1]["node"]
+        )
+    assert main([*argv, "--explain"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        text.count("why: reach 100%") == len(passages)
+        and "; path " in text
+        and "(stopped: " in text
+    )
+
+
 def test_cli_bad_input(cli, capsys, tmp_path):
     from longctx.cli import main
 
