@@ -1,7 +1,8 @@
 """Why GARLIC's search visited a chunk: the path of nodes from the top level that led to it,
 the parts of the score that chose it and where the search stopped.
 
-GARLIC (``../shared/papers/004_781b27fa367f089e.txt``, sec. 3.2.2) picks the next node by
+GARLIC (Wang, Xiang, Gui and He, "GARLIC: LLM-Guided Dynamic Progress Control with
+Hierarchical Weighted Graph for Long Document QA", 2024, arXiv:2410.04790, sec. 3.2.2) picks the next node by
 ``(1 - alpha) z + alpha sim``: ``z = E^T a`` the attention the LLM paid to the visited nodes
 (``a``: each visited node's attention to the question times its position), carried along the
 graph's edges ``E`` (parent rows -> child columns), and ``sim`` the embedding similarity to the

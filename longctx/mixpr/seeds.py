@@ -8,9 +8,9 @@ its per-document unit offsets (binary searches: the cost grows with the seeds, n
 units) and adds them to the walk's restart, as the hybrid mode's dense nearest units are added
 (``dense_restart`` of :class:`~longctx.mixpr.config.MixPRConfig`), with no embedding call.
 
-Source: the personalized PageRank restart of MixPR (Alonso and Millidge, arXiv:2412.06078,
-``../shared/papers/003_66700b152cf6a0ed.txt``, local queries: the restart on the query's TF-IDF
-neighbours). Seeding that restart with another retriever's hits is not in the paper.
+Source: the personalized PageRank restart of MixPR (Alonso and Millidge, "Mixture-of-PageRanks:
+Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4, local
+queries: the restart on the query's TF-IDF neighbours). Seeding that restart with another retriever's hits is not in the paper.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 window it was read in, the attention its tokens got before and after the question was appended,
 their reaction, the window prior), recomputed for the returned sentences only.
 
-Source: YOURA, "You Only Use Reactive Attention Slice for Long Context Retrieval"
-(``../shared/papers/000_ac75cd36fe64736e.txt``): eq. 1-5 the per-token reaction (the change of
+Source: Soh, Huang, Tian and Zhao, "You Only Use Reactive Attention Slice For Long Context
+Retrieval", 2024, arXiv:2409.13695: eq. 1-5 the per-token reaction (the change of
 the attention a token gets when the question is appended), eq. 6 the sentence's reaction score
 (the mean or geometric mean of its tokens'); and :class:`longctx.youra.scorer.ReactionScorer`
 (the window prior ``prior_tokens``, ``normalize="ratio"``).
