@@ -48,6 +48,7 @@ FLOORS = {
     "longctx.checks": 0,
     "longctx.explain": 0,
     "longctx.filters": 0,
+    "longctx.fusion": 0,
     "longctx.index": 0,
     "longctx.io": 0,
     "longctx.selection": 0,
