@@ -8,6 +8,7 @@ _LAZY = {
     "LongctxEmbedding": "llamaindex_longctx.embedding",
     "CorpusRetriever": "llamaindex_longctx.corpus_retriever",
     "MixPRRetriever": "llamaindex_longctx.mixpr_retriever",
+    "RankFusionRetriever": "llamaindex_longctx.fusion_retriever",
     "YouraPostprocessor": "llamaindex_longctx.youra_postprocessor",
     "YouraRetriever": "llamaindex_longctx.youra_retriever",
     "DiversityPostprocessor": "llamaindex_longctx.diversity_postprocessor",

@@ -1,0 +1,112 @@
+"""``RankFusionRetriever``: the guide's fusion recipe, MixPR over the app's own nodes fused with
+the app's vector retriever by reciprocal rank, a node both return counted once (issue 45)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.llms import MockLLM
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.retrievers import QueryFusionRetriever
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from llamaindex_longctx import MixPRRetriever, RankFusionRetriever
+from longctx.fusion import reciprocal_rank_fusion
+from tests._fixtures import SEED_BOOK, SEED_OTHER
+from tests.llamaindex_longctx._fixtures import HashEmbedding
+
+QUERY = "Where did the fox cross the frozen stream?"
+
+
+class Fixed(BaseRetriever):
+    """A retriever that returns the nodes it was given, in that order, each with its own
+    metadata ``{"by": tag}`` (as MixPR adds its ``longctx_*`` keys to the app's nodes)."""
+
+    def __init__(self, ids, tag="fixed"):
+        self.ids, self.tag = list(ids), tag
+        super().__init__()
+
+    def _retrieve(self, query_bundle):
+        return [
+            NodeWithScore(node=TextNode(text=f"text {i}", id_=i, metadata={"by": self.tag}),
+                          score=1.0 / (r + 1))
+            for r, i in enumerate(self.ids)
+        ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def app():
+    """An app from LlamaIndex's docs: documents, a splitter, a VectorStoreIndex."""
+    docs = [Document(text=SEED_BOOK * 3, id_="book"), Document(text=SEED_OTHER * 3, id_="other")]
+    nodes = SentenceSplitter(chunk_size=40, chunk_overlap=0)(docs)
+    return VectorStoreIndex(nodes, embed_model=HashEmbedding())
+
+
+def ids(found):
+    return [n.node.node_id for n in found]
+
+
+def test_the_fused_top_k_keeps_both_top_hits_and_a_shared_node_once_first():
+    fused = RankFusionRetriever(
+        [Fixed(["m1", "m2", "s", "m3"]), Fixed(["a1", "s", "a2", "a3"])], similarity_top_k=4
+    )
+    out = fused.retrieve("q")
+    assert ids(out) == ["s", "m1", "a1", "m2"]
+    assert out[0].score == pytest.approx(1 / 63 + 1 / 62)
+
+
+def test_the_recipe_over_a_vector_index_is_the_core_rule_on_node_ids(app):
+    mixpr = MixPRRetriever.from_defaults(index=app, chunk_nodes=False, similarity_top_k=3)
+    vector = app.as_retriever(similarity_top_k=3)
+    out = RankFusionRetriever([mixpr, vector], similarity_top_k=3).retrieve(QUERY)
+    lists = [ids(mixpr.retrieve(QUERY)), ids(vector.retrieve(QUERY))]
+    assert set(lists[0]) <= set(app.docstore.docs)  # MixPR returns the app's own node ids
+    expected = reciprocal_rank_fusion(lists, k=3)
+    assert ids(out) == [k for k, _ in expected]
+    assert [n.score for n in out] == pytest.approx([s for _, s in expected])
+    assert len(set(ids(out))) == len(out) == 3
+    assert lists[0][0] in ids(out) and lists[1][0] in ids(out)
+
+
+def test_the_frameworks_own_fusion_neither_merges_nor_raises_a_node_both_return():
+    """Why the recipe has its own class: ``QueryFusionRetriever`` keys nodes by ``node.hash``
+    (text and metadata; MixPR's copy of a node carries its ``longctx_*`` keys), cuts its top
+    ``k`` with the copies in it and then drops a repeated node id: the node both retrievers
+    return is not raised, and fewer than ``k`` nodes may come back."""
+    lists = [Fixed(["m1", "m2", "s"], "mixpr"), Fixed(["a1", "a2", "s"], "app")]
+    theirs = QueryFusionRetriever(
+        lists, mode="reciprocal_rerank", similarity_top_k=3, num_queries=1, use_async=False,
+        llm=MockLLM(),
+    ).retrieve("q")  # fmt: skip
+    assert "s" not in ids(theirs)
+    ours = RankFusionRetriever(lists, similarity_top_k=3).retrieve("q")
+    assert ids(ours) == ["s", "m1", "a1"]
+    assert ours[0].node.metadata == {"by": "mixpr"}  # the first retriever's copy
+
+
+def test_async_retrieval_equals_sync(app):
+    fused = RankFusionRetriever(
+        [MixPRRetriever.from_defaults(index=app, chunk_nodes=False, similarity_top_k=3),
+         app.as_retriever(similarity_top_k=3)], similarity_top_k=4,
+    )  # fmt: skip
+    assert ids(asyncio.run(fused.aretrieve(QUERY))) == ids(fused.retrieve(QUERY))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"retrievers": []}, ValueError, "at least one retriever"),
+        ({"retrievers": ["not a retriever"]}, TypeError, "retrievers[0]"),
+        ({"weights": [1.0]}, ValueError, "weights has 1 values for 2"),
+        ({"c": -1.0}, ValueError, "c must be in"),
+        ({"similarity_top_k": 0}, ValueError, "similarity_top_k must be >= 1"),
+    ],
+)
+def test_bad_arguments_are_named_at_construction(kwargs, error, words):
+    kwargs = {"retrievers": [Fixed(["a"]), Fixed(["b"])], **kwargs}
+    with pytest.raises(error) as exc:
+        RankFusionRetriever(**kwargs)
+    assert words in str(exc.value)
