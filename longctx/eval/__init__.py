@@ -5,7 +5,7 @@ See :mod:`longctx.eval.tasks` (data), :mod:`longctx.eval.methods` (the compared 
 """
 
 from longctx.eval.harness import BUDGETS, markdown, plot, run, save
-from longctx.eval.methods import METHOD_NAMES
+from longctx.eval.registry import METHOD_NAMES
 from longctx.eval.tasks import TASKS, Example, load_task
 
 __all__ = [

@@ -43,7 +43,8 @@ from pathlib import Path
 import numpy as np
 
 from longctx.eval import metrics
-from longctx.eval.methods import Context, Doc, get_methods
+from longctx.eval.methods import Context, Doc
+from longctx.eval.registry import get_methods
 from longctx.eval.tasks import CORPUS_TASKS, TASKS, load_task, passage_recall, size_label
 
 logger = logging.getLogger(__name__)
