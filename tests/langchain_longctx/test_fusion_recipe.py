@@ -1,0 +1,60 @@
+"""The guide's fusion recipe in LangChain (issue 45): MixPR over the app's own splits (one unit
+each) and the app's vector store, both asked for 5, LangChain's ``EnsembleRetriever`` at equal
+weights (reciprocal rank, ``c=60``), its first 5 read. Its ranking is the core rule's
+(:func:`longctx.fusion.reciprocal_rank_fusion`) on the splits' texts."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_classic.retrievers import EnsembleRetriever
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from langchain_longctx import MixPRRetriever
+from longctx.fusion import reciprocal_rank_fusion
+from tests._fixtures import SEED_BOOK, SEED_OTHER
+from tests.langchain_longctx._fixtures import HashEmbeddings
+
+QUERY = "Where did the fox cross the frozen stream?"
+
+
+@pytest.fixture(scope="module")
+def app():
+    """An app from LangChain's docs: loaded documents, a splitter, an in-memory vector store."""
+    docs = [
+        Document(page_content=SEED_BOOK * 3, metadata={"source": "book.txt"}),
+        Document(page_content=SEED_OTHER * 3, metadata={"source": "other.txt"}),
+    ]
+    splitter = RecursiveCharacterTextSplitter(chunk_size=120, chunk_overlap=0, add_start_index=True)
+    splits = splitter.split_documents(docs)
+    store = InMemoryVectorStore(HashEmbeddings())
+    store.add_documents(splits)
+    return splits, store
+
+
+def texts(docs):
+    return [d.page_content for d in docs]
+
+
+def test_mixpr_over_the_splits_returns_the_splits_themselves(app):
+    splits, _ = app
+    mixpr = MixPRRetriever(documents=splits, chunk_documents=False, k=5)
+    out = mixpr.invoke(QUERY)
+    by_text = {d.page_content: d for d in splits}
+    assert len(out) == 5 and all(d.page_content in by_text for d in out)
+    assert all(d.metadata["source"] == by_text[d.page_content].metadata["source"] for d in out)
+
+
+def test_the_fused_first_5_is_the_core_rule_and_keeps_both_top_hits(app):
+    splits, store = app
+    mixpr = MixPRRetriever(documents=splits, chunk_documents=False, k=5)
+    vector = store.as_retriever(search_kwargs={"k": 5})
+    fused = EnsembleRetriever(retrievers=[mixpr, vector], weights=[0.5, 0.5]).invoke(QUERY)[:5]
+    lists = [texts(mixpr.invoke(QUERY)), texts(vector.invoke(QUERY))]
+    assert texts(fused) == [k for k, _ in reciprocal_rank_fusion(lists, k=5)]
+    assert len(set(texts(fused))) == 5  # a split both return is counted once
+    shared = set(lists[0]) & set(lists[1])
+    assert shared and len(shared - {lists[0][0], lists[1][0]}) <= 3  # the case this app makes
+    assert lists[0][0] in texts(fused) and lists[1][0] in texts(fused)
+    assert texts(fused)[0] in shared  # found by both: ranked first
