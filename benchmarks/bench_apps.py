@@ -14,9 +14,10 @@ pattern of its answer (case-insensitive, whitespace runs as one space).
 
 Retrievers per app: the app's vector retriever; MixPR alone; the MixPR hybrid seeded by the app's
 retriever (``vector_retriever=``, no embedding by longctx); with ``--old-hybrid`` the hybrid that
-embeds every MixPR unit (``embed_model=`` / ``embeddings=``); the frameworks' fusion as the
-guides showed it (defaults, top 5) and the fusion recipe of the guides (MixPR weighted above the
-app, both asked for 5, the first 10 read).
+embeds every MixPR unit (``embed_model=`` / ``embeddings=``); MixPR over the app's own chunks
+(one unit each); the frameworks' fusion as the guides first showed it (defaults, top 5); the
+frameworks' reciprocal-rank fusion over MixPR on the app's chunks (top 5); and the guides' fusion
+recipe, :func:`fusion_llamaindex` / :func:`fusion_langchain` (top 5).
 
 MixPR's units (up to 64 words) are far shorter than the apps' chunks (1,024 LlamaIndex tokens,
 1,000 characters), so the rows ``... @ app's tokens`` also ask MixPR and the hybrid for as many
@@ -65,8 +66,8 @@ QUESTIONS = (
     ("What did the Scarecrow want to ask the great Oz for?", (r"brains",)),
 )  # fmt: skip
 K = 5
-#: the guides' fusion recipe: its first 2 * K results are read (both retrievers' top K)
-RECIPE = "fusion (recipe, first 10)"
+#: the guides' fusion recipe (docs/guide/*.md, "Fusing with the app's retriever"): its top K
+RECIPE = "fusion (recipe)"
 
 
 def found(texts, patterns) -> bool:
@@ -178,31 +179,46 @@ def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
         ),
         0.0,
     )
-    out[RECIPE] = (fusion_llamaindex(app, mixpr), 0.0)
+    chunks, t = _timed_build(
+        lambda: MixPRRetriever.from_defaults(index=vindex, chunk_nodes=False, similarity_top_k=K)
+    )
+    out[ON_CHUNKS] = (chunks, t)
+    out["fusion (rrf, app's chunks)"] = (
+        QueryFusionRetriever(
+            [chunks, app], mode="reciprocal_rerank", similarity_top_k=K, num_queries=1,
+            use_async=False, llm=MockLLM(),
+        ),
+        0.0,
+    )  # fmt: skip
+    out[RECIPE] = _timed_build(lambda: fusion_llamaindex(vindex))
     return {"retrievers": out, "units": out["mixpr"][0].index.n_units, "chunks": len(nodes)}
 
 
-def fusion_llamaindex(app, mixpr):
-    """The guide's recipe (docs/guide/llamaindex.md, "Fusing with the app's retriever")."""
-    from llama_index.core.llms import MockLLM
-    from llama_index.core.retrievers import QueryFusionRetriever
-
-    return QueryFusionRetriever(
-        [mixpr, app],
-        mode="dist_based_score",
-        retriever_weights=[0.75, 0.25],
-        similarity_top_k=2 * K,
-        num_queries=1,
-        use_async=False,
-        llm=MockLLM(),
-    )
+#: MixPR over the app's own chunks, one unit each (the recipe's MixPR)
+ON_CHUNKS = "mixpr (app's chunks)"
 
 
-def fusion_langchain(app, mixpr):
-    """The guide's recipe (docs/guide/langchain.md, "Fusing with the app's retriever")."""
+def fusion_llamaindex(vector_index):
+    """The guide's recipe (docs/guide/llamaindex.md, "Fusing with the app's retriever"), as-is:
+    MixPR over the vector index's own nodes, both asked for 5, fused by reciprocal rank, top 5."""
+    from llamaindex_longctx import MixPRRetriever, RankFusionRetriever
+
+    app = vector_index.as_retriever(similarity_top_k=5)
+    mixpr = MixPRRetriever.from_defaults(index=vector_index, chunk_nodes=False, similarity_top_k=5)
+    return RankFusionRetriever([mixpr, app], similarity_top_k=5)
+
+
+def fusion_langchain(vector_store, splits):
+    """The guide's recipe (docs/guide/langchain.md, "Fusing with the app's retriever"), as-is:
+    MixPR over the app's own splits, both asked for 5, ``EnsembleRetriever`` at equal weights
+    (reciprocal rank, ``c=60``); the caller reads its first 5."""
     from langchain_classic.retrievers import EnsembleRetriever
 
-    return EnsembleRetriever(retrievers=[mixpr, app], weights=[0.75, 0.25])
+    from langchain_longctx import MixPRRetriever
+
+    app = vector_store.as_retriever(search_kwargs={"k": 5})
+    mixpr = MixPRRetriever(documents=splits, chunk_documents=False, k=5)
+    return EnsembleRetriever(retrievers=[mixpr, app], weights=[0.5, 0.5])
 
 
 def langchain_app(cache: Path, encoder, old_hybrid: bool) -> dict:
@@ -250,7 +266,10 @@ def langchain_app(cache: Path, encoder, old_hybrid: bool) -> dict:
     )  # fmt: skip
     mixpr = out["mixpr"][0]
     out["fusion (defaults)"] = (EnsembleRetriever(retrievers=[app, mixpr]), 0.0)
-    out[RECIPE] = (fusion_langchain(app, mixpr), 0.0)
+    out[ON_CHUNKS] = _timed_build(
+        lambda: MixPRRetriever(documents=splits, chunk_documents=False, k=K)
+    )
+    out[RECIPE] = _timed_build(lambda: fusion_langchain(store, splits))
     return {"retrievers": out, "units": mixpr.index.n_units, "chunks": len(splits)}
 
 
@@ -279,6 +298,7 @@ def run_app(app: dict, repeat: int) -> dict:
     rs = dict(app["retrievers"])
     rs.update({row: rs[base] for row, base in SAME_TOKENS.items()})
     hits = {name: [] for name in rs}
+    distinct = {name: [] for name in rs}  # distinct texts among those read
     secs = {name: 0.0 for name in rs}
     for ret, _ in rs.values():  # warm-up (models loaded, caches filled), not timed
         _ask(ret, "Who is the captain of the ship?")
@@ -287,18 +307,19 @@ def run_app(app: dict, repeat: int) -> dict:
             budget = None
             for name, (ret, _) in rs.items():
                 t0 = time.perf_counter()
-                k = 2 * K if name == RECIPE else K
-                texts = _ask(ret, q, budget if name in SAME_TOKENS else None, k)
+                texts = _ask(ret, q, budget if name in SAME_TOKENS else None)
                 secs[name] += time.perf_counter() - t0
                 if name == "app":
                     budget = sum(count_tokens(t) for t in texts)
                 if r == 0:
                     hits[name].append(found(texts, pats))
+                    distinct[name].append(len(set(texts)))
     n = repeat * len(QUESTIONS)
     return {
         name: {
             "found": int(sum(hits[name])),
             "per_question": hits[name],
+            "distinct_texts": distinct[name],
             "ms_per_query": round(1000 * secs[name] / n, 1),
             "build_s": round(rs[name][1], 2),
         }
@@ -327,7 +348,8 @@ def main(argv=None) -> dict:
         for r, v in res.items():
             print(
                 f"  {r:18s} {v['found']}/{len(QUESTIONS)}  {v['ms_per_query']:7.1f} ms/query  "
-                f"build/embed {v['build_s']:7.2f} s  {v['per_question']}"
+                f"build/embed {v['build_s']:7.2f} s  {v['per_question']}  distinct "
+                f"{v['distinct_texts']}"
             )
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))

@@ -1,12 +1,13 @@
 """Which reciprocal-rank fusion of MixPR and the app's retriever keeps both retrievers' finds
 (issue 45): ``mixpr-fused`` (:class:`longctx.eval.fused.MixPRFusedMethod`) and variants of its
-grain, the lists it fuses, the weights and ``c``, against ``mixpr`` and ``minilm``, on
+grain, the lists it fuses and ``c``, against ``mixpr`` and ``minilm``, on
 ``longctx bench``'s document tasks and the passage pool.
 
-Variants: ``units``: MixPR built over MiniLM's sentences, one unit each (the recipe's);
+Variants: ``units``: MixPR built over MiniLM's sentences, one unit each (the recipe's, as
+``mixpr-fused``, which runs beside them);
 ``grouped``: MixPR's own units (up to 64 words), each sentence scoring its best unit;
-``all``: the whole rankings fused (not only what fills the budget); ``w=a/b``: MixPR's and
-MiniLM's weights; ``c=N``: the rank constant.
+``all``: the whole rankings fused (not only what fills the budget); ``cN``: the rank constant.
+Every variant weighs both lists equally.
 
 Run: ``PYTHONPATH=. python benchmarks/studies/fusion_study.py --data ../shared/data
 [--questions 20] [--cache /tmp/fusion_bench_cache]``; prints one markdown table.
@@ -22,8 +23,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-VARIANTS = {  # name -> (grain, fused lists, weights, c)
-    "units c60": ("units", "budget", (1.0, 1.0), 60.0),
+VARIANTS = {  # name -> (grain, fused lists, weights, c); "mixpr-fused" is "units c60"
     "grouped c60": ("grouped", "budget", (1.0, 1.0), 60.0),
     "units all c60": ("units", "all", (1.0, 1.0), 60.0),
     "grouped all c60": ("grouped", "all", (1.0, 1.0), 60.0),
@@ -73,28 +73,30 @@ def variant(name, grain, lists, weights, c):
     return m
 
 
+#: the command line: (flag, argparse keywords)
+OPTIONS = (
+    ("--data", {"type": Path, "required": True}),
+    ("--questions", {"type": int, "default": 20}),
+    ("--cache", {"type": Path, "default": Path("/tmp/fusion_bench_cache")}),
+    ("--tasks", {"nargs": "+", "default": ["squad", "narrativeqa", "hotpotqa"]}),
+    ("--variants", {"nargs": "+", "default": list(VARIANTS)}),
+)
+
+
 def main(argv=None):
-    import longctx.eval.harness as harness
-    from longctx.eval import markdown, run
-    from longctx.eval.registry import get_methods
+    from functools import partial
 
-    p = argparse.ArgumentParser()
-    p.add_argument("--data", type=Path, required=True)
-    p.add_argument("--questions", type=int, default=20)
-    p.add_argument("--cache", type=Path, default=Path("/tmp/fusion_bench_cache"))
-    p.add_argument("--tasks", nargs="+", default=["squad", "narrativeqa", "hotpotqa"])
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS))
+    from longctx.eval import markdown, registry, run
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for flag, kw in OPTIONS:
+        p.add_argument(flag, **kw)
     args = p.parse_args(argv)
-
-    def methods(names):
-        return [variant(n, *VARIANTS[n]) if n in VARIANTS else get_methods([n])[0] for n in names]
-
-    harness.get_methods = methods
-    result = run(
-        args.data, tasks=args.tasks, methods=["minilm", "mixpr", *args.variants],
-        n_questions=args.questions, cache_dir=args.cache, isolate=False,
-    )  # fmt: skip
-    print(markdown(result))
+    # the variants join the fused methods of the registry, for this process only
+    registry._FUSED.update({n: partial(variant, n, *VARIANTS[n]) for n in args.variants})
+    names = ["minilm", "mixpr", "mixpr-fused", *args.variants]
+    kw = {"n_questions": args.questions, "cache_dir": args.cache, "isolate": False}
+    print(markdown(run(args.data, tasks=args.tasks, methods=names, **kw)))
 
 
 if __name__ == "__main__":
