@@ -152,3 +152,40 @@ def test_hit_seed_rule():
     )
     assert hit_seed(held, 0, "c2", "other", 5, 9, "t") is None
     assert rank_weight(3) == 0.25
+
+
+def _restart_of(ix, q, seeds):
+    keep = {}
+    ix._score(ix._state, q, "local", None, None, None, check_seeds(seeds), keep)
+    return keep["session"]
+
+
+def test_the_best_seed_restarts_the_walk_as_strongly_as_the_best_match(index):
+    """issue 45: each part of the restart is divided by its own maximum, so a few seeded units
+    do not swamp the walk: the best seed weighs what the question's best unit weighs."""
+    q = "Where were the ships counted?"
+    chalk = TEXTS[2].index("Chalk dust")
+    seeds = [("school", chalk, chalk + 20, 1.0), ("wood", 0, 20, 0.5)]
+    s = _restart_of(index, q, seeds)
+    units, w = s["w"]
+    seed_units_, seed_w = s["seed_part"]
+    assert seed_w.max() == pytest.approx(1.0)
+    lexical = dict(zip(units.tolist(), w.tolist()))
+    for j, v in zip(seed_units_.tolist(), seed_w.tolist()):
+        lexical[j] -= v
+    assert max(lexical.values()) == pytest.approx(1.0)  # the question's best unit
+    assert s.get("dense") is None  # no (n,) vector of seeds: kept sparse
+    assert len(seed_units_) == len(s["seed"][0]) <= 3
+
+
+def test_the_seeded_search_keeps_mixprs_best_hit_and_adds_the_seeds(index):
+    q = "Where were the ships counted?"
+    plain = index.search(q, k=1, mode="local").hits[0]
+    chalk = TEXTS[2].index("Chalk dust")
+    seeds = [("school", chalk, chalk + 20, 1.0)]
+    hits = index.search(q, k=2, mode="local", seeds=seeds).hits
+    assert (plain.source, plain.start) in {(h.source, h.start) for h in hits}
+    assert any("Chalk dust" in h.text for h in hits)
+    # a 50-fold rank weight changes nothing: each part is divided by its own maximum
+    heavy = index.search(q, k=2, mode="local", seeds=[("school", chalk, chalk + 20, 50.0)])
+    assert [(h.source, h.start) for h in heavy.hits] == [(h.source, h.start) for h in hits]

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from longctx.mixpr.query import reweight_query_terms, weigh_by_coverage
 from longctx.selection import SparseScores
 
-__all__ = ["QueryEdgesBlock", "seeded"]
+__all__ = ["QueryEdgesBlock", "block_seeds"]
 
 
 class QueryEdgesBlock:
@@ -33,8 +33,9 @@ class QueryEdgesBlock:
         """The block's query edges ``B`` (``(n, m)``: cosines to the query chunks, thresholded,
         weighted by coverage, masked), its lexical cosines and dense cosines; returns the
         partial reductions the driver needs. ``seeds``: ``(keys (m,) int64, weights (m,))``,
-        another retriever's hits mapped to units (:mod:`longctx.mixpr.seeds`): they stand for
-        the dense cosines (the units it does not hold score 0), every seeded unit a candidate.
+        another retriever's hits mapped to units (:mod:`longctx.mixpr.seeds`): the block keeps
+        those it holds (and the filter keeps) as ``seed`` (:func:`block_seeds`, sparse), for
+        :meth:`restart_seeded`; no dense cosines then.
 
         Only the units holding a query term can have an edge or a lexical cosine: ``B`` and the
         cosines are kept over those rows (``Brows``, ascending), so this costs the query terms'
@@ -61,13 +62,13 @@ class QueryEdgesBlock:
         if mask is not None and B.nnz:  # the walk restarts only in the kept documents
             B = sp.csr_array(B.multiply(mask[rows][:, None].astype(np.float64)))
             B.eliminate_zeros()
-        dense = None
+        dense = seed = None
         if seeds is not None:
-            dense = seeded(self.keys, *seeds)
+            seed = block_seeds(self.keys, *seeds, mask)
         elif qvec is not None and self.unit_vectors is not None:
             dense = (self.unit_vectors @ qvec).astype(np.float64)
         lex = None if lexical is None else SparseScores(self.n, rows, lexical)
-        s.update(Brows=rows, Bsub=B, lexical=lex, dense=dense, p_query=p_query)
+        s.update(Brows=rows, Bsub=B, lexical=lex, dense=dense, p_query=p_query, seed=seed)
         s.pop("B", None)
         # every cosine is >= 0: the units without a query term add 0 to the maxima
         lex_max = None
@@ -82,13 +83,16 @@ class QueryEdgesBlock:
             "dense_cand": None,
             "wsum": float((B @ p_query).sum()) if B.nnz else 0.0,
             "bsum": float(B.sum()) if B.nnz else 0.0,
+            # the seeds' rule (restart_seeded): each part of the restart by its own maximum
+            "wmax": float((B @ p_query).max()) if seed is not None and B.nnz else 0.0,
+            "rmax": float(B.sum(axis=1).max()) if seed is not None and B.nnz else 0.0,
+            "seed_max": float(seed[1].max()) if seed is not None and len(seed[1]) else 0.0,
             "bcol": np.asarray(B.sum(axis=0)).ravel() if bordered else None,
         }
         if dense is not None and cfg.dense_restart:
             d = dense if mask is None else np.where(mask, dense, -np.inf)
             idx = np.flatnonzero(d > 0)
-            top = idx[np.argsort(-d[idx], kind="stable")]
-            top = top if seeds is not None else top[: cfg.dense_top_k]
+            top = idx[np.argsort(-d[idx], kind="stable")][: cfg.dense_top_k]
             out["dense_cand"] = (dense[top], self.keys[top])
         return out
 
@@ -148,6 +152,47 @@ class QueryEdgesBlock:
         s["w"] = (nz if rows is None else rows[nz], w[nz])
         return float(w.sum())
 
+    def restart_seeded(self, sid, use_rowsum: bool, lex_max: float, seed_max: float):
+        """The restart weights with another retriever's seeds (``seeds=``): the lexical
+        restart (``B p_query``, or ``B``'s row sums when the restart chunk links nowhere) divided
+        by its corpus-wide maximum ``lex_max``, plus the seeds' weights divided by theirs,
+        ``seed_max``. So the best seed restarts the walk as strongly as the unit that matches
+        the question best, whatever the number of units either reaches; a seed the question
+        also matches restarts from both. Kept sparse as ``(units, weights)`` (the seeds' part
+        also as ``seed_part``, for ``explain=True``); returns their sum (the driver
+        normalizes).
+
+        Why by the maxima: the walk is linear in its restart, and with a fixed share (the
+        embedding hybrid's ``dense_restart``) the seeds' mass sits on the few units of the
+        app's hits while the question's spreads over every unit it matches, so the seeds took
+        the top ranks and pushed MixPR's own best units out of a small budget
+        (``docs/notes/mixpr-recall.md``, issue 45)."""
+        s = self._s(sid)
+        B, rows = s["Bsub"], s["Brows"]
+        if B.nnz and lex_max > 0:
+            w = np.asarray(B.sum(axis=1)).ravel() if use_rowsum else B @ s["p_query"]
+            w = w / lex_max
+        else:
+            w = np.zeros(len(rows))
+        idx, sw = s["seed"] if s.get("seed") is not None else (np.zeros(0, np.int64), None)
+        sw = np.zeros(0) if sw is None or seed_max <= 0 else sw / seed_max
+        s["seed_part"] = (idx, sw)
+        units = np.concatenate([rows, idx])
+        keep, inv = np.unique(units, return_inverse=True)
+        vals = np.bincount(inv, weights=np.concatenate([w, sw]), minlength=len(keep))
+        nz = vals > 0
+        s["w"] = (keep[nz], vals[nz])
+        return float(vals[nz].sum())
+
+    def seeds_as_dense(self, sid) -> None:
+        """``dense_w`` (``(n,)``, summing to 1 over the kept units) from the session's seeds:
+        the bordered walk's dense query edges (:meth:`add_dense_edges`)."""
+        s = self._s(sid)
+        idx, sw = s["seed"]
+        w = np.zeros(self.n)
+        w[idx] = sw
+        s["dense_w"] = w / w.sum() if w.sum() > 0 else w
+
     def add_dense_edges(self, sid, bsum: float) -> np.ndarray:
         """Bordered graph in hybrid mode: dense query edges beside the lexical ones (scaled by
         the corpus-wide sum ``bsum`` of ``B``); returns the block's new column sums of ``B``."""
@@ -157,13 +202,21 @@ class QueryEdgesBlock:
         return np.asarray(s["B"].sum(axis=0)).ravel()
 
 
-def seeded(keys: np.ndarray, seed_keys: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``(n,) float64``: ``weights`` at the block's units whose keys are in ``seed_keys``
-    (ascending), 0 elsewhere (binary search in the block's ascending ``keys``)."""
-    out = np.zeros(len(keys))
-    if len(seed_keys) and len(keys):
-        pos = np.searchsorted(keys, seed_keys)
-        ok = pos < len(keys)
-        ok[ok] = keys[pos[ok]] == seed_keys[ok]
-        out[pos[ok]] = weights[ok]
-    return out
+def block_seeds(
+    keys: np.ndarray, seed_keys: np.ndarray, weights: np.ndarray, mask=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions (m,) int64 ascending, weights (m,) float64)``: the block's units whose keys
+    are in ``seed_keys`` (ascending; binary search in the block's ascending ``keys``), with a
+    positive weight and kept by the filter ``mask`` (``(n,)`` bool or ``None``). Costs the
+    seeds, not the block's units."""
+    if not len(seed_keys) or not len(keys):
+        return np.zeros(0, np.int64), np.zeros(0)
+    pos = np.searchsorted(keys, seed_keys)
+    ok = pos < len(keys)
+    ok[ok] = keys[pos[ok]] == seed_keys[ok]
+    ok &= np.asarray(weights) > 0
+    pos, w = pos[ok].astype(np.int64), np.asarray(weights, np.float64)[ok]
+    if mask is not None:
+        keep = mask[pos]
+        pos, w = pos[keep], w[keep]
+    return pos, w

@@ -135,7 +135,8 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         weights as ``(units, weights)``), ``p`` (power, ``(n,)``) or ``push_p`` (push,
         ``(units, p)``), ``lexical`` (``SparseScores`` over the units holding a query term, or
         ``None``), ``dense`` and ``dense_w`` (``(n,)`` or ``None``: the hybrid's cosines and
-        dense restart, the seeds' weights with ``seeds=``), ``tops``.
+        dense restart), ``seed_part`` (with ``seeds=``: ``(units, weights)``, the seeds' part
+        of ``w``), ``tops``.
     hits : (k,) int
         The returned units.
     scores : (n_units,) float64
@@ -189,6 +190,8 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     lex = None if lex is None else lex.at(hits) if isinstance(lex, SparseScores) else lex[hits]
     dense_w = s.get("dense_w")
     dr = float(cfg.dense_restart) if dense_w is not None else 0.0
+    seed_part = s.get("seed_part")  # seeds=: the seeds' restart weights, sparse
+    seed_of = {} if seed_part is None else dict(zip(*(v.tolist() for v in seed_part)))
     tops = s.get("tops", (0.0, 0.0, 0.0))
     scaled = s.get("lexical") is not None or (s.get("dense") is not None and cfg.dense_weight)
     pi_top = tops[0] if scaled and tops[0] > 0 else 1.0
@@ -204,6 +207,8 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         pi = p_of.get(i, 0.0)
         restart = a * pi
         dense_part = a * dr * float(dense_w[i]) / scale if dr and pi else 0.0
+        if seed_part is not None:
+            dense_part = a * seed_of.get(i, 0.0) / scale if pi else 0.0
         dangling = (1.0 - a) * d * pi
         lo, hi = sub.indptr[h], sub.indptr[h + 1]
         cols = np.fromiter((col_of[int(t)] for t in sub.indices[lo:hi]), np.int64, hi - lo)

@@ -599,6 +599,9 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
+        if session.get("seed") is not None:  # another retriever's hits: their weights
+            dense = np.zeros(st.n_units)  # (the multi-hop walk reads (n,) vectors anyway)
+            dense[session["seed"][0]] = session["seed"][1]
         first = dense_scores(scores) if used == "local" else None
         out = st.ranker().scores(
             query, first, dense, phrase_weights=weights, allowed=mask, trace=trace, keep=keep

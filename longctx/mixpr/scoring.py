@@ -578,7 +578,8 @@ class Scorer:
         timings)``; the mode used is ``"global-fallback"`` when a local query reaches no unit.
         ``trace``: a list to which the walk appends its record (steps, residual).
         ``seeds``: ``(keys, weights)`` of another retriever's hits (:mod:`longctx.mixpr.seeds`),
-        in place of ``qvec``'s cosines: every seeded unit joins the dense restart.
+        in place of ``qvec``: they join the restart, each part by its own maximum
+        (:meth:`~longctx.mixpr.edges.QueryEdgesBlock.restart_seeded`).
         """
         backend = self.backend
         cfg = self.config
@@ -613,12 +614,14 @@ class Scorer:
         nnz = sum(e["nnz"] for e in edges)
         timings["embed_query"] = time.perf_counter() - t0
         dense_w = False
-        # (walk="multihop": the dense cosines seed the multi-hop walk, not this first hop)
-        seeded = qvec is not None or seeds is not None
-        if seeded and cfg.dense_restart and cfg.walk != "multihop":
-            top = None if seeds is not None else cfg.dense_top_k
-            dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges], top)
-        if nnz == 0 and not dense_w:
+        # (walk="multihop": the dense cosines and the seeds seed the multi-hop walk, not this
+        # first hop)
+        seed_max = _max(e["seed_max"] for e in edges) if seeds is not None else None
+        if cfg.walk == "multihop" or not seed_max:
+            seed_max = None
+        if qvec is not None and cfg.dense_restart and cfg.walk != "multihop":
+            dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges], cfg.dense_top_k)
+        if nnz == 0 and not dense_w and seed_max is None:
             logger.info(
                 "MixPR: no unit reaches query_threshold=%.3g for query %.80r; "
                 "using PageRank (global mode)",
@@ -637,8 +640,12 @@ class Scorer:
             use_rowsum = bool(nnz) and wsum <= 0  # the restart query chunk links nowhere
             if use_rowsum:
                 wsum = sum(e["bsum"] for e in edges)
-            dr = cfg.dense_restart if dense_w else 0.0
-            total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
+            if seed_max is not None:  # each part by its own maximum (restart_seeded)
+                lex_max = _max(e["rmax" if use_rowsum else "wmax"] for e in edges)
+                total = sum(backend.map("restart_seeded", sid, use_rowsum, lex_max, seed_max))
+            else:
+                dr = cfg.dense_restart if dense_w else 0.0
+                total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
             if cfg.solver == "push" and cfg.graph == "factored":  # mass-bounded walk
                 pi_top = push_walk(self, sid, total, cfg.alpha_local, trace)
             elif cfg.solver == "push":  # the same on the explicit (thresholded) graph
@@ -647,6 +654,9 @@ class Scorer:
                 pi_top = self.walk(sid, "weights", total, alpha=cfg.alpha_local, trace=trace)
         else:
             Q = np.where(Q >= thr, Q, 0.0)
+            if seed_max is not None:  # the seeds as dense query edges
+                backend.map("seeds_as_dense", sid)
+                dense_w = True
             if dense_w:  # dense query edges next to the lexical ones
                 bsum = sum(e["bsum"] for e in edges)
                 bcol = _sum(backend.map("add_dense_edges", sid, bsum))
