@@ -152,13 +152,14 @@ class QueryEdgesBlock:
         s["w"] = (nz if rows is None else rows[nz], w[nz])
         return float(w.sum())
 
-    def restart_seeded(self, sid, use_rowsum: bool, lex_max: float, seed_max: float):
+    def restart_seeded(self, sid, use_rowsum: bool, lex_max: float):
         """The restart weights with another retriever's seeds (``seeds=``): the lexical
         restart (``B p_query``, or ``B``'s row sums when the restart chunk links nowhere) divided
-        by its corpus-wide maximum ``lex_max``, plus the seeds' weights divided by theirs,
-        ``seed_max``. So the best seed restarts the walk as strongly as the unit that matches
-        the question best, whatever the number of units either reaches; a seed the question
-        also matches restarts from both. Kept sparse as ``(units, weights)`` (the seeds' part
+        by its corpus-wide maximum ``lex_max``, plus the seeds' weights, already divided by the
+        best seed's score (:func:`longctx.mixpr.seeds.by_best_seed`). So the best hit restarts
+        the walk as strongly as the unit that matches the question best (spread over its
+        units), whatever the number of units the question reaches; a seed the question also
+        matches restarts from both. Kept sparse as ``(units, weights)`` (the seeds' part
         also as ``seed_part``, for ``explain=True``); returns their sum (the driver
         normalizes).
 
@@ -175,7 +176,7 @@ class QueryEdgesBlock:
         else:
             w = np.zeros(len(rows))
         idx, sw = s["seed"] if s.get("seed") is not None else (np.zeros(0, np.int64), None)
-        sw = np.zeros(0) if sw is None or seed_max <= 0 else sw / seed_max
+        sw = np.zeros(0) if sw is None else sw
         s["seed_part"] = (idx, sw)
         units = np.concatenate([rows, idx])
         keep, inv = np.unique(units, return_inverse=True)

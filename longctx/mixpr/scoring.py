@@ -642,7 +642,7 @@ class Scorer:
                 wsum = sum(e["bsum"] for e in edges)
             if seed_max is not None:  # each part by its own maximum (restart_seeded)
                 lex_max = _max(e["rmax" if use_rowsum else "wmax"] for e in edges)
-                total = sum(backend.map("restart_seeded", sid, use_rowsum, lex_max, seed_max))
+                total = sum(backend.map("restart_seeded", sid, use_rowsum, lex_max))
             else:
                 dr = cfg.dense_restart if dense_w else 0.0
                 total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
