@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.mixpr.query import reweight_query_terms, weigh_by_coverage
+from longctx.mixpr.query import divide_by_top, reweight_query_terms, weigh_by_coverage
 from longctx.selection import SparseScores
 
 __all__ = ["QueryEdgesBlock", "block_seeds"]
@@ -34,8 +34,8 @@ class QueryEdgesBlock:
         weighted by coverage, masked), its lexical cosines and dense cosines; returns the
         partial reductions the driver needs. ``seeds``: ``(keys (m,) int64, weights (m,))``,
         another retriever's hits mapped to units (:mod:`longctx.mixpr.seeds`): the block keeps
-        those it holds (and the filter keeps) as ``seed`` (:func:`block_seeds`, sparse), for
-        :meth:`restart_seeded`; no dense cosines then.
+        those it holds (and the filter keeps) as ``seed`` (:func:`block_seeds`, sparse), the
+        restart of the seeds' walk (:meth:`restart_seeds`); no dense cosines then.
 
         Only the units holding a query term can have an edge or a lexical cosine: ``B`` and the
         cosines are kept over those rows (``Brows``, ascending), so this costs the query terms'
@@ -83,9 +83,6 @@ class QueryEdgesBlock:
             "dense_cand": None,
             "wsum": float((B @ p_query).sum()) if B.nnz else 0.0,
             "bsum": float(B.sum()) if B.nnz else 0.0,
-            # the seeds' rule (restart_seeded): each part of the restart by its own maximum
-            "wmax": float((B @ p_query).max()) if seed is not None and B.nnz else 0.0,
-            "rmax": float(B.sum(axis=1).max()) if seed is not None and B.nnz else 0.0,
             "seed_max": float(seed[1].max()) if seed is not None and len(seed[1]) else 0.0,
             "bcol": np.asarray(B.sum(axis=0)).ravel() if bordered else None,
         }
@@ -152,47 +149,62 @@ class QueryEdgesBlock:
         s["w"] = (nz if rows is None else rows[nz], w[nz])
         return float(w.sum())
 
-    def restart_seeded(self, sid, use_rowsum: bool, lex_max: float):
-        """The restart weights with another retriever's seeds (``seeds=``): the lexical
-        restart (``B p_query``, or ``B``'s row sums when the restart chunk links nowhere) divided
-        by its corpus-wide maximum ``lex_max``, plus the seeds' weights, already divided by the
-        best seed's score (:func:`longctx.mixpr.seeds.by_best_seed`). So the best hit restarts
-        the walk as strongly as the unit that matches the question best (spread over its
-        units), whatever the number of units the question reaches; a seed the question also
-        matches restarts from both. Kept sparse as ``(units, weights)`` (the seeds' part
-        also as ``seed_part``, for ``explain=True``); returns their sum (the driver
-        normalizes).
-
-        Why by the maxima: the walk is linear in its restart, and with a fixed share (the
-        embedding hybrid's ``dense_restart``) the seeds' mass sits on the few units of the
-        app's hits while the question's spreads over every unit it matches, so the seeds took
-        the top ranks and pushed MixPR's own best units out of a small budget
-        (``docs/notes/mixpr-recall.md``, issue 45)."""
+    def restart_seeds(self, sid) -> float:
+        """The seeds' walk (``seeds=``): its restart weights are the seeds' own (``seed``,
+        sparse); returns their sum (the driver normalizes). The walk's result is kept apart by
+        :meth:`keep_seed_walk` before the question's walk runs."""
         s = self._s(sid)
-        B, rows = s["Bsub"], s["Brows"]
-        if B.nnz and lex_max > 0:
-            w = np.asarray(B.sum(axis=1)).ravel() if use_rowsum else B @ s["p_query"]
-            w = w / lex_max
-        else:
-            w = np.zeros(len(rows))
-        idx, sw = s["seed"] if s.get("seed") is not None else (np.zeros(0, np.int64), None)
-        sw = np.zeros(0) if sw is None else sw
-        s["seed_part"] = (idx, sw)
-        units = np.concatenate([rows, idx])
-        keep, inv = np.unique(units, return_inverse=True)
-        vals = np.bincount(inv, weights=np.concatenate([w, sw]), minlength=len(keep))
-        nz = vals > 0
-        s["w"] = (keep[nz], vals[nz])
-        return float(vals[nz].sum())
+        idx, w = s["seed"]
+        s["w"] = (idx, w)
+        return float(w.sum())
 
-    def seeds_as_dense(self, sid) -> None:
-        """``dense_w`` (``(n,)``, summing to 1 over the kept units) from the session's seeds:
-        the bordered walk's dense query edges (:meth:`add_dense_edges`)."""
+    def keep_seed_walk(self, sid) -> None:
+        """Keep the seeds' walk (``x``) as ``seed_x``."""
         s = self._s(sid)
-        idx, sw = s["seed"]
-        w = np.zeros(self.n)
-        w[idx] = sw
-        s["dense_w"] = w / w.sum() if w.sum() > 0 else w
+        s["seed_x"] = s.pop("x")
+
+    def scores_max(self, sid) -> float:
+        """The block's largest score (0 for an empty block)."""
+        v = self._s(sid).get("scores")
+        v = v.vals if isinstance(v, SparseScores) else v
+        return float(v.max()) if v is not None and len(v) else 0.0
+
+    def scores_seeded(self, sid, plain_top: float | None, seed_top: float) -> None:
+        """The hybrid's score of each unit: MixPR's own score divided by its corpus-wide
+        maximum ``plain_top`` (``None``: the question reached no unit, no such part) plus the
+        seeds' walk divided by its maximum ``seed_top``. Sparse while both parts are (a
+        push walk's), over the units either reached.
+
+        Why two walks: the walk is linear in its restart, so one walk on the question's restart
+        plus a share of the seeds' is that share of the seeds' walk added to MixPR's. The
+        seeds' mass sits on the few units of the app's hits while the question's spreads over
+        every unit it matches, so any fixed share (the embedding hybrid's ``dense_restart``,
+        75% by default) let the seeds take the top ranks and pushed MixPR's own best units out
+        of a small budget (``longctx bench`` HotpotQA, issue 45). Each walk divided by its own
+        maximum (CombSUM over max-normalized scores: Fox and Shaw, "Combination of multiple
+        searches", TREC-2, 1994) puts the best of each at 1 whatever either reaches, and a unit
+        both find adds the two."""
+        s = self._s(sid)
+        s["seed_tops"] = (plain_top, seed_top)  # for explain=True (longctx.mixpr.explain)
+        sx, plain = s["seed_x"], s.get("scores") if plain_top is not None else None
+        parts = [(sx, seed_top)] + ([] if plain is None else [(plain, plain_top)])
+        if all(isinstance(v, SparseScores) for v, _ in parts):
+            idx = parts[0][0].idx
+            for v, _ in parts[1:]:
+                idx = np.union1d(idx, v.idx)
+            out = np.zeros(len(idx))
+            for v, top in parts:
+                out[np.searchsorted(idx, v.idx)] += divide_by_top(v.vals, top)
+            if s["mask"] is not None:
+                out[~s["mask"][idx]] = 0.0
+            s["scores"] = SparseScores(self.n, idx, out)
+            return
+        out = np.zeros(self.n)
+        for v, top in parts:
+            out += divide_by_top(v.dense() if isinstance(v, SparseScores) else v, top)
+        if s["mask"] is not None:
+            out[~s["mask"]] = 0.0
+        s["scores"] = out
 
     def add_dense_edges(self, sid, bsum: float) -> np.ndarray:
         """Bordered graph in hybrid mode: dense query edges beside the lexical ones (scaled by

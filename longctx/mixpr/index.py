@@ -38,7 +38,7 @@ from longctx.mixpr.query import (
 )
 from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
 from longctx.mixpr.scoring import normalized_query_vector
-from longctx.mixpr.seeds import by_best_seed, check_seeds, seed_units
+from longctx.mixpr.seeds import check_seeds, seed_units
 from longctx.mixpr.state import (
     _frozen,
     _LazyTexts,
@@ -506,9 +506,9 @@ class MixPRIndex(RetrievalIndex):
         ``seeds`` : sequence of :class:`~longctx.mixpr.seeds.Seed`, optional
             Another retriever's hits for this query (document id, character span, score): the
             units they overlap join the walk's restart in place of the dense nearest units
-            (the seeds' part divided by its maximum, as the question's: the best seed restarts
-            as the best match; :mod:`longctx.mixpr.seeds`). No embedding call; works on any
-            index, hybrid or not. Local queries only.
+            (a walk of their own, added to MixPR's, each divided by its maximum:
+            :mod:`longctx.mixpr.seeds`). No embedding call; works on any index, hybrid or
+            not. Local queries only.
         """
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
@@ -540,10 +540,9 @@ class MixPRIndex(RetrievalIndex):
         qvec = unit_seeds = None
         if mode == "local" and seeds is not None:
             t0 = time.perf_counter()
-            unit_seeds = by_best_seed(
-                seeds, st.positions.__contains__,
-                *seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends),
-            )  # fmt: skip
+            unit_seeds = seed_units(
+                seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends
+            )
             timings["seeds"] = time.perf_counter() - t0
         elif mode == "local" and st.unit_vectors is not None:
             t0 = time.perf_counter()

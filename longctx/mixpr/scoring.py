@@ -578,8 +578,9 @@ class Scorer:
         timings)``; the mode used is ``"global-fallback"`` when a local query reaches no unit.
         ``trace``: a list to which the walk appends its record (steps, residual).
         ``seeds``: ``(keys, weights)`` of another retriever's hits (:mod:`longctx.mixpr.seeds`),
-        in place of ``qvec``: they join the restart, each part by its own maximum
-        (:meth:`~longctx.mixpr.edges.QueryEdgesBlock.restart_seeded`).
+        in place of ``qvec``: they restart a walk of their own, added to MixPR's, each divided
+        by its maximum
+        (:meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`).
         """
         backend = self.backend
         cfg = self.config
@@ -621,7 +622,16 @@ class Scorer:
             seed_max = None
         if qvec is not None and cfg.dense_restart and cfg.walk != "multihop":
             dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges], cfg.dense_top_k)
-        if nnz == 0 and not dense_w and seed_max is None:
+        seed_top = None
+        if seed_max is not None:  # the seeds' own walk first, kept apart (scores_seeded)
+            total = sum(backend.map("restart_seeds", sid))
+            self._ensure_colsum()
+            seed_top = self._walk_weights(sid, total, trace)
+            backend.map("keep_seed_walk", sid)
+        if nnz == 0 and not dense_w and seed_top is not None:
+            backend.map("scores_seeded", sid, None, seed_top)
+            return "local", timings
+        if nnz == 0 and not dense_w:
             logger.info(
                 "MixPR: no unit reaches query_threshold=%.3g for query %.80r; "
                 "using PageRank (global mode)",
@@ -640,23 +650,11 @@ class Scorer:
             use_rowsum = bool(nnz) and wsum <= 0  # the restart query chunk links nowhere
             if use_rowsum:
                 wsum = sum(e["bsum"] for e in edges)
-            if seed_max is not None:  # each part by its own maximum (restart_seeded)
-                lex_max = _max(e["rmax" if use_rowsum else "wmax"] for e in edges)
-                total = sum(backend.map("restart_seeded", sid, use_rowsum, lex_max))
-            else:
-                dr = cfg.dense_restart if dense_w else 0.0
-                total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
-            if cfg.solver == "push" and cfg.graph == "factored":  # mass-bounded walk
-                pi_top = push_walk(self, sid, total, cfg.alpha_local, trace)
-            elif cfg.solver == "push":  # the same on the explicit (thresholded) graph
-                pi_top = graph_push_walk(self, sid, "weights", total, cfg.alpha_local, trace=trace)
-            else:
-                pi_top = self.walk(sid, "weights", total, alpha=cfg.alpha_local, trace=trace)
+            dr = cfg.dense_restart if dense_w else 0.0
+            total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
+            pi_top = self._walk_weights(sid, total, trace)
         else:
             Q = np.where(Q >= thr, Q, 0.0)
-            if seed_max is not None:  # the seeds as dense query edges
-                backend.map("seeds_as_dense", sid)
-                dense_w = True
             if dense_w:  # dense query edges next to the lexical ones
                 bsum = sum(e["bsum"] for e in edges)
                 bcol = _sum(backend.map("add_dense_edges", sid, bsum))
@@ -675,8 +673,21 @@ class Scorer:
         lex_top = _max(e["lex_max"] for e in edges)
         dense_top = _max(e["dense_max"] for e in edges)
         backend.map("scores_local", sid, pi_top, lex_top, dense_top)
+        if seed_top is not None:
+            plain_top = _max(backend.map("scores_max", sid))
+            backend.map("scores_seeded", sid, plain_top, seed_top)
         timings["rank"] = time.perf_counter() - t0
         return "local", timings
+
+    def _walk_weights(self, sid, total: float, trace) -> float:
+        """The walk from the restart weights the blocks hold (``w``, summing to ``total``) by
+        the configured solver; returns its maximum over the units."""
+        cfg = self.config
+        if cfg.solver == "push" and cfg.graph == "factored":  # mass-bounded walk
+            return push_walk(self, sid, total, cfg.alpha_local, trace)
+        if cfg.solver == "push":  # the same on the explicit (thresholded) graph
+            return graph_push_walk(self, sid, "weights", total, cfg.alpha_local, trace=trace)
+        return self.walk(sid, "weights", total, alpha=cfg.alpha_local, trace=trace)
 
     def _dense_restart(self, sid, cands, top: int | None) -> bool:
         """The ``top`` nearest units of the corpus (positive cosine, among the kept units; ties

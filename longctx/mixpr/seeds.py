@@ -5,12 +5,12 @@ An app that already has a vector index (a LlamaIndex ``VectorStoreIndex``, a Lan
 :meth:`longctx.MixPRIndex.search` as :class:`Seed` objects: a document id, the chunk's character
 span in that document and its score. The index maps each seed to the units it overlaps through
 its per-document unit offsets (binary searches: the cost grows with the seeds, not with the
-units) and adds them to the walk's restart with no embedding call: the question's part of the
-restart and the seeds' part are each divided by their own maximum, so the best seed restarts
-the walk as strongly as the unit that matches the question best
-(:meth:`~longctx.mixpr.edges.QueryEdgesBlock.restart_seeded`; the embedding hybrid's fixed share
-``dense_restart`` does not apply to seeds). A few seeded units then add the app's hits without
-pushing MixPR's own best units out of a small budget.
+units), with no embedding call. They restart a walk of their own: the hybrid's score of a unit
+is MixPR's own score plus the seeds' walk's, each divided by its maximum
+(:meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`), so the best of each weighs 1 and
+a few seeded units add the app's hits without pushing MixPR's own best units out of a small
+budget (a fixed share of one restart did: the walk is linear in its restart, and the seeds'
+share sat on a few units; the embedding hybrid's ``dense_restart`` does not apply to seeds).
 
 Source: the personalized PageRank restart of MixPR (Alonso and Millidge, "Mixture-of-PageRanks:
 Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4, local
@@ -26,9 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = [
-    "Seed", "MAX_SEEDS", "by_best_seed", "check_seeds", "hit_seed", "rank_weight", "seed_units",
-]  # fmt: skip
+__all__ = ["Seed", "MAX_SEEDS", "check_seeds", "hit_seed", "rank_weight", "seed_units"]
 
 logger = logging.getLogger(__name__)
 
@@ -226,14 +224,3 @@ def seed_units(
     units = np.fromiter(sorted(acc), dtype=np.int64, count=len(acc))
     weights = np.array([acc[j] for j in units.tolist()], dtype=np.float64)
     return units, weights
-
-
-def by_best_seed(seeds: list[Seed], holds, units: np.ndarray, weights: np.ndarray):
-    """``(units, weights / best)``: the restart weights of :func:`seed_units` divided by the
-    best score among the seeds of documents the index holds (``holds: doc_id -> bool``), so the
-    best hit weighs 1 in all, spread over its units by the characters they share: a hit of
-    many units (an app's 1,000-token chunk) weighs what a hit of one unit weighs, and none of
-    its units alone outweighs the question's best unit
-    (:meth:`~longctx.mixpr.edges.QueryEdgesBlock.restart_seeded`)."""
-    best = max((s.score for s in seeds if holds(s.doc_id)), default=0.0)
-    return units, (weights / best if best > 0 else weights)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from longctx.mixpr.seeds import Seed, by_best_seed
+from longctx.mixpr.seeds import Seed
 
 __all__ = ["ShardedUnits", "seed_keys"]
 
@@ -51,7 +51,7 @@ def seed_keys(
     run: Callable[[dict], dict], shard_of: Mapping[str, int], start: Mapping[str, int], seeds
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(keys (m,) int64 ascending, weights (m,) float64)``: the corpus-wide units the seeds
-    overlap and their restart weights (:func:`~longctx.mixpr.seeds.by_best_seed`).
+    overlap and their restart weights.
 
     Parameters
     ----------
@@ -86,4 +86,4 @@ def seed_keys(
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     keys, weights = np.concatenate(keys), np.concatenate(weights)
     order = np.argsort(keys, kind="stable")
-    return by_best_seed(seeds, shard_of.__contains__, keys[order], weights[order])
+    return keys[order], weights[order]
