@@ -182,3 +182,26 @@ def test_the_seeded_search_keeps_mixprs_best_hit_and_adds_the_seeds(index):
     hits = index.search(q, k=2, mode="local", seeds=seeds).hits
     assert (plain.source, plain.start) in {(h.source, h.start) for h in hits}
     assert any("Chalk dust" in h.text for h in hits)
+
+
+def test_on_the_multihop_walk_the_seeds_weigh_passages_and_the_first_hop_is_mixprs():
+    """issue 45: on a corpus of passages (the multi-hop walk) the seeds are the walk's passage
+    weights (HippoRAG 2's dense passage scores), and its first hop is MixPR's own score: adding
+    the seeds' walk there too would count the seeds twice."""
+    from tests.test_mixpr_multihop import BRIDGE, BRIDGE_Q
+
+    ids = [f"p{i}" for i in range(len(BRIDGE))]
+    ix = MixPRIndex.from_texts(BRIDGE, ids=ids, chunk=False)
+    seeds = [(ids[-1], None, None, 1.0), (ids[2], None, None, 0.5)]
+    r = ix.search(BRIDGE_Q, k=3, mode="local", seeds=seeds)
+    assert r.trace[0]["walk"] == "multihop"
+    got, _, _ = ix.score(BRIDGE_Q, "local", seeds=seeds)
+    st = ix._state
+    keep: dict = {}
+    ix._score(st, BRIDGE_Q, "local", None, None, None, None, keep)  # plain: MixPR's first hop
+    plain_first = keep["session"]["scores"]
+    plain_first = plain_first.dense() if hasattr(plain_first, "dense") else plain_first
+    dense = np.zeros(ix.n_units)
+    dense[[len(BRIDGE) - 1, 2]] = [1.0, 0.5]
+    want = st.ranker().scores(BRIDGE_Q, plain_first, dense)
+    np.testing.assert_allclose(got, want, atol=1e-12)

@@ -183,10 +183,14 @@ class QueryEdgesBlock:
         of a small budget (``longctx bench`` HotpotQA, issue 45). Each walk divided by its own
         maximum (CombSUM over max-normalized scores: Fox and Shaw, "Combination of multiple
         searches", TREC-2, 1994) puts the best of each at 1 whatever either reaches, and a unit
-        both find adds the two."""
+        both find adds the two. On the multi-hop walk (a corpus of passages) the seeds are that
+        walk's passage weights instead (HippoRAG 2's), and its first hop is MixPR's own score
+        (kept as ``plain_scores``): adding the seeds' walk there too lost the bridge passages
+        (``longctx bench`` hotpotqa-corpus, issue 45)."""
         s = self._s(sid)
         s["seed_tops"] = (plain_top, seed_top)  # for explain=True (longctx.mixpr.explain)
         sx, plain = s["seed_x"], s.get("scores") if plain_top is not None else None
+        s["plain_scores"] = plain  # the multi-hop walk's first hop (MixPRIndex._multihop)
         parts = [(sx, seed_top)] + ([] if plain is None else [(plain, plain_top)])
         if all(isinstance(v, SparseScores) for v, _ in parts):
             idx = parts[0][0].idx

@@ -600,10 +600,12 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
-        if session.get("seed") is not None:  # another retriever's hits: their weights
-            dense = np.zeros(st.n_units)  # (the multi-hop walk reads (n,) vectors anyway)
+        if session.get("seed") is not None:  # seeds: their weights seed this walk (HippoRAG 2's
+            dense = np.zeros(st.n_units)  # passage weights) and its first hop is MixPR's own
             dense[session["seed"][0]] = session["seed"][1]
-        first = dense_scores(scores) if used == "local" else None
+            if "seed_tops" in session:  # MixPR's own, without the seeds' walk (None: the
+                scores = session["plain_scores"]  # question reached no unit)
+        first = dense_scores(scores) if used == "local" and scores is not None else None
         out = st.ranker().scores(
             query, first, dense, phrase_weights=weights, allowed=mask, trace=trace, keep=keep
         )
