@@ -11,6 +11,9 @@ is MixPR's own score plus the seeds' walk's, each divided by its maximum
 a few seeded units add the app's hits without pushing MixPR's own best units out of a small
 budget (a fixed share of one restart did: the walk is linear in its restart, and the seeds'
 share sat on a few units; the embedding hybrid's ``dense_restart`` does not apply to seeds).
+On the multi-hop walk (a corpus of passages) the seeds are that walk's passage weights instead
+(``dense_seed`` of :class:`~longctx.mixpr.multihop.MultiHopWalk`, as HippoRAG 2 weighs passages
+by their dense scores), with MixPR's own score as its first hop.
 
 Source: the personalized PageRank restart of MixPR (Alonso and Millidge, "Mixture-of-PageRanks:
 Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4, local
