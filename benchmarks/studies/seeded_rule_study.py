@@ -69,16 +69,21 @@ RULES = ["interleave", "max-norm 1", "max-norm 0.5", "rrf", "restart-max 1", "re
 
 def walk_parts(index, query, seeds=None):
     """``(x, peak)`` of ``index``'s walk for ``query``: the walk's mass ``(n,)`` and the largest
-    weight of its restart distribution (summing to 1); ``None`` when the query is not local."""
+    weight of its restart distribution (summing to 1); with ``seeds``, those of the seeds' own
+    walk (``seed_x``, restart ``seed``); ``None`` when the query is not local or no seed was
+    found."""
     from longctx.mixpr.hits import dense_scores
+    from longctx.mixpr.seeds import check_seeds
 
     keep = {}
+    seeds = None if seeds is None else check_seeds(seeds)
     _, used, _, _ = index._score(index._state, query, "auto", None, None, None, seeds, keep)
     s = keep.get("session", {})
-    if used != "local" or "x" not in s:
+    x, w = ("seed_x", "seed") if seeds is not None else ("x", "w")
+    if used != "local" or x not in s:
         return None
-    _, vals = s["w"]
-    return dense_scores(s["x"]), float(vals.max() / vals.sum())
+    vals = s[w][1]
+    return dense_scores(s[x]), float(vals.max() / vals.sum())
 
 
 def main(argv=None):
@@ -98,18 +103,17 @@ def main(argv=None):
             doc.embeddings  # noqa: B018
             kw = dict(token_counter=doc.ctx.token_counter)
             plain = MixPRIndex.from_texts(doc.text, **kw)
-            only = MixPRIndex.from_texts(doc.text, dense_restart=1e6, lexical_weight=0.0, **kw)
             bare = MixPRIndex.from_texts(doc.text, lexical_weight=0.0, **kw)
-            return plain, only, bare, doc
+            return plain, bare, doc
 
-        def restart_max(self, plain, only, bare, query, seeds):
+        def restart_max(self, plain, bare, query, seeds):
             """One walk on ``u / max(u) + c * v / max(v)`` (``u`` the lexical restart, ``v``
             the seeds', each summing to 1), by linearity from the two walks; plus the lexical
             bonus as the plain score has it."""
             c = float(self.rule.split()[1])
             a = plain.score(query, "auto")[0]
             pu = walk_parts(bare, query)
-            pv = walk_parts(only, query, seeds)
+            pv = walk_parts(plain, query, seeds)
             if pu is None or pv is None:
                 return a
             xu = pu[0]
@@ -118,18 +122,18 @@ def main(argv=None):
             return pi / pi.max() + lex
 
         def select(self, state, query, token_budget):
-            plain, only, bare, doc = state
+            plain, bare, doc = state
             if query is None:
                 r = plain.search("", token_budget=token_budget, mode="global")
                 return [(h.start, h.end) for h in r.hits]
             top = self._top(doc.embeddings, _query_embedding(doc, query))
             seeds = [Seed("0", *doc.sentences[i], rank_weight(r)) for r, i in enumerate(top)]
             if self.rule.startswith("restart-max"):
-                s = self.restart_max(plain, only, bare, query, seeds)
+                s = self.restart_max(plain, bare, query, seeds)
             else:
                 a = plain.score(query, "auto")[0]
-                b = only.score(query, "auto", seeds=seeds)[0]
-                s = combine(self.rule, a, b)
+                pv = walk_parts(plain, query, seeds)  # the seeds' own walk
+                s = a if pv is None else combine(self.rule, a, pv[0])
             idx = select_top(s, token_budget=token_budget, token_counts=plain.token_counts)
             st, en = plain.starts, plain.ends
             return [(int(st[i]), int(en[i])) for i in idx]
