@@ -62,9 +62,10 @@ class MixPRRetriever(BaseRetriever):
 
     Hybrid over the app's vector index (no embedding by longctx): with ``vector_retriever``
     (any LlamaIndex retriever, e.g. ``vector_index.as_retriever(similarity_top_k=5)``) each
-    query first asks it, and the chunks it returns seed the walk's restart on the MixPR units
-    they overlap (:mod:`longctx.mixpr.seeds`, by ``ref_doc_id`` and ``start_char_idx`` /
-    ``end_char_idx``; located by text when the offsets are missing). The only embedding is the
+    query first asks it, and the chunks it returns seed a walk of their own on the MixPR units
+    they overlap, added to MixPR's score, each divided by its maximum, so MixPR's best units keep
+    their place (:mod:`longctx.mixpr.seeds`; found by ``ref_doc_id`` and ``start_char_idx`` /
+    ``end_char_idx``, or by text when the offsets are missing). The only embedding is the
     app's retriever's own query embedding; build and insert cost what plain MixPR's do.
 
     Hybrid mode with its own vectors (opt-in, since it embeds every chunk): with ``embed_model`` every chunk is
