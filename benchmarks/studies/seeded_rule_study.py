@@ -141,7 +141,7 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--questions", type=int, default=20)
-    p.add_argument("--cache", type=Path, default=Path("/tmp/seeded/bench_cache"))
+    p.add_argument("--cache", type=Path, default=None, help="longctx bench --cache folder")
     p.add_argument("--tasks", nargs="+", default=["squad", "narrativeqa", "hotpotqa"])
     p.add_argument("--rules", nargs="+", default=RULES)
     args = p.parse_args(argv)
