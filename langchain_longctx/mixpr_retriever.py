@@ -83,8 +83,9 @@ class MixPRRetriever(BaseRetriever):
     - `vector_retriever` (`BaseRetriever | VectorStore | None`): The app's own vector
       retriever or store: hybrid over the vectors the app already holds (no embedding by
       longctx). Each query asks it first (``vector_k`` documents from a store) and the chunks
-      it returns seed the walk's restart on the MixPR units they overlap
-      (:mod:`longctx.mixpr.seeds`): a chunk's source document is found by
+      it returns seed a walk of their own on the MixPR units they overlap, added to MixPR's
+      score, each divided by its maximum (:mod:`longctx.mixpr.seeds`): a chunk's source
+      document is found by
       ``metadata[seed_source_key]`` (``"source"``, as the document loaders and text splitters
       set it) or by its ``id``, its span by ``metadata["start_index"]``
       (``RecursiveCharacterTextSplitter(add_start_index=True)``) or by locating its text.

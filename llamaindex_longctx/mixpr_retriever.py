@@ -4,6 +4,7 @@ Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import warnings
@@ -35,6 +36,8 @@ from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
 
+logger = logging.getLogger(__name__)
+
 
 class MixPRRetriever(BaseRetriever):
     """Mixture-of-PageRanks retriever over given nodes or documents, built once.
@@ -59,9 +62,10 @@ class MixPRRetriever(BaseRetriever):
 
     Hybrid over the app's vector index (no embedding by longctx): with ``vector_retriever``
     (any LlamaIndex retriever, e.g. ``vector_index.as_retriever(similarity_top_k=5)``) each
-    query first asks it, and the chunks it returns seed the walk's restart on the MixPR units
-    they overlap (:mod:`longctx.mixpr.seeds`, by ``ref_doc_id`` and ``start_char_idx`` /
-    ``end_char_idx``; located by text when the offsets are missing). The only embedding is the
+    query first asks it, and the chunks it returns seed a walk of their own on the MixPR units
+    they overlap, added to MixPR's score, each divided by its maximum, so MixPR's best units keep
+    their place (:mod:`longctx.mixpr.seeds`; found by ``ref_doc_id`` and ``start_char_idx`` /
+    ``end_char_idx``, or by text when the offsets are missing). The only embedding is the
     app's retriever's own query embedding; build and insert cost what plain MixPR's do.
 
     Hybrid mode with its own vectors (opt-in, since it embeds every chunk): with ``embed_model`` every chunk is
@@ -170,6 +174,7 @@ class MixPRRetriever(BaseRetriever):
         self._embed_model = embed_model
         self._docstore = docstore
         self._seen: dict[str, str | None] = {}  # docstore node id -> hash, when following one
+        self._pending_warned = False  # the search warned of nodes waiting for refresh()
         self._lock = threading.RLock()
         self._keys = node_keys(self._nodes)  # unique even when two nodes share an id
         self._by_key = {k: n for k, n in zip(self._keys, self._nodes) if k is not None}
@@ -226,7 +231,9 @@ class MixPRRetriever(BaseRetriever):
         Built from an ``index`` or a ``docstore``, the retriever follows it: before each query
         it compares the docstore's node ids and hashes with its own and inserts, updates or
         deletes the nodes that changed (``index.insert(doc)``, ``index.delete_ref_doc(id)``),
-        so no rebuild is needed.
+        so no rebuild is needed. With ``embed_model=`` a search never embeds: it drops the
+        deleted nodes and the new or changed ones wait for :meth:`refresh` (which embeds them,
+        with a progress bar on a terminal).
 
         Raises
         ------
@@ -362,14 +369,25 @@ class MixPRRetriever(BaseRetriever):
 
     def refresh(self) -> None:
         """Follow the docstore now (:meth:`from_defaults` with ``index=`` / ``docstore=``):
-        insert, update and delete what changed in it. A search does it too; with
-        ``embed_model=`` call it after the app's ``index.insert(...)`` so the new chunks are
-        embedded then (a progress bar on a terminal), not inside the next search."""
+        insert, update and delete what changed in it.
+
+        A plain retriever's search does it too. One that embeds its chunks (``embed_model=``)
+        never embeds inside a search: its search drops the nodes deleted from the docstore and
+        searches the nodes it has, and the new or changed ones are embedded (a progress bar on a
+        terminal) and searched only after this call; until then each search that finds them
+        pending logs it, and the first says so in a warning."""
         self._sync_docstore()
 
-    def _sync_docstore(self) -> None:
+    def _embeds(self) -> bool:
+        """Whether inserting a node embeds it (hybrid mode with the retriever's own vectors)."""
+        if self._index is None:
+            return self._embed_model is not None
+        return self._index.unit_vectors is not None
+
+    def _sync_docstore(self, in_search: bool = False) -> None:
         """Follow the docstore given to :meth:`from_defaults`: insert its new nodes, delete the
-        ones it lost, and replace those whose hash changed."""
+        ones it lost, and replace those whose hash changed. ``in_search`` with a retriever that
+        embeds (:meth:`_embeds`): only the deletions, the rest waits for :meth:`refresh`."""
         store = self._docstore
         if store is None:
             return
@@ -381,6 +399,9 @@ class MixPRRetriever(BaseRetriever):
             new = [i for i in now if i not in seen]
             if not (gone or changed or new):
                 return
+            if in_search and self._embeds():
+                self._defer(gone, changed, new)
+                return
             if gone or changed:
                 self.delete_nodes(gone + changed)
             fresh = store.get_nodes(changed + new, raise_error=False)
@@ -388,10 +409,30 @@ class MixPRRetriever(BaseRetriever):
             if fresh:
                 self.insert_nodes(fresh)
             self._seen = {n.node_id: n.hash for n in self._nodes}
+            self._pending_warned = False
+
+    def _defer(self, gone, changed, new) -> None:
+        """A search of a retriever that embeds: delete the ``gone`` nodes (no embedding) and
+        leave ``changed`` and ``new`` to :meth:`refresh`, logged (the first time, warned)."""
+        if gone:
+            self.delete_nodes(gone)
+            drop = set(gone)
+            self._seen = {i: h for i, h in self._seen.items() if i not in drop}
+        if not (changed or new):
+            return
+        msg = (
+            "MixPRRetriever: %d new and %d changed docstore nodes are not searched yet: this "
+            "retriever embeds its chunks (embed_model=) and never inside a search; call "
+            "retriever.refresh() after inserting into the index to embed and add them"
+        )
+        logger.info(msg, len(new), len(changed))
+        if not self._pending_warned:
+            self._pending_warned = True
+            warnings.warn(msg % (len(new), len(changed)), UserWarning, stacklevel=4)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_text(query_bundle.query_str, "query")
-        self._sync_docstore()
+        self._sync_docstore(in_search=True)
         with self._lock:  # the index and the nodes of one version (writes hold the lock)
             index = self._index.snapshot() if self._index is not None else None
             by_key = self._by_key  # replaced, never changed, by writes

@@ -234,32 +234,25 @@ def test_explanation_text_names_windows_paths_and_picks():
 
 
 @pytest.mark.parametrize("solver", ["push", "power"])
-def test_seeded_restart_shows_as_the_dense_part(solver):
-    """``seeds=`` (another retriever's hits, :mod:`longctx.mixpr.seeds`) join the restart as
-    the dense nearest units do: the seeded unit's restart is ``restart_dense``, equal to
-    ``alpha`` times its share of the session's restart, and the lexical units keep theirs."""
-    from longctx.mixpr.seeds import check_seeds
-
+def test_the_seeds_walk_shows_as_its_own_part(solver):
+    """``seeds=`` (another retriever's hits, :mod:`longctx.mixpr.seeds`) restart a walk of their
+    own, added to MixPR's score, each divided by its maximum: the seeded unit's part
+    ``seeds_walk`` is its share of that walk, and every other part is MixPR's own divided by
+    MixPR's best score."""
     ids = [f"d{i}" for i in range(len(ALICE))]
     index = MixPRIndex.from_texts(ALICE, ids=ids, chunk=False, walk="pagerank", solver=solver)
     query, seeds = "rabbit pocket watch", [("d4", None, None, 1.0)]  # the queen: no query word
-    r = index.search(query, k=len(ALICE), mode="local", seeds=seeds, explain=True)
+    n = len(ALICE)
+    r = index.search(query, k=n, mode="local", seeds=seeds, explain=True)
+    plain = index.search(query, k=n, mode="local", explain=True)
     by_src = {h.source: h.explanation for h in r.hits}
-    for e in by_src.values():
-        _sum_ok(e)
-    keep: dict = {}
-    st = index._state
-    index._score(st, query, "local", None, None, [], seeds=check_seeds(seeds), keep=keep)
-    s = keep["session"]
-    idx, p = s["push_p"] if "push_p" in s else (np.flatnonzero(s["p"]), s["p"][s["p"] > 0])
-    p_of = dict(zip(idx.tolist(), p.tolist()))
-    a, pi_top = index.config.alpha_local, s["tops"][0]
-    assert p_of[4] > 0 and by_src[4]["parts"]["restart_dense"] > 0
-    assert by_src[4]["parts"]["restart_dense"] == pytest.approx(a * p_of[4] / pi_top, rel=1e-9)
-    assert by_src[4]["parts"]["restart_lexical"] == pytest.approx(0.0, abs=1e-12)
+    mine = {h.source: h.explanation for h in plain.hits}
+    for e in (*by_src.values(), *mine.values()):
+        if e["score"] > 0:
+            _sum_ok(e)
+    top = max(h.score for h in plain.hits)
+    assert by_src[4]["parts"]["seeds_walk"] == pytest.approx(1.0)  # the seed holds its walk's top
+    assert mine[4]["parts"]["restart_lexical"] == 0.0  # without the seed: no restart there
     assert by_src[1]["parts"]["restart_lexical"] > 0
-    assert by_src[1]["parts"]["restart_dense"] == 0.0
-    # without the seed, unit 4 has no restart at all
-    plain = index.search(query, k=len(ALICE), mode="local", explain=True)
-    e4 = next(h.explanation for h in plain.hits if h.source == 4)
-    assert e4["parts"]["restart_dense"] == 0.0 and e4["parts"]["restart_lexical"] == 0.0
+    for part in ("restart_lexical", "walk", "lexical", "dangling"):
+        assert by_src[1]["parts"][part] == pytest.approx(mine[1]["parts"][part] / top, abs=1e-12)

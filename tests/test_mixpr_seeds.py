@@ -152,3 +152,56 @@ def test_hit_seed_rule():
     )
     assert hit_seed(held, 0, "c2", "other", 5, 9, "t") is None
     assert rank_weight(3) == 0.25
+
+
+def test_the_hybrid_score_is_mixprs_plus_the_seeds_walk_each_by_its_maximum(index):
+    """issue 45: the seeds restart a walk of their own, added to MixPR's own score, each divided
+    by its maximum, so a few seeded units do not swamp the walk (a fixed share of one restart
+    did): MixPR's best unit and the best seed each weigh 1."""
+    q = "Where were the ships counted?"
+    chalk = TEXTS[2].index("Chalk dust")
+    seeds = [("school", chalk, chalk + 20, 1.0), ("wood", 0, 20, 0.5)]
+    plain, _, _ = index.score(q, "local")
+    # a question that reaches no unit: the seeds' walk alone (its best unit at 1)
+    only, used, _ = index.score("zzzz qqqq", "local", seeds=seeds)
+    assert used == "local" and only.max() == pytest.approx(1.0)
+    j = int(np.flatnonzero((index.unit_source == 2) & (index.starts <= chalk))[-1])
+    assert only[j] == only.max()  # the best seed's unit
+    hybrid, used, _ = index.score(q, "local", seeds=seeds)
+    np.testing.assert_allclose(hybrid, plain / plain.max() + only, atol=1e-12)
+    # a 50-fold seed score changes nothing: the seeds' walk is divided by its maximum
+    heavy, _, _ = index.score(q, "local", seeds=[(d, a, b, 50 * w) for d, a, b, w in seeds])
+    np.testing.assert_allclose(heavy, hybrid, atol=1e-12)
+
+
+def test_the_seeded_search_keeps_mixprs_best_hit_and_adds_the_seeds(index):
+    q = "Where were the ships counted?"
+    plain = index.search(q, k=1, mode="local").hits[0]
+    chalk = TEXTS[2].index("Chalk dust")
+    seeds = [("school", chalk, chalk + 20, 1.0)]
+    hits = index.search(q, k=2, mode="local", seeds=seeds).hits
+    assert (plain.source, plain.start) in {(h.source, h.start) for h in hits}
+    assert any("Chalk dust" in h.text for h in hits)
+
+
+def test_on_the_multihop_walk_the_seeds_weigh_passages_and_the_first_hop_is_mixprs():
+    """issue 45: on a corpus of passages (the multi-hop walk) the seeds are the walk's passage
+    weights (HippoRAG 2's dense passage scores), and its first hop is MixPR's own score: adding
+    the seeds' walk there too would count the seeds twice."""
+    from tests.test_mixpr_multihop import BRIDGE, BRIDGE_Q
+
+    ids = [f"p{i}" for i in range(len(BRIDGE))]
+    ix = MixPRIndex.from_texts(BRIDGE, ids=ids, chunk=False)
+    seeds = [(ids[-1], None, None, 1.0), (ids[2], None, None, 0.5)]
+    r = ix.search(BRIDGE_Q, k=3, mode="local", seeds=seeds)
+    assert r.trace[0]["walk"] == "multihop"
+    got, _, _ = ix.score(BRIDGE_Q, "local", seeds=seeds)
+    st = ix._state
+    keep: dict = {}
+    ix._score(st, BRIDGE_Q, "local", None, None, None, None, keep)  # plain: MixPR's first hop
+    plain_first = keep["session"]["scores"]
+    plain_first = plain_first.dense() if hasattr(plain_first, "dense") else plain_first
+    dense = np.zeros(ix.n_units)
+    dense[[len(BRIDGE) - 1, 2]] = [1.0, 0.5]
+    want = st.ranker().scores(BRIDGE_Q, plain_first, dense)
+    np.testing.assert_allclose(got, want, atol=1e-12)

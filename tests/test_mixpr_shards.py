@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from longctx.corpus.shards.index import ShardedMixPRIndex, assign_shards
 from longctx.io import sample_text
 from longctx.mixpr import MixPRIndex
+from longctx.mixpr.seeds import Seed
 from longctx.persist import PersistError
 from tests.test_mixpr_corpus import POOL, _encoder
 
@@ -285,3 +286,27 @@ def test_the_multihop_walk_is_refused_on_shards():
 
     with pytest.raises(NotImplementedError, match="multihop"):
         ShardedMixPRIndex.from_texts(["a b c", "d e f"], shards=2, preset="multihop", use_ray=False)
+
+
+def test_seeds_equal_one_index(alice_docs):
+    """issue 45: another retriever's hits seed the sharded walk as they seed one index's (each
+    seed mapped by the shard holding its document), with filters, k and token budgets."""
+    one, sharded = build(alice_docs, 3)
+    text3 = dict((d, t) for d, t, _ in alice_docs)["d3"]
+    seeds = [
+        Seed("d2", 100, 900, 1.0),  # a span
+        Seed("p1", score=0.5),  # a whole passage
+        Seed("d3", None, None, 0.4, text3[2000:2600]),  # located by its text
+        Seed("d5", 0, 400, 0.3),
+        Seed("elsewhere", 0, 10, 1.0),  # a document the index does not hold: left out
+    ]
+    assert len({sharded.shard_of(s.doc_id) for s in seeds[:4]}) > 1
+    same_results(one, sharded, seeds=seeds)
+    q = "Who stole the tarts?"
+    plain = [(h.source, h.start) for h in sharded.search(q, k=7).hits]
+    seeded = [(h.source, h.start) for h in sharded.search(q, k=7, seeds=seeds).hits]
+    assert seeded != plain
+    d2 = sharded.doc_ids.index("d2")
+    assert any(s == d2 and a < 900 for s, a in seeded)  # the first seed's span is retrieved
+    with pytest.raises(ValueError, match=r"seeds\[0\]"):
+        sharded.search(q, k=3, seeds=[Seed("d2", 5, 5, 1.0)])

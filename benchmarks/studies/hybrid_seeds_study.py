@@ -3,6 +3,11 @@
 ``dense_restart`` (the seeds' share of the restart: ``r / (1 + r)``), against ``mixpr`` and
 ``minilm``, on ``longctx bench``'s document tasks and the passage pool.
 
+Superseded (issue 45): this studied the former rule, the seeds as ``dense_restart``'s share of
+MixPR's restart. Seeds now restart a walk of their own, added to MixPR's score, and
+``dense_restart`` no longer applies to them, so every variant here ranks the same;
+``benchmarks/studies/seeded_rule_study.py`` compares the rules.
+
 Run: ``PYTHONPATH=. python benchmarks/studies/hybrid_seeds_study.py --data ../shared/data
 [--questions 20] [--cache /tmp/hy_bench/cache]``; prints one markdown table (recall per cell).
 """

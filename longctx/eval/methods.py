@@ -304,8 +304,8 @@ class MixPRHybridMethod(MixPRMethod):
 class MixPRSeededMethod(MixPRMethod):
     """MixPR hybrid over the app's own retriever (:mod:`longctx.mixpr.seeds`): the ``minilm``
     baseline's ``n_seeds`` best sentences (passages on a corpus task; their vectors shared with
-    it, as an app's vector index already holds them) seed the walk's restart; MixPR embeds
-    nothing. ``mixpr-hybrid`` is the hybrid that embeds every unit (:class:`MixPRHybridMethod`)."""
+    it, as an app's vector index already holds them) restart a walk of their own, added to
+    MixPR's score (each divided by its maximum); MixPR embeds nothing. ``mixpr-hybrid`` is the hybrid that embeds every unit (:class:`MixPRHybridMethod`)."""
 
     name = "mixpr-seeded"
     needs_encoder = True

@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.mixpr.query import reweight_query_terms, weigh_by_coverage
+from longctx.mixpr.query import divide_by_top, reweight_query_terms, weigh_by_coverage
 from longctx.selection import SparseScores
 
-__all__ = ["QueryEdgesBlock", "seeded"]
+__all__ = ["QueryEdgesBlock", "block_seeds"]
 
 
 class QueryEdgesBlock:
@@ -33,8 +33,9 @@ class QueryEdgesBlock:
         """The block's query edges ``B`` (``(n, m)``: cosines to the query chunks, thresholded,
         weighted by coverage, masked), its lexical cosines and dense cosines; returns the
         partial reductions the driver needs. ``seeds``: ``(keys (m,) int64, weights (m,))``,
-        another retriever's hits mapped to units (:mod:`longctx.mixpr.seeds`): they stand for
-        the dense cosines (the units it does not hold score 0), every seeded unit a candidate.
+        another retriever's hits mapped to units (:mod:`longctx.mixpr.seeds`): the block keeps
+        those it holds (and the filter keeps) as ``seed`` (:func:`block_seeds`, sparse), the
+        restart of the seeds' walk (:meth:`restart_seeds`); no dense cosines then.
 
         Only the units holding a query term can have an edge or a lexical cosine: ``B`` and the
         cosines are kept over those rows (``Brows``, ascending), so this costs the query terms'
@@ -61,13 +62,13 @@ class QueryEdgesBlock:
         if mask is not None and B.nnz:  # the walk restarts only in the kept documents
             B = sp.csr_array(B.multiply(mask[rows][:, None].astype(np.float64)))
             B.eliminate_zeros()
-        dense = None
+        dense = seed = None
         if seeds is not None:
-            dense = seeded(self.keys, *seeds)
+            seed = block_seeds(self.keys, *seeds, mask)
         elif qvec is not None and self.unit_vectors is not None:
             dense = (self.unit_vectors @ qvec).astype(np.float64)
         lex = None if lexical is None else SparseScores(self.n, rows, lexical)
-        s.update(Brows=rows, Bsub=B, lexical=lex, dense=dense, p_query=p_query)
+        s.update(Brows=rows, Bsub=B, lexical=lex, dense=dense, p_query=p_query, seed=seed)
         s.pop("B", None)
         # every cosine is >= 0: the units without a query term add 0 to the maxima
         lex_max = None
@@ -82,13 +83,13 @@ class QueryEdgesBlock:
             "dense_cand": None,
             "wsum": float((B @ p_query).sum()) if B.nnz else 0.0,
             "bsum": float(B.sum()) if B.nnz else 0.0,
+            "seed_max": float(seed[1].max()) if seed is not None and len(seed[1]) else 0.0,
             "bcol": np.asarray(B.sum(axis=0)).ravel() if bordered else None,
         }
         if dense is not None and cfg.dense_restart:
             d = dense if mask is None else np.where(mask, dense, -np.inf)
             idx = np.flatnonzero(d > 0)
-            top = idx[np.argsort(-d[idx], kind="stable")]
-            top = top if seeds is not None else top[: cfg.dense_top_k]
+            top = idx[np.argsort(-d[idx], kind="stable")][: cfg.dense_top_k]
             out["dense_cand"] = (dense[top], self.keys[top])
         return out
 
@@ -148,6 +149,67 @@ class QueryEdgesBlock:
         s["w"] = (nz if rows is None else rows[nz], w[nz])
         return float(w.sum())
 
+    def restart_seeds(self, sid) -> float:
+        """The seeds' walk (``seeds=``): its restart weights are the seeds' own (``seed``,
+        sparse); returns their sum (the driver normalizes). The walk's result is kept apart by
+        :meth:`keep_seed_walk` before the question's walk runs."""
+        s = self._s(sid)
+        idx, w = s["seed"]
+        s["w"] = (idx, w)
+        return float(w.sum())
+
+    def keep_seed_walk(self, sid) -> None:
+        """Keep the seeds' walk (``x``) as ``seed_x``."""
+        s = self._s(sid)
+        s["seed_x"] = s.pop("x")
+
+    def scores_max(self, sid) -> float:
+        """The block's largest score (0 for an empty block)."""
+        v = self._s(sid).get("scores")
+        v = v.vals if isinstance(v, SparseScores) else v
+        return float(v.max()) if v is not None and len(v) else 0.0
+
+    def scores_seeded(self, sid, plain_top: float | None, seed_top: float) -> None:
+        """The hybrid's score of each unit: MixPR's own score divided by its corpus-wide
+        maximum ``plain_top`` (``None``: the question reached no unit, no such part) plus the
+        seeds' walk divided by its maximum ``seed_top``. Sparse while both parts are (a
+        push walk's), over the units either reached.
+
+        Why two walks: the walk is linear in its restart, so one walk on the question's restart
+        plus a share of the seeds' is that share of the seeds' walk added to MixPR's. The
+        seeds' mass sits on the few units of the app's hits while the question's spreads over
+        every unit it matches, so any fixed share (the embedding hybrid's ``dense_restart``,
+        75% by default) let the seeds take the top ranks and pushed MixPR's own best units out
+        of a small budget (``longctx bench`` HotpotQA, issue 45). Each walk divided by its own
+        maximum (CombSUM over max-normalized scores: Fox and Shaw, "Combination of multiple
+        searches", TREC-2, 1994) puts the best of each at 1 whatever either reaches, and a unit
+        both find adds the two. On the multi-hop walk (a corpus of passages) the seeds are that
+        walk's passage weights instead (HippoRAG 2's), and its first hop is MixPR's own score
+        (kept as ``plain_scores``): adding the seeds' walk there too lost the bridge passages
+        (``longctx bench`` hotpotqa-corpus, issue 45)."""
+        s = self._s(sid)
+        s["seed_tops"] = (plain_top, seed_top)  # for explain=True (longctx.mixpr.explain)
+        sx, plain = s["seed_x"], s.get("scores") if plain_top is not None else None
+        s["plain_scores"] = plain  # the multi-hop walk's first hop (MixPRIndex._multihop)
+        parts = [(sx, seed_top)] + ([] if plain is None else [(plain, plain_top)])
+        if all(isinstance(v, SparseScores) for v, _ in parts):
+            idx = parts[0][0].idx
+            for v, _ in parts[1:]:
+                idx = np.union1d(idx, v.idx)
+            out = np.zeros(len(idx))
+            for v, top in parts:
+                out[np.searchsorted(idx, v.idx)] += divide_by_top(v.vals, top)
+            if s["mask"] is not None:
+                out[~s["mask"][idx]] = 0.0
+            s["scores"] = SparseScores(self.n, idx, out)
+            return
+        out = np.zeros(self.n)
+        for v, top in parts:
+            out += divide_by_top(v.dense() if isinstance(v, SparseScores) else v, top)
+        if s["mask"] is not None:
+            out[~s["mask"]] = 0.0
+        s["scores"] = out
+
     def add_dense_edges(self, sid, bsum: float) -> np.ndarray:
         """Bordered graph in hybrid mode: dense query edges beside the lexical ones (scaled by
         the corpus-wide sum ``bsum`` of ``B``); returns the block's new column sums of ``B``."""
@@ -157,13 +219,21 @@ class QueryEdgesBlock:
         return np.asarray(s["B"].sum(axis=0)).ravel()
 
 
-def seeded(keys: np.ndarray, seed_keys: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``(n,) float64``: ``weights`` at the block's units whose keys are in ``seed_keys``
-    (ascending), 0 elsewhere (binary search in the block's ascending ``keys``)."""
-    out = np.zeros(len(keys))
-    if len(seed_keys) and len(keys):
-        pos = np.searchsorted(keys, seed_keys)
-        ok = pos < len(keys)
-        ok[ok] = keys[pos[ok]] == seed_keys[ok]
-        out[pos[ok]] = weights[ok]
-    return out
+def block_seeds(
+    keys: np.ndarray, seed_keys: np.ndarray, weights: np.ndarray, mask=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions (m,) int64 ascending, weights (m,) float64)``: the block's units whose keys
+    are in ``seed_keys`` (ascending; binary search in the block's ascending ``keys``), with a
+    positive weight and kept by the filter ``mask`` (``(n,)`` bool or ``None``). Costs the
+    seeds, not the block's units."""
+    if not len(seed_keys) or not len(keys):
+        return np.zeros(0, np.int64), np.zeros(0)
+    pos = np.searchsorted(keys, seed_keys)
+    ok = pos < len(keys)
+    ok[ok] = keys[pos[ok]] == seed_keys[ok]
+    ok &= np.asarray(weights) > 0
+    pos, w = pos[ok].astype(np.int64), np.asarray(weights, np.float64)[ok]
+    if mask is not None:
+        keep = mask[pos]
+        pos, w = pos[keep], w[keep]
+    return pos, w

@@ -135,7 +135,9 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         weights as ``(units, weights)``), ``p`` (power, ``(n,)``) or ``push_p`` (push,
         ``(units, p)``), ``lexical`` (``SparseScores`` over the units holding a query term, or
         ``None``), ``dense`` and ``dense_w`` (``(n,)`` or ``None``: the hybrid's cosines and
-        dense restart, the seeds' weights with ``seeds=``), ``tops``.
+        dense restart), ``tops``; with ``seeds=`` also ``seed_x`` (the seeds' walk) and
+        ``seed_tops`` (MixPR's and the seeds' walk's maxima, ``None`` for MixPR's when the
+        question reached no unit).
     hits : (k,) int
         The returned units.
     scores : (n_units,) float64
@@ -146,6 +148,7 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     list of dict
         One :func:`longctx.explain.make_explanation` per hit: parts ``restart_lexical``,
         ``restart_dense`` (hybrid), ``dangling``, ``walk``, ``unsettled``, ``lexical``,
+        ``seeds_walk`` (``seeds=``: the seeds' own walk, added to MixPR's score),
         ``dense``; ``terms`` (the hit's terms that carried the most walk mass to it) and
         ``seeds`` (the restart units that sent it the most in one step).
 
@@ -160,6 +163,9 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
             "explain=True covers MixPR's factored graph with personalization='similarity' "
             f"(got graph={cfg.graph!r}, personalization={cfg.personalization!r})"
         )
+    hits = np.asarray(hits, np.int64)
+    if "seed_tops" in s and s["seed_tops"][0] is None:
+        return _seeds_only(hits, scores)
     block = st.block
     a = float(cfg.alpha_local)
     x = dense_scores(s["x"])  # explain=True only: the walk's mass over every unit
@@ -192,6 +198,11 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     tops = s.get("tops", (0.0, 0.0, 0.0))
     scaled = s.get("lexical") is not None or (s.get("dense") is not None and cfg.dense_weight)
     pi_top = tops[0] if scaled and tops[0] > 0 else 1.0
+    # seeds=: the score is MixPR's divided by its maximum plus the seeds' walk divided by its
+    # own (longctx.mixpr.edges.QueryEdgesBlock.scores_seeded)
+    plain_top, seed_top = s.get("seed_tops", (None, None))
+    f = 1.0 / plain_top if plain_top else 1.0
+    pi_top = pi_top / f
     # one step from the seeds: C[j, h] = (1 - a) sum_t E_jt W_t E_ht x_j / D_j
     Hw = sp.csr_array(sub @ sp.diags_array(W)) if W is not None else sub
     C = sp.csc_array(sp.csr_array(E_rows[seeds]) @ Hw.T) if len(seeds) else None
@@ -219,9 +230,11 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         }
         parts["lexical"] = parts["dense"] = 0.0
         if scaled and lex is not None:
-            parts["lexical"] = cfg.lexical_weight * _by_top(float(lex[h]), tops[1])
+            parts["lexical"] = f * cfg.lexical_weight * _by_top(float(lex[h]), tops[1])
         if scaled and dense is not None and cfg.dense_weight:
-            parts["dense"] = cfg.dense_weight * _by_top(max(float(dense[i]), 0.0), tops[2])
+            parts["dense"] = f * cfg.dense_weight * _by_top(max(float(dense[i]), 0.0), tops[2])
+        if seed_top is not None:
+            parts["seeds_walk"] = _seed_walk_at(s["seed_x"], i) / seed_top
         order = _top(contrib, TOP_TERMS)
         top_terms = [
             evidence(score, contrib[o] / pi_top, term=names[int(sub.indices[lo + o])])
@@ -241,6 +254,21 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
             make_explanation("mixpr", "pagerank", score, parts, terms=top_terms, seeds=top_seeds)
         )
     return out
+
+
+def _seed_walk_at(x, i: int) -> float:
+    """The seeds' walk's mass at unit ``i`` (``x``: ``(n,)`` or SparseScores)."""
+    if isinstance(x, SparseScores):
+        return float(x.at(np.array([i]))[0])
+    return float(x[i])
+
+
+def _seeds_only(hits, scores) -> list[dict]:
+    """Explanations when the question reached no unit and only the seeds' walk scored."""
+    return [
+        make_explanation("mixpr", "pagerank", float(scores[i]), {"seeds_walk": float(scores[i])})
+        for i in hits.tolist()
+    ]
 
 
 def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict]:

@@ -506,8 +506,9 @@ class MixPRIndex(RetrievalIndex):
         ``seeds`` : sequence of :class:`~longctx.mixpr.seeds.Seed`, optional
             Another retriever's hits for this query (document id, character span, score): the
             units they overlap join the walk's restart in place of the dense nearest units
-            (``dense_restart`` times their share; :mod:`longctx.mixpr.seeds`). No embedding
-            call; works on any index, hybrid or not. Local queries only.
+            (a walk of their own, added to MixPR's, each divided by its maximum:
+            :mod:`longctx.mixpr.seeds`). No embedding call; works on any index, hybrid or
+            not. Local queries only.
         """
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
@@ -599,7 +600,12 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
-        first = dense_scores(scores) if used == "local" else None
+        if session.get("seed") is not None:  # seeds: their weights seed this walk (HippoRAG 2's
+            dense = np.zeros(st.n_units)  # passage weights) and its first hop is MixPR's own
+            dense[session["seed"][0]] = session["seed"][1]
+            if "seed_tops" in session:  # MixPR's own, without the seeds' walk (None: the
+                scores = session["plain_scores"]  # question reached no unit)
+        first = dense_scores(scores) if used == "local" and scores is not None else None
         out = st.ranker().scores(
             query, first, dense, phrase_weights=weights, allowed=mask, trace=trace, keep=keep
         )

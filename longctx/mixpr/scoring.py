@@ -578,7 +578,9 @@ class Scorer:
         timings)``; the mode used is ``"global-fallback"`` when a local query reaches no unit.
         ``trace``: a list to which the walk appends its record (steps, residual).
         ``seeds``: ``(keys, weights)`` of another retriever's hits (:mod:`longctx.mixpr.seeds`),
-        in place of ``qvec``'s cosines: every seeded unit joins the dense restart.
+        in place of ``qvec``: they restart a walk of their own, added to MixPR's, each divided
+        by its maximum
+        (:meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`).
         """
         backend = self.backend
         cfg = self.config
@@ -613,11 +615,22 @@ class Scorer:
         nnz = sum(e["nnz"] for e in edges)
         timings["embed_query"] = time.perf_counter() - t0
         dense_w = False
-        # (walk="multihop": the dense cosines seed the multi-hop walk, not this first hop)
-        seeded = qvec is not None or seeds is not None
-        if seeded and cfg.dense_restart and cfg.walk != "multihop":
-            top = None if seeds is not None else cfg.dense_top_k
-            dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges], top)
+        # (walk="multihop": the dense cosines and the seeds seed the multi-hop walk, not this
+        # first hop)
+        seed_max = _max(e["seed_max"] for e in edges) if seeds is not None else None
+        if cfg.walk == "multihop" or not seed_max:
+            seed_max = None
+        if qvec is not None and cfg.dense_restart and cfg.walk != "multihop":
+            dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges], cfg.dense_top_k)
+        seed_top = None
+        if seed_max is not None:  # the seeds' own walk first, kept apart (scores_seeded)
+            total = sum(backend.map("restart_seeds", sid))
+            self._ensure_colsum()
+            seed_top = self._walk_weights(sid, total, trace)
+            backend.map("keep_seed_walk", sid)
+        if nnz == 0 and not dense_w and seed_top is not None:
+            backend.map("scores_seeded", sid, None, seed_top)
+            return "local", timings
         if nnz == 0 and not dense_w:
             logger.info(
                 "MixPR: no unit reaches query_threshold=%.3g for query %.80r; "
@@ -639,12 +652,7 @@ class Scorer:
                 wsum = sum(e["bsum"] for e in edges)
             dr = cfg.dense_restart if dense_w else 0.0
             total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
-            if cfg.solver == "push" and cfg.graph == "factored":  # mass-bounded walk
-                pi_top = push_walk(self, sid, total, cfg.alpha_local, trace)
-            elif cfg.solver == "push":  # the same on the explicit (thresholded) graph
-                pi_top = graph_push_walk(self, sid, "weights", total, cfg.alpha_local, trace=trace)
-            else:
-                pi_top = self.walk(sid, "weights", total, alpha=cfg.alpha_local, trace=trace)
+            pi_top = self._walk_weights(sid, total, trace)
         else:
             Q = np.where(Q >= thr, Q, 0.0)
             if dense_w:  # dense query edges next to the lexical ones
@@ -665,8 +673,21 @@ class Scorer:
         lex_top = _max(e["lex_max"] for e in edges)
         dense_top = _max(e["dense_max"] for e in edges)
         backend.map("scores_local", sid, pi_top, lex_top, dense_top)
+        if seed_top is not None:
+            plain_top = _max(backend.map("scores_max", sid))
+            backend.map("scores_seeded", sid, plain_top, seed_top)
         timings["rank"] = time.perf_counter() - t0
         return "local", timings
+
+    def _walk_weights(self, sid, total: float, trace) -> float:
+        """The walk from the restart weights the blocks hold (``w``, summing to ``total``) by
+        the configured solver; returns its maximum over the units."""
+        cfg = self.config
+        if cfg.solver == "push" and cfg.graph == "factored":  # mass-bounded walk
+            return push_walk(self, sid, total, cfg.alpha_local, trace)
+        if cfg.solver == "push":  # the same on the explicit (thresholded) graph
+            return graph_push_walk(self, sid, "weights", total, cfg.alpha_local, trace=trace)
+        return self.walk(sid, "weights", total, alpha=cfg.alpha_local, trace=trace)
 
     def _dense_restart(self, sid, cands, top: int | None) -> bool:
         """The ``top`` nearest units of the corpus (positive cosine, among the kept units; ties

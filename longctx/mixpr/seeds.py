@@ -5,8 +5,15 @@ An app that already has a vector index (a LlamaIndex ``VectorStoreIndex``, a Lan
 :meth:`longctx.MixPRIndex.search` as :class:`Seed` objects: a document id, the chunk's character
 span in that document and its score. The index maps each seed to the units it overlaps through
 its per-document unit offsets (binary searches: the cost grows with the seeds, not with the
-units) and adds them to the walk's restart, as the hybrid mode's dense nearest units are added
-(``dense_restart`` of :class:`~longctx.mixpr.config.MixPRConfig`), with no embedding call.
+units), with no embedding call. They restart a walk of their own: the hybrid's score of a unit
+is MixPR's own score plus the seeds' walk's, each divided by its maximum
+(:meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`), so the best of each weighs 1 and
+a few seeded units add the app's hits without pushing MixPR's own best units out of a small
+budget (a fixed share of one restart did: the walk is linear in its restart, and the seeds'
+share sat on a few units; the embedding hybrid's ``dense_restart`` does not apply to seeds).
+On the multi-hop walk (a corpus of passages) the seeds are that walk's passage weights instead
+(``dense_seed`` of :class:`~longctx.mixpr.multihop.MultiHopWalk`, as HippoRAG 2 weighs passages
+by their dense scores), with MixPR's own score as its first hop.
 
 Source: the personalized PageRank restart of MixPR (Alonso and Millidge, "Mixture-of-PageRanks:
 Replacing Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078, sec. 4, local

@@ -16,6 +16,7 @@ from longctx.corpus import CorpusIndex, build_indexes  # noqa: E402
 from longctx.corpus.shards.index import ShardedMixPRIndex  # noqa: E402
 from longctx.io import sample_text  # noqa: E402
 from longctx.mixpr import MixPRIndex  # noqa: E402
+from longctx.mixpr.seeds import Seed  # noqa: E402
 from longctx.persist import PersistError  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.test_mixpr_shards import QUERIES, same_results  # noqa: E402
@@ -60,6 +61,9 @@ def test_corpus_of_four_shards_built_and_searched_on_ray(local_ray, tmp_path, do
         assert index.backend == "ray-local" and len(set(index._backend.pids().values())) == 4
         one = MixPRIndex.from_texts([t for _, t in pairs], ids=[d for d, _ in pairs])
         same_results(one, index, queries=QUERIES[:3], filters_list=(None,))
+        # another retriever's hits seed the walk through the actors too (issue 45)
+        seeds = [Seed("ch2", 100, 900, 1.0), Seed("ch5", score=0.5)]
+        same_results(one, index, queries=QUERIES[:2], filters_list=(None,), seeds=seeds)
 
 
 def test_changes_through_actors_and_a_killed_actor(local_ray, tmp_path, docs):

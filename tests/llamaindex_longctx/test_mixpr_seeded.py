@@ -3,6 +3,8 @@ hits seed the walk; longctx embeds nothing (issue 45)."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -116,3 +118,31 @@ def test_a_reloaded_retriever_takes_the_vector_retriever_again(app, tmp_path):
     assert back.vector_retriever is vr
     q = "Where did the fox cross the stream?"
     assert [n.node.node_id for n in back.retrieve(q)] == [n.node.node_id for n in r.retrieve(q)]
+
+
+def test_a_search_never_embeds_a_followed_indexs_new_nodes():
+    """issue 45: with embed_model= a search makes no embedding call but the query's; the new
+    node waits for refresh() (warned once), a deleted one is gone at once."""
+    emb = HashEmbedding()
+    vindex = VectorStoreIndex([], embed_model=emb)
+    vindex.insert(Document(text=BOOK, id_="book"))
+    vindex.insert(Document(text=OTHER, id_="other"))
+    r = MixPRRetriever.from_defaults(index=vindex, similarity_top_k=3, embed_model=emb)
+    vindex.insert(Document(text="Chalk dust drifted over the quiet harbour.", id_="chalk"))
+    vindex.delete_ref_doc("other", delete_from_docstore=True)
+    q = "Where did the chalk dust drift?"
+    before = emb.calls
+    with pytest.warns(UserWarning, match=r"refresh\(\)"):
+        out = r.retrieve(q)
+    assert emb.calls == before  # HashEmbedding counts the texts it embeds, not queries
+    assert not any("Chalk dust" in n.node.get_content() for n in out)
+    assert [n.ref_doc_id for n in r.nodes] == ["book"]  # the deletion is followed at once
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once: the next search only logs
+        r.retrieve(q)
+    r.refresh()
+    assert emb.calls > before  # embedded here, at refresh
+    after = emb.calls
+    out = r.retrieve(q)
+    assert emb.calls == after
+    assert any("Chalk dust" in n.node.get_content() for n in out)

@@ -56,6 +56,7 @@ from longctx.checks import check_choice, check_int, check_query
 from longctx.corpus.shards.backends import ShardDied, _where, open_backend
 from longctx.corpus.shards.locking import ReadWriteLock
 from longctx.corpus.shards.persist import MAX_SHARDS
+from longctx.corpus.shards.query import ShardedUnits, seed_keys
 from longctx.corpus.shards.selection import select_over_shards
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
 from longctx.filters import compile_filter
@@ -63,6 +64,7 @@ from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.router import MODES, KeywordRouter, plan_walk
 from longctx.mixpr.scoring import Scorer, normalized_query_vector, term_weights
+from longctx.mixpr.seeds import check_seeds
 from longctx.mixpr.tfidf import TfidfSettings, merge_term_stats
 from longctx.mixpr.validation import check_change, check_held
 from longctx.persist import PersistError
@@ -72,32 +74,6 @@ from longctx.types import Passage, SearchResult
 logger = logging.getLogger(__name__)
 
 __all__ = ["MixPRShard", "ShardedMixPRIndex", "assign_shards"]
-
-
-class _ShardedUnits(Sequence):
-    """The corpus's unit texts, fetched from their shards on demand (for routers that read the
-    first and last units)."""
-
-    def __init__(self, owner: ShardedMixPRIndex):
-        self._o = owner
-
-    def __len__(self):
-        return self._o.n_units
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        o = self._o
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(i)
-        g = o._global
-        pos = int(np.searchsorted(g["offsets"], i, side="right")) - 1
-        doc = o._order[pos]
-        s = o._shard_of[doc]
-        return o._run({s: ("unit_text", (doc, i - int(g["offsets"][pos])))})[s]
 
 
 class ShardedMixPRIndex:
@@ -462,15 +438,19 @@ class ShardedMixPRIndex:
     # -- searching ----------------------------------------------------------------------------
     def route(self, query: str) -> str:
         """``"local"`` or ``"global"`` for ``query``, as the router decides."""
-        mode = self.router(query, _ShardedUnits(self))
+        mode = self.router(query, ShardedUnits(self))
         if mode not in ("local", "global"):
             raise RuntimeError(f"router returned {mode!r}, expected 'local' or 'global'")
         logger.info("MixPR router: %s for query %.80r", mode, query)
         return mode
 
-    def _prepare(self, query, mode, query_vector, filters):
+    def _prepare(self, query, mode, query_vector, filters, seeds=None):
+        """``(mode, qvec, timings, seeds)``: checks, the router's choice, the query vector or
+        the seeds' units (``(keys, weights)``, in place of the query vector, as
+        :class:`~longctx.mixpr.index.MixPRIndex` takes them; local queries only)."""
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
+        seeds = None if seeds is None else check_seeds(seeds)
         compile_filter(filters)  # a bad filter raises before any work
         g = self._global
         if query_vector is not None and g.get("dim") is None:
@@ -481,6 +461,11 @@ class ShardedMixPRIndex:
             mode = self.route(query) if g["n_units"] else "local"
             timings["route"] = time.perf_counter() - t0
         qvec = None
+        if mode == "local" and seeds is not None and g["n_units"]:
+            t0 = time.perf_counter()
+            keys = seed_keys(self._run, self._shard_of, g["start"], seeds)
+            timings["seeds"] = time.perf_counter() - t0
+            return mode, None, timings, keys
         if mode == "local" and g.get("dim") is not None and g["n_units"]:
             qvec = normalized_query_vector(
                 self._encoder,
@@ -489,7 +474,7 @@ class ShardedMixPRIndex:
                 query,
                 query_vector,
             )
-        return mode, qvec, timings
+        return mode, qvec, timings, None
 
     def _scorer_now(self) -> Scorer:
         with self._scorer_lock:
@@ -497,20 +482,20 @@ class ShardedMixPRIndex:
                 self._scorer = self._make_scorer()
             return self._scorer
 
-    def score(self, query: str, mode: str = "auto", *, query_vector=None, filters=None):
+    def score(self, query: str, mode: str = "auto", *, query_vector=None, filters=None, seeds=None):
         """Scores of every unit, in corpus order: ``(scores (n_units,) float64, mode used,
         timings)`` as :meth:`MixPRIndex.score <longctx.mixpr.index.MixPRIndex.score>` (the
         vector is gathered from the shards: for studies and tests, not for large corpora)."""
 
         def attempt():
-            used, qvec, timings = self._prepare(query, mode, query_vector, filters)
+            used, qvec, timings, keys = self._prepare(query, mode, query_vector, filters, seeds)
             if not self.n_units:
                 return np.zeros(0), "local", timings
             scorer = self._scorer_now()
             sid = scorer.new_session()
             try:
                 scorer.open(sid, filters)
-                used, t = scorer.score(sid, query, used, qvec, filters)
+                used, t = scorer.score(sid, query, used, qvec, filters, None, keys)
                 parts = scorer.backend.map("take_scores", sid)
                 keys = scorer.backend.map("keys_of", sid)
             finally:
@@ -531,12 +516,14 @@ class ShardedMixPRIndex:
         mode: str = "auto",
         query_vector=None,
         filters=None,
+        seeds=None,
     ) -> SearchResult:
         """The best units for ``query`` over every shard, in corpus order: the parameters, the
         result and the errors of :meth:`MixPRIndex.search
         <longctx.mixpr.index.MixPRIndex.search>` (``token_budget`` counts with
-        :func:`longctx.tokens.count_tokens`). ``info`` also holds ``"shards"`` (the number of
-        shards).
+        :func:`longctx.tokens.count_tokens`; ``seeds``, another retriever's hits, each sent to
+        the shard holding its document: :mod:`longctx.corpus.shards.seeds`). ``info`` also
+        holds ``"shards"`` (the number of shards).
 
         Raises
         ------
@@ -550,11 +537,13 @@ class ShardedMixPRIndex:
         if token_budget is not None:
             budget["unit"] = "count_tokens"
         return self._with_retry(
-            lambda: self._search_once(query, mode, query_vector, filters, k, token_budget, budget)
+            lambda: self._search_once(
+                query, mode, query_vector, filters, k, token_budget, budget, seeds
+            )
         )
 
-    def _search_once(self, query, mode, query_vector, filters, k, token_budget, budget):
-        mode, qvec, timings = self._prepare(query, mode, query_vector, filters)
+    def _search_once(self, query, mode, query_vector, filters, k, token_budget, budget, seeds):
+        mode, qvec, timings, keys = self._prepare(query, mode, query_vector, filters, seeds)
         info = {"doc_ids": (), "shards": self.n_shards}
         if not self.n_units:
             return SearchResult((), self.method, "local", {}, budget, info=info)
@@ -569,7 +558,7 @@ class ShardedMixPRIndex:
             if not sum(n for n, _ in allowed):
                 return SearchResult((), self.method, "local", {}, budget, info=info)
             trace: list = []
-            used, t = scorer.score(sid, query, mode, qvec, filters, trace)
+            used, t = scorer.score(sid, query, mode, qvec, filters, trace, keys)
             t0 = time.perf_counter()
             chosen = select_over_shards(
                 blocks, sid, [n for n, _ in allowed], k, token_budget, closed

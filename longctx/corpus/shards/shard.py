@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.scoring import UnitBlock
+from longctx.mixpr.seeds import seed_units
 from longctx.mixpr.tfidf import TermStats, tfidf_rows
 from longctx.persist import PersistError
 
@@ -199,6 +200,14 @@ class MixPRShard:
             d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
             out.append((st.doc_ids[d], a, b, st.texts[d][a:b], int(st.unit_index[i])))
         return out
+
+    def seed_units(self, seeds) -> tuple[list, np.ndarray, np.ndarray]:
+        """``(document ids, unit indices within them (m,) int64, weights (m,) float64)`` of the
+        shard's units the ``seeds`` overlap (:func:`longctx.mixpr.seeds.seed_units`)."""
+        st = self.index._state
+        units, w = seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends)
+        docs = [st.doc_ids[d] for d in st.unit_source[units].tolist()]
+        return docs, np.asarray(st.unit_index[units], dtype=np.int64), w
 
     def unit_text(self, doc_id: str, unit_index: int) -> str:
         st = self.index._state
