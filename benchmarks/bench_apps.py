@@ -183,6 +183,11 @@ def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
         lambda: MixPRRetriever.from_defaults(index=vindex, chunk_nodes=False, similarity_top_k=K)
     )
     out[ON_CHUNKS] = (chunks, t)
+    out[HYBRID_CHUNKS] = _timed_build(
+        lambda: MixPRRetriever.from_defaults(
+            index=vindex, chunk_nodes=False, similarity_top_k=K, vector_retriever=app
+        )
+    )
     out["fusion (rrf, app's chunks)"] = (
         QueryFusionRetriever(
             [chunks, app], mode="reciprocal_rerank", similarity_top_k=K, num_queries=1,
@@ -196,6 +201,8 @@ def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
 
 #: MixPR over the app's own chunks, one unit each (the recipe's MixPR)
 ON_CHUNKS = "mixpr (app's chunks)"
+#: the seeded hybrid over the app's own chunks, one unit each (the same grain as the app's)
+HYBRID_CHUNKS = "hybrid (app's chunks)"
 
 
 def fusion_llamaindex(vector_index):
@@ -268,6 +275,9 @@ def langchain_app(cache: Path, encoder, old_hybrid: bool) -> dict:
     out["fusion (defaults)"] = (EnsembleRetriever(retrievers=[app, mixpr]), 0.0)
     out[ON_CHUNKS] = _timed_build(
         lambda: MixPRRetriever(documents=splits, chunk_documents=False, k=K)
+    )
+    out[HYBRID_CHUNKS] = _timed_build(
+        lambda: MixPRRetriever(documents=splits, chunk_documents=False, k=K, vector_retriever=store)
     )
     out[RECIPE] = _timed_build(lambda: fusion_langchain(store, splits))
     return {"retrievers": out, "units": mixpr.index.n_units, "chunks": len(splits)}
