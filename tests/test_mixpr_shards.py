@@ -285,3 +285,47 @@ def test_the_multihop_walk_is_refused_on_shards():
 
     with pytest.raises(NotImplementedError, match="multihop"):
         ShardedMixPRIndex.from_texts(["a b c", "d e f"], shards=2, preset="multihop", use_ray=False)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "n", "want"),
+    [
+        ([2.0], 2, 1.0),  # one CPU each where there is one
+        ([1.0, 1.0], 4, 0.5),  # 4 shards on two 1-CPU nodes
+        ([1.0, 1.0], 3, 0.5),  # 0.66 would fit 1 + 1 actors only
+        ([4.0, 1.0], 10, 0.5),  # 10 on 4 + 1 CPUs: 8 + 2 actors
+        ([1.0, 1.0, 1.0], 10, 0.25),
+        ([0.0, 2.0], 3, 0.6666),  # rounded down to Ray's 1e-4
+        ([], 3, 0.0),
+    ],
+)
+def test_shard_cpus_is_the_largest_share_that_fits(nodes, n, want):
+    from longctx.corpus.shards.backends import shard_cpus
+
+    got = shard_cpus(nodes, n)
+    assert got == want
+    assert got == 0 or sum(int(c / got + 1e-9) for c in nodes) >= n  # every actor fits
+
+
+@given(
+    st.lists(st.integers(0, 16).map(float), min_size=1, max_size=6),
+    st.integers(1, 64),
+)
+def test_shard_cpus_fits_and_no_larger_share_does(nodes, n):
+    from longctx.corpus.shards.backends import shard_cpus
+
+    x = shard_cpus(nodes, n)
+    assert 0 <= x <= 1
+    if sum(nodes) > 0:
+        assert x > 0 and sum(int(c / x + 1e-9) for c in nodes) >= n
+        y = x + 2e-4  # a larger share (past Ray's rounding) leaves an actor unplaced, or > 1
+        assert y > 1 or sum(int(c / y + 1e-9) for c in nodes) < n
+
+
+def test_shard_cpus_too_large_is_one_line():
+    from longctx.corpus.shards.backends import shard_cpus
+
+    assert shard_cpus([1.0, 1.0], 4, 0.5) == 0.5 and shard_cpus([1.0], 4, 0) == 0.0
+    with pytest.raises(ValueError, match=r"cpus_per_shard=1 does not fit: 4 shard actors") as e:
+        shard_cpus([1.0, 1.0], 4, 1.0)
+    assert "\n" not in str(e.value) and "<= 0.5" in str(e.value)

@@ -747,6 +747,7 @@ class ShardedMixPRIndex:
         workers: int | None = None,
         router=None,
         encoder=None,
+        cpus_per_shard: float | None = None,
     ) -> ShardedMixPRIndex:
         """Read a sharded index saved at ``out`` (a folder or an fsspec URL).
 
@@ -761,6 +762,9 @@ class ShardedMixPRIndex:
             A Ray cluster to join, or the CPUs of a local Ray started here.
         router, encoder :
             As :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`.
+        cpus_per_shard : float >= 0, optional
+            CPUs a shard's actor asks for (default: <= 1, all fit: ``backends.shard_cpus``;
+            one too large for the nodes is a ``ValueError``).
 
         Raises
         ------
@@ -774,6 +778,7 @@ class ShardedMixPRIndex:
         return load_sharded(
             cls, out, storage_options=storage_options, use_ray=use_ray,
             ray_address=ray_address, workers=workers, router=router, encoder=encoder,
+            cpus_per_shard=cpus_per_shard,
         )  # fmt: skip
 
     def close(self) -> None:
