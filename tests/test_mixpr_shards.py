@@ -329,3 +329,27 @@ def test_shard_cpus_too_large_is_one_line():
     with pytest.raises(ValueError, match=r"cpus_per_shard=1 does not fit: 4 shard actors") as e:
         shard_cpus([1.0, 1.0], 4, 1.0)
     assert "\n" not in str(e.value) and "<= 0.5" in str(e.value)
+
+
+def test_a_mappable_sharded_corpus_maps_its_shards(tmp_path, alice_docs):
+    # build_indexes(..., shards=N, mappable=True): format-3 shards that every load maps
+    from longctx.corpus import build_indexes
+    from longctx.persist.npy import mapped_base
+
+    pairs = [(d, t) for d, t, _ in alice_docs]
+    build_indexes(pairs, "mixpr", tmp_path / "c", shards=3, mappable=True, use_ray=False)
+    build_indexes(pairs[:2], "mixpr", tmp_path / "c", shards=3, mappable=True, use_ray=False)
+    one = MixPRIndex.from_texts([t for _, t in pairs], ids=[d for d, _ in pairs])
+    with ShardedMixPRIndex.load(tmp_path / "c" / "indexes", use_ray=False) as index:
+        for s in index._backend.shards.values():
+            assert mapped_base(s.index._state.starts) is not None
+        same_results(one, index, queries=QUERIES[:3], filters_list=(None,))
+        index.insert(["a new garden of roses"], ids=["new"])  # in memory; the files unchanged
+        assert index.search("roses garden", k=1).hits[0].source == len(pairs)
+    plain = tmp_path / "plain"
+    ShardedMixPRIndex.from_texts([t for _, t in pairs[:4]], shards=2).save(plain)
+    with ShardedMixPRIndex.load(plain, use_ray=False) as index:  # format 2: read whole
+        for s in index._backend.shards.values():
+            assert mapped_base(s.index._state.starts) is None
+    with pytest.raises(TypeError, match="mappable must be a bool, got str"):
+        build_indexes(pairs, "mixpr", tmp_path / "d", shards=2, mappable="yes", use_ray=False)

@@ -73,6 +73,7 @@ def check_sharded_options(options: dict) -> None:
 
     opts = dict(options)
     opts.pop("chunk", None)
+    opts.pop("mappable", None)  # (checked by check_mixpr_options)
     config = MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
     if config.graph != "factored":
         raise ValueError(
@@ -105,6 +106,7 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
     opts = dict(options)
     preset = opts.pop("preset", "default")
     chunk = opts.pop("chunk", True)
+    mappable = opts.pop("mappable", False)  # format 3: the shards' actors map it
     config = MixPRConfig.from_preset(preset, **opts)
     rel = f"{INDEX_ROOT}/{shard_dir(i)}"
     shard = None
@@ -144,9 +146,9 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
             shard.insert([t for _, t in new], [d for d, _ in new], None)
     rec = {"shard": i, "pid": os.getpid(), "files": None, "has_terms": shard.has_terms()}
     if files:
-        rec["files"] = shard.files()
+        rec["files"] = shard.files(mappable)
     else:
-        shard.save_to(storage, rel)
+        shard.save_to(storage, rel, mappable)
     rec["seconds"] = round(time.perf_counter() - t0, 3)
     rec["peak_rss_mib"] = peak_rss_mib()
     return rec

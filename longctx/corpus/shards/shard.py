@@ -87,35 +87,52 @@ class MixPRShard:
 
     @classmethod
     def load(cls, path, *, encoder=None) -> MixPRShard:
-        """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder)."""
-        from longctx.mixpr.index import MixPRIndex
+        """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder): memory-mapped
+        when it was saved with ``mappable=True`` (format 3: the process holding it keeps in
+        memory what its queries read, the corpus-wide weights of :meth:`set_global` and its
+        term statistics), else read whole (format 2).
 
-        index = MixPRIndex.load(path, encoder=encoder)
+        Raises
+        ------
+        PersistError
+            As :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`, or a shard of
+            ``graph='threshold'``.
+        """
+        from pathlib import Path
+
+        from longctx.mixpr.index import MixPRIndex
+        from longctx.mixpr.persist_mapped import FORMAT_VERSION
+        from longctx.persist.fs import read_manifest_at
+
+        # a hint only: the loader checks the whole folder (format 2 then read whole)
+        mapped = (read_manifest_at(None, Path(path)) or {}).get("format_version") == FORMAT_VERSION
+        index = MixPRIndex.load(path, encoder=encoder, mmap=mapped)
         if index.config.graph != "factored":
             raise PersistError(f"{str(path)!r} holds a MixPR index with graph='threshold'")
         return cls(index)
 
-    def save(self, path) -> None:
-        self.index.save(path)
+    def save(self, path, *, mappable: bool = False) -> None:
+        """Save the shard's documents (``mappable=True``: format 3, which :meth:`load` maps)."""
+        self.index.save(path, mappable=mappable)
 
-    def files(self) -> dict:
+    def files(self, mappable: bool = False) -> dict:
         """The saved shard as ``{file name: bytes}`` (for a driver that writes it)."""
         import tempfile
         from pathlib import Path
 
         with tempfile.TemporaryDirectory(prefix="longctx-shard-") as tmp:
             d = Path(tmp) / "shard"
-            self.save(d)
+            self.save(d, mappable=mappable)
             return {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()}
 
-    def save_to(self, storage, rel: str) -> None:
+    def save_to(self, storage, rel: str, mappable: bool = False) -> None:
         """Save into a corpus location (:class:`longctx.corpus.storage.Storage`)."""
         import tempfile
         from pathlib import Path
 
         with tempfile.TemporaryDirectory(prefix="longctx-shard-") as tmp:
             d = Path(tmp) / "shard"
-            self.save(d)
+            self.save(d, mappable=mappable)
             storage.put_index(d, rel)
 
     # -- statistics ---------------------------------------------------------------------------
