@@ -149,6 +149,12 @@ class _ShardActor:
     def pid(self):
         return os.getpid()
 
+    def node(self):
+        """The id of the Ray node this actor runs on."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
 
 def shard_cpus(node_cpus, n_shards: int, wanted: float | None = None) -> float:
     """The CPUs each of ``n_shards`` shard actors asks of Ray, so that all of them fit the

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from longctx.corpus.shards.terms import TermBlob
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.scoring import UnitBlock
 from longctx.mixpr.tfidf import TermStats, tfidf_rows
@@ -49,6 +50,14 @@ def assign_shards(chars: Sequence[int], n_shards: int, sizes: Sequence[int]) -> 
 
 def _config_kwargs(config: MixPRConfig) -> dict:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
+def _text_lengths(texts) -> list[int]:
+    """Each text's length in characters (a mapped index's stored lengths: no text decoded)."""
+    lengths = getattr(texts, "lengths", None)
+    if lengths is not None:
+        return np.asarray(lengths, dtype=np.int64).tolist()
+    return [len(t) for t in texts]
 
 
 class MixPRShard:
@@ -143,13 +152,13 @@ class MixPRShard:
         st = ix._state
         table = st.table
         return {
-            "terms": table.terms(),
+            "terms": TermBlob.of(table),
             "df": table.df,
             "cf": table.cf,
             "n_units": st.n_units,
             "doc_ids": tuple(st.doc_ids),
             "units": np.bincount(st.unit_source, minlength=len(st.doc_ids)),
-            "chars": [len(t) for t in st.texts],
+            "chars": _text_lengths(st.texts),
             "dim": None if st.unit_vectors is None else int(st.unit_vectors.shape[1]),
             "encoder_name": ix.encoder_identity.get("name"),
             "config": ix.config,
