@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from longctx._rss import give_back_free_memory
 from longctx.corpus.shards.terms import TermBlob
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.scoring import UnitBlock
@@ -196,6 +197,7 @@ class MixPRShard:
             unit_vectors=st.unit_vectors,
             counts=lambda: ix._counts(st),
         )
+        give_back_free_memory()  # the temporaries of the rows (a shard's actor lives long)
 
     def block_call(self, method: str, *args):
         return getattr(self.block, method)(*args)
