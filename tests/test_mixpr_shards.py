@@ -339,6 +339,10 @@ def test_a_mappable_sharded_corpus_maps_its_shards(tmp_path, alice_docs):
     pairs = [(d, t) for d, t, _ in alice_docs]
     build_indexes(pairs, "mixpr", tmp_path / "c", shards=3, mappable=True, use_ray=False)
     build_indexes(pairs[:2], "mixpr", tmp_path / "c", shards=3, mappable=True, use_ray=False)
+    from longctx.tokens import count_tokens  # counted by the shard jobs
+
+    entries = json.loads((tmp_path / "c" / "corpus.json").read_text())["documents"]
+    assert {e["doc_id"]: e["tokens"] for e in entries} == {d: count_tokens(t) for d, t in pairs}
     one = MixPRIndex.from_texts([t for _, t in pairs], ids=[d for d, _ in pairs])
     with ShardedMixPRIndex.load(tmp_path / "c" / "indexes", use_ray=False) as index:
         for s in index._backend.shards.values():
