@@ -127,14 +127,24 @@ def _tree(root: int, kids: dict) -> list:
     return out
 
 
-def _mem_mb(pid: int) -> tuple[float, float]:
-    """``(rss, pss)`` MB of a process (0, 0 when gone)."""
+#: The fields of ``/proc/PID/smaps_rollup`` sampled: resident, proportional (shared pages
+#: divided among the processes mapping them), and the proportional split into the heap
+#: (anonymous), mapped files (the shards' files, libraries) and shared memory (object store).
+FIELDS = ("Rss", "Pss", "Pss_Anon", "Pss_File", "Pss_Shmem")
+
+
+def _mem_mb(pid: int) -> np.ndarray:
+    """:data:`FIELDS` of a process in MB (zeros when it is gone)."""
+    out = np.zeros(len(FIELDS))
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
-            v = {ln.split(":")[0]: ln.split()[1] for ln in f if ln.split(":")[0] in ("Rss", "Pss")}
-        return int(v["Rss"]) / 1024, int(v["Pss"]) / 1024
-    except (OSError, KeyError, ValueError):
-        return 0.0, 0.0
+            for ln in f:
+                key = ln.split(":")[0]
+                if key in FIELDS:
+                    out[FIELDS.index(key)] = int(ln.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
 
 
 class MemoryWatch(threading.Thread):
@@ -157,14 +167,12 @@ class MemoryWatch(threading.Thread):
         kids = _children()
         row = {}
         for k, root in enumerate(self.nodes):
-            mem = [_mem_mb(p) for p in _tree(root, kids)]
-            row[f"node{k}"] = (sum(m[0] for m in mem), sum(m[1] for m in mem))
+            row[f"node{k}"] = sum((_mem_mb(p) for p in _tree(root, kids)), np.zeros(len(FIELDS)))
         row["driver"] = _mem_mb(os.getpid())
-        row["total"] = (sum(v[0] for v in row.values()), sum(v[1] for v in row.values()))
+        row["total"] = sum(row.values(), np.zeros(len(FIELDS)))
         peaks = self.peaks.setdefault(self.name_, {})
-        for key, (rss, pss) in row.items():
-            old = peaks.get(key, (0.0, 0.0))
-            peaks[key] = (max(old[0], rss), max(old[1], pss))
+        for key, v in row.items():  # each field's own peak
+            peaks[key] = np.maximum(peaks.get(key, 0.0), v)
         self.last = row
         return row
 
@@ -177,7 +185,7 @@ class MemoryWatch(threading.Thread):
 
     def report(self) -> dict:
         def gb(v):
-            return {"rss_gb": round(v[0] / 1024, 2), "pss_gb": round(v[1] / 1024, 2)}
+            return {f.lower() + "_gb": round(float(x) / 1024, 2) for f, x in zip(FIELDS, v)}
 
         out = {name: {k: gb(v) for k, v in p.items()} for name, p in self.peaks.items()}
         out["held"] = {k: gb(v) for k, v in self.sample().items()}
@@ -208,6 +216,7 @@ def main(argv=None) -> None:
             with open(args.log, "a") as f:
                 f.write(line + "\n")
 
+    from longctx._rss import give_back_free_memory
     from longctx.corpus import build_indexes
     from longctx.corpus.shards.index import ShardedMixPRIndex
 
@@ -219,6 +228,9 @@ def main(argv=None) -> None:
         args.tokens * 1e6, args.seed, texts=not args.search_only
     )
     gen_s = time.perf_counter() - t0
+    picks = np.linspace(0, len(h) - 1, min(args.chains, len(h))).astype(int)
+    h, line_doc, line_start = h[picks], line_doc[picks], line_start[picks]  # the queried chains
+    give_back_free_memory()
     say(f"generated {tokens / 1e6:.1f}M tokens in {gen_s:.1f} s")
     build_s, built = None, None
     if not args.search_only:
@@ -245,11 +257,10 @@ def main(argv=None) -> None:
     say(f"loaded in {open_s:.1f} s: {index.n_units:,} units")
     watch.phase("query")
     try:
-        picks = np.linspace(0, len(h) - 1, min(args.chains, len(h))).astype(int)
-        found = np.zeros((len(picks), HOPS))
-        index.search(f"'{h[picks[0], 0].decode()}' = ?", k=args.k)  # warm-up
+        found = np.zeros((len(h), HOPS))
+        index.search(f"'{h[0, 0].decode()}' = ?", k=args.k)  # warm-up
         times = []
-        for qi, c in enumerate(picks.tolist()):
+        for qi, c in enumerate(range(len(h))):
             t = time.perf_counter()
             res = index.search(f"'{h[c, 0].decode()}' = ?", k=args.k)
             times.append(time.perf_counter() - t)
@@ -258,7 +269,7 @@ def main(argv=None) -> None:
             for i in range(HOPS):
                 d, a = f"doc{int(line_doc[c, i]):06d}", int(line_start[c, i])
                 found[qi, i] = any(s == d and x <= a < y for s, x, y in spans)
-        say(f"{len(picks)} queries: median {1000 * statistics.median(times):.1f} ms")
+        say(f"{len(h)} queries: median {1000 * statistics.median(times):.1f} ms")
         row = {
             "tokens": tokens,
             "shards": args.shards,
