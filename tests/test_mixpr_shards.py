@@ -357,3 +357,15 @@ def test_a_mappable_sharded_corpus_maps_its_shards(tmp_path, alice_docs):
             assert mapped_base(s.index._state.starts) is None
     with pytest.raises(TypeError, match="mappable must be a bool, got str"):
         build_indexes(pairs, "mixpr", tmp_path / "d", shards=2, mappable="yes", use_ray=False)
+
+
+def test_a_mappable_one_index_corpus_is_saved_in_format_3(tmp_path, alice_docs):
+    from longctx.corpus import CorpusIndex, build_indexes
+
+    pairs = [(d, t) for d, t, _ in alice_docs[:4]]
+    build_indexes(pairs, "mixpr", tmp_path / "c", mappable=True, use_ray=False)
+    manifest = json.loads((tmp_path / "c" / "indexes" / "mixpr" / "manifest.json").read_text())
+    assert manifest["format_version"] == 3
+    one = MixPRIndex.from_texts([t for _, t in pairs], ids=[d for d, _ in pairs])
+    with CorpusIndex.from_corpus(tmp_path / "c") as corpus:
+        assert corpus.index.search(QUERIES[0], k=3).hits == one.search(QUERIES[0], k=3).hits
