@@ -310,3 +310,87 @@ def test_seeds_equal_one_index(alice_docs):
     assert any(s == d2 and a < 900 for s, a in seeded)  # the first seed's span is retrieved
     with pytest.raises(ValueError, match=r"seeds\[0\]"):
         sharded.search(q, k=3, seeds=[Seed("d2", 5, 5, 1.0)])
+
+
+@pytest.mark.parametrize(
+    ("nodes", "n", "want"),
+    [
+        ([2.0], 2, 1.0),  # one CPU each where there is one
+        ([1.0, 1.0], 4, 0.5),  # 4 shards on two 1-CPU nodes
+        ([1.0, 1.0], 3, 0.5),  # 0.66 would fit 1 + 1 actors only
+        ([4.0, 1.0], 10, 0.5),  # 10 on 4 + 1 CPUs: 8 + 2 actors
+        ([1.0, 1.0, 1.0], 10, 0.25),
+        ([0.0, 2.0], 3, 0.6666),  # rounded down to Ray's 1e-4
+        ([], 3, 0.0),
+    ],
+)
+def test_shard_cpus_is_the_largest_share_that_fits(nodes, n, want):
+    from longctx.corpus.shards.backends import shard_cpus
+
+    got = shard_cpus(nodes, n)
+    assert got == want
+    assert got == 0 or sum(int(c / got + 1e-9) for c in nodes) >= n  # every actor fits
+
+
+@given(
+    st.lists(st.integers(0, 16).map(float), min_size=1, max_size=6),
+    st.integers(1, 64),
+)
+def test_shard_cpus_fits_and_no_larger_share_does(nodes, n):
+    from longctx.corpus.shards.backends import shard_cpus
+
+    x = shard_cpus(nodes, n)
+    assert 0 <= x <= 1
+    if sum(nodes) > 0:
+        assert x > 0 and sum(int(c / x + 1e-9) for c in nodes) >= n
+        y = x + 2e-4  # a larger share (past Ray's rounding) leaves an actor unplaced, or > 1
+        assert y > 1 or sum(int(c / y + 1e-9) for c in nodes) < n
+
+
+def test_shard_cpus_too_large_is_one_line():
+    from longctx.corpus.shards.backends import shard_cpus
+
+    assert shard_cpus([1.0, 1.0], 4, 0.5) == 0.5 and shard_cpus([1.0], 4, 0) == 0.0
+    with pytest.raises(ValueError, match=r"cpus_per_shard=1 does not fit: 4 shard actors") as e:
+        shard_cpus([1.0, 1.0], 4, 1.0)
+    assert "\n" not in str(e.value) and "<= 0.5" in str(e.value)
+
+
+def test_a_mappable_sharded_corpus_maps_its_shards(tmp_path, alice_docs):
+    # build_indexes(..., shards=N, mappable=True): format-3 shards that every load maps
+    from longctx.corpus import build_indexes
+    from longctx.persist.npy import mapped_base
+
+    pairs = [(d, t) for d, t, _ in alice_docs]
+    build_indexes(pairs, "mixpr", tmp_path / "c", shards=3, mappable=True, use_ray=False)
+    build_indexes(pairs[:2], "mixpr", tmp_path / "c", shards=3, mappable=True, use_ray=False)
+    from longctx.tokens import count_tokens  # counted by the shard jobs
+
+    entries = json.loads((tmp_path / "c" / "corpus.json").read_text())["documents"]
+    assert {e["doc_id"]: e["tokens"] for e in entries} == {d: count_tokens(t) for d, t in pairs}
+    one = MixPRIndex.from_texts([t for _, t in pairs], ids=[d for d, _ in pairs])
+    with ShardedMixPRIndex.load(tmp_path / "c" / "indexes", use_ray=False) as index:
+        for s in index._backend.shards.values():
+            assert mapped_base(s.index._state.starts) is not None
+        same_results(one, index, queries=QUERIES[:3], filters_list=(None,))
+        index.insert(["a new garden of roses"], ids=["new"])  # in memory; the files unchanged
+        assert index.search("roses garden", k=1).hits[0].source == len(pairs)
+    plain = tmp_path / "plain"
+    ShardedMixPRIndex.from_texts([t for _, t in pairs[:4]], shards=2).save(plain)
+    with ShardedMixPRIndex.load(plain, use_ray=False) as index:  # format 2: read whole
+        for s in index._backend.shards.values():
+            assert mapped_base(s.index._state.starts) is None
+    with pytest.raises(TypeError, match="mappable must be a bool, got str"):
+        build_indexes(pairs, "mixpr", tmp_path / "d", shards=2, mappable="yes", use_ray=False)
+
+
+def test_a_mappable_one_index_corpus_is_saved_in_format_3(tmp_path, alice_docs):
+    from longctx.corpus import CorpusIndex, build_indexes
+
+    pairs = [(d, t) for d, t, _ in alice_docs[:4]]
+    build_indexes(pairs, "mixpr", tmp_path / "c", mappable=True, use_ray=False)
+    manifest = json.loads((tmp_path / "c" / "indexes" / "mixpr" / "manifest.json").read_text())
+    assert manifest["format_version"] == 3
+    one = MixPRIndex.from_texts([t for _, t in pairs], ids=[d for d, _ in pairs])
+    with CorpusIndex.from_corpus(tmp_path / "c") as corpus:
+        assert corpus.index.search(QUERIES[0], k=3).hits == one.search(QUERIES[0], k=3).hits

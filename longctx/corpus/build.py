@@ -268,7 +268,9 @@ def build_indexes(
         each shard's work is a Ray task (``workers`` at a time). A corpus keeps the number of
         shards it was built with.
     **method_options :
-        mixpr: :meth:`MixPRIndex.from_texts` keywords (``preset``, ``max_words``...);
+        mixpr: :meth:`MixPRIndex.from_texts` keywords (``preset``, ``max_words``...), and
+        ``mappable=True``: the index (each shard) saved in format 3, which a sharded load maps
+        (:meth:`MixPRShard.load <longctx.corpus.shards.shard.MixPRShard.load>`);
         diversity: ``encoder``, ``device`` and :meth:`DiversityIndex.from_texts` keywords;
         garlic: ``model`` (name/path for :func:`longctx.models.load_causal_lm`, or a picklable
         callable returning ``(model, tokenizer)``), ``device``, ``encoder`` (``False``: no node

@@ -105,3 +105,35 @@ def test_a_shard_that_cannot_be_loaded_is_named(local_ray, tmp_path, docs):
     (tmp_path / "ix" / "shard-1" / "texts.json").write_text("[1, 2", "utf-8")
     with pytest.raises(PersistError, match=r"shard 1 .*texts\.json"):
         ShardedMixPRIndex.load(tmp_path / "ix", use_ray=True)
+
+
+def test_more_shards_than_cpus_load_on_a_cluster_without_waiting(local_ray, tmp_path, docs):
+    # joining the module's 2-CPU Ray as a cluster: 4 actors asking 1 CPU each waited for ever
+    import threading
+
+    sharded = ShardedMixPRIndex.from_texts(
+        [t for _, t, _ in docs], ids=[d for d, _, _ in docs], shards=4
+    )
+    sharded.save(tmp_path / "ix")
+    got: dict = {}
+
+    def load():
+        try:
+            got["index"] = ShardedMixPRIndex.load(tmp_path / "ix", ray_address="auto")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            got["error"] = exc
+
+    t = threading.Thread(target=load, daemon=True)
+    t.start()
+    t.join(timeout=240)
+    assert not t.is_alive(), "the load of 4 shards on 2 CPUs did not finish within 240 s"
+    assert "error" not in got, got.get("error")
+    with got["index"] as index:
+        assert index.backend == "ray-cluster" and index._backend.cpus_per_shard == 0.5
+        assert len(set(index._backend.pids().values())) == 4
+        one = MixPRIndex.from_texts([t for _, t, _ in docs], ids=[d for d, _, _ in docs])
+        same_results(one, index, queries=QUERIES[:2], filters_list=(None,))
+    with pytest.raises(ValueError) as err:  # asked for more than the nodes have: one line
+        ShardedMixPRIndex.load(tmp_path / "ix", ray_address="auto", cpus_per_shard=1)
+    msg = str(err.value)
+    assert "\n" not in msg and "cpus_per_shard=1 does not fit" in msg and "<= 0.5" in msg

@@ -12,17 +12,19 @@ copy. A shard that cannot be loaded is a :class:`~longctx.persist.PersistError` 
 from __future__ import annotations
 
 import logging
+import math
 import os
 
 import numpy as np
 
 from longctx._ray import start_ray
+from longctx.checks import check_float
 from longctx.corpus.shards.shard import MixPRShard
 from longctx.persist import PersistError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LocalShards", "RayShards", "ShardDied", "open_shard"]
+__all__ = ["LocalShards", "RayShards", "ShardDied", "open_shard", "shard_cpus"]
 
 #: Arrays larger than this (bytes) are put in Ray's object store once per call, not copied into
 #: every actor's task.
@@ -147,6 +149,73 @@ class _ShardActor:
     def pid(self):
         return os.getpid()
 
+    def node(self):
+        """The id of the Ray node this actor runs on."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
+
+def shard_cpus(node_cpus, n_shards: int, wanted: float | None = None) -> float:
+    """The CPUs each of ``n_shards`` shard actors asks of Ray, so that all of them fit the
+    nodes.
+
+    Ray places an actor only on a node with its ``num_cpus`` free and otherwise waits for ever;
+    a node with ``c`` CPUs holds ``floor(c / x)`` actors of ``x`` CPUs each.
+
+    Parameters
+    ----------
+    node_cpus : sequence of float
+        The CPUs of each live node of the Ray (one entry for a local Ray).
+    n_shards : int
+        The actors to place.
+    wanted : float >= 0, optional
+        The CPUs asked for (``cpus_per_shard``); ``None``: the largest share ``x <= 1`` with
+        ``sum(floor(c / x)) >= n_shards`` (rounded down to Ray's 1e-4 CPU), ``0`` when the
+        nodes have no CPU.
+
+    Returns
+    -------
+    float
+        ``num_cpus`` of each actor.
+
+    Raises
+    ------
+    ValueError
+        ``wanted`` is too large for the actors to fit the nodes (one line naming the
+        largest share that fits).
+    """
+    cpus = [float(c) for c in node_cpus if float(c) > 0]
+    n = max(1, int(n_shards))
+
+    def fits(x: float) -> bool:
+        return x <= 0 or sum(int(c / x + 1e-9) for c in cpus) >= n
+
+    # the largest x <= 1 that fits is 1 or some node's c / m (a node then holds exactly m)
+    shares = [1.0] + [c / m for c in cpus for m in range(1, n + 1) if c / m < 1.0]
+    best = max((x for x in shares if fits(x)), default=0.0)
+    best = math.floor(best * 10_000) / 10_000  # Ray's granularity; never above what fits
+    if wanted is None:
+        return best
+    if not fits(wanted):
+        raise ValueError(
+            f"cpus_per_shard={wanted:g} does not fit: {n} shard actors on nodes with "
+            f"{sorted(cpus, reverse=True) or [0]} CPUs; give cpus_per_shard <= {best:g} "
+            "(0: placed by memory alone), or more CPUs (ray start --num-cpus)"
+        )
+    return float(wanted)
+
+
+def _node_cpus(ray) -> list[float]:
+    """The CPUs of each live node of the Ray this process joined (``ray.nodes()``); the
+    cluster's total as one node where the nodes cannot be listed."""
+    try:
+        return [
+            float(nd.get("Resources", {}).get("CPU", 0.0)) for nd in ray.nodes() if nd.get("Alive")
+        ]
+    except Exception:  # noqa: BLE001 - a client connection without the node list
+        return [float(ray.cluster_resources().get("CPU", 0.0))]
+
 
 class RayShards:
     """One Ray actor per shard.
@@ -159,12 +228,19 @@ class RayShards:
         CPUs of a local Ray started here (default: this machine's).
     ray_address : str, optional
         A Ray cluster to join (``"auto"``, ``"ray://head:10001"``).
-    cpus_per_shard : float, optional
-        ``num_cpus`` of each actor; default: the local Ray's CPUs shared among the shards (at
-        most 1 each), or 1 on a cluster.
+    cpus_per_shard : float >= 0, optional
+        ``num_cpus`` each actor asks of Ray. Default: the most, at most 1, that lets every
+        shard's actor fit the nodes' CPUs together (:func:`shard_cpus`): one CPU each where the
+        nodes have one per shard, else a share (4 shards on two 1-CPU nodes: 0.5 each). The
+        actors work only during a query's round trips, so a share costs little; ``0`` places
+        them by memory alone. On a cluster the actors are spread over the nodes (Ray's
+        ``"SPREAD"`` strategy).
 
     Raises
     ------
+    ValueError
+        ``cpus_per_shard`` is negative, or so large that the actors cannot all be placed on
+        the nodes (one line, before any actor starts: Ray would wait for ever).
     PersistError
         A shard that cannot be loaded (named); the actors started are stopped.
     """
@@ -175,14 +251,16 @@ class RayShards:
         import ray
 
         self._ray = ray
-        self._started, self.kind, cpus = start_ray(workers, ray_address, preload=(__name__,))
-        n = max(1, len(sources))
-        if cpus_per_shard is None:
-            cpus_per_shard = min(1.0, cpus / n) if self.kind == "ray-local" else 1.0
-        self.cpus_per_shard = float(cpus_per_shard)
-        self._cls = ray.remote(num_cpus=self.cpus_per_shard, max_restarts=0)(_ShardActor)
+        if cpus_per_shard is not None:
+            cpus_per_shard = check_float(cpus_per_shard, "cpus_per_shard", low=0.0)
+        self._started, self.kind, _ = start_ray(workers, ray_address, preload=(__name__,))
         self.actors: dict = {}
         try:
+            self.cpus_per_shard = shard_cpus(_node_cpus(ray), len(sources), cpus_per_shard)
+            options = {"num_cpus": self.cpus_per_shard, "max_restarts": 0}
+            if self.kind == "ray-cluster":
+                options["scheduling_strategy"] = "SPREAD"
+            self._cls = ray.remote(**options)(_ShardActor)
             for i, src in sources.items():
                 self.actors[i] = self._cls.remote(src)
             self._wait_ready(list(sources), {i: s for i, s in sources.items()})
@@ -291,11 +369,13 @@ class _RayView:
         return [got[i] for i in self._numbers]
 
 
-def open_backend(sources, use_ray, ray_address, workers):
+def open_backend(sources, use_ray, ray_address, workers, cpus_per_shard=None):
     if not use_ray:
         shards = {i: open_shard(_named(i, s)) for i, s in sources.items()}
         return LocalShards(shards)
-    return RayShards(sources, workers=workers, ray_address=ray_address)
+    return RayShards(
+        sources, workers=workers, ray_address=ray_address, cpus_per_shard=cpus_per_shard
+    )
 
 
 def _named(i, source):

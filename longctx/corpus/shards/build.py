@@ -73,6 +73,7 @@ def check_sharded_options(options: dict) -> None:
 
     opts = dict(options)
     opts.pop("chunk", None)
+    opts.pop("mappable", None)  # (checked by check_mixpr_options)
     config = MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
     if config.graph != "factored":
         raise ValueError(
@@ -100,11 +101,13 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
     from longctx._rss import peak_rss_mib
     from longctx.corpus.shards.shard import MixPRShard, shard_dir
     from longctx.mixpr.config import MixPRConfig
+    from longctx.tokens import count_tokens
 
     t0 = time.perf_counter()
     opts = dict(options)
     preset = opts.pop("preset", "default")
     chunk = opts.pop("chunk", True)
+    mappable = opts.pop("mappable", False)  # format 3: the shards' actors map it
     config = MixPRConfig.from_preset(preset, **opts)
     rel = f"{INDEX_ROOT}/{shard_dir(i)}"
     shard = None
@@ -143,10 +146,13 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
         else:
             shard.insert([t for _, t in new], [d for d, _ in new], None)
     rec = {"shard": i, "pid": os.getpid(), "files": None, "has_terms": shard.has_terms()}
+    # the manifest's token counts, here on the workers (the driver counted 500M tokens for ~15
+    # minutes on one core after the shards were built)
+    rec["tokens"] = {d: count_tokens(t) for d, t in (*changed, *new)}
     if files:
-        rec["files"] = shard.files()
+        rec["files"] = shard.files(mappable)
     else:
-        shard.save_to(storage, rel)
+        shard.save_to(storage, rel, mappable)
     rec["seconds"] = round(time.perf_counter() - t0, 3)
     rec["peak_rss_mib"] = peak_rss_mib()
     return rec
@@ -216,7 +222,7 @@ def build_sharded_corpus(
         if ins or upd or i in touched:
             expected = [d for d, s, _ in order if s == i]
             jobs.append((i, expected, upd, ins))
-    backend, n_workers, peaks = "sequential", 1, {}
+    backend, n_workers, peaks, tokens = "sequential", 1, {}, {}
     if jobs:
         backend, n_workers, recs = _run_jobs(
             storage, jobs, options, use_ray=use_ray, workers=workers, ray_address=ray_address
@@ -228,6 +234,7 @@ def build_sharded_corpus(
             )
         for rec in recs:
             peaks[rec["pid"]] = max(peaks.get(rec["pid"], 0.0), rec["peak_rss_mib"])
+            tokens.update(rec["tokens"])
             if rec["files"] is not None:
                 storage.put_files(rec["files"], f"{INDEX_ROOT}/shard-{rec['shard']}")
     seconds = round(time.perf_counter() - t0, 3)
@@ -245,7 +252,7 @@ def build_sharded_corpus(
             path=f"{INDEX_ROOT}/shard-{shard_of[doc_id]}",
             status="done",
             seconds=seconds,
-            tokens=count_tokens(text),
+            tokens=tokens[doc_id] if doc_id in tokens else count_tokens(text),
             error=None,
             text_sha256=text_sha256(text),
             extra={"shard": shard_of[doc_id]},

@@ -11,7 +11,7 @@ GraphRAG", 2024, arXiv:2412.06078, sec. 4; the factored graph of
   term counts, token counts, unit vectors): that is what it saves and loads, and what its
   inserts, updates and deletes change.
 - The driver gathers the shards' term statistics (:meth:`MixPRShard.term_stats`) into the
-  corpus's (:func:`~longctx.mixpr.tfidf.merge_term_stats`: the sorted union of the vocabularies,
+  corpus's (``terms.merge_shard_terms``: the sorted union of the vocabularies, numpy arrays,
   document frequencies summed, units counted) once at load and after every change, and sends
   each shard its columns, the IDF and the document frequencies (:meth:`MixPRShard.set_global`).
   Every shard then weighs its units with the corpus's IDF, so its TF-IDF rows are the very rows
@@ -59,13 +59,14 @@ from longctx.corpus.shards.persist import MAX_SHARDS
 from longctx.corpus.shards.query import ShardedUnits, seed_keys
 from longctx.corpus.shards.selection import select_over_shards
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
+from longctx.corpus.shards.terms import merge_shard_terms
 from longctx.filters import compile_filter
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.router import MODES, KeywordRouter, plan_walk
 from longctx.mixpr.scoring import Scorer, normalized_query_vector, term_weights
 from longctx.mixpr.seeds import check_seeds
-from longctx.mixpr.tfidf import TfidfSettings, merge_term_stats
+from longctx.mixpr.tfidf import TfidfSettings
 from longctx.mixpr.validation import check_change, check_held
 from longctx.persist import PersistError
 from longctx.selection import check_budget_fits, check_size
@@ -310,7 +311,7 @@ class ShardedMixPRIndex:
             )
         settings = TfidfSettings(config)
         order = sorted(live)
-        stats, maps = merge_term_stats(
+        stats, maps = merge_shard_terms(
             settings, [(live[i]["terms"], live[i]["df"], live[i]["cf"], live[i]["n_units"])
                        for i in order]
         )  # fmt: skip
@@ -407,7 +408,7 @@ class ShardedMixPRIndex:
             and int(now["n_units"]) == int(old["n_units"])
             and (now["config"], now["chunk"], now["dim"])
             == (old["config"], old["chunk"], old["dim"])
-            and list(now["terms"]) == list(old["terms"])
+            and now["terms"] == old["terms"]
             and np.array_equal(now["df"], old["df"])
             and (want is None or got == want)
         )
@@ -736,6 +737,7 @@ class ShardedMixPRIndex:
         workers: int | None = None,
         router=None,
         encoder=None,
+        cpus_per_shard: float | None = None,
     ) -> ShardedMixPRIndex:
         """Read a sharded index saved at ``out`` (a folder or an fsspec URL).
 
@@ -750,6 +752,9 @@ class ShardedMixPRIndex:
             A Ray cluster to join, or the CPUs of a local Ray started here.
         router, encoder :
             As :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`.
+        cpus_per_shard : float >= 0, optional
+            CPUs a shard's actor asks for (default: <= 1, all fit: ``backends.shard_cpus``;
+            one too large for the nodes is a ``ValueError``).
 
         Raises
         ------
@@ -763,6 +768,7 @@ class ShardedMixPRIndex:
         return load_sharded(
             cls, out, storage_options=storage_options, use_ray=use_ray,
             ray_address=ray_address, workers=workers, router=router, encoder=encoder,
+            cpus_per_shard=cpus_per_shard,
         )  # fmt: skip
 
     def close(self) -> None:

@@ -84,8 +84,9 @@ def load_sharded(cls, out, *, storage_options=None, **kwargs):
 
 
 def load_sharded_once(
-    cls, storage, *, use_ray=None, ray_address=None, workers=None, router=None, encoder=None
-):
+    cls, storage, *, use_ray=None, ray_address=None, workers=None, router=None, encoder=None,
+    cpus_per_shard=None,
+):  # fmt: skip
     """One read of the sharded index at ``storage`` (:func:`load_sharded`)."""
     from longctx.corpus.shards.backends import open_backend
 
@@ -109,7 +110,7 @@ def load_sharded_once(
                 "use_ray=True starts a local Ray)",
                 len(held),
             )
-    backend = open_backend(sources, use_ray, ray_address, workers)
+    backend = open_backend(sources, use_ray, ray_address, workers, cpus_per_shard)
     try:
         stats = backend.run({i: ("term_stats", ()) for i in held})
         index = cls(backend, stats, n_shards, router=router, encoder=enc, sources=sources)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from longctx._rss import give_back_free_memory
+from longctx.corpus.shards.terms import TermBlob
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.scoring import UnitBlock
 from longctx.mixpr.seeds import seed_units
@@ -52,6 +54,14 @@ def _config_kwargs(config: MixPRConfig) -> dict:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
+def _text_lengths(texts) -> list[int]:
+    """Each text's length in characters (a mapped index's stored lengths: no text decoded)."""
+    lengths = getattr(texts, "lengths", None)
+    if lengths is not None:
+        return np.asarray(lengths, dtype=np.int64).tolist()
+    return [len(t) for t in texts]
+
+
 class MixPRShard:
     """One shard: its documents as a :class:`~longctx.mixpr.index.MixPRIndex` (their own term
     counts, never searched on their own), and its block of the scoring pipeline weighed with the
@@ -88,35 +98,52 @@ class MixPRShard:
 
     @classmethod
     def load(cls, path, *, encoder=None) -> MixPRShard:
-        """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder)."""
-        from longctx.mixpr.index import MixPRIndex
+        """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder): memory-mapped
+        when it was saved with ``mappable=True`` (format 3: the process holding it keeps in
+        memory what its queries read, the corpus-wide weights of :meth:`set_global` and its
+        term statistics), else read whole (format 2).
 
-        index = MixPRIndex.load(path, encoder=encoder)
+        Raises
+        ------
+        PersistError
+            As :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`, or a shard of
+            ``graph='threshold'``.
+        """
+        from pathlib import Path
+
+        from longctx.mixpr.index import MixPRIndex
+        from longctx.mixpr.persist_mapped import FORMAT_VERSION
+        from longctx.persist.fs import read_manifest_at
+
+        # a hint only: the loader checks the whole folder (format 2 then read whole)
+        mapped = (read_manifest_at(None, Path(path)) or {}).get("format_version") == FORMAT_VERSION
+        index = MixPRIndex.load(path, encoder=encoder, mmap=mapped)
         if index.config.graph != "factored":
             raise PersistError(f"{str(path)!r} holds a MixPR index with graph='threshold'")
         return cls(index)
 
-    def save(self, path) -> None:
-        self.index.save(path)
+    def save(self, path, *, mappable: bool = False) -> None:
+        """Save the shard's documents (``mappable=True``: format 3, which :meth:`load` maps)."""
+        self.index.save(path, mappable=mappable)
 
-    def files(self) -> dict:
+    def files(self, mappable: bool = False) -> dict:
         """The saved shard as ``{file name: bytes}`` (for a driver that writes it)."""
         import tempfile
         from pathlib import Path
 
         with tempfile.TemporaryDirectory(prefix="longctx-shard-") as tmp:
             d = Path(tmp) / "shard"
-            self.save(d)
+            self.save(d, mappable=mappable)
             return {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()}
 
-    def save_to(self, storage, rel: str) -> None:
+    def save_to(self, storage, rel: str, mappable: bool = False) -> None:
         """Save into a corpus location (:class:`longctx.corpus.storage.Storage`)."""
         import tempfile
         from pathlib import Path
 
         with tempfile.TemporaryDirectory(prefix="longctx-shard-") as tmp:
             d = Path(tmp) / "shard"
-            self.save(d)
+            self.save(d, mappable=mappable)
             storage.put_index(d, rel)
 
     # -- statistics ---------------------------------------------------------------------------
@@ -127,13 +154,13 @@ class MixPRShard:
         st = ix._state
         table = st.table
         return {
-            "terms": table.terms(),
+            "terms": TermBlob.of(table),
             "df": table.df,
             "cf": table.cf,
             "n_units": st.n_units,
             "doc_ids": tuple(st.doc_ids),
             "units": np.bincount(st.unit_source, minlength=len(st.doc_ids)),
-            "chars": [len(t) for t in st.texts],
+            "chars": _text_lengths(st.texts),
             "dim": None if st.unit_vectors is None else int(st.unit_vectors.shape[1]),
             "encoder_name": ix.encoder_identity.get("name"),
             "config": ix.config,
@@ -171,6 +198,7 @@ class MixPRShard:
             unit_vectors=st.unit_vectors,
             counts=lambda: ix._counts(st),
         )
+        give_back_free_memory()  # the temporaries of the rows (a shard's actor lives long)
 
     def block_call(self, method: str, *args):
         return getattr(self.block, method)(*args)

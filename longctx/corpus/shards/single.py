@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 MIXPR_INDEX = "indexes/mixpr"
 
 #: ``build_indexes`` options of a MixPR corpus besides :class:`~longctx.mixpr.MixPRConfig` fields.
-_EXTRA_OPTIONS = ("preset", "chunk")
+_EXTRA_OPTIONS = ("preset", "chunk", "mappable")
 
 
 def check_mixpr_options(options: dict) -> None:
@@ -44,12 +44,13 @@ def check_mixpr_options(options: dict) -> None:
     bad = sorted(set(opts) - set(MixPRConfig.__dataclass_fields__) - set(_EXTRA_OPTIONS))
     if bad:
         raise ValueError(
-            f"method 'mixpr' takes no option(s) {bad} (it takes 'preset', 'chunk' and the "
-            "MixPRConfig fields)"
+            f"method 'mixpr' takes no option(s) {bad} (it takes 'preset', 'chunk', 'mappable' "
+            "and the MixPRConfig fields)"
         )
-    chunk = opts.pop("chunk", True)
-    if not isinstance(chunk, bool):
-        raise TypeError(f"chunk must be a bool, got {type(chunk).__name__}")
+    for name, default in (("chunk", True), ("mappable", False)):
+        value = opts.pop(name, default)
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
     MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
 
 
@@ -132,6 +133,7 @@ def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar, remov
     opts = dict(method_options)
     preset = opts.pop("preset", "default")
     chunk = opts.pop("chunk", True)
+    mappable = opts.pop("mappable", False)  # format 3 (MixPRIndex.load(..., mmap=True) maps it)
     index = None
     if manifest.entries and storage.index_complete(MIXPR_INDEX):
         index = load_mixpr_index(storage)
@@ -161,7 +163,7 @@ def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar, remov
             index.update([t for _, t in changed], ids=[d for d, _ in changed])
     if work or drop:
         with tempfile.TemporaryDirectory(prefix="longctx-corpus-") as tmp:
-            index.save(Path(tmp) / "mixpr")
+            index.save(Path(tmp) / "mixpr", mappable=mappable)
             storage.put_index(Path(tmp) / "mixpr", MIXPR_INDEX)
     seconds = round(time.perf_counter() - t0, 3)
     for doc_id, text in work:
