@@ -39,7 +39,7 @@ MiB = 1 << 20
 def saved(tmp_path_factory):
     """A saved MixPR index (token counts included) to copy and damage."""
     d = tmp_path_factory.mktemp("claims") / "idx"
-    mixpr_index().save(d)
+    mixpr_index().save(d, mappable=False)
     return d
 
 
@@ -267,7 +267,7 @@ def test_claim_a_thresholded_graph_of_another_shape_is_refused_before_it_is_buil
     arrays."""
     d = tmp_path / "idx"
     ix = MixPRIndex.from_texts(TEXTS, preset="paper", max_words=8)
-    ix.save(d)
+    ix.save(d, mappable=False)
     _forged_csc(d / "graph.npz", 4 * 10**8, ix.n_units)
     restamp(d)
     peak, err = _peak(lambda: MixPRIndex.load(d))
@@ -438,9 +438,14 @@ def test_claim_a_shard_unit_index_out_of_range_is_refused(tmp_path):
     """Claim (finding 11): a shard is a MixPR index folder loaded by ``MixPRIndex.load``, so its
     ``unit_index`` is checked too. Before: a ``unit_index`` of 10**6 changed which hits came
     back and ``ShardedMixPRIndex.score`` raised a raw IndexError."""
+    import shutil
+
     from longctx.corpus.shards.index import ShardedMixPRIndex
 
-    _, root = _sharded(tmp_path)
+    # a sharded index saved in format 2 (the checked-in one of tests/test_saved_format2.py; a
+    # save now writes format 3: tests/test_security_format3.py has the twin)
+    root = tmp_path / "ix"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "saved_format2" / "shards", root)
     d = root / "shard-1"
     a = _arrays(d)
     u = a["unit_index"].copy()

@@ -743,21 +743,25 @@ class MixPRIndex(RetrievalIndex):
     _hit = staticmethod(unit_hit)
 
     # -- persistence --------------------------------------------------------------------------
-    def save(self, path, *, mappable: bool = False) -> None:
+    def save(self, path, *, mappable: bool = True) -> None:
         """Write the index to directory ``path``.
 
-        Format 2 (the default): ``config.json`` (settings), ``documents.json`` (ids and
-        metadata), ``texts.json``, ``vocabulary.json`` (terms by column), ``arrays.npz`` (unit
-        offsets, token counts), ``terms.npz`` (the term counts, one scipy.sparse row per unit),
-        with ``graph="threshold"`` ``graph.npz`` (the thresholded graph), and in hybrid mode
-        ``vectors.npz`` (``unit_vectors``: ``(n_units, dim) float32``) with the encoder's name
-        and dimension in ``config.json``.
+        Format 3 (the default, ``mappable=True``): ``config.json`` (settings, with the encoder's
+        name and dimension in hybrid mode), ``documents.json`` (ids and metadata) and every
+        array a plain ``.npy`` file (the texts and the terms as UTF-8 bytes with their offsets,
+        the unit offsets and token counts, the TF-IDF rows by columns and by rows, the term
+        counts, the graph's column sums or, with ``graph="threshold"``, the thresholded graph,
+        and ``unit_vectors``), which :meth:`load` reads, or with ``mmap=True`` maps instead
+        of reading, so that an app opening its index at every start pays for what its queries
+        touch (:mod:`longctx.mixpr.persist_mapped`). It takes more room on disk than format 2
+        (uncompressed, ``E`` stored twice).
 
-        ``mappable=True``: format 3, every array (texts and terms as UTF-8 bytes included) a
-        plain ``.npy`` file that :meth:`load` with ``mmap=True`` maps instead of reading, with
-        the TF-IDF rows and the graph's column sums stored, so that the first query after an
-        open costs what the next ones do (:mod:`longctx.mixpr.persist_mapped`). The router and
-        the encoder object are not saved.
+        ``mappable=False``: format 2, as longctx 0.2 wrote it: ``config.json``,
+        ``documents.json``, ``texts.json``, ``vocabulary.json`` (terms by column),
+        ``arrays.npz`` (unit offsets, token counts), ``terms.npz`` (the term counts, one
+        scipy.sparse row per unit), with ``graph="threshold"`` ``graph.npz``, in hybrid mode
+        ``vectors.npz`` (``(n_units, dim) float32``); compressed, smaller, never mapped.
+        Both formats load. The router and the encoder object are not saved.
         """
         if mappable:
             save_mapped(self, path)
@@ -773,14 +777,18 @@ class MixPRIndex(RetrievalIndex):
         to :meth:`from_texts`. ``None``: the default all-MiniLM-L6-v2 when the index was built
         with it (loaded on the first query), else queries need ``query_vector=``.
 
-        ``mmap`` (an index saved with ``mappable=True``): map its arrays read-only instead of
-        reading them. The open then reads the small files and checks the arrays in blocks,
-        giving their pages back: it holds in memory what the queries read (10M words of
-        Gutenberg: see ``docs/notes/mixpr.md``). The arrays' SHA-256 digests are not computed
-        (their sizes are checked); the texts' UTF-8 is checked when a text is read and the term
-        counts at the first insert or delete. A format-2 index is read into memory (a
-        ``UserWarning`` says to save it again). An insert or delete builds new arrays in
-        memory: the files are never written.
+        ``mmap=False`` (the default, as bm25s's ``load``): every file is read into memory once
+        and checked against its SHA-256 digest, so nothing changes under the index if the
+        files are later edited in place. ``mmap=True`` (a format-3 index, what :meth:`save`
+        writes by default): map its arrays read-only instead of reading them. The open then
+        reads the small files and checks the arrays in blocks, giving their pages back: it
+        holds in memory what the queries read (10M words of Gutenberg: see
+        ``docs/notes/mixpr-mmap.md``). The arrays' SHA-256 digests are not computed (their
+        sizes are checked); the texts' UTF-8 is checked when a text is read and the term counts
+        at the first insert or delete. A format-2 index is read into memory (a ``UserWarning``
+        says to save it again). An insert or delete builds new arrays in memory: the files are
+        never written, and a save over the folder writes a new one (the maps keep the old
+        files, deleted: the index goes on answering as loaded).
 
         Raises
         ------

@@ -453,7 +453,7 @@ def load_index(cls, path, *, router=None, encoder=None, mmap: bool = False):
     if mmap:
         warnings.warn(
             f"the MixPR index at {str(r.path)!r} was saved in format 2, which cannot be mapped: "
-            "it is read into memory. Save it again with save(path, mappable=True) to map it",
+            "it is read into memory. Save it again (save(path) writes format 3) to map it",
             UserWarning,
             stacklevel=3,
         )
