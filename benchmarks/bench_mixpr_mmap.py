@@ -175,12 +175,13 @@ def main() -> None:
         args.dir = tmp
         try:
             b = child(args, one=size)
-            print(f"{size}M words: {json.dumps({k: v for k, v in b.items() if k != 'hits'})}")
+            label = f"{Path(args.text).name}" if args.text else f"{size}M words"
+            print(f"{label}: {json.dumps({k: v for k, v in b.items() if k != 'hits'})}")
             for rep in range(args.repeat):
                 for way in args.ways.split(","):
                     r = child(args, way=way)
                     r["same_hits"] = r.pop("hits") == b["hits"]
-                    r.update(size=size, way=way, rep=rep)
+                    r.update(size=label, way=way, rep=rep)
                     print("  ", json.dumps(r), flush=True)
                     rows.append(r)
         finally:
@@ -190,7 +191,7 @@ def main() -> None:
           "same hits |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['size']}M | {WAYS[r['way']][2]} (run {r['rep'] + 1}) | {r['open_s']} / "
+        print(f"| {r['size']} | {WAYS[r['way']][2]} (run {r['rep'] + 1}) | {r['open_s']} / "
               f"{r['open_cpu_s']} | {r['rss_after_open_mb']} | {r['first_query_ms']} / "
               f"{r['first_query_cpu_ms']} | {r['next_query_ms']} / {r['next_query_cpu_ms']} | "
               f"{r['same_hits']} |")  # fmt: skip

@@ -136,3 +136,42 @@ def forged_npy_header_npz(path: Path, key: str, shape, dtype="<f8") -> None:
     buf.write(b"\0" * 8)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
         zf.writestr(f"{key}.npy", buf.getvalue())
+
+
+def assert_units_consistent(ix) -> None:
+    """The units of the loaded MixPR index ``ix`` are what a load guarantees: non-empty, in
+    document order, sorted and non-overlapping within their text, ``unit_index`` their position,
+    token counts in ``[1, 4 * characters + 1024]``, and every hit a slice of its text."""
+    src, s, e = ix.unit_source, ix.starts, ix.ends
+    assert (s < e).all() and (np.diff(src) >= 0).all()
+    same = src[1:] == src[:-1]
+    assert (s[1:][same] >= e[:-1][same]).all()
+    first = np.searchsorted(src, src, side="left")
+    assert np.array_equal(ix.unit_index, np.arange(len(src)) - first)
+    assert ((ix.token_counts >= 1) & (ix.token_counts <= 4 * (e - s) + 1024)).all()
+    texts = list(ix.texts)
+    for h in ix.search("cat", k=5).hits:
+        assert h.text == texts[h.source][h.start : h.end] and h.text
+
+
+def traced_peak(fn) -> tuple[int, BaseException | None]:
+    """Peak bytes traced (``tracemalloc``) while ``fn()`` runs, and what it raised."""
+    import tracemalloc
+
+    tracemalloc.start()
+    err = None
+    try:
+        fn()
+    except BaseException as exc:  # noqa: BLE001 - returned to the test
+        err = exc
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak, err
+
+
+def copied(src: Path, dst: Path) -> Path:
+    """``dst``, a copy of the folder ``src``."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst

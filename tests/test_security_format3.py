@@ -17,17 +17,32 @@ import os
 import shutil
 import struct
 import threading
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from longctx.mixpr import MixPRIndex
 from longctx.persist import ConcurrentSaveError, PersistError, SaveTargetError
-from tests._persist_helpers import TEXTS, edit_json, mixpr_index, restamp
+from tests._persist_helpers import (
+    TEXTS,
+    assert_units_consistent,
+    copied,
+    edit_json,
+    mixpr_index,
+    restamp,
+    traced_peak,
+)
+from tests.test_security_claims import (
+    UNIT_EDIT_ARGS,
+    UNIT_EDIT_SETTINGS,
+    UNIT_EDITS,
+    _set,
+    manifest_edits,
+    units_edit,
+)
 
 MiB = 1 << 20
 MODES = pytest.mark.parametrize("mmap", [True, False], ids=["mapped", "read"])
@@ -44,28 +59,14 @@ def saved(tmp_path_factory):
 
 @pytest.fixture
 def idx(tmp_path, saved):
-    d = tmp_path / "idx"
-    shutil.copytree(saved, d)
-    return d
+    """A copy of ``saved`` to damage."""
+    return copied(saved, tmp_path / "idx")
 
 
 def _refused(d: Path, match: str, *, modes=(True, False)) -> None:
     for mmap in modes:
         with pytest.raises(PersistError, match=match):
             MixPRIndex.load(d, mmap=mmap)
-
-
-def _peak(fn) -> tuple[int, BaseException | None]:
-    """Peak bytes traced while ``fn()`` runs, and what it raised."""
-    tracemalloc.start()
-    err = None
-    try:
-        fn()
-    except BaseException as exc:  # noqa: BLE001 - returned to the test
-        err = exc
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak, err
 
 
 def _poke(d: Path, name: str, fn, *, stamp: bool = True) -> None:
@@ -178,13 +179,6 @@ def test_f3_a_fifo_member_is_refused_without_blocking(idx, name):
 
 
 # -- the manifest and the JSON members --------------------------------------------------------------
-def _set(key, value):
-    def edit(d):
-        d[key] = value
-
-    return edit
-
-
 def _unlist(name):
     def edit(m):
         m["files"].remove(name)
@@ -197,10 +191,7 @@ def _unlist(name):
 @pytest.mark.parametrize(
     "name, edit, match",
     [
-        ("manifest.json", lambda m: [m], r"manifest\.json.*not a longctx manifest"),
-        ("manifest.json", lambda m: m["digests"].pop("E_data.npy") and None, r"'digests' lacks"),
-        ("manifest.json", _set("format_version", 99), r"format version 99"),
-        ("manifest.json", _set("format_version", 1), r"format version 1.*rebuild"),
+        *manifest_edits("E_data.npy"),
         ("manifest.json", _set("format_version", 2), r"texts\.json.*missing"),
         ("manifest.json", _set("format_version", True), r"format version True"),
         ("manifest.json", _unlist("df.npy"), r"df\.npy.*not listed"),
@@ -290,7 +281,7 @@ def test_f3_npy_headers_are_bounded_and_typed_before_any_value_is_read(idx, raw,
     _put(idx, "E_data.npy", raw)
     cwd = os.getcwd()
     for mmap in (True, False):
-        peak, err = _peak(lambda: MixPRIndex.load(idx, mmap=mmap))  # noqa: B023
+        peak, err = traced_peak(lambda: MixPRIndex.load(idx, mmap=mmap))  # noqa: B023
         assert isinstance(err, PersistError), err
         assert "E_data.npy" in str(err) and __import__("re").search(match, str(err)), str(err)
         assert peak < 4 * MiB
@@ -496,35 +487,11 @@ def test_f3_offsets_inside_what_is_stored(idx, name, edit, match):
 
 
 def _units_edit(d: Path, how: str) -> dict:
-    s, e, src = (np.load(d / f"{k}.npy") for k in ("starts", "ends", "unit_source"))
-    first = np.flatnonzero(src == src[0])
-    if how == "overlap":
-        s[first[:5]], e[first[:5]] = s[first[0]], e[first[0]]
-        return {"starts": s, "ends": e}
-    if how == "reversed":
-        s[first], e[first] = s[first][::-1], e[first][::-1]
-        return {"starts": s, "ends": e}
-    if how == "empty":
-        return {"ends": s}
-    if how == "unit_index":
-        u = np.load(d / "unit_index.npy")
-        u[1] = 10**6
-        return {"unit_index": u}
-    counts = np.load(d / "token_counts.npy")
-    return {"token_counts": np.zeros_like(counts) if how == "counts0" else counts * 0 + 2**62}
+    keys = ("starts", "ends", "unit_source", "unit_index", "token_counts")
+    return units_edit({k: np.load(d / f"{k}.npy") for k in keys}, how)
 
 
-@pytest.mark.parametrize(
-    "how, field",
-    [
-        ("overlap", "starts"),
-        ("reversed", "starts"),
-        ("empty", "ends"),
-        ("unit_index", "unit_index"),
-        ("counts0", "token_counts"),
-        ("counts_huge", "token_counts"),
-    ],
-)
+@pytest.mark.parametrize("how, field", UNIT_EDITS)
 def test_f3_unit_arrays_are_cross_checked_at_load(idx, how, field):
     """Twin of ``test_claim_unit_arrays_are_cross_checked_at_load``: the unit arrays (one
     ``.npy`` each) go through the same ``check_units``: non-empty, inside their text, sorted
@@ -546,7 +513,7 @@ def test_f3_every_header_is_checked_before_any_value(idx):
         _put(idx, f"{k}.npy", v, stamp=False)
     _put(idx, "E_indptr.npy", _raw_npy(_header("'<i4'", f"({10**12},)"), b"\0" * 8))
     for mmap in (True, False):
-        peak, err = _peak(lambda: MixPRIndex.load(idx, mmap=mmap))  # noqa: B023
+        peak, err = traced_peak(lambda: MixPRIndex.load(idx, mmap=mmap))  # noqa: B023
         assert isinstance(err, PersistError) and "E_indptr.npy" in str(err), err
         assert peak < 4 * MiB
 
@@ -560,33 +527,8 @@ def test_f3_units_of_an_index_without_texts_are_refused(idx):
     _refused(idx, r"starts\.npy.*source.*out of range for 0 texts")
 
 
-@pytest.mark.parametrize("value", [0, 10**15])
-def test_f3_built_token_counts_are_clamped_to_the_range_a_load_accepts(tmp_path, value):
-    """Twin of ``test_claim_built_token_counts_are_clamped_to_the_range_a_load_accepts``."""
-
-    def count(text: str) -> int:
-        return value
-
-    ix = MixPRIndex.from_texts(TEXTS, max_words=8, token_counter=count)
-    ix.save(tmp_path / "idx", mappable=True)
-    for mmap in (True, False):
-        loaded = MixPRIndex.load(tmp_path / "idx", mmap=mmap)
-        assert np.array_equal(loaded.token_counts, ix.token_counts)
-        budget = int(loaded.token_counts.min())
-        assert len(loaded.search("cat", token_budget=budget).hits) <= 1
-
-
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(
-    field=st.sampled_from(["starts", "ends", "unit_index", "unit_source", "token_counts"]),
-    at=st.integers(0, 10**6),
-    delta=st.sampled_from([-(10**6), -50, -7, -1, 1, 3, 20, 10**6, 2**40]),
-    mmap=st.booleans(),
-)
+@UNIT_EDIT_SETTINGS
+@given(**UNIT_EDIT_ARGS, mmap=st.booleans())
 def test_f3_any_edit_of_a_unit_array_loads_consistent_units_or_is_refused(
     saved, tmp_path_factory, field, at, delta, mmap
 ):
@@ -599,16 +541,7 @@ def test_f3_any_edit_of_a_unit_array_loads_consistent_units_or_is_refused(
     except PersistError as exc:
         assert f"{d}" in str(exc) and ".npy" in str(exc)
         return
-    src, s, e = ix.unit_source, ix.starts, ix.ends
-    assert (s < e).all() and (np.diff(src) >= 0).all()
-    same = src[1:] == src[:-1]
-    assert (s[1:][same] >= e[:-1][same]).all()
-    first = np.searchsorted(src, src, side="left")
-    assert np.array_equal(ix.unit_index, np.arange(len(src)) - first)
-    assert ((ix.token_counts >= 1) & (ix.token_counts <= 4 * (e - s) + 1024)).all()
-    texts = list(ix.texts)
-    for h in ix.search("cat", k=5).hits:
-        assert h.text == texts[h.source][h.start : h.end] and h.text
+    assert_units_consistent(ix)
 
 
 # -- the other graph and the unit vectors ----------------------------------------------------------
@@ -639,7 +572,7 @@ def test_f3_a_forged_graph_header_is_refused_before_anything_is_allocated(tmp_pa
     MixPRIndex.from_texts(TEXTS, preset="paper", max_words=8).save(d, mappable=True)
     _put(d, "S_indptr.npy", _raw_npy(_header("'<i4'", "(400000001,)"), b"\0" * 8))
     for mmap in (True, False):
-        peak, err = _peak(lambda: MixPRIndex.load(d, mmap=mmap))  # noqa: B023
+        peak, err = traced_peak(lambda: MixPRIndex.load(d, mmap=mmap))  # noqa: B023
         assert isinstance(err, PersistError) and "S_indptr.npy" in str(err), err
         assert peak < 4 * MiB
 
