@@ -746,22 +746,18 @@ class MixPRIndex(RetrievalIndex):
     def save(self, path, *, mappable: bool = True) -> None:
         """Write the index to directory ``path``.
 
-        Format 3 (the default, ``mappable=True``): ``config.json`` (settings, with the encoder's
-        name and dimension in hybrid mode), ``documents.json`` (ids and metadata) and every
-        array a plain ``.npy`` file (the texts and the terms as UTF-8 bytes with their offsets,
-        the unit offsets and token counts, the TF-IDF rows by columns and by rows, the term
-        counts, the graph's column sums or, with ``graph="threshold"``, the thresholded graph,
-        and ``unit_vectors``), which :meth:`load` reads, or with ``mmap=True`` maps instead
-        of reading, so that an app opening its index at every start pays for what its queries
-        touch (:mod:`longctx.mixpr.persist_mapped`). It takes more room on disk than format 2
-        (uncompressed, ``E`` stored twice).
+        Format 3 (the default, ``mappable=True``): ``config.json`` (settings; hybrid: the
+        encoder's name and dimension), ``documents.json`` (ids, metadata), every array a plain
+        ``.npy`` file (texts and terms as UTF-8 bytes with offsets, unit offsets and token
+        counts, the TF-IDF rows by columns and by rows, the term counts, the graph's column
+        sums or the thresholded graph, ``unit_vectors``), which :meth:`load` reads, or maps
+        with ``mmap=True``, so that an app opening its index at every start pays for what its
+        queries touch (:mod:`longctx.mixpr.persist_mapped`); larger on disk than format 2.
 
-        ``mappable=False``: format 2, as longctx 0.2 wrote it: ``config.json``,
-        ``documents.json``, ``texts.json``, ``vocabulary.json`` (terms by column),
-        ``arrays.npz`` (unit offsets, token counts), ``terms.npz`` (the term counts, one
-        scipy.sparse row per unit), with ``graph="threshold"`` ``graph.npz``, in hybrid mode
-        ``vectors.npz`` (``(n_units, dim) float32``); compressed, smaller, never mapped.
-        Both formats load. The router and the encoder object are not saved.
+        ``mappable=False``: format 2: ``config.json``, ``documents.json``, ``texts.json``,
+        ``vocabulary.json``, ``arrays.npz`` (unit offsets, token counts), ``terms.npz`` (term
+        counts), ``graph.npz`` (``graph="threshold"``), ``vectors.npz`` (hybrid); compressed,
+        never mapped. Both formats load. The router and the encoder object are not saved.
         """
         if mappable:
             save_mapped(self, path)
