@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import struct
 import zipfile
 from pathlib import Path
 
@@ -175,3 +176,17 @@ def copied(src: Path, dst: Path) -> Path:
 
     shutil.copytree(src, dst)
     return dst
+
+
+def raw_npy(header: str, payload: bytes = b"", version: tuple[int, int] = (1, 0)) -> bytes:
+    """An ``.npy`` file whose header dict is the literal text ``header`` (padded as numpy does)."""
+    h = header.encode("latin1")
+    fmt, pre = ("<H", 10) if version == (1, 0) else ("<I", 12)
+    pad = (-(pre + len(h) + 1)) % 64
+    hb = h + b" " * pad + b"\n"
+    return b"\x93NUMPY" + bytes(version) + struct.pack(fmt, len(hb)) + hb + payload
+
+
+def npy_header(descr: str, shape: str, fortran: str = "False") -> str:
+    """The text of an ``.npy`` header dict (each value as literal text, forged at will)."""
+    return f"{{'descr': {descr}, 'fortran_order': {fortran}, 'shape': {shape}, }}"

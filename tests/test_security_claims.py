@@ -30,6 +30,8 @@ from tests._persist_helpers import (
     edit_npz,
     garlic_graph,
     mixpr_index,
+    npy_header,
+    raw_npy,
     restamp,
     traced_peak,
 )
@@ -180,6 +182,30 @@ def test_claim_npy_headers_are_bounded_before_any_array_is_read(tmp_path):
     peak, err = traced_peak(lambda: read_arrays(p, ["starts"]))
     assert isinstance(err, PersistError) and "claims shape" in str(err)
     assert peak < 8 * MiB
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "{'descr': '<i8', 'fortran_order': False, 'shape': (8,), ",  # unclosed: TokenError
+        "{" * 5000 + "}" * 5000,  # nested: RecursionError or a too-complex literal
+        "__import__('os').system('touch PWNED')",
+        npy_header("__import__('os').getcwd()", "(1,)"),
+        npy_header("'<i8'", "(" * 400 + "1" + ",)" * 400),
+    ],
+)
+def test_claim_a_forged_npz_header_is_one_persist_error(idx, header):
+    """Claim: an ``.npz`` member whose ``.npy`` header is no literal dict (unclosed, nested,
+    code) is a PersistError naming the file and the array, its code never run, whatever
+    numpy's parser raises (an unclosed bracket raised ``tokenize.TokenError``); the
+    format-3 twin is ``test_f3_npy_headers_are_bounded_and_typed_before_any_value_is_read``."""
+    raw = raw_npy(header, b"\0" * 64)
+    with zipfile.ZipFile(idx / "arrays.npz", "a") as zf:
+        zf.writestr("forged.npy", raw)
+    restamp(idx)
+    with pytest.raises(PersistError, match=r"arrays\.npz.*'forged'"):
+        MixPRIndex.load(idx)
+    assert not Path("PWNED").exists()
 
 
 def test_claim_object_dtypes_are_refused_and_nothing_is_unpickled(tmp_path):

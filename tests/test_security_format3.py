@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import struct
 import threading
 from pathlib import Path
 
@@ -32,6 +31,8 @@ from tests._persist_helpers import (
     copied,
     edit_json,
     mixpr_index,
+    npy_header,
+    raw_npy,
     restamp,
     traced_peak,
 )
@@ -87,19 +88,6 @@ def _put(d: Path, name: str, value, *, stamp: bool = True) -> None:
         np.save(d / name, value, allow_pickle=False)
     if stamp:
         restamp(d)
-
-
-def _raw_npy(header: str, payload: bytes = b"", version: tuple[int, int] = (1, 0)) -> bytes:
-    """An ``.npy`` file whose header dict is the literal text ``header`` (padded as numpy does)."""
-    h = header.encode("latin1")
-    fmt, pre = ("<H", 10) if version == (1, 0) else ("<I", 12)
-    pad = (-(pre + len(h) + 1)) % 64
-    hb = h + b" " * pad + b"\n"
-    return b"\x93NUMPY" + bytes(version) + struct.pack(fmt, len(hb)) + hb + payload
-
-
-def _header(descr: str, shape: str, fortran: str = "False") -> str:
-    return f"{{'descr': {descr}, 'fortran_order': {fortran}, 'shape': {shape}, }}"
 
 
 def _hits(index, q="Where did the cat sit?", k=5):
@@ -222,7 +210,7 @@ def test_f3_each_json_file_is_typed_and_checked_field_by_field(idx, name, edit, 
 def test_f3_settings_are_checked_before_the_arrays(idx):
     """Twin of ``test_claim_settings_are_checked_before_the_unit_arrays``: an index with a bad
     setting and a forged array header reports ``config.json``."""
-    _put(idx, "starts.npy", _raw_npy(_header("'<i8'", f"({10**12},)"), b"\0" * 8), stamp=False)
+    _put(idx, "starts.npy", raw_npy(npy_header("'<i8'", f"({10**12},)"), b"\0" * 8), stamp=False)
     edit_json(idx / "config.json", _set("max_iter", 10**9))
     _refused(idx, r"config\.json.*max_iter")
 
@@ -234,32 +222,32 @@ _N = 26  # entries of E_data.npy (float64) in the saved index
 @pytest.mark.parametrize(
     "raw, match",
     [
-        (_raw_npy(_header("'<f8'", f"({10**12},)"), b"\0" * 8), "header describes"),  # 8 TB
-        (_raw_npy(_header("'<f8'", f"({2**62}, {2**62})"), b"\0" * 8), "dimension"),
-        (_raw_npy(_header("'<f8'", f"({2**70},)"), b"\0" * 8), "header describes"),
-        (_raw_npy(_header("'|O'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype object"),
-        (_raw_npy(_header("'>f8'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype >f8"),
-        (_raw_npy(_header("'<i8'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype int64"),
-        (_raw_npy(_header("'<f4'", f"({_N},)"), b"\0" * 4 * _N), "holds dtype float32"),
-        (_raw_npy(_header("'<c16'", f"({_N},)"), b"\0" * 16 * _N), "holds dtype complex128"),
-        (_raw_npy(_header("'|S8'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
-        (_raw_npy(_header("'<U2'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
-        (_raw_npy(_header("[('a', '<f8')]", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
-        (_raw_npy(_header("('<f8', (2,))", f"({_N},)"), b"\0" * 16 * _N), "holds dtype"),
-        (_raw_npy(_header("'|V8'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
-        (_raw_npy(_header("'<f8'", f"({_N},)", "True"), b"\0" * 8 * _N), "Fortran"),
-        (_raw_npy(_header("'<f8'", f"({_N}, 1)"), b"\0" * 8 * _N), "dimension"),
-        (_raw_npy(_header("'<f8'", "()"), b"\0" * 8), "dimension"),
-        (_raw_npy(_header("'<f8'", f"({_N},)"), b"\0" * (8 * _N - 3)), "truncated or damaged"),
-        (_raw_npy(_header("'<f8'", f"({_N},)"), b"\0" * (8 * _N + 8)), "truncated or damaged"),
-        (_raw_npy(_header("'<f8'", f"({10**12},)"), b"\0" * 8, (2, 0)), "header describes"),
-        (_raw_npy(_header("'<f8'", f"({_N},)"), b"\0" * 8 * _N, (3, 0)), "not a valid .npy"),
-        (_raw_npy("{'descr': '<f8', 'shape': (26,)}", b"\0" * 8 * _N), "not a valid .npy"),
-        (_raw_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (26,), ", b""), "not a valid"),
-        (_raw_npy("__import__('os').system('touch PWNED')", b""), "not a valid .npy"),
-        (_raw_npy(_header("__import__('os').getcwd()", "(1,)"), b""), "not a valid .npy"),
-        (_raw_npy("{" * 5000 + "}" * 5000), "not a valid .npy"),
-        (_raw_npy(_header("'<f8'", "(" * 400 + "1" + ",)" * 400)), "not a valid|dimension"),
+        (raw_npy(npy_header("'<f8'", f"({10**12},)"), b"\0" * 8), "header describes"),  # 8 TB
+        (raw_npy(npy_header("'<f8'", f"({2**62}, {2**62})"), b"\0" * 8), "dimension"),
+        (raw_npy(npy_header("'<f8'", f"({2**70},)"), b"\0" * 8), "header describes"),
+        (raw_npy(npy_header("'|O'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype object"),
+        (raw_npy(npy_header("'>f8'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype >f8"),
+        (raw_npy(npy_header("'<i8'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype int64"),
+        (raw_npy(npy_header("'<f4'", f"({_N},)"), b"\0" * 4 * _N), "holds dtype float32"),
+        (raw_npy(npy_header("'<c16'", f"({_N},)"), b"\0" * 16 * _N), "holds dtype complex128"),
+        (raw_npy(npy_header("'|S8'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
+        (raw_npy(npy_header("'<U2'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
+        (raw_npy(npy_header("[('a', '<f8')]", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
+        (raw_npy(npy_header("('<f8', (2,))", f"({_N},)"), b"\0" * 16 * _N), "holds dtype"),
+        (raw_npy(npy_header("'|V8'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
+        (raw_npy(npy_header("'<f8'", f"({_N},)", "True"), b"\0" * 8 * _N), "Fortran"),
+        (raw_npy(npy_header("'<f8'", f"({_N}, 1)"), b"\0" * 8 * _N), "dimension"),
+        (raw_npy(npy_header("'<f8'", "()"), b"\0" * 8), "dimension"),
+        (raw_npy(npy_header("'<f8'", f"({_N},)"), b"\0" * (8 * _N - 3)), "truncated or damaged"),
+        (raw_npy(npy_header("'<f8'", f"({_N},)"), b"\0" * (8 * _N + 8)), "truncated or damaged"),
+        (raw_npy(npy_header("'<f8'", f"({10**12},)"), b"\0" * 8, (2, 0)), "header describes"),
+        (raw_npy(npy_header("'<f8'", f"({_N},)"), b"\0" * 8 * _N, (3, 0)), "not a valid .npy"),
+        (raw_npy("{'descr': '<f8', 'shape': (26,)}", b"\0" * 8 * _N), "not a valid .npy"),
+        (raw_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (26,), ", b""), "not a valid"),
+        (raw_npy("__import__('os').system('touch PWNED')", b""), "not a valid .npy"),
+        (raw_npy(npy_header("__import__('os').getcwd()", "(1,)"), b""), "not a valid .npy"),
+        (raw_npy("{" * 5000 + "}" * 5000), "not a valid .npy"),
+        (raw_npy(npy_header("'<f8'", "(" * 400 + "1" + ",)" * 400)), "not a valid|dimension"),
         (b"\x93NUMPZ\x01\x00" + b"\0" * 300, "not a valid .npy"),
         (b"\x93NUMPY\x01\x00\xff\xff" + b" " * 100, "not a valid .npy"),
         (b"\x93NUMPY\x02\x00\xff\xff\xff\x7f" + b" " * 100, "not a valid .npy"),
@@ -511,7 +499,7 @@ def test_f3_every_header_is_checked_before_any_value(idx):
     entries) report the header, with nothing allocated for it."""
     for k, v in _units_edit(idx, "overlap").items():
         _put(idx, f"{k}.npy", v, stamp=False)
-    _put(idx, "E_indptr.npy", _raw_npy(_header("'<i4'", f"({10**12},)"), b"\0" * 8))
+    _put(idx, "E_indptr.npy", raw_npy(npy_header("'<i4'", f"({10**12},)"), b"\0" * 8))
     for mmap in (True, False):
         peak, err = traced_peak(lambda: MixPRIndex.load(idx, mmap=mmap))  # noqa: B023
         assert isinstance(err, PersistError) and "E_indptr.npy" in str(err), err
@@ -570,7 +558,7 @@ def test_f3_a_forged_graph_header_is_refused_before_anything_is_allocated(tmp_pa
     (its 400M-row CSC): an ``S_indptr.npy`` claiming 4 * 10**8 rows over 8 bytes."""
     d = tmp_path / "idx"
     MixPRIndex.from_texts(TEXTS, preset="paper", max_words=8).save(d, mappable=True)
-    _put(d, "S_indptr.npy", _raw_npy(_header("'<i4'", "(400000001,)"), b"\0" * 8))
+    _put(d, "S_indptr.npy", raw_npy(npy_header("'<i4'", "(400000001,)"), b"\0" * 8))
     for mmap in (True, False):
         peak, err = traced_peak(lambda: MixPRIndex.load(d, mmap=mmap))  # noqa: B023
         assert isinstance(err, PersistError) and "S_indptr.npy" in str(err), err

@@ -773,18 +773,14 @@ class MixPRIndex(RetrievalIndex):
         to :meth:`from_texts`. ``None``: the default all-MiniLM-L6-v2 when the index was built
         with it (loaded on the first query), else queries need ``query_vector=``.
 
-        ``mmap=False`` (the default, as bm25s's ``load``): every file is read into memory once
-        and checked against its SHA-256 digest, so nothing changes under the index if the
-        files are later edited in place. ``mmap=True`` (a format-3 index, what :meth:`save`
-        writes by default): map its arrays read-only instead of reading them. The open then
-        reads the small files and checks the arrays in blocks, giving their pages back: it
-        holds in memory what the queries read (10M words of Gutenberg: see
-        ``docs/notes/mixpr-mmap.md``). The arrays' SHA-256 digests are not computed (their
-        sizes are checked); the texts' UTF-8 is checked when a text is read and the term counts
-        at the first insert or delete. A format-2 index is read into memory (a ``UserWarning``
-        says to save it again). An insert or delete builds new arrays in memory: the files are
-        never written, and a save over the folder writes a new one (the maps keep the old
-        files, deleted: the index goes on answering as loaded).
+        ``mmap=False`` (the default, as bm25s's ``load``): every file is read once and checked
+        against its SHA-256 digest. ``mmap=True`` (format 3, the default save): the arrays are
+        mapped read-only, their sizes checked (not their digests) and their values in blocks,
+        pages given back: the index holds what its queries read. Texts' UTF-8 is checked when
+        read, the term counts at the first insert or delete; inserts and deletes build new
+        arrays in memory and a save over the folder writes a new one, so a mapped index keeps
+        answering as loaded (``docs/notes/mixpr-mmap.md``). A format-2 index is read into
+        memory (a ``UserWarning`` says to save it again).
 
         Raises
         ------

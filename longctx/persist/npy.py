@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import mmap
 import os
-import tokenize
 from pathlib import Path
 
 import numpy as np
 
-from longctx.persist.format import PersistError
+from longctx.persist.format import NPY_HEADER_ERRORS, PersistError
 
 #: Largest ``.npy`` header accepted (bytes; numpy writes 128 for a 1-D array).
 MAX_HEADER_BYTES = 1 << 16
@@ -36,20 +35,6 @@ MAX_HEADER_BYTES = 1 << 16
 MAX_MAPPED_BYTES = int(os.environ.get("LONGCTX_MAX_MAPPED_BYTES", 1 << 40))
 #: Values per block of a chunked scan (a scan's temporaries stay under ~ 8 bytes x this).
 SCAN_ITEMS = 1 << 20
-
-#: What numpy's header parser raises on damaged bytes besides ``ValueError`` / ``SyntaxError``
-#: (a flipped bit can leave an unclosed bracket: ``tokenize.TokenError``; a nested literal:
-#: ``RecursionError``; a huge integer in the shape: ``OverflowError``; a dict without its keys).
-_HEADER_ERRORS = (
-    tokenize.TokenError,
-    RecursionError,
-    OverflowError,
-    MemoryError,
-    KeyError,
-    IndexError,
-    AttributeError,
-    UnicodeError,
-)
 
 _READERS = {
     (1, 0): np.lib.format.read_array_header_1_0,
@@ -68,7 +53,7 @@ def _header(head: bytes, p: Path) -> tuple[tuple, np.dtype, int]:
         if reader is None:
             raise ValueError(f"unsupported .npy version {major}.{minor}")
         shape, fortran, dtype = reader(fh, max_header_size=MAX_HEADER_BYTES)
-    except (ValueError, SyntaxError, TypeError, EOFError, *_HEADER_ERRORS) as exc:
+    except NPY_HEADER_ERRORS as exc:
         raise PersistError(f"{str(p)!r} is not a valid .npy file: {str(exc)[:200]}") from None
     if fortran:
         raise PersistError(f"{str(p)!r}: Fortran-ordered arrays are not accepted")
