@@ -4,11 +4,12 @@ format 2 (read into memory), format 3 read into memory and format 3 memory-mappe
 Usage::
 
     python benchmarks/bench_mixpr_mmap.py [--data ../shared/data] [--sizes 1,10] [--repeat 2]
-        [--ways v2,v3,v3-mmap]
+        [--ways v2,v3,v3-mmap] [--text ../shared/data/gutenberg/2600-0.txt]
 
 Corpus: the Gutenberg haystack of ``benchmarks/bench_mixpr_growth.py`` (its ``corpus``: the books
 of ``data/gutenberg/INDEX.tsv`` in file order, repeated as new documents past 6.3M words), no
-needles. One process builds the index (build time, peak RSS over the process's base, held RSS
+needles; or, with ``--text``, that one file as one document (War and Peace: ``2600-0.txt``).
+One process builds the index (build time, peak RSS over the process's base, held RSS
 after the build) and saves it in both formats; then each way of opening runs in a fresh process
 (``--repeat`` times, the ways interleaved): open time, resident memory after the open over the
 process's base once longctx and its imports are loaded (``/proc/self/statm``: file pages
@@ -71,7 +72,12 @@ def build(args) -> dict:
     from longctx._rss import give_back_free_memory
     from longctx.mixpr import MixPRIndex
 
-    docs = corpus(args.data, int(float(args.one) * 1e6))
+    if args.text:
+        from longctx.io import read_text_file
+
+        docs = [(Path(args.text).stem, read_text_file(args.text))]
+    else:
+        docs = corpus(args.data, int(float(args.one) * 1e6))
     give_back_free_memory()  # the corpus reader's garbage is not the index's
     base, base_peak = rss_mb(), peak_mb()
     t0 = time.perf_counter()
@@ -95,7 +101,7 @@ def build(args) -> dict:
         index.save(Path(args.dir) / name, mappable=mappable)
         out[f"save_{name}_s"] = round(time.perf_counter() - t0, 2)
         size = sum(p.stat().st_size for p in (Path(args.dir) / name).iterdir())
-        out[f"disk_{name}_mb"] = round(size / 1e6)
+        out[f"disk_{name}_mb"] = round(size / 1e6, 1)
     out["hits"] = [hits_of(index.search(q, k=10, mode="local")) for q in questions(args.queries)]
     return out
 
@@ -134,6 +140,8 @@ def open_one(args) -> dict:
 def child(args, **extra) -> dict:
     cmd = [sys.executable, __file__, "--data", str(args.data), "--dir", args.dir]
     cmd += ["--queries", str(args.queries), "--ways", args.ways]
+    if args.text:
+        cmd += ["--text", str(args.text)]
     for k, v in extra.items():
         cmd += [f"--{k}", str(v)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -151,6 +159,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--ways", default="v2,v3,v3-mmap", help="of " + ", ".join(WAYS))
+    ap.add_argument("--text", type=Path, help="one text file as the corpus (--sizes ignored)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--way", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -161,17 +170,18 @@ def main() -> None:
         print(json.dumps(open_one(args)))
         return
     rows = []
-    for size in args.sizes.split(","):
+    for size in ["text"] if args.text else args.sizes.split(","):
         tmp = tempfile.mkdtemp(prefix="bench-mmap-")
         args.dir = tmp
         try:
             b = child(args, one=size)
-            print(f"{size}M words: {json.dumps({k: v for k, v in b.items() if k != 'hits'})}")
+            label = f"{Path(args.text).name}" if args.text else f"{size}M words"
+            print(f"{label}: {json.dumps({k: v for k, v in b.items() if k != 'hits'})}")
             for rep in range(args.repeat):
                 for way in args.ways.split(","):
                     r = child(args, way=way)
                     r["same_hits"] = r.pop("hits") == b["hits"]
-                    r.update(size=size, way=way, rep=rep)
+                    r.update(size=label, way=way, rep=rep)
                     print("  ", json.dumps(r), flush=True)
                     rows.append(r)
         finally:
@@ -181,7 +191,7 @@ def main() -> None:
           "same hits |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['size']}M | {WAYS[r['way']][2]} (run {r['rep'] + 1}) | {r['open_s']} / "
+        print(f"| {r['size']} | {WAYS[r['way']][2]} (run {r['rep'] + 1}) | {r['open_s']} / "
               f"{r['open_cpu_s']} | {r['rss_after_open_mb']} | {r['first_query_ms']} / "
               f"{r['first_query_cpu_ms']} | {r['next_query_ms']} / {r['next_query_cpu_ms']} | "
               f"{r['same_hits']} |")  # fmt: skip

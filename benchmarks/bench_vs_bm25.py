@@ -116,10 +116,12 @@ class MixPRSystem:
     def save_mapped(self, path):
         """Format 3 (``mappable=True``: plain ``.npy`` files) beside the default save, at
         ``PATH-mapped``, for the memory-mapped open; ``False`` where ``save`` has no such
-        option."""
+        option, or where the default save writes format 3 already (issue 46: the mapped open
+        then reads the default save)."""
         from longctx.mixpr import MixPRIndex
 
-        if "mappable" not in inspect.signature(MixPRIndex.save).parameters:
+        option = inspect.signature(MixPRIndex.save).parameters.get("mappable")
+        if option is None or option.default is True:
             return False
         self.index.save(f"{path}-mapped", mappable=True)
         return True

@@ -106,7 +106,7 @@ class MixPRRetriever(BaseRetriever):
     # or MixPRRetriever(documents=[Document(page_content=..., id=..., metadata=...)])
     ```
 
-    **Save and load (JSON and ``.npz``, nothing rebuilt on load)**
+    **Save and load (JSON and ``.npy``, nothing rebuilt on load)**
 
     ```python
     retriever.save("./mixpr")
@@ -358,7 +358,7 @@ class MixPRRetriever(BaseRetriever):
     # -- persistence --------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Save the documents, the settings and the built index in folder ``path`` (JSON and
-        ``.npz``, no pickle; the folder is replaced), with ``order`` and ``filter`` (a callable
+        ``.npy``, no pickle; the folder is replaced), with ``order`` and ``filter`` (a callable
         filter cannot be saved: a warning says to pass it again to :meth:`load`). The router is
         not saved: pass it again to :meth:`load`.
 

@@ -473,7 +473,7 @@ class MixPRRetriever(BaseRetriever):
     # -- persistence --------------------------------------------------------------------------
     def persist(self, persist_dir: str | os.PathLike) -> None:
         """Save the nodes, the settings and the built index into ``persist_dir/longctx_mixpr/``
-        (JSON and ``.npz``, no pickle), beside whatever else is in ``persist_dir`` (a
+        (JSON and ``.npy``, no pickle), beside whatever else is in ``persist_dir`` (a
         ``StorageContext``'s ``docstore.json``, ``index_store.json``... stay untouched). The
         settings saved include ``order`` and ``filters`` (a callable filter cannot be saved: a
         warning says to pass it again to :meth:`from_persist_dir`). The router is not saved:

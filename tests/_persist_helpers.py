@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import struct
 import zipfile
 from pathlib import Path
 
@@ -136,3 +137,56 @@ def forged_npy_header_npz(path: Path, key: str, shape, dtype="<f8") -> None:
     buf.write(b"\0" * 8)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
         zf.writestr(f"{key}.npy", buf.getvalue())
+
+
+def assert_units_consistent(ix) -> None:
+    """The units of the loaded MixPR index ``ix`` are what a load guarantees: non-empty, in
+    document order, sorted and non-overlapping within their text, ``unit_index`` their position,
+    token counts in ``[1, 4 * characters + 1024]``, and every hit a slice of its text."""
+    src, s, e = ix.unit_source, ix.starts, ix.ends
+    assert (s < e).all() and (np.diff(src) >= 0).all()
+    same = src[1:] == src[:-1]
+    assert (s[1:][same] >= e[:-1][same]).all()
+    first = np.searchsorted(src, src, side="left")
+    assert np.array_equal(ix.unit_index, np.arange(len(src)) - first)
+    assert ((ix.token_counts >= 1) & (ix.token_counts <= 4 * (e - s) + 1024)).all()
+    texts = list(ix.texts)
+    for h in ix.search("cat", k=5).hits:
+        assert h.text == texts[h.source][h.start : h.end] and h.text
+
+
+def traced_peak(fn) -> tuple[int, BaseException | None]:
+    """Peak bytes traced (``tracemalloc``) while ``fn()`` runs, and what it raised."""
+    import tracemalloc
+
+    tracemalloc.start()
+    err = None
+    try:
+        fn()
+    except BaseException as exc:  # noqa: BLE001 - returned to the test
+        err = exc
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak, err
+
+
+def copied(src: Path, dst: Path) -> Path:
+    """``dst``, a copy of the folder ``src``."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def raw_npy(header: str, payload: bytes = b"", version: tuple[int, int] = (1, 0)) -> bytes:
+    """An ``.npy`` file whose header dict is the literal text ``header`` (padded as numpy does)."""
+    h = header.encode("latin1")
+    fmt, pre = ("<H", 10) if version == (1, 0) else ("<I", 12)
+    pad = (-(pre + len(h) + 1)) % 64
+    hb = h + b" " * pad + b"\n"
+    return b"\x93NUMPY" + bytes(version) + struct.pack(fmt, len(hb)) + hb + payload
+
+
+def npy_header(descr: str, shape: str, fortran: str = "False") -> str:
+    """The text of an ``.npy`` header dict (each value as literal text, forged at will)."""
+    return f"{{'descr': {descr}, 'fortran_order': {fortran}, 'shape': {shape}, }}"

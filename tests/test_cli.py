@@ -620,10 +620,10 @@ def test_search_errors_are_one_line(corpus, tmp_path, capsys):
     assert "--k must be >= 1" in _one_error_line(capsys)
     damaged = tmp_path / "damaged"
     shutil.copytree(corpus, damaged)
-    for f in (damaged / "indexes").rglob("terms.npz"):
-        f.write_bytes(b"not an npz")
+    for f in (damaged / "indexes").rglob("E_data.npy"):
+        f.write_bytes(b"not an npy")
     assert main(["search", str(damaged), "-q", "milk"]) == 2
-    assert "terms.npz" in _one_error_line(capsys)
+    assert "E_data.npy" in _one_error_line(capsys)
     (corpus / "corpus.json").write_text("{not json")
     assert main(["search", str(corpus), "-q", "milk"]) == 2
     assert "corpus.json' is damaged" in _one_error_line(capsys)

@@ -117,15 +117,20 @@ def test_searches_beside_writes_leave_the_index_equal_to_a_fresh_build():
         assert np.array_equal(again.score(q)[0], index.score(q)[0])
 
 
-def test_core_saves_beside_writes_each_load_as_one_version(tmp_path):
+@pytest.mark.parametrize(
+    "mappable, mmap",
+    [(True, False), (True, True), (False, False)],
+    ids=["format3-read", "format3-mapped", "format2"],
+)
+def test_core_saves_beside_writes_each_load_as_one_version(tmp_path, mappable, mmap):
     docs = base_docs()
     index = MixPRIndex.from_texts([t for _, t in docs], ids=[d for d, _ in docs])
     target = tmp_path / "idx"
     loaded = saves_beside_writes(
         _index_churn(index, seed=2),
         lambda: index.doc_ids,
-        lambda: index.save(target),
-        lambda: MixPRIndex.load(target) if target.exists() else None,
+        lambda: index.save(target, mappable=mappable),
+        lambda: MixPRIndex.load(target, mmap=mmap) if target.exists() else None,
         lambda got: got.doc_ids,
         lambda got: got,
     )

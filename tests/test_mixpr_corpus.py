@@ -365,7 +365,11 @@ def test_save_load_after_mutations_keeps_ids_metadata_and_results(tmp_path):
 
 def test_saved_format_version_and_old_indexes(tmp_path):
     index = MixPRIndex.from_texts(POOL[:2])
-    index.save(tmp_path / "x")
+    index.save(tmp_path / "x3")  # the default: format 3
+    m = json.loads((tmp_path / "x3" / "manifest.json").read_text())
+    assert m["format_version"] == 3
+    assert "S_data.npy" not in m["files"] and "counts_data.npy" in m["files"]
+    index.save(tmp_path / "x", mappable=False)
     m = json.loads((tmp_path / "x" / "manifest.json").read_text())
     assert m["format_version"] == 2
     assert "graph.npz" not in m["files"] and "terms.npz" in m["files"]
@@ -378,21 +382,21 @@ def test_saved_format_version_and_old_indexes(tmp_path):
 def test_damaged_terms_and_documents_are_persist_errors(tmp_path):
     index = _library()
     d = tmp_path / "lib"
-    index.save(d)
+    index.save(d, mappable=False)
     counts = sp.load_npz(d / "terms.npz")
     counts.data[0] = 0.5
     sp.save_npz(d / "terms.npz", counts, compressed=False)
     restamp(d)
     with pytest.raises(PersistError, match="terms.npz"):
         MixPRIndex.load(d)
-    index.save(d)
+    index.save(d, mappable=False)
     doc = json.loads((d / "documents.json").read_text())
     doc["ids"][1] = doc["ids"][0]
     (d / "documents.json").write_text(json.dumps(doc))
     restamp(d)
     with pytest.raises(PersistError, match="unique"):
         MixPRIndex.load(d)
-    index.save(d)
+    index.save(d, mappable=False)
     doc = json.loads((d / "documents.json").read_text())
     doc["metadata"] = doc["metadata"][:-1]
     (d / "documents.json").write_text(json.dumps(doc))

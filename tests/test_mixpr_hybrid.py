@@ -138,29 +138,38 @@ def test_hybrid_restart_is_personalized_pagerank_as_networkx_computes_it():
     assert np.argmax(scores) == np.argmax(want)
 
 
-def test_hybrid_persistence_round_trip(tmp_path):
+@pytest.mark.parametrize(
+    "mappable, mmap, stored",
+    [
+        (True, False, "unit_vectors.npy"),
+        (True, True, "unit_vectors.npy"),
+        (False, False, "vectors.npz"),
+    ],
+)
+def test_hybrid_persistence_round_trip(tmp_path, mappable, mmap, stored):
     idx = MixPRIndex.from_texts(TEXT, encoder=concept_encoder)
     want = idx.score(QUERY, "local")[0]
-    idx.save(tmp_path / "ix")
-    assert (tmp_path / "ix" / "vectors.npz").is_file()
-    back = MixPRIndex.load(tmp_path / "ix", encoder=concept_encoder)
+    idx.save(tmp_path / "ix", mappable=mappable)
+    assert (tmp_path / "ix" / stored).is_file()
+    back = MixPRIndex.load(tmp_path / "ix", encoder=concept_encoder, mmap=mmap)
     np.testing.assert_array_equal(back.unit_vectors, idx.unit_vectors)
     assert back.encoder_identity["dim"] == DIM
     np.testing.assert_allclose(back.score(QUERY, "local")[0], want, rtol=1e-6)
     # without the encoder: queries need their vector, which gives the same scores
-    bare = MixPRIndex.load(tmp_path / "ix")
+    bare = MixPRIndex.load(tmp_path / "ix", mmap=mmap)
     with pytest.raises(ValueError, match="query_vector"):
         bare.score(QUERY, "local")
     qv = concept_encoder([QUERY])[0]
     np.testing.assert_allclose(bare.score(QUERY, "local", query_vector=qv)[0], want, rtol=1e-6)
     # a plain index saves no vectors and loads as plain
-    MixPRIndex.from_texts(TEXT).save(tmp_path / "plain")
-    assert not (tmp_path / "plain" / "vectors.npz").exists()
-    assert MixPRIndex.load(tmp_path / "plain").unit_vectors is None
+    MixPRIndex.from_texts(TEXT).save(tmp_path / "plain", mappable=mappable)
+    assert not (tmp_path / "plain" / stored).exists()
+    assert MixPRIndex.load(tmp_path / "plain", mmap=mmap).unit_vectors is None
 
 
 def test_damaged_vectors_file_is_a_persist_error(tmp_path):
-    MixPRIndex.from_texts(TEXT, encoder=concept_encoder).save(tmp_path / "ix")
+    # format 2 (vectors.npz); format 3: tests/test_security_format3.py
+    MixPRIndex.from_texts(TEXT, encoder=concept_encoder).save(tmp_path / "ix", mappable=False)
     (tmp_path / "ix" / "vectors.npz").write_bytes(b"not a zip")
     with pytest.raises(PersistError, match="vectors.npz"):
         MixPRIndex.load(tmp_path / "ix")

@@ -117,9 +117,14 @@ def test_one_off_call_ranks_like_the_index(alice_text, alice_index):
         assert a.mode == b.mode == "local"
 
 
-def test_save_load_round_trip(tmp_path, alice_index):
-    alice_index.save(tmp_path / "idx")
-    loaded = MixPRIndex.load(tmp_path / "idx")
+@pytest.mark.parametrize(
+    "save_kw, mmap, version",
+    [({}, False, 3), ({}, True, 3), ({"mappable": False}, False, 2)],
+    ids=["default", "mapped", "format2"],
+)
+def test_save_load_round_trip(tmp_path, alice_index, save_kw, mmap, version):
+    alice_index.save(tmp_path / "idx", **save_kw)
+    loaded = MixPRIndex.load(tmp_path / "idx", mmap=mmap)
     for q in QUESTIONS[:3] + ["Summarize the book."]:
         a, b = alice_index.search(q, k=50), loaded.search(q, k=50)
         assert a.hits == b.hits and a.mode == b.mode
@@ -128,21 +133,25 @@ def test_save_load_round_trip(tmp_path, alice_index):
         == alice_index.search(QUESTIONS[0], token_budget=80).hits
     )
     raw = json.loads((tmp_path / "idx" / "manifest.json").read_text())
-    assert raw["format"] == "longctx.mixpr" and raw["format_version"] == 2
+    assert raw["format"] == "longctx.mixpr" and raw["format_version"] == version
 
 
-def test_damaged_saves_are_clear_errors(tmp_path, alice_index):
+@pytest.mark.parametrize(
+    "mappable, cut, gone", [(False, "graph.npz", "vocabulary.json"), (True, "S_data.npy", "df.npy")]
+)
+def test_damaged_saves_are_clear_errors(tmp_path, alice_index, mappable, cut, gone):
     d = tmp_path / "idx"
-    alice_index.save(d)
-    graph = (d / "graph.npz").read_bytes()
-    (d / "graph.npz").write_bytes(graph[: len(graph) // 2])
-    with pytest.raises(PersistError, match="graph.npz"):
+    alice_index.save(d, mappable=mappable)
+    graph = (d / cut).read_bytes()
+    (d / cut).write_bytes(graph[: len(graph) // 2])
+    for mmap in (False, True) if mappable else (False,):
+        with pytest.raises(PersistError, match=cut):
+            MixPRIndex.load(d, mmap=mmap)
+    alice_index.save(d, mappable=mappable)
+    (d / gone).unlink()
+    with pytest.raises(PersistError, match=gone):
         MixPRIndex.load(d)
-    alice_index.save(d)
-    (d / "vocabulary.json").unlink()
-    with pytest.raises(PersistError, match="vocabulary.json"):
-        MixPRIndex.load(d)
-    alice_index.save(d)
+    alice_index.save(d, mappable=mappable)
     m = json.loads((d / "manifest.json").read_text())
     m["format_version"] = 99
     (d / "manifest.json").write_text(json.dumps(m))

@@ -311,3 +311,57 @@ def test_check_values_bounds_in_blocks(monkeypatch):
         b[17] = bad
         with pytest.raises(PersistError, match=match):
             npy.check_values(b, "here", low=0.0, high=1.0, finite=True)
+
+
+# -- a save replacing the folder that a loaded index maps ---------------------------------------
+def _deleted_maps(d: Path) -> list[str]:
+    """The files under ``d``'s parent that this process maps and that are now deleted."""
+    with open("/proc/self/maps") as fh:
+        return [ln for ln in fh if str(d.parent) in ln and ln.rstrip().endswith("(deleted)")]
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs /proc/self/maps")
+def test_a_save_replacing_the_folder_never_changes_an_index_that_maps_it(tmp_path):
+    """A save writes a new folder and renames it into place; the old folder's files are then
+    deleted, never rewritten in place: an index that maps them keeps answering exactly as
+    before (the maps hold the deleted files), while other threads save two other indexes over
+    the folder again and again, and a fresh load sees the last save."""
+    import threading
+
+    d = tmp_path / "ix"
+    a = MixPRIndex.from_texts(TEXTS, ids=["a", "b", "c", "d"], max_words=12)
+    b = MixPRIndex.from_texts([t.upper() for t in TEXTS[::-1]], max_words=9)
+    c = MixPRIndex.from_texts(TEXTS[:2], max_words=5)
+    a.save(d)
+    mapped = MixPRIndex.load(d, mmap=True)
+    want = {q: _hits(a, q) for q in QUESTIONS}
+    assert all(_hits(mapped, q) == want[q] for q in QUESTIONS)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def saver(index):
+        try:
+            while not stop.is_set():
+                index.save(d)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=saver, args=(x,)) for x in (b, c)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(40):
+            for q in QUESTIONS:
+                assert _hits(mapped, q) == want[q]
+            assert mapped.texts == a.texts and mapped.doc_ids == a.doc_ids
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert not errors, errors
+    assert _deleted_maps(d), "the saves did not replace the mapped folder"
+    mapped.insert(["A new text about the white whale and the garden."], ids=["e"])
+    a.insert(["A new text about the white whale and the garden."], ids=["e"])
+    assert _hits(mapped, "white whale garden") == _hits(a, "white whale garden")
+    last = MixPRIndex.load(d, mmap=True)
+    assert last.texts in (b.texts, c.texts)

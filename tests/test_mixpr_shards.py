@@ -185,8 +185,8 @@ def test_damaged_or_missing_shards_are_named(tmp_path):
     sharded = ShardedMixPRIndex.from_texts(POOL[:4], ids=list("abcd"), shards=2)
     root = tmp_path / "ix"
     sharded.save(root)
-    (root / "shard-1" / "terms.npz").write_bytes(b"not a zip")
-    with pytest.raises(PersistError, match=r"shard 1 .*terms\.npz"):
+    (root / "shard-1" / "E_data.npy").write_bytes(b"not an array")
+    with pytest.raises(PersistError, match=r"shard 1 .*E_data\.npy"):
         ShardedMixPRIndex.load(root, use_ray=False)
     sharded.save(root)
     m = json.loads((root / "shards.json").read_text())

@@ -1,7 +1,8 @@
 """Property tests (hypothesis).
 
 - A randomly damaged saved index (a file truncated, bytes flipped, or a JSON value replaced by
-  random JSON; the manifest's digests rewritten to match or not) gives either a correct load,
+  random JSON; the manifest's digests rewritten to match or not; a MixPR index in format 3, read
+  or mapped, and in format 2) gives either a correct load,
   whose results hold only the sources' own text, or a PersistError naming the index's files;
   never another exception.
 - A manifest listing random path-like names never makes a load or a save touch anything outside
@@ -50,7 +51,9 @@ json_values = st.recursive(
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     root = tmp_path_factory.mktemp("saved")
-    mixpr_index().save(root / "mixpr")
+    mixpr_index().save(root / "mixpr")  # format 3, read whole
+    shutil.copytree(root / "mixpr", root / "mixpr_mapped")  # format 3, mapped
+    mixpr_index().save(root / "mixpr2", mappable=False)  # format 2
     diversity_index().save(root / "diversity")
     garlic_graph().save(root / "garlic")
     _retriever().persist(root / "llamaindex")
@@ -115,10 +118,10 @@ def _damage(d: Path, data) -> str:
 
 
 def _check(kind: str, d: Path) -> None:
-    if kind == "mixpr":
-        index = MixPRIndex.load(d)
+    if kind.startswith("mixpr"):
+        index = MixPRIndex.load(d, mmap=kind == "mixpr_mapped")
         hits = index.search(QUERY, k=5).hits
-        texts = index.texts
+        texts = list(index.texts)
     elif kind == "diversity":
         index = DiversityIndex.load(d, encoder=hash_encoder())
         hits = index.search(QUERY, token_budget=40).hits
@@ -145,7 +148,9 @@ def _check(kind: str, d: Path) -> None:
         assert h.text == texts[h.source][h.start : h.end]
 
 
-@pytest.mark.parametrize("kind", ["mixpr", "diversity", "garlic", "llamaindex"])
+@pytest.mark.parametrize(
+    "kind", ["mixpr", "mixpr_mapped", "mixpr2", "diversity", "garlic", "llamaindex"]
+)
 @settings(
     max_examples=40,
     deadline=None,

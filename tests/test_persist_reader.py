@@ -59,23 +59,30 @@ _RACE = {}
 
 
 def _save_alternately(path: str, stop_at: float) -> None:
-    a, b = _RACE["a"], _RACE["b"]
+    a, b, mappable = _RACE["a"], _RACE["b"], _RACE["mappable"]
     while time.time() < stop_at:
-        a.save(path)
-        b.save(path)
+        a.save(path, mappable=mappable)
+        b.save(path, mappable=mappable)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_load_racing_saves_returns_one_of_the_two_indexes(tmp_path):
+@pytest.mark.parametrize(
+    "mappable, mmap, seconds",
+    [(False, False, 3.0), (True, False, 2.0), (True, True, 2.0)],
+    ids=["format2", "format3-read", "format3-mapped"],
+)
+def test_a_load_racing_saves_returns_one_of_the_two_indexes(tmp_path, mappable, mmap, seconds):
     """One process saves two indexes to one path in turn, this one loads in a loop: every load
-    is one of the two (before: 53 of 691 loads mixed one's texts with the other's arrays)."""
+    is one of the two (before: 53 of 691 loads mixed one's texts with the other's arrays). In
+    format 3 too, read or mapped (a map checks sizes, not digests: every member still comes
+    from the one folder the manifest was read from)."""
     a = MixPRIndex.from_texts(_race_texts(False), max_words=8)
     b = MixPRIndex.from_texts(_race_texts(True), max_words=8)
     assert [len(t) for t in a.texts] == [len(t) for t in b.texts] and not _same(a, b)
-    _RACE.update(a=a, b=b)
+    _RACE.update(a=a, b=b, mappable=mappable)
     d = tmp_path / "shared"
-    a.save(d)
-    stop = time.time() + 3.0
+    a.save(d, mappable=mappable)
+    stop = time.time() + seconds
     saver = multiprocessing.get_context("fork").Process(
         target=_save_alternately, args=(str(d), stop)
     )
@@ -84,7 +91,7 @@ def test_a_load_racing_saves_returns_one_of_the_two_indexes(tmp_path):
     try:
         while time.time() < stop:
             try:
-                x = MixPRIndex.load(d)
+                x = MixPRIndex.load(d, mmap=mmap)
             except PersistError as exc:  # allowed: a clear error, never a mixed index
                 failures.append(exc)
                 continue
@@ -98,7 +105,7 @@ def test_a_load_racing_saves_returns_one_of_the_two_indexes(tmp_path):
 
 def test_a_file_edited_after_the_save_is_named_by_its_digest(tmp_path):
     d = tmp_path / "idx"
-    mixpr_index().save(d)
+    mixpr_index().save(d, mappable=False)
     manifest = json.loads((d / "manifest.json").read_text())
     assert set(manifest["digests"]) == set(manifest["files"])
     edit_json(d / "texts.json", lambda t: t.__setitem__(0, t[0].upper()), stamp=False)
@@ -145,7 +152,7 @@ def test_a_nested_index_from_another_save_is_refused(tmp_path):
 def test_a_symlinked_member_file_is_refused(tmp_path):
     """Loading never follows a member out of the folder (texts.json -> elsewhere)."""
     d = tmp_path / "idx"
-    mixpr_index().save(d)
+    mixpr_index().save(d, mappable=False)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     shutil.move(d / "texts.json", elsewhere / "texts.json")
@@ -154,7 +161,7 @@ def test_a_symlinked_member_file_is_refused(tmp_path):
         MixPRIndex.load(d)
     # saving over it is refused too, and the link's target stays
     with pytest.raises(SaveTargetError, match="symbolic link"):
-        mixpr_index().save(d)
+        mixpr_index().save(d, mappable=False)
     assert json.loads((elsewhere / "texts.json").read_text()) == TEXTS
 
 
@@ -174,7 +181,7 @@ def test_a_symlinked_nested_index_is_refused(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_member_is_refused_without_blocking(tmp_path):
     d = tmp_path / "idx"
-    mixpr_index().save(d)
+    mixpr_index().save(d, mappable=False)
     (d / "texts.json").unlink()
     os.mkfifo(d / "texts.json")
     with pytest.raises(PersistError, match=r"texts\.json.*not a regular file"):
@@ -183,7 +190,7 @@ def test_a_fifo_member_is_refused_without_blocking(tmp_path):
 
 def test_reader_api(tmp_path):
     d = tmp_path / "idx"
-    mixpr_index().save(d)
+    mixpr_index().save(d, mappable=False)
     with open_index_dir(d, kind="mixpr", versions=(2,)) as r:
         assert isinstance(r, os.PathLike) and os.fspath(r) == str(d)
         assert r.has("texts.json") and not r.has("nope.json")
@@ -242,7 +249,7 @@ def test_digests_cover_every_file_and_nested_manifest(tmp_path):
 
 def test_json_file_over_its_limit_is_refused_before_reading(tmp_path):
     d = tmp_path / "idx"
-    mixpr_index().save(d)
+    mixpr_index().save(d, mappable=False)
     with open_index_dir(d, kind="mixpr", versions=(2,)) as r:
         with pytest.raises(PersistError, match="more than the limit"):
             r.json("texts.json", max_bytes=10)
@@ -253,14 +260,14 @@ def test_prefetch_reads_each_member_once_and_keeps_the_json_limit(tmp_path, monk
     import longctx.persist.reader as pr
 
     d = tmp_path / "idx"
-    MixPRIndex.from_texts(TEXTS).save(d)
+    MixPRIndex.from_texts(TEXTS).save(d, mappable=False)
     r = open_index_dir(d, kind="mixpr", versions=(2,))
     r.prefetch(["config.json", "arrays.npz", "not-listed.json"])
     (d / "config.json").unlink()  # what a concurrent save's clean-up does
     assert isinstance(r.json("config.json"), dict)  # the bytes read before
     with pytest.raises(PersistError, match="missing"):
         r.json("config.json")  # read once: asked again, the file is read again
-    MixPRIndex.from_texts(TEXTS).save(d)
+    MixPRIndex.from_texts(TEXTS).save(d, mappable=False)
     monkeypatch.setattr(pr, "MAX_JSON_BYTES", 10)
     r2 = open_index_dir(d, kind="mixpr", versions=(2,))
     with pytest.raises(PersistError, match="more than the limit"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -25,11 +24,16 @@ from longctx.mixpr import MixPRIndex
 from longctx.persist import PersistError, read_arrays, read_sparse
 from tests._persist_helpers import (
     TEXTS,
+    assert_units_consistent,
+    copied,
     edit_json,
     edit_npz,
     garlic_graph,
     mixpr_index,
+    npy_header,
+    raw_npy,
     restamp,
+    traced_peak,
 )
 
 MiB = 1 << 20
@@ -39,35 +43,19 @@ MiB = 1 << 20
 def saved(tmp_path_factory):
     """A saved MixPR index (token counts included) to copy and damage."""
     d = tmp_path_factory.mktemp("claims") / "idx"
-    mixpr_index().save(d)
+    mixpr_index().save(d, mappable=False)
     return d
 
 
 @pytest.fixture
 def idx(tmp_path, saved):
-    import shutil
-
-    d = tmp_path / "idx"
-    shutil.copytree(saved, d)
-    return d
+    """A copy of ``saved`` to damage."""
+    return copied(saved, tmp_path / "idx")
 
 
 def _arrays(d: Path) -> dict:
     with np.load(d / "arrays.npz", allow_pickle=False) as z:
         return {k: z[k].copy() for k in z.files}
-
-
-def _peak(fn) -> tuple[int, BaseException | None]:
-    """Peak bytes traced while ``fn()`` runs, and what it raised."""
-    tracemalloc.start()
-    err = None
-    try:
-        fn()
-    except BaseException as exc:  # noqa: BLE001 - returned to the test
-        err = exc
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak, err
 
 
 def _write_npz(path: Path, **arrays) -> None:
@@ -125,13 +113,21 @@ def _drop(key):
     return edit
 
 
+def manifest_edits(member: str) -> list:
+    """``(file, edit, match)`` of the manifest edits a load refuses in every format
+    (``member``: a file the manifest lists)."""
+    return [
+        ("manifest.json", lambda m: [m], r"manifest\.json.*not a longctx manifest"),
+        ("manifest.json", lambda m: m["digests"].pop(member) and None, r"'digests' lacks"),
+        ("manifest.json", _set("format_version", 99), r"format version 99"),
+        ("manifest.json", _set("format_version", 1), r"format version 1.*rebuild"),
+    ]
+
+
 @pytest.mark.parametrize(
     "name, edit, match",
     [
-        ("manifest.json", lambda m: [m], r"manifest\.json.*not a longctx manifest"),
-        ("manifest.json", lambda m: m["digests"].pop("texts.json") and None, r"'digests' lacks"),
-        ("manifest.json", _set("format_version", 99), r"format version 99"),
-        ("manifest.json", _set("format_version", 1), r"format version 1.*rebuild"),
+        *manifest_edits("texts.json"),
         ("texts.json", lambda t: {"a": 1}, r"texts\.json.*'texts'"),
         ("texts.json", lambda t: [t[0], "  \n "], r"texts\.json.*non-whitespace"),
         ("config.json", _set("token_counter", 5), r"config\.json.*'token_counter'"),
@@ -158,7 +154,7 @@ def test_claim_each_mixpr_file_is_typed_and_checked_field_by_field(idx, name, ed
 def test_claim_settings_are_checked_before_the_unit_arrays(idx):
     """Claim (order): the settings (step 14) are checked before the unit arrays (step 17): an
     index damaged in both reports ``config.json``."""
-    edit_npz(idx / "arrays.npz", **_units_edit(_arrays(idx), "overlap"), stamp=False)
+    edit_npz(idx / "arrays.npz", **units_edit(_arrays(idx), "overlap"), stamp=False)
     edit_json(idx / "config.json", _set("max_iter", 10**9))
     with pytest.raises(PersistError, match=r"config\.json.*max_iter"):
         MixPRIndex.load(idx)
@@ -183,9 +179,33 @@ def test_claim_npy_headers_are_bounded_before_any_array_is_read(tmp_path):
 
     p = tmp_path / "x.npz"
     forged_npy_header_npz(p, "starts", (10**12,), "<i8")
-    peak, err = _peak(lambda: read_arrays(p, ["starts"]))
+    peak, err = traced_peak(lambda: read_arrays(p, ["starts"]))
     assert isinstance(err, PersistError) and "claims shape" in str(err)
     assert peak < 8 * MiB
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "{'descr': '<i8', 'fortran_order': False, 'shape': (8,), ",  # unclosed: TokenError
+        "{" * 5000 + "}" * 5000,  # nested: RecursionError or a too-complex literal
+        "__import__('os').system('touch PWNED')",
+        npy_header("__import__('os').getcwd()", "(1,)"),
+        npy_header("'<i8'", "(" * 400 + "1" + ",)" * 400),
+    ],
+)
+def test_claim_a_forged_npz_header_is_one_persist_error(idx, header):
+    """Claim: an ``.npz`` member whose ``.npy`` header is no literal dict (unclosed, nested,
+    code) is a PersistError naming the file and the array, its code never run, whatever
+    numpy's parser raises (an unclosed bracket raised ``tokenize.TokenError``); the
+    format-3 twin is ``test_f3_npy_headers_are_bounded_and_typed_before_any_value_is_read``."""
+    raw = raw_npy(header, b"\0" * 64)
+    with zipfile.ZipFile(idx / "arrays.npz", "a") as zf:
+        zf.writestr("forged.npy", raw)
+    restamp(idx)
+    with pytest.raises(PersistError, match=r"arrays\.npz.*'forged'"):
+        MixPRIndex.load(idx)
+    assert not Path("PWNED").exists()
 
 
 def test_claim_object_dtypes_are_refused_and_nothing_is_unpickled(tmp_path):
@@ -207,7 +227,7 @@ def test_claim_a_forged_csc_row_count_is_refused_before_anything_is_allocated(id
     _forged_csc(idx / "terms.npz", 4 * 10**8, len(vocab))
     restamp(idx)
     assert (idx / "terms.npz").stat().st_size < 4096
-    peak, err = _peak(lambda: MixPRIndex.load(idx))
+    peak, err = traced_peak(lambda: MixPRIndex.load(idx))
     assert isinstance(err, PersistError), err
     assert "terms.npz" in str(err) and "'shape'" in str(err)
     assert peak < 32 * MiB
@@ -218,7 +238,7 @@ def test_claim_read_sparse_bounds_the_rows_of_a_csc_matrix_without_an_expected_s
     ``len(indptr) + 2 * nnz + 1024`` rows (its CSR copy allocates one pointer per row)."""
     p = tmp_path / "m.npz"
     _forged_csc(p, 15 * 10**8, 3)
-    peak, err = _peak(lambda: read_sparse(p))
+    peak, err = traced_peak(lambda: read_sparse(p))
     assert isinstance(err, PersistError) and "CSC matrix of 1500000000 rows" in str(err)
     assert peak < 8 * MiB
     m = sp.random(50, 7, density=0.3, format="csc", random_state=0)
@@ -267,10 +287,10 @@ def test_claim_a_thresholded_graph_of_another_shape_is_refused_before_it_is_buil
     arrays."""
     d = tmp_path / "idx"
     ix = MixPRIndex.from_texts(TEXTS, preset="paper", max_words=8)
-    ix.save(d)
+    ix.save(d, mappable=False)
     _forged_csc(d / "graph.npz", 4 * 10**8, ix.n_units)
     restamp(d)
-    peak, err = _peak(lambda: MixPRIndex.load(d))
+    peak, err = traced_peak(lambda: MixPRIndex.load(d))
     assert isinstance(err, PersistError) and "graph.npz" in str(err), err
     assert peak < 32 * MiB
 
@@ -285,13 +305,14 @@ def test_claim_garlic_edges_of_another_shape_are_refused_before_they_are_built(t
     g.save(d)
     _forged_csc(d / "edges.npz", 4 * 10**8, len(g.nodes))
     restamp(d)
-    peak, err = _peak(lambda: HWDAG.load(d))
+    peak, err = traced_peak(lambda: HWDAG.load(d))
     assert isinstance(err, PersistError) and "edges.npz" in str(err), err
     assert peak < 32 * MiB
 
 
 # -- MixPR units (finding 11) and token counts (finding 8) -------------------------------------------
-def _units_edit(a: dict, how: str) -> dict:
+def units_edit(a: dict, how: str) -> dict:
+    """The unit arrays ``a`` damaged as ``how`` says (the arrays changed only)."""
     s, e, src = a["starts"], a["ends"], a["unit_source"]
     first = np.flatnonzero(src == src[0])
     if how == "overlap":  # five units of text 0 on one span: five identical hits before
@@ -315,17 +336,18 @@ def _units_edit(a: dict, how: str) -> dict:
     raise AssertionError(how)
 
 
-@pytest.mark.parametrize(
-    "how, field",
-    [
-        ("overlap", "starts"),
-        ("reversed", "starts"),
-        ("empty", "ends"),
-        ("unit_index", "unit_index"),
-        ("counts0", "token_counts"),
-        ("counts_huge", "token_counts"),
-    ],
-)
+#: ``(how, the field a load names)`` of :func:`units_edit` (also used by the format-3 twins).
+UNIT_EDITS = [
+    ("overlap", "starts"),
+    ("reversed", "starts"),
+    ("empty", "ends"),
+    ("unit_index", "unit_index"),
+    ("counts0", "token_counts"),
+    ("counts_huge", "token_counts"),
+]
+
+
+@pytest.mark.parametrize("how, field", UNIT_EDITS)
 def test_claim_unit_arrays_are_cross_checked_at_load(idx, how, field):
     """Claim (findings 8 and 11): ``arrays.npz`` is checked against itself and the texts
     (``longctx.mixpr.persist.check_units``): units non-empty, inside their text, sorted and
@@ -334,7 +356,7 @@ def test_claim_unit_arrays_are_cross_checked_at_load(idx, how, field):
     overlapping units gave 5 identical hits, reversed units hits out of order, empty units
     empty hits, counts of 0 made ``token_budget=1`` return every unit, counts near 2**62
     overflowed the budget's sum."""
-    edit_npz(idx / "arrays.npz", **_units_edit(_arrays(idx), how))
+    edit_npz(idx / "arrays.npz", **units_edit(_arrays(idx), how))
     with pytest.raises(PersistError, match=rf"arrays\.npz.*'{field}'"):
         MixPRIndex.load(idx)
 
@@ -343,10 +365,10 @@ def test_claim_unit_arrays_are_checked_before_the_term_counts_are_read(idx):
     """Claim (order): the unit arrays are checked before ``terms.npz`` is read, whose shape
     comes from them: damaged units and a forged ``terms.npz`` report the units, with nothing
     allocated for the forged matrix."""
-    edit_npz(idx / "arrays.npz", **_units_edit(_arrays(idx), "overlap"), stamp=False)
+    edit_npz(idx / "arrays.npz", **units_edit(_arrays(idx), "overlap"), stamp=False)
     _forged_csc(idx / "terms.npz", 4 * 10**8, 3)
     restamp(idx)
-    peak, err = _peak(lambda: MixPRIndex.load(idx))
+    peak, err = traced_peak(lambda: MixPRIndex.load(idx))
     assert isinstance(err, PersistError) and "arrays.npz" in str(err), err
     assert peak < 32 * MiB
 
@@ -368,31 +390,44 @@ def _counter(value):
 
 
 @pytest.mark.parametrize("value", [0, 10**15])
-def test_claim_built_token_counts_are_clamped_to_the_range_a_load_accepts(tmp_path, value):
+@pytest.mark.parametrize(
+    "mappable, mmap",
+    [(False, False), (True, False), (True, True)],
+    ids=["format2", "format3-read", "format3-mapped"],
+)
+def test_claim_built_token_counts_are_clamped_to_the_range_a_load_accepts(
+    tmp_path, value, mappable, mmap
+):
     """Claim: a build stores each unit's count clamped to ``[1, 4 * characters + 1024]``
     (``longctx.tokens.count_units``), so a counter returning 0 or 10**15 still saves an index
-    that loads, and a budget of the smallest count returns at most one unit."""
+    that loads (in both formats, read or mapped), and a budget of the smallest count returns at
+    most one unit."""
     ix = MixPRIndex.from_texts(TEXTS, max_words=8, token_counter=_counter(value))
     lengths = ix.ends - ix.starts
     assert ix.token_counts.min() >= 1
     assert (ix.token_counts <= 4 * lengths + 1024).all()
-    ix.save(tmp_path / "idx")
-    loaded = MixPRIndex.load(tmp_path / "idx")
+    ix.save(tmp_path / "idx", mappable=mappable)
+    loaded = MixPRIndex.load(tmp_path / "idx", mmap=mmap)
     assert np.array_equal(loaded.token_counts, ix.token_counts)
     budget = int(loaded.token_counts.min())
     assert len(loaded.search("cat", token_budget=budget).hits) <= 1
 
 
-@settings(
+#: The hypothesis settings and strategies of the unit-array edits (both formats).
+UNIT_EDIT_SETTINGS = settings(
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(
-    field=st.sampled_from(["starts", "ends", "unit_index", "unit_source", "token_counts"]),
-    at=st.integers(0, 10**6),
-    delta=st.sampled_from([-(10**6), -50, -7, -1, 1, 3, 20, 10**6, 2**40]),
-)
+UNIT_EDIT_ARGS = {
+    "field": st.sampled_from(["starts", "ends", "unit_index", "unit_source", "token_counts"]),
+    "at": st.integers(0, 10**6),
+    "delta": st.sampled_from([-(10**6), -50, -7, -1, 1, 3, 20, 10**6, 2**40]),
+}
+
+
+@UNIT_EDIT_SETTINGS
+@given(**UNIT_EDIT_ARGS)
 def test_claim_any_edit_of_a_unit_array_loads_consistent_units_or_is_refused(
     saved, tmp_path_factory, field, at, delta
 ):
@@ -412,15 +447,7 @@ def test_claim_any_edit_of_a_unit_array_loads_consistent_units_or_is_refused(
     except PersistError as exc:
         assert "arrays.npz" in str(exc)
         return
-    src, s, e = ix.unit_source, ix.starts, ix.ends
-    assert (s < e).all() and (np.diff(src) >= 0).all()
-    same = src[1:] == src[:-1]
-    assert (s[1:][same] >= e[:-1][same]).all()
-    first = np.searchsorted(src, src, side="left")
-    assert np.array_equal(ix.unit_index, np.arange(len(src)) - first)
-    assert ((ix.token_counts >= 1) & (ix.token_counts <= 4 * (e - s) + 1024)).all()
-    for h in ix.search("cat", k=5).hits:
-        assert h.text == ix.texts[h.source][h.start : h.end] and h.text
+    assert_units_consistent(ix)
 
 
 # -- sharded indexes and corpora -------------------------------------------------------------------
@@ -438,9 +465,14 @@ def test_claim_a_shard_unit_index_out_of_range_is_refused(tmp_path):
     """Claim (finding 11): a shard is a MixPR index folder loaded by ``MixPRIndex.load``, so its
     ``unit_index`` is checked too. Before: a ``unit_index`` of 10**6 changed which hits came
     back and ``ShardedMixPRIndex.score`` raised a raw IndexError."""
+    import shutil
+
     from longctx.corpus.shards.index import ShardedMixPRIndex
 
-    _, root = _sharded(tmp_path)
+    # a sharded index saved in format 2 (the checked-in one of tests/test_saved_format2.py; a
+    # save now writes format 3: tests/test_security_format3.py has the twin)
+    root = tmp_path / "ix"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "saved_format2" / "shards", root)
     d = root / "shard-1"
     a = _arrays(d)
     u = a["unit_index"].copy()
@@ -493,7 +525,7 @@ def test_claim_count_tokens_holds_a_bounded_list_of_pieces():
 
     text = "a " * (2 * MiB)  # 4 MB; the list of its pieces alone took ~100 MB
     count_tokens("a b")  # the merge table, read once
-    peak, err = _peak(lambda: count_tokens(text))
+    peak, err = traced_peak(lambda: count_tokens(text))
     assert err is None
     assert count_tokens(text) == 2 * MiB + 1  # "a", " a" x (n - 1), " "
     assert peak < 40 * MiB

@@ -749,21 +749,21 @@ class MixPRIndex(RetrievalIndex):
     _hit = staticmethod(unit_hit)
 
     # -- persistence --------------------------------------------------------------------------
-    def save(self, path, *, mappable: bool = False) -> None:
+    def save(self, path, *, mappable: bool = True) -> None:
         """Write the index to directory ``path``.
 
-        Format 2 (the default): ``config.json`` (settings), ``documents.json`` (ids and
-        metadata), ``texts.json``, ``vocabulary.json`` (terms by column), ``arrays.npz`` (unit
-        offsets, token counts), ``terms.npz`` (the term counts, one scipy.sparse row per unit),
-        with ``graph="threshold"`` ``graph.npz`` (the thresholded graph), and in hybrid mode
-        ``vectors.npz`` (``unit_vectors``: ``(n_units, dim) float32``) with the encoder's name
-        and dimension in ``config.json``.
+        Format 3 (the default, ``mappable=True``): ``config.json`` (settings; hybrid: the
+        encoder's name and dimension), ``documents.json`` (ids, metadata), every array a plain
+        ``.npy`` file (texts and terms as UTF-8 bytes with offsets, unit offsets and token
+        counts, the TF-IDF rows by columns and by rows, the term counts, the graph's column
+        sums or the thresholded graph, ``unit_vectors``), which :meth:`load` reads, or maps
+        with ``mmap=True``, so that an app opening its index at every start pays for what its
+        queries touch (:mod:`longctx.mixpr.persist_mapped`); larger on disk than format 2.
 
-        ``mappable=True``: format 3, every array (texts and terms as UTF-8 bytes included) a
-        plain ``.npy`` file that :meth:`load` with ``mmap=True`` maps instead of reading, with
-        the TF-IDF rows and the graph's column sums stored, so that the first query after an
-        open costs what the next ones do (:mod:`longctx.mixpr.persist_mapped`). The router and
-        the encoder object are not saved.
+        ``mappable=False``: format 2: ``config.json``, ``documents.json``, ``texts.json``,
+        ``vocabulary.json``, ``arrays.npz`` (unit offsets, token counts), ``terms.npz`` (term
+        counts), ``graph.npz`` (``graph="threshold"``), ``vectors.npz`` (hybrid); compressed,
+        never mapped. Both formats load. The router and the encoder object are not saved.
         """
         if mappable:
             save_mapped(self, path)
@@ -779,14 +779,14 @@ class MixPRIndex(RetrievalIndex):
         to :meth:`from_texts`. ``None``: the default all-MiniLM-L6-v2 when the index was built
         with it (loaded on the first query), else queries need ``query_vector=``.
 
-        ``mmap`` (an index saved with ``mappable=True``): map its arrays read-only instead of
-        reading them. The open then reads the small files and checks the arrays in blocks,
-        giving their pages back: it holds in memory what the queries read (10M words of
-        Gutenberg: see ``docs/notes/mixpr.md``). The arrays' SHA-256 digests are not computed
-        (their sizes are checked); the texts' UTF-8 is checked when a text is read and the term
-        counts at the first insert or delete. A format-2 index is read into memory (a
-        ``UserWarning`` says to save it again). An insert or delete builds new arrays in
-        memory: the files are never written.
+        ``mmap=False`` (the default, as bm25s's ``load``): every file is read once and checked
+        against its SHA-256 digest. ``mmap=True`` (format 3, the default save): the arrays are
+        mapped read-only, their sizes checked (not their digests) and their values in blocks,
+        pages given back: the index holds what its queries read. Texts' UTF-8 is checked when
+        read, the term counts at the first insert or delete; inserts and deletes build new
+        arrays in memory and a save over the folder writes a new one, so a mapped index keeps
+        answering as loaded (``docs/notes/mixpr-mmap.md``). A format-2 index is read into
+        memory (a ``UserWarning`` says to save it again).
 
         Raises
         ------

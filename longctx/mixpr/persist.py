@@ -69,6 +69,10 @@ def index_json(index, where) -> tuple[dict, dict]:
     for doc_id, md in zip(st.doc_ids, st.metadata):  # before anything is written
         check_json_metadata(md, f"document {doc_id!r}")
     counts = st.token_counts
+    if counts is None and index._token_counter is not None:
+        # a counter of the caller's cannot be found again by its name at load (which counts
+        # with the default): count now, so the loaded index budgets as this one does
+        counts = index._counts(st)
     units = {
         "unit_source": st.unit_source,
         "unit_index": st.unit_index,
@@ -330,7 +334,7 @@ def _refuse_old_format(path, version: int) -> None:
         return  # open_index_dir names the problem
     if isinstance(raw, dict) and raw.get("format") == "longctx.mixpr":
         fv = raw.get("format_version")
-        if fv == 1:
+        if fv == 1 and not isinstance(fv, bool):
             raise PersistError(
                 f"{str(m)!r} holds a MixPR index saved by longctx "
                 f"{str(raw.get('longctx_version', '0.1'))[:20]} (format version 1, with the "

@@ -279,8 +279,52 @@ class MappedVocabulary(Mapping):
         return zip(self, range(len(self)))
 
 
-def _npy(r, name: str, dtypes, ndim: int = 1, *, mmap: bool) -> np.ndarray:
-    return r.npy(f"{name}.npy", dtypes=dtypes, ndim=ndim, mmap=mmap)
+_I64, _U8, _F64 = (np.int64,), (np.uint8,), (np.float64,)
+#: The ``.npy`` members of format 3: ``name -> (dtypes accepted, dimensions)``.
+MEMBERS = {
+    "text_bytes": (_U8, 1),
+    "text_offsets": (_I64, 1),
+    "text_chars": (_I64, 1),
+    "term_bytes": (_U8, 1),
+    "term_offsets": (_I64, 1),
+    **{k: (_I64, 1) for k in ("unit_source", "unit_index", "starts", "ends", "token_counts")},
+    "df": (_I64, 1),
+    "cf": (_F64, 1),
+    "colsum": (_F64, 1),
+    "unit_vectors": ((np.float32,), 2),
+    **{
+        f"{m}_{part}": ((_F64, 1) if part == "data" else (_INDEX_DTYPES, 1))
+        for m in ("E", "E_rows", "counts", "S")
+        for part in ("indptr", "indices", "data")
+    },
+}
+
+
+class _Members:
+    """The ``.npy`` members of the open folder ``r``, every one the manifest lists opened in
+    one pass before any value is checked (headers, dtypes, sizes: :meth:`IndexDir.npy
+    <longctx.persist.IndexDir.npy>`): mapped with ``mmap=True``, else read and checked
+    against their digests. The load then holds every file of one save: a save replacing the
+    folder meanwhile (its old files deleted) cannot fail the checks that follow, nor a first
+    insert long after the load (the term counts)."""
+
+    def __init__(self, r, *, mmap: bool):
+        self.path = r.path
+        self._r, self._mmap = r, mmap
+        self._got = {}
+        for f in r.files:
+            name = f[:-4] if f.endswith(".npy") else None
+            if name in MEMBERS:
+                self._got[name] = self._open(name)
+
+    def _open(self, name: str) -> np.ndarray:
+        dtypes, ndim = MEMBERS[name]
+        return self._r.npy(f"{name}.npy", dtypes=dtypes, ndim=ndim, mmap=self._mmap)
+
+    def get(self, name: str) -> np.ndarray:
+        """The array of member ``name`` (a PersistError naming it when it is not listed)."""
+        got = self._got.pop(name, None)
+        return got if got is not None else self._open(name)
 
 
 def _checked_offsets(offsets, size: int, where: str, *, strict: bool) -> None:
@@ -292,11 +336,9 @@ def _checked_offsets(offsets, size: int, where: str, *, strict: bool) -> None:
     release(offsets)
 
 
-def _read_texts(r, *, mmap: bool) -> MappedTexts:
-    d = r.path
-    blob = _npy(r, "text_bytes", (np.uint8,), mmap=mmap)
-    offsets = _npy(r, "text_offsets", (np.int64,), mmap=mmap)
-    chars = _npy(r, "text_chars", (np.int64,), mmap=mmap)
+def _read_texts(m: _Members) -> MappedTexts:
+    d = m.path
+    blob, offsets, chars = (m.get(k) for k in ("text_bytes", "text_offsets", "text_chars"))
     where = str(d / "text_offsets.npy")
     _checked_offsets(offsets, len(blob), repr(where), strict=False)
     if len(chars) != len(offsets) - 1:
@@ -310,23 +352,34 @@ def _read_texts(r, *, mmap: bool) -> MappedTexts:
     return MappedTexts(blob, offsets, chars, repr(str(d / "text_bytes.npy")))
 
 
-def _read_csx(r, name: str, n_major: int, n_minor: int, *, mmap: bool):
-    """``(indptr, indices, data)`` of a stored compressed matrix, structure checked."""
-    indptr = _npy(r, f"{name}_indptr", _INDEX_DTYPES, mmap=mmap)
-    indices = _npy(r, f"{name}_indices", _INDEX_DTYPES, mmap=mmap)
-    data = _npy(r, f"{name}_data", (np.float64,), mmap=mmap)
-    where = repr(str(r.path / f"{name}_indices.npy"))
+def _open_csx(m: _Members, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of a stored compressed matrix, headers checked only."""
+    return tuple(m.get(f"{name}_{part}") for part in ("indptr", "indices", "data"))
+
+
+def _checked_csx(parts, d, name: str, n_major: int, n_minor: int):
+    """``parts`` (of :func:`_open_csx`, in folder ``d``) with their structure checked."""
+    indptr, indices, data = parts
+    where = repr(str(d / f"{name}_indices.npy"))
     if len(data) != len(indices):
         raise PersistError(f"{where}: {len(indices)} indices for {len(data)} values")
     check_compressed(indptr, indices, n_major, n_minor, where)
-    return indptr, indices, data
+    return parts
+
+
+def _read_csx(m: _Members, name: str, n_major: int, n_minor: int):
+    """``(indptr, indices, data)`` of a stored compressed matrix, structure checked."""
+    return _checked_csx(_open_csx(m, name), m.path, name, n_major, n_minor)
 
 
 class _LazyCounts:
-    """The term counts of a format-3 index, checked when first used (:meth:`get`)."""
+    """The term counts of a format-3 index, checked when first used (:meth:`get`). Their files
+    are opened (mapped) with the others at load (:class:`_Members`), so a first insert long
+    after the load reads the counts of the save it loaded, even when another save has replaced
+    the folder since (the old files are then deleted, not rewritten: the maps keep them)."""
 
-    def __init__(self, r, n: int, V: int, df, cf, binary: bool, *, mmap: bool):
-        self._args = (r, n, V, df, cf, binary, mmap)
+    def __init__(self, m: _Members, n: int, V: int, df, cf, binary: bool):
+        self._args = (_open_csx(m, "counts"), m.path, n, V, df, cf, binary)
         self._m = None
         self._lock = threading.Lock()
 
@@ -334,12 +387,13 @@ class _LazyCounts:
         with self._lock:
             if self._m is None:
                 self._m = self._load(*self._args)
+                self._args = None
         return self._m
 
     @staticmethod
-    def _load(r, n, V, df, cf, binary, mmap) -> sp.csr_array:
-        indptr, indices, data = _read_csx(r, "counts", n, V, mmap=mmap)
-        where = repr(str(r.path / "counts_data.npy"))
+    def _load(parts, d, n, V, df, cf, binary) -> sp.csr_array:
+        indptr, indices, data = _checked_csx(parts, d, "counts", n, V)
+        where = repr(str(d / "counts_data.npy"))
         check_values(data, where, low=1, high=MAX_TERM_COUNT, finite=True)
         if data.size and not np.all(data == np.round(data)):
             raise PersistError(f"{where}: term counts must be whole numbers")
@@ -347,7 +401,7 @@ class _LazyCounts:
         got_cf = np.bincount(indices, weights=np.ones_like(data) if binary else data, minlength=V)
         if not np.array_equal(got_df, df) or not np.allclose(got_cf, cf, rtol=1e-9, atol=0):
             raise PersistError(
-                f"{str(r.path)!r}: df.npy / cf.npy do not match the term counts (damaged)"
+                f"{str(d)!r}: df.npy / cf.npy do not match the term counts (damaged)"
             )
         release(indptr, indices, data)
         return _canonical_flags(sp.csr_array((data, indices, indptr), shape=(n, V)))
@@ -399,7 +453,7 @@ def load_index(cls, path, *, router=None, encoder=None, mmap: bool = False):
     if mmap:
         warnings.warn(
             f"the MixPR index at {str(r.path)!r} was saved in format 2, which cannot be mapped: "
-            "it is read into memory. Save it again with save(path, mappable=True) to map it",
+            "it is read into memory. Save it again (save(path) writes format 3) to map it",
             UserWarning,
             stacklevel=3,
         )
@@ -420,30 +474,29 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
 
     d = r.path
     config, counter, chunk, ident = read_config(r)
-    texts = _read_texts(r, mmap=mmap)
+    r.prefetch(["documents.json"])
+    m = _Members(r, mmap=mmap)
+    texts = _read_texts(m)
     ids, metadata = read_documents(r, len(texts))
-    ints = (np.int64,)
     keys = ("unit_source", "unit_index", "starts", "ends", "token_counts")
-    arrs = {k: _npy(r, k, ints, mmap=mmap) for k in keys}
+    arrs = {k: m.get(k) for k in keys}
     source, unit_index, starts, ends, tcounts = check_units(
         texts, arrs, d / "starts.npy", lengths=texts.lengths
     )
     release(*arrs.values())
     n = len(starts)
-    term_offsets = _npy(r, "term_offsets", ints, mmap=mmap)
-    term_bytes = _npy(r, "term_bytes", (np.uint8,), mmap=mmap)
+    term_offsets, term_bytes = m.get("term_offsets"), m.get("term_bytes")
     _checked_offsets(term_offsets, len(term_bytes), repr(str(d / "term_offsets.npy")), strict=True)
     V = len(term_offsets) - 1
-    df = _npy(r, "df", ints, mmap=mmap)
-    cf = _npy(r, "cf", (np.float64,), mmap=mmap)
+    df, cf = m.get("df"), m.get("cf")
     if df.shape != (V,) or cf.shape != (V,):
         raise PersistError(f"{str(d / 'df.npy')!r}: df and cf need one entry per term ({V})")
     check_values(df, repr(str(d / "df.npy")), low=0, high=n)
     check_values(cf, repr(str(d / "cf.npy")), low=0, finite=True)
-    E_parts = _read_csx(r, "E", V, n, mmap=mmap)
+    E_parts = _read_csx(m, "E", V, n)
     check_values(E_parts[2], repr(str(d / "E_data.npy")), low=0.0, high=1.0 + 1e-6, finite=True)
     E = _canonical_flags(sp.csc_array(E_parts[::-1], shape=(n, V)))
-    rows_parts = _read_csx(r, "E_rows", n, V, mmap=mmap)
+    rows_parts = _read_csx(m, "E_rows", n, V)
     where = repr(str(d / "E_rows_data.npy"))
     check_values(rows_parts[2], where, low=0.0, high=1.0 + 1e-6, finite=True)
     if len(rows_parts[2]) != len(E_parts[2]):
@@ -453,22 +506,22 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
         settings = TfidfSettings(config)
     except (TypeError, ValueError) as exc:
         raise PersistError(f"{str(d)!r} holds an inconsistent MixPR index: {exc}") from None
-    counts = _LazyCounts(r, n, V, df, cf, settings.binary, mmap=mmap)
+    counts = _LazyCounts(m, n, V, df, cf, settings.binary)
     vocab = MappedVocabulary(term_bytes, term_offsets, str(d))
     table = _MappedTermTable.of(settings, vocab, df, cf, n, E, counts)
     if config.graph == "threshold":
-        S_parts = _read_csx(r, "S", n, n, mmap=mmap)
+        S_parts = _read_csx(m, "S", n, n)
         check_values(S_parts[2], repr(str(d / "S_data.npy")), low=0.0, finite=True)
         graph = ThresholdGraph(_canonical_flags(sp.csr_array(S_parts[::-1], shape=(n, n))))
     else:
-        colsum = _npy(r, "colsum", (np.float64,), mmap=mmap)
+        colsum = m.get("colsum")
         if colsum.shape != (n,):
             raise PersistError(f"{str(d / 'colsum.npy')!r}: one column sum per unit expected")
         check_values(colsum, repr(str(d / "colsum.npy")), low=0.0, finite=True)
         graph = FactoredGraph(E, term_weights=table_weights(config, table), colsum=colsum)
     vectors = None
     if ident is not None:
-        vectors = _npy(r, "unit_vectors", (np.float32,), ndim=2, mmap=mmap)
+        vectors = m.get("unit_vectors")
         _check_mapped_vectors(vectors, ident, n, repr(str(d / "unit_vectors.npy")))
     if not mmap:
         counts.get()  # every check at load

@@ -46,6 +46,7 @@ import logging
 import math
 import os
 import struct
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -170,6 +171,25 @@ def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) ->
     return data
 
 
+#: What numpy's ``.npy`` header parser raises on damaged or forged bytes: a flipped bit can leave
+#: an unclosed bracket (``tokenize.TokenError``), a nested literal a ``RecursionError``, a huge
+#: integer in the shape an ``OverflowError`` (all a :class:`PersistError` for a loader).
+NPY_HEADER_ERRORS = (
+    ValueError,
+    SyntaxError,
+    TypeError,
+    EOFError,
+    OSError,
+    tokenize.TokenError,
+    RecursionError,
+    OverflowError,
+    MemoryError,
+    KeyError,
+    IndexError,
+    AttributeError,
+)
+
+
 def _check_npz_headers(p: Path, zf: zipfile.ZipFile) -> None:
     """Read every ``.npy`` header of an open ``.npz`` and bound its size before any load."""
     fmt = np.lib.format
@@ -186,7 +206,7 @@ def _check_npz_headers(p: Path, zf: zipfile.ZipFile) -> None:
                     shape, fortran, dtype = fmt.read_array_header_2_0(fh)
                 else:
                     raise ValueError(f"unsupported .npy format version {major_minor}")
-            except (ValueError, EOFError, OSError, SyntaxError, TypeError) as exc:
+            except NPY_HEADER_ERRORS as exc:
                 raise PersistError(
                     f"{str(p)!r}: array {key!r} has a damaged header: {str(exc)[:200]}"
                 ) from None
@@ -336,6 +356,7 @@ def _sparse_from_bytes(raw: bytes, p: Path, shape: tuple[int, int] | None = None
 
 __all__ = [
     "MANIFEST",
+    "NPY_HEADER_ERRORS",
     "PersistError",
     "ConcurrentSaveError",
     "MAX_JSON_BYTES",

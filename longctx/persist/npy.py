@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from longctx.persist.format import PersistError
+from longctx.persist.format import NPY_HEADER_ERRORS, PersistError
 
 #: Largest ``.npy`` header accepted (bytes; numpy writes 128 for a 1-D array).
 MAX_HEADER_BYTES = 1 << 16
@@ -53,7 +53,7 @@ def _header(head: bytes, p: Path) -> tuple[tuple, np.dtype, int]:
         if reader is None:
             raise ValueError(f"unsupported .npy version {major}.{minor}")
         shape, fortran, dtype = reader(fh, max_header_size=MAX_HEADER_BYTES)
-    except (ValueError, SyntaxError, TypeError, EOFError) as exc:
+    except NPY_HEADER_ERRORS as exc:
         raise PersistError(f"{str(p)!r} is not a valid .npy file: {str(exc)[:200]}") from None
     if fortran:
         raise PersistError(f"{str(p)!r}: Fortran-ordered arrays are not accepted")

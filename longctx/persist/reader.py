@@ -72,8 +72,18 @@ LOAD_ATTEMPTS = 3
 MAX_NPZ_BYTES = int(os.environ.get("LONGCTX_MAX_NPZ_BYTES", 16 << 30))
 #: Largest ``manifest.json`` read (bytes).
 MAX_MANIFEST_BYTES = 1 << 20
+#: Member files opened at once when the manifest is read (the others when they are asked for).
+HELD_MEMBERS = 64
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _close_all(fd: int, held: dict[str, int]) -> None:
+    """Close a folder's descriptor and those of its members not read."""
+    for member in list(held.values()):
+        os.close(member)
+    held.clear()
+    os.close(fd)
 
 
 class _Root:
@@ -116,7 +126,10 @@ class IndexDir(os.PathLike):
         self._fd = fd
         self._root = root
         self._prefetched: dict[str, bytes] = {}
-        self._closer = weakref.finalize(self, os.close, fd) if fd is not None else None
+        self._held: dict[str, int] = {}
+        self._closer = (
+            weakref.finalize(self, _close_all, fd, self._held) if fd is not None else None
+        )
         try:
             self._read_manifest(expected)
         except BaseException:
@@ -173,6 +186,11 @@ class IndexDir(os.PathLike):
             self._check_member(name, directory=False)
         for name in dirs:
             self._check_member(name, directory=True)
+        if self._fd is not None:
+            # every member file opened now, right after the manifest: a save that replaces the
+            # folder later (deleting the old files) no longer makes this load miss one
+            for name in files[:HELD_MEMBERS]:
+                self._held[name] = self._open(name)
 
     def _check_digests(self, digests, f: Path) -> dict | None:
         if digests is None:
@@ -272,7 +290,11 @@ class IndexDir(os.PathLike):
         return name in self.files or name in self.dirs
 
     def _open(self, name: str) -> int:
-        """A descriptor of the member file ``name`` (never a link, never outside the folder)."""
+        """A descriptor of the member file ``name`` (never a link, never outside the folder;
+        the one opened with the manifest, once)."""
+        held = self._held.pop(name, None)
+        if held is not None:
+            return held
         p = self.path / name
         try:
             return fs.open_member(self._fd, self.path, name)

@@ -111,8 +111,8 @@ def test_damaged_files_are_named(tmp_path, docs):
     with pytest.raises(PersistError, match="text_sha256"):
         CorpusIndex.from_corpus(out, use_ray=False)
     seq(docs[:3], out)  # the forged digest reads as a changed document: rebuilt
-    (out / "indexes" / "shard-2" / "arrays.npz").write_bytes(b"garbage")
-    with pytest.raises(PersistError, match=r"shard 2 .*arrays\.npz"):
+    (out / "indexes" / "shard-2" / "starts.npy").write_bytes(b"garbage")
+    with pytest.raises(PersistError, match=r"shard 2 .*starts\.npy"):
         CorpusIndex.from_corpus(out, use_ray=False)
 
 

@@ -102,8 +102,8 @@ def test_changes_through_actors_and_a_killed_actor(local_ray, tmp_path, docs):
 def test_a_shard_that_cannot_be_loaded_is_named(local_ray, tmp_path, docs):
     sharded = ShardedMixPRIndex.from_texts([t for _, t, _ in docs[:4]], shards=2)
     sharded.save(tmp_path / "ix")
-    (tmp_path / "ix" / "shard-1" / "texts.json").write_text("[1, 2", "utf-8")
-    with pytest.raises(PersistError, match=r"shard 1 .*texts\.json"):
+    (tmp_path / "ix" / "shard-1" / "documents.json").write_text("[1, 2", "utf-8")
+    with pytest.raises(PersistError, match=r"shard 1 .*documents\.json"):
         ShardedMixPRIndex.load(tmp_path / "ix", use_ray=True)
 
 
