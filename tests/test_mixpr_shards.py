@@ -377,8 +377,12 @@ def test_a_mappable_sharded_corpus_maps_its_shards(tmp_path, alice_docs):
         assert index.search("roses garden", k=1).hits[0].source == len(pairs)
     plain = tmp_path / "plain"
     ShardedMixPRIndex.from_texts([t for _, t in pairs[:4]], shards=2).save(plain)
-    with ShardedMixPRIndex.load(plain, use_ray=False) as index:  # format 2: read whole
+    with ShardedMixPRIndex.load(plain, use_ray=False) as index:  # format 3, the default: mapped
         for s in index._backend.shards.values():
+            assert mapped_base(s.index._state.starts) is not None
+    build_indexes(pairs[:4], "mixpr", tmp_path / "f2", shards=2, mappable=False, use_ray=False)
+    with ShardedMixPRIndex.load(tmp_path / "f2" / "indexes", use_ray=False) as index:
+        for s in index._backend.shards.values():  # format 2: read whole
             assert mapped_base(s.index._state.starts) is None
     with pytest.raises(TypeError, match="mappable must be a bool, got str"):
         build_indexes(pairs, "mixpr", tmp_path / "d", shards=2, mappable="yes", use_ray=False)

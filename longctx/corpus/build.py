@@ -269,7 +269,8 @@ def build_indexes(
         shards it was built with.
     **method_options :
         mixpr: :meth:`MixPRIndex.from_texts` keywords (``preset``, ``max_words``...), and
-        ``mappable=True``: the index (each shard) saved in format 3, which a sharded load maps
+        ``mappable`` (default ``True``): the index (each shard) saved in format 3, which a
+        sharded load maps (``False``: format 2, read whole)
         (:meth:`MixPRShard.load <longctx.corpus.shards.shard.MixPRShard.load>`);
         diversity: ``encoder``, ``device`` and :meth:`DiversityIndex.from_texts` keywords;
         garlic: ``model`` (name/path for :func:`longctx.models.load_causal_lm`, or a picklable

@@ -107,7 +107,7 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
     opts = dict(options)
     preset = opts.pop("preset", "default")
     chunk = opts.pop("chunk", True)
-    mappable = opts.pop("mappable", False)  # format 3: the shards' actors map it
+    mappable = opts.pop("mappable", True)  # format 3: the shards' actors map it
     config = MixPRConfig.from_preset(preset, **opts)
     rel = f"{INDEX_ROOT}/{shard_dir(i)}"
     shard = None

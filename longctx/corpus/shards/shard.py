@@ -99,7 +99,7 @@ class MixPRShard:
     @classmethod
     def load(cls, path, *, encoder=None) -> MixPRShard:
         """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder): memory-mapped
-        when it was saved with ``mappable=True`` (format 3: the process holding it keeps in
+        when it was saved in format 3 (the default; the process holding it keeps in
         memory what its queries read, the corpus-wide weights of :meth:`set_global` and its
         term statistics), else read whole (format 2).
 
@@ -122,11 +122,12 @@ class MixPRShard:
             raise PersistError(f"{str(path)!r} holds a MixPR index with graph='threshold'")
         return cls(index)
 
-    def save(self, path, *, mappable: bool = False) -> None:
-        """Save the shard's documents (``mappable=True``: format 3, which :meth:`load` maps)."""
+    def save(self, path, *, mappable: bool = True) -> None:
+        """Save the shard's documents (format 3 by default, which :meth:`load` maps;
+        ``mappable=False``: format 2, read whole)."""
         self.index.save(path, mappable=mappable)
 
-    def files(self, mappable: bool = False) -> dict:
+    def files(self, mappable: bool = True) -> dict:
         """The saved shard as ``{file name: bytes}`` (for a driver that writes it)."""
         import tempfile
         from pathlib import Path
@@ -136,7 +137,7 @@ class MixPRShard:
             self.save(d, mappable=mappable)
             return {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()}
 
-    def save_to(self, storage, rel: str, mappable: bool = False) -> None:
+    def save_to(self, storage, rel: str, mappable: bool = True) -> None:
         """Save into a corpus location (:class:`longctx.corpus.storage.Storage`)."""
         import tempfile
         from pathlib import Path

@@ -47,7 +47,7 @@ def check_mixpr_options(options: dict) -> None:
             f"method 'mixpr' takes no option(s) {bad} (it takes 'preset', 'chunk', 'mappable' "
             "and the MixPRConfig fields)"
         )
-    for name, default in (("chunk", True), ("mappable", False)):
+    for name, default in (("chunk", True), ("mappable", True)):
         value = opts.pop(name, default)
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
@@ -133,7 +133,7 @@ def build_mixpr_corpus(docs, storage, manifest, method_options: dict, bar, remov
     opts = dict(method_options)
     preset = opts.pop("preset", "default")
     chunk = opts.pop("chunk", True)
-    mappable = opts.pop("mappable", False)  # format 3 (MixPRIndex.load(..., mmap=True) maps it)
+    mappable = opts.pop("mappable", True)  # format 3 (MixPRIndex.load(..., mmap=True) maps it)
     index = None
     if manifest.entries and storage.index_complete(MIXPR_INDEX):
         index = load_mixpr_index(storage)
