@@ -22,7 +22,11 @@ graph units -> terms -> units without forming ``S``:
    that they link everything carry ``w_j = (idf_j / max idf) ** 4``, tiny, so their mass
    stays *parked* on the term (it is pushed later if more arrives) and never costs a pass over
    their units. Parked mass is never lost from the account: the residual reported is the mass
-   still moving plus the mass parked.
+   still moving plus the mass parked. After the first level (the terms of the units the query
+   restarts on) the rule is ``m_j >= push_threshold * df_j ** push_df_power`` (1.5 by
+   default): the little mass left after a level spreads over thousands of units through common
+   terms, which moves no unit of a prose query's top 100 but read most of ``E`` at every
+   level; a term held by a few units (Hash-Hop's links) is pushed about as before.
 
 The walk stops when the mass still moving is below ``tol`` (an L1 bound on a probability
 vector: the same at every corpus size), when nothing moves any more, or after ``max_iter``
@@ -221,6 +225,7 @@ def push_walk(scorer, sid, scale: float, alpha: float, trace: list | None = None
     s_j, df_j = scorer.term_sizes()
     w = scorer.weights
     eps = cfg.push_threshold
+    power = cfg.push_df_power
     parts = backend.map("push_begin", sid, scale, alpha)
     park_t = np.empty(0, np.int64)
     park_v = np.empty(0)
@@ -236,7 +241,10 @@ def push_walk(scorer, sid, scale: float, alpha: float, trace: list | None = None
         )
         dangling = sum(p[2] for p in parts)
         u = t if w is None else t * w[terms]
-        push = u * s_j[terms] >= eps * df_j[terms]
+        df = df_j[terms]
+        if steps and power != 1.0:  # after the restart's own terms: the stricter rule
+            df = df.astype(np.float64) ** power
+        push = u * s_j[terms] >= eps * df
         park_t, park_v = terms[~push], t[~push]
         parts = backend.map("push_step", sid, terms[push], u[push], dangling)
         steps += 1
