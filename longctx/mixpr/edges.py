@@ -59,7 +59,7 @@ class QueryEdgesBlock:
             B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
         mask = s["mask"]
         if mask is not None and B.nnz:  # the walk restarts only in the kept documents
-            B = sp.csr_array(B.multiply(mask[rows][:, None].astype(np.float64)))
+            B = sp.csr_array(B.multiply(mask.at(rows)[:, None].astype(np.float64)))
             B.eliminate_zeros()
         dense = None
         if seeds is not None:
@@ -85,7 +85,7 @@ class QueryEdgesBlock:
             "bcol": np.asarray(B.sum(axis=0)).ravel() if bordered else None,
         }
         if dense is not None and cfg.dense_restart:
-            d = dense if mask is None else np.where(mask, dense, -np.inf)
+            d = dense if mask is None else np.where(mask.dense(), dense, -np.inf)
             idx = np.flatnonzero(d > 0)
             top = idx[np.argsort(-d[idx], kind="stable")]
             top = top if seeds is not None else top[: cfg.dense_top_k]
@@ -122,7 +122,7 @@ class QueryEdgesBlock:
         keys = self.keys
         chosen = (dense > 0) & ((dense > cut_value) | ((dense == cut_value) & (keys <= cut_key)))
         if mask is not None:
-            chosen &= mask
+            chosen &= mask.dense()
         w = np.zeros(self.n)
         w[chosen] = dense[chosen]
         s["dense_w"] = w / total

@@ -480,9 +480,11 @@ class MixPRIndex(RetrievalIndex):
         TypeError, ValueError
             A bad filter (named).
         """
-        return self._mask(self._state, filters)
+        mask = self._mask(self._state, filters)
+        return None if mask is None else mask.dense()
 
-    def _mask(self, st: _State, filters) -> np.ndarray | None:
+    def _mask(self, st: _State, filters):
+        """The :class:`~longctx.mixpr.unit_filter.UnitFilter` of ``filters`` (or ``None``)."""
         st.scorer()
         return st.block.mask(filters)
 
@@ -518,8 +520,9 @@ class MixPRIndex(RetrievalIndex):
         return dense_scores(scores), used, timings
 
     def _score(
-        self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None, keep=None
-    ):
+        self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None, keep=None,
+        top=None,
+    ):  # fmt: skip
         """``(scores, mode used, timings, walk)``: the scoring pipeline
         (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot (``scores``
         ``(n_units,)`` or :class:`~longctx.selection.SparseScores` over the units a push walk
@@ -528,7 +531,9 @@ class MixPRIndex(RetrievalIndex):
         receives the walk's record (steps, residual), or ``None``; ``seeds``: checked
         :class:`~longctx.mixpr.seeds.Seed` list, or ``None``; ``keep``: a dict that
         receives the session's vectors (``"session"``) and the multi-hop walk's
-        (``"multihop"``) for :mod:`longctx.mixpr.explain`, or ``None``."""
+        (``"multihop"``) for :mod:`longctx.mixpr.explain`, or ``None``; ``top``: the ``k`` of
+        a plain ``k`` selection (a global query then keeps only its best ``top`` units:
+        :meth:`~longctx.mixpr.scoring.UnitBlock.scores_global`), or ``None``."""
         timings = {}
         t0 = time.perf_counter()
         if query_vector is not None and st.unit_vectors is None:
@@ -554,7 +559,7 @@ class MixPRIndex(RetrievalIndex):
         sid = scorer.new_session()
         try:
             scorer.open(sid, filters)
-            used, more = scorer.score(sid, query, mode, qvec, filters, trace, unit_seeds)
+            used, more = scorer.score(sid, query, mode, qvec, filters, trace, unit_seeds, top)
             scores = st.block.take_result(sid)
             walk, weights = self._choose_walk(st, query, used, more)
             if keep is not None:  # explain=True
@@ -599,6 +604,7 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
+        mask = None if mask is None else mask.dense()  # the multi-hop walk reads every unit
         first = dense_scores(scores) if used == "local" else None
         out = st.ranker().scores(
             query, first, dense, phrase_weights=weights, allowed=mask, trace=trace, keep=keep
@@ -705,7 +711,7 @@ class MixPRIndex(RetrievalIndex):
             raise NotImplementedError("explain=True does not cover whole_documents=True yet")
         st = self._state
         mask = self._mask(st, filters)
-        allowed = np.flatnonzero(mask) if mask is not None else None
+        allowed = mask.units if mask is not None else None
         if token_budget is not None:  # before any scoring: no unit would fit
             counts = self._counts(st)
             check_budget_fits(token_budget, counts if allowed is None else counts[allowed])
@@ -714,13 +720,14 @@ class MixPRIndex(RetrievalIndex):
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
         keep = {} if explain else None
+        plain_k = token_budget is None and not (unique_texts or whole_documents or explain)
         scores, used, timings, walk = self._score(
-            st, query, mode, query_vector, filters, trace, seeds, keep
+            st, query, mode, query_vector, filters, trace, seeds, keep, k if plain_k else None
         )
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
-            r = document_hits(st, scores, allowed, k, self.method, used, timings, t0)
+            r = document_hits(st, scores, allowed, k, self.method, used, timings, t0, mask)
             return replace(r, trace=trace)
         counts = self._counts(st) if token_budget is not None else None
         idx, vals = select_units(
