@@ -449,8 +449,9 @@ class MixPRIndex(RetrievalIndex):
     # -- PageRank -----------------------------------------------------------------------------
     def global_pagerank(self) -> np.ndarray:
         """``(n_units,) float64`` PageRank of the unit graph (``alpha=0``, query-independent):
-        the scores of global queries and of the fallback. Computed once, on first use, then
-        shared read-only."""
+        the scores of global queries and of the fallback. Computed once per version of the
+        index (a write makes a new one: its first global query iterates over every unit
+        again), on first use, then shared read-only; a global ``k`` query costs its top ``k``."""
         return self._global_pagerank(self._state)
 
     def _global_pagerank(self, st: _State) -> np.ndarray:
@@ -492,6 +493,7 @@ class MixPRIndex(RetrievalIndex):
         self, query: str, mode: str = "auto", *, query_vector=None, filters=None, seeds=None
     ) -> tuple[np.ndarray, str, dict]:
         """Scores of every unit for ``query``: ``(scores (n_units,) float64, mode used, timings)``.
+        A pass over every unit by contract; :meth:`search` costs what the walk reaches.
 
         ``mode`` used is ``"local"``, ``"global"`` or ``"global-fallback"`` (local asked, but no
         unit passes ``query_threshold`` and no unit vector is near: PageRank is used and the
@@ -526,14 +528,12 @@ class MixPRIndex(RetrievalIndex):
         """``(scores, mode used, timings, walk)``: the scoring pipeline
         (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot (``scores``
         ``(n_units,)`` or :class:`~longctx.selection.SparseScores` over the units a push walk
-        reached); ``walk``
-        the choice of :func:`~longctx.mixpr.router.choose_walk`; ``trace``: a list that
-        receives the walk's record (steps, residual), or ``None``; ``seeds``: checked
-        :class:`~longctx.mixpr.seeds.Seed` list, or ``None``; ``keep``: a dict that
-        receives the session's vectors (``"session"``) and the multi-hop walk's
+        reached); ``walk`` the choice of :func:`~longctx.mixpr.router.choose_walk`;
+        ``trace``: a list that receives the walk's record (steps, residual), or ``None``;
+        ``seeds``: checked :class:`~longctx.mixpr.seeds.Seed` list, or ``None``; ``keep``: a
+        dict that receives the session's vectors (``"session"``) and the multi-hop walk's
         (``"multihop"``) for :mod:`longctx.mixpr.explain`, or ``None``; ``top``: the ``k`` of
-        a plain ``k`` selection (a global query then keeps only its best ``top`` units:
-        :meth:`~longctx.mixpr.scoring.UnitBlock.scores_global`), or ``None``."""
+        a plain ``k`` selection (global scores then hold the top ``k`` only), or ``None``."""
         timings = {}
         t0 = time.perf_counter()
         if query_vector is not None and st.unit_vectors is None:

@@ -579,7 +579,12 @@ class Scorer:
         (the same bound at every corpus size) or after ``max_iter`` steps. The blocks keep the
         result (``x``); returns its maximum over the units. Appends to ``trace`` (a list) the
         record ``{"stage": "walk", "solver": "power", "steps", "residual"}`` (the last step's
-        L1 change)."""
+        L1 change).
+
+        Each step is a product over every unit's row of ``E`` (and of ``B``): the power
+        iteration reads the whole graph per step by nature. It serves the global PageRank
+        (once per version of the index), the bordered walk (``personalization="query"``) and
+        ``solver="power"``; local queries take the push walk (:mod:`longctx.mixpr.push`)."""
         cfg = self.config
         backend = self.backend
         m = 0 if p_q is None else len(p_q)
