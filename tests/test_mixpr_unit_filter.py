@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.hits import _best_documents
+from longctx.mixpr.hits import _best_documents, _best_documents_dense
 from longctx.mixpr.unit_filter import UnitFilter, document_starts
 from longctx.selection import SparseScores, select_top
 
@@ -95,7 +95,7 @@ def test_global_top_k_breaks_ties_to_the_earlier_unit():
 
 @pytest.mark.parametrize("flt", [None, {"even": True}, {"n": 5}])
 @pytest.mark.parametrize("k", [1, 3, 40])
-def test_whole_documents_from_sparse_scores_equal_the_dense_path(index, flt, k):
+def test_whole_documents_from_sparse_or_dense_scores_equal_the_sorting_path(index, flt, k):
     mask = index._mask(index._state, flt)
     starts = index._state.block.doc_starts()
     src = index.unit_source
@@ -105,7 +105,6 @@ def test_whole_documents_from_sparse_scores_equal_the_dense_path(index, flt, k):
         idx = np.sort(rng.choice(index.n_units, m, replace=False))
         vals = rng.integers(0, 4, m).astype(np.float64) / 4  # ties and zeros
         sparse = SparseScores(index.n_units, idx, vals)
-        top, best, arg = _best_documents(src, starts, sparse, mask, k)
         dense = sparse.dense()
         units = np.arange(index.n_units) if mask is None else mask.units
         n_docs = len(index.doc_ids)
@@ -116,9 +115,13 @@ def test_whole_documents_from_sparse_scores_equal_the_dense_path(index, flt, k):
         want_arg[src[order]] = order
         docs = np.flatnonzero(want_arg >= 0)
         want = docs[select_top(want_best[docs], k=k)]
-        assert top.tolist() == want.tolist(), trial
-        assert best.tolist() == want_best[want].tolist(), trial
-        assert arg.tolist() == want_arg[want].tolist(), trial
+        for top, best, arg in (
+            _best_documents(src, starts, sparse, mask, k),
+            _best_documents_dense(starts, dense, mask, k),
+        ):
+            assert top.tolist() == want.tolist(), trial
+            assert best.tolist() == want_best[want].tolist(), trial
+            assert arg.tolist() == want_arg[want].tolist(), trial
 
 
 def test_whole_documents_search_equals_the_dense_path(index, monkeypatch):

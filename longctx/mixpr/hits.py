@@ -96,10 +96,12 @@ def document_hits(st, scores, allowed, k: int, method: str, used: str, timings, 
 
     Sparse scores (:class:`~longctx.selection.SparseScores`, none negative) cost the units
     they hold and one pass over the documents (:func:`_best_documents`); dense ones a pass
-    over the units."""
+    over the kept units (:func:`_best_documents_dense`, no sort)."""
     starts = st.block.doc_starts() if st.n_units else None
     if isinstance(scores, SparseScores) and starts is not None and not (scores.vals < 0).any():
         top, best, arg = _best_documents(st.unit_source, starts, scores, mask, k)
+    elif starts is not None:
+        top, best, arg = _best_documents_dense(starts, dense_scores(scores), mask, k)
     else:
         scores = dense_scores(scores)
         units = np.arange(st.n_units) if allowed is None else allowed
@@ -149,3 +151,25 @@ def _best_documents(unit_source, starts, scores: SparseScores, mask, k: int):
     best = np.where(hit, vals[found] if len(at) else 0.0, 0.0)
     arg = np.where(hit, idx[found] if len(at) else 0, starts[top + 1] - 1)
     return top, best, arg.astype(np.int64)
+
+
+def _best_documents_dense(starts, scores: np.ndarray, mask, k: int):
+    """:func:`document_hits`' choice from ``(n_units,)`` scores, as :func:`_best_documents`
+    returns it: each document's best unit by one segmented reduction over the kept units (a
+    document's units are one range, ``starts``), no sort of the units."""
+    sizes = np.diff(starts)
+    keep = sizes > 0 if mask is None else (sizes > 0) & mask.docs
+    cand = np.flatnonzero(keep)
+    if mask is None:
+        vals, seg = scores, starts[cand]
+    else:
+        vals = scores[mask.units]
+        seg = np.cumsum(sizes[cand]) - sizes[cand]
+    if not len(cand):
+        return cand, np.zeros(0), cand
+    best = np.maximum.reduceat(vals, seg)
+    pos = np.where(vals == np.repeat(best, sizes[cand]), np.arange(len(vals)), -1)
+    last = np.maximum.reduceat(pos, seg)  # the later unit among equal bests
+    arg = last if mask is None else mask.units[last]
+    sel = select_top(best, k=k)
+    return cand[sel], best[sel], arg[sel].astype(np.int64)
