@@ -166,6 +166,29 @@ class PushBlock:
         terms, vals = sum_sparse(terms, vals, n_terms)
         return terms, vals, dang, float(moving.sum()), read
 
+    def _push_emit_dense(self, s, y: np.ndarray):
+        """:meth:`_push_emit` of a level held as the ``(n,)`` vector ``y`` (a level spread by
+        one product over ``E``): when its frontier's rows are most of ``E`` too, it settles
+        and sends on by vector operations over the block (no gather of the frontier's
+        entries, the same values); otherwise it takes the frontier's units and
+        :meth:`_push_emit`."""
+        E = self._rows()
+        live = self.colsum > 0
+        reached = y != 0
+        read = int(np.diff(E.indptr)[reached & live].sum())
+        if read * DENSE_SHARE <= E.nnz:
+            idx = np.flatnonzero(reached)
+            return self._push_emit(s, idx, y[idx])
+        alpha = s["push_alpha"]
+        s["pi"][0].append(None)  # a level over the block: summed as a vector (push_finish)
+        s["pi"][1].append(alpha * y)
+        moving = (1.0 - alpha) * y
+        dang = float(moving[~live].sum())
+        v = np.divide(moving, self.colsum, out=np.zeros(self.n), where=live)
+        t = self._ET @ v
+        terms = np.flatnonzero(t)
+        return terms, t[terms], dang, float(moving.sum()), int(E.nnz)
+
     def push_step(self, sid, terms: np.ndarray, u: np.ndarray, dangling: float):
         """One level: spread the pushed terms' mass ``u`` (``w_j t_j``) over the block's units
         holding them, and the dangling mass over the restart; then settle and emit the next
@@ -180,9 +203,8 @@ class PushBlock:
             y = E @ dense
             if dangling:
                 y[pidx] += dangling * pval
-            idx = np.flatnonzero(y)
-            r = y[idx]
-            read = int(E.nnz)
+            out = self._push_emit_dense(s, y)
+            return (*out[:4], out[4] + int(E.nnz))
         else:
             units, vals = gather(E.indptr, E.indices, E.data, terms, u)
             if dangling:
@@ -201,6 +223,16 @@ class PushBlock:
         for an empty block)."""
         s = self._s(sid)
         idx, vals = s.pop("pi")
+        if any(i is None for i in idx):  # a level over the block: add the levels in order
+            x = np.zeros(self.n)
+            for i, v in zip(idx, vals):
+                if i is None:
+                    x += v
+                else:
+                    x[i] += v  # a level's units are distinct
+            nz = np.flatnonzero(x)
+            s["x"] = x if len(nz) * COUNT_SHARE > self.n else SparseScores(self.n, nz, x[nz])
+            return float(x.max()) if self.n else None
         idx = np.concatenate(idx) if idx else np.zeros(0, np.int64)
         vals = np.concatenate(vals) if vals else np.zeros(0)
         if len(idx) * COUNT_SHARE > self.n:
