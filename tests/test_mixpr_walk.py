@@ -149,6 +149,42 @@ def test_push_df_power_reads_less_and_keeps_the_top_20(q):
     assert [h.score for h in exact[0].hits] == [h.score for h in exact[1].hits]
 
 
+def test_first_level_keeps_the_plain_rule_for_the_query_terms_only(monkeypatch):
+    """At the first level the query's own terms keep ``push_threshold * df``; the restart
+    units' other terms take the stricter rule: fewer terms pushed at the first level than
+    when the whole first level keeps the plain rule, the query's own among them, the same
+    top 10."""
+    import longctx.mixpr.push as push
+    import longctx.mixpr.scoring as scoring
+    from longctx.mixpr.push import _members
+
+    assert _members(np.array([1, 4, 9]), np.array([4, 9, 12])).tolist() == [False, True, True]
+    assert not _members(np.array([3]), np.zeros(0, np.int64)).any()
+    index = MixPRIndex.from_texts(sample_text("alice"))
+    q = "Why was the Queen angry with the Knave of Hearts?"
+    first = []
+    real_map = scoring.LocalBlocks.map
+
+    def spy(self, method, *args):  # the terms of each walk's first push
+        if method == "push_begin":
+            first.append(None)
+        elif method == "push_step" and first[-1] is None:
+            first[-1] = np.asarray(args[1])
+        return real_map(self, method, *args)
+
+    monkeypatch.setattr(scoring.LocalBlocks, "map", spy)
+    own = index.search(q, k=10, mode="local")
+    with monkeypatch.context() as m:  # no query terms given: the whole first level is plain
+        m.setattr(scoring, "push_walk", lambda *a: push.push_walk(*a[:5]))
+        plain = index.search(q, k=10, mode="local")
+    strict, loose = first
+    assert len(strict) < len(loose) and set(strict.tolist()) <= set(loose.tolist())
+    by_column = index.terms.terms()
+    words = [by_column[j] for j in strict.tolist()]
+    assert {"queen", "knave", "heart"} <= set(words)  # the query's own terms (stemmed)
+    assert {h.start for h in own.hits} == {h.start for h in plain.hits}
+
+
 def test_push_df_power_is_checked():
     for bad in (0.5, 4.5, float("nan")):
         with pytest.raises(ValueError, match="push_df_power"):

@@ -22,11 +22,11 @@ graph units -> terms -> units without forming ``S``:
    that they link everything carry ``w_j = (idf_j / max idf) ** 4``, tiny, so their mass
    stays *parked* on the term (it is pushed later if more arrives) and never costs a pass over
    their units. Parked mass is never lost from the account: the residual reported is the mass
-   still moving plus the mass parked. After the first level (the terms of the units the query
-   restarts on) the rule is ``m_j >= push_threshold * df_j ** push_df_power`` (1.5 by
-   default): the little mass left after a level spreads over thousands of units through common
-   terms, which moves no unit of a prose query's top 100 but read most of ``E`` at every
-   level; a term held by a few units (Hash-Hop's links) is pushed about as before.
+   still moving plus the mass parked. Except for the query's own terms at the first level, the
+   rule is ``m_j >= push_threshold * df_j ** push_df_power`` (1.5 by default): the restart
+   units' other terms and the mass left after a level spread over tens of thousands of units
+   through common terms, which moves no unit of a prose query's top 100 but read most of ``E``;
+   a term held by a few units (Hash-Hop's links) is pushed about as before.
 
 The walk stops when the mass still moving is below ``tol`` (an L1 bound on a probability
 vector: the same at every corpus size), when nothing moves any more, or after ``max_iter``
@@ -247,14 +247,29 @@ class PushBlock:
         return max(float(vals.max()) if len(vals) else 0.0, 0.0) if self.n else None
 
 
-def push_walk(scorer, sid, scale: float, alpha: float, trace: list | None = None) -> float:
+def _members(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """``(len(values),) bool``: whether each of ``values`` is in ``sorted_keys`` (ascending)."""
+    if not len(sorted_keys):
+        return np.zeros(len(values), bool)
+    pos = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
+    return sorted_keys[pos] == values
+
+
+def push_walk(
+    scorer, sid, scale: float, alpha: float, trace: list | None = None, query_terms=None
+) -> float:
     """Personalized PageRank by forward push on the blocks of ``scorer``
     (:class:`~longctx.mixpr.scoring.Scorer`), restarting on the weights each block holds from
     ``restart_similarity`` (their sum over the corpus: ``scale``). The blocks keep the result
     (``x``); returns its maximum over the units. Appends to ``trace`` the record
     ``{"stage": "walk", "solver": "push", "steps", "residual", "parked", "read"}``: the levels
     pushed, the mass not settled when it stopped (moving + parked, an L1 bound), the part of
-    it parked on terms too common to push, and the entries of ``E`` read."""
+    it parked on terms too common to push, and the entries of ``E`` read.
+
+    ``query_terms`` (``(q,) int64`` ascending, the query's own terms' columns): at the first
+    level they alone keep the rule ``m_j >= push_threshold * df_j``, and every other term
+    needs ``push_threshold * df_j ** push_df_power`` as at the later levels; ``None``: every
+    term of the first level keeps the plain rule."""
     cfg = scorer.config
     backend = scorer.backend
     s_j, df_j = scorer.term_sizes()
@@ -277,8 +292,12 @@ def push_walk(scorer, sid, scale: float, alpha: float, trace: list | None = None
         dangling = sum(p[2] for p in parts)
         u = t if w is None else t * w[terms]
         df = df_j[terms]
-        if steps and power != 1.0:  # after the restart's own terms: the stricter rule
-            df = df.astype(np.float64) ** power
+        if power != 1.0 and (steps or query_terms is not None):
+            strict = df.astype(np.float64) ** power
+            if not steps:  # the first level: the query's own terms keep the plain rule
+                own = _members(terms, query_terms)
+                strict[own] = df[own]
+            df = strict
         push = u * s_j[terms] >= eps * df
         park_t, park_v = terms[~push], t[~push]
         parts = backend.map("push_step", sid, terms[push], u[push], dangling)

@@ -701,7 +701,7 @@ class Scorer:
             dr = cfg.dense_restart if dense_w else 0.0
             total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
             if cfg.solver == "push" and cfg.graph == "factored":  # mass-bounded walk
-                pi_top = push_walk(self, sid, total, cfg.alpha_local, trace)
+                pi_top = push_walk(self, sid, total, cfg.alpha_local, trace, terms)
             elif cfg.solver == "push":  # the same on the explicit (thresholded) graph
                 pi_top = graph_push_walk(self, sid, "weights", total, cfg.alpha_local, trace=trace)
             else:
