@@ -113,14 +113,84 @@ def test_walk_matches_networkx_on_the_factored_graph(solver, query):
 def test_push_threshold_parks_common_terms_and_keeps_the_ranking():
     text = sample_text("alice")
     q = "Who stole the tarts?"
-    exact = MixPRIndex.from_texts(text, push_threshold=0.0).search(q, k=20)
-    parked = MixPRIndex.from_texts(text, push_threshold=1e-6).search(q, k=20)
+    rule = {"push_df_power": 1.0}  # Andersen et al.'s rule at every level
+    exact = MixPRIndex.from_texts(text, push_threshold=0.0, **rule).search(q, k=20)
+    parked = MixPRIndex.from_texts(text, push_threshold=1e-6, **rule).search(q, k=20)
     assert _walk_record(parked)["parked"] > 0 and _walk_record(exact)["parked"] == 0
     assert _walk_record(parked)["read"] < _walk_record(exact)["read"]
     assert _walk_record(parked)["residual"] < 0.01  # an L1 bound of what the ranking lost
     top_a = {h.start for h in exact.by_score()[:10]}
     top_b = {h.start for h in parked.by_score()[:10]}
     assert len(top_a & top_b) >= 9
+
+
+@pytest.mark.parametrize(
+    "q", ["Who stole the tarts?", "What did the Mock Turtle sing about?", "Alice and the Queen"]
+)
+def test_push_df_power_reads_less_and_keeps_the_top_20(q):
+    """The stricter rule after the first level (``push_df_power``, default 1.5) parks the
+    common terms' thin mass: fewer entries of ``E`` read than with ``1.0``, the same first
+    level (the restart's own terms), the same top 20 in the same order, scores within the
+    residual it reports; ``push_threshold=0`` stays the exact series whatever the power."""
+    text = sample_text("alice")
+    old = MixPRIndex.from_texts(text, push_df_power=1.0).search(q, k=20, mode="local")
+    new = MixPRIndex.from_texts(text).search(q, k=20, mode="local")
+    assert MixPRIndex.from_texts(text).config.push_df_power == 1.5
+    w_old, w_new = _walk_record(old), _walk_record(new)
+    assert w_new["read"] < w_old["read"]
+    assert w_new["parked"] > w_old["parked"]
+    assert [h.start for h in new.by_score()] == [h.start for h in old.by_score()]
+    diff = max(abs(a.score - b.score) for a, b in zip(new.hits, old.hits))
+    assert 0 < diff < w_new["residual"]
+    exact = [
+        MixPRIndex.from_texts(text, push_threshold=0.0, push_df_power=p).search(q, k=20)
+        for p in (1.0, 2.0)
+    ]
+    assert [h.score for h in exact[0].hits] == [h.score for h in exact[1].hits]
+
+
+def test_first_level_keeps_the_plain_rule_for_the_query_terms_only(monkeypatch):
+    """At the first level the query's own terms keep ``push_threshold * df``; the restart
+    units' other terms take the stricter rule: fewer terms pushed at the first level than
+    when the whole first level keeps the plain rule, the query's own among them, the same
+    top 10."""
+    import longctx.mixpr.push as push
+    import longctx.mixpr.scoring as scoring
+    from longctx.mixpr.push import _members
+
+    assert _members(np.array([1, 4, 9]), np.array([4, 9, 12])).tolist() == [False, True, True]
+    assert not _members(np.array([3]), np.zeros(0, np.int64)).any()
+    index = MixPRIndex.from_texts(sample_text("alice"))
+    q = "Why was the Queen angry with the Knave of Hearts?"
+    first = []
+    real_map = scoring.LocalBlocks.map
+
+    def spy(self, method, *args):  # the terms of each walk's first push
+        if method == "push_begin":
+            first.append(None)
+        elif method == "push_step" and first[-1] is None:
+            first[-1] = np.asarray(args[1])
+        return real_map(self, method, *args)
+
+    monkeypatch.setattr(scoring.LocalBlocks, "map", spy)
+    own = index.search(q, k=10, mode="local")
+    with monkeypatch.context() as m:  # no query terms given: the whole first level is plain
+        m.setattr(scoring, "push_walk", lambda *a: push.push_walk(*a[:5]))
+        plain = index.search(q, k=10, mode="local")
+    strict, loose = first
+    assert len(strict) < len(loose) and set(strict.tolist()) <= set(loose.tolist())
+    by_column = index.terms.terms()
+    words = [by_column[j] for j in strict.tolist()]
+    assert {"queen", "knave", "heart"} <= set(words)  # the query's own terms (stemmed)
+    assert {h.start for h in own.hits} == {h.start for h in plain.hits}
+
+
+def test_push_df_power_is_checked():
+    for bad in (0.5, 4.5, float("nan")):
+        with pytest.raises(ValueError, match="push_df_power"):
+            MixPRIndex.from_texts("Alice met the Queen.", push_df_power=bad)
+    with pytest.raises(TypeError, match="push_df_power"):
+        MixPRIndex.from_texts("Alice met the Queen.", push_df_power="1.5")
 
 
 def test_push_through_shards_equals_one_index():

@@ -196,6 +196,17 @@ class MixPRConfig:
         power iteration: on short documents (HotpotQA, NarrativeQA) the push moved ``longctx
         bench`` cells by up to 2-3 questions, through the order of the units the walk never
         reaches (``docs/notes/mixpr-scale.md``).
+    push_df_power : float in [1, 4], default 1.5
+        ``solver="push"`` on the factored graph: a term other than the query's own at the
+        first level, and every term at the later levels, passes its mass on only when
+        ``w_j t_j s_j >= push_threshold * df_j ** push_df_power``, i.e. a term held by many
+        units needs more mass for each of them; the query's own terms keep the rule above at
+        the first level (``1``: the rule above everywhere). On prose the restart units' other
+        terms and the later levels spread little mass over tens of thousands of units through
+        common terms, which moved no unit of a top 100 at 10M and 20M words of Gutenberg (20
+        questions; one unit of one question's top 100 at 1M) and cut the query's CPU time
+        3.2x / 4.3x there; a Hash-Hop term (held by 2 units) is pushed as before
+        (``docs/notes/mixpr-scale.md``, section 7).
     walk : {"auto", "pagerank", "multihop"}, default "auto" (presets ``"multihop"``:
         "multihop", ``"paper"`` and ``"pagerank"``: "pagerank")
         ``"auto"``: chosen per index and per query (:func:`longctx.mixpr.router.plan_walk`,
@@ -250,6 +261,7 @@ class MixPRConfig:
     walk: str = "auto"
     solver: str = "push"
     push_threshold: float = 1e-7
+    push_df_power: float = 1.5
     multihop: tuple[tuple[str, Any], ...] = ()
     sentences: str = "rules"
 
@@ -315,6 +327,11 @@ class MixPRConfig:
             self,
             "push_threshold",
             check_float(self.push_threshold, "push_threshold", low=0.0, high=1.0),
+        )
+        set_(
+            self,
+            "push_df_power",
+            check_float(self.push_df_power, "push_df_power", low=1.0, high=4.0),
         )
         from longctx.text import SENTENCE_BACKENDS
 

@@ -60,7 +60,7 @@ class QueryEdgesBlock:
             B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
         mask = s["mask"]
         if mask is not None and B.nnz:  # the walk restarts only in the kept documents
-            B = sp.csr_array(B.multiply(mask[rows][:, None].astype(np.float64)))
+            B = sp.csr_array(B.multiply(mask.at(rows)[:, None].astype(np.float64)))
             B.eliminate_zeros()
         dense = seed = None
         if seeds is not None:
@@ -87,7 +87,7 @@ class QueryEdgesBlock:
             "bcol": np.asarray(B.sum(axis=0)).ravel() if bordered else None,
         }
         if dense is not None and cfg.dense_restart:
-            d = dense if mask is None else np.where(mask, dense, -np.inf)
+            d = dense if mask is None else np.where(mask.dense(), dense, -np.inf)
             idx = np.flatnonzero(d > 0)
             top = idx[np.argsort(-d[idx], kind="stable")][: cfg.dense_top_k]
             out["dense_cand"] = (dense[top], self.keys[top])
@@ -123,7 +123,7 @@ class QueryEdgesBlock:
         keys = self.keys
         chosen = (dense > 0) & ((dense > cut_value) | ((dense == cut_value) & (keys <= cut_key)))
         if mask is not None:
-            chosen &= mask
+            chosen &= mask.dense()
         w = np.zeros(self.n)
         w[chosen] = dense[chosen]
         s["dense_w"] = w / total
@@ -200,14 +200,14 @@ class QueryEdgesBlock:
             for v, top in parts:
                 out[np.searchsorted(idx, v.idx)] += divide_by_top(v.vals, top)
             if s["mask"] is not None:
-                out[~s["mask"][idx]] = 0.0
+                out[~s["mask"].at(idx)] = 0.0
             s["scores"] = SparseScores(self.n, idx, out)
             return
         out = np.zeros(self.n)
         for v, top in parts:
             out += divide_by_top(v.dense() if isinstance(v, SparseScores) else v, top)
         if s["mask"] is not None:
-            out[~s["mask"]] = 0.0
+            out[~s["mask"].dense()] = 0.0
         s["scores"] = out
 
     def add_dense_edges(self, sid, bsum: float) -> np.ndarray:
@@ -224,7 +224,8 @@ def block_seeds(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(positions (m,) int64 ascending, weights (m,) float64)``: the block's units whose keys
     are in ``seed_keys`` (ascending; binary search in the block's ascending ``keys``), with a
-    positive weight and kept by the filter ``mask`` (``(n,)`` bool or ``None``). Costs the
+    positive weight and kept by the filter ``mask`` (a :class:`~longctx.mixpr.unit_filter.
+    UnitFilter` or ``None``). Costs the
     seeds, not the block's units."""
     if not len(seed_keys) or not len(keys):
         return np.zeros(0, np.int64), np.zeros(0)
@@ -234,6 +235,6 @@ def block_seeds(
     ok &= np.asarray(weights) > 0
     pos, w = pos[ok].astype(np.int64), np.asarray(weights, np.float64)[ok]
     if mask is not None:
-        keep = mask[pos]
+        keep = mask.at(pos)
         pos, w = pos[keep], w[keep]
     return pos, w

@@ -88,26 +88,88 @@ def select_units(st, scores, allowed, *, k, token_budget, counts, unique_texts: 
     return idx, vals
 
 
-def document_hits(st, scores, allowed, k: int, method: str, used: str, timings, t0):
-    """The ``k`` documents whose best unit scores highest, each as one whole-text hit
-    (``index``: its best unit's position); ``timings["select"]`` is the time since ``t0``
-    (``time.perf_counter()``)."""
-    scores = dense_scores(scores)
-    units = np.arange(st.n_units) if allowed is None else allowed
-    n_docs = len(st.doc_ids)
-    best = np.full(n_docs, -np.inf)
-    np.maximum.at(best, st.unit_source[units], scores[units])
-    arg = np.full(n_docs, -1, dtype=np.int64)
-    order = units[np.argsort(scores[units], kind="stable")]  # the last write is the best
-    arg[st.unit_source[order]] = order
-    docs = np.flatnonzero(arg >= 0)
-    top = docs[select_top(best[docs], k=k)]
+def document_hits(st, scores, allowed, k: int, method: str, used: str, timings, t0, mask=None):
+    """The ``k`` documents whose best unit scores highest (ties to the earlier document), each
+    as one whole-text hit (``index``: its best unit's position, ties to the later unit);
+    ``timings["select"]`` is the time since ``t0`` (``time.perf_counter()``). ``mask``: the
+    :class:`~longctx.mixpr.unit_filter.UnitFilter` whose units are ``allowed``, or ``None``.
+
+    Sparse scores (:class:`~longctx.selection.SparseScores`, none negative) cost the units
+    they hold and one pass over the documents (:func:`_best_documents`); dense ones a pass
+    over the kept units (:func:`_best_documents_dense`, no sort)."""
+    starts = st.block.doc_starts() if st.n_units else None
+    if isinstance(scores, SparseScores) and starts is not None and not (scores.vals < 0).any():
+        top, best, arg = _best_documents(st.unit_source, starts, scores, mask, k)
+    elif starts is not None:
+        top, best, arg = _best_documents_dense(starts, dense_scores(scores), mask, k)
+    else:
+        scores = dense_scores(scores)
+        units = np.arange(st.n_units) if allowed is None else allowed
+        n_docs = len(st.doc_ids)
+        best = np.full(n_docs, -np.inf)
+        np.maximum.at(best, st.unit_source[units], scores[units])
+        arg = np.full(n_docs, -1, dtype=np.int64)
+        order = units[np.argsort(scores[units], kind="stable")]  # the last write is the best
+        arg[st.unit_source[order]] = order
+        docs = np.flatnonzero(arg >= 0)
+        top = docs[select_top(best[docs], k=k)]
+        best, arg = best[top], arg[top]
     hits = tuple(
-        Passage(
-            0, len(st.texts[d]), st.texts[d], float(best[d]), int(st.unit_index[arg[d]]), int(d)
-        )
-        for d in top.tolist()
+        Passage(0, len(st.texts[d]), st.texts[d], float(b), int(st.unit_index[a]), int(d))
+        for d, b, a in zip(top.tolist(), best.tolist(), arg.tolist())
     )
     timings["select"] = time.perf_counter() - t0
     info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits), "whole_documents": True}
     return SearchResult(hits, method, used, timings, {"k": k}, info=info)
+
+
+def _best_documents(unit_source, starts, scores: SparseScores, mask, k: int):
+    """:func:`document_hits`' choice from sparse scores: ``(documents (h,) ascending, their
+    best scores (h,), their best units (h,))``. A document's best is its best positive unit
+    (ties to the later unit), else 0 at its last unit (every unit it holds scores 0); the
+    documents are those holding a unit ``mask`` keeps (``starts``: each document's first
+    unit, units in document order)."""
+    sizes = np.diff(starts)
+    cand = np.flatnonzero(sizes > 0 if mask is None else (sizes > 0) & mask.docs)
+    idx, vals = scores.idx, scores.vals
+    if mask is not None:
+        keep = mask.at(idx)
+        idx, vals = idx[keep], vals[keep]
+    pos = vals > 0
+    idx, vals = idx[pos], vals[pos]
+    doc = unit_source[idx]
+    order = np.lexsort((idx, vals, doc))  # by document, then score, then unit
+    doc, idx, vals = doc[order], idx[order], vals[order]
+    last = np.flatnonzero(np.append(doc[1:] != doc[:-1], True)) if len(doc) else order[:0]
+    doc, idx, vals = doc[last], idx[last], vals[last]
+    at = np.searchsorted(cand, doc)
+    sel = select_top(SparseScores(len(cand), at, vals), k=k)
+    top = cand[sel]
+    found = np.searchsorted(at, sel)
+    found = np.minimum(found, max(len(at) - 1, 0))
+    hit = (found < len(at)) & (at[found] == sel) if len(at) else np.zeros(len(sel), bool)
+    best = np.where(hit, vals[found] if len(at) else 0.0, 0.0)
+    arg = np.where(hit, idx[found] if len(at) else 0, starts[top + 1] - 1)
+    return top, best, arg.astype(np.int64)
+
+
+def _best_documents_dense(starts, scores: np.ndarray, mask, k: int):
+    """:func:`document_hits`' choice from ``(n_units,)`` scores, as :func:`_best_documents`
+    returns it: each document's best unit by one segmented reduction over the kept units (a
+    document's units are one range, ``starts``), no sort of the units."""
+    sizes = np.diff(starts)
+    keep = sizes > 0 if mask is None else (sizes > 0) & mask.docs
+    cand = np.flatnonzero(keep)
+    if mask is None:
+        vals, seg = scores, starts[cand]
+    else:
+        vals = scores[mask.units]
+        seg = np.cumsum(sizes[cand]) - sizes[cand]
+    if not len(cand):
+        return cand, np.zeros(0), cand
+    best = np.maximum.reduceat(vals, seg)
+    pos = np.where(vals == np.repeat(best, sizes[cand]), np.arange(len(vals)), -1)
+    last = np.maximum.reduceat(pos, seg)  # the later unit among equal bests
+    arg = last if mask is None else mask.units[last]
+    sel = select_top(best, k=k)
+    return cand[sel], best[sel], arg[sel].astype(np.int64)

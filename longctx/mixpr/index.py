@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from longctx.checks import check_choice, check_query
 from longctx.explain import check_explain, with_explanations
@@ -31,19 +30,14 @@ from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORI
 from longctx.mixpr.persist import save_index
 from longctx.mixpr.persist_mapped import load_index, save_mapped
 from longctx.mixpr.query import (
-    MAX_QUERY_CHUNKS,
     by_max,
+    lexical_cosines,
     personalization,
-    query_weights,
 )
 from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
 from longctx.mixpr.scoring import normalized_query_vector
 from longctx.mixpr.seeds import check_seeds, seed_units
-from longctx.mixpr.state import (
-    _frozen,
-    _LazyTexts,
-    _State,
-)
+from longctx.mixpr.state import _frozen, _LazyTexts, _State
 from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.validation import (
     _check_ids,
@@ -449,8 +443,9 @@ class MixPRIndex(RetrievalIndex):
     # -- PageRank -----------------------------------------------------------------------------
     def global_pagerank(self) -> np.ndarray:
         """``(n_units,) float64`` PageRank of the unit graph (``alpha=0``, query-independent):
-        the scores of global queries and of the fallback. Computed once, on first use, then
-        shared read-only."""
+        the scores of global queries and of the fallback. Computed once per version of the
+        index (a write makes a new one: its first global query iterates over every unit
+        again), on first use, then shared read-only; a global ``k`` query costs its top ``k``."""
         return self._global_pagerank(self._state)
 
     def _global_pagerank(self, st: _State) -> np.ndarray:
@@ -480,9 +475,11 @@ class MixPRIndex(RetrievalIndex):
         TypeError, ValueError
             A bad filter (named).
         """
-        return self._mask(self._state, filters)
+        mask = self._mask(self._state, filters)
+        return None if mask is None else mask.dense()
 
-    def _mask(self, st: _State, filters) -> np.ndarray | None:
+    def _mask(self, st: _State, filters):
+        """The :class:`~longctx.mixpr.unit_filter.UnitFilter` of ``filters`` (or ``None``)."""
         st.scorer()
         return st.block.mask(filters)
 
@@ -490,6 +487,7 @@ class MixPRIndex(RetrievalIndex):
         self, query: str, mode: str = "auto", *, query_vector=None, filters=None, seeds=None
     ) -> tuple[np.ndarray, str, dict]:
         """Scores of every unit for ``query``: ``(scores (n_units,) float64, mode used, timings)``.
+        A pass over every unit by contract; :meth:`search` costs what the walk reaches.
 
         ``mode`` used is ``"local"``, ``"global"`` or ``"global-fallback"`` (local asked, but no
         unit passes ``query_threshold`` and no unit vector is near: PageRank is used and the
@@ -519,17 +517,18 @@ class MixPRIndex(RetrievalIndex):
         return dense_scores(scores), used, timings
 
     def _score(
-        self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None, keep=None
-    ):
+        self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None, keep=None,
+        top=None,
+    ):  # fmt: skip
         """``(scores, mode used, timings, walk)``: the scoring pipeline
         (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot (``scores``
         ``(n_units,)`` or :class:`~longctx.selection.SparseScores` over the units a push walk
-        reached); ``walk``
-        the choice of :func:`~longctx.mixpr.router.choose_walk`; ``trace``: a list that
-        receives the walk's record (steps, residual), or ``None``; ``seeds``: checked
-        :class:`~longctx.mixpr.seeds.Seed` list, or ``None``; ``keep``: a dict that
-        receives the session's vectors (``"session"``) and the multi-hop walk's
-        (``"multihop"``) for :mod:`longctx.mixpr.explain`, or ``None``."""
+        reached); ``walk`` the choice of :func:`~longctx.mixpr.router.choose_walk`;
+        ``trace``: a list that receives the walk's record (steps, residual), or ``None``;
+        ``seeds``: checked :class:`~longctx.mixpr.seeds.Seed` list, or ``None``; ``keep``: a
+        dict that receives the session's vectors (``"session"``) and the multi-hop walk's
+        (``"multihop"``) for :mod:`longctx.mixpr.explain`, or ``None``; ``top``: the ``k`` of
+        a plain ``k`` selection (global scores then hold the top ``k`` only), or ``None``."""
         timings = {}
         t0 = time.perf_counter()
         if query_vector is not None and st.unit_vectors is None:
@@ -555,7 +554,7 @@ class MixPRIndex(RetrievalIndex):
         sid = scorer.new_session()
         try:
             scorer.open(sid, filters)
-            used, more = scorer.score(sid, query, mode, qvec, filters, trace, unit_seeds)
+            used, more = scorer.score(sid, query, mode, qvec, filters, trace, unit_seeds, top)
             scores = st.block.take_result(sid)
             walk, weights = self._choose_walk(st, query, used, more)
             if keep is not None:  # explain=True
@@ -600,6 +599,7 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         session = st.block._s(sid)
         dense, mask = session.get("dense"), session.get("mask")
+        mask = None if mask is None else mask.dense()  # the multi-hop walk reads every unit
         if session.get("seed") is not None:  # seeds: their weights seed this walk (HippoRAG 2's
             dense = np.zeros(st.n_units)  # passage weights) and its first hop is MixPR's own
             dense[session["seed"][0]] = session["seed"][1]
@@ -619,16 +619,7 @@ class MixPRIndex(RetrievalIndex):
 
     def _lexical_parts(self, query: str) -> dict:
         """Study helper: ``{"cos": (n_units,) direct TF-IDF cosine of each unit to the query}``."""
-        st = self._state
-        cfg = st.config
-        qchunks = [query[a:b] for a, b in cfg.chunk(query)] or [query]
-        qchunks = qchunks[-MAX_QUERY_CHUNKS:]
-        Eq, _ = query_weights(st.table, qchunks, with_q=False)
-        terms = np.unique(Eq.indices)
-        Et = sp.csc_array(st.table.embeddings()[:, terms])
-        B = sp.csr_array(Et @ sp.csr_array(Eq[:, terms]).T)
-        p_query = personalization(len(qchunks), qchunks)
-        return {"cos": np.asarray(B @ p_query).ravel()}
+        return {"cos": lexical_cosines(self._state.table, self._state.config.chunk, query)}
 
     def search(
         self,
@@ -711,7 +702,7 @@ class MixPRIndex(RetrievalIndex):
             raise NotImplementedError("explain=True does not cover whole_documents=True yet")
         st = self._state
         mask = self._mask(st, filters)
-        allowed = np.flatnonzero(mask) if mask is not None else None
+        allowed = mask.units if mask is not None else None
         if token_budget is not None:  # before any scoring: no unit would fit
             counts = self._counts(st)
             check_budget_fits(token_budget, counts if allowed is None else counts[allowed])
@@ -720,13 +711,14 @@ class MixPRIndex(RetrievalIndex):
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
         keep = {} if explain else None
+        plain_k = token_budget is None and not (unique_texts or whole_documents or explain)
         scores, used, timings, walk = self._score(
-            st, query, mode, query_vector, filters, trace, seeds, keep
+            st, query, mode, query_vector, filters, trace, seeds, keep, k if plain_k else None
         )
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
-            r = document_hits(st, scores, allowed, k, self.method, used, timings, t0)
+            r = document_hits(st, scores, allowed, k, self.method, used, timings, t0, mask)
             return replace(r, trace=trace)
         counts = self._counts(st) if token_budget is not None else None
         idx, vals = select_units(

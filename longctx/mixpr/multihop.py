@@ -351,7 +351,10 @@ class MultiHopRanker:
         keep: dict | None = None,
     ) -> np.ndarray:
         """``(n_units,) float64`` scores of every unit (higher is better; see
-        :class:`MultiHopWalk`).
+        :class:`MultiHopWalk`). The walk itself is a push (it reads the entries it reaches),
+        but its seeds and its result are ``(n_units,)`` vectors: a query of the multi-hop walk
+        makes a few passes over every unit (the first hop's scores densified, the seeds, the
+        filter's mask, the scores).
 
         Parameters
         ----------

@@ -184,6 +184,11 @@ def index_of(cls, d, loaded: dict, *, chunk: bool, **state):
     )
 
 
+#: Settings added after format 2 was fixed, with the value that gives an index saved without
+#: them the ranking it was saved with (``push_df_power``: the push rule before issue 46).
+ADDED_FIELDS = {"push_df_power": 1.0}
+
+
 def read_config(r):
     """``(config, token_counter_name, chunk, encoder_identity)`` from ``config.json`` of the
     open folder ``r``, checked (formats 2 and 3)."""
@@ -203,6 +208,8 @@ def read_config(r):
     unknown = sorted(set(cfg) - set(MixPRConfig.__dataclass_fields__))
     if unknown:
         raise PersistError(f"{str(cfg_path)!r}: unknown field(s) {unknown[:5]}")
+    for name, value in ADDED_FIELDS.items():  # saved before the field: the rule it ranked by
+        cfg.setdefault(name, value)
     missing = sorted(set(MixPRConfig.__dataclass_fields__) - set(cfg))
     if missing:  # a default would silently change how the saved index ranks
         raise PersistError(f"{str(cfg_path)!r}: missing field(s) {missing[:5]}")

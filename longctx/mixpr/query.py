@@ -167,3 +167,16 @@ def weigh_by_coverage(B: sp.csr_array, Et, Eqt, power: float) -> sp.csr_array:
     cov = sp.csr_array(cov)
     cov.data = np.clip(cov.data, 0.0, 1.0) ** power
     return sp.csr_array(B.multiply(cov))
+
+
+def lexical_cosines(table, chunk, query: str) -> np.ndarray:
+    """Each unit's direct TF-IDF cosine to ``query`` (a study helper, no walk): ``(n_units,)``
+    float64, the query cut by ``chunk`` (``str -> [(start, end), ...]``) into at most
+    :data:`MAX_QUERY_CHUNKS` chunks weighted by :func:`personalization`. Reads every unit."""
+    qchunks = [query[a:b] for a, b in chunk(query)] or [query]
+    qchunks = qchunks[-MAX_QUERY_CHUNKS:]
+    Eq, _ = query_weights(table, qchunks, with_q=False)
+    terms = np.unique(Eq.indices)
+    Et = sp.csc_array(table.embeddings()[:, terms])
+    B = sp.csr_array(Et @ sp.csr_array(Eq[:, terms]).T)
+    return np.asarray(B @ personalization(len(qchunks), qchunks)).ravel()

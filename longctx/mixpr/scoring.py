@@ -42,6 +42,7 @@ from longctx.mixpr.query import (
     personalization,
     query_weights,
 )
+from longctx.mixpr.unit_filter import UnitFilter, document_starts
 from longctx.selection import SparseScores, fewest_left
 from longctx.types import walk_record
 
@@ -51,8 +52,9 @@ __all__ = ["LocalBlocks", "Scorer", "UnitBlock", "normalized_query_vector", "ter
 
 #: Most sessions a block keeps (a driver that died mid-query leaves one behind).
 MAX_SESSIONS = 256
-#: Most bytes of filter masks a block keeps (each ``(n,) bool``, keyed by a 32-byte digest of
-#: its filter): the oldest go first; a mask larger than this is not kept.
+#: Most bytes of filters a block keeps (each a :class:`~longctx.mixpr.unit_filter.UnitFilter`,
+#: counted with room for its ``(n,) bool`` mask, keyed by a 32-byte digest of its filter): the
+#: oldest go first; a filter larger than this is not kept.
 MAX_MASK_CACHE_BYTES = 64 << 20
 _MASK_OVERHEAD = 256  # bytes of a cache entry besides the mask's data (key, array header)
 
@@ -201,10 +203,23 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
         """Keep the block's column sums ``E_b (W E^T 1)`` (``u``: the reduced term vector)."""
         self.colsum = self.E @ u
 
-    def mask(self, filters) -> np.ndarray | None:
-        """``(n,) bool``: the units of the documents ``filters`` keeps (``None``: no filter);
-        cached by the filter's digest (:func:`longctx.filters.filter_digest`; not for plain
-        callables), at most :data:`MAX_MASK_CACHE_BYTES` of masks."""
+    _starts = None
+
+    def doc_starts(self) -> np.ndarray | None:
+        """``(n_docs + 1,) int64``: each document's first unit in the block
+        (:func:`~longctx.mixpr.unit_filter.document_starts`, once a block), or ``None`` when
+        the units are not in document order."""
+        if self._starts is None:
+            self._starts = (document_starts(self.unit_doc, len(self.metadata)),)
+        return self._starts[0]
+
+    def mask(self, filters) -> UnitFilter | None:
+        """The units of the documents ``filters`` keeps (``None``: no filter), as a
+        :class:`~longctx.mixpr.unit_filter.UnitFilter`: the filter is asked once per document
+        and the kept units are the kept documents' ranges, so this costs the documents and the
+        units kept, not a pass over every unit; cached by the filter's digest
+        (:func:`longctx.filters.filter_digest`; not for plain callables), at most
+        :data:`MAX_MASK_CACHE_BYTES` of them."""
         pred = compile_filter(filters)
         if pred is None:
             return None
@@ -215,8 +230,7 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
                 return mask
         md = self.metadata
         docs = np.fromiter((bool(pred(m)) for m in md), bool, len(md))
-        mask = docs[self.unit_doc] if self.n else np.zeros(0, bool)
-        mask.setflags(write=False)
+        mask = UnitFilter(docs, self.unit_doc, self.doc_starts())
         size = mask.nbytes + _MASK_OVERHEAD
         if key is not None and size <= MAX_MASK_CACHE_BYTES:
             with self._lock:
@@ -231,11 +245,11 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
     def allowed(self, filters, with_counts: bool) -> tuple[int, int | None]:
         """``(units kept by filters, fewest tokens among them or None)``."""
         mask = self.mask(filters)
-        n = self.n if mask is None else int(mask.sum())
+        n = self.n if mask is None else len(mask)
         low = None
         if with_counts and n:
             c = self.counts()
-            low = int((c if mask is None else c[mask]).min())
+            low = int((c if mask is None else c[mask.units]).min())
         return n, low
 
     # -- sessions -----------------------------------------------------------------------------
@@ -322,9 +336,46 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
         pr.setflags(write=False)
         self.global_pr = pr
 
-    def scores_global(self, sid) -> None:
+    _global_order = None
+
+    def global_order(self) -> np.ndarray:
+        """``(n,) int64``, read-only: the units by global PageRank, best first, ties to the
+        earlier unit (the order of :func:`~longctx.selection.select_top`); sorted once per
+        block, on the first global query that asks for a top k."""
+        if self._global_order is None:
+            with self._lock:
+                if self._global_order is None:
+                    order = np.argsort(-self.global_pr, kind="stable").astype(np.int64)
+                    order.setflags(write=False)
+                    self._global_order = order
+        return self._global_order
+
+    def scores_global(self, sid, top: int | None = None) -> None:
+        """The session's scores are the global PageRank (the units a filter leaves out score
+        0). ``top``: only the best ``top`` kept units are wanted (a ``k`` selection), so the
+        scores are a :class:`~longctx.selection.SparseScores` over them, read from
+        :meth:`global_order` (``O(top)`` without a filter; with one, the order is read until
+        ``top`` kept units are found); ``None``: the ``(n,)`` vector."""
         s = self._s(sid)
-        s["scores"] = self._masked(self.global_pr.copy(), s["mask"])
+        mask, pr = s["mask"], self.global_pr
+        if top is None:
+            s["scores"] = self._masked(pr.copy(), mask)
+            return
+        order = self.global_order()
+        if mask is None:
+            pick = order[:top]
+        else:
+            parts, found, at, step = [], 0, 0, max(4 * top, 1024)
+            while found < top and at < self.n:
+                chunk = order[at : at + step]
+                chunk = chunk[mask.at(chunk)]
+                parts.append(chunk)
+                found += len(chunk)
+                at += step
+                step *= 2
+            pick = np.concatenate(parts)[:top] if parts else np.zeros(0, np.int64)
+        pick = np.sort(pick)
+        s["scores"] = SparseScores(self.n, pick, pr[pick])
 
     def scores_local(self, sid, pi_top: float, lex_top: float, dense_top: float) -> None:
         """The walk's scores divided by their corpus-wide maximum, plus ``lexical_weight`` times
@@ -348,7 +399,7 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
                 scores += cfg.lexical_weight * divide_by_top(_spread(idx, lexical), lex_top)
             mask = s["mask"]
             if mask is not None:
-                scores[~mask[idx]] = 0.0
+                scores[~mask.at(idx)] = 0.0
             s["scores"] = SparseScores(self.n, idx, scores)
             return
         if _is_sparse(x):
@@ -365,9 +416,10 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
         s["scores"] = self._masked(scores, s["mask"])
 
     @staticmethod
-    def _masked(scores: np.ndarray, mask) -> np.ndarray:
+    def _masked(scores: np.ndarray, mask: UnitFilter | None) -> np.ndarray:
+        """``scores`` (``(n,)``, changed in place) with the units ``mask`` leaves out at 0."""
         if mask is not None:
-            scores[~mask] = 0.0
+            scores[~mask.dense()] = 0.0
         return scores
 
     def take_scores(self, sid) -> np.ndarray:
@@ -389,14 +441,15 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
         kept units left out or None)``, by position; ``close``: end the session too;
         ``with_counts=False`` (a ``k`` selection): no token counts (``None``, ``None``), so a
         block whose units were never counted does not count them all for nothing. Sparse
-        scores are picked from without a pass over the units (without a filter)."""
+        scores are picked from without a pass over the units (with a filter, over the units it
+        keeps)."""
         from longctx.selection import select_top
 
         s = self._s(sid)
         if close:
             self.close(sid)
         scores, mask = s["scores"], s["mask"]
-        allowed = None if mask is None else np.flatnonzero(mask)
+        allowed = None if mask is None else mask.units
         n_allowed = self.n if allowed is None else len(allowed)
         sub = scores
         if allowed is not None:
@@ -526,7 +579,12 @@ class Scorer:
         (the same bound at every corpus size) or after ``max_iter`` steps. The blocks keep the
         result (``x``); returns its maximum over the units. Appends to ``trace`` (a list) the
         record ``{"stage": "walk", "solver": "power", "steps", "residual"}`` (the last step's
-        L1 change)."""
+        L1 change).
+
+        Each step is a product over every unit's row of ``E`` (and of ``B``): the power
+        iteration reads the whole graph per step by nature. It serves the global PageRank
+        (once per version of the index), the bordered walk (``personalization="query"``) and
+        ``solver="power"``; local queries take the push walk (:mod:`longctx.mixpr.push`)."""
         cfg = self.config
         backend = self.backend
         m = 0 if p_q is None else len(p_q)
@@ -569,7 +627,7 @@ class Scorer:
 
     # -- a query ------------------------------------------------------------------------------
     def score(
-        self, sid, query: str, mode: str, qvec, filters, trace=None, seeds=None
+        self, sid, query: str, mode: str, qvec, filters, trace=None, seeds=None, top=None
     ) -> tuple[str, dict]:
         """Score every unit for ``query`` (``mode`` ``"local"`` or ``"global"``): the blocks
         keep their scores in session ``sid`` (opened with :meth:`open` with the same
@@ -581,6 +639,9 @@ class Scorer:
         in place of ``qvec``: they restart a walk of their own, added to MixPR's, each divided
         by its maximum
         (:meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`).
+        ``top``: the caller selects the best ``top`` units (a ``k`` selection over one block),
+        so a global query keeps only those (:meth:`UnitBlock.scores_global`: it costs its top
+        ``k``, not a pass over the units); ``None``: every unit's score.
         """
         backend = self.backend
         cfg = self.config
@@ -588,7 +649,7 @@ class Scorer:
         if mode == "global":
             t0 = time.perf_counter()
             self.ensure_global_pagerank()
-            backend.map("scores_global", sid)
+            backend.map("scores_global", sid, top)
             timings["rank"] = time.perf_counter() - t0
             return mode, timings
         t0 = time.perf_counter()
@@ -639,7 +700,7 @@ class Scorer:
                 query,
             )
             self.ensure_global_pagerank()
-            backend.map("scores_global", sid)
+            backend.map("scores_global", sid, top)
             return "global-fallback", timings
         t0 = time.perf_counter()
         self._ensure_colsum()
@@ -652,7 +713,7 @@ class Scorer:
                 wsum = sum(e["bsum"] for e in edges)
             dr = cfg.dense_restart if dense_w else 0.0
             total = sum(backend.map("restart_similarity", sid, use_rowsum, wsum, dr))
-            pi_top = self._walk_weights(sid, total, trace)
+            pi_top = self._walk_weights(sid, total, trace, terms)
         else:
             Q = np.where(Q >= thr, Q, 0.0)
             if dense_w:  # dense query edges next to the lexical ones
@@ -679,12 +740,14 @@ class Scorer:
         timings["rank"] = time.perf_counter() - t0
         return "local", timings
 
-    def _walk_weights(self, sid, total: float, trace) -> float:
+    def _walk_weights(self, sid, total: float, trace, query_terms=None) -> float:
         """The walk from the restart weights the blocks hold (``w``, summing to ``total``) by
-        the configured solver; returns its maximum over the units."""
+        the configured solver; returns its maximum over the units. ``query_terms``: the
+        query's own term columns, which keep the push's plain first-level rule
+        (:func:`~longctx.mixpr.push.push_walk`; ``None``: every term of the first level)."""
         cfg = self.config
         if cfg.solver == "push" and cfg.graph == "factored":  # mass-bounded walk
-            return push_walk(self, sid, total, cfg.alpha_local, trace)
+            return push_walk(self, sid, total, cfg.alpha_local, trace, query_terms)
         if cfg.solver == "push":  # the same on the explicit (thresholded) graph
             return graph_push_walk(self, sid, "weights", total, cfg.alpha_local, trace=trace)
         return self.walk(sid, "weights", total, alpha=cfg.alpha_local, trace=trace)
