@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from longctx._rss import give_back_free_memory
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
 from longctx.mixpr.router import plan_walk
@@ -116,7 +117,10 @@ class _State:
         if self._graph is None:
             with self.lock:
                 if self._graph is None:
+                    made_E = self.table.__dict__.get("_E") is None  # not a saved index's
                     self._graph = self._build_graph()
+                    if made_E:  # E's temporaries, returned to the system
+                        give_back_free_memory()
         return self._graph
 
     def _build_graph(self):
@@ -148,8 +152,12 @@ class _State:
                         unit_vectors=self.unit_vectors,
                     )
                     weights = graph.term_weights if factored else None
-                    if self._e_rows is not None:  # the push walk's rows, not built again
-                        block._E_rows = self._e_rows
+                    # the push walk's rows: a saved index's, or the table's (never a copy)
+                    rows = self._e_rows
+                    if rows is None and factored:
+                        rows = self.table.rows()
+                    if rows is not None:
+                        block.set_rows(rows)
                     self.block = block
                     self._scorer = Scorer(
                         LocalBlocks([block]),

@@ -446,14 +446,16 @@ class TermStats:
         return self._idf
 
 
-def tfidf_rows(settings: TfidfSettings, counts: sp.csr_array, idf: np.ndarray) -> sp.csc_array:
+def tfidf_rows(settings: TfidfSettings, counts: sp.csr_array, idf: np.ndarray, *, by_rows=False):
     """``E``: the L2-normalized TF-IDF rows of ``counts`` (``(n, V)`` CSR, sorted indices) with
     the IDF ``idf`` (``(V,)``; 0 drops a term), as ``(n, V) float64`` CSC (a unit with no kept
     term is an empty row). One function for a whole index and for a shard weighed with the
-    corpus's IDF, so both compute every row with the same operations."""
+    corpus's IDF, so both compute every row with the same operations. ``by_rows=True`` returns
+    ``(E, E as CSR)``: the CSR form it was made from (sharing the counts' index arrays when no
+    entry is dropped), the push walk's rows without a copy."""
     n = counts.shape[0]
     c = counts
-    tf = c.data.copy()
+    tf = c.data.astype(np.float64)  # a copy (the counts may be held compact)
     if settings.binary:
         tf[:] = 1.0
     elif settings.sublinear_tf:
@@ -462,10 +464,12 @@ def tfidf_rows(settings: TfidfSettings, counts: sp.csr_array, idf: np.ndarray) -
     rows = np.repeat(np.arange(n), np.diff(c.indptr))
     norm = np.sqrt(np.bincount(rows, weights=w * w, minlength=n))
     w = w / np.where(norm > 0, norm, 1.0)[rows]
-    # copies of the index arrays: eliminate_zeros works in place, and the counts are shared
-    E = sp.csr_array((w, c.indices.copy(), c.indptr.copy()), shape=c.shape)
-    E.eliminate_zeros()
-    return sp.csc_array(E)
+    if w.size and not w.all():  # a pruned term's entries: dropped (in place, so on copies)
+        E = sp.csr_array((w, c.indices.copy(), c.indptr.copy()), shape=c.shape)
+        E.eliminate_zeros()
+    else:  # E by rows shares the counts' index arrays
+        E = sp.csr_array((w, c.indices, c.indptr), shape=c.shape)
+    return (sp.csc_array(E), E) if by_rows else sp.csc_array(E)
 
 
 def merge_term_stats(settings: TfidfSettings, parts) -> tuple[TermStats, list[np.ndarray]]:
@@ -530,7 +534,7 @@ class TermTable(TermStats):
 
     def __init__(self, settings: TfidfSettings, vocabulary: dict, counts: sp.csr_array, df, cf):
         super().__init__(settings, vocabulary, df, cf, counts.shape[0])
-        self.counts = counts
+        self.counts = compact_counts(counts)
         self._E = None
 
     # -- building ---------------------------------------------------------------------------
@@ -680,8 +684,28 @@ class TermTable(TermStats):
         """``E``: ``(n_units, n_terms) float64`` CSC, the L2-normalized TF-IDF rows (a unit with
         no kept term is an empty row). Computed once per table."""
         if self._E is None:
-            self._E = tfidf_rows(self.settings, self.counts, self.idf())
+            E, self.__dict__["_E_rows"] = tfidf_rows(
+                self.settings, self.counts, self.idf(), by_rows=True
+            )
+            self._E = E
         return self._E
+
+    def rows(self) -> sp.csr_array:
+        """``E`` as ``(n_units, n_terms) float64`` CSR: the form :meth:`embeddings` made."""
+        E = self.embeddings()
+        rows = self.__dict__.get("_E_rows")  # None: a table given E (a mapped one)
+        return sp.csr_array(E) if rows is None else rows
+
+
+def compact_counts(counts: sp.csr_array) -> sp.csr_array:
+    """``counts`` (whole term counts, CSR) in 6 bytes an entry, not 16: int32 indices where
+    they fit, uint16 counts where each is below ``2**16``. Itself when it already is."""
+    it = np.int32 if max(counts.nnz, counts.shape[1]) < np.iinfo(np.int32).max else np.int64
+    dt = np.uint16 if not counts.nnz or counts.data.max() < 2**16 else np.float64
+    if (counts.indices.dtype, counts.indptr.dtype, counts.data.dtype) == (it, it, dt):
+        return counts
+    a = (counts.data.astype(dt), counts.indices.astype(it), counts.indptr.astype(it))
+    return sp.csr_array(a, shape=counts.shape)
 
 
 #: What a table with appended rows kept apart computes on first use.
