@@ -169,9 +169,9 @@ _FOLD_BLOCK_UNITS = 512
 
 
 #: Characters of the units counted in one block by :func:`_count_rows` (the token list of a
-#: block, ~60 bytes a token as Python strings, is what bounds the build's peak memory: 4M
-#: characters hold ~0.7M tokens, ~45 MB).
-COUNT_BLOCK_CHARS = 1 << 22
+#: block, ~60 bytes a token as Python strings, bounds the build's peak memory: 1M characters
+#: hold ~0.17M tokens, ~11 MB; 4M made 1M words peak at 109 MB over base, 1M at 52 MB).
+COUNT_BLOCK_CHARS = 1 << 20
 
 
 def _count_joined(
