@@ -132,3 +132,18 @@ def test_format2_save_keeps_float64_counts(alice_index, tmp_path):
     back = MixPRIndex.load(tmp_path / "ix")
     for q in QUESTIONS:
         assert _hits(back, q) == _hits(alice_index, q)
+
+
+@pytest.mark.parametrize("mmap", [True, False])
+def test_mapped_open_reads_the_term_sums_the_scorer_would_compute(alice_index, tmp_path, mmap):
+    """Format 3: the push rule's term sums come from the open (the first query reads only
+    what it reaches), equal to the last bit to the blocks' own reduction."""
+    alice_index.save(tmp_path / "ix", mappable=True)
+    back = MixPRIndex.load(tmp_path / "ix", mmap=mmap)
+    st = back._state
+    assert st._term_sums is not None
+    s, df = st.scorer().term_sizes()
+    assert np.array_equal(s, st.block.colsum_partial())
+    assert np.array_equal(df, st.block.term_df_partial())
+    for q in QUESTIONS:
+        assert _hits(back, q) == _hits(alice_index, q)

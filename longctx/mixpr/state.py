@@ -70,6 +70,7 @@ class _State:
         phrases=None,
         positions=None,
         e_rows=None,
+        term_sums=None,
     ):
         self.config = config
         self.doc_ids = doc_ids
@@ -89,6 +90,7 @@ class _State:
         self.positions = positions  # id -> position (given by an append: a copy, extended)
         self._graph = graph
         self._e_rows = e_rows  # E by rows, when a saved index holds it (format 3)
+        self._term_sums = term_sums  # E^T 1, when a load read it (format 3)
         self._scorer = None
         self.lock = threading.Lock()
         # walk="auto": the phrase graph only for a corpus of passages (router.plan_walk)
@@ -158,6 +160,9 @@ class _State:
                         rows = self.table.rows()
                     if rows is not None:
                         block.set_rows(rows)
+                    sizes = None
+                    if self._term_sums is not None:  # the push rule's, read at the load
+                        sizes = (self._term_sums, np.diff(block.E.indptr).astype(np.int64))
                     self.block = block
                     self._scorer = Scorer(
                         LocalBlocks([block]),
@@ -166,6 +171,7 @@ class _State:
                         weights,
                         self.n_units,
                         colsum_ready=True,
+                        term_sizes=sizes,
                     )
         return self._scorer
 
