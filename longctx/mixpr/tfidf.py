@@ -358,12 +358,10 @@ def _canonical(settings, vocab: dict, counts: sp.csr_array, df, cf) -> TermTable
     if len(live) == len(terms) and all(a < b for a, b in zip(live, live[1:])):
         return TermTable(settings, vocab, counts, df, cf)  # already canonical
     live = np.asarray(live, dtype=np.int64)
-    remap = np.full(len(terms), -1, dtype=np.int64)
+    c = compact_counts(counts, copy=True)  # arrays of its own: sorted in place below
+    remap = np.full(len(terms), -1, dtype=c.indices.dtype)
     remap[live] = np.arange(len(live))
-    new = sp.csr_array(
-        (counts.data.copy(), remap[counts.indices], counts.indptr.copy()),
-        shape=(counts.shape[0], len(live)),
-    )
+    new = sp.csr_array((c.data, remap[c.indices], c.indptr), shape=(c.shape[0], len(live)))
     new.sort_indices()
     return TermTable(
         settings, {terms[j]: i for i, j in enumerate(live.tolist())}, new, df[live], cf[live]
@@ -646,14 +644,15 @@ class TermTable(TermStats):
             V = len(full)
             parts = [_with_columns(root.counts, V)] + [_with_columns(b, V) for b in blocks]
             parts = [p for p in parts if p.shape[0]]
-            counts = (
-                sp.csr_array(sp.vstack(parts, format="csr"))
+            counts = (  # one part (a new table's rows): itself, not a stacked copy
+                (parts[0] if len(parts) == 1 else sp.csr_array(sp.vstack(parts, format="csr")))
                 if parts
                 else sp.csr_array((0, V), dtype=np.float64)
             )
             counts.sort_indices()
-            idx = np.concatenate([b.indices for b in blocks]).astype(np.int64)
-            data = np.concatenate([b.data for b in blocks])
+            one = len(blocks) == 1
+            idx = blocks[0].indices if one else np.concatenate([b.indices for b in blocks])
+            data = blocks[0].data if one else np.concatenate([b.data for b in blocks])
             df = np.zeros(V, np.int64)
             df[: len(root.df)] = root.df
             df += np.bincount(idx, minlength=V)
@@ -697,12 +696,13 @@ class TermTable(TermStats):
         return sp.csr_array(E) if rows is None else rows
 
 
-def compact_counts(counts: sp.csr_array) -> sp.csr_array:
+def compact_counts(counts: sp.csr_array, *, copy: bool = False) -> sp.csr_array:
     """``counts`` (whole term counts, CSR) in 6 bytes an entry, not 16: int32 indices where
-    they fit, uint16 counts where each is below ``2**16``. Itself when it already is."""
+    they fit, uint16 counts below ``2**16``. Itself if it is so (``copy=True``: a copy)."""
     it = np.int32 if max(counts.nnz, counts.shape[1]) < np.iinfo(np.int32).max else np.int64
     dt = np.uint16 if not counts.nnz or counts.data.max() < 2**16 else np.float64
-    if (counts.indices.dtype, counts.indptr.dtype, counts.data.dtype) == (it, it, dt):
+    same = (counts.indices.dtype, counts.indptr.dtype, counts.data.dtype) == (it, it, dt)
+    if same and not copy:
         return counts
     a = (counts.data.astype(dt), counts.indices.astype(it), counts.indptr.astype(it))
     return sp.csr_array(a, shape=counts.shape)
