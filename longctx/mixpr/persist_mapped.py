@@ -43,6 +43,10 @@ counts (structure, whole numbers in ``[1, 2**31]``, ``df`` and ``cf`` equal to t
 first insert or delete). A term's bytes are compared, never decoded, by a query's lookup (a
 binary search over the sorted terms): a damaged term is not found, never misread.
 
+Read at the open besides (``graph="factored"``): the column sums of ``E``, which the push walk's
+rule reads for every term it reaches (one more pass over ``E``, its pages then given back), so
+that the first query reads only what it reaches, as the next ones do.
+
 With ``mmap=False`` (the default) every file is read once, checked against its SHA-256
 digest, and the lazy checks above run at once. With ``mmap=True`` the ``.npy`` files are mapped
 and their digests are not computed (that would read every byte at open): their sizes are
