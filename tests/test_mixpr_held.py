@@ -9,7 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.tfidf import compact_counts, tfidf_rows
+from longctx.mixpr.counts import compact_counts
+from longctx.mixpr.tfidf import tfidf_rows
 
 QUESTIONS = ("Why did Alice follow the White Rabbit?", "What did the Queen of Hearts shout?")
 

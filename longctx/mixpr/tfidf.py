@@ -25,6 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from longctx.mixpr.counts import compact_counts, count_dtype, index_dtype
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["TermStats", "TermTable", "TfidfSettings", "merge_term_stats", "tfidf_rows"]
@@ -252,7 +254,7 @@ def _count_joined(
     r, c = np.divmod(uniq, V)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(r, minlength=n), out=indptr[1:])
-    return indptr, c, counts.astype(np.float64)
+    return indptr, c.astype(index_dtype(len(c), V)), counts.astype(count_dtype(counts))
 
 
 def _count_rows(settings, texts: Sequence[str], vocabulary: dict[str, int]):
@@ -556,6 +558,7 @@ class TermTable(TermStats):
         local: dict[str, int] = {}
         indptr, indices, counts = _count_rows(self.settings, texts, local)
         vocab, remap = self._vocab().extended(local)
+        remap = remap.astype(index_dtype(len(indices), len(vocab)))  # (n_local,): small
         rows = sp.csr_array((counts, remap[indices], indptr), shape=(len(texts), len(vocab)))
         rows.sort_indices()
         return vocab, rows
@@ -694,18 +697,6 @@ class TermTable(TermStats):
         E = self.embeddings()
         rows = self.__dict__.get("_E_rows")  # None: a table given E (a mapped one)
         return sp.csr_array(E) if rows is None else rows
-
-
-def compact_counts(counts: sp.csr_array, *, copy: bool = False) -> sp.csr_array:
-    """``counts`` (whole term counts, CSR) in 6 bytes an entry, not 16: int32 indices where
-    they fit, uint16 counts below ``2**16``. Itself if it is so (``copy=True``: a copy)."""
-    it = np.int32 if max(counts.nnz, counts.shape[1]) < np.iinfo(np.int32).max else np.int64
-    dt = np.uint16 if not counts.nnz or counts.data.max() < 2**16 else np.float64
-    same = (counts.indices.dtype, counts.indptr.dtype, counts.data.dtype) == (it, it, dt)
-    if same and not copy:
-        return counts
-    a = (counts.data.astype(dt), counts.indices.astype(it), counts.indptr.astype(it))
-    return sp.csr_array(a, shape=counts.shape)
 
 
 #: What a table with appended rows kept apart computes on first use.
