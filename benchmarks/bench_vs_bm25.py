@@ -367,6 +367,11 @@ def print_tables(size: float, info: dict, rows: dict) -> None:
             f"({_fmt(b.get('query_cpu_ms'), '{:.1f}')}) | {b['peak_gb']:+.2f} | "
             f"{b['held_gb']:+.2f} |"
         )
+    print(
+        "\nHeld: like with like, neither counts the texts (read before the base and kept by "
+        "the caller: MixPR's index refers to them, bm25s keeps its scores and vocabulary); "
+        "both count what their allocator kept of the queries' temporaries."
+    )
     print("\n| system | save s | on disk MB | open s | resident after open GB | first query ms "
           "(CPU) | then ms (CPU) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")

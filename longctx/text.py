@@ -160,6 +160,8 @@ def _grapheme_clusters(text: str, start: int = 0, end: int | None = None) -> lis
     is a grapheme boundary. Linear time; ``[]`` at once for text without combining or joining
     characters. ``start`` must be a grapheme boundary (0 or a span edge from this module)."""
     end = len(text) if end is None else end
+    if text.isascii():  # O(1): no ASCII character extends or joins a cluster
+        return []
     quick, runs, grapheme = _grapheme_patterns()
     if quick.search(text, start, end) is None:
         return []

@@ -170,3 +170,20 @@ def test_boundaries_are_grapheme_boundaries(text, max_words):
     _check(text, chunk_words(text, max_words, sentences=spans))
     _check(text, chunk_words(text, max_words, sentences=spans, split_lines=False, min_words=2))
     _check(text, split_long_spans(text, spans, 4))
+
+
+def test_ascii_text_has_no_cluster_to_find_and_builds_no_pattern():
+    """The O(1) ASCII shortcut of ``_grapheme_clusters`` (a first query no longer compiles the
+    patterns, ~13 ms): no ASCII character is an extender, so the full test finds none."""
+    from longctx.text import _grapheme_patterns
+
+    every_ascii = "".join(map(chr, range(128)))
+    quick, runs, _ = _grapheme_patterns()
+    assert quick.search(every_ascii) is None and runs.search(every_ascii) is None
+    _grapheme_patterns.cache_clear()
+    try:
+        assert _grapheme_clusters("Who is he?\r\n" + every_ascii) == []
+        assert _grapheme_patterns.cache_info().currsize == 0
+        assert _grapheme_clusters("e\u0301") == [(0, 2)]  # not ASCII: the full test
+    finally:
+        _grapheme_patterns.cache_clear()

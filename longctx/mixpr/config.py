@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from longctx.checks import check_choice, check_float, check_int, check_weight
+from longctx.mixpr.lines import chunk_regions, looks_line_structured  # its patterns compiled
 from longctx.terms import ScriptAnalyzer, fold_accents_ascii, fold_accents_unicode
 from longctx.text import chunk_words
 
@@ -379,8 +380,6 @@ class MixPRConfig:
         """The units of ``text`` under these settings (:func:`longctx.text.chunk_words`):
         ``(start, end)`` character spans."""
         if self.split_lines is None:
-            from longctx.mixpr.lines import chunk_regions
-
             return chunk_regions(text, self.max_words, self._chunk_prose, self.sentences)
         return self._chunk_prose(text, self.split_lines)
 
@@ -425,8 +424,6 @@ class MixPRConfig:
         else:
             batch: list[int] = []
             size = 0
-            from longctx.mixpr.lines import looks_line_structured
-
             auto = self.split_lines is None
             for i, t in enumerate(texts):
                 if (

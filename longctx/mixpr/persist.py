@@ -41,7 +41,7 @@ def save_index(index, path) -> None:
     arrays = {"arrays": unit_arrays}
     if st.unit_vectors is not None:
         arrays["vectors"] = {"unit_vectors": st.unit_vectors}
-    sparse = {"terms": st.table.counts}
+    sparse = {"terms": st.table.counts.astype(np.float64)}  # held as uint16: same file
     if st.config.graph == "threshold":
         sparse["graph"] = st.graph.S
     write_dir(

@@ -43,6 +43,10 @@ counts (structure, whole numbers in ``[1, 2**31]``, ``df`` and ``cf`` equal to t
 first insert or delete). A term's bytes are compared, never decoded, by a query's lookup (a
 binary search over the sorted terms): a damaged term is not found, never misread.
 
+Read at the open besides (``graph="factored"``): the column sums of ``E``, which the push walk's
+rule reads for every term it reaches (one more pass over ``E``, its pages then given back), so
+that the first query reads only what it reaches, as the next ones do.
+
 With ``mmap=False`` (the default) every file is read once, checked against its SHA-256
 digest, and the lazy checks above run at once. With ``mmap=True`` the ``.npy`` files are mapped
 and their digests are not computed (that would read every byte at open): their sizes are
@@ -509,6 +513,7 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
     counts = _LazyCounts(m, n, V, df, cf, settings.binary)
     vocab = MappedVocabulary(term_bytes, term_offsets, str(d))
     table = _MappedTermTable.of(settings, vocab, df, cf, n, E, counts)
+    term_sums = None
     if config.graph == "threshold":
         S_parts = _read_csx(m, "S", n, n)
         check_values(S_parts[2], repr(str(d / "S_data.npy")), low=0.0, finite=True)
@@ -519,6 +524,7 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
             raise PersistError(f"{str(d / 'colsum.npy')!r}: one column sum per unit expected")
         check_values(colsum, repr(str(d / "colsum.npy")), low=0.0, finite=True)
         graph = FactoredGraph(E, term_weights=table_weights(config, table), colsum=colsum)
+        term_sums = _term_sums(E_parts, n, V)
     vectors = None
     if ident is not None:
         vectors = m.get("unit_vectors")
@@ -530,7 +536,19 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
         cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
         unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
         graph=graph, unit_vectors=vectors, token_counts=tcounts, e_rows=E_rows, chunk=chunk,
+        term_sums=term_sums,
     )  # fmt: skip
+
+
+def _term_sums(parts, n: int, V: int) -> np.ndarray:
+    """``(V,) float64``: the column sums of the stored ``E`` (``E^T 1``: the push walk's rule
+    reads them for every term it reaches), summed by the very product a query's scorer would
+    run (the same floats), here at the open, in one pass, the pages then given back: the first
+    query reads only what it reaches."""
+    indptr, indices, data = parts
+    sums = sp.csr_array((data, indices, indptr), shape=(V, n)) @ np.ones(n)
+    release(indptr, indices, data)
+    return sums
 
 
 def table_weights(config, table) -> np.ndarray | None:

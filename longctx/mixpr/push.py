@@ -118,8 +118,22 @@ class PushBlock:
 
     _E_rows = None
 
+    def set_rows(self, rows: sp.csr_array) -> None:
+        """Give the block ``E`` by rows (``(n, n_terms)`` CSR holding ``E``'s entries: a saved
+        index's, mapped, or the CSR form its term table made ``E`` from), so that
+        :meth:`_rows` never builds a copy. ``ValueError`` when its shape or entry count is not
+        ``E``'s."""
+        rows = sp.csr_array(rows)  # no copy of a CSR array
+        if rows.shape != self.E.shape or rows.nnz != self.E.nnz:
+            raise ValueError(
+                f"rows: shape {rows.shape} with {rows.nnz} entries, E has {self.E.shape} "
+                f"with {self.E.nnz}"
+            )
+        self._E_rows = rows
+
     def _rows(self) -> sp.csr_array:
-        """``E`` by rows (a unit's terms), built on first use: ``(n, n_terms)`` CSR."""
+        """``E`` by rows (a unit's terms): ``(n, n_terms)`` CSR, given by :meth:`set_rows` or
+        built on first use."""
         if self._E_rows is None:
             with self._lock:
                 if self._E_rows is None:

@@ -509,9 +509,14 @@ class Scorer:
     colsum_ready : bool
         Whether the blocks hold their column sums (a whole index's graph has them); else they
         are reduced on first use.
+    term_sizes : ((n_terms,) float64, (n_terms,) int64), optional
+        :meth:`term_sizes` when known (a saved index's, read at its load); else reduced on
+        first use.
     """
 
-    def __init__(self, backend, config, stats, weights, n_units: int, *, colsum_ready: bool):
+    def __init__(
+        self, backend, config, stats, weights, n_units: int, *, colsum_ready: bool, term_sizes=None
+    ):
         self.backend = backend
         self.config = config
         self.stats = stats
@@ -519,7 +524,7 @@ class Scorer:
         self.n_units = int(n_units)
         self._colsum_ready = colsum_ready
         self._global_ready = False
-        self._term_sizes = None
+        self._term_sizes = term_sizes
         self._lock = threading.Lock()
 
     def new_session(self) -> str:

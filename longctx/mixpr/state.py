@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from longctx._rss import give_back_free_memory
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
 from longctx.mixpr.router import plan_walk
@@ -69,6 +70,7 @@ class _State:
         phrases=None,
         positions=None,
         e_rows=None,
+        term_sums=None,
     ):
         self.config = config
         self.doc_ids = doc_ids
@@ -88,6 +90,7 @@ class _State:
         self.positions = positions  # id -> position (given by an append: a copy, extended)
         self._graph = graph
         self._e_rows = e_rows  # E by rows, when a saved index holds it (format 3)
+        self._term_sums = term_sums  # E^T 1, when a load read it (format 3)
         self._scorer = None
         self.lock = threading.Lock()
         # walk="auto": the phrase graph only for a corpus of passages (router.plan_walk)
@@ -116,7 +119,10 @@ class _State:
         if self._graph is None:
             with self.lock:
                 if self._graph is None:
+                    made_E = self.table.__dict__.get("_E") is None  # not a saved index's
                     self._graph = self._build_graph()
+                    if made_E:  # E's temporaries, returned to the system
+                        give_back_free_memory()
         return self._graph
 
     def _build_graph(self):
@@ -148,8 +154,15 @@ class _State:
                         unit_vectors=self.unit_vectors,
                     )
                     weights = graph.term_weights if factored else None
-                    if self._e_rows is not None:  # the push walk's rows, not built again
-                        block._E_rows = self._e_rows
+                    # the push walk's rows: a saved index's, or the table's (never a copy)
+                    rows = self._e_rows
+                    if rows is None and factored:
+                        rows = self.table.rows()
+                    if rows is not None:
+                        block.set_rows(rows)
+                    sizes = None
+                    if self._term_sums is not None:  # the push rule's, read at the load
+                        sizes = (self._term_sums, np.diff(block.E.indptr).astype(np.int64))
                     self.block = block
                     self._scorer = Scorer(
                         LocalBlocks([block]),
@@ -158,6 +171,7 @@ class _State:
                         weights,
                         self.n_units,
                         colsum_ready=True,
+                        term_sizes=sizes,
                     )
         return self._scorer
 

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from longctx.mixpr.counts import compact_counts, count_dtype, index_dtype
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["TermStats", "TermTable", "TfidfSettings", "merge_term_stats", "tfidf_rows"]
@@ -169,9 +171,9 @@ _FOLD_BLOCK_UNITS = 512
 
 
 #: Characters of the units counted in one block by :func:`_count_rows` (the token list of a
-#: block, ~60 bytes a token as Python strings, is what bounds the build's peak memory: 4M
-#: characters hold ~0.7M tokens, ~45 MB).
-COUNT_BLOCK_CHARS = 1 << 22
+#: block, ~60 bytes a token as Python strings, bounds the build's peak memory: 1M characters
+#: hold ~0.17M tokens, ~11 MB; 4M made 1M words peak at 109 MB over base, 1M at 52 MB).
+COUNT_BLOCK_CHARS = 1 << 20
 
 
 def _count_joined(
@@ -252,7 +254,7 @@ def _count_joined(
     r, c = np.divmod(uniq, V)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(r, minlength=n), out=indptr[1:])
-    return indptr, c, counts.astype(np.float64)
+    return indptr, c.astype(index_dtype(len(c), V)), counts.astype(count_dtype(counts))
 
 
 def _count_rows(settings, texts: Sequence[str], vocabulary: dict[str, int]):
@@ -358,12 +360,10 @@ def _canonical(settings, vocab: dict, counts: sp.csr_array, df, cf) -> TermTable
     if len(live) == len(terms) and all(a < b for a, b in zip(live, live[1:])):
         return TermTable(settings, vocab, counts, df, cf)  # already canonical
     live = np.asarray(live, dtype=np.int64)
-    remap = np.full(len(terms), -1, dtype=np.int64)
+    c = compact_counts(counts, copy=True)  # arrays of its own: sorted in place below
+    remap = np.full(len(terms), -1, dtype=c.indices.dtype)
     remap[live] = np.arange(len(live))
-    new = sp.csr_array(
-        (counts.data.copy(), remap[counts.indices], counts.indptr.copy()),
-        shape=(counts.shape[0], len(live)),
-    )
+    new = sp.csr_array((c.data, remap[c.indices], c.indptr), shape=(c.shape[0], len(live)))
     new.sort_indices()
     return TermTable(
         settings, {terms[j]: i for i, j in enumerate(live.tolist())}, new, df[live], cf[live]
@@ -446,14 +446,16 @@ class TermStats:
         return self._idf
 
 
-def tfidf_rows(settings: TfidfSettings, counts: sp.csr_array, idf: np.ndarray) -> sp.csc_array:
+def tfidf_rows(settings: TfidfSettings, counts: sp.csr_array, idf: np.ndarray, *, by_rows=False):
     """``E``: the L2-normalized TF-IDF rows of ``counts`` (``(n, V)`` CSR, sorted indices) with
     the IDF ``idf`` (``(V,)``; 0 drops a term), as ``(n, V) float64`` CSC (a unit with no kept
     term is an empty row). One function for a whole index and for a shard weighed with the
-    corpus's IDF, so both compute every row with the same operations."""
+    corpus's IDF, so both compute every row with the same operations. ``by_rows=True`` returns
+    ``(E, E as CSR)``: the CSR form it was made from (sharing the counts' index arrays when no
+    entry is dropped), the push walk's rows without a copy."""
     n = counts.shape[0]
     c = counts
-    tf = c.data.copy()
+    tf = c.data.astype(np.float64)  # a copy (the counts may be held compact)
     if settings.binary:
         tf[:] = 1.0
     elif settings.sublinear_tf:
@@ -462,10 +464,12 @@ def tfidf_rows(settings: TfidfSettings, counts: sp.csr_array, idf: np.ndarray) -
     rows = np.repeat(np.arange(n), np.diff(c.indptr))
     norm = np.sqrt(np.bincount(rows, weights=w * w, minlength=n))
     w = w / np.where(norm > 0, norm, 1.0)[rows]
-    # copies of the index arrays: eliminate_zeros works in place, and the counts are shared
-    E = sp.csr_array((w, c.indices.copy(), c.indptr.copy()), shape=c.shape)
-    E.eliminate_zeros()
-    return sp.csc_array(E)
+    if w.size and not w.all():  # a pruned term's entries: dropped (in place, so on copies)
+        E = sp.csr_array((w, c.indices.copy(), c.indptr.copy()), shape=c.shape)
+        E.eliminate_zeros()
+    else:  # E by rows shares the counts' index arrays
+        E = sp.csr_array((w, c.indices, c.indptr), shape=c.shape)
+    return (sp.csc_array(E), E) if by_rows else sp.csc_array(E)
 
 
 def merge_term_stats(settings: TfidfSettings, parts) -> tuple[TermStats, list[np.ndarray]]:
@@ -530,7 +534,7 @@ class TermTable(TermStats):
 
     def __init__(self, settings: TfidfSettings, vocabulary: dict, counts: sp.csr_array, df, cf):
         super().__init__(settings, vocabulary, df, cf, counts.shape[0])
-        self.counts = counts
+        self.counts = compact_counts(counts)
         self._E = None
 
     # -- building ---------------------------------------------------------------------------
@@ -554,6 +558,7 @@ class TermTable(TermStats):
         local: dict[str, int] = {}
         indptr, indices, counts = _count_rows(self.settings, texts, local)
         vocab, remap = self._vocab().extended(local)
+        remap = remap.astype(index_dtype(len(indices), len(vocab)))  # (n_local,): small
         rows = sp.csr_array((counts, remap[indices], indptr), shape=(len(texts), len(vocab)))
         rows.sort_indices()
         return vocab, rows
@@ -642,14 +647,15 @@ class TermTable(TermStats):
             V = len(full)
             parts = [_with_columns(root.counts, V)] + [_with_columns(b, V) for b in blocks]
             parts = [p for p in parts if p.shape[0]]
-            counts = (
-                sp.csr_array(sp.vstack(parts, format="csr"))
+            counts = (  # one part (a new table's rows): itself, not a stacked copy
+                (parts[0] if len(parts) == 1 else sp.csr_array(sp.vstack(parts, format="csr")))
                 if parts
                 else sp.csr_array((0, V), dtype=np.float64)
             )
             counts.sort_indices()
-            idx = np.concatenate([b.indices for b in blocks]).astype(np.int64)
-            data = np.concatenate([b.data for b in blocks])
+            one = len(blocks) == 1
+            idx = blocks[0].indices if one else np.concatenate([b.indices for b in blocks])
+            data = blocks[0].data if one else np.concatenate([b.data for b in blocks])
             df = np.zeros(V, np.int64)
             df[: len(root.df)] = root.df
             df += np.bincount(idx, minlength=V)
@@ -680,8 +686,17 @@ class TermTable(TermStats):
         """``E``: ``(n_units, n_terms) float64`` CSC, the L2-normalized TF-IDF rows (a unit with
         no kept term is an empty row). Computed once per table."""
         if self._E is None:
-            self._E = tfidf_rows(self.settings, self.counts, self.idf())
+            E, self.__dict__["_E_rows"] = tfidf_rows(
+                self.settings, self.counts, self.idf(), by_rows=True
+            )
+            self._E = E
         return self._E
+
+    def rows(self) -> sp.csr_array:
+        """``E`` as ``(n_units, n_terms) float64`` CSR: the form :meth:`embeddings` made."""
+        E = self.embeddings()
+        rows = self.__dict__.get("_E_rows")  # None: a table given E (a mapped one)
+        return sp.csr_array(E) if rows is None else rows
 
 
 #: What a table with appended rows kept apart computes on first use.

@@ -1,0 +1,150 @@
+"""What a MixPR index holds after its build (issue 46): compact term counts, ``E`` by rows
+sharing the counts' index arrays (no CSR copy of ``E``), the push rule's term sums read at a
+mapped open, and results equal to those of the copies they replace, to the last bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from longctx.mixpr import MixPRIndex
+from longctx.mixpr.counts import compact_counts
+from longctx.mixpr.tfidf import tfidf_rows
+
+QUESTIONS = ("Why did Alice follow the White Rabbit?", "What did the Queen of Hearts shout?")
+
+
+def _hits(index, q, k=10):
+    return [(h.source, h.start, h.end, h.score) for h in index.search(q, k=k).hits]
+
+
+def _same_csr(a, b) -> bool:
+    a, b = sp.csr_array(a), sp.csr_array(b)
+    return (
+        a.shape == b.shape
+        and np.array_equal(a.indptr, b.indptr)
+        and np.array_equal(a.indices, b.indices)
+        and np.array_equal(a.data, b.data)
+    )
+
+
+@pytest.fixture(scope="module")
+def alice_index(alice_text):
+    index = MixPRIndex.from_texts([alice_text], ids=["alice"])
+    index.search(QUESTIONS[0], k=5)  # the graph, the scorer and the push rows
+    return index
+
+
+def test_built_index_holds_compact_counts_and_no_copy_of_E(alice_index):
+    st = alice_index._state
+    counts, E = st.table.counts, st.table.embeddings()
+    assert counts.data.dtype == np.uint16
+    assert counts.indices.dtype == np.int32 and counts.indptr.dtype == np.int32
+    assert E.indices.dtype == np.int32 and E.data.dtype == np.float64
+    rows = st.block._rows()
+    assert np.shares_memory(rows.indices, counts.indices)  # E by rows: no index copy
+    assert np.shares_memory(rows.indptr, counts.indptr)
+    assert _same_csr(rows, sp.csr_array(E))  # every value, to the last bit
+
+
+def test_results_equal_a_block_given_a_csr_copy_of_E(alice_text):
+    """The rows the table kept and a fresh ``csr_array(E)`` give the same hits and scores."""
+    a = MixPRIndex.from_texts([alice_text], ids=["alice"])
+    b = MixPRIndex.from_texts([alice_text], ids=["alice"])
+    b._state.scorer()
+    b._state.block.set_rows(sp.csr_array(b._state.table.embeddings()).copy())
+    for q in QUESTIONS:
+        assert _hits(a, q) == _hits(b, q)
+
+
+def test_pruned_terms_keep_E_by_rows_exact(alice_text):
+    """A term pruned by ``min_df`` is in the counts but not in ``E``: the rows are then a copy
+    holding ``E``'s entries only, and searches equal a block given ``csr_array(E)``."""
+    kw = {"vectorizer_kwargs": (("min_df", 3),)}
+    a = MixPRIndex.from_texts([alice_text], **kw)
+    st = a._state
+    st.scorer()
+    E, counts = st.table.embeddings(), st.table.counts
+    assert E.nnz < counts.nnz  # the case under test: some entries dropped
+    rows = st.block._rows()
+    assert not np.shares_memory(rows.indices, counts.indices)
+    assert _same_csr(rows, sp.csr_array(E))
+    b = MixPRIndex.from_texts([alice_text], **kw)
+    b._state.scorer()
+    b._state.block.set_rows(sp.csr_array(b._state.table.embeddings()).copy())
+    for q in QUESTIONS:
+        assert _hits(a, q) == _hits(b, q)
+
+
+def test_set_rows_refuses_rows_that_are_not_E(alice_index):
+    block = alice_index._state.block
+    E = block.E
+    with pytest.raises(ValueError, match="rows"):
+        block.set_rows(sp.csr_array((E.shape[0], E.shape[1] + 1)))
+    with pytest.raises(ValueError, match="entries"):
+        block.set_rows(sp.csr_array(E.shape))
+
+
+def test_insert_and_delete_on_compact_counts_equal_a_fresh_build(alice_text):
+    cut = len(alice_text) // 2
+    parts = [alice_text[:cut], alice_text[cut:]]
+    grown = MixPRIndex.from_texts([parts[0]], ids=["a"])
+    grown.search(QUESTIONS[0], k=3)  # E and its rows made before the insert
+    grown.insert([parts[1]], ids=["b"])
+    fresh = MixPRIndex.from_texts(parts, ids=["a", "b"])
+    for q in QUESTIONS:
+        assert _hits(grown, q) == _hits(fresh, q)
+    assert grown._state.table.counts.data.dtype == np.uint16
+    grown.delete(["b"])
+    alone = MixPRIndex.from_texts([parts[0]], ids=["a"])
+    for q in QUESTIONS:
+        assert _hits(grown, q) == _hits(alone, q)
+
+
+def test_counts_past_uint16_stay_exact():
+    counts = sp.csr_array(np.array([[70_000.0, 0.0, 3.0], [0.0, 1.0, 0.0]]))
+    small = compact_counts(sp.csr_array(np.array([[65_535.0, 2.0]])))
+    assert small.data.dtype == np.uint16 and small.data.tolist() == [65_535, 2]
+    big = compact_counts(counts)
+    assert big.data.dtype == np.float64 and big.data.tolist() == [70_000.0, 3.0, 1.0]
+    assert big.indices.dtype == np.int32
+    assert compact_counts(big) is big  # already compact: no copy
+
+
+def test_E_from_compact_counts_equals_E_from_float_counts(alice_index):
+    """``tfidf_rows`` reads uint16 counts as the float64 counts they stand for."""
+    t = alice_index._state.table
+    c = t.counts
+    wide = sp.csr_array(
+        (c.data.astype(np.float64), c.indices.astype(np.int64), c.indptr.astype(np.int64)),
+        shape=c.shape,
+    )
+    E1 = tfidf_rows(t.settings, c, t.idf())
+    E2, rows = tfidf_rows(t.settings, wide, t.idf(), by_rows=True)
+    assert _same_csr(E1, E2)
+    assert _same_csr(rows, E2)
+
+
+def test_format2_save_keeps_float64_counts(alice_index, tmp_path):
+    alice_index.save(tmp_path / "ix", mappable=False)  # format 2
+    with np.load(tmp_path / "ix" / "terms.npz") as z:
+        assert z["data"].dtype == np.float64
+    back = MixPRIndex.load(tmp_path / "ix")
+    for q in QUESTIONS:
+        assert _hits(back, q) == _hits(alice_index, q)
+
+
+@pytest.mark.parametrize("mmap", [True, False])
+def test_mapped_open_reads_the_term_sums_the_scorer_would_compute(alice_index, tmp_path, mmap):
+    """Format 3: the push rule's term sums come from the open (the first query reads only
+    what it reaches), equal to the last bit to the blocks' own reduction."""
+    alice_index.save(tmp_path / "ix", mappable=True)
+    back = MixPRIndex.load(tmp_path / "ix", mmap=mmap)
+    st = back._state
+    assert st._term_sums is not None
+    s, df = st.scorer().term_sizes()
+    assert np.array_equal(s, st.block.colsum_partial())
+    assert np.array_equal(df, st.block.term_df_partial())
+    for q in QUESTIONS:
+        assert _hits(back, q) == _hits(alice_index, q)
