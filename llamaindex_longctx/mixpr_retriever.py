@@ -32,6 +32,7 @@ from longctx.filters import compile_filter
 from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError, check_json_metadata, write_dir
+from longctx.persist.fs import MANIFEST
 from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
@@ -572,8 +573,8 @@ class MixPRRetriever(BaseRetriever):
         from longctx.persist import text_digest
 
         d = Path(persist_dir)
-        if (d / PERSIST_SUBDIR).is_dir():
-            d = d / PERSIST_SUBDIR
+        if not (d / MANIFEST).is_file():  # a persist_dir (the usual case): the index is in its
+            d = d / PERSIST_SUBDIR  # subfolder, absent only while a save swaps it (retried)
         r = open_index_dir(d, kind=_PERSIST_KIND, versions=(1,))
         rpath, npath = d / "retriever.json", d / "nodes.json"
         settings = r.json("retriever.json")

@@ -3,6 +3,7 @@ node's text, offsets and metadata come from one version of its document."""
 
 from __future__ import annotations
 
+import pytest
 from llama_index.core import Document
 
 from llamaindex_longctx import MixPRRetriever
@@ -68,3 +69,42 @@ def test_persists_beside_inserts_each_load_as_one_version(tmp_path):
         lambda got: [n.node_id for n in got.nodes],
         lambda got: got._index,
     )
+
+
+def test_a_load_during_the_swap_of_a_save_waits_for_it(tmp_path, monkeypatch):
+    """A save swaps ``persist_dir/longctx_mixpr`` out (renamed to a hidden ``old`` sibling) and
+    its new copy in: a load in between met no subfolder and opened ``persist_dir`` itself
+    ("manifest.json is missing", a PersistError: CI, session 15). It now opens the subfolder,
+    sees the save under way and loads again once the new copy is in place (here: put back
+    during the load's first wait, so the test needs no timing)."""
+    import time
+    import types
+
+    import longctx.persist.reader as reader
+    from longctx.persist import PersistError
+    from longctx.persist.fs import sibling_name
+
+    r = _retriever(base_docs())
+    r.persist(tmp_path)
+    sub = tmp_path / "longctx_mixpr"
+    moved = sibling_name(sub, "old")
+    waits = []
+
+    def sleep(seconds):
+        waits.append(seconds)
+        if moved.exists():
+            moved.rename(sub)  # the save's second rename
+
+    clock = {k: getattr(time, k) for k in dir(time) if not k.startswith("_")}
+    monkeypatch.setattr(reader, "time", types.SimpleNamespace(**{**clock, "sleep": sleep}))
+    sub.rename(moved)  # the window between the save's two renames
+    got = MixPRRetriever.from_persist_dir(tmp_path)
+    assert waits and not moved.exists()  # it met the window, waited, then loaded
+    assert [n.node_id for n in got.nodes] == [n.node_id for n in r.nodes]
+    assert _hits(got, QUERIES[0]) == _hits(r, QUERIES[0])
+    got = MixPRRetriever.from_persist_dir(sub)  # the subfolder itself still loads
+    assert [n.node_id for n in got.nodes] == [n.node_id for n in r.nodes]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(PersistError, match="longctx_mixpr"):
+        MixPRRetriever.from_persist_dir(empty)  # names the folder it looked for
