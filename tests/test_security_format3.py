@@ -606,3 +606,29 @@ def test_f3_a_shard_unit_index_out_of_range_is_refused(tmp_path):
     _poke(d, "unit_index.npy", lambda u: u.__setitem__(-1, 10**6))
     with pytest.raises(PersistError, match=r"shard-1.*starts\.npy.*'unit_index'"):
         ShardedMixPRIndex.load(root, use_ray=False)
+
+
+@pytest.mark.parametrize("mapped", [False, True])
+def test_an_empty_array_with_a_huge_side_is_a_persist_error(tmp_path, mapped):
+    """A header of shape ``(0, 2**62)`` describes 0 bytes, so its size checks passed, and numpy
+    then raised ``ValueError`` ("array is too big") from the load (review, session 15)."""
+    from longctx.persist.fs import open_member
+    from longctx.persist.npy import map_npy, npy_from_bytes
+
+    p = tmp_path / "unit_vectors.npy"
+    with open(p, "wb") as fh:
+        np.lib.format.write_array_header_1_0(
+            fh, {"descr": "<f4", "fortran_order": False, "shape": (0, 2**62)}
+        )
+    with pytest.raises(PersistError, match=r"unit_vectors\.npy.*a side over the limit"):
+        if mapped:
+            fd = os.open(tmp_path, os.O_RDONLY)
+            try:
+                map_npy(open_member(fd, tmp_path, p.name), p, dtypes=(np.float32,), ndim=2)
+            finally:
+                os.close(fd)
+        else:
+            npy_from_bytes(p.read_bytes(), p, dtypes=(np.float32,), ndim=2)
+    ok = tmp_path / "ok.npy"
+    np.save(ok, np.zeros((0, 384), np.float32))  # an empty hybrid index's vectors still load
+    assert npy_from_bytes(ok.read_bytes(), ok, dtypes=(np.float32,), ndim=2).shape == (0, 384)
