@@ -62,6 +62,6 @@ class MixPRFusedMethod(MixPRMethod):
 
     def rank(self, state, query, k):
         index, ctx, vectors = state
-        mixpr = top_k(index.score(query, "auto")[0], k)
+        mixpr = super().rank(index, query, k)
         dense = top_k(vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32), k)
         return self._fuse([mixpr, dense], k)

@@ -8,7 +8,7 @@ from longctx.eval.fused import MixPRFusedMethod
 
 _FUSED = {"mixpr-fused": MixPRFusedMethod}
 _AFTER = "mixpr-seeded"  # where the fused methods sit in the table's column order
-_at = methods.METHOD_NAMES.index(_AFTER) + 1 if _AFTER in methods.METHOD_NAMES else 1
+_at = methods.METHOD_NAMES.index(_AFTER) + 1
 
 #: Every method name, in the order of the tables' columns.
 METHOD_NAMES = methods.METHOD_NAMES[:_at] + tuple(_FUSED) + methods.METHOD_NAMES[_at:]

@@ -738,8 +738,6 @@ class MixPRIndex(RetrievalIndex):
         info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
         return SearchResult(hits, self.method, used, timings, budget, trace=trace, info=info)
 
-    _hit = staticmethod(unit_hit)
-
     # -- persistence --------------------------------------------------------------------------
     def save(self, path, *, mappable: bool = True) -> None:
         """Write the index to directory ``path``.

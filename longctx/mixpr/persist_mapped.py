@@ -144,7 +144,7 @@ def save_mapped(index, path) -> None:
         "df": table.df.astype(np.int64, copy=False),
         "cf": table.cf.astype(np.float64, copy=False),
         **_compressed(table.embeddings(), "E", st.n_units),
-        **_compressed(sp.csr_array(table.embeddings()), "E_rows", table.n_terms),
+        **_compressed(table.rows(), "E_rows", table.n_terms),
         **_compressed(table.counts, "counts", table.n_terms),
     }
     graph = st.graph

@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.selection import SparseScores
+from longctx.selection import SparseScores, _find
 from longctx.types import walk_record
 
 try:  # scipy's compiled row gather (what ``csr_array[rows]`` runs), without building a matrix
@@ -263,10 +263,7 @@ class PushBlock:
 
 def _members(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     """``(len(values),) bool``: whether each of ``values`` is in ``sorted_keys`` (ascending)."""
-    if not len(sorted_keys):
-        return np.zeros(len(values), bool)
-    pos = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
-    return sorted_keys[pos] == values
+    return _find(sorted_keys, values)[1]
 
 
 def push_walk(

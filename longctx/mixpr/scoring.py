@@ -687,7 +687,7 @@ class Scorer:
         if cfg.walk == "multihop" or not seed_max:
             seed_max = None
         if qvec is not None and cfg.dense_restart and cfg.walk != "multihop":
-            dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges], cfg.dense_top_k)
+            dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges])
         seed_top = None
         if seed_max is not None:  # the seeds' own walk first, kept apart (scores_seeded)
             total = sum(backend.map("restart_seeds", sid))
@@ -757,10 +757,11 @@ class Scorer:
             return graph_push_walk(self, sid, "weights", total, cfg.alpha_local, trace=trace)
         return self.walk(sid, "weights", total, alpha=cfg.alpha_local, trace=trace)
 
-    def _dense_restart(self, sid, cands, top: int | None) -> bool:
-        """The ``top`` nearest units of the corpus (positive cosine, among the kept units; ties
-        to the earlier unit; ``None``: all) from each block's own best; tells the blocks which.
+    def _dense_restart(self, sid, cands) -> bool:
+        """The ``dense_top_k`` nearest units of the corpus (positive cosine, among the kept
+        units; ties to the earlier unit) from each block's own best; tells the blocks which.
         Returns whether any unit is near."""
+        top = self.config.dense_top_k
         cands = [c for c in cands if c is not None and len(c[0])]
         if not cands:
             return False

@@ -17,7 +17,7 @@ from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
 from longctx.mixpr.router import plan_walk
 from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock
 from longctx.mixpr.scoring import term_weights as _term_weights
-from longctx.mixpr.tfidf import TermTable
+from longctx.mixpr.tfidf import TermTable, text_lengths
 
 
 class _LazyTexts(Sequence):
@@ -178,10 +178,7 @@ class _State:
     def text_lengths(self) -> np.ndarray:
         """``(n_docs,) int64``: each document's length in characters (a mapped index knows
         them without decoding its texts)."""
-        lengths = getattr(self.texts, "lengths", None)
-        if lengths is not None:
-            return lengths
-        return np.fromiter((len(t) for t in self.texts), np.int64, len(self.texts))
+        return text_lengths(self.texts)
 
     def unit_text(self, i: int) -> str:
         return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]

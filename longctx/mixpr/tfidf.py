@@ -268,16 +268,22 @@ def _count_rows(settings, texts: Sequence[str], vocabulary: dict[str, int]):
     return _count_each(settings, texts, vocabulary)
 
 
+def text_lengths(texts: Sequence[str]) -> np.ndarray:
+    """``(len(texts),) int64``: each text's length in characters (a lazy or mapped sequence's
+    ``lengths`` when it has them: no text made or decoded)."""
+    lengths = getattr(texts, "lengths", None)
+    if lengths is not None:
+        return np.asarray(lengths, dtype=np.int64)
+    return np.fromiter((len(t) for t in texts), np.int64, len(texts))
+
+
 def _count_blocks(settings, texts: Sequence[str], vocabulary: dict[str, int]):
     """:func:`_count_rows` by blocks of units of about :data:`COUNT_BLOCK_CHARS` characters
     (the rows of each block stacked in order: the same matrix as one pass over all the units,
     with a peak memory set by the block). ``texts`` may be a lazy sequence whose slices are
     lists and whose ``lengths`` gives each text's length: only a block's texts are then made
     at a time."""
-    lengths = getattr(texts, "lengths", None)  # known without slicing the texts
-    if lengths is None:
-        lengths = np.fromiter((len(t) for t in texts), np.int64, len(texts))
-    ends = np.cumsum(lengths)
+    ends = np.cumsum(text_lengths(texts))
     bounds = [0]
     while bounds[-1] < len(texts):
         at = bounds[-1]

@@ -523,7 +523,7 @@ class ShardedMixPRIndex:
         result and the errors of :meth:`MixPRIndex.search
         <longctx.mixpr.index.MixPRIndex.search>` (``token_budget`` counts with
         :func:`longctx.tokens.count_tokens`; ``seeds``, another retriever's hits, each sent to
-        the shard holding its document: :mod:`longctx.corpus.shards.seeds`). ``info`` also
+        the shard holding its document: :mod:`longctx.corpus.shards.query`). ``info`` also
         holds ``"shards"`` (the number of shards).
 
         Raises

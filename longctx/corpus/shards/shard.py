@@ -54,14 +54,6 @@ def _config_kwargs(config: MixPRConfig) -> dict:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
-def _text_lengths(texts) -> list[int]:
-    """Each text's length in characters (a mapped index's stored lengths: no text decoded)."""
-    lengths = getattr(texts, "lengths", None)
-    if lengths is not None:
-        return np.asarray(lengths, dtype=np.int64).tolist()
-    return [len(t) for t in texts]
-
-
 class MixPRShard:
     """One shard: its documents as a :class:`~longctx.mixpr.index.MixPRIndex` (their own term
     counts, never searched on their own), and its block of the scoring pipeline weighed with the
@@ -161,7 +153,7 @@ class MixPRShard:
             "n_units": st.n_units,
             "doc_ids": tuple(st.doc_ids),
             "units": np.bincount(st.unit_source, minlength=len(st.doc_ids)),
-            "chars": _text_lengths(st.texts),
+            "chars": st.text_lengths().tolist(),
             "dim": None if st.unit_vectors is None else int(st.unit_vectors.shape[1]),
             "encoder_name": ix.encoder_identity.get("name"),
             "config": ix.config,
