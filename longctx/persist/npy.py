@@ -68,8 +68,6 @@ def _checked_layout(head: bytes, size: int, p: Path, dtypes, ndim: int):
         raise PersistError(f"{str(p)!r} holds dtype {str(dtype)[:40]}, expected one of {names}")
     if len(shape) != ndim or any(not isinstance(s, int) or s < 0 for s in shape):
         raise PersistError(f"{str(p)!r} has shape {str(shape)[:80]}, expected {ndim} dimension(s)")
-    if any(s > MAX_MAPPED_BYTES for s in shape):  # an empty array's other sides too
-        raise PersistError(f"{str(p)!r} has shape {str(shape)[:80]}: a side over the limit")
     want = offset + int(np.prod(shape, dtype=object)) * dtype.itemsize
     if want != size:
         raise PersistError(
@@ -77,6 +75,8 @@ def _checked_layout(head: bytes, size: int, p: Path, dtypes, ndim: int):
         )
     if size > MAX_MAPPED_BYTES:
         raise PersistError(f"{str(p)!r} is {size} bytes, more than the limit {MAX_MAPPED_BYTES}")
+    if any(s > MAX_MAPPED_BYTES for s in shape):  # an empty array's other sides (0 bytes)
+        raise PersistError(f"{str(p)!r} has shape {str(shape)[:80]}: a side over the limit")
     return shape, dtype, offset
 
 
