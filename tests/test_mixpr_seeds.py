@@ -205,3 +205,36 @@ def test_on_the_multihop_walk_the_seeds_weigh_passages_and_the_first_hop_is_mixp
     dense[[len(BRIDGE) - 1, 2]] = [1.0, 0.5]
     want = st.ranker().scores(BRIDGE_Q, plain_first, dense)
     np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_callable_is_asked_for_the_seeds_of_a_local_query_only(sharded):
+    """``seeds=`` a callable: called once for a local query, never for a global one (the app's
+    retriever and its query embedding are spared); its seeds act as the same list would."""
+    if sharded:
+        from longctx.corpus.shards import ShardedMixPRIndex
+
+        ix = ShardedMixPRIndex.from_texts(
+            TEXTS, ids=["sea", "wood", "school"], max_words=8, shards=2, use_ray=False
+        )
+    else:
+        ix = MixPRIndex.from_texts(TEXTS, ids=["sea", "wood", "school"], max_words=8)
+    seeds = [Seed("school", 0, 90, 1.0)]
+    calls = []
+
+    def ask():
+        calls.append(1)
+        return seeds
+
+    ix.search("Give me a summary of the whole text", k=2, seeds=ask)
+    ix.search("the owl", k=2, mode="global", seeds=ask)
+    assert calls == []
+    got = ix.search("Where did the fox cross?", k=3, seeds=ask)
+    assert calls == [1]
+    want = ix.search("Where did the fox cross?", k=3, seeds=seeds)
+    assert [(h.source, h.start, h.score) for h in got.hits] == [
+        (h.source, h.start, h.score) for h in want.hits
+    ]
+    assert "seeds" in got.timings
+    with pytest.raises(TypeError, match=r"seeds\(\)\[0\]"):
+        ix.search("Where did the fox cross?", k=3, seeds=lambda: [42])

@@ -29,7 +29,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Seed", "MAX_SEEDS", "check_seeds", "hit_seed", "rank_weight", "seed_units"]
+__all__ = [
+    "Seed",
+    "MAX_SEEDS",
+    "check_seeds",
+    "hit_seed",
+    "local_seeds",
+    "rank_weight",
+    "seed_source",
+    "seed_units",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +156,41 @@ def check_seeds(seeds, name: str = "seeds") -> list[Seed]:
             raise ValueError(f"{where}.text is longer than {MAX_SEED_TEXT} characters")
         out.append(Seed(s.doc_id, start, end, score, text))
     return out
+
+
+def seed_source(seeds, name: str = "seeds"):
+    """Check ``seeds=`` before any work: ``None``, a callable (kept as it is: asked by
+    :func:`local_seeds` for a local query only) or a sequence (:func:`check_seeds`).
+
+    A callable ``() -> seeds`` lets an app hand over its retriever without asking it: a query
+    the router sends to global mode (a summary question) does not use seeds, so the app's
+    retriever, and the query embedding it costs, is never called for it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_seeds` for a sequence.
+    """
+    if seeds is None or callable(seeds):
+        return seeds
+    return check_seeds(seeds, name)
+
+
+def local_seeds(seeds, name: str = "seeds") -> list[Seed] | None:
+    """The checked seeds of a local query: a callable ``seeds`` (:func:`seed_source`) is
+    called now, once, and what it returns is checked (:func:`check_seeds`; ``None``: no
+    seeds); a sequence was checked already.
+
+    Raises
+    ------
+    TypeError, ValueError
+        What the callable returned is not a sequence of seeds (the message names ``name``).
+    """
+    if not callable(seeds):
+        return seeds
+    got = seeds()
+    logger.info("MixPR seeds: local query, the seeds' retriever asked")
+    return None if got is None else check_seeds(got, f"{name}()")
 
 
 def seed_units(

@@ -109,3 +109,25 @@ def test_a_loaded_retriever_takes_the_store_again(app, tmp_path):
     back = MixPRRetriever.load(tmp_path / "r", vector_retriever=store, vector_k=2)
     q = "Where did the fox cross the stream?"
     assert [d.id for d in back.invoke(q)] == [d.id for d in r.invoke(q)]
+
+
+@pytest.mark.parametrize("as_store", [True, False])
+def test_the_apps_retriever_is_asked_for_local_queries_only(app, as_store):
+    """A question the router sends to global mode uses no seeds: the app's store or retriever
+    (and the query embedding it costs) is not called for it (issue 45 review)."""
+    docs, _, store = app
+    asked = []
+
+    class CountingStore(InMemoryVectorStore):
+        def similarity_search(self, query, k=4, **kwargs):
+            asked.append(query)
+            return super().similarity_search(query, k=k, **kwargs)
+
+    counted = CountingStore(store.embedding)
+    counted.store = store.store
+    vr = counted if as_store else counted.as_retriever(search_kwargs={"k": 2})
+    r = MixPRRetriever.from_documents(docs, k=3, vector_retriever=vr, vector_k=2)
+    assert r.invoke("Summarize the main themes of the books.")
+    assert asked == []
+    assert r.invoke("Where did the fox cross the stream?")
+    assert asked == ["Where did the fox cross the stream?"]
