@@ -465,7 +465,7 @@ class ShardedMixPRIndex:
         t0 = time.perf_counter()
         seeds = local_seeds(seeds) if mode == "local" and g["n_units"] else None
         if seeds is not None:  # (a callable is asked for a local query only)
-            keys = seed_keys(self._run, self._shard_of, g["start"], seeds)
+            keys = seed_keys(self._run, self._shard_of, seeds)
             timings["seeds"] = time.perf_counter() - t0
             return mode, None, timings, keys
         if mode == "local" and g.get("dim") is not None and g["n_units"]:

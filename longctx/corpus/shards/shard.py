@@ -222,13 +222,19 @@ class MixPRShard:
             out.append((st.doc_ids[d], a, b, st.texts[d][a:b], int(st.unit_index[i])))
         return out
 
-    def seed_units(self, seeds) -> tuple[list, np.ndarray, np.ndarray]:
-        """``(document ids, unit indices within them (m,) int64, weights (m,) float64)`` of the
-        shard's units the ``seeds`` overlap (:func:`longctx.mixpr.seeds.seed_units`)."""
+    def seed_units(self, seeds) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys (m,) int64 ascending, weights (m,) float64)``: the corpus-wide keys (the
+        block's, :meth:`set_global`) of the shard's units the ``seeds`` overlap
+        (:func:`longctx.mixpr.seeds.seed_units`), as the scorer's blocks take them: what
+        :meth:`MixPRIndex.search(seeds=) <longctx.mixpr.index.MixPRIndex.search>` maps them
+        to within one index, numbered as the corpus numbers its units."""
         st = self.index._state
         units, w = seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends)
-        docs = [st.doc_ids[d] for d in st.unit_source[units].tolist()]
-        return docs, np.asarray(st.unit_index[units], dtype=np.int64), w
+        if not len(units):
+            return units, w
+        if self.block is None:
+            raise RuntimeError("shard has no corpus statistics yet (set_global)")
+        return np.asarray(self.block.keys[units], dtype=np.int64), w
 
     def unit_text(self, doc_id: str, unit_index: int) -> str:
         st = self.index._state
