@@ -283,7 +283,9 @@ class MixPRRetriever(BaseRetriever):
                     self._index.insert(texts, ids=kids, metadatas=metas)
             self.documents.extend(docs)
             self._keys.extend(keys)
-            self._sources = None
+            if self._sources is not None:  # the new documents' sources join the map (the
+                # first document of a source keeps it); copy on write, as _by_key
+                self._sources = {**source_map(docs, keys, self.seed_source_key), **self._sources}
             # copy on write: a search takes the map by reference under the lock
             self._by_key = {**self._by_key, **{k: d for k, d in zip(keys, docs) if k is not None}}
         return [k if k is not None else d.id for k, d in zip(keys, docs)]

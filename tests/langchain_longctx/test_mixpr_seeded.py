@@ -131,3 +131,29 @@ def test_the_apps_retriever_is_asked_for_local_queries_only(app, as_store):
     assert asked == []
     assert r.invoke("Where did the fox cross the stream?")
     assert asked == ["Where did the fox cross the stream?"]
+
+
+def test_added_documents_seed_their_spans_like_the_first_ones(app):
+    """After ``add_documents`` the source map holds the new documents too: a store's chunk of
+    an added document seeds its span there, as a chunk of a first document does (issue 45
+    review). The query shares no term with the chunk: only the seed brings it in."""
+    docs, _, _ = app
+    target = OTHER.index("Chalk dust")
+    chunk = Document(
+        page_content=OTHER[target : target + 40],
+        metadata={"source": "other.txt", "start_index": target},
+    )
+    store = InMemoryVectorStore(Counting())
+    store.add_documents([chunk])
+    q = "Where were the ships counted at dawn?"
+    whole = MixPRRetriever.from_documents(docs, k=3, vector_retriever=store)
+    grown = MixPRRetriever.from_documents(docs[:1], k=3, vector_retriever=store)
+    assert not any("Chalk" in d.page_content for d in grown.invoke(q))  # map built, no other
+    assert grown._sources == {"book.txt": "source0"}
+    grown.add_documents(docs[1:], ids=["added"])
+    assert grown._sources == {"book.txt": "source0", "other.txt": "added"}
+    got = grown.invoke(q)
+    assert any("Chalk" in d.page_content for d in got)
+    assert [d.page_content for d in got] == [d.page_content for d in whole.invoke(q)]
+    grown.add_documents([Document(page_content=BOOK, metadata={"source": "book.txt"})])
+    assert grown._sources["book.txt"] == "source0"  # the first document of a source keeps it
