@@ -4,6 +4,7 @@ mapped to units by their character spans, with no embedding call (issue 45)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -238,3 +239,43 @@ def test_a_callable_is_asked_for_the_seeds_of_a_local_query_only(sharded):
     assert "seeds" in got.timings
     with pytest.raises(TypeError, match=r"seeds\(\)\[0\]"):
         ix.search("Where did the fox cross?", k=3, seeds=lambda: [42])
+
+
+class _CountingTexts(Sequence):
+    """Texts with stored ``lengths`` that count the texts read (decoded)."""
+
+    def __init__(self, texts):
+        self._t = list(texts)
+        self.lengths = np.array([len(t) for t in texts], dtype=np.int64)
+        self.reads = 0
+
+    def __len__(self):
+        return len(self._t)
+
+    def __getitem__(self, i):
+        self.reads += 1
+        return self._t[i]
+
+
+def test_a_whole_document_seed_reads_the_stored_length_not_the_text(index, tmp_path):
+    """A whole-document seed needs the document's length only: a sequence that keeps
+    ``lengths`` (a mapped index's texts) is not read, and the units and weights are those of
+    the plain texts (issue 45 review)."""
+    st = index._state
+    seeds = check_seeds([Seed("wood", score=1.0), Seed("sea", None, None, 0.5)])
+    texts = _CountingTexts(TEXTS)
+    got = seed_units(seeds, st.positions, texts, st.unit_source, st.starts, st.ends)
+    want = seed_units(seeds, st.positions, list(TEXTS), st.unit_source, st.starts, st.ends)
+    assert texts.reads == 0
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=0, atol=0)
+    assert len(got[0]) == int((st.unit_source != 2).sum())
+    index.save(tmp_path / "ix")
+    mapped = MixPRIndex.load(tmp_path / "ix", mmap=True)
+    decoded = []
+    real = mapped._state.texts._text
+    mapped._state.texts._text = lambda i: decoded.append(i) or real(i)
+    mst = mapped._state
+    got = seed_units(seeds, mst.positions, mst.texts, mst.unit_source, mst.starts, mst.ends)
+    assert decoded == []
+    np.testing.assert_array_equal(got[0], want[0])

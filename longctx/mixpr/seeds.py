@@ -193,6 +193,13 @@ def local_seeds(seeds, name: str = "seeds") -> list[Seed] | None:
     return None if got is None else check_seeds(got, f"{name}()")
 
 
+def _length(texts, d: int) -> int:
+    """Characters of document ``d``: ``texts.lengths[d]`` when the sequence keeps them (a
+    mapped index's :class:`~longctx.mixpr.persist_mapped.MappedTexts`: nothing decoded)."""
+    lengths = getattr(texts, "lengths", None)
+    return int(lengths[d]) if lengths is not None else len(texts[d])
+
+
 def seed_units(
     seeds: list[Seed], positions: Mapping, texts, unit_source, starts, ends
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -211,7 +218,8 @@ def seed_units(
     positions : mapping str -> int
         Document id -> position.
     texts : sequence of str
-        The documents (to locate a seed by its ``text``).
+        The documents (to locate a seed by its ``text``); a whole-document seed reads only
+        its length (``texts.lengths`` when the sequence has it: no decoding).
     unit_source, starts, ends : (n_units,) int64
         Each unit's document position (ascending) and character span.
 
@@ -241,8 +249,8 @@ def seed_units(
                     continue
                 a, b = at, at + len(s.text)
                 located += 1
-            else:
-                a, b = 0, len(texts[d])
+            else:  # the whole document: its stored length, no text decoded
+                a, b = 0, _length(texts, d)
         lo = int(np.searchsorted(unit_source, d, side="left"))
         hi = int(np.searchsorted(unit_source, d, side="right"))
         j0 = lo + int(np.searchsorted(ends[lo:hi], a, side="right"))
