@@ -608,6 +608,28 @@ def test_f3_a_shard_unit_index_out_of_range_is_refused(tmp_path):
         ShardedMixPRIndex.load(root, use_ray=False)
 
 
+@pytest.mark.parametrize("long_term", [False, True])
+def test_f3_a_shards_forged_term_bytes_are_a_persist_error_in_the_dict_merge(tmp_path, long_term):
+    """A shard's terms that the fixed-width merge leaves to the dict merge (a NUL byte, or a
+    term over ``MAX_WIDTH`` bytes) and that are not UTF-8 are a :class:`PersistError` naming
+    the shard's ``term_bytes.npy``, not a ``UnicodeDecodeError`` (issue 46 review)."""
+    from longctx.corpus.shards.index import ShardedMixPRIndex
+    from longctx.corpus.shards.terms import MAX_WIDTH
+    from tests.test_mixpr_corpus import POOL
+
+    texts = list(POOL[:4])
+    if long_term:  # a term the fixed-width merge does not take: the dict merge runs
+        texts[3] += " " + "x" * (MAX_WIDTH + 8)
+    root = tmp_path / "ix"
+    ShardedMixPRIndex.from_texts(texts, ids=list("abcd"), shards=2).save(root)
+    d = root / "shard-1"
+    o = np.load(d / "term_offsets.npy")
+    forged = [0xFF] if long_term else [0xFF, 0x00]  # not UTF-8 (and a NUL: the dict merge)
+    _poke(d, "term_bytes.npy", lambda b: b.__setitem__(slice(o[1], o[1] + len(forged)), forged))
+    with pytest.raises(PersistError, match=r"shard-1.*term_bytes\.npy.*term 1 is not valid UTF-8"):
+        ShardedMixPRIndex.load(root, use_ray=False)
+
+
 @pytest.mark.parametrize("mapped", [False, True])
 def test_an_empty_array_with_a_huge_side_is_a_persist_error(tmp_path, mapped):
     """A header of shape ``(0, 2**62)`` describes 0 bytes, so its size checks passed, and numpy
