@@ -721,7 +721,7 @@ class MixPRIndex(RetrievalIndex):
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
-            r = document_hits(st, scores, allowed, k, self.method, used, timings, t0, mask)
+            r = document_hits(st, scores, k, self.method, used, timings, t0, mask)
             return replace(r, trace=trace)
         counts = self._counts(st) if token_budget is not None else None
         idx, vals = select_units(
