@@ -427,3 +427,35 @@ def test_a_mappable_one_index_corpus_is_saved_in_format_3(tmp_path, alice_docs):
     one = MixPRIndex.from_texts([t for _, t in pairs], ids=[d for d, _ in pairs])
     with CorpusIndex.from_corpus(tmp_path / "c") as corpus:
         assert corpus.index.search(QUERIES[0], k=3).hits == one.search(QUERIES[0], k=3).hits
+
+
+def test_each_manifest_is_read_once_per_load(tmp_path, monkeypatch):
+    """A shard's load opens its folder once and gives it to the loader (it read the manifest
+    three times: a format hint, the old-format check, the folder), and a MixPRIndex load reads
+    its manifest once (twice before): code-health review of issue 46."""
+    import builtins
+    import io
+    import os
+
+    from tests.test_mixpr_corpus import POOL
+
+    ShardedMixPRIndex.from_texts(POOL[:4], ids=list("abcd"), shards=2).save(tmp_path / "s")
+    MixPRIndex.from_texts(POOL[:4]).save(tmp_path / "one")
+    reads = []
+
+    def counting(real):
+        def opener(p, *a, **k):
+            if isinstance(p, (str, os.PathLike)) and os.fspath(p).endswith("manifest.json"):
+                reads.append(os.fspath(p))
+            return real(p, *a, **k)
+
+        return opener
+
+    monkeypatch.setattr(os, "open", counting(os.open))
+    monkeypatch.setattr(builtins, "open", counting(builtins.open))
+    monkeypatch.setattr(io, "open", counting(io.open))
+    MixPRIndex.load(tmp_path / "one")
+    assert len(reads) == 1
+    reads.clear()
+    back = ShardedMixPRIndex.load(tmp_path / "s", use_ray=False)
+    assert len(reads) == 2 == back.n_shards

@@ -451,8 +451,11 @@ def load_index(cls, path, *, router=None, encoder=None, mmap: bool = False):
     """Read the index at directory ``path`` (format 2 or 3) as an instance of ``cls`` (errors:
     see :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`). Every file comes from
     one save (:func:`longctx.persist.reader.open_index_dir`)."""
-    _refuse_old_format(path, FORMAT_VERSION)
-    r = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
+    try:  # the manifest is read once (by the folder it opens)
+        r = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
+    except PersistError:
+        _refuse_old_format(path, FORMAT_VERSION)  # longctx 0.1's index: say to rebuild
+        raise
     if r.manifest["format_version"] == FORMAT_VERSION:
         logger.debug("loading the format-3 index at %s (mmap=%s)", r.path, mmap)
         return load_format3(cls, r, mmap=mmap, router=router, encoder=encoder)

@@ -17,7 +17,7 @@ from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.scoring import UnitBlock
 from longctx.mixpr.seeds import seed_units
 from longctx.mixpr.tfidf import TermStats, tfidf_rows
-from longctx.persist import PersistError
+from longctx.persist import PersistError, open_index_dir, retry_on_concurrent_save
 
 __all__ = ["ASSIGNMENT", "MixPRShard", "assign_shards", "shard_dir"]
 
@@ -89,6 +89,7 @@ class MixPRShard:
         return cls(index)
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(cls, path, *, encoder=None) -> MixPRShard:
         """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder): memory-mapped
         when it was saved in format 3 (the default; the process holding it keeps in
@@ -101,15 +102,16 @@ class MixPRShard:
             As :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`, or a shard of
             ``graph='threshold'``.
         """
-        from pathlib import Path
-
         from longctx.mixpr.index import MixPRIndex
         from longctx.mixpr.persist_mapped import FORMAT_VERSION
-        from longctx.persist.fs import read_manifest_at
 
-        # a hint only: the loader checks the whole folder (format 2 then read whole)
-        mapped = (read_manifest_at(None, Path(path)) or {}).get("format_version") == FORMAT_VERSION
-        index = MixPRIndex.load(path, encoder=encoder, mmap=mapped)
+        try:  # the folder opened once, its manifest read once, and given to the loader
+            where = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
+        except PersistError:
+            where, mapped = path, False  # the loader names the problem
+        else:
+            mapped = where.manifest.get("format_version") == FORMAT_VERSION
+        index = MixPRIndex.load(where, encoder=encoder, mmap=mapped)
         if index.config.graph != "factored":
             raise PersistError(f"{str(path)!r} holds a MixPR index with graph='threshold'")
         return cls(index)
