@@ -69,8 +69,8 @@ def test_hybrid_over_the_apps_store_embeds_nothing_and_follows_its_seeds(app, as
     assert r.index.unit_vectors is None
 
 
-def test_the_seeds_bring_in_what_the_vector_store_found(app):
-    docs, _, _ = app
+def _chalk_store():
+    """A store holding one chunk of ``other.txt`` (its chalk sentence, with ``start_index``)."""
     target = OTHER.index("Chalk dust")
     chunk = Document(
         page_content=OTHER[target : target + 40],
@@ -78,7 +78,12 @@ def test_the_seeds_bring_in_what_the_vector_store_found(app):
     )
     store = InMemoryVectorStore(Counting())
     store.add_documents([chunk])
-    q = "Where were the ships counted at dawn?"
+    return store
+
+
+def test_the_seeds_bring_in_what_the_vector_store_found(app):
+    docs, _, _ = app
+    store, q = _chalk_store(), "Where were the ships counted at dawn?"
     plain = MixPRRetriever.from_documents(docs, k=3)
     hybrid = MixPRRetriever.from_documents(docs, k=3, vector_retriever=store)
     assert not any("Chalk" in d.page_content for d in plain.invoke(q))
@@ -138,14 +143,7 @@ def test_added_documents_seed_their_spans_like_the_first_ones(app):
     an added document seeds its span there, as a chunk of a first document does (issue 45
     review). The query shares no term with the chunk: only the seed brings it in."""
     docs, _, _ = app
-    target = OTHER.index("Chalk dust")
-    chunk = Document(
-        page_content=OTHER[target : target + 40],
-        metadata={"source": "other.txt", "start_index": target},
-    )
-    store = InMemoryVectorStore(Counting())
-    store.add_documents([chunk])
-    q = "Where were the ships counted at dawn?"
+    store, q = _chalk_store(), "Where were the ships counted at dawn?"
     whole = MixPRRetriever.from_documents(docs, k=3, vector_retriever=store)
     grown = MixPRRetriever.from_documents(docs[:1], k=3, vector_retriever=store)
     assert not any("Chalk" in d.page_content for d in grown.invoke(q))  # map built, no other
