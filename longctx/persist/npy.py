@@ -21,6 +21,7 @@ The values themselves are checked by the caller with the chunked scans below
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
 from pathlib import Path
@@ -135,12 +136,30 @@ def npy_from_bytes(raw: bytes, p: Path, *, dtypes, ndim: int = 1) -> np.ndarray:
     return out.reshape(shape)
 
 
-def write_npy(path: str | os.PathLike, a: np.ndarray) -> None:
-    """Write ``a`` as a C-ordered ``.npy`` (no pickle; object dtypes refused)."""
+class _HashingWriter:
+    """A binary file that hashes what is written to it (SHA-256) and counts its bytes."""
+
+    def __init__(self, fh):
+        self._fh = fh
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def write(self, b) -> int:
+        self.sha.update(b)
+        self.size += len(b)
+        return self._fh.write(b)
+
+
+def write_npy(path: str | os.PathLike, a: np.ndarray) -> tuple[str, int]:
+    """Write ``a`` as a C-ordered ``.npy`` (no pickle; object dtypes refused). Returns ``(hex
+    SHA-256, size in bytes)`` of the file, hashed while it is written (not read again)."""
     a = np.ascontiguousarray(a)
     if a.dtype == object or a.dtype.fields is not None:
         raise TypeError(f"{Path(path).name}: dtype {a.dtype} is not saved")
-    np.save(path, a, allow_pickle=False)
+    with open(path, "wb") as fh:
+        out = _HashingWriter(fh)
+        np.lib.format.write_array(out, a, allow_pickle=False)
+    return out.sha.hexdigest(), out.size
 
 
 def release(*arrays: np.ndarray) -> None:
