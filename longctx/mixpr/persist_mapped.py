@@ -76,6 +76,7 @@ from longctx.mixpr.persist import (
     read_config,
     read_documents,
 )
+from longctx.mixpr.state import table_weights
 from longctx.mixpr.tfidf import TermTable
 from longctx.persist import PersistError, write_dir
 from longctx.persist.npy import check_compressed, check_values, release
@@ -88,6 +89,7 @@ __all__ = [
     "load_format3",
     "load_index",
     "save_mapped",
+    "utf8_blob",
 ]
 
 logger = logging.getLogger(__name__)
@@ -104,10 +106,13 @@ def _index_dtype(*sizes: int):
     return np.int32 if max(sizes, default=0) < np.iinfo(np.int32).max else np.int64
 
 
-def _utf8_blob(strings, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(bytes, offsets)`` of ``strings`` encoded one after another."""
+def utf8_blob(strings, what: str, errors: str = "strict") -> tuple[np.ndarray, np.ndarray]:
+    """``(bytes (n_bytes,) uint8, offsets (n + 1,) int64)`` of ``strings`` encoded in UTF-8
+    one after another (``errors``: of ``str.encode``; ``"strict"``, a format-3 save, refuses
+    a lone surrogate with a ``ValueError`` naming ``what``; a shard's terms sent to the
+    driver pass them, ``"surrogatepass"``)."""
     try:
-        enc = [s.encode("utf-8") for s in strings]
+        enc = [s.encode("utf-8", errors) for s in strings]
     except UnicodeEncodeError as exc:
         raise ValueError(f"{what} cannot be saved in format 3: {exc}") from None
     offsets = np.zeros(len(enc) + 1, dtype=np.int64)
@@ -132,10 +137,10 @@ def save_mapped(index, path) -> None:
     json_files, units = index_json(index, path)
     table = st.table
     terms = table.terms()
-    term_bytes, term_offsets = _utf8_blob(terms, "a term")
+    term_bytes, term_offsets = utf8_blob(terms, "a term")
     if any(a >= b for a, b in zip(terms, terms[1:])):  # the canonical order: a bug otherwise
         raise RuntimeError("the index's terms are not in sorted order (cannot be saved)")
-    text_bytes, text_offsets = _utf8_blob(st.texts, "a text")
+    text_bytes, text_offsets = utf8_blob(st.texts, "a text")
     npy = {
         "text_bytes": text_bytes,
         "text_offsets": text_offsets,
@@ -585,13 +590,6 @@ def _check_rows_and_colsum(d, E, E_rows, graph, term_sums) -> None:
         raise PersistError(
             f"{str(d / 'colsum.npy')!r}: the graph's column sums do not match E (damaged)"
         )
-
-
-def table_weights(config, table) -> np.ndarray | None:
-    """The factored graph's term weights (as :meth:`_State.term_weights` computes them)."""
-    from longctx.mixpr.scoring import term_weights
-
-    return term_weights(table.idf(), config.graph_idf_power)
 
 
 def _check_mapped_vectors(v: np.ndarray, ident: dict, n: int, where: str) -> None:

@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from longctx._rss import give_back_free_memory
-from longctx.mixpr.persist_mapped import MappedVocabulary
+from longctx.mixpr.persist_mapped import MappedVocabulary, utf8_blob
 from longctx.mixpr.tfidf import TermStats, merge_term_stats
 from longctx.persist import PersistError
 
@@ -58,10 +58,7 @@ class TermBlob:
         if isinstance(vocab, MappedVocabulary):
             where = os.path.join(vocab._where, "term_bytes.npy")
             return cls(np.frombuffer(vocab._mv, dtype=np.uint8), vocab._offsets, repr(where))
-        enc = [t.encode("utf-8", "surrogatepass") for t in table.terms()]
-        offsets = np.zeros(len(enc) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in enc], out=offsets[1:])
-        return cls(np.frombuffer(b"".join(enc), dtype=np.uint8), offsets)
+        return cls(*utf8_blob(table.terms(), "a term", errors="surrogatepass"))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
