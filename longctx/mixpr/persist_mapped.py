@@ -36,7 +36,7 @@ back, so a mapped index holds in memory what its queries read):
   within each column (row), values finite (``E`` in ``[0, 1]``, the graph ``>= 0``), the
   column sums finite and ``>= 0``, ``df`` in ``[0, n_units]``, ``cf`` finite and ``>= 0``;
 - ``E`` by rows against ``E`` by columns, and the column sums against ``E``
-  (:func:`_check_rows_and_colsum`: two products with a vector drawn at each open);
+  (:func:`_check_rows_and_colsum`: a product of each with a vector drawn at each open);
 - the unit vectors finite with unit (or zero) rows.
 
 Checked when first read instead (a :class:`~longctx.persist.PersistError` then): each text's
@@ -58,6 +58,7 @@ checked against the manifest's.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import warnings
 from collections import OrderedDict
@@ -564,12 +565,14 @@ def _term_sums(parts, n: int, V: int) -> np.ndarray:
 
 def _check_rows_and_colsum(d, E, E_rows, graph, term_sums) -> None:
     """``E`` by rows (what the push walk reads) must be ``E`` by columns, and the factored
-    graph's stored column sums ``E (W (E^T 1))``: checked by products with a vector ``r``
-    drawn at random at each open (Freivalds' check: two matrices that differ give
-    ``E_rows r != E r`` but for a set of ``r`` of measure 0, and a forger cannot know ``r``),
-    one pass over each (C loops, no per-entry temporaries; at 10M words about 12 ms of CPU
-    and two ``(n_units,)`` vectors). Equal up to ``rtol=1e-9`` (the sums run in the same
-    order, so they are equal in practice). An entry of value 0 stored on one side only
+    graph's stored column sums ``E (W (E^T 1))``: checked by products with a vector ``s`` over
+    the units drawn at random at each open (Freivalds' check: two matrices that differ give
+    ``E_rows^T s != E^T s`` but for a set of ``s`` of measure 0, and a forger cannot know
+    ``s``), one pass over each (C loops, no per-entry temporaries; at 10M words about 12 ms of
+    CPU and one ``(n_terms,)`` vector each). The column sums then cost one dot product:
+    ``s . colsum == (E^T s) . (W E^T 1)``, which a column sum changed by more than about
+    ``1e-12`` of their total breaks. Equal up to ``rtol=1e-9`` (``1e-12`` for the dot
+    products; the sums run in the same order). An entry of value 0 stored on one side only
     changes no product and passes.
 
     Raises
@@ -577,16 +580,18 @@ def _check_rows_and_colsum(d, E, E_rows, graph, term_sums) -> None:
     PersistError
         Naming ``E_rows_data.npy`` or ``colsum.npy``.
     """
-    r = np.random.default_rng().random(E.shape[1]) + 1.0
-    if not np.allclose(E_rows @ r, E @ r, rtol=1e-9, atol=1e-12):
+    s = np.random.default_rng().random(E.shape[0]) + 1.0
+    by_cols = E.T @ s
+    if not np.allclose(E_rows.T @ s, by_cols, rtol=1e-9, atol=1e-12):
         raise PersistError(
             f"{str(d / 'E_rows_data.npy')!r}: E by rows and by columns hold different entries"
         )
     if term_sums is None:  # a thresholded graph (its column sums are its own, recomputed)
         return
     w = graph.term_weights
-    want = E @ (term_sums if w is None else term_sums * w)
-    if not np.allclose(graph.colsum, want, rtol=1e-9, atol=1e-12):
+    # (pairwise sums, not a BLAS dot: whose threads would spin on after it)
+    want = float((by_cols * (term_sums if w is None else term_sums * w)).sum())
+    if not math.isclose(float((s * graph.colsum).sum()), want, rel_tol=1e-12, abs_tol=1e-300):
         raise PersistError(
             f"{str(d / 'colsum.npy')!r}: the graph's column sums do not match E (damaged)"
         )
