@@ -82,7 +82,8 @@ class MixPRRetriever(BaseRetriever):
       with ``MixPR(preset="multihop")`` the multi-hop walk).
     - `vector_retriever` (`BaseRetriever | VectorStore | None`): The app's own vector
       retriever or store: hybrid over the vectors the app already holds (no embedding by
-      longctx). Each query asks it first (``vector_k`` documents from a store) and the chunks
+      longctx). Each local query asks it first (``vector_k`` documents from a store; a
+      question the router sends to global mode does not: it uses no seeds) and the chunks
       it returns seed a walk of their own on the MixPR units they overlap, added to MixPR's
       score, each divided by its maximum (:mod:`longctx.mixpr.seeds`): a chunk's source
       document is found by
@@ -282,7 +283,9 @@ class MixPRRetriever(BaseRetriever):
                     self._index.insert(texts, ids=kids, metadatas=metas)
             self.documents.extend(docs)
             self._keys.extend(keys)
-            self._sources = None
+            if self._sources is not None:  # the new documents' sources join the map (the
+                # first document of a source keeps it); copy on write, as _by_key
+                self._sources = {**source_map(docs, keys, self.seed_source_key), **self._sources}
             # copy on write: a search takes the map by reference under the lock
             self._by_key = {**self._by_key, **{k: d for k, d in zip(keys, docs) if k is not None}}
         return [k if k is not None else d.id for k, d in zip(keys, docs)]
@@ -461,15 +464,17 @@ class MixPRRetriever(BaseRetriever):
         if index is None:
             return []
         flt = self.filter if filter is None else filter
-        seeds = None
-        if self.vector_retriever is not None:
-            vr = self.vector_retriever
-            found = (
-                vr.similarity_search(query, k=self.vector_k)
-                if isinstance(vr, VectorStore)
-                else vr.invoke(query)
-            )
-            seeds = documents_to_seeds(found, index, sources, self.seed_source_key)
+        seeds = vr = self.vector_retriever
+        if vr is not None:  # asked by the index for a local query only (a global one has no use)
+
+            def seeds():
+                found = (
+                    vr.similarity_search(query, k=self.vector_k)
+                    if isinstance(vr, VectorStore)
+                    else vr.invoke(query)
+                )
+                return documents_to_seeds(found, index, sources, self.seed_source_key)
+
         result = index.search(
             query,
             k=k,

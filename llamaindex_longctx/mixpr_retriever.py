@@ -63,7 +63,8 @@ class MixPRRetriever(BaseRetriever):
 
     Hybrid over the app's vector index (no embedding by longctx): with ``vector_retriever``
     (any LlamaIndex retriever, e.g. ``vector_index.as_retriever(similarity_top_k=5)``) each
-    query first asks it, and the chunks it returns seed a walk of their own on the MixPR units
+    local query first asks it (a question the router sends to global mode does not: it uses no
+    seeds), and the chunks it returns seed a walk of their own on the MixPR units
     they overlap, added to MixPR's score, each divided by its maximum, so MixPR's best units keep
     their place (:mod:`longctx.mixpr.seeds`; found by ``ref_doc_id`` and ``start_char_idx`` /
     ``end_char_idx``, or by text when the offsets are missing). The only embedding is the
@@ -442,10 +443,9 @@ class MixPRRetriever(BaseRetriever):
         k, budget = check_size(
             None if self.token_budget else self.similarity_top_k, self.token_budget
         )
-        seeds = None
-        if self.vector_retriever is not None:
-            found = self.vector_retriever.retrieve(query_bundle)
-            seeds = nodes_to_seeds(found, index)
+        seeds = vr = self.vector_retriever
+        if vr is not None:  # asked by the index for a local query only (a global one has no use)
+            seeds = lambda: nodes_to_seeds(vr.retrieve(query_bundle), index)  # noqa: E731
         result = index.search(
             query,
             k=k,

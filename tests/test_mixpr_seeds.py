@@ -4,6 +4,7 @@ mapped to units by their character spans, with no embedding call (issue 45)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -205,3 +206,76 @@ def test_on_the_multihop_walk_the_seeds_weigh_passages_and_the_first_hop_is_mixp
     dense[[len(BRIDGE) - 1, 2]] = [1.0, 0.5]
     want = st.ranker().scores(BRIDGE_Q, plain_first, dense)
     np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_callable_is_asked_for_the_seeds_of_a_local_query_only(sharded):
+    """``seeds=`` a callable: called once for a local query, never for a global one (the app's
+    retriever and its query embedding are spared); its seeds act as the same list would."""
+    if sharded:
+        from longctx.corpus.shards import ShardedMixPRIndex
+
+        ix = ShardedMixPRIndex.from_texts(
+            TEXTS, ids=["sea", "wood", "school"], max_words=8, shards=2, use_ray=False
+        )
+    else:
+        ix = MixPRIndex.from_texts(TEXTS, ids=["sea", "wood", "school"], max_words=8)
+    seeds = [Seed("school", 0, 90, 1.0)]
+    calls = []
+
+    def ask():
+        calls.append(1)
+        return seeds
+
+    ix.search("Give me a summary of the whole text", k=2, seeds=ask)
+    ix.search("the owl", k=2, mode="global", seeds=ask)
+    assert calls == []
+    got = ix.search("Where did the fox cross?", k=3, seeds=ask)
+    assert calls == [1]
+    want = ix.search("Where did the fox cross?", k=3, seeds=seeds)
+    assert [(h.source, h.start, h.score) for h in got.hits] == [
+        (h.source, h.start, h.score) for h in want.hits
+    ]
+    assert "seeds" in got.timings
+    with pytest.raises(TypeError, match=r"seeds\(\)\[0\]"):
+        ix.search("Where did the fox cross?", k=3, seeds=lambda: [42])
+
+
+class _CountingTexts(Sequence):
+    """Texts with stored ``lengths`` that count the texts read (decoded)."""
+
+    def __init__(self, texts):
+        self._t = list(texts)
+        self.lengths = np.array([len(t) for t in texts], dtype=np.int64)
+        self.reads = 0
+
+    def __len__(self):
+        return len(self._t)
+
+    def __getitem__(self, i):
+        self.reads += 1
+        return self._t[i]
+
+
+def test_a_whole_document_seed_reads_the_stored_length_not_the_text(index, tmp_path):
+    """A whole-document seed needs the document's length only: a sequence that keeps
+    ``lengths`` (a mapped index's texts) is not read, and the units and weights are those of
+    the plain texts (issue 45 review)."""
+    st = index._state
+    seeds = check_seeds([Seed("wood", score=1.0), Seed("sea", None, None, 0.5)])
+    texts = _CountingTexts(TEXTS)
+    got = seed_units(seeds, st.positions, texts, st.unit_source, st.starts, st.ends)
+    want = seed_units(seeds, st.positions, list(TEXTS), st.unit_source, st.starts, st.ends)
+    assert texts.reads == 0
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=0, atol=0)
+    assert len(got[0]) == int((st.unit_source != 2).sum())
+    index.save(tmp_path / "ix")
+    mapped = MixPRIndex.load(tmp_path / "ix", mmap=True)
+    decoded = []
+    real = mapped._state.texts._text
+    mapped._state.texts._text = lambda i: decoded.append(i) or real(i)
+    mst = mapped._state
+    got = seed_units(seeds, mst.positions, mst.texts, mst.unit_source, mst.starts, mst.ends)
+    assert decoded == []
+    np.testing.assert_array_equal(got[0], want[0])

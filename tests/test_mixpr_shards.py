@@ -312,6 +312,35 @@ def test_seeds_equal_one_index(alice_docs):
         sharded.search(q, k=3, seeds=[Seed("d2", 5, 5, 1.0)])
 
 
+def test_seeds_map_to_one_indexs_units_after_changes_and_a_reload(alice_docs, tmp_path):
+    """The shards map seeds to the corpus-wide keys of their blocks (ints, no document ids):
+    the units one index over the same documents maps them to, after a delete and an insert
+    that renumber the units, and after a save and load; the searches agree (issue 45
+    review)."""
+    from longctx.corpus.shards.query import seed_keys
+    from longctx.mixpr.seeds import check_seeds, seed_units
+
+    one, sharded = build(alice_docs, 3)
+    extra = sample_text("alice")[60000:64000]
+    for ix in (one, sharded):
+        ix.delete(["d1"])
+        ix.insert([extra], ids=["n1"], metadatas=[{"n": 20}])
+    seeds = check_seeds(
+        [Seed("d2", 100, 900, 1.0), Seed("p1", score=0.5), Seed("d6", 10, 300, 0.7),
+         Seed("n1", 50, 600, 0.9), Seed("d1", 0, 50, 1.0)]
+    )  # fmt: skip
+    st = one._state
+    want = seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends)
+    assert len(want[0]) > 8
+    sharded.save(tmp_path / "s")
+    for ix in (sharded, ShardedMixPRIndex.load(tmp_path / "s")):
+        keys, weights = seed_keys(ix._run, ix._shard_of, seeds)
+        assert keys.dtype == np.int64
+        np.testing.assert_array_equal(keys, want[0])
+        np.testing.assert_allclose(weights, want[1], rtol=0, atol=1e-12)
+        same_results(one, ix, queries=QUERIES[:2], seeds=seeds)
+
+
 @pytest.mark.parametrize(
     ("nodes", "n", "want"),
     [
@@ -398,3 +427,35 @@ def test_a_mappable_one_index_corpus_is_saved_in_format_3(tmp_path, alice_docs):
     one = MixPRIndex.from_texts([t for _, t in pairs], ids=[d for d, _ in pairs])
     with CorpusIndex.from_corpus(tmp_path / "c") as corpus:
         assert corpus.index.search(QUERIES[0], k=3).hits == one.search(QUERIES[0], k=3).hits
+
+
+def test_each_manifest_is_read_once_per_load(tmp_path, monkeypatch):
+    """A shard's load opens its folder once and gives it to the loader (it read the manifest
+    three times: a format hint, the old-format check, the folder), and a MixPRIndex load reads
+    its manifest once (twice before): code-health review of issue 46."""
+    import builtins
+    import io
+    import os
+
+    from tests.test_mixpr_corpus import POOL
+
+    ShardedMixPRIndex.from_texts(POOL[:4], ids=list("abcd"), shards=2).save(tmp_path / "s")
+    MixPRIndex.from_texts(POOL[:4]).save(tmp_path / "one")
+    reads = []
+
+    def counting(real):
+        def opener(p, *a, **k):
+            if isinstance(p, (str, os.PathLike)) and os.fspath(p).endswith("manifest.json"):
+                reads.append(os.fspath(p))
+            return real(p, *a, **k)
+
+        return opener
+
+    monkeypatch.setattr(os, "open", counting(os.open))
+    monkeypatch.setattr(builtins, "open", counting(builtins.open))
+    monkeypatch.setattr(io, "open", counting(io.open))
+    MixPRIndex.load(tmp_path / "one")
+    assert len(reads) == 1
+    reads.clear()
+    back = ShardedMixPRIndex.load(tmp_path / "s", use_ray=False)
+    assert len(reads) == 2 == back.n_shards

@@ -140,8 +140,7 @@ def test_whole_documents_search_equals_the_dense_path(index, monkeypatch):
         for q in ["whale captain", "storm gold map", "anchor"]:
             got = index.search(q, k=4, whole_documents=True, filters=flt, mode="local")
             scores, _, _ = index.score(q, "local", filters=flt)  # (n,): the dense path
-            allowed = None if mask is None else mask.units
-            want = document_hits(index._state, scores, allowed, 4, "mixpr", "local", {}, 0.0)
+            want = document_hits(index._state, scores, 4, "mixpr", "local", {}, 0.0, mask)
             assert got.hits and [(h.source, h.index, h.score) for h in got.hits] == [
                 (h.source, h.index, h.score) for h in want.hits
             ]

@@ -486,3 +486,29 @@ def test_diversity_given_token_counts_are_clamped_so_the_index_loads(tmp_path):
     ix.save(tmp_path / "d")
     loaded = DiversityIndex.load(tmp_path / "d", encoder=hash_encoder())
     assert loaded.token_counts.tolist() == [1, 4 * 12 + 1024, 3]
+
+
+def test_npy_members_are_hashed_while_written_not_read_again(tmp_path, monkeypatch):
+    """``write_dir`` takes an ``.npy`` member's SHA-256 and size from its writing (the file
+    is never read back to hash it), byte for byte ``np.save``'s file, and a load checks them
+    (code-health review of issue 46)."""
+    import longctx.persist.fs as fs
+    from longctx.persist import open_index_dir
+    from longctx.persist.fs import file_sha256
+    from longctx.persist.npy import write_npy
+    from longctx.persist.writer import write_dir
+
+    arrays = {"a": np.arange(10), "b": np.zeros((0, 4), np.float32), "c": np.random.rand(70_000)}
+    for name, a in arrays.items():
+        got = write_npy(tmp_path / f"{name}.npy", a)
+        np.save(tmp_path / f"{name}-np.npy", a)
+        assert (tmp_path / f"{name}.npy").read_bytes() == (tmp_path / f"{name}-np.npy").read_bytes()
+        assert got == file_sha256(tmp_path / f"{name}.npy")
+    hashed = []
+    real = fs.file_sha256
+    monkeypatch.setattr(fs, "file_sha256", lambda p: hashed.append(Path(p).name) or real(p))
+    write_dir(tmp_path / "ix", kind="test", version=1, json_files={"x": 1}, npy=arrays)
+    assert hashed == []
+    with open_index_dir(tmp_path / "ix", kind="test", versions=(1,)) as r:
+        for name, a in arrays.items():
+            assert np.array_equal(r.npy(f"{name}.npy", dtypes=(a.dtype,), ndim=a.ndim), a)

@@ -107,11 +107,16 @@ def test_f3_a_file_is_checked_against_its_digest_or_its_size(idx):
     (idx / "config.json").write_text(json.dumps(cfg))
     _refused(idx, r"config\.json.*SHA-256 digest")
     (idx / "config.json").write_bytes(raw)
-    _poke(idx, "E_data.npy", lambda a: a.__setitem__(0, a[0] / 2), stamp=False)
-    with pytest.raises(PersistError, match=r"E_data\.npy.*SHA-256") as info:
+    # (E_data: its entries are also checked against E by rows at open, since the review of
+    # issue 46; a text's byte, a letter for another, is checked only when the text is read)
+    _poke(idx, "text_bytes.npy", lambda a: a.__setitem__(0, a[0] ^ 1), stamp=False)
+    with pytest.raises(PersistError, match=r"text_bytes\.npy.*SHA-256") as info:
         MixPRIndex.load(idx)
     assert not isinstance(info.value, ConcurrentSaveError)
     assert MixPRIndex.load(idx, mmap=True).n_units == 8  # same size, values in range
+    _poke(idx, "E_data.npy", lambda a: a.__setitem__(0, a[0] / 2), stamp=False)
+    _refused(idx, r"E_data\.npy.*SHA-256", modes=(False,))
+    _refused(idx, r"E_rows_data\.npy.*different entries", modes=(True,))
     np.save(idx / "E_data.npy", np.load(idx / "E_data.npy")[:-1])
     _refused(idx, r"E_data\.npy.*(the save wrote|SHA-256)")
 
@@ -347,6 +352,43 @@ def test_f3_rows_and_columns_of_E_must_hold_the_same_entries(idx):
     _put(idx, "E_rows_indices.npy", _shorter(idx, "E_rows_indices.npy"), stamp=False)
     _put(idx, "E_rows_data.npy", _shorter(idx, "E_rows_data.npy"))
     _refused(idx, r"E_rows_data\.npy.*different entries")
+
+
+def _move_last_entry(indptr, indices, n_minor):
+    """Move the last stored entry of the first row (column) that has a free index above it
+    to that index: the same count, still sorted, another pattern."""
+    for i in range(len(indptr) - 1):
+        a, b = int(indptr[i]), int(indptr[i + 1])
+        if b > a and int(indices[b - 1]) + 1 < n_minor:
+            indices[b - 1] += 1
+            return
+    raise AssertionError("no entry to move")
+
+
+@pytest.mark.parametrize(
+    "name, edit, match",
+    [
+        ("E_rows_indices.npy", "move", r"E_rows_data\.npy.*different entries"),
+        ("E_indices.npy", "move", r"E_rows_data\.npy.*different entries"),
+        ("E_rows_data.npy", lambda v: v.__setitem__(0, v[0] * 0.5), r"E_rows_data.*different"),
+        ("colsum.npy", lambda v: v.__setitem__(3, v[3] * 1.5), r"colsum\.npy.*do not match E"),
+        ("colsum.npy", lambda v: v.__setitem__(3, 0.0), r"colsum\.npy.*do not match E"),
+    ],
+)
+def test_f3_e_by_rows_and_the_column_sums_are_checked_against_e(idx, name, edit, match):
+    """Format 3 only: ``E`` by rows (what the push walk reads) must hold ``E``'s entries, not
+    only as many (an entry moved to another column, a value changed), and the factored
+    graph's column sums must be ``E``'s (a unit made dangling), read or mapped (issue 46
+    review)."""
+    if edit == "move":
+        n_units = len(np.load(idx / "starts.npy"))
+        n_terms = len(np.load(idx / "df.npy"))
+        indptr = np.load(idx / name.replace("indices", "indptr"))
+        n_minor = n_terms if name.startswith("E_rows") else n_units
+        _poke(idx, name, lambda v: _move_last_entry(indptr, v, n_minor))
+    else:
+        _poke(idx, name, edit)
+    _refused(idx, match)
 
 
 def test_f3_a_size_that_disagrees_with_the_manifest_is_refused(idx):
@@ -605,6 +647,28 @@ def test_f3_a_shard_unit_index_out_of_range_is_refused(tmp_path):
     assert json.loads((d / "manifest.json").read_text())["format_version"] == 3
     _poke(d, "unit_index.npy", lambda u: u.__setitem__(-1, 10**6))
     with pytest.raises(PersistError, match=r"shard-1.*starts\.npy.*'unit_index'"):
+        ShardedMixPRIndex.load(root, use_ray=False)
+
+
+@pytest.mark.parametrize("long_term", [False, True])
+def test_f3_a_shards_forged_term_bytes_are_a_persist_error_in_the_dict_merge(tmp_path, long_term):
+    """A shard's terms that the fixed-width merge leaves to the dict merge (a NUL byte, or a
+    term over ``MAX_WIDTH`` bytes) and that are not UTF-8 are a :class:`PersistError` naming
+    the shard's ``term_bytes.npy``, not a ``UnicodeDecodeError`` (issue 46 review)."""
+    from longctx.corpus.shards.index import ShardedMixPRIndex
+    from longctx.corpus.shards.terms import MAX_WIDTH
+    from tests.test_mixpr_corpus import POOL
+
+    texts = list(POOL[:4])
+    if long_term:  # a term the fixed-width merge does not take: the dict merge runs
+        texts[3] += " " + "x" * (MAX_WIDTH + 8)
+    root = tmp_path / "ix"
+    ShardedMixPRIndex.from_texts(texts, ids=list("abcd"), shards=2).save(root)
+    d = root / "shard-1"
+    o = np.load(d / "term_offsets.npy")
+    forged = [0xFF] if long_term else [0xFF, 0x00]  # not UTF-8 (and a NUL: the dict merge)
+    _poke(d, "term_bytes.npy", lambda b: b.__setitem__(slice(o[1], o[1] + len(forged)), forged))
+    with pytest.raises(PersistError, match=r"shard-1.*term_bytes\.npy.*term 1 is not valid UTF-8"):
         ShardedMixPRIndex.load(root, use_ray=False)
 
 

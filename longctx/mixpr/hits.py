@@ -88,32 +88,21 @@ def select_units(st, scores, allowed, *, k, token_budget, counts, unique_texts: 
     return idx, vals
 
 
-def document_hits(st, scores, allowed, k: int, method: str, used: str, timings, t0, mask=None):
+def document_hits(st, scores, k: int, method: str, used: str, timings, t0, mask=None):
     """The ``k`` documents whose best unit scores highest (ties to the earlier document), each
     as one whole-text hit (``index``: its best unit's position, ties to the later unit);
     ``timings["select"]`` is the time since ``t0`` (``time.perf_counter()``). ``mask``: the
-    :class:`~longctx.mixpr.unit_filter.UnitFilter` whose units are ``allowed``, or ``None``.
+    :class:`~longctx.mixpr.unit_filter.UnitFilter` of the units kept, or ``None``. The index
+    holds at least one unit (a search of an empty index returns before).
 
     Sparse scores (:class:`~longctx.selection.SparseScores`, none negative) cost the units
     they hold and one pass over the documents (:func:`_best_documents`); dense ones a pass
     over the kept units (:func:`_best_documents_dense`, no sort)."""
-    starts = st.block.doc_starts() if st.n_units else None
-    if isinstance(scores, SparseScores) and starts is not None and not (scores.vals < 0).any():
+    starts = st.block.doc_starts()
+    if isinstance(scores, SparseScores) and not (scores.vals < 0).any():
         top, best, arg = _best_documents(st.unit_source, starts, scores, mask, k)
-    elif starts is not None:
-        top, best, arg = _best_documents_dense(starts, dense_scores(scores), mask, k)
     else:
-        scores = dense_scores(scores)
-        units = np.arange(st.n_units) if allowed is None else allowed
-        n_docs = len(st.doc_ids)
-        best = np.full(n_docs, -np.inf)
-        np.maximum.at(best, st.unit_source[units], scores[units])
-        arg = np.full(n_docs, -1, dtype=np.int64)
-        order = units[np.argsort(scores[units], kind="stable")]  # the last write is the best
-        arg[st.unit_source[order]] = order
-        docs = np.flatnonzero(arg >= 0)
-        top = docs[select_top(best[docs], k=k)]
-        best, arg = best[top], arg[top]
+        top, best, arg = _best_documents_dense(starts, dense_scores(scores), mask, k)
     hits = tuple(
         Passage(0, len(st.texts[d]), st.texts[d], float(b), int(st.unit_index[a]), int(d))
         for d, b, a in zip(top.tolist(), best.tolist(), arg.tolist())

@@ -36,7 +36,7 @@ from longctx.mixpr.query import (
 )
 from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
 from longctx.mixpr.scoring import normalized_query_vector
-from longctx.mixpr.seeds import check_seeds, seed_units
+from longctx.mixpr.seeds import local_seeds, seed_source, seed_units
 from longctx.mixpr.state import _frozen, _LazyTexts, _State
 from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.validation import (
@@ -506,11 +506,12 @@ class MixPRIndex(RetrievalIndex):
             units they overlap join the walk's restart in place of the dense nearest units
             (a walk of their own, added to MixPR's, each divided by its maximum:
             :mod:`longctx.mixpr.seeds`). No embedding call; works on any index, hybrid or
-            not. Local queries only.
+            not. Local queries only: a callable ``() -> seeds`` is called only for a local
+            query (:func:`~longctx.mixpr.seeds.seed_source`).
         """
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
-        seeds = None if seeds is None else check_seeds(seeds)
+        seeds = seed_source(seeds)
         st = self._state
         self._mask(st, filters)  # a bad filter raises before any work
         scores, used, timings, _ = self._score(st, query, mode, query_vector, filters, seeds=seeds)
@@ -537,8 +538,9 @@ class MixPRIndex(RetrievalIndex):
             mode = self.route(query)
             timings["route"] = time.perf_counter() - t0
         qvec = unit_seeds = None
-        if mode == "local" and seeds is not None:
-            t0 = time.perf_counter()
+        t0 = time.perf_counter()
+        seeds = local_seeds(seeds) if mode == "local" else None  # a callable: asked now
+        if seeds is not None:
             unit_seeds = seed_units(
                 seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends
             )
@@ -666,7 +668,8 @@ class MixPRIndex(RetrievalIndex):
         seeds : sequence of :class:`~longctx.mixpr.seeds.Seed`, optional
             Another retriever's hits for this query (``Seed(doc_id, start, end, score)``: an
             app's vector retriever, with the vectors it already holds): they seed the walk's
-            restart (:meth:`score`). No embedding call.
+            restart (:meth:`score`). No embedding call. A callable ``() -> seeds`` is asked
+            only when the query is local (a global one does not use seeds).
         explain : bool, default False
             Give each hit an ``explanation`` (:mod:`longctx.mixpr.explain`): the share of its
             score from the question's own match (the restart), from the walk (the terms and
@@ -693,7 +696,7 @@ class MixPRIndex(RetrievalIndex):
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
-        seeds = None if seeds is None else check_seeds(seeds)
+        seeds = seed_source(seeds)
         if not isinstance(whole_documents, bool):
             raise TypeError(f"whole_documents must be a bool, got {whole_documents!r}")
         if whole_documents and token_budget is not None:
@@ -718,7 +721,7 @@ class MixPRIndex(RetrievalIndex):
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
-            r = document_hits(st, scores, allowed, k, self.method, used, timings, t0, mask)
+            r = document_hits(st, scores, k, self.method, used, timings, t0, mask)
             return replace(r, trace=trace)
         counts = self._counts(st) if token_budget is not None else None
         idx, vals = select_units(

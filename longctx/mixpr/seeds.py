@@ -29,7 +29,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Seed", "MAX_SEEDS", "check_seeds", "hit_seed", "rank_weight", "seed_units"]
+__all__ = [
+    "Seed",
+    "MAX_SEEDS",
+    "check_seeds",
+    "hit_seed",
+    "local_seeds",
+    "rank_weight",
+    "seed_source",
+    "seed_units",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +158,48 @@ def check_seeds(seeds, name: str = "seeds") -> list[Seed]:
     return out
 
 
+def seed_source(seeds, name: str = "seeds"):
+    """Check ``seeds=`` before any work: ``None``, a callable (kept as it is: asked by
+    :func:`local_seeds` for a local query only) or a sequence (:func:`check_seeds`).
+
+    A callable ``() -> seeds`` lets an app hand over its retriever without asking it: a query
+    the router sends to global mode (a summary question) does not use seeds, so the app's
+    retriever, and the query embedding it costs, is never called for it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_seeds` for a sequence.
+    """
+    if seeds is None or callable(seeds):
+        return seeds
+    return check_seeds(seeds, name)
+
+
+def local_seeds(seeds, name: str = "seeds") -> list[Seed] | None:
+    """The checked seeds of a local query: a callable ``seeds`` (:func:`seed_source`) is
+    called now, once, and what it returns is checked (:func:`check_seeds`; ``None``: no
+    seeds); a sequence was checked already.
+
+    Raises
+    ------
+    TypeError, ValueError
+        What the callable returned is not a sequence of seeds (the message names ``name``).
+    """
+    if not callable(seeds):
+        return seeds
+    got = seeds()
+    logger.info("MixPR seeds: local query, the seeds' retriever asked")
+    return None if got is None else check_seeds(got, f"{name}()")
+
+
+def _length(texts, d: int) -> int:
+    """Characters of document ``d``: ``texts.lengths[d]`` when the sequence keeps them (a
+    mapped index's :class:`~longctx.mixpr.persist_mapped.MappedTexts`: nothing decoded)."""
+    lengths = getattr(texts, "lengths", None)
+    return int(lengths[d]) if lengths is not None else len(texts[d])
+
+
 def seed_units(
     seeds: list[Seed], positions: Mapping, texts, unit_source, starts, ends
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +218,8 @@ def seed_units(
     positions : mapping str -> int
         Document id -> position.
     texts : sequence of str
-        The documents (to locate a seed by its ``text``).
+        The documents (to locate a seed by its ``text``); a whole-document seed reads only
+        its length (``texts.lengths`` when the sequence has it: no decoding).
     unit_source, starts, ends : (n_units,) int64
         Each unit's document position (ascending) and character span.
 
@@ -197,8 +249,8 @@ def seed_units(
                     continue
                 a, b = at, at + len(s.text)
                 located += 1
-            else:
-                a, b = 0, len(texts[d])
+            else:  # the whole document: its stored length, no text decoded
+                a, b = 0, _length(texts, d)
         lo = int(np.searchsorted(unit_source, d, side="left"))
         hi = int(np.searchsorted(unit_source, d, side="right"))
         j0 = lo + int(np.searchsorted(ends[lo:hi], a, side="right"))

@@ -20,6 +20,13 @@ from longctx.mixpr.scoring import term_weights as _term_weights
 from longctx.mixpr.tfidf import TermTable, text_lengths
 
 
+def table_weights(config: MixPRConfig, table: TermTable) -> np.ndarray | None:
+    """``(n_terms,) float64``: how much each term links units in the factored graph,
+    ``(idf / max idf) ** graph_idf_power`` (``None``: power 0, every term alike): the one rule
+    for a built index's state and a loaded one's graph."""
+    return _term_weights(table.idf(), config.graph_idf_power)
+
+
 class _LazyTexts(Sequence):
     """``texts[i]`` sliced on demand from the sources (the router sees the units without a copy)."""
 
@@ -133,9 +140,8 @@ class _State:
         return FactoredGraph(E, term_weights=self.term_weights())
 
     def term_weights(self) -> np.ndarray | None:
-        """``(n_terms,) float64``: how much each term links units in the factored graph,
-        ``(idf / max idf) ** graph_idf_power`` (``None``: power 0, every term alike)."""
-        return _term_weights(self.table.idf(), self.config.graph_idf_power)
+        """:func:`table_weights` of this snapshot's settings and terms."""
+        return table_weights(self.config, self.table)
 
     def scorer(self) -> Scorer:
         """The scoring pipeline over this snapshot: one block holding every unit."""

@@ -190,26 +190,47 @@ NPY_HEADER_ERRORS = (
 )
 
 
+#: Largest ``.npy`` header parsed (bytes; numpy writes 128 for a 1-D array), in an ``.npz``
+#: member or an ``.npy`` file.
+MAX_NPY_HEADER_BYTES = 1 << 16
+#: The ``.npy`` header versions read (numpy writes 1.0, or 2.0 for a header over 64 KiB; 3.0
+#: only for structured dtypes with names outside Latin-1, which no longctx member holds).
+_NPY_READERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+
+
+def read_npy_header(fh, message: str) -> tuple[tuple, bool, np.dtype]:
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` header at the start of the binary file
+    ``fh`` (its magic string first; ``fh`` is left where the values start), parsed by numpy's
+    bounded readers (a ``literal_eval`` of at most :data:`MAX_NPY_HEADER_BYTES` bytes: no
+    pickle, no code run). The one header rule of format 2's ``.npz`` members and format 3's
+    ``.npy`` files.
+
+    Raises
+    ------
+    PersistError
+        ``"{message}: <what the parser said>"``: a damaged or forged header, another version.
+    """
+    try:
+        version = np.lib.format.read_magic(fh)
+        reader = _NPY_READERS.get(version)
+        if reader is None:
+            raise ValueError(f"unsupported .npy version {version[0]}.{version[1]}")
+        return reader(fh, max_header_size=MAX_NPY_HEADER_BYTES)
+    except NPY_HEADER_ERRORS as exc:
+        raise PersistError(f"{message}: {str(exc)[:200]}") from None
+
+
 def _check_npz_headers(p: Path, zf: zipfile.ZipFile) -> None:
     """Read every ``.npy`` header of an open ``.npz`` and bound its size before any load."""
-    fmt = np.lib.format
     for info in zf.infolist():
         if not info.filename.endswith(".npy"):
             continue
         key = info.filename[:-4]
         with zf.open(info) as fh:
-            try:
-                major_minor = fmt.read_magic(fh)
-                if major_minor == (1, 0):
-                    shape, fortran, dtype = fmt.read_array_header_1_0(fh)
-                elif major_minor == (2, 0):
-                    shape, fortran, dtype = fmt.read_array_header_2_0(fh)
-                else:
-                    raise ValueError(f"unsupported .npy format version {major_minor}")
-            except NPY_HEADER_ERRORS as exc:
-                raise PersistError(
-                    f"{str(p)!r}: array {key!r} has a damaged header: {str(exc)[:200]}"
-                ) from None
+            shape, _, dtype = read_npy_header(fh, f"{str(p)!r}: array {key!r} has a damaged header")
         if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
             raise PersistError(f"{str(p)!r}: array {key!r} has dtype {dtype}, not a plain one")
         count = math.prod(int(s) for s in shape)
@@ -357,6 +378,8 @@ def _sparse_from_bytes(raw: bytes, p: Path, shape: tuple[int, int] | None = None
 __all__ = [
     "MANIFEST",
     "NPY_HEADER_ERRORS",
+    "MAX_NPY_HEADER_BYTES",
+    "read_npy_header",
     "PersistError",
     "ConcurrentSaveError",
     "MAX_JSON_BYTES",

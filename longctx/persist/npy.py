@@ -6,8 +6,9 @@ the raw values: uncompressed and aligned, so ``mmap`` serves them from the page 
 copy (bm25s maps its indexes the same way: Lù, 2024, arXiv:2407.03618, sec. 2). What a member
 read here must satisfy before a single value is read:
 
-- a version 1.0 / 2.0 / 3.0 header of at most :data:`MAX_HEADER_BYTES`, parsed by numpy's
-  ``read_array_header_*`` (a ``literal_eval`` of a bounded dict: no pickle, no code);
+- a version 1.0 / 2.0 header of at most :data:`MAX_HEADER_BYTES`, parsed by numpy's
+  ``read_array_header_*`` (:func:`longctx.persist.format.read_npy_header`, as format 2's ``.npz``
+  members) (a ``literal_eval`` of a bounded dict: no pickle, no code);
 - a dtype from the caller's list (numeric, little-endian or native), ``fortran_order`` false, a
   shape of the caller's number of dimensions;
 - header + ``prod(shape) * itemsize`` equal to the file's size (no trailing or missing byte) and
@@ -21,25 +22,21 @@ The values themselves are checked by the caller with the chunked scans below
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
 from pathlib import Path
 
 import numpy as np
 
-from longctx.persist.format import NPY_HEADER_ERRORS, PersistError
+from longctx.persist.format import MAX_NPY_HEADER_BYTES, PersistError, read_npy_header
 
 #: Largest ``.npy`` header accepted (bytes; numpy writes 128 for a 1-D array).
-MAX_HEADER_BYTES = 1 << 16
+MAX_HEADER_BYTES = MAX_NPY_HEADER_BYTES
 #: Largest ``.npy`` member mapped or read (bytes); ``LONGCTX_MAX_MAPPED_BYTES`` overrides it.
 MAX_MAPPED_BYTES = int(os.environ.get("LONGCTX_MAX_MAPPED_BYTES", 1 << 40))
 #: Values per block of a chunked scan (a scan's temporaries stay under ~ 8 bytes x this).
 SCAN_ITEMS = 1 << 20
-
-_READERS = {
-    (1, 0): np.lib.format.read_array_header_1_0,
-    (2, 0): np.lib.format.read_array_header_2_0,
-}
 
 
 def _header(head: bytes, p: Path) -> tuple[tuple, np.dtype, int]:
@@ -47,14 +44,7 @@ def _header(head: bytes, p: Path) -> tuple[tuple, np.dtype, int]:
     import io
 
     fh = io.BytesIO(head)
-    try:
-        major, minor = np.lib.format.read_magic(fh)
-        reader = _READERS.get((major, minor))
-        if reader is None:
-            raise ValueError(f"unsupported .npy version {major}.{minor}")
-        shape, fortran, dtype = reader(fh, max_header_size=MAX_HEADER_BYTES)
-    except NPY_HEADER_ERRORS as exc:
-        raise PersistError(f"{str(p)!r} is not a valid .npy file: {str(exc)[:200]}") from None
+    shape, fortran, dtype = read_npy_header(fh, f"{str(p)!r} is not a valid .npy file")
     if fortran:
         raise PersistError(f"{str(p)!r}: Fortran-ordered arrays are not accepted")
     return shape, dtype, fh.tell()
@@ -135,12 +125,39 @@ def npy_from_bytes(raw: bytes, p: Path, *, dtypes, ndim: int = 1) -> np.ndarray:
     return out.reshape(shape)
 
 
-def write_npy(path: str | os.PathLike, a: np.ndarray) -> None:
-    """Write ``a`` as a C-ordered ``.npy`` (no pickle; object dtypes refused)."""
+class _HashingWriter:
+    """A binary file that hashes what is written to it (SHA-256) and counts its bytes."""
+
+    def __init__(self, fh):
+        self._fh = fh
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def write(self, b) -> int:
+        self.sha.update(b)
+        self.size += len(b)
+        return self._fh.write(b)
+
+
+#: Bytes of an array's values written (and hashed) at a time by :func:`write_npy`.
+_WRITE_CHUNK = 1 << 24
+
+
+def write_npy(path: str | os.PathLike, a: np.ndarray) -> tuple[str, int]:
+    """Write ``a`` as a C-ordered ``.npy`` (version 1.0 header, the bytes of ``np.save``; no
+    pickle; object dtypes refused). Returns ``(hex SHA-256, size in bytes)`` of the file,
+    hashed while it is written (its values straight from the array's memory, never read back)."""
     a = np.ascontiguousarray(a)
     if a.dtype == object or a.dtype.fields is not None:
         raise TypeError(f"{Path(path).name}: dtype {a.dtype} is not saved")
-    np.save(path, a, allow_pickle=False)
+    fmt = np.lib.format
+    with open(path, "wb") as fh:
+        out = _HashingWriter(fh)
+        fmt.write_array_header_1_0(out, fmt.header_data_from_array_1_0(a))
+        raw = memoryview(a.reshape(-1).view(np.uint8)) if a.size else memoryview(b"")
+        for i in range(0, len(raw), _WRITE_CHUNK):
+            out.write(raw[i : i + _WRITE_CHUNK])
+    return out.sha.hexdigest(), out.size
 
 
 def release(*arrays: np.ndarray) -> None:

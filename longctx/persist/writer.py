@@ -311,8 +311,10 @@ def write_dir(
             sp.save_npz(tmp / f"{name}.npz", m, compressed=False)
             files.append(f"{name}.npz")
         for name, a in npy.items():
-            write_npy(tmp / f"{name}.npy", a)
+            sha, size = write_npy(tmp / f"{name}.npy", a)  # hashed while written
             files.append(f"{name}.npy")
+            _check_loadable_size(files[-1], size, MAX_NPZ_BYTES, "a file")
+            digests[files[-1]] = {"sha256": sha, "size": size}
         for f in files:
             if f not in digests:
                 sha, size = _fs.file_sha256(tmp / f)

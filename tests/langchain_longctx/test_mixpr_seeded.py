@@ -69,8 +69,8 @@ def test_hybrid_over_the_apps_store_embeds_nothing_and_follows_its_seeds(app, as
     assert r.index.unit_vectors is None
 
 
-def test_the_seeds_bring_in_what_the_vector_store_found(app):
-    docs, _, _ = app
+def _chalk_store():
+    """A store holding one chunk of ``other.txt`` (its chalk sentence, with ``start_index``)."""
     target = OTHER.index("Chalk dust")
     chunk = Document(
         page_content=OTHER[target : target + 40],
@@ -78,7 +78,12 @@ def test_the_seeds_bring_in_what_the_vector_store_found(app):
     )
     store = InMemoryVectorStore(Counting())
     store.add_documents([chunk])
-    q = "Where were the ships counted at dawn?"
+    return store
+
+
+def test_the_seeds_bring_in_what_the_vector_store_found(app):
+    docs, _, _ = app
+    store, q = _chalk_store(), "Where were the ships counted at dawn?"
     plain = MixPRRetriever.from_documents(docs, k=3)
     hybrid = MixPRRetriever.from_documents(docs, k=3, vector_retriever=store)
     assert not any("Chalk" in d.page_content for d in plain.invoke(q))
@@ -109,3 +114,44 @@ def test_a_loaded_retriever_takes_the_store_again(app, tmp_path):
     back = MixPRRetriever.load(tmp_path / "r", vector_retriever=store, vector_k=2)
     q = "Where did the fox cross the stream?"
     assert [d.id for d in back.invoke(q)] == [d.id for d in r.invoke(q)]
+
+
+@pytest.mark.parametrize("as_store", [True, False])
+def test_the_apps_retriever_is_asked_for_local_queries_only(app, as_store):
+    """A question the router sends to global mode uses no seeds: the app's store or retriever
+    (and the query embedding it costs) is not called for it (issue 45 review)."""
+    docs, _, store = app
+    asked = []
+
+    class CountingStore(InMemoryVectorStore):
+        def similarity_search(self, query, k=4, **kwargs):
+            asked.append(query)
+            return super().similarity_search(query, k=k, **kwargs)
+
+    counted = CountingStore(store.embedding)
+    counted.store = store.store
+    vr = counted if as_store else counted.as_retriever(search_kwargs={"k": 2})
+    r = MixPRRetriever.from_documents(docs, k=3, vector_retriever=vr, vector_k=2)
+    assert r.invoke("Summarize the main themes of the books.")
+    assert asked == []
+    assert r.invoke("Where did the fox cross the stream?")
+    assert asked == ["Where did the fox cross the stream?"]
+
+
+def test_added_documents_seed_their_spans_like_the_first_ones(app):
+    """After ``add_documents`` the source map holds the new documents too: a store's chunk of
+    an added document seeds its span there, as a chunk of a first document does (issue 45
+    review). The query shares no term with the chunk: only the seed brings it in."""
+    docs, _, _ = app
+    store, q = _chalk_store(), "Where were the ships counted at dawn?"
+    whole = MixPRRetriever.from_documents(docs, k=3, vector_retriever=store)
+    grown = MixPRRetriever.from_documents(docs[:1], k=3, vector_retriever=store)
+    assert not any("Chalk" in d.page_content for d in grown.invoke(q))  # map built, no other
+    assert grown._sources == {"book.txt": "source0"}
+    grown.add_documents(docs[1:], ids=["added"])
+    assert grown._sources == {"book.txt": "source0", "other.txt": "added"}
+    got = grown.invoke(q)
+    assert any("Chalk" in d.page_content for d in got)
+    assert [d.page_content for d in got] == [d.page_content for d in whole.invoke(q)]
+    grown.add_documents([Document(page_content=BOOK, metadata={"source": "book.txt"})])
+    assert grown._sources["book.txt"] == "source0"  # the first document of a source keeps it

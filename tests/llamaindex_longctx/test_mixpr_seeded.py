@@ -146,3 +146,23 @@ def test_a_search_never_embeds_a_followed_indexs_new_nodes():
     out = r.retrieve(q)
     assert emb.calls == after
     assert any("Chalk dust" in n.node.get_content() for n in out)
+
+
+def test_the_apps_retriever_is_asked_for_local_queries_only(app):
+    """A question the router sends to global mode uses no seeds: the app's retriever (and the
+    query embedding it costs) is not called for it (issue 45 review)."""
+    docs, _, vindex, _ = app
+    inner = vindex.as_retriever(similarity_top_k=2)
+
+    class Counting(BaseRetriever):
+        calls = 0
+
+        def _retrieve(self, query_bundle):
+            Counting.calls += 1
+            return inner.retrieve(query_bundle)
+
+    r = MixPRRetriever.from_documents(docs, similarity_top_k=3, vector_retriever=Counting())
+    assert r.retrieve("Summarize the main themes of the books.")
+    assert Counting.calls == 0
+    assert r.retrieve("Where did the fox cross the stream?")
+    assert Counting.calls == 1

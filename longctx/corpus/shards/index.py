@@ -65,7 +65,7 @@ from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.router import MODES, KeywordRouter, plan_walk
 from longctx.mixpr.scoring import Scorer, normalized_query_vector, term_weights
-from longctx.mixpr.seeds import check_seeds
+from longctx.mixpr.seeds import local_seeds, seed_source
 from longctx.mixpr.tfidf import TfidfSettings
 from longctx.mixpr.validation import check_change, check_held
 from longctx.persist import PersistError
@@ -451,7 +451,7 @@ class ShardedMixPRIndex:
         :class:`~longctx.mixpr.index.MixPRIndex` takes them; local queries only)."""
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
-        seeds = None if seeds is None else check_seeds(seeds)
+        seeds = seed_source(seeds)
         compile_filter(filters)  # a bad filter raises before any work
         g = self._global
         if query_vector is not None and g.get("dim") is None:
@@ -462,9 +462,10 @@ class ShardedMixPRIndex:
             mode = self.route(query) if g["n_units"] else "local"
             timings["route"] = time.perf_counter() - t0
         qvec = None
-        if mode == "local" and seeds is not None and g["n_units"]:
-            t0 = time.perf_counter()
-            keys = seed_keys(self._run, self._shard_of, g["start"], seeds)
+        t0 = time.perf_counter()
+        seeds = local_seeds(seeds) if mode == "local" and g["n_units"] else None
+        if seeds is not None:  # (a callable is asked for a local query only)
+            keys = seed_keys(self._run, self._shard_of, seeds)
             timings["seeds"] = time.perf_counter() - t0
             return mode, None, timings, keys
         if mode == "local" and g.get("dim") is not None and g["n_units"]:

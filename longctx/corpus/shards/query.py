@@ -3,7 +3,7 @@ shards' documents: the units' texts for a router (:class:`ShardedUnits`), and an
 retriever's hits as seeds of the walk (``ShardedMixPRIndex.search(seeds=...)``, :func:`seed_keys`):
 each :class:`~longctx.mixpr.seeds.Seed` names a document, so it goes to the shard that
 holds it, which maps it to its units (:func:`longctx.mixpr.seeds.seed_units`, binary searches
-in the shard's unit offsets); the driver turns them into corpus-wide unit keys, as one
+in the shard's unit offsets) and returns their corpus-wide keys (its block's), as one
 :class:`~longctx.mixpr.index.MixPRIndex` over the same documents numbers its units. The cost
 grows with the seeds and the units they overlap, not with the corpus."""
 
@@ -48,7 +48,7 @@ class ShardedUnits(Sequence):
 
 
 def seed_keys(
-    run: Callable[[dict], dict], shard_of: Mapping[str, int], start: Mapping[str, int], seeds
+    run: Callable[[dict], dict], shard_of: Mapping[str, int], seeds
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(keys (m,) int64 ascending, weights (m,) float64)``: the corpus-wide units the seeds
     overlap and their restart weights.
@@ -59,8 +59,6 @@ def seed_keys(
         ``{shard: (method, args)} -> {shard: result}`` (the index's shard calls).
     shard_of : mapping str -> int
         Document id -> its shard.
-    start : mapping str -> int
-        Document id -> the corpus-wide key of its first unit.
     seeds : list of Seed
         Checked (:func:`longctx.mixpr.seeds.check_seeds`). Seeds of documents the index does
         not hold are left out (one INFO log line).
@@ -78,12 +76,9 @@ def seed_keys(
             "MixPR seeds: %d of %d name documents the index does not hold", unknown, len(seeds)
         )
     got = run({i: ("seed_units", (ss,)) for i, ss in by_shard.items()}) if by_shard else {}
-    keys, weights = [], []
-    for docs, unit_index, w in got.values():
-        keys.append(np.array([start[d] for d in docs], dtype=np.int64) + unit_index)
-        weights.append(w)
-    if not keys:
+    if not got:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    keys, weights = np.concatenate(keys), np.concatenate(weights)
+    keys = np.concatenate([k for k, _ in got.values()]).astype(np.int64, copy=False)
+    weights = np.concatenate([w for _, w in got.values()])
     order = np.argsort(keys, kind="stable")
     return keys[order], weights[order]

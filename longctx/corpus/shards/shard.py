@@ -17,7 +17,7 @@ from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.scoring import UnitBlock
 from longctx.mixpr.seeds import seed_units
 from longctx.mixpr.tfidf import TermStats, tfidf_rows
-from longctx.persist import PersistError
+from longctx.persist import PersistError, open_index_dir, retry_on_concurrent_save
 
 __all__ = ["ASSIGNMENT", "MixPRShard", "assign_shards", "shard_dir"]
 
@@ -89,6 +89,7 @@ class MixPRShard:
         return cls(index)
 
     @classmethod
+    @retry_on_concurrent_save("path")
     def load(cls, path, *, encoder=None) -> MixPRShard:
         """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder): memory-mapped
         when it was saved in format 3 (the default; the process holding it keeps in
@@ -101,15 +102,16 @@ class MixPRShard:
             As :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`, or a shard of
             ``graph='threshold'``.
         """
-        from pathlib import Path
-
         from longctx.mixpr.index import MixPRIndex
         from longctx.mixpr.persist_mapped import FORMAT_VERSION
-        from longctx.persist.fs import read_manifest_at
 
-        # a hint only: the loader checks the whole folder (format 2 then read whole)
-        mapped = (read_manifest_at(None, Path(path)) or {}).get("format_version") == FORMAT_VERSION
-        index = MixPRIndex.load(path, encoder=encoder, mmap=mapped)
+        try:  # the folder opened once, its manifest read once, and given to the loader
+            where = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
+        except PersistError:
+            where, mapped = path, False  # the loader names the problem
+        else:
+            mapped = where.manifest.get("format_version") == FORMAT_VERSION
+        index = MixPRIndex.load(where, encoder=encoder, mmap=mapped)
         if index.config.graph != "factored":
             raise PersistError(f"{str(path)!r} holds a MixPR index with graph='threshold'")
         return cls(index)
@@ -222,13 +224,19 @@ class MixPRShard:
             out.append((st.doc_ids[d], a, b, st.texts[d][a:b], int(st.unit_index[i])))
         return out
 
-    def seed_units(self, seeds) -> tuple[list, np.ndarray, np.ndarray]:
-        """``(document ids, unit indices within them (m,) int64, weights (m,) float64)`` of the
-        shard's units the ``seeds`` overlap (:func:`longctx.mixpr.seeds.seed_units`)."""
+    def seed_units(self, seeds) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys (m,) int64 ascending, weights (m,) float64)``: the corpus-wide keys (the
+        block's, :meth:`set_global`) of the shard's units the ``seeds`` overlap
+        (:func:`longctx.mixpr.seeds.seed_units`), as the scorer's blocks take them: what
+        :meth:`MixPRIndex.search(seeds=) <longctx.mixpr.index.MixPRIndex.search>` maps them
+        to within one index, numbered as the corpus numbers its units."""
         st = self.index._state
         units, w = seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends)
-        docs = [st.doc_ids[d] for d in st.unit_source[units].tolist()]
-        return docs, np.asarray(st.unit_index[units], dtype=np.int64), w
+        if not len(units):
+            return units, w
+        if self.block is None:
+            raise RuntimeError("shard has no corpus statistics yet (set_global)")
+        return np.asarray(self.block.keys[units], dtype=np.int64), w
 
     def unit_text(self, doc_id: str, unit_index: int) -> str:
         st = self.index._state

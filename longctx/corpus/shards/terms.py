@@ -18,12 +18,14 @@ holding a NUL byte take that path.
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 
 from longctx._rss import give_back_free_memory
-from longctx.mixpr.persist_mapped import MappedVocabulary
+from longctx.mixpr.persist_mapped import MappedVocabulary, utf8_blob
 from longctx.mixpr.tfidf import TermStats, merge_term_stats
+from longctx.persist import PersistError
 
 logger = logging.getLogger(__name__)
 
@@ -37,13 +39,16 @@ _BLOCK = 1 << 18
 
 class TermBlob:
     """A shard's terms by column: ``blob`` ``(n_bytes,) uint8`` their UTF-8 bytes one after
-    another, ``offsets`` ``(n_terms + 1,) int64``. Iterating decodes them (as ``terms()``)."""
+    another, ``offsets`` ``(n_terms + 1,) int64``. Iterating decodes them (as ``terms()``);
+    bytes that are not UTF-8 (a forged shard's ``term_bytes.npy``) raise
+    :class:`~longctx.persist.PersistError` naming ``where``, the file they came from."""
 
-    __slots__ = ("blob", "offsets")
+    __slots__ = ("blob", "offsets", "where")
 
-    def __init__(self, blob: np.ndarray, offsets: np.ndarray):
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray, where: str = "a shard's terms"):
         self.blob = np.asarray(blob, dtype=np.uint8)
         self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.where = where
 
     @classmethod
     def of(cls, table) -> TermBlob:
@@ -51,18 +56,20 @@ class TermBlob:
         vocabulary reads, else its terms encoded)."""
         vocab = table.vocabulary
         if isinstance(vocab, MappedVocabulary):
-            return cls(np.frombuffer(vocab._mv, dtype=np.uint8), vocab._offsets)
-        enc = [t.encode("utf-8", "surrogatepass") for t in table.terms()]
-        offsets = np.zeros(len(enc) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in enc], out=offsets[1:])
-        return cls(np.frombuffer(b"".join(enc), dtype=np.uint8), offsets)
+            where = os.path.join(vocab._where, "term_bytes.npy")
+            return cls(np.frombuffer(vocab._mv, dtype=np.uint8), vocab._offsets, repr(where))
+        return cls(*utf8_blob(table.terms(), "a term", errors="surrogatepass"))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
     def __iter__(self):
         mv, o = memoryview(self.blob), self.offsets.tolist()
-        return (bytes(mv[a:b]).decode("utf-8", "surrogatepass") for a, b in zip(o, o[1:]))
+        for j, (a, b) in enumerate(zip(o, o[1:])):
+            try:
+                yield bytes(mv[a:b]).decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                raise PersistError(f"{self.where}: term {j} is not valid UTF-8") from None
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, TermBlob):
