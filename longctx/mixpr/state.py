@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from longctx._rss import give_back_free_memory
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
+from longctx.mixpr.hits import text_slice
 from longctx.mixpr.router import plan_walk
 from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock
 from longctx.mixpr.scoring import term_weights as _term_weights
@@ -181,7 +182,10 @@ class _State:
         return text_lengths(self.texts)
 
     def unit_text(self, i: int) -> str:
-        return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]
+        """Unit ``i``'s text (:func:`~longctx.mixpr.hits.text_slice` of its document)."""
+        return text_slice(
+            self.texts, int(self.unit_source[i]), int(self.starts[i]), int(self.ends[i])
+        )
 
     def unit_heads(self, lo: int = 0, hi: int | None = None) -> list[list[str]]:
         """Head phrases of units ``lo .. hi`` from their documents' titles, headings, file
