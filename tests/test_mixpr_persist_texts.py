@@ -170,3 +170,16 @@ def test_a_table_of_the_wrong_length_is_refused_at_open(saved):
     for mmap in (True, False):
         with pytest.raises(PersistError, match=r"text_checkpoints\.npy.*checkpoints, the texts"):
             MixPRIndex.load(saved, mmap=mmap)
+
+
+def test_a_corpus_of_short_texts_holds_no_table_and_an_empty_table_is_checked():
+    """Texts of at most one step: an empty table, nothing held for it (a corpus of passages);
+    an empty table where a text is longer is refused all the same."""
+    m = _mapped(["short", "texts", "only"], 8)
+    assert m._cp is None and m.text_slice(1, 1, 3) == "ex"
+    enc = b"a longer text here"
+    with pytest.raises(PersistError, match="cp here: 0 checkpoints.*call for 2"):
+        MappedTexts(
+            np.frombuffer(enc, np.uint8), np.array([0, len(enc)]), np.array([len(enc)]), "b",
+            np.zeros(0, np.int64), 8, "cp here",
+        )  # fmt: skip

@@ -148,7 +148,9 @@ class MappedTexts(Sequence):
         self._where = where
         self._cp = None
         if checkpoints is not None:
-            self._cp = _Checkpoints(checkpoints, lengths, step, checkpoints_where)
+            cp = _Checkpoints(checkpoints, lengths, step, checkpoints_where)
+            if len(checkpoints):  # else every text is short: decoded whole, nothing held
+                self._cp = cp
         self._cache: OrderedDict[int, str] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
