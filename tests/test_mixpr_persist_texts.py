@@ -183,3 +183,17 @@ def test_a_corpus_of_short_texts_holds_no_table_and_an_empty_table_is_checked():
             np.frombuffer(enc, np.uint8), np.array([0, len(enc)]), np.array([len(enc)]), "b",
             np.zeros(0, np.int64), 8, "cp here",
         )  # fmt: skip
+
+
+def test_a_router_reads_the_units_from_the_checkpoints(built, saved):
+    """The units a router sees (``_LazyTexts``) are sliced as hits are: no text decoded whole."""
+    seen = []
+
+    def router(query, chunks):
+        seen.extend([chunks[0], chunks[len(chunks) - 1]])
+        return "local"
+
+    back = MixPRIndex.load(saved, mmap=True, router=router)
+    back.search(QUESTIONS[0], k=2, mode="auto")
+    assert seen == [built._state.unit_text(0), built._state.unit_text(built.n_units - 1)]
+    assert set(back._state.texts._cache) <= {2}

@@ -38,7 +38,7 @@ class _LazyTexts(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return self._t[self._s[i]][self._a[i] : self._b[i]]
+        return text_slice(self._t, int(self._s[i]), int(self._a[i]), int(self._b[i]))
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
