@@ -574,6 +574,131 @@ def test_f3_any_edit_of_a_unit_array_loads_consistent_units_or_is_refused(
     assert_units_consistent(ix)
 
 
+# -- the texts' checkpoints (text_checkpoints.npy, issue 46) ---------------------------------------
+CP_STEP = 8
+# every 8th character a 2-byte one; units of 32 characters, the 3rd one alone of its words
+CP_TEXTS = [*TEXTS, "Кот лис " * 8 + "Сом рак " * 4 + "Кот лис " * 28]
+
+
+@pytest.fixture(scope="module")
+def saved_cp(tmp_path_factory):
+    """A format-3 index whose checkpoints (step 8) a query reads: its hits in a Cyrillic text
+    (the saved step comes from ``TEXT_STEP`` at the save; ``walk="pagerank"``: no phrase
+    graph, whose build at open would decode every text whole)."""
+    import longctx.mixpr.persist_mapped as persist_mapped
+
+    d = tmp_path_factory.mktemp("cp") / "idx"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(persist_mapped, "TEXT_STEP", CP_STEP)
+        MixPRIndex.from_texts(CP_TEXTS, max_words=8, walk="pagerank").save(d)
+    assert json.loads((d / "manifest.json").read_text())["text_step"] == CP_STEP
+    return d
+
+
+@pytest.fixture
+def idx_cp(tmp_path, saved_cp):
+    return copied(saved_cp, tmp_path / "idx")
+
+
+_CP_QUERY = "сом рак"
+
+
+def _cp_window(d: Path):
+    """``(lo, hi)``: the table positions of the checkpoints below and above the one hit of
+    :data:`_CP_QUERY` (characters 64 to 96 of the Cyrillic text: no other hit reads them)."""
+    back = MixPRIndex.load(d)
+    (h,) = back.search(_CP_QUERY, k=1).hits
+    assert (h.source, h.start, h.end) == (len(TEXTS), 64, 95)
+    first = int(back._state.texts._cp.first[h.source])
+    return first + 64 // CP_STEP - 1, first + 96 // CP_STEP - 1
+
+
+def _swap(lo, hi):
+    return lambda a: a.__setitem__([lo, hi], a[[hi, lo]])
+
+
+@pytest.mark.parametrize(
+    "how, match",
+    [
+        ("non-monotone", "out of order or outside the text"),
+        ("negative", "out of order or outside the text"),
+        ("past the text", "past its bytes"),
+        ("beyond the blob", "past its bytes"),
+        ("mid-character", "not on a character boundary"),
+        ("wrong count", r"holds \d+ characters between its checkpoints"),
+    ],
+)
+def test_f3_a_forged_text_checkpoint_is_refused_when_a_hit_reads_it(idx_cp, how, match):
+    """Format 3 only (issue 46: a hit's text decoded from the two checkpoints around it): a
+    checkpoint read by a query out of order, outside its text's bytes, inside a character, or
+    around a window holding another number of characters than the checkpoints' distance is a
+    PersistError naming ``text_checkpoints.npy`` at the search, in both modes; the load itself
+    reads nothing of the table but its length."""
+    lo, hi = _cp_window(idx_cp)
+    edits = {
+        "non-monotone": _swap(lo, hi),
+        "negative": lambda a: a.__setitem__(lo, -3),
+        "past the text": lambda a: a.__setitem__(hi, len(CP_TEXTS[-1].encode()) + 1),
+        "beyond the blob": lambda a: a.__setitem__(hi, 10**15),
+        "mid-character": lambda a: a.__setitem__(lo, a[lo] + 1),  # inside a 2-byte "К"
+        "wrong count": lambda a: a.__setitem__(hi, a[hi] + 2),  # one character more
+    }
+    _poke(idx_cp, "text_checkpoints.npy", edits[how])
+    for mmap in (True, False):
+        back = MixPRIndex.load(idx_cp, mmap=mmap)
+        with pytest.raises(PersistError, match=rf"text_checkpoints\.npy.*{match}"):
+            back.search(_CP_QUERY, k=1)
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda m: m.pop("text_step") and None, "'text_step' must be an int"),
+        (_set("text_step", 0), "'text_step' must be an int"),
+        (_set("text_step", True), "'text_step' must be an int"),
+        (_set("text_step", "8"), "'text_step' must be an int"),
+        (_set("text_step", 8.0), "'text_step' must be an int"),
+        (_set("text_step", 2**40), "'text_step' must be an int"),
+        (_set("text_step", 4), r"text_checkpoints\.npy.*checkpoints, the texts"),
+    ],
+)
+def test_f3_the_checkpoints_step_is_checked_at_open(idx_cp, edit, match):
+    """Format 3 only: the manifest's ``text_step`` (an int in [1, 2**24], not a bool) and the
+    table's length it implies with the texts' lengths are checked at open."""
+    edit_json(idx_cp / "manifest.json", edit, stamp=False)
+    _refused(idx_cp, match)
+
+
+def test_f3_a_checkpoint_table_of_another_length_is_refused_at_open(idx_cp):
+    """Twin of the length checks of ``test_f3_sizes_that_disagree_with_each_other_are_refused``
+    for the table: one entry more or fewer than the texts' lengths call for."""
+    cp = np.load(idx_cp / "text_checkpoints.npy")
+    for forged in (cp[:-1], np.append(cp, cp[-1])):
+        _put(idx_cp, "text_checkpoints.npy", forged)
+        _refused(idx_cp, r"text_checkpoints\.npy.*checkpoints, the texts")
+
+
+@UNIT_EDIT_SETTINGS
+@given(at=st.integers(0, 10**6), delta=st.integers(-(2**40), 2**40), mmap=st.booleans())
+def test_f3_any_edit_of_a_checkpoint_returns_text_of_its_document_or_is_refused(
+    saved_cp, tmp_path_factory, at, delta, mmap
+):
+    """Whatever one checkpoint is changed to, a search either returns hits whose text lies in
+    its own document (a checkpoint consistent with its neighbours may shift a window within
+    its text, as forged unit offsets may; never past it) or raises a PersistError naming the
+    table; never another exception."""
+    d = tmp_path_factory.mktemp("h") / "idx"
+    shutil.copytree(saved_cp, d)
+    _poke(d, "text_checkpoints.npy", lambda v: v.__setitem__(at % len(v), v[at % len(v)] + delta))
+    ix = MixPRIndex.load(d, mmap=mmap)
+    try:
+        hits = ix.search(_CP_QUERY, k=10).hits + ix.search("cat fish Paris", k=10).hits
+    except PersistError as exc:
+        assert "text_checkpoints.npy" in str(exc)
+        return
+    assert hits and all(h.text in CP_TEXTS[h.source] for h in hits)
+
+
 # -- the other graph and the unit vectors ----------------------------------------------------------
 @pytest.mark.parametrize(
     "name, edit, match",

@@ -19,7 +19,14 @@ import numpy as np
 from longctx.selection import SparseScores, select_distinct, select_top
 from longctx.types import Passage, SearchResult
 
-__all__ = ["dense_scores", "select_units", "unit_hit", "unit_text_key", "document_hits"]
+__all__ = [
+    "dense_scores",
+    "select_units",
+    "text_slice",
+    "unit_hit",
+    "unit_text_key",
+    "document_hits",
+]
 
 
 def dense_scores(scores) -> np.ndarray:
@@ -27,10 +34,19 @@ def dense_scores(scores) -> np.ndarray:
     return scores.dense() if isinstance(scores, SparseScores) else scores
 
 
+def text_slice(texts, d: int, start: int, end: int) -> str:
+    """``texts[d][start:end]`` (characters), decoded from around the slice only when
+    ``texts`` is a format-3 index's :class:`~longctx.mixpr.persist_texts.MappedTexts` (its
+    ``text_slice``: a hit in a 1 MB book decodes a few KB, not the book); raises its
+    :class:`~longctx.persist.PersistError` for damaged texts."""
+    part = getattr(texts, "text_slice", None)
+    return texts[d][start:end] if part is None else part(d, start, end)
+
+
 def unit_hit(st, i: int, score: float) -> Passage:
     """Unit ``i`` of the state ``st`` as a hit of score ``score``."""
     d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
-    return Passage(a, b, st.texts[d][a:b], score, int(st.unit_index[i]), d)
+    return Passage(a, b, text_slice(st.texts, d, a, b), score, int(st.unit_index[i]), d)
 
 
 def unit_text_key(st, allowed):
@@ -40,7 +56,7 @@ def unit_text_key(st, allowed):
     def key(j: int) -> str:
         i = int(j if allowed is None else allowed[j])
         d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
-        return " ".join(st.texts[d][a:b].split())
+        return " ".join(text_slice(st.texts, d, a, b).split())
 
     return key
 

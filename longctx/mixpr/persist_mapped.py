@@ -10,6 +10,9 @@ Layout (``DIR/``, beside ``manifest.json``, ``config.json`` and ``documents.json
     text_bytes.npy      (total bytes,) uint8     the documents' texts, UTF-8, one after another
     text_offsets.npy    (n_docs + 1,) int64      where each text's bytes start (last: the total)
     text_chars.npy      (n_docs,) int64          each text's length in characters
+    text_checkpoints.npy (..,) int64             the byte offset of every 1024th character of
+                        each text longer than that (the step: the manifest's ``"text_step"``;
+                        since issue 46, optional: :mod:`longctx.mixpr.persist_texts`)
     term_bytes.npy      (..,) uint8              the terms by column, UTF-8, in sorted order
     term_offsets.npy    (n_terms + 1,) int64
     unit_source.npy, unit_index.npy, starts.npy, ends.npy, token_counts.npy   (n_units,) int64
@@ -40,9 +43,10 @@ back, so a mapped index holds in memory what its queries read):
 - the unit vectors finite with unit (or zero) rows.
 
 Checked when first read instead (a :class:`~longctx.persist.PersistError` then): each text's
-UTF-8 and its length (when the text is decoded: a hit, a filter on it, an insert), the term
-counts (structure, whole numbers in ``[1, 2**31]``, ``df`` and ``cf`` equal to theirs; at the
-first insert or delete). A term's bytes are compared, never decoded, by a query's lookup (a
+UTF-8 and its length (when the text is decoded: a filter on it, an insert, a whole-document
+hit), a hit's part of a text and the two checkpoints around it (the table's length at open:
+:mod:`longctx.mixpr.persist_texts`), the term counts (structure, whole numbers in
+``[1, 2**31]``, ``df`` and ``cf`` equal to theirs; at the first insert or delete). A term's bytes are compared, never decoded, by a query's lookup (a
 binary search over the sorted terms): a damaged term is not found, never misread.
 
 Read at the open besides (``graph="factored"``): the column sums of ``E``, which the push walk's
@@ -61,8 +65,7 @@ import logging
 import math
 import threading
 import warnings
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -76,6 +79,12 @@ from longctx.mixpr.persist import (
     load_format2,
     read_config,
     read_documents,
+)
+from longctx.mixpr.persist_texts import (
+    MAX_TEXT_STEP,
+    TEXT_STEP,
+    MappedTexts,
+    text_checkpoints,
 )
 from longctx.mixpr.state import table_weights
 from longctx.mixpr.tfidf import TermTable
@@ -97,9 +106,6 @@ logger = logging.getLogger(__name__)
 
 #: The format version of an index saved by :func:`save_mapped`.
 FORMAT_VERSION = 3
-#: Decoded texts kept by a :class:`MappedTexts` (characters, all texts together).
-TEXT_CACHE_CHARS = 32 << 20
-
 _INDEX_DTYPES = (np.int32, np.int64)
 
 
@@ -146,6 +152,7 @@ def save_mapped(index, path) -> None:
         "text_bytes": text_bytes,
         "text_offsets": text_offsets,
         "text_chars": st.text_lengths().astype(np.int64, copy=False),
+        "text_checkpoints": text_checkpoints(st.texts, TEXT_STEP),
         "term_bytes": term_bytes,
         "term_offsets": term_offsets,
         **{k: np.asarray(v, dtype=np.int64) for k, v in units.items()},
@@ -162,80 +169,10 @@ def save_mapped(index, path) -> None:
         npy["colsum"] = np.asarray(graph.colsum, dtype=np.float64)
     if st.unit_vectors is not None:
         npy["unit_vectors"] = st.unit_vectors
-    write_dir(path, kind="mixpr", version=FORMAT_VERSION, json_files=json_files, npy=npy)
-
-
-class MappedTexts(Sequence):
-    """The documents' texts of a format-3 index, decoded from their UTF-8 bytes when read (the
-    last ones read kept, :data:`TEXT_CACHE_CHARS` characters at most). A slice is a tuple of
-    str. Compares equal to a tuple or list holding the same texts.
-
-    Attributes
-    ----------
-    lengths : (n_docs,) int64
-        Each text's length in characters.
-    """
-
-    def __init__(self, blob: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, where: str):
-        self._blob = blob
-        self._offsets = offsets
-        self.lengths = lengths
-        self._where = where
-        self._cache: OrderedDict[int, str] = OrderedDict()
-        self._cached = 0
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return tuple(self._text(j) for j in range(*i.indices(len(self))))
-        n = len(self)
-        i = int(i)
-        if not -n <= i < n:
-            raise IndexError("text index out of range")
-        return self._text(i % n)
-
-    def __iter__(self):
-        return (self._text(j) for j in range(len(self)))
-
-    def __eq__(self, other) -> bool:
-        if isinstance(other, (MappedTexts, tuple, list)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return f"MappedTexts({len(self)} texts)"
-
-    def _text(self, i: int) -> str:
-        with self._lock:
-            t = self._cache.get(i)
-            if t is not None:
-                self._cache.move_to_end(i)
-                return t
-        a, b = int(self._offsets[i]), int(self._offsets[i + 1])
-        try:
-            t = self._blob[a:b].tobytes().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise PersistError(
-                f"{self._where}: text {i} is not valid UTF-8 ({exc.reason})"
-            ) from None
-        if len(t) != int(self.lengths[i]):
-            raise PersistError(
-                f"{self._where}: text {i} holds {len(t)} characters, text_chars says "
-                f"{int(self.lengths[i])}"
-            )
-        if len(t) <= TEXT_CACHE_CHARS // 4:
-            with self._lock:
-                self._cache[i] = t
-                self._cached += len(t)
-                while self._cached > TEXT_CACHE_CHARS:
-                    _, old = self._cache.popitem(last=False)
-                    self._cached -= len(old)
-        return t
+    write_dir(
+        path, kind="mixpr", version=FORMAT_VERSION, json_files=json_files, npy=npy,
+        extra={"text_step": TEXT_STEP},
+    )  # fmt: skip
 
 
 class MappedVocabulary(Mapping):
@@ -297,6 +234,7 @@ MEMBERS = {
     "text_bytes": (_U8, 1),
     "text_offsets": (_I64, 1),
     "text_chars": (_I64, 1),
+    "text_checkpoints": (_I64, 1),
     "term_bytes": (_U8, 1),
     "term_offsets": (_I64, 1),
     **{k: (_I64, 1) for k in ("unit_source", "unit_index", "starts", "ends", "token_counts")},
@@ -338,6 +276,14 @@ class _Members:
         got = self._got.pop(name, None)
         return got if got is not None else self._open(name)
 
+    def manifest_get(self, key: str):
+        """The manifest's entry ``key`` (``None`` when absent; unchecked)."""
+        return self._r.manifest.get(key)
+
+    def has(self, name: str) -> bool:
+        """Whether the manifest lists member ``name`` (an optional one)."""
+        return f"{name}.npy" in self._r.files
+
 
 def _checked_offsets(offsets, size: int, where: str, *, strict: bool) -> None:
     if len(offsets) == 0 or int(offsets[0]) != 0 or int(offsets[-1]) != size:
@@ -361,7 +307,21 @@ def _read_texts(m: _Members) -> MappedTexts:
             f"{str(d / 'text_chars.npy')!r}: a text's length in characters does not fit its "
             "bytes (chars <= bytes <= 4 * chars)"
         )
-    return MappedTexts(blob, offsets, chars, repr(str(d / "text_bytes.npy")))
+    where = repr(str(d / "text_checkpoints.npy"))
+    checkpoints, step = None, TEXT_STEP
+    if m.has("text_checkpoints"):  # saved since issue 46 (older folders: whole texts decoded)
+        step = m.manifest_get("text_step")
+        if type(step) is not int or not 1 <= step <= MAX_TEXT_STEP:
+            raise PersistError(
+                f"{str(d / 'manifest.json')!r}: 'text_step' must be an int in [1, "
+                f"{MAX_TEXT_STEP}] (the step of text_checkpoints.npy), not {step!r:.40}"
+            )
+        checkpoints = m.get("text_checkpoints")
+    else:
+        logger.debug("%s has no text checkpoints: a hit decodes its whole text", d)
+    return MappedTexts(
+        blob, offsets, chars, repr(str(d / "text_bytes.npy")), checkpoints, step, where
+    )
 
 
 def _open_csx(m: _Members, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

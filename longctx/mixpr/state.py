@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from longctx._rss import give_back_free_memory
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import FactoredGraph, ThresholdGraph
+from longctx.mixpr.hits import text_slice
 from longctx.mixpr.router import plan_walk
 from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock
 from longctx.mixpr.scoring import term_weights as _term_weights
@@ -44,7 +45,7 @@ class _LazyTexts(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return self._t[self._s[i]][self._a[i] : self._b[i]]
+        return text_slice(self._t, int(self._s[i]), int(self._a[i]), int(self._b[i]))
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -187,7 +188,10 @@ class _State:
         return text_lengths(self.texts)
 
     def unit_text(self, i: int) -> str:
-        return self.texts[int(self.unit_source[i])][int(self.starts[i]) : int(self.ends[i])]
+        """Unit ``i``'s text (:func:`~longctx.mixpr.hits.text_slice` of its document)."""
+        return text_slice(
+            self.texts, int(self.unit_source[i]), int(self.starts[i]), int(self.ends[i])
+        )
 
     def unit_heads(self, lo: int = 0, hi: int | None = None) -> list[list[str]]:
         """Head phrases of units ``lo .. hi`` from their documents' titles, headings, file

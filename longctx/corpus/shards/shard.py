@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from longctx._rss import give_back_free_memory
 from longctx.corpus.shards.terms import TermBlob
 from longctx.mixpr.config import MixPRConfig
+from longctx.mixpr.hits import text_slice
 from longctx.mixpr.scoring import UnitBlock
 from longctx.mixpr.seeds import seed_units
 from longctx.mixpr.tfidf import TermStats, tfidf_rows
@@ -221,7 +222,7 @@ class MixPRShard:
         out = []
         for i in np.asarray(local).tolist():
             d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
-            out.append((st.doc_ids[d], a, b, st.texts[d][a:b], int(st.unit_index[i])))
+            out.append((st.doc_ids[d], a, b, text_slice(st.texts, d, a, b), int(st.unit_index[i])))
         return out
 
     def seed_units(self, seeds) -> tuple[np.ndarray, np.ndarray]:
