@@ -8,7 +8,7 @@ units that fill the token budget; ``k`` passages on a corpus task). Its list ent
 as seeds (:mod:`longctx.mixpr.seeds`: rank weights ``1 / (rank + 1)``, no score compared), and a
 unit's fused score is MixPR's own score plus the seeds' walk's, each divided by its maximum
 (CombSUM of max-normalized scores, :meth:`longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`);
-the fused scores fill the budget (the ``k`` best). ``benchmarks/studies/fusion_rule_study.py``
+the fused scores fill the budget (the ``k`` best). ``benchmarks/studies/fusion_study.py``
 compares it with reciprocal-rank and min-max score fusion (docs/notes/mixpr-recall.md).
 """
 
