@@ -3,7 +3,8 @@ the better of the two finds (issue 45): rank fusion against score fusion and the
 all at the app's grain (MixPR over the ``minilm`` baseline's sentences, passages on a pool, one
 unit each, as ``mixpr-fused``), on ``longctx bench``'s tasks.
 
-Each retriever is asked for what the fused result returns (the token budget's units, ``k``
+``mixpr units`` is MixPR over the app's units alone (no fusion: what the grain costs). Each
+retriever is asked for what the fused result returns (the token budget's units, ``k``
 passages; ``x2``: MixPR for twice that), then:
 
 - ``rrf``: reciprocal rank, equal weights, ``c=60`` (``mixpr-fused`` before this study, and
@@ -41,7 +42,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-RULES = ("rrf", "rrf mixpr x2", "max", "minmax", "dist", "seeded 5")
+RULES = ("mixpr units", "rrf", "rrf mixpr x2", "max", "minmax", "dist", "seeded 5")
 
 
 def scaled(scores: np.ndarray, items: list[int], how: str) -> dict[int, float]:
@@ -93,8 +94,8 @@ def variant(rule):
             mixpr = np.asarray(index.score(query or GLOBAL_QUERY, "auto")[0], dtype=np.float64)
             dense = doc.embeddings @ _query_embedding(doc, query)
             d_list = _asked(dense, doc.counts, token_budget)
-            if rule == "seeded 5":
-                s = self._seeded(index, query, d_list)
+            if rule in ("seeded 5", "mixpr units"):
+                s = self._seeded(index, query, d_list) if rule == "seeded 5" else mixpr
                 idx = select_top(s, token_budget=token_budget, token_counts=doc.counts)
                 return doc.spans(idx.tolist())
             m_budget = token_budget * (2 if rule.endswith("x2") else 1)
@@ -107,11 +108,11 @@ def variant(rule):
             index, ctx, vectors = state
             dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
             d_list = top_k(dense, k)
-            if rule.startswith("seeded"):
-                return top_k(
-                    self._seeded(index, query, d_list[:5] if rule == "seeded 5" else d_list), k
-                )
+            if rule == "seeded 5":
+                return top_k(self._seeded(index, query, d_list), k)
             mixpr = np.asarray(index.score(query, "auto")[0], dtype=np.float64)
+            if rule == "mixpr units":
+                return top_k(mixpr, k)
             lists = [top_k(mixpr, k * (2 if rule.endswith("x2") else 1)), d_list]
             return top_k(fused_scores(rule, mixpr, dense, lists, len(vectors)), k)
 
