@@ -16,8 +16,10 @@ Retrievers per app: the app's vector retriever; MixPR alone; the MixPR hybrid se
 retriever (``vector_retriever=``, no embedding by longctx); with ``--old-hybrid`` the hybrid that
 embeds every MixPR unit (``embed_model=`` / ``embeddings=``); MixPR over the app's own chunks
 (one unit each); the frameworks' fusion as the guides first showed it (defaults, top 5); the
-frameworks' reciprocal-rank fusion over MixPR on the app's chunks (top 5); and the guides' fusion
-recipe, :func:`fusion_llamaindex` / :func:`fusion_langchain` (top 5).
+frameworks' reciprocal-rank fusion over MixPR on the app's chunks (top 5); the former fusion
+recipe, reciprocal rank (:func:`rank_fusion_llamaindex` / :func:`rank_fusion_langchain`); and
+the guides' fusion recipe, :func:`fusion_llamaindex` / :func:`fusion_langchain` (top 5): MixPR
+over the app's chunks seeded by the app's retriever.
 
 MixPR's units (up to 64 words) are far shorter than the apps' chunks (1,024 LlamaIndex tokens,
 1,000 characters), so the rows ``... @ app's tokens`` also ask MixPR and the hybrid for as many
@@ -68,6 +70,9 @@ QUESTIONS = (
 K = 5
 #: the guides' fusion recipe (docs/guide/*.md, "Fusing with the app's retriever"): its top K
 RECIPE = "fusion (recipe)"
+#: the former recipe: reciprocal-rank fusion of MixPR over the app's chunks and the app's
+#: retriever (``RankFusionRetriever`` / ``EnsembleRetriever``), its top K
+RANK_FUSION = "fusion (rrf, former recipe)"
 
 
 def found(texts, patterns) -> bool:
@@ -195,6 +200,7 @@ def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
         ),
         0.0,
     )  # fmt: skip
+    out[RANK_FUSION] = _timed_build(lambda: rank_fusion_llamaindex(vindex))
     out[RECIPE] = _timed_build(lambda: fusion_llamaindex(vindex))
     return {"retrievers": out, "units": out["mixpr"][0].index.n_units, "chunks": len(nodes)}
 
@@ -207,7 +213,28 @@ HYBRID_CHUNKS = "hybrid (app's chunks)"
 
 def fusion_llamaindex(vector_index):
     """The guide's recipe (docs/guide/llamaindex.md, "Fusing with the app's retriever"), as-is:
-    MixPR over the vector index's own nodes, both asked for 5, fused by reciprocal rank, top 5."""
+    MixPR over the vector index's own nodes, seeded by the app's retriever asked for 5 (MixPR's
+    score plus the seeds' walk, each divided by its maximum), top 5."""
+    from llamaindex_longctx import MixPRRetriever
+
+    app = vector_index.as_retriever(similarity_top_k=5)
+    return MixPRRetriever.from_defaults(
+        index=vector_index, chunk_nodes=False, similarity_top_k=5, vector_retriever=app
+    )
+
+
+def fusion_langchain(vector_store, splits):
+    """The guide's recipe (docs/guide/langchain.md, "Fusing with the app's retriever"), as-is:
+    MixPR over the app's own splits, seeded by the store's retriever asked for 5, first 5."""
+    from langchain_longctx import MixPRRetriever
+
+    app = vector_store.as_retriever(search_kwargs={"k": 5})
+    return MixPRRetriever(documents=splits, chunk_documents=False, k=5, vector_retriever=app)
+
+
+def rank_fusion_llamaindex(vector_index):
+    """The former recipe (until 2026-11-29): MixPR over the index's own nodes and the app's
+    retriever, both asked for 5, fused by reciprocal rank (equal weights, ``c=60``), top 5."""
     from llamaindex_longctx import MixPRRetriever, RankFusionRetriever
 
     app = vector_index.as_retriever(similarity_top_k=5)
@@ -215,10 +242,10 @@ def fusion_llamaindex(vector_index):
     return RankFusionRetriever([mixpr, app], similarity_top_k=5)
 
 
-def fusion_langchain(vector_store, splits):
-    """The guide's recipe (docs/guide/langchain.md, "Fusing with the app's retriever"), as-is:
-    MixPR over the app's own splits, both asked for 5, ``EnsembleRetriever`` at equal weights
-    (reciprocal rank, ``c=60``); the caller reads its first 5."""
+def rank_fusion_langchain(vector_store, splits):
+    """The former recipe (until 2026-11-29): MixPR over the app's own splits and the store, both
+    asked for 5, ``EnsembleRetriever`` at equal weights (reciprocal rank, ``c=60``); the caller
+    reads its first 5."""
     from langchain_classic.retrievers import EnsembleRetriever
 
     from langchain_longctx import MixPRRetriever
@@ -279,6 +306,7 @@ def langchain_app(cache: Path, encoder, old_hybrid: bool) -> dict:
     out[HYBRID_CHUNKS] = _timed_build(
         lambda: MixPRRetriever(documents=splits, chunk_documents=False, k=K, vector_retriever=store)
     )
+    out[RANK_FUSION] = _timed_build(lambda: rank_fusion_langchain(store, splits))
     out[RECIPE] = _timed_build(lambda: fusion_langchain(store, splits))
     return {"retrievers": out, "units": mixpr.index.n_units, "chunks": len(splits)}
 

@@ -68,21 +68,31 @@ def documents_from_texts(
     return [Document(page_content=t, metadata=m, id=i) for t, m, i in zip(texts, metadatas, ids)]
 
 
+#: key prefix of :func:`source_map`'s text entries (a tuple: never equal to a metadata value)
+_TEXT = "longctx_text"
+
+
 def source_map(documents, keys, source_key: str) -> dict:
-    """``{metadata[source_key]: key}`` of the documents (the first of each value): how a
-    splitter's chunk (whose metadata copies its source's) finds its source document."""
+    """How the app's retriever's hits find the documents they come from: ``{metadata[source_key]:
+    key}`` (the first of each value: a splitter's chunk copies its source's metadata) and
+    ``{(_TEXT, page_content): key}`` (the first of each text: a hit that is one of the
+    documents itself, as when MixPR is built over the app's own splits, ``chunk_documents=False``,
+    and the vector store gave the splits ids of its own)."""
     out: dict = {}
     for d, k in zip(documents, keys):
-        v = d.metadata.get(source_key) if k is not None else None
+        if k is None:
+            continue
+        v = d.metadata.get(source_key)
         if isinstance(v, str) and v not in out:
             out[v] = k
+        out.setdefault((_TEXT, d.page_content), k)
     return out
 
 
 def documents_to_seeds(found, index, sources: dict, source_key: str) -> list:
     """The app's retriever's hits (``Document``, best first) as seeds of ``index``'s walk
-    (:func:`longctx.mixpr.seeds.hit_seed`): a document the index holds (by ``id``) seeds
-    itself; a splitter's chunk seeds its span in its source document, found by
+    (:func:`longctx.mixpr.seeds.hit_seed`): a document the index holds (by ``id``, else by its
+    exact text) seeds itself; a splitter's chunk seeds its span in its source document, found by
     ``metadata[source_key]`` (``sources``: :func:`source_map`, or a held id), from
     ``metadata["start_index"]`` (``RecursiveCharacterTextSplitter(add_start_index=True)``),
     checked against the chunk's text and located by it when the offset is missing."""
@@ -91,13 +101,15 @@ def documents_to_seeds(found, index, sources: dict, source_key: str) -> list:
     seeds = []
     for rank, doc in enumerate(found):
         doc = doc[0] if isinstance(doc, tuple) else doc  # (Document, score) pairs
+        own = doc.id if doc.id is not None and index.holds(doc.id) else None
+        own = own or sources.get((_TEXT, doc.page_content))
         v = doc.metadata.get(source_key)
         parent = sources.get(v, v) if isinstance(v, str) else None
         start = doc.metadata.get("start_index")
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             start = None
         end = None if start is None else start + len(doc.page_content)
-        seed = hit_seed(index.holds, rank, doc.id, parent, start, end, doc.page_content)
+        seed = hit_seed(index.holds, rank, own, parent, start, end, doc.page_content)
         if seed is not None:
             seeds.append(seed)
     return seeds

@@ -6,6 +6,9 @@ the retrievers and maps node ids. LlamaIndex's own ``QueryFusionRetriever`` keys
 ``node.hash`` (text and metadata), so a chunk MixPR returns with its ``longctx_*`` keys and the
 same chunk from the app's vector index are two different nodes there: both take a slot of the
 top ``k`` and neither rises (docs/guide/llamaindex.md, "Fusing with the app's retriever").
+The guide's recipe fuses inside MixPR's walk instead (``MixPRRetriever.from_defaults(index=...,
+chunk_nodes=False, vector_retriever=...)``): rank fusion gives each list half of the slots, and
+fell under MixPR alone on a multi-hop passage pool (docs/notes/mixpr-recall.md).
 """
 
 from __future__ import annotations

@@ -12,7 +12,14 @@ is shared and the fusion only interleaves: MixPR is then built over the app's ow
 unit each (``MixPRRetriever.from_defaults(index=..., chunk_nodes=False)`` in LlamaIndex,
 ``MixPRRetriever(documents=splits, chunk_documents=False)`` in LangChain), so its top ``k``
 and the app's top ``k`` are the same amount of text and a chunk found by both counts twice.
-The guides' "Fusing with the app's retriever" sections hold the recipe.
+
+This is not the guides' recipe ("Fusing with the app's retriever"): rank fusion gives each list
+half of the slots whatever it holds, and on a multi-hop passage pool, where the app's dense
+retriever is far weaker than MixPR, the fused top 5 held both gold passages for fewer questions
+than MixPR alone (0.77 against 0.87, ``benchmarks/studies/fusion_study.py``). The recipe fuses
+inside the walk instead: the app's top ``k`` seed MixPR over the same chunks, and a chunk's score
+is MixPR's own plus the seeds' walk's, each divided by its maximum
+(:mod:`longctx.mixpr.seeds`, ``vector_retriever=`` in the adapters).
 
 Source: Cormack, Clarke and Buettcher, "Reciprocal Rank Fusion outperforms Condorcet and
 Individual Rank Learning Methods", SIGIR 2009 (``1 / (k + r)``, ``k = 60``, ranks from 1); the

@@ -1,5 +1,5 @@
-"""``mixpr-fused`` in ``longctx bench``: MixPR over the ``minilm`` baseline's sentences, fused
-with it by reciprocal rank (the guides' fusion recipe, issue 45)."""
+"""``mixpr-fused`` in ``longctx bench``: MixPR over the ``minilm`` baseline's sentences, seeded
+by the baseline's list for the same budget (the guides' fusion recipe, issue 45)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from longctx.embeddings import CallableEncoder
 from longctx.eval.fused import MixPRFusedMethod, _asked
-from longctx.eval.methods import Context, Doc, _query_embedding
-from longctx.fusion import reciprocal_rank_fusion
+from longctx.eval.methods import Context, Doc, _query_embedding, passage_seeds
+from longctx.selection import select_top
 from tests._fixtures import SEED_BOOK, SEED_OTHER
 from tests.garlic._graphs import hash_embed
 
@@ -24,25 +24,29 @@ def doc():
     return Doc(SEED_BOOK + SEED_OTHER, ctx)
 
 
-def test_the_selection_is_the_core_rule_over_both_budget_lists(doc):
+def test_the_selection_is_mixpr_seeded_by_the_app_list_for_the_budget(doc):
     m = MixPRFusedMethod()
     state = m.build(doc)
     index = state[0]
     assert index.n_units == len(doc.sentences)  # MixPR over the app's units, one each
     budget = int(doc.counts[:4].sum())
     spans = m.select(state, QUERY, budget)
-    mixpr = np.asarray(index.score(QUERY)[0], dtype=float)
-    dense = doc.embeddings @ _query_embedding(doc, QUERY)
-    lists = [_asked(s, doc.counts, budget) for s in (mixpr, dense)]
-    fused = [k for k, _ in reciprocal_rank_fusion(lists)]
-    taken, used = [], 0
-    for i in fused:  # the fused order fills the budget
-        if used + doc.counts[i] <= budget:
-            taken.append(i)
-            used += doc.counts[i]
-    assert spans == doc.spans(sorted(taken))
+    app = _asked(doc.embeddings @ _query_embedding(doc, QUERY), doc.counts, budget)
+    seeded = index.score(QUERY, seeds=passage_seeds(app))[0]
+    want = select_top(seeded, token_budget=budget, token_counts=doc.counts)
+    assert spans == doc.spans(want.tolist())
     assert sum(doc.counts[doc.sentences.index(s)] for s in spans) <= budget
-    assert lists[0][0] in taken and lists[1][0] in taken
+    plain = index.score(QUERY)[0]
+    # the app's list enters through the walk: its best unit gains, MixPR's best stays first
+    assert seeded[app[0]] > plain[app[0]] / plain.max()
+    assert int(np.argmax(seeded)) in want.tolist()
+
+
+def test_seeds_weigh_by_rank_one_document_each():
+    seeds = passage_seeds([7, 2, 9])
+    assert [(s.doc_id, s.start, s.end) for s in seeds] == [("7", None, None), ("2", None, None),
+                                                            ("9", None, None)]  # fmt: skip
+    assert [s.score for s in seeds] == pytest.approx([1.0, 0.5, 1 / 3])
 
 
 def test_a_passage_pool_ranks_k_distinct_passages_fused(doc):

@@ -1,5 +1,7 @@
-"""``longctx.fusion.reciprocal_rank_fusion``: the rule the fusion recipe and ``mixpr-fused`` use
-(issue 45: fusion that keeps MixPR's hits)."""
+"""Fusion of MixPR with the app's retriever (issue 45: fusion that keeps MixPR's hits): the
+recipe's rule (MixPR over the app's chunks, seeded by the app's top k: CombSUM of the two walks,
+each divided by its maximum) and ``longctx.fusion.reciprocal_rank_fusion``, the rank-fusion
+alternative."""
 
 from __future__ import annotations
 
@@ -8,10 +10,34 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from longctx.fusion import MAX_RANKINGS, reciprocal_rank_fusion
+from longctx.mixpr import MixPRIndex
+from longctx.mixpr.seeds import Seed, rank_weight
+from tests._fixtures import SEED_BOOK, SEED_OTHER
 
 
 def keys(fused):
     return [k for k, _ in fused]
+
+
+def test_the_recipe_adds_the_seeds_walk_to_mixprs_score_each_over_its_maximum():
+    """MixPR over the app's chunks (one unit each), the app's top 3 as seeds by rank: a chunk's
+    fused score is MixPR's own divided by its maximum plus the seeds' walk divided by its
+    maximum, so the fused maximum is in [1, 2], MixPR's best keeps at least 1 and every seeded
+    chunk gains."""
+    import numpy as np
+
+    chunks = [s.strip() + "." for s in (SEED_BOOK + SEED_OTHER).split(".") if s.strip()]
+    index = MixPRIndex.from_texts(chunks, chunk=False)
+    query = "Where did the fox cross the frozen stream?"
+    plain = np.asarray(index.score(query)[0])
+    app = [5, 0, 9]  # the app's top 3, best first (positions: document ids "5", "0", "9")
+    seeds = [Seed(str(i), score=rank_weight(r)) for r, i in enumerate(app)]
+    fused = np.asarray(index.score(query, seeds=seeds)[0])
+    walk = fused - plain / plain.max()  # the seeds' walk over its maximum
+    assert walk.min() >= -1e-9 and walk.max() == pytest.approx(1.0)
+    assert all(walk[i] > 0 for i in app)
+    assert 1.0 <= fused.max() <= 2.0 + 1e-9
+    assert fused[int(np.argmax(plain))] >= 1.0 - 1e-9
 
 
 def test_scores_are_weight_over_c_plus_rank_summed_over_lists():

@@ -1,102 +1,149 @@
-"""Which reciprocal-rank fusion of MixPR and the app's retriever keeps both retrievers' finds
-(issue 45): ``mixpr-fused`` (:class:`longctx.eval.fused.MixPRFusedMethod`) and variants of its
-grain, the lists it fuses and ``c``, against ``mixpr`` and ``minilm``, on
-``longctx bench``'s document tasks and the passage pool.
+"""Which rule fuses MixPR with the app's retriever so that the fused result finds at least what
+the better of the two finds (issue 45): rank fusion against score fusion and the seeded walk,
+all at the app's grain (MixPR over the ``minilm`` baseline's sentences, passages on a pool, one
+unit each, as ``mixpr-fused``), on ``longctx bench``'s tasks.
 
-Variants: ``units``: MixPR built over MiniLM's sentences, one unit each (the recipe's, as
-``mixpr-fused``, which runs beside them);
-``grouped``: MixPR's own units (up to 64 words), each sentence scoring its best unit;
-``all``: the whole rankings fused (not only what fills the budget); ``cN``: the rank constant.
-Every variant weighs both lists equally.
+``mixpr units`` is MixPR over the app's units alone (no fusion: what the grain costs). Each
+retriever is asked for what the fused result returns (the token budget's units, ``k``
+passages; ``x2``: MixPR for twice that), then:
+
+- ``rrf``: reciprocal rank, equal weights, ``c=60`` (``mixpr-fused`` before this study, and
+  the guides' recipe until 2026-11-29);
+- ``rrf mixpr x2``: the same with MixPR's list twice as long;
+- ``max``: CombSUM of each list's scores divided by that list's maximum (Fox and Shaw, TREC-2,
+  1994; a unit absent from a list adds 0);
+- ``minmax``: CombSUM of min-max scaled scores over each list, weights 1/2 (LlamaIndex's
+  ``QueryFusionRetriever(mode="relative_score")``);
+- ``dist``: the same scaled by mean -/+ 3 std (``mode="dist_based_score"``);
+- ``mixpr-fused`` (the recipe now, :class:`longctx.eval.fused.MixPRFusedMethod`): MixPR's walk
+  seeded by the app's list (:mod:`longctx.mixpr.seeds`, rank weights), MixPR's score plus the
+  seeds' walk, each divided by its maximum, the units filling the budget (``seeded 5``: seeded
+  by the app's 5 best only, as ``mixpr-seeded``).
+
+The earlier version of this study (grain variants of ``rrf``: MixPR's own units, whole rankings,
+``c=10``) is at commit 7fdadca.
+
+Choose on one sample, check on another: ``--seed 1`` draws other SQuAD / NarrativeQA questions;
+HotpotQA always takes its first examples, so ``--questions 50`` there is the first half.
 
 Run: ``PYTHONPATH=. python benchmarks/studies/fusion_study.py --data ../shared/data
-[--questions 20] [--cache /tmp/fusion_bench_cache]``; prints one markdown table.
+[--questions 100] [--seed 1] [--tasks ...] [--cache /tmp/fusion_bench_cache]``; prints one
+markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-VARIANTS = {  # name -> (grain, fused lists, weights, c); "mixpr-fused" is "units c60"
-    "grouped c60": ("grouped", "budget", (1.0, 1.0), 60.0),
-    "units all c60": ("units", "all", (1.0, 1.0), 60.0),
-    "grouped all c60": ("grouped", "all", (1.0, 1.0), 60.0),
-    "units c10": ("units", "budget", (1.0, 1.0), 10.0),
-}
+RULES = ("mixpr units", "rrf", "rrf mixpr x2", "max", "minmax", "dist", "seeded 5")
 
 
-def variant(name, grain, lists, weights, c):
+def scaled(scores: np.ndarray, items: list[int], how: str) -> dict[int, float]:
+    """``items``' scores scaled over ``items`` (``max``, ``minmax`` or ``dist``)."""
+    s = np.asarray([scores[i] for i in items], dtype=np.float64)
+    if not len(s):
+        return {}
+    if how == "max":
+        lo, hi = 0.0, float(s.max())
+    elif how == "minmax":
+        lo, hi = float(s.min()), float(s.max())
+    else:
+        mean, std = float(s.mean()), float(s.std())
+        lo, hi = mean - 3 * std, mean + 3 * std
+    if hi <= lo:
+        return dict.fromkeys(items, 1.0 if hi > 0 else 0.0)
+    return {i: (float(scores[i]) - lo) / (hi - lo) for i in items}
+
+
+def fused_scores(rule, mixpr, dense, lists, n) -> np.ndarray:
+    """``(n,)`` fused scores (0: in no list) of the two asked ``lists`` by ``rule``."""
+    from longctx.fusion import reciprocal_rank_fusion
+
+    out = np.zeros(n)
+    if rule.startswith("rrf"):
+        order = [key for key, _ in reciprocal_rank_fusion(lists)]
+        out[order] = np.arange(len(order), 0, -1)
+        return out
+    for scores, items in zip((mixpr, dense), lists):
+        for i, v in scaled(scores, items, rule).items():
+            out[i] += v + 1e-12  # a listed unit stays above the unlisted ones
+    return out
+
+
+def variant(rule):
     from longctx.eval.fused import MixPRFusedMethod, _asked
-    from longctx.eval.methods import GLOBAL_QUERY, MixPRMethod, _query_embedding
+    from longctx.eval.methods import GLOBAL_QUERY, _query_embedding, passage_seeds, top_k
     from longctx.selection import select_top
 
     class Variant(MixPRFusedMethod):
-        def build(self, doc):
-            if grain == "units":
-                return super().build(doc)
-            doc.embeddings  # noqa: B018
-            return MixPRMethod.build(self, doc), doc
-
-        def _mixpr_scores(self, index, doc, query):
-            mode = "global" if query is None else "auto"
-            s = np.asarray(index.score(query or GLOBAL_QUERY, mode)[0], dtype=np.float64)
-            if grain == "units":
-                return s
-            starts = np.asarray([a for a, _ in doc.sentences])
-            at = np.clip(np.searchsorted(starts, index.starts, side="right") - 1, 0, None)
-            out = np.zeros(len(doc.sentences))
-            np.maximum.at(out, at, s)
-            return out
+        def _seeded(self, index, query, dense_list):
+            seeds = passage_seeds(dense_list[:5])
+            return np.asarray(index.score(query, "auto", seeds=seeds)[0], dtype=np.float64)
 
         def select(self, state, query, token_budget):
             index, doc = state
-            mixpr = self._mixpr_scores(index, doc, query)
+            if query is None:
+                return super().select(state, query, token_budget)
+            mixpr = np.asarray(index.score(query or GLOBAL_QUERY, "auto")[0], dtype=np.float64)
             dense = doc.embeddings @ _query_embedding(doc, query)
-            if lists == "budget":
-                ranked = [_asked(s, doc.counts, token_budget) for s in (mixpr, dense)]
-            else:
-                ranked = [np.argsort(-s, kind="stable").tolist() for s in (mixpr, dense)]
-            fused = np.zeros(len(doc.sentences))
-            order = self._fuse(ranked)
-            fused[order] = np.arange(len(order), 0, -1)
+            d_list = _asked(dense, doc.counts, token_budget)
+            if rule in ("seeded 5", "mixpr units"):
+                s = self._seeded(index, query, d_list) if rule == "seeded 5" else mixpr
+                idx = select_top(s, token_budget=token_budget, token_counts=doc.counts)
+                return doc.spans(idx.tolist())
+            m_budget = token_budget * (2 if rule.endswith("x2") else 1)
+            lists = [_asked(mixpr, doc.counts, m_budget), d_list]
+            fused = fused_scores(rule, mixpr, dense, lists, len(doc.sentences))
             idx = select_top(fused, token_budget=token_budget, token_counts=doc.counts)
             return doc.spans([i for i in idx.tolist() if fused[i] > 0])
 
-    m = Variant(weights=weights, c=c)
-    m.name = name
+        def rank(self, state, query, k):
+            index, ctx, vectors = state
+            dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
+            d_list = top_k(dense, k)
+            if rule == "seeded 5":
+                return top_k(self._seeded(index, query, d_list), k)
+            mixpr = np.asarray(index.score(query, "auto")[0], dtype=np.float64)
+            if rule == "mixpr units":
+                return top_k(mixpr, k)
+            lists = [top_k(mixpr, k * (2 if rule.endswith("x2") else 1)), d_list]
+            return top_k(fused_scores(rule, mixpr, dense, lists, len(vectors)), k)
+
+    m = Variant()
+    m.name = rule
     return m
 
 
-#: the command line: (flag, argparse keywords)
-OPTIONS = (
-    ("--data", {"type": Path, "required": True}),
-    ("--questions", {"type": int, "default": 20}),
-    ("--cache", {"type": Path, "default": Path("/tmp/fusion_bench_cache")}),
-    ("--tasks", {"nargs": "+", "default": ["squad", "narrativeqa", "hotpotqa"]}),
-    ("--variants", {"nargs": "+", "default": list(VARIANTS)}),
-)
-
-
 def main(argv=None):
-    from functools import partial
-
     from longctx.eval import markdown, registry, run
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for flag, kw in OPTIONS:
-        p.add_argument(flag, **kw)
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--questions", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", type=Path, default=Path("/tmp/fusion_bench_cache"))
+    p.add_argument(
+        "--tasks", nargs="+", default=["squad", "narrativeqa", "hotpotqa", "hotpotqa-corpus"]
+    )
+    p.add_argument("--rules", nargs="+", default=list(RULES))
     args = p.parse_args(argv)
-    # the variants join the fused methods of the registry, for this process only
-    registry._FUSED.update({n: partial(variant, n, *VARIANTS[n]) for n in args.variants})
-    names = ["minilm", "mixpr", "mixpr-fused", *args.variants]
-    kw = {"n_questions": args.questions, "cache_dir": args.cache, "isolate": False}
-    print(markdown(run(args.data, tasks=args.tasks, methods=names, **kw)))
+    # the rules join the fused methods of the registry, for this process only
+    registry._FUSED.update({r: partial(variant, r) for r in args.rules})
+    names = ["mixpr", "minilm", "mixpr-fused", *args.rules]
+    kw = {
+        "n_questions": args.questions,
+        "seed": args.seed,
+        "cache_dir": args.cache,
+        "isolate": False,
+    }
+    print(markdown(run(args.data, tasks=args.tasks, methods=names, **kw)), flush=True)
 
 
 if __name__ == "__main__":

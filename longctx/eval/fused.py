@@ -1,19 +1,28 @@
-"""``mixpr-fused``: MixPR fused with the ``minilm`` baseline by reciprocal rank, the recipe of
-the guides' "Fusing with the app's retriever" (:mod:`longctx.fusion`).
+"""``mixpr-fused``: MixPR fused with the ``minilm`` baseline at the baseline's grain, the recipe
+of the guides' "Fusing with the app's retriever".
 
 The ``minilm`` baseline stands for an app's vector retriever and its sentences (passages on a
 corpus task) for the app's chunks. As in the recipe, MixPR is built over those same units, one
-unit each (``chunk=False``), so both rank the same items at the same grain; each is asked for
-what the fused result returns (the token budget; ``k`` passages on a corpus task), MixPR's list
-first, at equal weights and ``c=60``; the fused order then fills the budget (the ``k`` best).
+unit each (``chunk=False``), and the baseline is asked for what the fused result returns (the
+units that fill the token budget; ``k`` passages on a corpus task). Its list enters MixPR's walk
+as seeds (:mod:`longctx.mixpr.seeds`: rank weights ``1 / (rank + 1)``, no score compared), and a
+unit's fused score is MixPR's own score plus the seeds' walk's, each divided by its maximum
+(CombSUM of max-normalized scores, :meth:`longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`);
+the fused scores fill the budget (the ``k`` best). ``benchmarks/studies/fusion_study.py``
+compares it with reciprocal-rank and min-max score fusion (docs/notes/mixpr-recall.md).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from longctx.eval.methods import GLOBAL_QUERY, MixPRMethod, _query_embedding, top_k
-from longctx.fusion import DEFAULT_C, reciprocal_rank_fusion
+from longctx.eval.methods import (
+    GLOBAL_QUERY,
+    MixPRMethod,
+    _query_embedding,
+    passage_seeds,
+    top_k,
+)
 from longctx.selection import select_top
 
 
@@ -25,21 +34,11 @@ def _asked(scores: np.ndarray, counts: np.ndarray, token_budget: int) -> list[in
 
 
 class MixPRFusedMethod(MixPRMethod):
-    """MixPR over the ``minilm`` baseline's units fused with it by reciprocal rank (the module
-    doc). ``weights`` (MixPR's, MiniLM's) and ``c`` are those of
-    :func:`longctx.fusion.reciprocal_rank_fusion`."""
+    """MixPR over the ``minilm`` baseline's units, seeded by the baseline's list for the same
+    budget (the module doc)."""
 
     name = "mixpr-fused"
     needs_encoder = True
-
-    def __init__(self, weights=(1.0, 1.0), c: float = DEFAULT_C, **params):
-        super().__init__(**params)
-        self.weights = tuple(weights)
-        self.c = c
-
-    def _fuse(self, lists, k=None) -> list[int]:
-        fused = reciprocal_rank_fusion(lists, weights=self.weights, c=self.c, k=k)
-        return [key for key, _ in fused]
 
     def build(self, doc):
         doc.embeddings  # noqa: B018  (the app's vectors: shared with minilm)
@@ -47,21 +46,18 @@ class MixPRFusedMethod(MixPRMethod):
 
     def select(self, state, query, token_budget):
         index, doc = state
-        mode = "global" if query is None else "auto"
-        mixpr = np.asarray(index.score(query or GLOBAL_QUERY, mode)[0], dtype=np.float64)
-        dense = doc.embeddings @ _query_embedding(doc, query)
-        lists = [_asked(s, doc.counts, token_budget) for s in (mixpr, dense)]
-        fused = np.zeros(len(doc.sentences))
-        order = self._fuse(lists)
-        fused[order] = np.arange(len(order), 0, -1)  # best first
-        idx = select_top(fused, token_budget=token_budget, token_counts=doc.counts)
-        return doc.spans([i for i in idx.tolist() if fused[i] > 0])
+        if query is None:  # no question: MixPR's global ranking of the app's units
+            scores = np.asarray(index.score(GLOBAL_QUERY, "global")[0], dtype=np.float64)
+        else:
+            app = _asked(doc.embeddings @ _query_embedding(doc, query), doc.counts, token_budget)
+            scores = np.asarray(index.score(query, "auto", seeds=passage_seeds(app))[0])
+        idx = select_top(scores, token_budget=token_budget, token_counts=doc.counts)
+        return doc.spans(idx.tolist())
 
     def build_corpus(self, passages, ctx):
         return super().build_corpus(passages, ctx), ctx, ctx.embed(list(passages))
 
     def rank(self, state, query, k):
         index, ctx, vectors = state
-        mixpr = super().rank(index, query, k)
-        dense = top_k(vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32), k)
-        return self._fuse([mixpr, dense], k)
+        app = top_k(vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32), k)
+        return top_k(index.score(query, "auto", seeds=passage_seeds(app))[0], k)

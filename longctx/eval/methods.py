@@ -333,12 +333,18 @@ class MixPRSeededMethod(MixPRMethod):
         return [(h.start, h.end) for h in r.hits]
 
     def rank(self, state, query, k):
-        from longctx.mixpr.seeds import Seed, rank_weight
-
         index, ctx, vectors = state
         top = self._top(vectors, ctx.encoder.embed_query(query))
-        seeds = [Seed(str(i), score=rank_weight(r)) for r, i in enumerate(top)]
-        return top_k(index.score(query, "auto", seeds=seeds)[0], k)
+        return top_k(index.score(query, "auto", seeds=passage_seeds(top))[0], k)
+
+
+def passage_seeds(ranked: list[int]) -> list:
+    """Another retriever's passages (positions in a corpus, best first) as seeds of a MixPR
+    walk over that corpus (one unit per document ``str(position)``), each weighing its rank
+    weight (:func:`longctx.mixpr.seeds.rank_weight`)."""
+    from longctx.mixpr.seeds import Seed, rank_weight
+
+    return [Seed(str(i), score=rank_weight(r)) for r, i in enumerate(ranked)]
 
 
 def bm25_index(texts):

@@ -1,7 +1,9 @@
 """The guide's fusion recipe in LangChain (issue 45): MixPR over the app's own splits (one unit
-each) and the app's vector store, both asked for 5, LangChain's ``EnsembleRetriever`` at equal
-weights (reciprocal rank, ``c=60``), its first 5 read. Its ranking is the core rule's
-(:func:`longctx.fusion.reciprocal_rank_fusion`) on the splits' texts."""
+each), seeded by the store's retriever asked for 5 (``vector_retriever=``), its first 5: MixPR's
+score plus the seeds' walk's, each divided by its maximum (the core's
+:meth:`longctx.MixPRIndex.score` with :mod:`longctx.mixpr.seeds`). And the rank-fusion
+alternative, LangChain's ``EnsembleRetriever`` at equal weights (reciprocal rank, ``c=60``), whose
+ranking is the core rule's (:func:`longctx.fusion.reciprocal_rank_fusion`) on the splits' texts."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_longctx import MixPRRetriever
 from longctx.fusion import reciprocal_rank_fusion
+from longctx.mixpr.seeds import Seed, rank_weight
 from tests._fixtures import SEED_BOOK, SEED_OTHER
 from tests.langchain_longctx._fixtures import HashEmbeddings
 
@@ -46,7 +49,27 @@ def test_mixpr_over_the_splits_returns_the_splits_themselves(app):
     assert all(d.metadata["source"] == by_text[d.page_content].metadata["source"] for d in out)
 
 
-def test_the_fused_first_5_is_the_core_rule_and_keeps_both_top_hits(app):
+def test_the_recipe_is_mixpr_seeded_by_the_stores_5_at_the_splits_grain(app):
+    splits, store = app
+    vector = store.as_retriever(search_kwargs={"k": 5})
+    fused = MixPRRetriever(documents=splits, chunk_documents=False, k=5, vector_retriever=vector)
+    out = texts(fused.invoke(QUERY))
+    assert len(set(out)) == 5 and set(out) <= set(texts(splits))  # 5 distinct app splits
+    # the core rule: the store's 5 splits seed MixPR's walk over them, by rank
+    key = {d.page_content: k for k, d in zip(fused._keys, splits)}
+    app5 = texts(vector.invoke(QUERY))
+    seeds = [Seed(key[t], score=rank_weight(r)) for r, t in enumerate(app5)]
+    scores = fused.index.score(QUERY, seeds=seeds)[0]
+    by_key = dict(zip(fused._keys, texts(splits)))
+    best = sorted(range(len(scores)), key=lambda i: -scores[i])[:5]
+    assert set(out) == {by_key[fused.index.doc_ids[i]] for i in best}
+    # it keeps each retriever's first split, and differs from MixPR alone
+    alone = texts(MixPRRetriever(documents=splits, chunk_documents=False, k=5).invoke(QUERY))
+    assert alone[0] in out and app5[0] in out
+    assert out != alone
+
+
+def test_rank_fusion_first_5_is_the_core_rule_and_keeps_both_top_hits(app):
     splits, store = app
     mixpr = MixPRRetriever(documents=splits, chunk_documents=False, k=5)
     vector = store.as_retriever(search_kwargs={"k": 5})

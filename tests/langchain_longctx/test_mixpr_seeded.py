@@ -90,6 +90,21 @@ def test_the_seeds_bring_in_what_the_vector_store_found(app):
     assert any("Chalk" in d.page_content for d in hybrid.invoke(q))
 
 
+def test_at_the_apps_grain_each_store_hit_seeds_the_split_itself(app):
+    """MixPR over the app's own splits (``chunk_documents=False``): the store gave the splits
+    ids of its own, so a hit is found by its text, and seeds that whole split (not a span of
+    the first split of its source)."""
+    _, splits, store = app
+    r = MixPRRetriever(documents=splits, chunk_documents=False, k=3)
+    found = store.similarity_search("Where did the fox cross?", k=4)
+    assert all(d.id is not None and not r.index.holds(d.id) for d in found)
+    seeds = documents_to_seeds(found, r.index, source_map(splits, r._keys, "source"), "source")
+    texts = {k: d.page_content for k, d in zip(r._keys, splits)}
+    assert [texts[s.doc_id] for s in seeds] == [d.page_content for d in found]
+    assert all(s.start is None and s.end is None for s in seeds)
+    assert [s.score for s in seeds] == pytest.approx([1.0, 0.5, 1 / 3, 0.25])
+
+
 def test_a_chunk_without_start_index_is_located_by_its_text(app):
     docs, _, _ = app
     r = MixPRRetriever.from_documents(docs, k=3)

@@ -1,5 +1,6 @@
-"""``RankFusionRetriever``: the guide's fusion recipe, MixPR over the app's own nodes fused with
-the app's vector retriever by reciprocal rank, a node both return counted once (issue 45)."""
+"""The guide's fusion recipe (issue 45): MixPR over the app's own nodes seeded by the app's
+vector retriever asked for 5 (``vector_retriever=``), top 5. And ``RankFusionRetriever``, the
+rank-fusion alternative: the two fused by reciprocal rank, a node both return counted once."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from llamaindex_longctx import MixPRRetriever, RankFusionRetriever
 from longctx.fusion import reciprocal_rank_fusion
+from longctx.mixpr.seeds import Seed, rank_weight
 from tests._fixtures import SEED_BOOK, SEED_OTHER
 from tests.llamaindex_longctx._fixtures import HashEmbedding
 
@@ -47,6 +49,23 @@ def app():
 
 def ids(found):
     return [n.node.node_id for n in found]
+
+
+def test_the_recipe_is_mixpr_seeded_by_the_apps_5_at_the_nodes_grain(app):
+    vector = app.as_retriever(similarity_top_k=5)
+    fused = MixPRRetriever.from_defaults(
+        index=app, chunk_nodes=False, similarity_top_k=5, vector_retriever=vector
+    )
+    out = ids(fused.retrieve(QUERY))
+    assert len(set(out)) == 5 and set(out) <= set(app.docstore.docs)  # 5 distinct app nodes
+    app5 = ids(vector.retrieve(QUERY))
+    seeds = [Seed(i, score=rank_weight(r)) for r, i in enumerate(app5)]
+    scores = fused.index.score(QUERY, seeds=seeds)[0]
+    best = sorted(range(len(scores)), key=lambda i: -scores[i])[:5]
+    assert set(out) == {fused.index.doc_ids[i] for i in best}  # the core rule
+    alone = ids(MixPRRetriever.from_defaults(index=app, chunk_nodes=False).retrieve(QUERY))[:5]
+    assert alone[0] in out and app5[0] in out  # each retriever's first node
+    assert out != alone
 
 
 def test_the_fused_top_k_keeps_both_top_hits_and_a_shared_node_once_first():
