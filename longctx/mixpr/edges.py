@@ -15,10 +15,12 @@ Source: Alonso and Millidge, "Mixture-of-PageRanks" (arXiv:2412.06078), sec. 4 e
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.mixpr.query import divide_by_top, reweight_query_terms, weigh_by_coverage
+from longctx.mixpr.query import divide_by_top, query_edge_rows, reweight_query_terms
 from longctx.selection import SparseScores
 
 __all__ = ["QueryEdgesBlock", "block_seeds"]
@@ -43,25 +45,13 @@ class QueryEdgesBlock:
         matrix for the walks that need it)."""
         s = self._s(sid)
         cfg = self.config
-        Et = sp.csc_array(self.E[:, terms])
-        rows = np.unique(Et.indices).astype(np.int64)
-        # the query columns over the rows they touch (same values, same order in each column)
-        Et = sp.csc_array(
-            (Et.data, np.searchsorted(rows, Et.indices), Et.indptr), shape=(len(rows), len(terms))
-        )
-        if cfg.literal_query_weights:
-            Et = reweight_query_terms(self.stats, Et, terms)
-        B = sp.csr_array(Et @ sp.csr_array(Eqt).T)
-        # direct lexical score: the units' cosine to the query's restart chunk(s), unthresholded
-        lexical = np.asarray(B @ p_query).ravel() if cfg.lexical_weight else None
-        B.data[B.data < thr] = 0.0
-        B.eliminate_zeros()
-        if cfg.coverage_power and B.nnz:
-            B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
         mask = s["mask"]
-        if mask is not None and B.nnz:  # the walk restarts only in the kept documents
-            B = sp.csr_array(B.multiply(mask.at(rows)[:, None].astype(np.float64)))
-            B.eliminate_zeros()
+        rows, B, lexical = query_edge_rows(
+            self._cols(), terms, Eqt, p_query, thr, cfg.coverage_power,
+            keep=None if mask is None else mask.at,
+            reweight=partial(reweight_query_terms, self.stats) if cfg.literal_query_weights else None,
+            lexical=bool(cfg.lexical_weight),
+        )  # fmt: skip
         dense = seed = None
         if seeds is not None:
             seed = block_seeds(self.keys, *seeds, mask)

@@ -57,7 +57,7 @@ try:  # scipy's compiled row gather (what ``csr_array[rows]`` runs), without bui
 except ImportError:  # a scipy that moved it: the same gather in numpy
     csr_row_index = None
 
-__all__ = ["PushBlock", "gather", "push_walk", "sum_sparse"]
+__all__ = ["PushBlock", "gather", "push_walk", "strict_limits", "sum_sparse", "unique_positions"]
 
 #: A level whose reads exceed ``1 / DENSE_SHARE`` of ``E``'s non-zeros is done as one product
 #: over ``E``: a walk that reaches most of a small corpus costs no more than the power
@@ -75,10 +75,11 @@ COUNT_SHARE = 16
 # are zeros both ways, NaN is not).
 
 
-def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray):
+def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray | None):
     """The non-zeros of the compressed rows (or columns) ``sel`` of a CSR (CSC) matrix, each
-    multiplied by its row's weight: ``(indices (nnz,) int, values (nnz,) float64)``. Costs the
-    selected rows' non-zeros, not the matrix's."""
+    multiplied by its row's weight (``None``: as stored): ``(indices (nnz,) int, values (nnz,)
+    float64)``, row by row in the order of ``sel``. Costs the selected rows' non-zeros, not the
+    matrix's."""
     starts = indptr[sel]
     lens = indptr[sel + 1] - starts
     total = int(lens.sum())
@@ -87,13 +88,28 @@ def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray):
     if csr_row_index is None:
         offsets = np.cumsum(lens) - lens
         pos = np.repeat(starts - offsets, lens) + np.arange(total)
-        return indices[pos], data[pos] * np.repeat(weights, lens)
-    out_i = np.empty(total, indices.dtype)
-    out_d = np.empty(total, data.dtype)
-    csr_row_index(len(sel), sel.astype(indptr.dtype, copy=False), indptr, indices, data,
-                  out_i, out_d)  # fmt: skip
-    out_d *= np.repeat(weights, lens)
+        out_i, out_d = indices[pos], data[pos]
+    else:
+        out_i = np.empty(total, indices.dtype)
+        out_d = np.empty(total, data.dtype)
+        csr_row_index(len(sel), sel.astype(indptr.dtype, copy=False), indptr, indices, data,
+                      out_i, out_d)  # fmt: skip
+    if weights is not None:
+        out_d *= np.repeat(weights, lens)
     return out_i, out_d
+
+
+def unique_positions(idx: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(unique indices ascending (k,) int64, each entry's position among them (len(idx),))``
+    of indices below ``size``: by a ``(size,)`` mark when the entries are more than ``size /
+    COUNT_SHARE`` (no sort), else by a sort (``np.unique``)."""
+    if len(idx) * COUNT_SHARE > size:
+        mark = np.zeros(size, bool)
+        mark[idx] = True
+        u = np.flatnonzero(mark)
+        return u, np.searchsorted(u, idx)
+    u, inv = np.unique(idx, return_inverse=True)
+    return u.astype(np.int64, copy=False), inv
 
 
 def sum_sparse(idx: np.ndarray, val: np.ndarray, size: int | None = None):
@@ -173,9 +189,12 @@ class PushBlock:
         moving = (1.0 - alpha) * r
         col = self.colsum[idx]
         live = col > 0
-        dang = float(moving[~live].sum())
+        if live.all():  # no unit without terms (the common case): no masks
+            dang, rows, v = 0.0, idx, moving / col
+        else:
+            dang = float(moving[~live].sum())
+            rows, v = idx[live], moving[live] / col[live]
         E = self._rows()
-        rows, v = idx[live], moving[live] / col[live]
         n_terms = E.shape[1]
         read = int((E.indptr[rows + 1] - E.indptr[rows]).sum())
         if read * DENSE_SHARE > E.nnz:  # most of the block: one product over E
@@ -271,6 +290,36 @@ def _members(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     return _find(sorted_keys, values)[1]
 
 
+def strict_limits(scorer) -> np.ndarray | None:
+    """``(n_terms,) float64``: ``push_threshold * df_j ** push_df_power``, the mass a term needs
+    to be pushed under the strict rule (:func:`push_walk`), computed once per scorer (numpy's
+    power gives each element the same value in a subset as in the whole array, so a level
+    reads the same limits as it computed before); ``None`` when ``push_df_power`` is 1."""
+    cfg = scorer.config
+    if cfg.push_df_power == 1.0:
+        return None
+    key = (cfg.push_threshold, cfg.push_df_power)
+    cached = scorer.__dict__.get("_push_limits")
+    if cached is None or cached[0] != key:
+        df = scorer.term_sizes()[1]
+        cached = (key, cfg.push_threshold * (df.astype(np.float64) ** cfg.push_df_power))
+        scorer._push_limits = cached
+    return cached[1]
+
+
+def _add_parts(park: np.ndarray, parts) -> np.ndarray:
+    """Add the blocks' term mass (``parts``: each ``(terms ascending, mass)``) to the dense
+    ``park`` in block order (each term's values added in the order a sum of the concatenation
+    adds them); returns the terms that got mass, ascending."""
+    if len(parts) == 1:
+        terms = parts[0][0]
+        park[terms] += parts[0][1]
+        return terms
+    for p in parts:
+        park[p[0]] += p[1]
+    return np.unique(np.concatenate([p[0] for p in parts]))
+
+
 def push_walk(
     scorer, sid, scale: float, alpha: float, trace: list | None = None, query_terms=None
 ) -> float:
@@ -285,14 +334,23 @@ def push_walk(
     ``query_terms`` (``(q,) int64`` ascending, the query's own terms' columns): at the first
     level they alone keep the rule ``m_j >= push_threshold * df_j``, and every other term
     needs ``push_threshold * df_j ** push_df_power`` as at the later levels; ``None``: every
-    term of the first level keeps the plain rule."""
+    term of the first level keeps the plain rule.
+
+    The parked mass is kept as ``(terms, mass)`` and summed with each level's (the old rule, a
+    sort) until a level's terms are more than ``1 / COUNT_SHARE`` of the vocabulary (where that
+    sum would take a dense count): from then on it is an ``(n_terms,)`` vector, each level adds
+    its terms' mass to it and decides for those terms only (a parked term that got none keeps
+    its mass, so it stays below the rule, which only rises after the first level:
+    ``push_df_power >= 1``). A level that pushes nothing and has no dangling mass ends the
+    walk (it would move nothing)."""
     cfg = scorer.config
     backend = scorer.backend
     s_j, df_j = scorer.term_sizes()
     w = scorer.weights
     eps = cfg.push_threshold
-    power = cfg.push_df_power
+    strict = strict_limits(scorer)
     parts = backend.map("push_begin", sid, scale, alpha)
+    park = None  # the parked mass as an (n_terms,) vector, once a level is large
     park_t = np.empty(0, np.int64)
     park_v = np.empty(0)
     steps = 0
@@ -300,26 +358,44 @@ def push_walk(
     moving = sum(p[3] for p in parts)
     # stop below tol, or when nothing moves (tol=0 ran max_iter empty levels: issue 44)
     while moving >= cfg.tol and moving > 0 and steps < cfg.max_iter:
-        terms, t = sum_sparse(
-            np.concatenate([park_t, *(p[0] for p in parts)]),
-            np.concatenate([park_v, *(p[1] for p in parts)]),
-            len(s_j),
-        )
+        size = len(park_t) + sum(len(p[0]) for p in parts)
+        if park is None and size * COUNT_SHARE > len(s_j):
+            park = np.zeros(len(s_j))
+            park[park_t] = park_v
+        if park is None:
+            terms, t = sum_sparse(
+                np.concatenate([park_t, *(p[0] for p in parts)]),
+                np.concatenate([park_v, *(p[1] for p in parts)]),
+                len(s_j),
+            )
+        else:
+            terms = _add_parts(park, parts)
+            t = park[terms]
         dangling = sum(p[2] for p in parts)
         u = t if w is None else t * w[terms]
-        df = df_j[terms]
-        if power != 1.0 and (steps or query_terms is not None):
-            strict = df.astype(np.float64) ** power
+        if strict is not None and (steps or query_terms is not None):
+            limit = strict[terms]
             if not steps:  # the first level: the query's own terms keep the plain rule
                 own = _members(terms, query_terms)
-                strict[own] = df[own]
-            df = strict
-        push = u * s_j[terms] >= eps * df
-        park_t, park_v = terms[~push], t[~push]
-        parts = backend.map("push_step", sid, terms[push], u[push], dangling)
+                limit[own] = eps * df_j[terms[own]]
+        else:
+            limit = eps * df_j[terms]
+        push = u * s_j[terms] >= limit
+        pushed = terms[push]
+        if park is None:
+            park_t, park_v = terms[~push], t[~push]
+        else:
+            park[pushed] = 0.0
         steps += 1
+        if not len(pushed) and not dangling:  # the level moves nothing: the walk ends
+            moving = 0.0
+            break
+        parts = backend.map("push_step", sid, pushed, u[push], dangling)
         read += sum(p[4] for p in parts)
         moving = sum(p[3] for p in parts)
+    if park is not None:
+        park_t = np.flatnonzero(park != 0)
+        park_v = park[park_t]
     parked = 0.0
     if len(park_t):
         parked = float(((park_v if w is None else park_v * w[park_t]) * s_j[park_t]).sum())
