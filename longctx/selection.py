@@ -206,13 +206,24 @@ def select_top(
         if k >= len(scores) or np.isnan(scores).any():
             return np.sort(np.argsort(-scores, kind="stable")[:k]).astype(np.int64)
         # O(n): the k-th largest value, every score above it, then its earliest ties
-        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        kth = _kth_largest(scores, k)
         above = np.flatnonzero(scores > kth)
         ties = np.flatnonzero(scores == kth)[: k - len(above)]
         return np.sort(np.concatenate([above, ties])).astype(np.int64)
     order = np.argsort(-scores, kind="stable")
     token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
     return _greedy([order], token_counts, token_budget)
+
+
+def _kth_largest(scores: np.ndarray, k: int) -> float:
+    """The ``k``-th largest of ``scores`` (no NaN, ``k <= len(scores)``): a partition of the
+    positive scores when there are ``k`` of them (a walk's scores are mostly 0), else of all.
+    ``np.partition`` of the values, not ``argpartition`` of their negation: 40-200 us against
+    60-1000 us on 51,262 scores a third of them positive (the many equal zeros slow the
+    latter)."""
+    pos = scores[scores > 0]
+    v = pos if len(pos) >= k else scores
+    return np.partition(v, len(v) - k)[len(v) - k]
 
 
 def _greedy(orders, token_counts: np.ndarray, token_budget: int) -> np.ndarray:

@@ -195,3 +195,43 @@ def test_push_driver_equals_the_old_loop(alice_text, monkeypatch, corpus):
             (h.source, h.start, h.score) for h in want.hits
         ], q
         assert got.trace[1:] == want.trace[1:], q
+
+
+@pytest.mark.parametrize("share", [0.0, 0.001, 0.3, 1.0])
+def test_select_top_k_equals_a_stable_sort(share):
+    """The ``k`` best (ties to the earlier unit) found from the k-th largest score by a
+    partition of the positive scores (or of all, when fewer than ``k`` are positive) are those
+    of a stable sort; many equal zeros, equal positives and negative scores included."""
+    from longctx.selection import select_top
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    for trial in range(6):
+        x = np.zeros(n)
+        on = rng.random(n) < share
+        x[on] = rng.integers(1, 40, on.sum()) / 8.0  # many ties
+        if trial % 2:
+            x[rng.random(n) < 0.1] = -rng.random()
+        for k in (1, 3, 10, 100, n - 1):
+            want = np.sort(np.argsort(-x, kind="stable")[:k])
+            np.testing.assert_array_equal(select_top(x, k=k), want)
+
+
+def test_query_rows_are_canonical_csr(alice):
+    """The query's TF-IDF rows are built as CSR directly: per row the kept terms' columns
+    ascending, no duplicates, the same matrix as the COO construction of the same entries."""
+    st = alice._state
+    qchunks = ["Alice and the Queen and Alice.", "The tarts, the tarts!", "zebra the"]
+    Eq, _ = query_weights(st.table, qchunks, with_q=False)
+    assert Eq.shape == (3, st.table.n_terms)
+    assert Eq.has_canonical_format
+    rows = np.repeat(np.arange(3), np.diff(Eq.indptr))
+    order = np.random.default_rng(0).permutation(Eq.nnz)
+    coo = sp.csr_array(
+        (Eq.data[order], (rows[order], Eq.indices[order])), shape=Eq.shape, dtype=np.float64
+    )
+    np.testing.assert_array_equal(coo.indptr, Eq.indptr)
+    np.testing.assert_array_equal(coo.indices, Eq.indices)
+    np.testing.assert_array_equal(coo.data, Eq.data)
+    assert np.diff(Eq.indptr).tolist()[2] == 0  # "zebra" unseen, "the" a stop word
+    assert (Eq.data > 0).all()

@@ -135,7 +135,7 @@ class QueryEdgesBlock:
             full = np.zeros(self.n)
             full[rows] = w
             w, rows = full + dense_restart * s["dense_w"], None
-        nz = np.flatnonzero(w)
+        nz = np.flatnonzero(w != 0)
         s["w"] = (nz if rows is None else rows[nz], w[nz])
         return float(w.sum())
 

@@ -73,31 +73,35 @@ def query_weights(table, qchunks: list[str], *, with_q: bool) -> tuple[sp.csr_ar
     keep = _query_term_filter(table)
     df = table.df
     weights = []
+    indptr, cols, vals = [0], [], []
     for chunk in qchunks:
         tf = Counter(s.analyzer(chunk))
         w = {}
+        seen = []  # (column, term) of the chunk's terms the vocabulary keeps
         for term, count in tf.items():
+            j = vocab.get(term)
+            known = j is not None and (keep is None or keep(j))
+            if known and df[j] > 0:
+                seen.append((j, term))
             c = 1.0 if s.binary else float(count)
             if s.sublinear_tf:
                 c = 1.0 + np.log(c)
             if s.use_idf:
-                j = vocab.get(term)
-                d = 0.0 if j is None or (keep is not None and not keep(j)) else float(df[j])
+                d = float(df[j]) if known else 0.0
                 d += 1.0  # the query is a document too
                 c *= (np.log((2 + n) / (1 + d)) if s.smooth_idf else np.log((n + 1) / d)) + 1.0
             w[term] = c
         norm = np.sqrt(sum(v * v for v in w.values())) or 1.0
         weights.append({t: v / norm for t, v in w.items()})
+        seen.sort()  # a row's columns ascending, as scipy's COO -> CSR conversion sorts them
+        cols.extend(j for j, _ in seen)
+        vals.extend(weights[-1][t] for _, t in seen)
+        indptr.append(len(cols))
     m = len(qchunks)
-    rows, cols, vals = [], [], []
-    for i, w in enumerate(weights):
-        for term, v in w.items():
-            j = vocab.get(term)
-            if j is not None and df[j] > 0 and (keep is None or keep(j)):
-                rows.append(i)
-                cols.append(j)
-                vals.append(v)
-    Eq = sp.csr_array((vals, (rows, cols)), shape=(m, len(vocab)), dtype=np.float64)
+    Eq = sp.csr_array(
+        (np.array(vals, np.float64), np.array(cols, np.int64), np.array(indptr, np.int64)),
+        shape=(m, len(vocab)),
+    )
     if not with_q:
         return Eq, np.zeros((0, 0))
     # query-query cosines over all the query's terms (seen or not); m <= MAX_QUERY_CHUNKS
