@@ -218,10 +218,11 @@ def select_top(
 def _kth_largest(scores: np.ndarray, k: int) -> float:
     """The ``k``-th largest of ``scores`` (no NaN, ``k <= len(scores)``): a partition of the
     positive scores when there are ``k`` of them (a walk's scores are mostly 0), else of all.
-    ``np.partition`` of the values, not ``argpartition`` of their negation: 40-200 us against
-    60-1000 us on 51,262 scores a third of them positive (the many equal zeros slow the
-    latter)."""
-    pos = scores[scores > 0]
+    ``np.partition`` of the values, not ``argpartition`` of their negation, and the positives
+    taken by their positions (a bool mask's ``nonzero`` has no branch per element): 45-55 us
+    against 60-1400 us on 51,262 scores a third of them positive (the many equal zeros slow
+    the selection of the whole vector)."""
+    pos = scores[np.flatnonzero(scores > 0)]
     v = pos if len(pos) >= k else scores
     return np.partition(v, len(v) - k)[len(v) - k]
 

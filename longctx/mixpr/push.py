@@ -197,12 +197,13 @@ class PushBlock:
         E = self._rows()
         n_terms = E.shape[1]
         read = int((E.indptr[rows + 1] - E.indptr[rows]).sum())
-        if read * DENSE_SHARE > E.nnz:  # most of the block: one product over E
+        nnz = int(E.indptr[-1])  # E.nnz without scipy's checks (a call a level)
+        if read * DENSE_SHARE > nnz:  # most of the block: one product over E
             dense = np.zeros(self.n)
             dense[rows] = v
             t = self._ET @ dense
             terms = np.flatnonzero(t != 0)
-            return terms, t[terms], dang, float(moving.sum()), int(E.nnz)
+            return terms, t[terms], dang, float(moving.sum()), nnz
         terms, vals = gather(E.indptr, E.indices, E.data, rows, v)
         terms, vals = sum_sparse(terms, vals, n_terms)
         return terms, vals, dang, float(moving.sum()), read
@@ -217,7 +218,8 @@ class PushBlock:
         live = self.colsum > 0
         reached = y != 0
         read = int(np.diff(E.indptr)[reached & live].sum())
-        if read * DENSE_SHARE <= E.nnz:
+        nnz = int(E.indptr[-1])
+        if read * DENSE_SHARE <= nnz:
             idx = np.flatnonzero(reached)
             return self._push_emit(s, idx, y[idx])
         alpha = s["push_alpha"]
@@ -228,7 +230,7 @@ class PushBlock:
         v = np.divide(moving, self.colsum, out=np.zeros(self.n), where=live)
         t = self._ET @ v
         terms = np.flatnonzero(t != 0)
-        return terms, t[terms], dang, float(moving.sum()), int(E.nnz)
+        return terms, t[terms], dang, float(moving.sum()), nnz
 
     def push_step(self, sid, terms: np.ndarray, u: np.ndarray, dangling: float):
         """One level: spread the pushed terms' mass ``u`` (``w_j t_j``) over the block's units
@@ -238,14 +240,15 @@ class PushBlock:
         E = self._cols()
         read = int((E.indptr[terms + 1] - E.indptr[terms]).sum())
         pidx, pval = s["push_p"]
-        if read * DENSE_SHARE > E.nnz:  # most of the block: one product over E
+        nnz = int(E.indptr[-1])  # E.nnz without scipy's checks (a call a level)
+        if read * DENSE_SHARE > nnz:  # most of the block: one product over E
             dense = np.zeros(E.shape[1])
             dense[terms] = u
             y = E @ dense
             if dangling:
                 y[pidx] += dangling * pval
             out = self._push_emit_dense(s, y)
-            return (*out[:4], out[4] + int(E.nnz))
+            return (*out[:4], out[4] + nnz)
         else:
             units, vals = gather(E.indptr, E.indices, E.data, terms, u)
             if dangling:
