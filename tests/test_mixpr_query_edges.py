@@ -83,7 +83,7 @@ def test_query_edges_equal_the_scipy_products(alice, query, thr, power, filtered
     keep = (lambda units: units % 3 != 0) if filtered else None
     table = alice._state.table
     reweight = (lambda Et, t: reweight_query_terms(table, Et, t)) if literal else None
-    rows, B, lex = query_edge_rows(
+    rows, B, lex, w = query_edge_rows(
         E, terms, Eqt, p_query, thr, power, keep=keep, reweight=reweight, lexical=True
     )
     want_rows, want_B, want_lex = _scipy_edges(
@@ -95,6 +95,8 @@ def test_query_edges_equal_the_scipy_products(alice, query, thr, power, filtered
     np.testing.assert_array_equal(B.indices, want_B.indices)
     np.testing.assert_array_equal(B.data, want_B.data)  # bit for bit
     np.testing.assert_array_equal(lex, want_lex)
+    np.testing.assert_array_equal(w, want_B @ p_query)
+    assert float(B.data.sum()) == float(want_B.sum())
     assert (B.data != 0).all()
     if query != "zebra quasar":
         assert B.nnz > 0 or thr > 0

@@ -46,7 +46,7 @@ class QueryEdgesBlock:
         s = self._s(sid)
         cfg = self.config
         mask = s["mask"]
-        rows, B, lexical = query_edge_rows(
+        rows, B, lexical, w = query_edge_rows(
             self._cols(), terms, Eqt, p_query, thr, cfg.coverage_power,
             keep=None if mask is None else mask.at,
             reweight=partial(reweight_query_terms, self.stats) if cfg.literal_query_weights else None,
@@ -58,7 +58,7 @@ class QueryEdgesBlock:
         elif qvec is not None and self.unit_vectors is not None:
             dense = (self.unit_vectors @ qvec).astype(np.float64)
         lex = None if lexical is None else SparseScores(self.n, rows, lexical)
-        s.update(Brows=rows, Bsub=B, lexical=lex, dense=dense, p_query=p_query, seed=seed)
+        s.update(Brows=rows, Bsub=B, Bw=w, lexical=lex, dense=dense, p_query=p_query, seed=seed)
         s.pop("B", None)
         # every cosine is >= 0: the units without a query term add 0 to the maxima
         lex_max = None
@@ -71,8 +71,8 @@ class QueryEdgesBlock:
             if dense is not None and self.n
             else None,
             "dense_cand": None,
-            "wsum": float((B @ p_query).sum()) if B.nnz else 0.0,
-            "bsum": float(B.sum()) if B.nnz else 0.0,
+            "wsum": float(w.sum()) if B.nnz else 0.0,  # (B @ p_query).sum()
+            "bsum": float(B.data.sum()) if B.nnz else 0.0,  # B.sum()
             "seed_max": float(seed[1].max()) if seed is not None and len(seed[1]) else 0.0,
             "bcol": np.asarray(B.sum(axis=0)).ravel() if bordered else None,
         }
@@ -129,7 +129,7 @@ class QueryEdgesBlock:
         if use_rowsum:
             w = np.asarray(B.sum(axis=1)).ravel()
         else:
-            w = B @ s["p_query"] if B.nnz else np.zeros(len(rows))
+            w = s["Bw"] if B.nnz else np.zeros(len(rows))  # B @ p_query
         w = w / wsum if wsum > 0 else w
         if dense_restart:  # hybrid mode: the dense restart spans the block
             full = np.zeros(self.n)

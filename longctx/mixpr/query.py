@@ -204,6 +204,8 @@ def query_edge_rows(
         The units holding a query term.
     B : (r, m) float64 CSR, sorted indices, no stored zeros
     lex : (r,) float64 or None
+    w : (r,) float64
+        ``B @ p_query``: the restart weights (as scipy's product adds each row's entries).
     """
     n = E.shape[0]
     m, t = Eqt.shape
@@ -222,6 +224,7 @@ def query_edge_rows(
     total[major] = np.add.reduceat(Eqt.data, Eqt.indptr[major])
     recip = 1.0 / np.where(total > 0, total, 1.0)
     lex = np.zeros(R) if lexical else None
+    w = np.zeros(R)
     at_r, at_c, at_v = [], [], []
     for c in range(m):
         qc = Q[c][col]
@@ -238,6 +241,7 @@ def query_edge_rows(
         if keep is not None and len(on):
             kept = keep(rows[on])
             on, v = on[kept], v[kept]
+        w[on] += v * p_query[c]
         at_r.append(on)
         at_c.append(np.full(len(on), c, np.int32))
         at_v.append(v)
@@ -249,7 +253,7 @@ def query_edge_rows(
     indptr = np.zeros(R + 1, np.int64)
     np.cumsum(np.bincount(r_all, minlength=R), out=indptr[1:])
     B = sp.csr_array((at_v[0], at_c[0], indptr), shape=(R, m))
-    return rows, B, lex
+    return rows, B, lex, w
 
 
 def weigh_by_coverage(B: sp.csr_array, Et, Eqt, power: float) -> sp.csr_array:
