@@ -98,6 +98,7 @@ def test_query_edges_equal_the_scipy_products(alice, query, thr, power, filtered
     np.testing.assert_array_equal(w, want_B @ p_query)
     assert float(B.data.sum()) == float(want_B.sum())
     assert (B.data != 0).all()
+    assert B.data.dtype == np.float64 and w.dtype == np.float64 and lex.dtype == np.float64
     if query != "zebra quasar":
         assert B.nnz > 0 or thr > 0
     assert query_edge_rows(E, terms, Eqt, p_query, thr, power, lexical=False)[2] is None

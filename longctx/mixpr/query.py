@@ -228,7 +228,8 @@ def query_edge_rows(
     at_r, at_c, at_v = [], [], []
     for c in range(m):
         qc = Q[c][col]
-        b = np.bincount(local, weights=qc * vals, minlength=R)  # (Et @ Eqt.T)[:, c]
+        # (Et @ Eqt.T)[:, c]; float64 also for no entries (numpy's bincount then gives int64)
+        b = np.bincount(local, weights=qc * vals, minlength=R).astype(np.float64, copy=False)
         if lex is not None:
             lex += b * p_query[c]
         on = np.flatnonzero((b >= thr) & (b != 0))
