@@ -57,7 +57,15 @@ try:  # scipy's compiled row gather (what ``csr_array[rows]`` runs), without bui
 except ImportError:  # a scipy that moved it: the same gather in numpy
     csr_row_index = None
 
-__all__ = ["PushBlock", "gather", "push_walk", "strict_limits", "sum_sparse", "unique_positions"]
+__all__ = [
+    "PushBlock",
+    "gather",
+    "push_walk",
+    "spans",
+    "strict_limits",
+    "sum_sparse",
+    "unique_positions",
+]
 
 #: A level whose reads exceed ``1 / DENSE_SHARE`` of ``E``'s non-zeros is done as one product
 #: over ``E``: a walk that reaches most of a small corpus costs no more than the power
@@ -75,14 +83,19 @@ COUNT_SHARE = 16
 # are zeros both ways, NaN is not).
 
 
-def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray | None):
+def spans(indptr, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(starts, lengths, their sum)`` of the compressed rows (or columns) ``sel``."""
+    starts = indptr[sel]
+    lens = indptr[sel + 1] - starts
+    return starts, lens, int(lens.sum())
+
+
+def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray | None, where=None):
     """The non-zeros of the compressed rows (or columns) ``sel`` of a CSR (CSC) matrix, each
     multiplied by its row's weight (``None``: as stored): ``(indices (nnz,) int, values (nnz,)
     float64)``, row by row in the order of ``sel``. Costs the selected rows' non-zeros, not the
-    matrix's."""
-    starts = indptr[sel]
-    lens = indptr[sel + 1] - starts
-    total = int(lens.sum())
+    matrix's. ``where``: their :func:`spans` when already known."""
+    starts, lens, total = spans(indptr, sel) if where is None else where
     if total == 0:
         return np.empty(0, indices.dtype), np.empty(0)
     if csr_row_index is None:
@@ -196,7 +209,8 @@ class PushBlock:
             rows, v = idx[live], moving[live] / col[live]
         E = self._rows()
         n_terms = E.shape[1]
-        read = int((E.indptr[rows + 1] - E.indptr[rows]).sum())
+        where = spans(E.indptr, rows)
+        read = where[2]
         nnz = int(E.indptr[-1])  # E.nnz without scipy's checks (a call a level)
         if read * DENSE_SHARE > nnz:  # most of the block: one product over E
             dense = np.zeros(self.n)
@@ -204,7 +218,7 @@ class PushBlock:
             t = self._ET @ dense
             terms = np.flatnonzero(t != 0)
             return terms, t[terms], dang, float(moving.sum()), nnz
-        terms, vals = gather(E.indptr, E.indices, E.data, rows, v)
+        terms, vals = gather(E.indptr, E.indices, E.data, rows, v, where)
         terms, vals = sum_sparse(terms, vals, n_terms)
         return terms, vals, dang, float(moving.sum()), read
 
@@ -238,7 +252,8 @@ class PushBlock:
         level (:meth:`_push_emit`)."""
         s = self._s(sid)
         E = self._cols()
-        read = int((E.indptr[terms + 1] - E.indptr[terms]).sum())
+        where = spans(E.indptr, terms)
+        read = where[2]
         pidx, pval = s["push_p"]
         nnz = int(E.indptr[-1])  # E.nnz without scipy's checks (a call a level)
         if read * DENSE_SHARE > nnz:  # most of the block: one product over E
@@ -250,7 +265,7 @@ class PushBlock:
             out = self._push_emit_dense(s, y)
             return (*out[:4], out[4] + nnz)
         else:
-            units, vals = gather(E.indptr, E.indices, E.data, terms, u)
+            units, vals = gather(E.indptr, E.indices, E.data, terms, u, where)
             if dangling:
                 units = np.concatenate([units, pidx])
                 vals = np.concatenate([vals, dangling * pval])

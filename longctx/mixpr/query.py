@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.mixpr.push import gather, unique_positions
+from longctx.mixpr.push import gather, spans, unique_positions
 
 #: The most query chunks a query's edges are computed for: a query is split like the text, and
 #: its last chunks are the query nodes (the paper's personalization restarts at the last one or
@@ -209,8 +209,9 @@ def query_edge_rows(
     """
     n = E.shape[0]
     m, t = Eqt.shape
-    lens = E.indptr[terms + 1] - E.indptr[terms]
-    units, vals = gather(E.indptr, E.indices, E.data, terms, None)
+    where = spans(E.indptr, terms)
+    lens = where[1]
+    units, vals = gather(E.indptr, E.indices, E.data, terms, None, where)
     rows, local = unique_positions(units, n)
     R = len(rows)
     if reweight is not None:
