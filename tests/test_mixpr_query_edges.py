@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 import longctx.mixpr.scoring as scoring
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.push import _members, sum_sparse, unique_positions
+from longctx.mixpr.push import _members, finish_walk, sum_sparse, unique_positions
 from longctx.mixpr.query import (
     personalization,
     query_edge_rows,
@@ -20,7 +20,6 @@ from longctx.mixpr.query import (
     reweight_query_terms,
     weigh_by_coverage,
 )
-from longctx.types import walk_record
 
 QUESTIONS = [
     "Who stole the tarts?",
@@ -157,13 +156,7 @@ def _old_push_walk(scorer, sid, scale, alpha, trace=None, query_terms=None):
         steps += 1
         read += sum(p[4] for p in parts)
         moving = sum(p[3] for p in parts)
-    parked = 0.0
-    if len(park_t):
-        parked = float(((park_v if w is None else park_v * w[park_t]) * s_j[park_t]).sum())
-    tops = [m for m in backend.map("push_finish", sid) if m is not None]
-    if trace is not None:
-        trace.append(walk_record("walk", "push", steps, moving + parked, parked=parked, read=read))
-    return max(tops) if tops else 0.0
+    return finish_walk(scorer, sid, park_t, park_v, (steps, moving, read), trace)
 
 
 def _chain_texts():

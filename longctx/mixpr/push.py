@@ -59,6 +59,7 @@ except ImportError:  # a scipy that moved it: the same gather in numpy
 
 __all__ = [
     "PushBlock",
+    "finish_walk",
     "gather",
     "push_walk",
     "spans",
@@ -414,10 +415,21 @@ def push_walk(
     if park is not None:
         park_t = np.flatnonzero(park != 0)
         park_v = park[park_t]
+    return finish_walk(scorer, sid, park_t, park_v, (steps, moving, read), trace)
+
+
+def finish_walk(scorer, sid, park_t, park_v, counts, trace) -> float:
+    """The end of :func:`push_walk`: the blocks settle their result (``push_finish``) and the
+    walk's record goes to ``trace`` with the mass parked on the terms ``park_t`` (ascending,
+    holding ``park_v``); ``counts``: ``(levels, mass still moving, entries read)``. Returns the
+    result's maximum over the units."""
+    steps, moving, read = counts
+    s_j = scorer.term_sizes()[0]
+    w = scorer.weights
     parked = 0.0
     if len(park_t):
         parked = float(((park_v if w is None else park_v * w[park_t]) * s_j[park_t]).sum())
-    tops = [m for m in backend.map("push_finish", sid) if m is not None]
+    tops = [m for m in scorer.backend.map("push_finish", sid) if m is not None]
     if trace is not None:
         trace.append(walk_record("walk", "push", steps, moving + parked, parked=parked, read=read))
     return max(tops) if tops else 0.0
