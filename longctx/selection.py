@@ -206,13 +206,30 @@ def select_top(
         if k >= len(scores) or np.isnan(scores).any():
             return np.sort(np.argsort(-scores, kind="stable")[:k]).astype(np.int64)
         # O(n): the k-th largest value, every score above it, then its earliest ties
-        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        above = np.flatnonzero(scores > kth)
-        ties = np.flatnonzero(scores == kth)[: k - len(above)]
+        kth, at, vals = _kth_largest(scores, k)
+        above = at[vals > kth]
+        ties = at[vals == kth][: k - len(above)]
         return np.sort(np.concatenate([above, ties])).astype(np.int64)
     order = np.argsort(-scores, kind="stable")
     token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
     return _greedy([order], token_counts, token_budget)
+
+
+def _kth_largest(scores: np.ndarray, k: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """``(the k-th largest of scores, positions, their scores)``: positions ascending, among
+    which are all the scores at or above it. ``scores`` holds no NaN and ``k <= len(scores)``.
+
+    A partition of the positive scores when there are ``k`` of them (a walk's scores are
+    mostly 0; the positions are then theirs), else of all (every position). ``np.partition``
+    of the values, not ``argpartition`` of their negation, and the positives taken by their
+    positions (a bool mask's ``nonzero`` has no branch per element): 45-55 us against 60-1400
+    us on 51,262 scores a third of them positive (the many equal zeros slow the selection of
+    the whole vector)."""
+    at = np.flatnonzero(scores > 0)
+    if len(at) < k:
+        at = np.arange(len(scores))
+    vals = scores[at]
+    return np.partition(vals, len(vals) - k)[len(vals) - k], at, vals
 
 
 def _greedy(orders, token_counts: np.ndarray, token_budget: int) -> np.ndarray:

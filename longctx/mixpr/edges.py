@@ -15,10 +15,12 @@ Source: Alonso and Millidge, "Mixture-of-PageRanks" (arXiv:2412.06078), sec. 4 e
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.mixpr.query import divide_by_top, reweight_query_terms, weigh_by_coverage
+from longctx.mixpr.query import divide_by_top, query_edge_rows, reweight_query_terms
 from longctx.selection import SparseScores
 
 __all__ = ["QueryEdgesBlock", "block_seeds"]
@@ -43,32 +45,20 @@ class QueryEdgesBlock:
         matrix for the walks that need it)."""
         s = self._s(sid)
         cfg = self.config
-        Et = sp.csc_array(self.E[:, terms])
-        rows = np.unique(Et.indices).astype(np.int64)
-        # the query columns over the rows they touch (same values, same order in each column)
-        Et = sp.csc_array(
-            (Et.data, np.searchsorted(rows, Et.indices), Et.indptr), shape=(len(rows), len(terms))
-        )
-        if cfg.literal_query_weights:
-            Et = reweight_query_terms(self.stats, Et, terms)
-        B = sp.csr_array(Et @ sp.csr_array(Eqt).T)
-        # direct lexical score: the units' cosine to the query's restart chunk(s), unthresholded
-        lexical = np.asarray(B @ p_query).ravel() if cfg.lexical_weight else None
-        B.data[B.data < thr] = 0.0
-        B.eliminate_zeros()
-        if cfg.coverage_power and B.nnz:
-            B = weigh_by_coverage(B, Et, Eqt, cfg.coverage_power)
         mask = s["mask"]
-        if mask is not None and B.nnz:  # the walk restarts only in the kept documents
-            B = sp.csr_array(B.multiply(mask.at(rows)[:, None].astype(np.float64)))
-            B.eliminate_zeros()
+        rows, B, lexical, w = query_edge_rows(
+            self._cols(), terms, Eqt, p_query, thr, cfg.coverage_power,
+            keep=None if mask is None else mask.at,
+            reweight=partial(reweight_query_terms, self.stats) if cfg.literal_query_weights else None,
+            lexical=bool(cfg.lexical_weight),
+        )  # fmt: skip
         dense = seed = None
         if seeds is not None:
             seed = block_seeds(self.keys, *seeds, mask)
         elif qvec is not None and self.unit_vectors is not None:
             dense = (self.unit_vectors @ qvec).astype(np.float64)
         lex = None if lexical is None else SparseScores(self.n, rows, lexical)
-        s.update(Brows=rows, Bsub=B, lexical=lex, dense=dense, p_query=p_query, seed=seed)
+        s.update(Brows=rows, Bsub=B, Bw=w, lexical=lex, dense=dense, p_query=p_query, seed=seed)
         s.pop("B", None)
         # every cosine is >= 0: the units without a query term add 0 to the maxima
         lex_max = None
@@ -81,8 +71,8 @@ class QueryEdgesBlock:
             if dense is not None and self.n
             else None,
             "dense_cand": None,
-            "wsum": float((B @ p_query).sum()) if B.nnz else 0.0,
-            "bsum": float(B.sum()) if B.nnz else 0.0,
+            "wsum": float(w.sum()) if B.nnz else 0.0,  # (B @ p_query).sum()
+            "bsum": float(B.data.sum()) if B.nnz else 0.0,  # B.sum()
             "seed_max": float(seed[1].max()) if seed is not None and len(seed[1]) else 0.0,
             "bcol": np.asarray(B.sum(axis=0)).ravel() if bordered else None,
         }
@@ -139,13 +129,13 @@ class QueryEdgesBlock:
         if use_rowsum:
             w = np.asarray(B.sum(axis=1)).ravel()
         else:
-            w = B @ s["p_query"] if B.nnz else np.zeros(len(rows))
+            w = s["Bw"] if B.nnz else np.zeros(len(rows))  # B @ p_query
         w = w / wsum if wsum > 0 else w
         if dense_restart:  # hybrid mode: the dense restart spans the block
             full = np.zeros(self.n)
             full[rows] = w
             w, rows = full + dense_restart * s["dense_w"], None
-        nz = np.flatnonzero(w)
+        nz = np.flatnonzero(w != 0)
         s["w"] = (nz if rows is None else rows[nz], w[nz])
         return float(w.sum())
 

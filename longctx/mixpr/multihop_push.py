@@ -74,7 +74,7 @@ class Bipartite:
             dense = np.zeros(M.shape[0])
             dense[idx] = w
             y = self._T @ dense
-            out = np.flatnonzero(y)
+            out = np.flatnonzero(y != 0)
             return out, y[out], int(M.nnz)
         cols, vals = gather(M.indptr, M.indices, M.data, idx, w)
         cols, vals = sum_sparse(cols, vals, M.shape[1])
@@ -151,15 +151,15 @@ def push_multihop(
     h = np.zeros(n)
     arrived = np.zeros(n)
     u_deg = phrases[0].deg if terms is None else phrases[0].deg + terms[0].deg
-    u_idx = np.flatnonzero(r_u)
+    u_idx = np.flatnonzero(r_u != 0)
     u_val = r_u[u_idx]
     park_u = (np.empty(0, np.int64), np.empty(0))
     # the restart on linking phrases starts parked on them: pushed with the first level
-    p_idx = np.flatnonzero(r_p)
+    p_idx = np.flatnonzero(r_p != 0)
     park_p = (p_idx, r_p[p_idx])
     park_t = None if terms is None else (np.empty(0, np.int64), np.empty(0))
     # phrases of one unit: their mass reaches the unit after one move
-    d_idx = np.flatnonzero(d_u)
+    d_idx = np.flatnonzero(d_u != 0)
     d_val = (1.0 - a) * d_u[d_idx]
     sigma = 0.0
     read = 0

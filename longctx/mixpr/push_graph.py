@@ -112,7 +112,7 @@ class GraphPushBlock:
             cand = np.empty(0, np.int64)
         else:
             w = self._restart(s)
-            cand = np.flatnonzero(w)
+            cand = np.flatnonzero(w != 0)
             pval = w[cand] / scale
             pidx = cand
             r[cand] = pval
@@ -148,7 +148,7 @@ class GraphPushBlock:
                 new_q += np.bincount(qi, weights=qv, minlength=m)
                 vq = damping * r_q * inv_q
                 dang += damping * float(r_q[~live_q].sum())
-                hit = np.flatnonzero(vq)
+                hit = np.flatnonzero(vq != 0)
                 ei, ev = gather(Bc.indptr, Bc.indices, Bc.data, hit, vq[hit])
                 new_q += Qd @ vq
                 if dang:  # the restart is on the query nodes

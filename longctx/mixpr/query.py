@@ -16,6 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from longctx.mixpr.push import gather, spans, unique_positions
+
 #: The most query chunks a query's edges are computed for: a query is split like the text, and
 #: its last chunks are the query nodes (the paper's personalization restarts at the last one or
 #: two). A longer query's earlier chunks are not used, so the work of a query stays linear in
@@ -71,31 +73,35 @@ def query_weights(table, qchunks: list[str], *, with_q: bool) -> tuple[sp.csr_ar
     keep = _query_term_filter(table)
     df = table.df
     weights = []
+    indptr, cols, vals = [0], [], []
     for chunk in qchunks:
         tf = Counter(s.analyzer(chunk))
         w = {}
+        seen = []  # (column, term) of the chunk's terms the vocabulary keeps
         for term, count in tf.items():
+            j = vocab.get(term)
+            known = j is not None and (keep is None or keep(j))
+            if known and df[j] > 0:
+                seen.append((j, term))
             c = 1.0 if s.binary else float(count)
             if s.sublinear_tf:
                 c = 1.0 + np.log(c)
             if s.use_idf:
-                j = vocab.get(term)
-                d = 0.0 if j is None or (keep is not None and not keep(j)) else float(df[j])
+                d = float(df[j]) if known else 0.0
                 d += 1.0  # the query is a document too
                 c *= (np.log((2 + n) / (1 + d)) if s.smooth_idf else np.log((n + 1) / d)) + 1.0
             w[term] = c
         norm = np.sqrt(sum(v * v for v in w.values())) or 1.0
         weights.append({t: v / norm for t, v in w.items()})
+        seen.sort()  # a row's columns ascending, as scipy's COO -> CSR conversion sorts them
+        cols.extend(j for j, _ in seen)
+        vals.extend(weights[-1][t] for _, t in seen)
+        indptr.append(len(cols))
     m = len(qchunks)
-    rows, cols, vals = [], [], []
-    for i, w in enumerate(weights):
-        for term, v in w.items():
-            j = vocab.get(term)
-            if j is not None and df[j] > 0 and (keep is None or keep(j)):
-                rows.append(i)
-                cols.append(j)
-                vals.append(v)
-    Eq = sp.csr_array((vals, (rows, cols)), shape=(m, len(vocab)), dtype=np.float64)
+    Eq = sp.csr_array(
+        (np.array(vals, np.float64), np.array(cols, np.int64), np.array(indptr, np.int64)),
+        shape=(m, len(vocab)),
+    )
     if not with_q:
         return Eq, np.zeros((0, 0))
     # query-query cosines over all the query's terms (seen or not); m <= MAX_QUERY_CHUNKS
@@ -154,6 +160,102 @@ def reweight_query_terms(table, Et: sp.csc_array, terms: np.ndarray) -> sp.csc_a
     norm = np.sqrt(np.maximum(1.0 + delta, 1e-12))
     Et.data = old * ratio[cols] / norm[rows]
     return Et
+
+
+def query_edge_rows(
+    E: sp.csc_array, terms, Eqt: sp.csr_array, p_query, thr: float, coverage_power: float, *,
+    keep=None, reweight=None, lexical: bool = True,
+):  # fmt: skip
+    """The query's edges ``B`` over the units holding a query term: the units' TF-IDF cosines
+    to the query chunks (sec. 4 eq. 3), those below ``thr`` dropped, weighted by coverage
+    (:func:`weigh_by_coverage`) and kept by the filter; and the lexical cosines (``B`` before
+    the threshold, times ``p_query``). Costs the query terms' columns of ``E``.
+
+    Each value is computed with the operations, in the order, of the sparse products it
+    replaces (``Et @ Eqt.T`` sums each unit's products over the query terms in ascending order,
+    from 0; the coverage, the threshold and the filter act entry by entry), so the edges are
+    those of the scipy pipeline bit for bit (``tests/test_mixpr_query_edges.py``), without its
+    dozen sparse matrices a query.
+
+    Parameters
+    ----------
+    E : (n, n_terms) float64 CSC
+        The units' TF-IDF rows by columns.
+    terms : (t,) int64 ascending
+        The query's term columns.
+    Eqt : (m, t) float64 CSR, sorted indices
+        The query chunks' TF-IDF weights over ``terms``.
+    p_query : (m,) float64
+        The restart over the query chunks (:func:`personalization`).
+    thr : float
+        ``query_threshold``: a cosine below it is no edge.
+    coverage_power : float
+        0: no coverage weight.
+    keep : callable ``(k,) int64 units -> (k,) bool``, optional
+        The filter: the edges of the units it leaves out are dropped.
+    reweight : callable ``(Et (r, t) CSC, terms) -> CSC``, optional
+        :func:`reweight_query_terms` with its table (``literal_query_weights``).
+    lexical : bool
+        Also return the lexical cosines.
+
+    Returns
+    -------
+    rows : (r,) int64 ascending
+        The units holding a query term.
+    B : (r, m) float64 CSR, sorted indices, no stored zeros
+    lex : (r,) float64 or None
+    w : (r,) float64
+        ``B @ p_query``: the restart weights (as scipy's product adds each row's entries).
+    """
+    n = E.shape[0]
+    m, t = Eqt.shape
+    where = spans(E.indptr, terms)
+    lens = where[1]
+    units, vals = gather(E.indptr, E.indices, E.data, terms, None, where)
+    rows, local = unique_positions(units, n)
+    R = len(rows)
+    if reweight is not None:
+        indptr = np.concatenate([[0], np.cumsum(lens)])
+        vals = reweight(sp.csc_array((vals, local, indptr), shape=(R, t)), terms).data
+    col = np.repeat(np.arange(t), lens)  # each entry's query term
+    Q = Eqt.toarray()
+    # the chunks' L1 weights as scipy's row sums add them (coverage's denominators)
+    total = np.zeros(m)
+    major = np.flatnonzero(np.diff(Eqt.indptr))
+    total[major] = np.add.reduceat(Eqt.data, Eqt.indptr[major])
+    recip = 1.0 / np.where(total > 0, total, 1.0)
+    lex = np.zeros(R) if lexical else None
+    w = np.zeros(R)
+    at_r, at_c, at_v = [], [], []
+    for c in range(m):
+        qc = Q[c][col]
+        # (Et @ Eqt.T)[:, c]; float64 also for no entries (numpy's bincount then gives int64)
+        b = np.bincount(local, weights=qc * vals, minlength=R).astype(np.float64, copy=False)
+        if lex is not None:
+            lex += b * p_query[c]
+        on = np.flatnonzero((b >= thr) & (b != 0))
+        v = b[on]
+        if coverage_power and len(on):
+            matched = np.bincount(local, weights=qc, minlength=R)[on]
+            v = v * np.clip(matched * recip[c], 0.0, 1.0) ** coverage_power
+            nz = v != 0
+            on, v = on[nz], v[nz]
+        if keep is not None and len(on):
+            kept = keep(rows[on])
+            on, v = on[kept], v[kept]
+        w[on] += v * p_query[c]
+        at_r.append(on)
+        at_c.append(np.full(len(on), c, np.int32))
+        at_v.append(v)
+    r_all = np.concatenate(at_r) if m > 1 else at_r[0]
+    if m > 1:  # row by row, the chunks of a row ascending
+        order = np.argsort(r_all, kind="stable")
+        at_c, at_v = [np.concatenate(at_c)[order]], [np.concatenate(at_v)[order]]
+        r_all = r_all[order]
+    indptr = np.zeros(R + 1, np.int64)
+    np.cumsum(np.bincount(r_all, minlength=R), out=indptr[1:])
+    B = sp.csr_array((at_v[0], at_c[0], indptr), shape=(R, m))
+    return rows, B, lex, w
 
 
 def weigh_by_coverage(B: sp.csr_array, Et, Eqt, power: float) -> sp.csr_array:

@@ -404,12 +404,12 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
             return
         if _is_sparse(x):
             x = x.dense()
-        if _is_sparse(lexical):
-            lexical = lexical.dense()
         scores = np.ascontiguousarray(x)
         if lexical is not None or dense_w:
             scores = divide_by_top(scores, pi_top)
-            if lexical is not None:
+            if _is_sparse(lexical):  # the units without a query term add 0
+                scores[lexical.idx] += cfg.lexical_weight * divide_by_top(lexical.vals, lex_top)
+            elif lexical is not None:
                 scores += cfg.lexical_weight * divide_by_top(lexical, lex_top)
             if dense_w:
                 scores += cfg.dense_weight * divide_by_top(np.maximum(dense, 0.0), dense_top)
