@@ -90,7 +90,10 @@ class MixPRRetriever(BaseRetriever):
       document is found by
       ``metadata[seed_source_key]`` (``"source"``, as the document loaders and text splitters
       set it) or by its ``id``, its span by ``metadata["start_index"]``
-      (``RecursiveCharacterTextSplitter(add_start_index=True)``) or by locating its text.
+      (``RecursiveCharacterTextSplitter(add_start_index=True)``) or by locating its text; of
+      several documents of one source (a PDF's pages, a CSV's rows), the first that holds the
+      chunk's text at ``start_index``, else the first that contains it
+      (:func:`longctx.mixpr.seeds.pick_parent`).
       Not saved: pass it again to :meth:`load`.
     - `filter` (`dict | callable | None`): Metadata filter, ``{"author": "Austen"}``,
       ``{"year": {"$gte": 1800}}``; ``invoke(..., filter=...)`` overrides it.

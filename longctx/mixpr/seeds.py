@@ -5,7 +5,9 @@ An app that already has a vector index (a LlamaIndex ``VectorStoreIndex``, a Lan
 :meth:`longctx.MixPRIndex.search` as :class:`Seed` objects: a document id, the chunk's character
 span in that document and its score. The index maps each seed to the units it overlaps through
 its per-document unit offsets (binary searches: the cost grows with the seeds, not with the
-units), with no embedding call. They restart a walk of their own: the hybrid's score of a unit
+units), with no embedding call. A hit whose source holds several documents (a loader's pages
+or rows) names them all as candidates, and :func:`pick_parent` picks the one its span falls
+in (its text at its offset). They restart a walk of their own: the hybrid's score of a unit
 is MixPR's own score plus the seeds' walk's, each divided by its maximum
 (:meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`), so the best of each weighs 1 and
 a few seeded units add the app's hits without pushing MixPR's own best units out of a small
