@@ -68,17 +68,31 @@ def documents_from_texts(
     return [Document(page_content=t, metadata=m, id=i) for t, m, i in zip(texts, metadatas, ids)]
 
 
-#: key prefix of :func:`source_map`'s text entries (a tuple: never equal to a metadata value)
+#: key prefixes of :func:`source_map`'s text and page entries (tuples: never equal to a
+#: metadata value)
 _TEXT = "longctx_text"
+_PAGE = "longctx_page"
+
+
+def _metadata_key(metadata) -> tuple | None:
+    """A hashable form of a document's metadata without ``start_index`` (a splitter's chunk
+    holds its page's metadata plus that key), or ``None`` for metadata whose values have no
+    ``repr``."""
+    try:
+        return tuple(sorted((str(k), repr(v)) for k, v in metadata.items() if k != "start_index"))
+    except Exception:  # noqa: BLE001 - a value whose repr fails: no page entry
+        return None
 
 
 def source_map(documents, keys, source_key: str) -> dict:
     """How the app's retriever's hits find the documents they come from: ``{metadata[source_key]:
     (key, ...)}`` (every document of each value, in order: a loader gives one document per
-    page or row with the same ``source``, and a splitter's chunk copies its page's metadata)
-    and ``{(_TEXT, page_content): key}`` (the first of each text: a hit that is one of the
-    documents itself, as when MixPR is built over the app's own splits, ``chunk_documents=False``,
-    and the vector store gave the splits ids of its own)."""
+    page or row with the same ``source``, and a splitter's chunk copies its page's metadata),
+    ``{(_PAGE, metadata): key}`` (the first document of each metadata, :func:`_metadata_key`:
+    a chunk's own page, found in one look-up) and ``{(_TEXT, page_content): key}`` (the first
+    of each text: a hit that is one of the documents itself, as when MixPR is built over the
+    app's own splits, ``chunk_documents=False``, and the vector store gave the splits ids of
+    its own)."""
     by_source: dict = {}
     out: dict = {}
     for d, k in zip(documents, keys):
@@ -87,6 +101,9 @@ def source_map(documents, keys, source_key: str) -> dict:
         v = d.metadata.get(source_key)
         if isinstance(v, str):
             by_source.setdefault(v, []).append(k)
+            mk = _metadata_key(d.metadata)
+            if mk is not None:
+                out.setdefault((_PAGE, mk), k)
         out.setdefault((_TEXT, d.page_content), k)
     out.update((v, tuple(ks)) for v, ks in by_source.items())
     return out
@@ -95,29 +112,13 @@ def source_map(documents, keys, source_key: str) -> dict:
 def add_to_source_map(sources: dict, documents, keys, source_key: str) -> dict:
     """A new :func:`source_map` with ``documents`` added after the ones ``sources`` maps
     (``sources`` is not changed: a search may hold it). A source's added documents come after
-    its earlier ones; a text already mapped keeps its first document."""
+    its earlier ones; a text or metadata already mapped keeps its first document."""
     new = source_map(documents, keys, source_key)
     out = {**new, **sources}
     for v, ks in new.items():
         if isinstance(v, str) and v in sources:
             out[v] = sources[v] + ks
     return out
-
-
-def _carries(hit_meta: dict, doc_meta) -> bool:
-    """Whether a hit's metadata holds every item of a document's (a splitter's chunk copies its
-    page's metadata: ``page``, ``row``, ...). Values that do not compare to a bool (arrays)
-    count as different."""
-    for name, value in doc_meta.items():
-        if name not in hit_meta:
-            return False
-        try:
-            same = hit_meta[name] == value
-        except Exception:  # noqa: BLE001 - a value of a type that refuses to compare
-            return False
-        if same is not True:
-            return False
-    return True
 
 
 def documents_to_seeds(found, index, sources: dict, source_key: str, documents=None) -> list:
@@ -130,11 +131,11 @@ def documents_to_seeds(found, index, sources: dict, source_key: str, documents=N
 
     A source of several documents (the pages of a PDF, the rows of a CSV) gives the chunk
     several candidate parents: :func:`longctx.mixpr.seeds.pick_parent` picks the first that
-    holds the chunk's text at ``start_index``, else the first that contains it. The candidates
-    whose metadata the chunk carries (its page's ``page`` or ``row``) come first, so a text
-    found on several pages goes to its own. ``documents``: ``{key: Document}`` of the
-    candidates (their texts and metadata); without it a chunk of a source of several documents
-    seeds the first (the span is checked there)."""
+    holds the chunk's text at ``start_index``, else the first that contains it. The document
+    whose metadata the chunk carries (its page's, ``page`` or ``row`` included) is tried first,
+    so a text found on several pages goes to its own, in one comparison. ``documents``:
+    ``{key: Document}`` of the candidates (their texts); without it a chunk of a source of
+    several documents seeds the first (the span is checked there)."""
     from longctx.mixpr.seeds import hit_seed
 
     text_of = None if documents is None else (lambda k: documents[k].page_content)
@@ -146,11 +147,10 @@ def documents_to_seeds(found, index, sources: dict, source_key: str, documents=N
         v = doc.metadata.get(source_key)
         parents = sources.get(v, v) if isinstance(v, str) else None
         if documents is not None and isinstance(parents, tuple) and len(parents) > 1:
-            own_page = [_carries(doc.metadata, documents[k].metadata) if k in documents
-                        else False for k in parents]  # fmt: skip
-            parents = [k for k, o in zip(parents, own_page) if o] + [
-                k for k, o in zip(parents, own_page) if not o
-            ]
+            mk = _metadata_key(doc.metadata)
+            page = None if mk is None else sources.get((_PAGE, mk))
+            if page is not None:  # its own page first (tried again in order: harmless)
+                parents = (page, *parents)
         start = doc.metadata.get("start_index")
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             start = None

@@ -110,22 +110,22 @@ def hit_seed(holds, rank: int, own_id, parent_id, start, end, text, text_of=None
         return Seed(own_id, None, None, w)
     if parent_id is None:
         return None
-    parents = [parent_id] if isinstance(parent_id, str) else list(parent_id)
-    parents = [p for p in parents if isinstance(p, str) and holds(p)]
-    if not parents:
-        return None
+    parents = (parent_id,) if isinstance(parent_id, str) else tuple(parent_id)
     if start is None or end is None or end <= start:
         start = end = None
-    if len(parents) == 1 or text_of is None or not isinstance(text, str) or not text.strip():
-        return Seed(parents[0], start, end, w, text)  # checked and located by seed_units
-    picked = pick_parent(parents, text_of, start, text)
-    if picked is None:
+    if len(parents) > 1 and text_of is not None and isinstance(text, str) and text.strip():
+        picked = pick_parent(parents, text_of, start, text, holds)
+        if picked is None:
+            return None
+        doc_id, start = picked
+        return Seed(doc_id, start, start + len(text), w, text)
+    first = next((p for p in parents if isinstance(p, str) and holds(p)), None)
+    if first is None:
         return None
-    doc_id, start = picked
-    return Seed(doc_id, start, start + len(text), w, text)
+    return Seed(first, start, end, w, text)  # checked and located by seed_units
 
 
-def pick_parent(candidates, text_of, start, text: str) -> tuple[str, int] | None:
+def pick_parent(candidates, text_of, start, text: str, holds=None) -> tuple[str, int] | None:
     """The document a hit falls in, among several candidates, and the hit's start there.
 
     1. The first candidate whose text holds ``text`` at ``start`` (one comparison of at most
@@ -148,32 +148,39 @@ def pick_parent(candidates, text_of, start, text: str) -> tuple[str, int] | None
         ``metadata["start_index"]``), or ``None``.
     text : str
         The hit's text (non-empty).
+    holds : callable str -> bool, optional
+        Which candidates count (:meth:`longctx.MixPRIndex.holds`); asked of each candidate
+        only when it is reached, so a first candidate that holds the hit costs one look-up.
 
     Returns
     -------
     (doc_id, start) or None
         The picked document and the hit's character offset in it.
     """
+    held = holds if holds is not None else (lambda c: True)
     if start is not None:
         for c in candidates:
-            if text_of(c).startswith(text, start):
+            if held(c) and text_of(c).startswith(text, start):
                 return c, start
-    scanned = 0
-    for i, c in enumerate(candidates):
+    scanned = searched = 0
+    for c in candidates:
+        if not held(c):
+            continue
         t = text_of(c)
         if scanned + len(t) > MAX_LOCATE_CHARS:
             logger.info(
                 "MixPR seeds: a hit's text searched in %d of %d candidate documents (%d "
                 "characters, the bound MAX_LOCATE_CHARS): not found, left out",
-                i,
+                searched,
                 len(candidates),
                 scanned,
             )
             return None
         scanned += len(t)
+        searched += 1
         at = t.find(text)
         if at >= 0:
-            logger.debug("MixPR seeds: a hit located by its text in candidate %d", i)
+            logger.debug("MixPR seeds: a hit located by its text in candidate %r", c)
             return c, at
     logger.info(
         "MixPR seeds: a hit's text is in none of its %d candidate documents, left out",

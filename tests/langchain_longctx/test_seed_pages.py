@@ -6,8 +6,6 @@ dropped)."""
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,8 +16,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_longctx import MixPRRetriever
 from langchain_longctx._documents import documents_to_seeds, source_map
-from longctx.mixpr import seeds as seeds_mod
-from longctx.mixpr.seeds import pick_parent, seed_units
+from longctx.mixpr.seeds import seed_units
 from tests._fixtures import SEED_BOOK, SEED_OTHER
 from tests.langchain_longctx._fixtures import HashEmbeddings
 
@@ -126,41 +123,6 @@ def test_added_pages_join_their_sources_candidates():
     grown.add_documents(pages[2:])
     assert grown._sources["report.pdf"] == tuple(grown._keys)
     assert any("Chalk" in d.page_content for d in grown.invoke(QUERY))
-
-
-class _Counted(str):
-    """A page text that counts the full-text searches made in it."""
-
-    finds = 0
-
-    def find(self, *args):
-        _Counted.finds += 1
-        return super().find(*args)
-
-
-def test_a_thousand_pages_cost_one_check_per_page_and_no_search():
-    texts = [_Counted(f"Page {i} of the ledger. " * 20) for i in range(1000)]
-    ids = [f"p{i}" for i in range(1000)]
-    read = []
-
-    def text_of(c):
-        read.append(c)
-        return texts[int(c[1:])]
-
-    _Counted.finds = 0
-    for page in (3, 500, 999):
-        text = texts[page][24:60]
-        assert pick_parent(ids, text_of, 24, str(text)) == (f"p{page}", 24)
-    assert len(read) == 4 + 501 + 1000 and _Counted.finds == 0
-
-
-def test_the_text_search_fallback_is_bounded(monkeypatch, caplog):
-    texts = {f"p{i}": "word " * 100 + ("needle here " if i == 9 else "") for i in range(10)}
-    assert pick_parent(list(texts), texts.__getitem__, None, "needle here") == ("p9", 500)
-    monkeypatch.setattr(seeds_mod, "MAX_LOCATE_CHARS", 5 * 500)
-    with caplog.at_level(logging.INFO, logger="longctx.mixpr.seeds"):
-        assert pick_parent(list(texts), texts.__getitem__, None, "needle here") is None
-    assert "searched in 5 of 10 candidate documents" in caplog.text
 
 
 WORDS = st.sampled_from("amber birch cedar delta ember fjord grove heron ivory jade".split())
