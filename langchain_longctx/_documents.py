@@ -68,48 +68,94 @@ def documents_from_texts(
     return [Document(page_content=t, metadata=m, id=i) for t, m, i in zip(texts, metadatas, ids)]
 
 
-#: key prefix of :func:`source_map`'s text entries (a tuple: never equal to a metadata value)
+#: key prefixes of :func:`source_map`'s text and page entries (tuples: never equal to a
+#: metadata value)
 _TEXT = "longctx_text"
+_PAGE = "longctx_page"
+
+
+def _metadata_key(metadata) -> tuple | None:
+    """A hashable form of a document's metadata without ``start_index`` (a splitter's chunk
+    holds its page's metadata plus that key), or ``None`` for metadata whose values have no
+    ``repr``."""
+    try:
+        return tuple(sorted((str(k), repr(v)) for k, v in metadata.items() if k != "start_index"))
+    except Exception:  # noqa: BLE001 - a value whose repr fails: no page entry
+        return None
 
 
 def source_map(documents, keys, source_key: str) -> dict:
     """How the app's retriever's hits find the documents they come from: ``{metadata[source_key]:
-    key}`` (the first of each value: a splitter's chunk copies its source's metadata) and
-    ``{(_TEXT, page_content): key}`` (the first of each text: a hit that is one of the
-    documents itself, as when MixPR is built over the app's own splits, ``chunk_documents=False``,
-    and the vector store gave the splits ids of its own)."""
+    (key, ...)}`` (every document of each value, in order: a loader gives one document per
+    page or row with the same ``source``, and a splitter's chunk copies its page's metadata),
+    ``{(_PAGE, metadata): key}`` (the first document of each metadata, :func:`_metadata_key`:
+    a chunk's own page, found in one look-up) and ``{(_TEXT, page_content): key}`` (the first
+    of each text: a hit that is one of the documents itself, as when MixPR is built over the
+    app's own splits, ``chunk_documents=False``, and the vector store gave the splits ids of
+    its own)."""
+    by_source: dict = {}
     out: dict = {}
     for d, k in zip(documents, keys):
         if k is None:
             continue
         v = d.metadata.get(source_key)
-        if isinstance(v, str) and v not in out:
-            out[v] = k
+        if isinstance(v, str):
+            by_source.setdefault(v, []).append(k)
+            mk = _metadata_key(d.metadata)
+            if mk is not None:
+                out.setdefault((_PAGE, mk), k)
         out.setdefault((_TEXT, d.page_content), k)
+    out.update((v, tuple(ks)) for v, ks in by_source.items())
     return out
 
 
-def documents_to_seeds(found, index, sources: dict, source_key: str) -> list:
+def add_to_source_map(sources: dict, documents, keys, source_key: str) -> dict:
+    """A new :func:`source_map` with ``documents`` added after the ones ``sources`` maps
+    (``sources`` is not changed: a search may hold it). A source's added documents come after
+    its earlier ones; a text or metadata already mapped keeps its first document."""
+    new = source_map(documents, keys, source_key)
+    out = {**new, **sources}
+    for v, ks in new.items():
+        if isinstance(v, str) and v in sources:
+            out[v] = sources[v] + ks
+    return out
+
+
+def documents_to_seeds(found, index, sources: dict, source_key: str, documents=None) -> list:
     """The app's retriever's hits (``Document``, best first) as seeds of ``index``'s walk
     (:func:`longctx.mixpr.seeds.hit_seed`): a document the index holds (by ``id``, else by its
     exact text) seeds itself; a splitter's chunk seeds its span in its source document, found by
     ``metadata[source_key]`` (``sources``: :func:`source_map`, or a held id), from
     ``metadata["start_index"]`` (``RecursiveCharacterTextSplitter(add_start_index=True)``),
-    checked against the chunk's text and located by it when the offset is missing."""
+    checked against the chunk's text and located by it when the offset is missing.
+
+    A source of several documents (the pages of a PDF, the rows of a CSV) gives the chunk
+    several candidate parents: :func:`longctx.mixpr.seeds.pick_parent` picks the first that
+    holds the chunk's text at ``start_index``, else the first that contains it. The document
+    whose metadata the chunk carries (its page's, ``page`` or ``row`` included) is tried first,
+    so a text found on several pages goes to its own, in one comparison. ``documents``:
+    ``{key: Document}`` of the candidates (their texts); without it a chunk of a source of
+    several documents seeds the first (the span is checked there)."""
     from longctx.mixpr.seeds import hit_seed
 
+    text_of = None if documents is None else (lambda k: documents[k].page_content)
     seeds = []
     for rank, doc in enumerate(found):
         doc = doc[0] if isinstance(doc, tuple) else doc  # (Document, score) pairs
         own = doc.id if doc.id is not None and index.holds(doc.id) else None
         own = own or sources.get((_TEXT, doc.page_content))
         v = doc.metadata.get(source_key)
-        parent = sources.get(v, v) if isinstance(v, str) else None
+        parents = sources.get(v, v) if isinstance(v, str) else None
+        if documents is not None and isinstance(parents, tuple) and len(parents) > 1:
+            mk = _metadata_key(doc.metadata)
+            page = None if mk is None else sources.get((_PAGE, mk))
+            if page is not None:  # its own page first (tried again in order: harmless)
+                parents = (page, *parents)
         start = doc.metadata.get("start_index")
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             start = None
         end = None if start is None else start + len(doc.page_content)
-        seed = hit_seed(index.holds, rank, own, parent, start, end, doc.page_content)
+        seed = hit_seed(index.holds, rank, own, parents, start, end, doc.page_content, text_of)
         if seed is not None:
             seeds.append(seed)
     return seeds

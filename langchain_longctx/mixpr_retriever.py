@@ -21,6 +21,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_longctx._documents import (
+    add_to_source_map,
     document_keys,
     documents_from_texts,
     documents_to_seeds,
@@ -89,7 +90,10 @@ class MixPRRetriever(BaseRetriever):
       document is found by
       ``metadata[seed_source_key]`` (``"source"``, as the document loaders and text splitters
       set it) or by its ``id``, its span by ``metadata["start_index"]``
-      (``RecursiveCharacterTextSplitter(add_start_index=True)``) or by locating its text.
+      (``RecursiveCharacterTextSplitter(add_start_index=True)``) or by locating its text; of
+      several documents of one source (a PDF's pages, a CSV's rows), the first that holds the
+      chunk's text at ``start_index``, else the first that contains it
+      (:func:`longctx.mixpr.seeds.pick_parent`).
       Not saved: pass it again to :meth:`load`.
     - `filter` (`dict | callable | None`): Metadata filter, ``{"author": "Austen"}``,
       ``{"year": {"$gte": 1800}}``; ``invoke(..., filter=...)`` overrides it.
@@ -283,9 +287,9 @@ class MixPRRetriever(BaseRetriever):
                     self._index.insert(texts, ids=kids, metadatas=metas)
             self.documents.extend(docs)
             self._keys.extend(keys)
-            if self._sources is not None:  # the new documents' sources join the map (the
-                # first document of a source keeps it); copy on write, as _by_key
-                self._sources = {**source_map(docs, keys, self.seed_source_key), **self._sources}
+            if self._sources is not None:  # the new documents join their sources' candidates
+                # (after the earlier ones); copy on write, as _by_key
+                self._sources = add_to_source_map(self._sources, docs, keys, self.seed_source_key)
             # copy on write: a search takes the map by reference under the lock
             self._by_key = {**self._by_key, **{k: d for k, d in zip(keys, docs) if k is not None}}
         return [k if k is not None else d.id for k, d in zip(keys, docs)]
@@ -473,7 +477,7 @@ class MixPRRetriever(BaseRetriever):
                     if isinstance(vr, VectorStore)
                     else vr.invoke(query)
                 )
-                return documents_to_seeds(found, index, sources, self.seed_source_key)
+                return documents_to_seeds(found, index, sources, self.seed_source_key, by_key)
 
         result = index.search(
             query,

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from longctx.mixpr import MixPRIndex, Seed
-from longctx.mixpr.seeds import MAX_SEEDS, check_seeds, hit_seed, rank_weight, seed_units
+from longctx.mixpr import seeds as seeds_mod
+from longctx.mixpr.seeds import (
+    MAX_SEEDS,
+    check_seeds,
+    hit_seed,
+    pick_parent,
+    rank_weight,
+    seed_units,
+)
 
 TEXTS = [
     "The harbour master counted the ships at dawn. The gulls circled above the grey pier. "
@@ -153,6 +161,65 @@ def test_hit_seed_rule():
     )
     assert hit_seed(held, 0, "c2", "other", 5, 9, "t") is None
     assert rank_weight(3) == 0.25
+
+
+def test_hit_seed_with_candidate_parents_picks_the_page_that_holds_the_hit():
+    """Several documents of one source (a loader's pages): the held ones are candidates, in
+    order; the first holding the hit's text at ``start`` is its parent (issue 45)."""
+    pages = {"p0": "alpha beta gamma", "p1": "delta epsilon zeta", "p2": "eta beta theta"}
+    held = {"p0", "p2"}.__contains__
+    read = []
+
+    def text_of(c):
+        read.append(c)
+        return pages[c]
+
+    got = hit_seed(held, 0, None, ("p0", "p1", "p2"), 4, 8, "beta", text_of)
+    assert got == Seed("p2", 4, 8, 1.0, "beta") and read == ["p0", "p2"]
+    got = hit_seed(held, 0, None, ("p0", "p2"), None, None, "beta", text_of)
+    assert got == Seed("p0", 6, 10, 1.0, "beta")  # no offset: the first that contains it
+    assert hit_seed(held, 0, None, ("p0", "p2"), 0, 4, "zeta", text_of) is None
+    read.clear()  # one parent: no text read here (seed_units checks the span)
+    assert hit_seed(held, 1, None, ("p2",), 4, 8, "beta", text_of) == Seed("p2", 4, 8, 0.5, "beta")
+    assert hit_seed(held, 1, None, "p2", 4, 8, "beta", text_of) == Seed("p2", 4, 8, 0.5, "beta")
+    assert read == []
+    assert hit_seed(held, 0, None, ("p1",), 4, 8, "beta", text_of) is None
+    assert hit_seed(held, 0, None, ("p1", "p2"), 4, 8, "beta") == Seed("p2", 4, 8, 1.0, "beta")
+
+
+class _Counted(str):
+    """A page text that counts the full-text searches made in it."""
+
+    finds = 0
+
+    def find(self, *args):
+        _Counted.finds += 1
+        return super().find(*args)
+
+
+def test_a_thousand_pages_cost_one_check_per_page_and_no_search():
+    texts = [_Counted(f"Page {i} of the ledger. " * 20) for i in range(1000)]
+    ids = [f"p{i}" for i in range(1000)]
+    read = []
+
+    def text_of(c):
+        read.append(c)
+        return texts[int(c[1:])]
+
+    _Counted.finds = 0
+    for page in (3, 500, 999):
+        text = texts[page][24:60]
+        assert pick_parent(ids, text_of, 24, str(text)) == (f"p{page}", 24)
+    assert len(read) == 4 + 501 + 1000 and _Counted.finds == 0
+
+
+def test_the_text_search_fallback_is_bounded(monkeypatch, caplog):
+    texts = {f"p{i}": "word " * 100 + ("needle here " if i == 9 else "") for i in range(10)}
+    assert pick_parent(list(texts), texts.__getitem__, None, "needle here") == ("p9", 500)
+    monkeypatch.setattr(seeds_mod, "MAX_LOCATE_CHARS", 5 * 500)
+    with caplog.at_level(logging.INFO, logger="longctx.mixpr.seeds"):
+        assert pick_parent(list(texts), texts.__getitem__, None, "needle here") is None
+    assert "searched in 5 of 10 candidate documents" in caplog.text
 
 
 def test_the_hybrid_score_is_mixprs_plus_the_seeds_walk_each_by_its_maximum(index):

@@ -5,7 +5,9 @@ An app that already has a vector index (a LlamaIndex ``VectorStoreIndex``, a Lan
 :meth:`longctx.MixPRIndex.search` as :class:`Seed` objects: a document id, the chunk's character
 span in that document and its score. The index maps each seed to the units it overlaps through
 its per-document unit offsets (binary searches: the cost grows with the seeds, not with the
-units), with no embedding call. They restart a walk of their own: the hybrid's score of a unit
+units), with no embedding call. A hit whose source holds several documents (a loader's pages
+or rows) names them all as candidates, and :func:`pick_parent` picks the one its span falls
+in (its text at its offset). They restart a walk of their own: the hybrid's score of a unit
 is MixPR's own score plus the seeds' walk's, each divided by its maximum
 (:meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`), so the best of each weighs 1 and
 a few seeded units add the app's hits without pushing MixPR's own best units out of a small
@@ -35,6 +37,7 @@ __all__ = [
     "check_seeds",
     "hit_seed",
     "local_seeds",
+    "pick_parent",
     "rank_weight",
     "seed_source",
     "seed_units",
@@ -46,6 +49,10 @@ logger = logging.getLogger(__name__)
 MAX_SEEDS = 10_000
 #: Longest ``text`` of a seed that is located in its document (characters).
 MAX_SEED_TEXT = 1_000_000
+#: Most characters of candidate documents :func:`pick_parent` searches for one hit's text
+#: when no candidate holds it at its offset (the fallback; the first pass reads no more than
+#: ``len(text)`` characters of each candidate).
+MAX_LOCATE_CHARS = 20_000_000
 
 
 class Seed(NamedTuple):
@@ -82,23 +89,104 @@ def rank_weight(rank: int) -> float:
     return 1.0 / (int(rank) + 1)
 
 
-def hit_seed(holds, rank: int, own_id, parent_id, start, end, text) -> Seed | None:
+def hit_seed(holds, rank: int, own_id, parent_id, start, end, text, text_of=None) -> Seed | None:
     """The :class:`Seed` of another retriever's hit at ``rank`` (:func:`rank_weight`), or
-    ``None`` when the index holds neither of its documents.
+    ``None`` when the index holds none of its documents.
 
     ``holds``: ``doc_id -> bool`` (:meth:`longctx.MixPRIndex.holds`). A hit whose ``own_id``
     the index holds (the index was built over the retriever's own chunks) seeds that whole
-    document; else one whose ``parent_id`` it holds seeds the span ``start:end`` of that
-    document (``text`` checks the span, and locates the hit when the offsets are missing or
-    of another version of the text)."""
+    document; else it seeds the span ``start:end`` of its parent document (``text`` checks the
+    span, and locates the hit when the offsets are missing or of another version of the text).
+
+    ``parent_id`` is one document id, or the ids of several candidate parents in order of
+    preference: the documents that share the hit's source (a LangChain loader gives one
+    document per page or row, each with the same ``metadata["source"]``). Of those the index
+    holds, the hit's parent is picked by :func:`pick_parent` (``text_of``: ``doc_id -> str``,
+    the candidates' texts, needed when more than one is held); a hit found in none of them
+    gives ``None`` (logged at INFO).
+    """
     w = rank_weight(rank)
     if own_id is not None and holds(own_id):
         return Seed(own_id, None, None, w)
-    if parent_id is None or not holds(parent_id):
+    if parent_id is None:
         return None
+    parents = (parent_id,) if isinstance(parent_id, str) else tuple(parent_id)
     if start is None or end is None or end <= start:
         start = end = None
-    return Seed(parent_id, start, end, w, text)
+    if len(parents) > 1 and text_of is not None and isinstance(text, str) and text.strip():
+        picked = pick_parent(parents, text_of, start, text, holds)
+        if picked is None:
+            return None
+        doc_id, start = picked
+        return Seed(doc_id, start, start + len(text), w, text)
+    first = next((p for p in parents if isinstance(p, str) and holds(p)), None)
+    if first is None:
+        return None
+    return Seed(first, start, end, w, text)  # checked and located by seed_units
+
+
+def pick_parent(candidates, text_of, start, text: str, holds=None) -> tuple[str, int] | None:
+    """The document a hit falls in, among several candidates, and the hit's start there.
+
+    1. The first candidate whose text holds ``text`` at ``start`` (one comparison of at most
+       ``len(text)`` characters per candidate, no copy: a source of 1,000 pages costs 1,000
+       comparisons that mostly stop at the first character);
+    2. else (no ``start``, or a ``start`` of another version of the texts) the first whose
+       text contains ``text``, at its first occurrence, searching at most
+       :data:`MAX_LOCATE_CHARS` characters of candidates in all;
+    3. else ``None``.
+
+    Parameters
+    ----------
+    candidates : sequence of str
+        Document ids in order of preference (the documents of one source, in the order the
+        app gave them).
+    text_of : callable str -> str
+        A candidate's text (called once or twice per candidate at most).
+    start : int >= 0 or None
+        The hit's character offset in its document (LangChain's
+        ``metadata["start_index"]``), or ``None``.
+    text : str
+        The hit's text (non-empty).
+    holds : callable str -> bool, optional
+        Which candidates count (:meth:`longctx.MixPRIndex.holds`); asked of each candidate
+        only when it is reached, so a first candidate that holds the hit costs one look-up.
+
+    Returns
+    -------
+    (doc_id, start) or None
+        The picked document and the hit's character offset in it.
+    """
+    held = holds if holds is not None else (lambda c: True)
+    if start is not None:
+        for c in candidates:
+            if held(c) and text_of(c).startswith(text, start):
+                return c, start
+    scanned = searched = 0
+    for c in candidates:
+        if not held(c):
+            continue
+        t = text_of(c)
+        if scanned + len(t) > MAX_LOCATE_CHARS:
+            logger.info(
+                "MixPR seeds: a hit's text searched in %d of %d candidate documents (%d "
+                "characters, the bound MAX_LOCATE_CHARS): not found, left out",
+                searched,
+                len(candidates),
+                scanned,
+            )
+            return None
+        scanned += len(t)
+        searched += 1
+        at = t.find(text)
+        if at >= 0:
+            logger.debug("MixPR seeds: a hit located by its text in candidate %r", c)
+            return c, at
+    logger.info(
+        "MixPR seeds: a hit's text is in none of its %d candidate documents, left out",
+        len(candidates),
+    )
+    return None
 
 
 def _int_or_none(v, name: str):

@@ -163,11 +163,12 @@ def test_added_documents_seed_their_spans_like_the_first_ones(app):
     grown = MixPRRetriever.from_documents(docs[:1], k=3, vector_retriever=store)
     assert not any("Chalk" in d.page_content for d in grown.invoke(q))  # map built, no other
     by_source = lambda m: {k: v for k, v in m.items() if isinstance(k, str)}  # noqa: E731
-    assert by_source(grown._sources) == {"book.txt": "source0"}
+    assert by_source(grown._sources) == {"book.txt": ("source0",)}
     grown.add_documents(docs[1:], ids=["added"])
-    assert by_source(grown._sources) == {"book.txt": "source0", "other.txt": "added"}
+    assert by_source(grown._sources) == {"book.txt": ("source0",), "other.txt": ("added",)}
     got = grown.invoke(q)
     assert any("Chalk" in d.page_content for d in got)
     assert [d.page_content for d in got] == [d.page_content for d in whole.invoke(q)]
     grown.add_documents([Document(page_content=BOOK, metadata={"source": "book.txt"})])
-    assert grown._sources["book.txt"] == "source0"  # the first document of a source keeps it
+    # a source's added documents come after its first ones (candidates of its chunks, in order)
+    assert grown._sources["book.txt"] == ("source0", grown._keys[-1])
