@@ -57,7 +57,7 @@ try:  # scipy's compiled row gather (what ``csr_array[rows]`` runs), without bui
 except ImportError:  # a scipy that moved it: the same gather in numpy
     csr_row_index = None
 
-__all__ = ["PushBlock", "gather", "push_walk", "sum_sparse"]
+__all__ = ["PushBlock", "gather", "push_walk", "sum_sparse", "take_rows"]
 
 #: A level whose reads exceed ``1 / DENSE_SHARE`` of ``E``'s non-zeros is done as one product
 #: over ``E``: a walk that reaches most of a small corpus costs no more than the power
@@ -70,23 +70,35 @@ DENSE_SHARE = 4
 COUNT_SHARE = 16
 
 
-def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray):
-    """The non-zeros of the compressed rows (or columns) ``sel`` of a CSR (CSC) matrix, each
-    multiplied by its row's weight: ``(indices (nnz,) int, values (nnz,) float64)``. Costs the
-    selected rows' non-zeros, not the matrix's."""
+def take_rows(indptr, indices, data, sel: np.ndarray):
+    """The non-zeros of the compressed rows (or columns) ``sel`` of a CSR (CSC) matrix:
+    ``(indices (nnz,), values (nnz,) data's dtype, each row's length (k,))``, in the rows'
+    order. Costs the selected rows' non-zeros, not the matrix's."""
     starts = indptr[sel]
     lens = indptr[sel + 1] - starts
     total = int(lens.sum())
     if total == 0:
-        return np.empty(0, indices.dtype), np.empty(0)
+        return np.empty(0, indices.dtype), np.empty(0, data.dtype), lens
     if csr_row_index is None:
         offsets = np.cumsum(lens) - lens
         pos = np.repeat(starts - offsets, lens) + np.arange(total)
-        return indices[pos], data[pos] * np.repeat(weights, lens)
+        return indices[pos], data[pos], lens
     out_i = np.empty(total, indices.dtype)
     out_d = np.empty(total, data.dtype)
     csr_row_index(len(sel), sel.astype(indptr.dtype, copy=False), indptr, indices, data,
                   out_i, out_d)  # fmt: skip
+    return out_i, out_d, lens
+
+
+def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray):
+    """The non-zeros of the compressed rows (or columns) ``sel`` of a CSR (CSC) matrix, each
+    multiplied by its row's weight: ``(indices (nnz,) int, values (nnz,) float64)``. Costs the
+    selected rows' non-zeros, not the matrix's (:func:`take_rows`)."""
+    out_i, out_d, lens = take_rows(indptr, indices, data, sel)
+    if not len(out_i):
+        return out_i, np.empty(0)
+    if csr_row_index is None:  # numpy's gather: a float64 product, as before
+        return out_i, out_d * np.repeat(weights, lens)
     out_d *= np.repeat(weights, lens)
     return out_i, out_d
 
@@ -118,12 +130,14 @@ class PushBlock:
 
     _E_rows = None
 
-    def set_rows(self, rows: sp.csr_array) -> None:
+    def set_rows(self, rows) -> None:
         """Give the block ``E`` by rows (``(n, n_terms)`` CSR holding ``E``'s entries: a saved
-        index's, mapped, or the CSR form its term table made ``E`` from), so that
+        index's, mapped, or the CSR form its term table made ``E`` from; or a
+        :class:`~longctx.mixpr.counts.CountRows` making them from the counts), so that
         :meth:`_rows` never builds a copy. ``ValueError`` when its shape or entry count is not
         ``E``'s."""
-        rows = sp.csr_array(rows)  # no copy of a CSR array
+        if not hasattr(rows, "gather"):  # a CountRows is kept as it is
+            rows = sp.csr_array(rows)  # no copy of a CSR array
         if rows.shape != self.E.shape or rows.nnz != self.E.nnz:
             raise ValueError(
                 f"rows: shape {rows.shape} with {rows.nnz} entries, E has {self.E.shape} "
@@ -131,14 +145,21 @@ class PushBlock:
             )
         self._E_rows = rows
 
-    def _rows(self) -> sp.csr_array:
-        """``E`` by rows (a unit's terms): ``(n, n_terms)`` CSR, given by :meth:`set_rows` or
-        built on first use."""
+    def _rows(self):
+        """``E`` by rows (a unit's terms): ``(n, n_terms)`` CSR, or the
+        :class:`~longctx.mixpr.counts.CountRows` given by :meth:`set_rows` (``indptr``,
+        ``indices``, ``nnz``, ``shape`` and ``gather``); built on first use."""
         if self._E_rows is None:
             with self._lock:
                 if self._E_rows is None:
                     self._E_rows = sp.csr_array(self.E)
         return self._E_rows
+
+    def _rows_csr(self) -> sp.csr_array:
+        """``E`` by rows as a CSR array (made from the counts, a copy, when the block holds a
+        ``CountRows``): for ``explain=True``."""
+        rows = self._rows()
+        return rows.csr() if hasattr(rows, "gather") else rows
 
     def _cols(self) -> sp.csc_array:
         """``E`` by columns (a term's units): ``(n, n_terms)`` CSC."""
@@ -179,7 +200,10 @@ class PushBlock:
             t = self._ET @ dense
             terms = np.flatnonzero(t)
             return terms, t[terms], dang, float(moving.sum()), int(E.nnz)
-        terms, vals = gather(E.indptr, E.indices, E.data, rows, v)
+        if hasattr(E, "gather"):  # values made from the counts (CountRows): the same
+            terms, vals = E.gather(rows, v)
+        else:
+            terms, vals = gather(E.indptr, E.indices, E.data, rows, v)
         terms, vals = sum_sparse(terms, vals, n_terms)
         return terms, vals, dang, float(moving.sum()), read
 

@@ -157,7 +157,7 @@ class _State:
                     # the push walk's rows: a saved index's, or the table's (never a copy)
                     rows = self._e_rows
                     if rows is None and factored:
-                        rows = self.table.rows()
+                        rows = self.table.rows(matrix=False)
                     if rows is not None:
                         block.set_rows(rows)
                     sizes = None
