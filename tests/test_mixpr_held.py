@@ -221,3 +221,34 @@ def test_count_rows_refuses_float_counts():
     counts = sp.csr_array(np.array([[1.0, 2.0]]))
     with pytest.raises(ValueError, match="uint16"):
         CountRows(counts, None, np.ones(2), np.ones(1))
+
+
+# -- unit_index made from unit_source (not held) -------------------------------------------------
+def _positions(src: np.ndarray) -> np.ndarray:
+    first = np.searchsorted(src, src, side="left")
+    return np.arange(len(src)) - first
+
+
+def test_unit_index_is_made_from_unit_source_not_held(alice_text):
+    chapters = alice_text.split("CHAPTER")[1:5]
+    index = MixPRIndex.from_texts(chapters, ids=["a", "b", "c", "d"])
+    st = index._state
+    assert not any(
+        isinstance(v, np.ndarray) and v.shape == (st.n_units,) and "index" in k
+        for k, v in vars(st).items()
+    )  # no (n_units,) array of positions held
+    want = _positions(np.asarray(st.unit_source))
+    assert index.unit_index.dtype == np.int64 and not index.unit_index.flags.writeable
+    assert np.array_equal(index.unit_index, want)
+    some = np.array([0, 5, st.n_units - 1, 5])
+    assert np.array_equal(st.unit_positions(some), want[some])
+    for h in index.search(QUESTIONS[0], k=20).hits:
+        u = int(np.flatnonzero((st.starts == h.start) & (st.unit_source == h.source))[0])
+        assert h.index == want[u]
+    for h in index.search(QUESTIONS[0], k=2, whole_documents=True).hits:
+        assert 0 <= h.index < np.count_nonzero(np.asarray(st.unit_source) == h.source)
+    index.insert([chapters[0]], ids=["e"])
+    index.update([chapters[3]], ids=["b"])  # a document of other units, in the middle
+    index.delete(["c"])
+    st = index._state
+    assert np.array_equal(index.unit_index, _positions(np.asarray(st.unit_source)))

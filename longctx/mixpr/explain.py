@@ -63,7 +63,7 @@ def _unit(st, j: int) -> dict:
     return {
         "unit": int(j),
         "doc_id": st.doc_ids[d],
-        "index": int(st.unit_index[j]),
+        "index": int(st.unit_positions(j)),
         "start": int(st.starts[j]),
         "end": int(st.ends[j]),
     }

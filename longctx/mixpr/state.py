@@ -60,7 +60,7 @@ class _State:
         texts: tuple,
         metadata: tuple,
         unit_source,
-        unit_index,
+        unit_index=None,
         starts,
         ends,
         table: TermTable,
@@ -77,7 +77,9 @@ class _State:
         self.texts = texts
         self.metadata = metadata
         self.unit_source = _frozen(unit_source)
-        self.unit_index = _frozen(unit_index)
+        # unit_index (a load's, checked to be this) is not held: each unit's position in its
+        # document is made from unit_source when read (issue 46: held memory)
+        self._doc_first = None
         self.starts = _frozen(starts)
         self.ends = _frozen(ends)
         self.table = table
@@ -111,6 +113,23 @@ class _State:
     @property
     def n_units(self) -> int:
         return len(self.starts)
+
+    def unit_positions(self, units) -> np.ndarray:
+        """``(k,) int64``: the position of each of ``units`` (``(k,)`` int) among its document's
+        units (``0, 1, ...`` per document), from each document's first unit."""
+        if self._doc_first is None:  # (n_docs + 1,): units are in document order
+            first = np.searchsorted(self.unit_source, np.arange(len(self.doc_ids) + 1))
+            self._doc_first = first.astype(np.int64, copy=False)
+        units = np.asarray(units, dtype=np.int64)
+        return units - self._doc_first[self.unit_source[units]]
+
+    @property
+    def unit_index(self) -> np.ndarray:
+        """``(n_units,) int64`` (read-only, made when read): each unit's position among its
+        document's units (:meth:`unit_positions` of every unit)."""
+        out = self.unit_positions(np.arange(self.n_units))
+        out.setflags(write=False)
+        return out
 
     @property
     def graph(self):

@@ -217,9 +217,10 @@ class MixPRShard:
         """``(doc id, start, end, text, unit index)`` of the shard's units ``local``."""
         st = self.index._state
         out = []
-        for i in np.asarray(local).tolist():
+        local = np.asarray(local, dtype=np.int64)
+        for i, j in zip(local.tolist(), st.unit_positions(local).tolist()):
             d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
-            out.append((st.doc_ids[d], a, b, st.texts[d][a:b], int(st.unit_index[i])))
+            out.append((st.doc_ids[d], a, b, st.texts[d][a:b], j))
         return out
 
     def seed_units(self, seeds) -> tuple[list, np.ndarray, np.ndarray]:
@@ -228,7 +229,7 @@ class MixPRShard:
         st = self.index._state
         units, w = seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends)
         docs = [st.doc_ids[d] for d in st.unit_source[units].tolist()]
-        return docs, np.asarray(st.unit_index[units], dtype=np.int64), w
+        return docs, st.unit_positions(units), w
 
     def unit_text(self, doc_id: str, unit_index: int) -> str:
         st = self.index._state
