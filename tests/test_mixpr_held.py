@@ -11,7 +11,9 @@ import scipy.sparse as sp
 from longctx.mixpr import MixPRIndex
 from longctx.mixpr.counts import CountRows, compact_counts
 from longctx.mixpr.push import gather
+from longctx.mixpr.state import _offsets
 from longctx.mixpr.tfidf import tfidf_rows
+from longctx.persist.npy import mapped_base
 
 QUESTIONS = ("Why did Alice follow the White Rabbit?", "What did the Queen of Hearts shout?")
 
@@ -252,3 +254,20 @@ def test_unit_index_is_made_from_unit_source_not_held(alice_text):
     index.delete(["c"])
     st = index._state
     assert np.array_equal(index.unit_index, _positions(np.asarray(st.unit_source)))
+
+
+def test_unit_offsets_held_as_int32_where_they_fit(alice_index, tmp_path):
+    st = alice_index._state
+    for a in (st.unit_source, st.starts, st.ends):
+        assert a.dtype == np.int32 and not a.flags.writeable
+    assert _offsets(np.array([0, 2**31 - 1])).dtype == np.int32
+    big = _offsets(np.array([0, 2**31], dtype=np.int64))
+    assert big.dtype == np.int64 and big.tolist() == [0, 2**31]
+    alice_index.save(tmp_path / "ix", mappable=True)
+    assert np.load(tmp_path / "ix" / "starts.npy").dtype == np.int64  # saved as int64
+    mapped = MixPRIndex.load(tmp_path / "ix", mmap=True)._state
+    assert mapped.starts.dtype == np.int64 and mapped_base(mapped.starts) is not None
+    read = MixPRIndex.load(tmp_path / "ix")._state
+    assert read.starts.dtype == np.int32
+    for q in QUESTIONS:
+        assert _hits(MixPRIndex.load(tmp_path / "ix", mmap=True), q) == _hits(alice_index, q)

@@ -18,6 +18,7 @@ from longctx.mixpr.router import plan_walk
 from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock
 from longctx.mixpr.scoring import term_weights as _term_weights
 from longctx.mixpr.tfidf import TermTable, text_lengths
+from longctx.persist.npy import mapped_base
 
 
 class _LazyTexts(Sequence):
@@ -42,6 +43,21 @@ class _LazyTexts(Sequence):
 
 def _frozen(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=np.int64)
+    a.setflags(write=False)
+    return a
+
+
+def _offsets(a) -> np.ndarray:
+    """A per-unit array of offsets (documents, characters) as held: int32 when its values fit
+    (issue 46: 4 bytes a unit less), int64 past ``2**31 - 1`` and for a mapped index's arrays
+    (left as they are: converting would read them); read-only."""
+    a = np.asarray(a)
+    if a.dtype == np.int64 and mapped_base(a) is not None:
+        pass  # mapped: kept, not converted
+    elif len(a) and (a.min() < 0 or a.max() > np.iinfo(np.int32).max):
+        a = np.ascontiguousarray(a, dtype=np.int64)
+    else:
+        a = np.ascontiguousarray(a, dtype=np.int32)
     a.setflags(write=False)
     return a
 
@@ -76,12 +92,12 @@ class _State:
         self.doc_ids = doc_ids
         self.texts = texts
         self.metadata = metadata
-        self.unit_source = _frozen(unit_source)
+        self.unit_source = _offsets(unit_source)
         # unit_index (a load's, checked to be this) is not held: each unit's position in its
         # document is made from unit_source when read (issue 46: held memory)
         self._doc_first = None
-        self.starts = _frozen(starts)
-        self.ends = _frozen(ends)
+        self.starts = _offsets(starts)
+        self.ends = _offsets(ends)
         self.table = table
         self.unit_vectors = unit_vectors
         if token_counts is not None:
