@@ -130,14 +130,20 @@ class _State:
     def n_units(self) -> int:
         return len(self.starts)
 
-    def unit_positions(self, units) -> np.ndarray:
-        """``(k,) int64``: the position of each of ``units`` (``(k,)`` int) among its document's
-        units (``0, 1, ...`` per document), from each document's first unit."""
-        if self._doc_first is None:  # (n_docs + 1,): units are in document order
-            first = np.searchsorted(self.unit_source, np.arange(len(self.doc_ids) + 1))
-            self._doc_first = first.astype(np.int64, copy=False)
+    def unit_positions(self, units):
+        """The position of each of ``units`` among its document's units (``0, 1, ...`` per
+        document), from each document's first unit: ``(k,) int64`` for ``(k,)`` int units,
+        an int for one unit."""
+        first = self._doc_first
+        if first is None:  # (n_docs + 1,): units are in document order
+            src = self.unit_source
+            first = np.searchsorted(src, np.arange(len(self.doc_ids) + 1, dtype=src.dtype))
+            first = self._doc_first = first.astype(np.int64, copy=False)
+        if np.ndim(units) == 0:
+            i = int(units)
+            return i - int(first[self.unit_source[i]])
         units = np.asarray(units, dtype=np.int64)
-        return units - self._doc_first[self.unit_source[units]]
+        return units - first[self.unit_source[units]]
 
     @property
     def unit_index(self) -> np.ndarray:
