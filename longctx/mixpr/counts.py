@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 #: ``E`` by rows holds its own float64 values up to this many entries (16 MB), and makes them
 #: from the counts when read past it (:class:`CountRows`: 8 bytes an entry less, at about
 #: twice the cost of a row gather; 10M words of Gutenberg, 4.03M entries: 32 MB less held,
-#: +0.9 ms over 20 queries' gathers of 178k entries each).
+#: about +1.2 ms CPU a query of 7-8 ms, the same process alternating both, 10 questions).
 ROWS_HELD_MAX = 2**21
 
 
@@ -115,17 +115,17 @@ class CountRows:
         terms, counts, lens = push.take_rows(self.indptr, self.indices, self._counts, sel)
         if not len(terms):
             return terms, np.empty(0)
-        v = self._tf[counts]
-        v *= self._idf[terms]
-        v /= np.repeat(self._norms[sel], lens)
+        v = np.take(self._tf, counts)  # np.take: 2-3x faster than indexing by an array here
+        v *= np.take(self._idf, terms)
+        v /= np.repeat(np.take(self._norms, sel), lens)
         v *= np.repeat(weights, lens)
         return terms, v
 
     def csr(self) -> sp.csr_array:
         """``E`` by rows as a CSR array (a copy of the values, sharing the index arrays): for
         what needs a matrix (a save, ``explain=True``)."""
-        v = self._tf[self._counts]
-        v *= self._idf[self.indices]
+        v = np.take(self._tf, self._counts)
+        v *= np.take(self._idf, self.indices)
         v /= np.repeat(self._norms, np.diff(self.indptr))
         return sp.csr_array((v, self.indices, self.indptr), shape=self.shape)
 
