@@ -75,7 +75,7 @@ def tf_values(settings, counts: np.ndarray) -> np.ndarray:
     their values (:func:`_tf_table`), the table :class:`CountRows` reads, so that both give
     the same values to the last bit."""
     if counts.dtype == np.uint16:
-        return _tf_table(settings, int(counts.max(initial=0)))[counts]
+        return np.take(_tf_table(settings, int(counts.max(initial=0))), counts)
     return _tf(settings, counts)
 
 
