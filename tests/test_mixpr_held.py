@@ -9,8 +9,11 @@ import pytest
 import scipy.sparse as sp
 
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.counts import compact_counts
+from longctx.mixpr.counts import CountRows, compact_counts
+from longctx.mixpr.push import gather
+from longctx.mixpr.state import _offsets
 from longctx.mixpr.tfidf import tfidf_rows
+from longctx.persist.npy import mapped_base
 
 QUESTIONS = ("Why did Alice follow the White Rabbit?", "What did the Queen of Hearts shout?")
 
@@ -148,3 +151,123 @@ def test_mapped_open_reads_the_term_sums_the_scorer_would_compute(alice_index, t
     assert np.array_equal(df, st.block.term_df_partial())
     for q in QUESTIONS:
         assert _hits(back, q) == _hits(alice_index, q)
+
+
+# -- E by rows made from the counts (counts.CountRows, past ROWS_HELD_MAX entries) ------------
+@pytest.fixture
+def rows_from_counts(monkeypatch):
+    """Every index built here makes ``E``'s rows from its counts (the 10M-word case)."""
+    monkeypatch.setattr("longctx.mixpr.counts.ROWS_HELD_MAX", 0)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"sublinear_tf": False},
+        {"vectorizer_kwargs": (("binary", True),)},
+    ],
+)
+def test_rows_from_counts_hold_no_values_and_equal_E(alice_text, rows_from_counts, kw):
+    index = MixPRIndex.from_texts([alice_text], ids=["alice"], **kw)
+    index.search(QUESTIONS[0], k=5)
+    st = index._state
+    rows = st.block._rows()
+    assert isinstance(rows, CountRows)
+    assert "_E_rows" not in st.table.__dict__  # no float64 copy of E's values held
+    assert np.shares_memory(rows.indices, st.table.counts.indices)
+    E = sp.csr_array(st.table.embeddings())
+    assert _same_csr(rows.csr(), E)  # every value, to the last bit
+    assert _same_csr(st.table.rows(), E)
+    sel = np.array([3, 0, 17, 17, len(st.starts) - 1])
+    w = np.linspace(0.5, 2.0, len(sel))
+    got, want = rows.gather(sel, w), gather(E.indptr, E.indices, E.data, sel, w)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    empty = rows.gather(np.zeros(0, np.int64), np.zeros(0))
+    assert empty[0].shape == empty[1].shape == (0,)
+
+
+def test_rows_from_counts_give_the_same_hits_and_scores(alice_text, monkeypatch):
+    held = MixPRIndex.from_texts([alice_text], ids=["alice"])
+    monkeypatch.setattr("longctx.mixpr.counts.ROWS_HELD_MAX", 0)
+    made = MixPRIndex.from_texts([alice_text], ids=["alice"])
+    made.search(QUESTIONS[0], k=3)
+    assert isinstance(made._state.block._rows(), CountRows)
+    for q in QUESTIONS + ("the Mock Turtle's song about the lobster quadrille",):
+        for k in (1, 10, 100):
+            assert _hits(made, q, k) == _hits(held, q, k)
+    a = made.search(QUESTIONS[1], k=5, explain=True).trace
+    b = held.search(QUESTIONS[1], k=5, explain=True).trace
+    assert str(a) == str(b)
+
+
+def test_rows_from_counts_save_what_held_rows_save(alice_text, rows_from_counts, tmp_path):
+    made = MixPRIndex.from_texts([alice_text], ids=["alice"])
+    made.search(QUESTIONS[0], k=3)
+    made.save(tmp_path / "ix", mappable=True)
+    E = sp.csr_array(made._state.table.embeddings())
+    back = MixPRIndex.load(tmp_path / "ix", mmap=True)
+    assert _same_csr(back._state._e_rows, E)
+    for q in QUESTIONS:
+        assert _hits(back, q) == _hits(made, q)
+
+
+def test_pruned_terms_keep_held_rows_past_the_limit(alice_text, rows_from_counts):
+    """A pruned term's entries are in the counts, not in ``E``: the rows are then held."""
+    index = MixPRIndex.from_texts([alice_text], vectorizer_kwargs=(("min_df", 3),))
+    index.search(QUESTIONS[0], k=3)
+    assert not isinstance(index._state.block._rows(), CountRows)
+
+
+def test_count_rows_refuses_float_counts():
+    counts = sp.csr_array(np.array([[1.0, 2.0]]))
+    with pytest.raises(ValueError, match="uint16"):
+        CountRows(counts, None, np.ones(2), np.ones(1))
+
+
+# -- unit_index made from unit_source (not held) -------------------------------------------------
+def _positions(src: np.ndarray) -> np.ndarray:
+    first = np.searchsorted(src, src, side="left")
+    return np.arange(len(src)) - first
+
+
+def test_unit_index_is_made_from_unit_source_not_held(alice_text):
+    chapters = alice_text.split("CHAPTER")[1:5]
+    index = MixPRIndex.from_texts(chapters, ids=["a", "b", "c", "d"])
+    st = index._state
+    assert not any(
+        isinstance(v, np.ndarray) and v.shape == (st.n_units,) and "index" in k
+        for k, v in vars(st).items()
+    )  # no (n_units,) array of positions held
+    want = _positions(np.asarray(st.unit_source))
+    assert index.unit_index.dtype == np.int64 and not index.unit_index.flags.writeable
+    assert np.array_equal(index.unit_index, want)
+    some = np.array([0, 5, st.n_units - 1, 5])
+    assert np.array_equal(st.unit_positions(some), want[some])
+    for h in index.search(QUESTIONS[0], k=20).hits:
+        u = int(np.flatnonzero((st.starts == h.start) & (st.unit_source == h.source))[0])
+        assert h.index == want[u]
+    for h in index.search(QUESTIONS[0], k=2, whole_documents=True).hits:
+        assert 0 <= h.index < np.count_nonzero(np.asarray(st.unit_source) == h.source)
+    index.insert([chapters[0]], ids=["e"])
+    index.update([chapters[3]], ids=["b"])  # a document of other units, in the middle
+    index.delete(["c"])
+    st = index._state
+    assert np.array_equal(index.unit_index, _positions(np.asarray(st.unit_source)))
+
+
+def test_unit_offsets_held_as_int32_where_they_fit(alice_index, tmp_path):
+    st = alice_index._state
+    for a in (st.unit_source, st.starts, st.ends):
+        assert a.dtype == np.int32 and not a.flags.writeable
+    assert _offsets(np.array([0, 2**31 - 1])).dtype == np.int32
+    big = _offsets(np.array([0, 2**31], dtype=np.int64))
+    assert big.dtype == np.int64 and big.tolist() == [0, 2**31]
+    alice_index.save(tmp_path / "ix", mappable=True)
+    assert np.load(tmp_path / "ix" / "starts.npy").dtype == np.int64  # saved as int64
+    mapped = MixPRIndex.load(tmp_path / "ix", mmap=True)._state
+    assert mapped.starts.dtype == np.int64 and mapped_base(mapped.starts) is not None
+    read = MixPRIndex.load(tmp_path / "ix")._state
+    assert read.starts.dtype == np.int32
+    for q in QUESTIONS:
+        assert _hits(MixPRIndex.load(tmp_path / "ix", mmap=True), q) == _hits(alice_index, q)

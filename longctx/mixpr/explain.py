@@ -63,7 +63,7 @@ def _unit(st, j: int) -> dict:
     return {
         "unit": int(j),
         "doc_id": st.doc_ids[d],
-        "index": int(st.unit_index[j]),
+        "index": int(st.unit_positions(j)),
         "start": int(st.starts[j]),
         "end": int(st.ends[j]),
     }
@@ -172,7 +172,7 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     seeds, p, scale = _restart(s)
     colsum = block.colsum
     W = block.graph.term_weights if block.graph is not None else None
-    E_rows = block._rows()
+    E_rows = block._rows_csr()
     E_cols = block._cols()
     hits = np.asarray(hits, np.int64)
     # the walk's inflow per term, over the hits' terms only: u_t = sum_j E_jt x_j / D_j

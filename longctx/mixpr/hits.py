@@ -46,7 +46,7 @@ def text_slice(texts, d: int, start: int, end: int) -> str:
 def unit_hit(st, i: int, score: float) -> Passage:
     """Unit ``i`` of the state ``st`` as a hit of score ``score``."""
     d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
-    return Passage(a, b, text_slice(st.texts, d, a, b), score, int(st.unit_index[i]), d)
+    return Passage(a, b, text_slice(st.texts, d, a, b), score, int(st.unit_positions(i)), d)
 
 
 def unit_text_key(st, allowed):
@@ -120,8 +120,8 @@ def document_hits(st, scores, k: int, method: str, used: str, timings, t0, mask=
     else:
         top, best, arg = _best_documents_dense(starts, dense_scores(scores), mask, k)
     hits = tuple(
-        Passage(0, len(st.texts[d]), st.texts[d], float(b), int(st.unit_index[a]), int(d))
-        for d, b, a in zip(top.tolist(), best.tolist(), arg.tolist())
+        Passage(0, len(st.texts[d]), st.texts[d], float(b), int(j), int(d))
+        for d, b, j in zip(top.tolist(), best.tolist(), st.unit_positions(arg).tolist())
     )
     timings["select"] = time.perf_counter() - t0
     info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits), "whole_documents": True}

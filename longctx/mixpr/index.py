@@ -179,7 +179,8 @@ class MixPRIndex(RetrievalIndex):
 
     @property
     def unit_source(self) -> np.ndarray:
-        """``(n_units,) int64``: each unit's document position (read-only)."""
+        """``(n_units,)`` int32 (int64 past ``2**31`` or mapped): each unit's document position
+        (read-only)."""
         return self._state.unit_source
 
     @property
@@ -189,7 +190,8 @@ class MixPRIndex(RetrievalIndex):
 
     @property
     def starts(self) -> np.ndarray:
-        """``(n_units,) int64``: character offsets of the units in their documents."""
+        """``(n_units,)`` int32 (int64 past ``2**31`` or mapped): character offsets of the
+        units in their documents (read-only)."""
         return self._state.starts
 
     @property

@@ -73,11 +73,11 @@ def index_json(index, where) -> tuple[dict, dict]:
         # a counter of the caller's cannot be found again by its name at load (which counts
         # with the default): count now, so the loaded index budgets as this one does
         counts = index._counts(st)
-    units = {
-        "unit_source": st.unit_source,
+    units = {  # saved as int64 whatever the dtype held (int32 where it fits)
+        "unit_source": st.unit_source.astype(np.int64, copy=False),
         "unit_index": st.unit_index,
-        "starts": st.starts,
-        "ends": st.ends,
+        "starts": st.starts.astype(np.int64, copy=False),
+        "ends": st.ends.astype(np.int64, copy=False),
         "token_counts": counts if counts is not None else np.zeros(0, np.int64),
     }
     try:

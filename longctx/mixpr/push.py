@@ -65,6 +65,7 @@ __all__ = [
     "spans",
     "strict_limits",
     "sum_sparse",
+    "take_rows",
     "unique_positions",
 ]
 
@@ -91,25 +92,35 @@ def spans(indptr, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     return starts, lens, int(lens.sum())
 
 
+def take_rows(indptr, indices, data, sel: np.ndarray, where=None):
+    """The non-zeros of the compressed rows (or columns) ``sel`` of a CSR (CSC) matrix:
+    ``(indices (nnz,), values (nnz,) data's dtype, each row's length (k,))``, row by row in the
+    order of ``sel``. Costs the selected rows' non-zeros, not the matrix's. ``where``: their
+    :func:`spans` when already known."""
+    starts, lens, total = spans(indptr, sel) if where is None else where
+    if total == 0:
+        return np.empty(0, indices.dtype), np.empty(0, data.dtype), lens
+    if csr_row_index is None:
+        offsets = np.cumsum(lens) - lens
+        pos = np.repeat(starts - offsets, lens) + np.arange(total)
+        return indices[pos], data[pos], lens
+    out_i = np.empty(total, indices.dtype)
+    out_d = np.empty(total, data.dtype)
+    csr_row_index(len(sel), sel.astype(indptr.dtype, copy=False), indptr, indices, data,
+                  out_i, out_d)  # fmt: skip
+    return out_i, out_d, lens
+
+
 def gather(indptr, indices, data, sel: np.ndarray, weights: np.ndarray | None, where=None):
     """The non-zeros of the compressed rows (or columns) ``sel`` of a CSR (CSC) matrix, each
     multiplied by its row's weight (``None``: as stored): ``(indices (nnz,) int, values (nnz,)
     float64)``, row by row in the order of ``sel``. Costs the selected rows' non-zeros, not the
-    matrix's. ``where``: their :func:`spans` when already known."""
-    starts, lens, total = spans(indptr, sel) if where is None else where
-    if total == 0:
-        return np.empty(0, indices.dtype), np.empty(0)
-    if csr_row_index is None:
-        offsets = np.cumsum(lens) - lens
-        pos = np.repeat(starts - offsets, lens) + np.arange(total)
-        out_i, out_d = indices[pos], data[pos]
-    else:
-        out_i = np.empty(total, indices.dtype)
-        out_d = np.empty(total, data.dtype)
-        csr_row_index(len(sel), sel.astype(indptr.dtype, copy=False), indptr, indices, data,
-                      out_i, out_d)  # fmt: skip
+    matrix's (:func:`take_rows`). ``where``: their :func:`spans` when already known."""
+    out_i, out_d, lens = take_rows(indptr, indices, data, sel, where)
+    if not len(out_i):
+        return out_i, np.empty(0)
     if weights is not None:
-        out_d *= np.repeat(weights, lens)
+        out_d *= np.repeat(weights, lens)  # take_rows's values are a copy
     return out_i, out_d
 
 
@@ -153,12 +164,14 @@ class PushBlock:
 
     _E_rows = None
 
-    def set_rows(self, rows: sp.csr_array) -> None:
+    def set_rows(self, rows) -> None:
         """Give the block ``E`` by rows (``(n, n_terms)`` CSR holding ``E``'s entries: a saved
-        index's, mapped, or the CSR form its term table made ``E`` from), so that
+        index's, mapped, or the CSR form its term table made ``E`` from; or a
+        :class:`~longctx.mixpr.counts.CountRows` making them from the counts), so that
         :meth:`_rows` never builds a copy. ``ValueError`` when its shape or entry count is not
         ``E``'s."""
-        rows = sp.csr_array(rows)  # no copy of a CSR array
+        if not hasattr(rows, "gather"):  # a CountRows is kept as it is
+            rows = sp.csr_array(rows)  # no copy of a CSR array
         if rows.shape != self.E.shape or rows.nnz != self.E.nnz:
             raise ValueError(
                 f"rows: shape {rows.shape} with {rows.nnz} entries, E has {self.E.shape} "
@@ -166,14 +179,21 @@ class PushBlock:
             )
         self._E_rows = rows
 
-    def _rows(self) -> sp.csr_array:
-        """``E`` by rows (a unit's terms): ``(n, n_terms)`` CSR, given by :meth:`set_rows` or
-        built on first use."""
+    def _rows(self):
+        """``E`` by rows (a unit's terms): ``(n, n_terms)`` CSR, or the
+        :class:`~longctx.mixpr.counts.CountRows` given by :meth:`set_rows` (``indptr``,
+        ``indices``, ``nnz``, ``shape`` and ``gather``); built on first use."""
         if self._E_rows is None:
             with self._lock:
                 if self._E_rows is None:
                     self._E_rows = sp.csr_array(self.E)
         return self._E_rows
+
+    def _rows_csr(self) -> sp.csr_array:
+        """``E`` by rows as a CSR array (made from the counts, a copy, when the block holds a
+        ``CountRows``): for ``explain=True``."""
+        rows = self._rows()
+        return rows.csr() if hasattr(rows, "gather") else rows
 
     def _cols(self) -> sp.csc_array:
         """``E`` by columns (a term's units): ``(n, n_terms)`` CSC."""
@@ -219,7 +239,10 @@ class PushBlock:
             t = self._ET @ dense
             terms = np.flatnonzero(t != 0)
             return terms, t[terms], dang, float(moving.sum()), nnz
-        terms, vals = gather(E.indptr, E.indices, E.data, rows, v, where)
+        if hasattr(E, "gather"):  # values made from the counts (CountRows): the same
+            terms, vals = E.gather(rows, v, where)
+        else:
+            terms, vals = gather(E.indptr, E.indices, E.data, rows, v, where)
         terms, vals = sum_sparse(terms, vals, n_terms)
         return terms, vals, dang, float(moving.sum()), read
 

@@ -19,6 +19,7 @@ from longctx.mixpr.router import plan_walk
 from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock
 from longctx.mixpr.scoring import term_weights as _term_weights
 from longctx.mixpr.tfidf import TermTable, text_lengths
+from longctx.persist.npy import mapped_base
 
 
 def table_weights(config: MixPRConfig, table: TermTable) -> np.ndarray | None:
@@ -54,6 +55,21 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _offsets(a) -> np.ndarray:
+    """A per-unit array of offsets (documents, characters) as held: int32 when its values fit
+    (issue 46: 4 bytes a unit less), int64 past ``2**31 - 1`` and for a mapped index's arrays
+    (left as they are: converting would read them); read-only."""
+    a = np.asarray(a)
+    if a.dtype == np.int64 and mapped_base(a) is not None:
+        pass  # mapped: kept, not converted
+    elif len(a) and (a.min() < 0 or a.max() > np.iinfo(np.int32).max):
+        a = np.ascontiguousarray(a, dtype=np.int64)
+    else:
+        a = np.ascontiguousarray(a, dtype=np.int32)
+    a.setflags(write=False)
+    return a
+
+
 class _State:
     """One immutable snapshot of a :class:`MixPRIndex`: documents, units, term table, graph and
     what is computed from them on first use (token counts, global PageRank, filter masks).
@@ -68,7 +84,7 @@ class _State:
         texts: tuple,
         metadata: tuple,
         unit_source,
-        unit_index,
+        unit_index=None,
         starts,
         ends,
         table: TermTable,
@@ -84,10 +100,12 @@ class _State:
         self.doc_ids = doc_ids
         self.texts = texts
         self.metadata = metadata
-        self.unit_source = _frozen(unit_source)
-        self.unit_index = _frozen(unit_index)
-        self.starts = _frozen(starts)
-        self.ends = _frozen(ends)
+        self.unit_source = _offsets(unit_source)
+        # unit_index (a load's, checked to be this) is not held: each unit's position in its
+        # document is made from unit_source when read (issue 46: held memory)
+        self._doc_first = None
+        self.starts = _offsets(starts)
+        self.ends = _offsets(ends)
         self.table = table
         self.unit_vectors = unit_vectors
         if token_counts is not None:
@@ -119,6 +137,29 @@ class _State:
     @property
     def n_units(self) -> int:
         return len(self.starts)
+
+    def unit_positions(self, units):
+        """The position of each of ``units`` among its document's units (``0, 1, ...`` per
+        document), from each document's first unit: ``(k,) int64`` for ``(k,)`` int units,
+        an int for one unit."""
+        first = self._doc_first
+        if first is None:  # (n_docs + 1,): units are in document order
+            src = self.unit_source
+            first = np.searchsorted(src, np.arange(len(self.doc_ids) + 1, dtype=src.dtype))
+            first = self._doc_first = first.astype(np.int64, copy=False)
+        if np.ndim(units) == 0:
+            i = int(units)
+            return i - int(first[self.unit_source[i]])
+        units = np.asarray(units, dtype=np.int64)
+        return units - first[self.unit_source[units]]
+
+    @property
+    def unit_index(self) -> np.ndarray:
+        """``(n_units,) int64`` (read-only, made when read): each unit's position among its
+        document's units (:meth:`unit_positions` of every unit)."""
+        out = self.unit_positions(np.arange(self.n_units))
+        out.setflags(write=False)
+        return out
 
     @property
     def graph(self):
@@ -164,7 +205,7 @@ class _State:
                     # the push walk's rows: a saved index's, or the table's (never a copy)
                     rows = self._e_rows
                     if rows is None and factored:
-                        rows = self.table.rows()
+                        rows = self.table.rows(matrix=False)
                     if rows is not None:
                         block.set_rows(rows)
                     sizes = None

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.mixpr.counts import compact_counts, count_dtype, index_dtype
+from longctx.mixpr.counts import compact_counts, count_dtype, held_rows, index_dtype, tf_values
 
 logger = logging.getLogger(__name__)
 
@@ -452,30 +452,29 @@ class TermStats:
         return self._idf
 
 
-def tfidf_rows(settings: TfidfSettings, counts: sp.csr_array, idf: np.ndarray, *, by_rows=False):
+def tfidf_rows(settings, counts: sp.csr_array, idf: np.ndarray, *, by_rows=False, norms=False):
     """``E``: the L2-normalized TF-IDF rows of ``counts`` (``(n, V)`` CSR, sorted indices) with
     the IDF ``idf`` (``(V,)``; 0 drops a term), as ``(n, V) float64`` CSC (a unit with no kept
     term is an empty row). One function for a whole index and for a shard weighed with the
     corpus's IDF, so both compute every row with the same operations. ``by_rows=True`` returns
     ``(E, E as CSR)``: the CSR form it was made from (sharing the counts' index arrays when no
-    entry is dropped), the push walk's rows without a copy."""
+    entry is dropped), the push walk's rows without a copy; ``norms=True`` adds the ``(n,)``
+    norms the rows were divided by (1 for an empty row; :class:`~longctx.mixpr.counts.CountRows`)."""
     n = counts.shape[0]
     c = counts
-    tf = c.data.astype(np.float64)  # a copy (the counts may be held compact)
-    if settings.binary:
-        tf[:] = 1.0
-    elif settings.sublinear_tf:
-        tf = 1.0 + np.log(tf)
-    w = tf * idf[c.indices]
+    w = tf_values(settings, c.data) * idf[c.indices]
     rows = np.repeat(np.arange(n), np.diff(c.indptr))
     norm = np.sqrt(np.bincount(rows, weights=w * w, minlength=n))
-    w = w / np.where(norm > 0, norm, 1.0)[rows]
+    norm = np.where(norm > 0, norm, 1.0)
+    w = w / norm[rows]
     if w.size and not w.all():  # a pruned term's entries: dropped (in place, so on copies)
         E = sp.csr_array((w, c.indices.copy(), c.indptr.copy()), shape=c.shape)
         E.eliminate_zeros()
     else:  # E by rows shares the counts' index arrays
         E = sp.csr_array((w, c.indices, c.indptr), shape=c.shape)
-    return (sp.csc_array(E), E) if by_rows else sp.csc_array(E)
+    if not by_rows:
+        return sp.csc_array(E)
+    return (sp.csc_array(E), E, norm) if norms else (sp.csc_array(E), E)
 
 
 def merge_term_stats(settings: TfidfSettings, parts) -> tuple[TermStats, list[np.ndarray]]:
@@ -692,15 +691,20 @@ class TermTable(TermStats):
         """``E``: ``(n_units, n_terms) float64`` CSC, the L2-normalized TF-IDF rows (a unit with
         no kept term is an empty row). Computed once per table."""
         if self._E is None:
-            E, self.__dict__["_E_rows"] = tfidf_rows(
-                self.settings, self.counts, self.idf(), by_rows=True
-            )
+            c, idf = self.counts, self.idf()
+            E, rows, norms = tfidf_rows(self.settings, c, idf, by_rows=True, norms=True)
+            self.__dict__.update(held_rows(c, rows, self.settings, idf, norms))
             self._E = E
         return self._E
 
-    def rows(self) -> sp.csr_array:
-        """``E`` as ``(n_units, n_terms) float64`` CSR: the form :meth:`embeddings` made."""
+    def rows(self, *, matrix: bool = True):
+        """``E`` as ``(n_units, n_terms) float64`` CSR: the form :meth:`embeddings` made (past
+        ``counts.ROWS_HELD_MAX`` entries, made from the counts now; ``matrix=False``: the
+        :class:`~longctx.mixpr.counts.CountRows` itself, which makes them when read)."""
         E = self.embeddings()
+        made = self.__dict__.get("_row_values")
+        if made is not None:
+            return made.csr() if matrix else made
         rows = self.__dict__.get("_E_rows")  # None: a table given E (a mapped one)
         return sp.csr_array(E) if rows is None else rows
 

@@ -220,9 +220,10 @@ class MixPRShard:
         """``(doc id, start, end, text, unit index)`` of the shard's units ``local``."""
         st = self.index._state
         out = []
-        for i in np.asarray(local).tolist():
+        local = np.asarray(local, dtype=np.int64)
+        for i, j in zip(local.tolist(), st.unit_positions(local).tolist()):
             d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
-            out.append((st.doc_ids[d], a, b, text_slice(st.texts, d, a, b), int(st.unit_index[i])))
+            out.append((st.doc_ids[d], a, b, text_slice(st.texts, d, a, b), j))
         return out
 
     def seed_units(self, seeds) -> tuple[np.ndarray, np.ndarray]:
