@@ -14,6 +14,9 @@ import numpy as np
 import regex
 
 from longctx.checks import check_choice, check_int, check_text
+from longctx.word_pieces import equal_word_pieces as _equal_word_pieces
+from longctx.word_pieces import paragraphs as _paragraphs
+from longctx.word_pieces import unwrapped_pieces as _unwrapped_pieces
 
 Span = tuple[int, int]
 
@@ -108,11 +111,6 @@ def _space_words(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 _LINE_RE = re.compile(r"[^\r\n]+")
-# A paragraph ends before a blank line: two line breaks with only spaces or tabs between. (The
-# paragraphs are the text between these matches, found without a pattern spanning a paragraph:
-# ``\S(?:[^\n]|\n(?!...))*`` took about 130 bytes of the regular expression engine's stack
-# per character, 2.7 GB on a 20 MB line.)
-_PARAGRAPH_END_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 
 
 def _strip_span(text: str, start: int, end: int) -> Span | None:
@@ -477,17 +475,6 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
     return _snap_spans(spans, clusters)
 
 
-def _equal_word_pieces(starts: np.ndarray, ends: np.ndarray, max_words: int) -> list[Span]:
-    """Cut a run of words (``(n,) int64`` starts and ends) into ``ceil(n / max_words)`` pieces
-    of near-equal word counts."""
-    n = len(starts)
-    n_pieces = -(-n // max_words)
-    cuts = np.linspace(0, n, n_pieces + 1).round().astype(int)
-    lo, hi = cuts[:-1], cuts[1:]
-    keep = hi > lo
-    return list(zip(starts[lo[keep]].tolist(), ends[hi[keep] - 1].tolist()))
-
-
 class _Words:
     """The words of ranges of a text as arrays, for the chunker's long sentences (a 20 MB line
     without punctuation is one sentence of millions of words)."""
@@ -515,16 +502,6 @@ class _Words:
             a = np.concatenate([[start], a])
             b = np.concatenate([[min(int(ends[i - 1]), end)], b])
         return a, b
-
-
-def _paragraphs(text: str, start: int, end: int):
-    """``(start, end)`` of the paragraphs of ``text[start:end]``: from a non-space character to
-    the next blank line (:data:`_PARAGRAPH_END_RE`) or ``end``."""
-    cuts = [(m.start(), m.end()) for m in _PARAGRAPH_END_RE.finditer(text, start, end)]
-    for a, b in zip([start] + [e for _, e in cuts], [s for s, _ in cuts] + [end]):
-        m = _NONSPACE_RE.search(text, a, b)
-        if m is not None:
-            yield m.start(), b
 
 
 def chunk_words(
@@ -614,8 +591,28 @@ def chunk_words(
     first = np.searchsorted(word_starts, sent[:, 0], side="left")
     last = np.searchsorted(word_starts, sent[:, 1], side="left")
     n_words = last - first
+    if not split_lines and all_words is not None:
+        chunks = _unwrapped_pieces(text, sentences, sent, n_words, all_words, max_words)
+    else:
+        words = _Words(text, wre, clusters, all_words)
+        chunks = _sentence_pieces(text, sentences, n_words, words, max_words, split_lines)
+    if min_words is not None and min_words > 1:
+        chunks = _merge_short(text, chunks, word_starts, min_words, max_words)
+    return chunks
+
+
+def _sentence_pieces(
+    text: str,
+    sentences: list[Span],
+    n_words: np.ndarray,
+    words: _Words,
+    max_words: int,
+    split_lines: bool,
+) -> list[Span]:
+    """:func:`chunk_words`' chunks sentence by sentence (any text): a sentence of at most
+    ``max_words`` words (``n_words``) as it is, a longer one cut at its lines
+    (``split_lines``) or paragraphs, then into equal word pieces."""
     chunks: list[Span] = []
-    words = _Words(text, wre, clusters, all_words)
     for (a, b), n in zip(sentences, n_words.tolist()):
         if n <= max_words:
             chunks.append((a, b))
@@ -628,8 +625,6 @@ def chunk_words(
             starts, ends = words.spans(s, e)
             if len(starts):
                 chunks.extend(_equal_word_pieces(starts, ends, max_words))
-    if min_words is not None and min_words > 1:
-        chunks = _merge_short(text, chunks, word_starts, min_words, max_words)
     return chunks
 
 

@@ -1,0 +1,124 @@
+"""The word pieces of MixPR's chunker (:func:`longctx.text.chunk_words`): a sentence over the
+word limit is cut at its paragraphs (blank lines), then into pieces of near-equal word counts
+(Alonso and Millidge, 2024, arXiv:2412.06078, sec. 3 "Chunking method"). Spans are ``(start,
+end)`` character offsets into the caller's text, end exclusive."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+Span = tuple[int, int]
+
+__all__ = ["equal_word_pieces", "paragraphs", "unwrapped_pieces"]
+
+_NONSPACE_RE = re.compile(r"\S")
+
+# A paragraph ends before a blank line: two line breaks with only spaces or tabs between. (The
+# paragraphs are the text between these matches, found without a pattern spanning a paragraph:
+# ``\S(?:[^\n]|\n(?!...))*`` took about 130 bytes of the regular expression engine's stack
+# per character, 2.7 GB on a 20 MB line.)
+_PARAGRAPH_END_RE = re.compile(r"\n[ \t\f\v\r]*\n")
+
+
+def paragraphs(text: str, start: int, end: int):
+    """``(start, end)`` of the paragraphs of ``text[start:end]``: from a non-space character to
+    the next blank line (:data:`_PARAGRAPH_END_RE`) or ``end``."""
+    cuts = [(m.start(), m.end()) for m in _PARAGRAPH_END_RE.finditer(text, start, end)]
+    for a, b in zip([start] + [e for _, e in cuts], [s for s, _ in cuts] + [end]):
+        m = _NONSPACE_RE.search(text, a, b)
+        if m is not None:
+            yield m.start(), b
+
+
+def equal_word_pieces(starts: np.ndarray, ends: np.ndarray, max_words: int) -> list[Span]:
+    """Cut a run of words (``(n,) int64`` starts and ends) into ``ceil(n / max_words)`` pieces
+    of near-equal word counts."""
+    n = len(starts)
+    n_pieces = -(-n // max_words)
+    cuts = np.linspace(0, n, n_pieces + 1).round().astype(int)
+    lo, hi = cuts[:-1], cuts[1:]
+    keep = hi > lo
+    return list(zip(starts[lo[keep]].tolist(), ends[hi[keep] - 1].tolist()))
+
+
+def unwrapped_pieces(
+    text: str,
+    sentences: list[Span],
+    sent: np.ndarray,
+    n_words: np.ndarray,
+    all_words: tuple[np.ndarray, np.ndarray],
+    max_words: int,
+) -> list[Span]:
+    """The chunks of :func:`longctx.text.chunk_words` with ``split_lines=False``, the long
+    sentences' pieces computed on arrays: the very chunks of the sentence-by-sentence loop
+    (``longctx.text._sentence_pieces``: the same paragraphs, words and
+    :func:`equal_word_pieces` cuts, with ``numpy.linspace``'s arithmetic), in a few numpy
+    passes instead of some fifteen numpy calls per long sentence (a book has thousands).
+
+    Parameters
+    ----------
+    text : str
+        The text, whose words are its ``\\S+`` runs and which holds no grapheme cluster of
+        more than one code point (the caller's condition).
+    sentences : list of (start, end)
+        Its sentences; ``sent`` the same as an ``(n, 2) int64`` array.
+    n_words : (n,) int64
+        Words of each sentence.
+    all_words : ((n_words,) int64, (n_words,) int64)
+        Starts and ends of every word of ``text``.
+    max_words : int >= 1
+        Most words of a chunk.
+
+    Returns
+    -------
+    list of (start, end)
+        Character spans in sentence order: a sentence of at most ``max_words`` words as it
+        is, a longer one's pieces in its place.
+    """
+    ws, we = all_words
+    long = np.flatnonzero(n_words > max_words)
+    if not len(long):
+        return list(sentences)
+    # the paragraphs of the long sentences, in order, and the sentence of each
+    part_s, part_e, part_of = [], [], []
+    for k, (a, b) in zip(long.tolist(), sent[long].tolist()):
+        for ps, pe in paragraphs(text, a, b):
+            part_s.append(ps)
+            part_e.append(pe)
+            part_of.append(k)
+    S = np.asarray(part_s, dtype=np.int64)
+    E = np.asarray(part_e, dtype=np.int64)
+    # the words of each paragraph: first index f, count n (as ``longctx.text._Words.spans``: a paragraph starting
+    # inside a word, which its first non-space character may, takes that word's rest first)
+    i = np.searchsorted(ws, S, side="left")
+    j = np.searchsorted(ws, E, side="left")
+    inside = (i == j) | (ws[np.minimum(i, len(ws) - 1)] != S)
+    f = i - inside
+    n = j - f
+    k = -(-n // max_words)  # pieces of each paragraph (0: no word)
+    has = k > 0
+    f, n, k, S, E = f[has], n[has], k[has], S[has], E[has]
+    part_sent = np.asarray(part_of, dtype=np.int64)[has]
+    # numpy.linspace(0, n, k + 1) of each paragraph: t * (n / k), the last one n, rounded
+    cuts_of = np.repeat(np.arange(len(k)), k + 1)
+    first_cut = np.concatenate([[0], np.cumsum(k + 1)[:-1]])
+    t = np.arange(len(cuts_of), dtype=np.float64) - first_cut[cuts_of]
+    y = t * (n.astype(np.float64) / k)[cuts_of]
+    y[first_cut + k] = n
+    cuts = y.round().astype(np.int64)
+    piece = np.ones(len(cuts), dtype=bool)
+    piece[first_cut + k] = False  # a piece from each cut but a paragraph's last
+    at = np.flatnonzero(piece)
+    lo, hi, owner = cuts[at], cuts[at + 1], cuts_of[at]
+    keep = hi > lo
+    lo, hi, owner = lo[keep], hi[keep], owner[keep]
+    p_start = np.maximum(ws[f[owner] + lo], S[owner])
+    p_end = np.minimum(we[f[owner] + hi - 1], E[owner])
+    # the short sentences as they are, the pieces in their sentences' places
+    short = np.flatnonzero(n_words <= max_words)
+    order = np.argsort(np.concatenate([short, part_sent[owner]]), kind="stable")
+    starts = np.concatenate([sent[short, 0], p_start])[order]
+    ends = np.concatenate([sent[short, 1], p_end])[order]
+    return list(zip(starts.tolist(), ends.tolist()))
