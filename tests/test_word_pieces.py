@@ -1,0 +1,59 @@
+"""longctx.word_pieces: the long sentences' pieces on arrays equal the sentence-by-sentence loop
+(issue 46: MixPR's build)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from longctx.text import (
+    _WORD_RE,
+    _partition_to_spans,
+    _sentence_pieces,
+    _space_words,
+    _Words,
+    chunk_words,
+    split_sentences,
+)
+from longctx.word_pieces import unwrapped_pieces
+
+# words, sentence marks, and every kind of space and line break (no grapheme cluster, no CJK)
+_PIECES = ["a", "word", "Natásha", "42", "a.", "Mr.", "x,y", "!", "?", "The", "end."]
+_SPACES = [" ", "  ", "\n", "\n\n", "\n \t\n", "\r\n", "\r\n\r\n", "\t", "\x0b", "\u2028", ""]
+texts = st.lists(st.sampled_from(_PIECES + _SPACES), max_size=120).map("".join)
+
+
+def _both(text, sentences, max_words):
+    words = _space_words(text)
+    sent = np.asarray(sentences, dtype=np.int64).reshape(-1, 2)
+    n_words = np.searchsorted(words[0], sent[:, 1]) - np.searchsorted(words[0], sent[:, 0])
+    fast = unwrapped_pieces(text, sentences, sent, n_words, words, max_words)
+    loop = _sentence_pieces(
+        text, sentences, n_words, _Words(text, _WORD_RE, [], words), max_words, False
+    )
+    return fast, loop
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts, max_words=st.integers(1, 6), data=st.data())
+def test_unwrapped_pieces_equal_the_loop(text, max_words, data):
+    # the splitter's sentences, and arbitrary cuts (a sentence may then start inside a word)
+    cuts = data.draw(st.lists(st.integers(0, max(len(text), 1)), max_size=8))
+    for sentences in (split_sentences(text, "rules"), _partition_to_spans(text, cuts)):
+        if not sentences:
+            continue
+        fast, loop = _both(text, sentences, max_words)
+        assert fast == loop
+        assert all(isinstance(a, int) and isinstance(b, int) for a, b in fast)
+
+
+def test_unwrapped_pieces_on_long_sentences_and_paragraphs():
+    words = [f"w{i}" for i in range(1000)]
+    text = " ".join(words[:700]) + ".\n\n" + "\n".join(words[700:]) + "\n \n" + "Short one."
+    sentences = split_sentences(text, "rules")
+    fast, loop = _both(text, sentences, 32)
+    assert fast == loop
+    assert len(fast) == -(-700 // 32) + -(-300 // 32) + 1
+    assert all(1 <= len(text[a:b].split()) <= 32 for a, b in fast)
+    assert chunk_words(text, 32, split_lines=False, backend="rules") == fast
