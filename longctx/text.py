@@ -15,6 +15,7 @@ import regex
 
 from longctx.checks import check_choice, check_int, check_text
 from longctx.word_pieces import equal_word_pieces as _equal_word_pieces
+from longctx.word_pieces import merge_short as _merge_short
 from longctx.word_pieces import paragraphs as _paragraphs
 from longctx.word_pieces import unwrapped_pieces as _unwrapped_pieces
 
@@ -308,7 +309,7 @@ _RULE_ABBREVIATIONS = frozenset(
     "sept oct nov dec e.g i.e a.m p.m u.s u.k".split()
 )
 _RULE_OPENERS = "\"'\u2018\u201c([\u00ab"
-_BLANK_LINE_RE = regex.compile(r"\n[ \t\f\v\r]*+\n")
+_BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 
 
 def _rules_spans(text: str) -> list[Span]:
@@ -461,16 +462,28 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
     """
     check_text(text, "text", allow_empty=True)
     check_choice(backend, "backend", SENTENCE_BACKENDS)
-    if not text.strip():
+    if _NONSPACE_RE.search(text) is None:
         return []
-    clusters = _grapheme_clusters(text)
+    return _split_sentences(text, backend, *_scripts(text))
+
+
+def _scripts(text: str) -> tuple[list[Span], bool]:
+    """``(clusters, spaceless)``: the grapheme clusters of ``text`` (:func:`_grapheme_clusters`)
+    and whether it holds CJK or Thai-like characters (each a pass over the text: computed
+    once for the sentence splitter and the chunker)."""
+    return _grapheme_clusters(text), _SPACELESS_RE.search(text) is not None
+
+
+def _split_sentences(text: str, backend: str, clusters: list[Span], spaceless: bool):
+    """:func:`split_sentences` of a checked text holding a non-space character, with its
+    :func:`_scripts`."""
     if backend == "stanza":
         spans = _stanza_spans(text)
     elif backend == "rules":
         spans = _rules_spans(text)
     else:
         spans = _nupunkt_spans(text)
-    if _SPACELESS_RE.search(text):
+    if spaceless:
         spans = _split_spaceless(text, spans, clusters)
     return _snap_spans(spans, clusters)
 
@@ -573,13 +586,18 @@ def chunk_words(
         min_words = check_int(min_words, "min_words", minimum=1)
     if not isinstance(split_lines, bool):
         raise TypeError(f"split_lines must be a bool, got {type(split_lines).__name__}")
+    scripts = None
     if sentences is None:
-        sentences = split_sentences(text, backend=backend)
+        check_choice(backend, "backend", SENTENCE_BACKENDS)
+        sentences = []
+        if _NONSPACE_RE.search(text) is not None:
+            scripts = _scripts(text)
+            sentences = _split_sentences(text, backend, *scripts)
     if not sentences:
         return []
+    clusters, spaceless = scripts or _scripts(text)
     # Word start positions of the whole text, once; a sentence's word count is then two bisections.
-    wre = word_re(text)
-    clusters = _grapheme_clusters(text)
+    wre = _INTL_WORD_RE if spaceless else _WORD_RE  # word_re(text)
     if clusters:
         word_starts = np.asarray([a for a, _ in _word_spans(text, wre, clusters)], dtype=np.int64)
     elif wre is _WORD_RE:
@@ -626,38 +644,6 @@ def _sentence_pieces(
             if len(starts):
                 chunks.extend(_equal_word_pieces(starts, ends, max_words))
     return chunks
-
-
-_BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
-
-
-def _merge_short(
-    text: str,
-    chunks: list[Span],
-    word_starts: np.ndarray,
-    min_words: int,
-    max_words: int,
-) -> list[Span]:
-    """Join a chunk to the one before it when either holds fewer than ``min_words`` words, the
-    two together hold at most ``max_words`` and no blank line lies between them."""
-    if not chunks:
-        return chunks
-    arr = np.asarray(chunks, dtype=np.int64)
-    n_words = (
-        np.searchsorted(word_starts, arr[:, 1], side="left")
-        - np.searchsorted(word_starts, arr[:, 0], side="left")
-    ).tolist()
-    out: list[list[int]] = []  # [start, end, words]
-    for (a, b), n in zip(chunks, n_words):
-        if out:
-            last = out[-1]
-            joinable = last[2] + n <= max_words and _BLANK_LINE_RE.search(text, last[1], a) is None
-            if joinable and (last[2] < min_words or n < min_words):
-                last[1] = b
-                last[2] += n
-                continue
-        out.append([a, b, n])
-    return [(a, b) for a, b, _ in out]
 
 
 def split_long_spans(

@@ -11,7 +11,7 @@ import numpy as np
 
 Span = tuple[int, int]
 
-__all__ = ["equal_word_pieces", "paragraphs", "unwrapped_pieces"]
+__all__ = ["equal_word_pieces", "merge_short", "paragraphs", "unwrapped_pieces"]
 
 _NONSPACE_RE = re.compile(r"\S")
 
@@ -122,3 +122,36 @@ def unwrapped_pieces(
     starts = np.concatenate([sent[short, 0], p_start])[order]
     ends = np.concatenate([sent[short, 1], p_end])[order]
     return list(zip(starts.tolist(), ends.tolist()))
+
+
+_BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")  # a paragraph break
+
+
+def merge_short(
+    text: str,
+    chunks: list[Span],
+    word_starts: np.ndarray,
+    min_words: int,
+    max_words: int,
+) -> list[Span]:
+    """``min_words`` of :func:`longctx.text.chunk_words`: join a chunk to the one before it
+    when either holds fewer than ``min_words`` words, the two together hold at most
+    ``max_words`` and no blank line lies between them."""
+    if not chunks:
+        return chunks
+    arr = np.asarray(chunks, dtype=np.int64)
+    n_words = (
+        np.searchsorted(word_starts, arr[:, 1], side="left")
+        - np.searchsorted(word_starts, arr[:, 0], side="left")
+    ).tolist()
+    out: list[list[int]] = []  # [start, end, words]
+    for (a, b), n in zip(chunks, n_words):
+        if out:
+            last = out[-1]
+            joinable = last[2] + n <= max_words and _BLANK_LINE_RE.search(text, last[1], a) is None
+            if joinable and (last[2] < min_words or n < min_words):
+                last[1] = b
+                last[2] += n
+                continue
+        out.append([a, b, n])
+    return [(a, b) for a, b, _ in out]
