@@ -90,8 +90,9 @@ def unwrapped_pieces(
             part_of.append(k)
     S = np.asarray(part_s, dtype=np.int64)
     E = np.asarray(part_e, dtype=np.int64)
-    # the words of each paragraph: first index f, count n (as ``longctx.text._Words.spans``: a paragraph starting
-    # inside a word, which its first non-space character may, takes that word's rest first)
+    # the words of each paragraph: first index f, count n (as longctx.text._Words.spans: a
+    # paragraph starting inside a word, as its first non-space character may, takes that
+    # word's rest first)
     i = np.searchsorted(ws, S, side="left")
     j = np.searchsorted(ws, E, side="left")
     inside = (i == j) | (ws[np.minimum(i, len(ws) - 1)] != S)
