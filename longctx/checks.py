@@ -19,6 +19,7 @@ MAX_QUERY_CHARS = 16_000
 MAX_WEIGHT = 1e6
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_NONSPACE_RE = re.compile(r"\S")
 
 
 def excerpt(value, limit: int = MAX_QUOTE_CHARS) -> str:
@@ -44,7 +45,7 @@ def check_text(value, name: str = "text", *, allow_empty: bool = False) -> str:
     """
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-    if not allow_empty and not value.strip():
+    if not allow_empty and _NONSPACE_RE.search(value) is None:  # no stripped copy of a book
         raise ValueError(f"{name} must contain some non-whitespace text, got {excerpt(value)}")
     m = _SURROGATE_RE.search(value)
     if m is not None:

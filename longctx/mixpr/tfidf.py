@@ -83,11 +83,14 @@ class _BatchAnalyzer:
         self.stop = frozenset(base_vec.get_stop_words() or ())
         self.stem = stemmer
 
-    def separator(self, texts) -> str | None:
-        """A separator character that no text holds (``None`` if each of them does)."""
+    def joined(self, texts) -> tuple[str, str] | None:
+        """``(sep, sep.join(texts))`` with a separator character that no text holds (``None``
+        if each of them does): a text holds ``sep`` when the join holds more than
+        ``len(texts) - 1`` of them (one count over the join, not one per text)."""
         for sep in self._SEPARATORS:
-            if sum(t.count(sep) for t in texts) == 0:
-                return sep
+            joined = sep.join(texts)
+            if joined.count(sep) == len(texts) - 1:
+                return sep, joined
         return None
 
     def tokens_or_sep(self, sep: str):
@@ -118,21 +121,17 @@ class _BatchAnalyzer:
             and words.input == "content"
             and (words.strip_accents is None or callable(words.strip_accents))
         )
-        return cls(vec, words, vec.analyzer.stem_words) if plain else None
+        return cls(vec, words, vec.analyzer.distinct_stemmer()) if plain else None
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:
         from longctx.terms import has_bigram_script
 
         if not texts:
             return []
-        joined_raw = None
-        for sep in self._SEPARATORS:
-            joined = sep.join(texts)
-            if joined.count(sep) == len(texts) - 1:  # no unit holds the separator
-                joined_raw = joined
-                break
-        if joined_raw is None:
+        found = self.joined(texts)
+        if found is None:
             return [self.per_unit(t) for t in texts]
+        sep, joined_raw = found
         spaceless = has_bigram_script(joined_raw)
         doc = joined_raw.lower() if self.lower else joined_raw
         if self.fold is not None:
@@ -192,10 +191,10 @@ def _count_joined(
     from longctx.terms import _BIGRAM_CHAR_RE
 
     n = len(texts)
-    sep = batch.separator(texts)
-    if sep is None:
+    found = batch.joined(texts)
+    if found is None:
         return None
-    joined = sep.join(texts)
+    sep, joined = found
 
     def prepare(block: str) -> str:
         block = block.lower() if batch.lower else block
