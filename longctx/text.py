@@ -17,6 +17,7 @@ from longctx.checks import check_choice, check_int, check_text
 from longctx.word_pieces import equal_word_pieces as _equal_word_pieces
 from longctx.word_pieces import merge_short as _merge_short
 from longctx.word_pieces import paragraphs as _paragraphs
+from longctx.word_pieces import space_words as _space_words
 from longctx.word_pieces import unwrapped_pieces as _unwrapped_pieces
 
 Span = tuple[int, int]
@@ -79,36 +80,11 @@ def word_re(text: str) -> re.Pattern:
     return _INTL_WORD_RE if _SPACELESS_RE.search(text) else _WORD_RE
 
 
-#: ``str.isspace`` of every code point below U+3001 (no space character lies above U+3000):
-#: what ``\s`` and ``\S`` of ``re`` follow.
-_IS_SPACE = np.array([chr(c).isspace() for c in range(0x3001)], dtype=bool)
-
-
 def _space_word_starts(text: str) -> np.ndarray:
     r"""``[m.start() for m in re.finditer(r"\S+", text)]`` as ``(n_words,) int64``, computed on
     the code points at once for long texts (a Python loop over a book's million words took most
     of the chunker's own time); short texts take the loop, which costs less there."""
     return _space_words(text)[0]
-
-
-def _space_words(text: str) -> tuple[np.ndarray, np.ndarray]:
-    r"""The starts and ends of ``re.finditer(r"\S+", text)`` as two ``(n_words,) int64``
-    arrays (16 bytes a word: a list of ``(start, end)`` tuples takes about 120)."""
-    if len(text) < 256:
-        arr = np.fromiter(
-            (x for m in _WORD_RE.finditer(text) for x in m.span()), dtype=np.int64
-        ).reshape(-1, 2)
-        return arr[:, 0].copy(), arr[:, 1].copy()
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    low = cp < len(_IS_SPACE)
-    space = np.zeros(len(cp), dtype=bool)
-    space[low] = _IS_SPACE[cp[low]]
-    del cp, low
-    starts = ~space
-    starts[1:] &= space[:-1]
-    ends = ~space
-    ends[:-1] &= space[1:]
-    return np.flatnonzero(starts).astype(np.int64), np.flatnonzero(ends).astype(np.int64) + 1
 
 
 _LINE_RE = re.compile(r"[^\r\n]+")
@@ -237,19 +213,22 @@ def _partition_to_spans(text: str, starts: list[int]) -> list[Span]:
             if s is not None:
                 spans.append(s)
         return spans
-    # many pieces: the first and last non-space character of each, found on the code points
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    low = cp < len(_IS_SPACE)
-    space = np.zeros(len(cp), dtype=bool)
-    space[low] = _IS_SPACE[cp[low]]
-    solid = np.flatnonzero(~space)
+    # many pieces: the first and last non-space character of each, found with the text's words
+    # (a position holds a non-space character when it lies inside a word)
+    ws, we = _space_words(text)
     b = np.asarray(bounds, dtype=np.int64)
-    first = np.searchsorted(solid, b[:-1], side="left")
-    last = np.searchsorted(solid, b[1:], side="left") - 1
+    a, z = b[:-1], b[1:] - 1  # each piece's first and last position
+    k = np.searchsorted(ws, a, side="right") - 1
+    at_a = (k >= 0) & (a < we[np.maximum(k, 0)])
+    nxt = np.searchsorted(ws, a, side="left")
+    first = np.where(at_a, a, np.append(ws, len(text))[nxt])
+    k = np.searchsorted(ws, z, side="right") - 1
+    ok_k = k >= 0
+    at_z = ok_k & (z < we[np.maximum(k, 0)])
+    prev = np.where(ok_k, we[np.maximum(k, 0)] - 1, -1)  # the end of the last word before
+    last = np.where(at_z, z, prev)
     ok = last >= first
-    a_out = solid[first[ok]]
-    b_out = solid[last[ok]] + 1
-    return list(zip(a_out.tolist(), b_out.tolist()))
+    return list(zip(first[ok].tolist(), (last[ok] + 1).tolist()))
 
 
 def _guard_punct_runs(text: str) -> str:

@@ -6,14 +6,81 @@ end)`` character offsets into the caller's text, end exclusive."""
 from __future__ import annotations
 
 import re
+import threading
+from contextlib import contextmanager
 
 import numpy as np
 
 Span = tuple[int, int]
 
-__all__ = ["equal_word_pieces", "merge_short", "paragraphs", "unwrapped_pieces"]
+__all__ = [
+    "equal_word_pieces",
+    "merge_short",
+    "paragraphs",
+    "shared_words",
+    "space_words",
+    "unwrapped_pieces",
+]
 
 _NONSPACE_RE = re.compile(r"\S")
+_WORD_RE = re.compile(r"\S+")
+
+#: ``str.isspace`` of every code point below U+3001 (no space character lies above U+3000):
+#: what ``\s`` and ``\S`` of ``re`` follow.
+_IS_SPACE = np.array([chr(c).isspace() for c in range(0x3001)], dtype=bool)
+
+_SHARED = threading.local()  # .on: inside shared_words(); .last: (text, words) of the last text
+
+
+@contextmanager
+def shared_words():
+    """Inside the block, :func:`space_words` of a text is found once and kept until another
+    text is asked for (the chunker's passes over one text: its lines, its sentences' pieces and
+    its chunks share it; per thread, released when the block ends).
+
+    Used by :meth:`longctx.mixpr.config.MixPRConfig.chunk_arrays` (issue 46: MixPR's build
+    found each book's words three times)."""
+    outer = getattr(_SHARED, "on", False)
+    _SHARED.on, _SHARED.last = True, None
+    try:
+        yield
+    finally:
+        _SHARED.on, _SHARED.last = outer, None
+
+
+def space_words(text: str) -> tuple[np.ndarray, np.ndarray]:
+    r"""The starts and ends of ``re.finditer(r"\S+", text)`` as two ``(n_words,) int64``
+    arrays (16 bytes a word: a list of ``(start, end)`` tuples takes about 120), found on the
+    code points at once for long texts. Read only: inside :func:`shared_words` the arrays of
+    the last text are kept and given again."""
+    if not getattr(_SHARED, "on", False):
+        return _find_words(text)
+    last = _SHARED.last
+    if last is None or last[0] is not text:
+        words = _find_words(text)
+        for a in words:
+            a.setflags(write=False)
+        last = _SHARED.last = (text, words)
+    return last[1]
+
+
+def _find_words(text: str) -> tuple[np.ndarray, np.ndarray]:
+    if len(text) < 256:
+        arr = np.fromiter(
+            (x for m in _WORD_RE.finditer(text) for x in m.span()), dtype=np.int64
+        ).reshape(-1, 2)
+        return arr[:, 0].copy(), arr[:, 1].copy()
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    low = cp < len(_IS_SPACE)
+    space = np.zeros(len(cp), dtype=bool)
+    space[low] = _IS_SPACE[cp[low]]
+    del cp, low
+    starts = ~space
+    starts[1:] &= space[:-1]
+    ends = ~space
+    ends[:-1] &= space[1:]
+    return np.flatnonzero(starts).astype(np.int64), np.flatnonzero(ends).astype(np.int64) + 1
+
 
 # A paragraph ends before a blank line: two line breaks with only spaces or tabs between. (The
 # paragraphs are the text between these matches, found without a pattern spanning a paragraph:

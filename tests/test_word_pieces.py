@@ -57,3 +57,37 @@ def test_unwrapped_pieces_on_long_sentences_and_paragraphs():
     assert len(fast) == -(-700 // 32) + -(-300 // 32) + 1
     assert all(1 <= len(text[a:b].split()) <= 32 for a, b in fast)
     assert chunk_words(text, 32, split_lines=False, backend="rules") == fast
+
+
+def test_shared_words_finds_a_texts_words_once_per_block():
+    import threading
+
+    from longctx import word_pieces
+    from longctx.word_pieces import shared_words, space_words
+
+    text, other = "alpha beta  gamma\n" * 40, "delta epsilon " * 30
+    calls = []
+    real = word_pieces._find_words
+
+    def counting(t):
+        calls.append(t)
+        return real(t)
+
+    word_pieces._find_words = counting
+    try:
+        with shared_words():
+            a = space_words(text)
+            assert space_words(text) is a  # kept
+            assert not a[0].flags.writeable
+            seen = []
+            worker = threading.Thread(target=lambda: seen.append(space_words(text)))
+            worker.start()
+            worker.join()
+            assert seen[0] is not a  # another thread has no shared block
+            space_words(other)
+            assert space_words(text) is not a  # one text kept: the other replaced it
+        assert space_words(text) is not space_words(text)  # outside: found at each call
+    finally:
+        word_pieces._find_words = real
+    assert len(calls) == 6
+    assert a[0].tolist() == [m.start() for m in _WORD_RE.finditer(text)]
