@@ -18,6 +18,7 @@ from longctx.word_pieces import equal_word_pieces as _equal_word_pieces
 from longctx.word_pieces import merge_short as _merge_short
 from longctx.word_pieces import paragraphs as _paragraphs
 from longctx.word_pieces import space_words as _space_words
+from longctx.word_pieces import text_chars
 from longctx.word_pieces import unwrapped_pieces as _unwrapped_pieces
 
 Span = tuple[int, int]
@@ -138,7 +139,9 @@ def _grapheme_clusters(text: str, start: int = 0, end: int | None = None) -> lis
     if text.isascii():  # O(1): no ASCII character extends or joins a cluster
         return []
     quick, runs, grapheme = _grapheme_patterns()
-    if quick.search(text, start, end) is None:
+    chars = text_chars(text) if start == 0 and end == len(text) else None
+    found = quick.search(text, start, end) if chars is None else quick.search(chars)
+    if found is None:
         return []
     clusters: list[Span] = []
     # Only windows around runs of extenders (one character either side) can hold clusters.
@@ -448,9 +451,11 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
 
 def _scripts(text: str) -> tuple[list[Span], bool]:
     """``(clusters, spaceless)``: the grapheme clusters of ``text`` (:func:`_grapheme_clusters`)
-    and whether it holds CJK or Thai-like characters (each a pass over the text: computed
-    once for the sentence splitter and the chunker)."""
-    return _grapheme_clusters(text), _SPACELESS_RE.search(text) is not None
+    and whether it holds CJK or Thai-like characters (computed once for the sentence splitter
+    and the chunker, from the text's distinct characters when it is long)."""
+    chars = text_chars(text)  # its distinct characters, once (None: a short text)
+    spaceless = _SPACELESS_RE.search(text if chars is None else chars) is not None
+    return _grapheme_clusters(text), spaceless
 
 
 def _split_sentences(text: str, backend: str, clusters: list[Span], spaceless: bool):

@@ -91,3 +91,32 @@ def test_shared_words_finds_a_texts_words_once_per_block():
         word_pieces._find_words = real
     assert len(calls) == 6
     assert a[0].tolist() == [m.start() for m in _WORD_RE.finditer(text)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet="ab \n’é中\u0e01\u0301\U0001f600\ufeff", min_size=1, max_size=50))
+def test_text_chars_are_the_distinct_non_ascii_characters(piece):
+    from longctx.word_pieces import CHARS_MIN, text_chars
+
+    text = piece * (CHARS_MIN // len(piece) + 1)
+    chars = text_chars(text)
+    assert chars == "".join(sorted({c for c in text if ord(c) >= 128}))
+    assert text_chars(piece[: CHARS_MIN - 1]) is None  # short: the callers search it
+
+
+def test_long_texts_scripts_and_surrogates_found_through_their_characters():
+    import pytest
+
+    from longctx.checks import check_text
+    from longctx.text import _grapheme_clusters, _scripts
+    from longctx.word_pieces import CHARS_MIN
+
+    filler = "plain words and ’curly’ quotes " * (CHARS_MIN // 20)
+    family = "👨\u200d👩\u200d👧"
+    clusters, spaceless = _scripts(filler + family + filler)
+    assert clusters == [(len(filler), len(filler) + len(family))] and not spaceless
+    assert _scripts(filler + "中文" + filler) == ([], True)
+    assert _grapheme_clusters(filler) == [] and _scripts(filler) == ([], False)
+    with pytest.raises(ValueError, match=f"U\\+D800\\) at character {len(filler)}"):
+        check_text(filler + "\ud800" + filler)
+    assert check_text(filler) is filler

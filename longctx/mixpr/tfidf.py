@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.mixpr.counts import compact_counts, count_dtype, index_dtype
+from longctx.word_pieces import text_chars
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +234,8 @@ def _count_joined(
     keep = ids >= 0
     rows, cols = row[keep], ids[keep]
     extra_rows, extra_cols = [], []
-    if _BIGRAM_CHAR_RE.search(joined) is not None:  # CJK / Thai units: their own analysis
+    chars = text_chars(joined)  # its distinct characters (one pass, None when short)
+    if _BIGRAM_CHAR_RE.search(joined if chars is None else chars) is not None:  # CJK / Thai
         ends = np.cumsum([len(t) + len(sep) for t in texts])
         hit = sorted({int(np.searchsorted(ends, m.start(), side="right"))
                       for m in _BIGRAM_CHAR_RE.finditer(joined)})  # fmt: skip
