@@ -297,16 +297,19 @@ _BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 def _rules_spans(text: str) -> list[Span]:
     """Sentence starts by rules (the ``"rules"`` backend of :func:`split_sentences`)."""
     starts = [0]
+    count = text.count
     for m in _RULE_END_RE.finditer(text):
-        j = m.start()
-        if (m.group(1) == "." or m.group(2)) and not _BLANK_LINE_RE.search(m.group()):
+        j, e = m.span()
+        if (m.group(1) == "." or m.group(2)) and (
+            count("\n", j, e) < 2 or not _BLANK_LINE_RE.search(text, j, e)
+        ):
             # after an abbreviation or an initial: no end (a blank line still is one)
             seg = text[max(0, j - 12) : j]
             word = "" if not seg or seg[-1].isspace() else seg.rsplit(None, 1)[-1]
             word = word.lstrip(_RULE_OPENERS).lower()
             if word in _RULE_ABBREVIATIONS or (len(word) == 1 and word.isalpha() and word != "i"):
                 continue
-        starts.append(m.end())
+        starts.append(e)
     return _partition_to_spans(text, starts)
 
 
