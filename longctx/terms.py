@@ -94,6 +94,18 @@ def _fold_by_chars(s: str, fold) -> str | None:
     return pattern.sub(lambda m: changed[m.group()], s)
 
 
+def fold_by_chars(s: str, folder) -> str | None:
+    """``folder(s)`` (``folder``: :func:`fold_accents_unicode` or :func:`fold_accents_ascii`)
+    computed character by character (:func:`_fold_by_chars`), as one string with its parts
+    folded apart would be: ``None`` when ``s`` holds a combining character (or ``folder`` is
+    another function), where the folding of each part depends on the whole part."""
+    inner = {fold_accents_unicode: _strip_accents_unicode, fold_accents_ascii: strip_accents_ascii}
+    fold = inner.get(folder)
+    if fold is None:
+        return None
+    return s if s.isascii() else _fold_by_chars(s, fold)
+
+
 def _fold_by_runs(s: str, fold) -> str:
     """:func:`_fold` run by run (any text)."""
     out, pos = [], 0
@@ -205,5 +217,6 @@ __all__ = [
     "char_bigrams",
     "fold_accents_ascii",
     "fold_accents_unicode",
+    "fold_by_chars",
     "has_bigram_script",
 ]

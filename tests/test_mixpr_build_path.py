@@ -17,6 +17,7 @@ from longctx.mixpr.tfidf import TfidfSettings, _count_each, _count_rows
 _WORDS = [
     "the", "Natásha", "ÉTÉ", "naïve", "running", "runs", "’tis", "“Yes,”", "\ufeffbook", "中文字",
     "ไม่ใช่", "œuvre", "x", "42", "A.B.", "\x00", "\x01", "\ue000", "…", "ﬁne", "Σοφία",
+    "ΟΔΥΣΣΕΥΣ", "Σ", "İstanbul", "Straße",
 ]  # fmt: skip
 _SPACES = [" ", "\n", "\n\n", "\t", "\u00a0"]
 units = st.lists(st.sampled_from(_WORDS + _SPACES), max_size=12).map("".join)
@@ -74,3 +75,14 @@ def test_distinct_stemmer_gives_the_cached_stemmers_stems():
     words = ["running", "runs", "ran", "generously", "naïve", "cats", "cat"]
     assert analyzer.distinct_stemmer()(words) == analyzer.stem_words(words)
     assert MixPRConfig(stemmer=None).vectorizer().analyzer.distinct_stemmer() is None
+
+
+def test_a_block_with_a_combining_mark_keeps_its_folding_by_blocks_of_units():
+    # a unit already in NFKD keeps its mark alone (the folding's early return), not in a block
+    # of units where another one folds: the build's folding, kept as it was (by blocks of 512
+    # units), while the per-unit analysis of a query folds the unit alone
+    texts = ["the qe\u0301yz opened", "a bright été day"]
+    s = SETTINGS["default"]
+    assert _rows(s, texts, _count_rows)[0] == [("open", 1.0), ("qeyz", 1.0)]
+    assert _rows(s, texts, _count_each)[0] == [("open", 1.0), ("qe", 1.0), ("yz", 1.0)]
+    assert _rows(s, texts[:1], _count_rows) == _rows(s, texts[:1], _count_each)

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 from sklearn.feature_extraction.text import strip_accents_ascii
 
 from longctx import terms
-from longctx.terms import _fold, _fold_by_chars, _fold_by_runs, _strip_accents_unicode
+from longctx.terms import (
+    _fold,
+    _fold_by_chars,
+    _fold_by_runs,
+    _strip_accents_unicode,
+    fold_accents_ascii,
+    fold_accents_unicode,
+    fold_by_chars,
+)
 
 # Latin with and without accents (precomposed and decomposed), combining marks in and out of
 # canonical order, a ligature, fractions, curly quotes, an ellipsis, CJK, kana with its voicing
@@ -64,3 +72,12 @@ def test_fold_by_chars_on_a_book_like_text():
     assert _fold_by_chars("plain ascii and ’quotes’ only", _strip_accents_unicode) == (
         "plain ascii and ’quotes’ only"
     )
+
+
+def test_fold_by_chars_of_the_public_foldings():
+    text = "Natásha’s café, ﬁne… 中文"
+    assert fold_by_chars(text, fold_accents_unicode) == fold_accents_unicode(text)
+    assert fold_by_chars(text, fold_accents_ascii) == fold_accents_ascii(text)
+    assert fold_by_chars("cafe\u0301", fold_accents_unicode) is None  # a combining mark
+    assert fold_by_chars(text, str.lower) is None  # not a folding it knows
+    assert fold_by_chars("ascii", fold_accents_unicode) == "ascii"

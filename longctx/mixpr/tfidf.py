@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.mixpr.counts import compact_counts, count_dtype, index_dtype
+from longctx.terms import fold_by_chars
 from longctx.word_pieces import text_chars
 
 logger = logging.getLogger(__name__)
@@ -201,12 +202,20 @@ def _count_joined(
         block = block.lower() if batch.lower else block
         return batch.fold(block) if batch.fold is not None else block
 
-    # by blocks of units: accent folding leaves a block with no accent as it is
-    step = _FOLD_BLOCK_UNITS
-    doc = sep.join(prepare(sep.join(texts[i : i + step])) for i in range(0, n, step))
+    # lowered at once (a separator, neither cased nor case-ignorable, ends str.lower's final
+    # sigma context as a text's end does) and folded at once where no combining mark makes the
+    # folding depend on its block (terms.fold_by_chars); else by blocks of units (accent
+    # folding leaves a block with no accent as it is)
+    doc = joined.lower() if batch.lower else joined
+    if batch.fold is not None:
+        doc = fold_by_chars(doc, batch.fold)
+    if doc is None:
+        step = _FOLD_BLOCK_UNITS
+        doc = sep.join(prepare(sep.join(texts[i : i + step])) for i in range(0, n, step))
+    n_sep = doc.count(sep)  # each a token of its own (no word character)
     tokens = batch.tokens_or_sep(sep)(doc)
     del doc
-    if tokens.count(sep) != n - 1:  # a step changed the separators
+    if n_sep != n - 1:  # a step changed the separators
         return None
     code = {} if code is None else code
     words = []
@@ -329,29 +338,6 @@ def _count_each(settings, texts: Sequence[str], vocabulary: dict[str, int]):
         np.asarray(indices, dtype=np.int64),
         np.asarray(counts, dtype=np.float64),
     )
-
-
-def _count_batched(terms: list[list[str]], vocabulary: dict[str, int]):
-    """:func:`_count_rows` from the units' term lists: ids looked up once per term occurrence,
-    then counted per (unit, term) with one sort."""
-    lens = np.fromiter((len(ws) for ws in terms), np.int64, len(terms))
-    get = vocabulary.get
-    ids = []
-    append = ids.append
-    for ws in terms:
-        for w in ws:
-            j = get(w)
-            if j is None:
-                j = vocabulary[w] = len(vocabulary)
-            append(j)
-    V = max(len(vocabulary), 1)
-    rows = np.repeat(np.arange(len(terms), dtype=np.int64), lens)
-    keys = rows * V + np.asarray(ids, dtype=np.int64)
-    uniq, counts = np.unique(keys, return_counts=True)
-    r, c = np.divmod(uniq, V)
-    indptr = np.zeros(len(terms) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r, minlength=len(terms)), out=indptr[1:])
-    return indptr, c, counts.astype(np.float64)
 
 
 def _canonical(settings, vocab: dict, counts: sp.csr_array, df, cf) -> TermTable:
