@@ -96,9 +96,10 @@ def _openings(
     full = first < line_end
     b, first, line_end = breaks[full], first[full], line_end[full]
     c = cp[first]
-    special = np.isin(cp, _SPECIAL)
-    special[:-1] |= (cp[:-1] == ord("-")) & (cp[1:] == ord(">"))
-    at = np.flatnonzero(special)
+    # the positions of = : tab | and of the '-' of each '->' (sparse: no mask of the text kept)
+    dash = np.flatnonzero(cp[:-1] == ord("-"))
+    at = [np.flatnonzero(cp == x) for x in _SPECIAL.tolist()]
+    at = np.sort(np.concatenate([*at, dash[cp[dash + 1] == ord(">")]]))
     has = np.searchsorted(at, line_end, side="left") > np.searchsorted(at, first, side="left")
     record = np.isin(c, _RECORD_FIRST)
     quote = np.isin(c, _QUOTES)
