@@ -1,5 +1,5 @@
 """The pieces of MixPR's build path (issue 46: a build no slower than bm25s's): the batched term
-counts equal the per-unit analysis, the lazy unit texts slice as a list would, the stemmer of
+counts equal the per-unit analysis, the unit texts slice as a list would, the stemmer of
 distinct words gives the stems of the cached one."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from longctx.mixpr import MixPRConfig
-from longctx.mixpr.state import _LazyTexts
+from longctx.mixpr.build import _BlockTexts
 from longctx.mixpr.tfidf import TfidfSettings, _count_each, _count_rows
 
 # words with precomposed accents, curly quotes, a byte-order mark, CJK and Thai (with its tone
@@ -17,8 +17,10 @@ from longctx.mixpr.tfidf import TfidfSettings, _count_each, _count_rows
 _WORDS = [
     "the", "Natásha", "ÉTÉ", "naïve", "running", "runs", "’tis", "“Yes,”", "\ufeffbook", "中文字",
     "ไม่ใช่", "œuvre", "x", "42", "A.B.", "\x00", "\x01", "\ue000", "…", "ﬁne", "Σοφία",
-    "ΟΔΥΣΣΕΥΣ", "Σ", "İstanbul", "Straße",
+    "ΟΔΥΣΣΕΥΣ", "Σ", "Straße",
 ]  # fmt: skip
+# (no combining mark, nor "İ", which lowers to i + U+0307: there the build's folding by blocks
+# of units and a unit's own differ, as before; test_a_block_with_a_combining_mark_... pins it)
 _SPACES = [" ", "\n", "\n\n", "\t", "\u00a0"]
 units = st.lists(st.sampled_from(_WORDS + _SPACES), max_size=12).map("".join)
 SETTINGS = {
@@ -59,10 +61,10 @@ def test_batched_counts_of_a_book_like_block():
     assert any(("natasha", 1.0) in r or ("natasha", 2.0) in r for r in got)  # folded, stemmed
 
 
-def test_lazy_texts_slice_as_a_list():
+def test_block_texts_slice_as_a_list():
     texts = ("Alpha beta. Gamma delta.", "Epsilon zeta eta.")
     src, starts, ends = np.array([0, 0, 1]), np.array([0, 12, 0]), np.array([11, 24, 17])
-    lazy = _LazyTexts(texts, src, starts, ends)
+    lazy = _BlockTexts(texts, src, starts, ends)
     full = [lazy[i] for i in range(len(lazy))]
     assert full == ["Alpha beta.", "Gamma delta.", "Epsilon zeta eta."]
     for sl in (slice(None), slice(1, None), slice(0, 2), slice(None, None, -1), slice(5, 9)):
@@ -86,3 +88,6 @@ def test_a_block_with_a_combining_mark_keeps_its_folding_by_blocks_of_units():
     assert _rows(s, texts, _count_rows)[0] == [("open", 1.0), ("qeyz", 1.0)]
     assert _rows(s, texts, _count_each)[0] == [("open", 1.0), ("qe", 1.0), ("yz", 1.0)]
     assert _rows(s, texts[:1], _count_rows) == _rows(s, texts[:1], _count_each)
+    texts = ["Natásha", "İstanbul"]  # "İ".lower() is "i" + U+0307, a combining mark
+    assert _rows(s, texts, _count_rows)[1] == [("istanbul", 1.0)]
+    assert _rows(s, texts, _count_each)[1] == [("stanbul", 1.0)]

@@ -35,10 +35,8 @@ class _LazyTexts(Sequence):
         return len(self._a)
 
     def __getitem__(self, i):
-        if isinstance(i, slice):  # a block of the counts: one pass, no numpy scalar per unit
-            texts = self._t
-            parts = (np.asarray(x)[i].tolist() for x in (self._s, self._a, self._b))
-            return [texts[d][a:b] for d, a, b in zip(*parts)]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
         return self._t[self._s[i]][self._a[i] : self._b[i]]
 
 
