@@ -26,8 +26,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.mixpr.counts import compact_counts, count_dtype, index_dtype
-from longctx.terms import fold_by_chars
-from longctx.word_pieces import text_chars
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +188,8 @@ def _count_joined(
     one (their character bigrams). ``None`` when the units cannot be joined (then the caller
     analyzes them one by one). ``code`` (word -> term id or -1), shared by the blocks of one
     count, keeps the words seen in earlier blocks (each word is stemmed once)."""
-    from longctx.terms import _BIGRAM_CHAR_RE
+    from longctx.terms import _BIGRAM_CHAR_RE, fold_by_chars
+    from longctx.word_pieces import text_chars
 
     n = len(texts)
     found = batch.joined(texts)
