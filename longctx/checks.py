@@ -6,6 +6,8 @@ import math
 import numbers
 import re
 
+from longctx.word_pieces import text_chars
+
 #: Most characters of the user's text an error message quotes (:func:`excerpt`).
 MAX_QUOTE_CHARS = 80
 #: Most characters of a query (:func:`check_query`). MixPR's query time grows with the square of
@@ -19,6 +21,7 @@ MAX_QUERY_CHARS = 16_000
 MAX_WEIGHT = 1e6
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_NONSPACE_RE = re.compile(r"\S")
 
 
 def excerpt(value, limit: int = MAX_QUOTE_CHARS) -> str:
@@ -44,9 +47,10 @@ def check_text(value, name: str = "text", *, allow_empty: bool = False) -> str:
     """
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-    if not allow_empty and not value.strip():
+    if not allow_empty and _NONSPACE_RE.search(value) is None:  # no stripped copy of a book
         raise ValueError(f"{name} must contain some non-whitespace text, got {excerpt(value)}")
-    m = _SURROGATE_RE.search(value)
+    chars = text_chars(value)  # a long text's distinct characters (a query: None)
+    m = _SURROGATE_RE.search(value) if chars is None or _SURROGATE_RE.search(chars) else None
     if m is not None:
         raise ValueError(
             f"{name} holds a lone surrogate (U+{ord(m.group()):04X}) at character {m.start()}: "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import numpy as np
 from sklearn.feature_extraction.text import strip_accents_ascii
 
 # Characters whose accents are folded (as scikit-learn does): ASCII, Latin, IPA, Greek,
@@ -46,8 +47,67 @@ _BIGRAM_CHAR_RE = re.compile(f"[{_CJK}{_SEA}]")
 
 
 def _fold(s: str, fold) -> str:
+    """``s`` with ``fold`` (a whole-string accent folding: NFKD, then marks dropped) applied
+    to its runs of Latin, Greek, Cyrillic, symbols and punctuation, the runs of other scripts
+    (with the marks that follow them) kept as written."""
     if s.isascii():
         return s
+    if len(s) >= FOLD_BY_CHARS:
+        out = _fold_by_chars(s, fold)
+        if out is not None:
+            return out
+    return _fold_by_runs(s, fold)
+
+
+#: Texts of at least this many characters are folded through their distinct characters
+#: (:func:`_fold_by_chars`); shorter ones (a query) run by runs at once.
+FOLD_BY_CHARS = 4096
+_FOLDED_RE = re.compile(f"[{_FOLDED}]")
+_COMBINING_RE = re.compile(f"[{_COMBINING}]")
+
+
+def _fold_by_chars(s: str, fold) -> str | None:
+    """:func:`_fold` of ``s`` character by character: each distinct non-ASCII character's
+    folding, found once, replaced in one pass (a book's accents, ~30 distinct characters,
+    folded at about 7x the speed of :func:`_fold_by_runs`). ``None`` when ``s`` holds a
+    combining character (canonical combining class > 0, or in the ``_COMBINING`` blocks):
+    there NFKD reorders marks, whole-string early returns keep them, and a kept run takes
+    the marks that follow it, so the caller folds by runs.
+
+    Without combining characters both foldings act on each character alone: NFKD decomposes
+    character by character and only reorders combining marks, the marks it brings are all
+    dropped, and a kept run is the run of non-folded characters itself."""
+    cp = np.frombuffer(s.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    chars = [chr(c) for c in np.unique(cp[cp >= 128]).tolist()]
+    del cp
+    if _COMBINING_RE.search("".join(chars)) or any(map(unicodedata.combining, chars)):
+        return None
+    changed = {}
+    for c in chars:
+        if _FOLDED_RE.match(c):
+            f = fold(c)
+            if f != c:
+                changed[c] = f
+    if not changed:
+        return s
+    pattern = re.compile("[" + "".join(map(re.escape, changed)) + "]")
+    return pattern.sub(lambda m: changed[m.group()], s)
+
+
+def fold_by_chars(s: str, folder) -> str | None:
+    """``folder(s)`` (``folder``: :func:`fold_accents_unicode` or :func:`fold_accents_ascii`)
+    computed character by character (:func:`_fold_by_chars`), as one string with its parts
+    folded apart would be: ``None`` when ``s`` holds a combining character (or ``folder`` is
+    another function), where the folding of each part depends on the whole part."""
+    inner = {fold_accents_unicode: _strip_accents_unicode, fold_accents_ascii: strip_accents_ascii}
+    fold = inner.get(folder)
+    if fold is None:
+        return None
+    return s if s.isascii() else _fold_by_chars(s, fold)
+
+
+def _fold_by_runs(s: str, fold) -> str:
+    """:func:`_fold` run by run (any text)."""
     out, pos = [], 0
     for m in _KEPT_RUN_RE.finditer(s):
         if m.start() > pos:
@@ -125,11 +185,22 @@ class ScriptAnalyzer:
 
     def __init__(self, base, stemmer: str | None = None):
         self.base = base
+        self.language = stemmer
         self.stem_words = None
         if stemmer is not None:
             import Stemmer
 
             self.stem_words = Stemmer.Stemmer(stemmer).stemWords
+
+    def distinct_stemmer(self):
+        """``list[str] -> list[str]``: the stems of :attr:`stem_words` for lists of distinct
+        words, without PyStemmer's cache (whose upkeep made stemming the ~27k distinct words
+        of a 1M-word corpus 3x slower: 32 ms against 12); ``None`` without a stemmer."""
+        if self.language is None:
+            return None
+        import Stemmer
+
+        return Stemmer.Stemmer(self.language, 0).stemWords
 
     def _words(self, doc: str) -> list[str]:
         words = self.base(doc)
@@ -146,5 +217,6 @@ __all__ = [
     "char_bigrams",
     "fold_accents_ascii",
     "fold_accents_unicode",
+    "fold_by_chars",
     "has_bigram_script",
 ]

@@ -14,6 +14,12 @@ import numpy as np
 import regex
 
 from longctx.checks import check_choice, check_int, check_text
+from longctx.word_pieces import equal_word_pieces as _equal_word_pieces
+from longctx.word_pieces import merge_short as _merge_short
+from longctx.word_pieces import paragraphs as _paragraphs
+from longctx.word_pieces import space_words as _space_words
+from longctx.word_pieces import text_chars
+from longctx.word_pieces import unwrapped_pieces as _unwrapped_pieces
 
 Span = tuple[int, int]
 
@@ -75,11 +81,6 @@ def word_re(text: str) -> re.Pattern:
     return _INTL_WORD_RE if _SPACELESS_RE.search(text) else _WORD_RE
 
 
-#: ``str.isspace`` of every code point below U+3001 (no space character lies above U+3000):
-#: what ``\s`` and ``\S`` of ``re`` follow.
-_IS_SPACE = np.array([chr(c).isspace() for c in range(0x3001)], dtype=bool)
-
-
 def _space_word_starts(text: str) -> np.ndarray:
     r"""``[m.start() for m in re.finditer(r"\S+", text)]`` as ``(n_words,) int64``, computed on
     the code points at once for long texts (a Python loop over a book's million words took most
@@ -87,32 +88,7 @@ def _space_word_starts(text: str) -> np.ndarray:
     return _space_words(text)[0]
 
 
-def _space_words(text: str) -> tuple[np.ndarray, np.ndarray]:
-    r"""The starts and ends of ``re.finditer(r"\S+", text)`` as two ``(n_words,) int64``
-    arrays (16 bytes a word: a list of ``(start, end)`` tuples takes about 120)."""
-    if len(text) < 256:
-        arr = np.fromiter(
-            (x for m in _WORD_RE.finditer(text) for x in m.span()), dtype=np.int64
-        ).reshape(-1, 2)
-        return arr[:, 0].copy(), arr[:, 1].copy()
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    low = cp < len(_IS_SPACE)
-    space = np.zeros(len(cp), dtype=bool)
-    space[low] = _IS_SPACE[cp[low]]
-    del cp, low
-    starts = ~space
-    starts[1:] &= space[:-1]
-    ends = ~space
-    ends[:-1] &= space[1:]
-    return np.flatnonzero(starts).astype(np.int64), np.flatnonzero(ends).astype(np.int64) + 1
-
-
 _LINE_RE = re.compile(r"[^\r\n]+")
-# A paragraph ends before a blank line: two line breaks with only spaces or tabs between. (The
-# paragraphs are the text between these matches, found without a pattern spanning a paragraph:
-# ``\S(?:[^\n]|\n(?!...))*`` took about 130 bytes of the regular expression engine's stack
-# per character, 2.7 GB on a 20 MB line.)
-_PARAGRAPH_END_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 
 
 def _strip_span(text: str, start: int, end: int) -> Span | None:
@@ -163,7 +139,9 @@ def _grapheme_clusters(text: str, start: int = 0, end: int | None = None) -> lis
     if text.isascii():  # O(1): no ASCII character extends or joins a cluster
         return []
     quick, runs, grapheme = _grapheme_patterns()
-    if quick.search(text, start, end) is None:
+    chars = text_chars(text) if start == 0 and end == len(text) else None
+    found = quick.search(text, start, end) if chars is None else quick.search(chars)
+    if found is None:
         return []
     clusters: list[Span] = []
     # Only windows around runs of extenders (one character either side) can hold clusters.
@@ -238,19 +216,22 @@ def _partition_to_spans(text: str, starts: list[int]) -> list[Span]:
             if s is not None:
                 spans.append(s)
         return spans
-    # many pieces: the first and last non-space character of each, found on the code points
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    low = cp < len(_IS_SPACE)
-    space = np.zeros(len(cp), dtype=bool)
-    space[low] = _IS_SPACE[cp[low]]
-    solid = np.flatnonzero(~space)
+    # many pieces: the first and last non-space character of each, found with the text's words
+    # (a position holds a non-space character when it lies inside a word)
+    ws, we = _space_words(text)
     b = np.asarray(bounds, dtype=np.int64)
-    first = np.searchsorted(solid, b[:-1], side="left")
-    last = np.searchsorted(solid, b[1:], side="left") - 1
+    a, z = b[:-1], b[1:] - 1  # each piece's first and last position
+    k = np.searchsorted(ws, a, side="right") - 1
+    at_a = (k >= 0) & (a < we[np.maximum(k, 0)])
+    nxt = np.searchsorted(ws, a, side="left")
+    first = np.where(at_a, a, np.append(ws, len(text))[nxt])
+    k = np.searchsorted(ws, z, side="right") - 1
+    ok_k = k >= 0
+    at_z = ok_k & (z < we[np.maximum(k, 0)])
+    prev = np.where(ok_k, we[np.maximum(k, 0)] - 1, -1)  # the end of the last word before
+    last = np.where(at_z, z, prev)
     ok = last >= first
-    a_out = solid[first[ok]]
-    b_out = solid[last[ok]] + 1
-    return list(zip(a_out.tolist(), b_out.tolist()))
+    return list(zip(first[ok].tolist(), (last[ok] + 1).tolist()))
 
 
 def _guard_punct_runs(text: str) -> str:
@@ -310,22 +291,25 @@ _RULE_ABBREVIATIONS = frozenset(
     "sept oct nov dec e.g i.e a.m p.m u.s u.k".split()
 )
 _RULE_OPENERS = "\"'\u2018\u201c([\u00ab"
-_BLANK_LINE_RE = regex.compile(r"\n[ \t\f\v\r]*+\n")
+_BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 
 
 def _rules_spans(text: str) -> list[Span]:
     """Sentence starts by rules (the ``"rules"`` backend of :func:`split_sentences`)."""
     starts = [0]
+    count = text.count
     for m in _RULE_END_RE.finditer(text):
-        j = m.start()
-        if (m.group(1) == "." or m.group(2)) and not _BLANK_LINE_RE.search(m.group()):
+        j, e = m.span()
+        if (m.group(1) == "." or m.group(2)) and (
+            count("\n", j, e) < 2 or not _BLANK_LINE_RE.search(text, j, e)
+        ):
             # after an abbreviation or an initial: no end (a blank line still is one)
             seg = text[max(0, j - 12) : j]
             word = "" if not seg or seg[-1].isspace() else seg.rsplit(None, 1)[-1]
             word = word.lstrip(_RULE_OPENERS).lower()
             if word in _RULE_ABBREVIATIONS or (len(word) == 1 and word.isalpha() and word != "i"):
                 continue
-        starts.append(m.end())
+        starts.append(e)
     return _partition_to_spans(text, starts)
 
 
@@ -463,29 +447,32 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
     """
     check_text(text, "text", allow_empty=True)
     check_choice(backend, "backend", SENTENCE_BACKENDS)
-    if not text.strip():
+    if _NONSPACE_RE.search(text) is None:
         return []
-    clusters = _grapheme_clusters(text)
+    return _split_sentences(text, backend, *_scripts(text))
+
+
+def _scripts(text: str) -> tuple[list[Span], bool]:
+    """``(clusters, spaceless)``: the grapheme clusters of ``text`` (:func:`_grapheme_clusters`)
+    and whether it holds CJK or Thai-like characters (computed once for the sentence splitter
+    and the chunker, from the text's distinct characters when it is long)."""
+    chars = text_chars(text)  # its distinct characters, once (None: a short text)
+    spaceless = _SPACELESS_RE.search(text if chars is None else chars) is not None
+    return _grapheme_clusters(text), spaceless
+
+
+def _split_sentences(text: str, backend: str, clusters: list[Span], spaceless: bool):
+    """:func:`split_sentences` of a checked text holding a non-space character, with its
+    :func:`_scripts`."""
     if backend == "stanza":
         spans = _stanza_spans(text)
     elif backend == "rules":
         spans = _rules_spans(text)
     else:
         spans = _nupunkt_spans(text)
-    if _SPACELESS_RE.search(text):
+    if spaceless:
         spans = _split_spaceless(text, spans, clusters)
     return _snap_spans(spans, clusters)
-
-
-def _equal_word_pieces(starts: np.ndarray, ends: np.ndarray, max_words: int) -> list[Span]:
-    """Cut a run of words (``(n,) int64`` starts and ends) into ``ceil(n / max_words)`` pieces
-    of near-equal word counts."""
-    n = len(starts)
-    n_pieces = -(-n // max_words)
-    cuts = np.linspace(0, n, n_pieces + 1).round().astype(int)
-    lo, hi = cuts[:-1], cuts[1:]
-    keep = hi > lo
-    return list(zip(starts[lo[keep]].tolist(), ends[hi[keep] - 1].tolist()))
 
 
 class _Words:
@@ -515,16 +502,6 @@ class _Words:
             a = np.concatenate([[start], a])
             b = np.concatenate([[min(int(ends[i - 1]), end)], b])
         return a, b
-
-
-def _paragraphs(text: str, start: int, end: int):
-    """``(start, end)`` of the paragraphs of ``text[start:end]``: from a non-space character to
-    the next blank line (:data:`_PARAGRAPH_END_RE`) or ``end``."""
-    cuts = [(m.start(), m.end()) for m in _PARAGRAPH_END_RE.finditer(text, start, end)]
-    for a, b in zip([start] + [e for _, e in cuts], [s for s, _ in cuts] + [end]):
-        m = _NONSPACE_RE.search(text, a, b)
-        if m is not None:
-            yield m.start(), b
 
 
 def chunk_words(
@@ -596,13 +573,18 @@ def chunk_words(
         min_words = check_int(min_words, "min_words", minimum=1)
     if not isinstance(split_lines, bool):
         raise TypeError(f"split_lines must be a bool, got {type(split_lines).__name__}")
+    scripts = None
     if sentences is None:
-        sentences = split_sentences(text, backend=backend)
+        check_choice(backend, "backend", SENTENCE_BACKENDS)
+        sentences = []
+        if _NONSPACE_RE.search(text) is not None:
+            scripts = _scripts(text)
+            sentences = _split_sentences(text, backend, *scripts)
     if not sentences:
         return []
+    clusters, spaceless = scripts or _scripts(text)
     # Word start positions of the whole text, once; a sentence's word count is then two bisections.
-    wre = word_re(text)
-    clusters = _grapheme_clusters(text)
+    wre = _INTL_WORD_RE if spaceless else _WORD_RE  # word_re(text)
     if clusters:
         word_starts = np.asarray([a for a, _ in _word_spans(text, wre, clusters)], dtype=np.int64)
     elif wre is _WORD_RE:
@@ -614,8 +596,28 @@ def chunk_words(
     first = np.searchsorted(word_starts, sent[:, 0], side="left")
     last = np.searchsorted(word_starts, sent[:, 1], side="left")
     n_words = last - first
+    if not split_lines and all_words is not None:
+        chunks = _unwrapped_pieces(text, sentences, sent, n_words, all_words, max_words)
+    else:
+        words = _Words(text, wre, clusters, all_words)
+        chunks = _sentence_pieces(text, sentences, n_words, words, max_words, split_lines)
+    if min_words is not None and min_words > 1:
+        chunks = _merge_short(text, chunks, word_starts, min_words, max_words)
+    return chunks
+
+
+def _sentence_pieces(
+    text: str,
+    sentences: list[Span],
+    n_words: np.ndarray,
+    words: _Words,
+    max_words: int,
+    split_lines: bool,
+) -> list[Span]:
+    """:func:`chunk_words`' chunks sentence by sentence (any text): a sentence of at most
+    ``max_words`` words (``n_words``) as it is, a longer one cut at its lines
+    (``split_lines``) or paragraphs, then into equal word pieces."""
     chunks: list[Span] = []
-    words = _Words(text, wre, clusters, all_words)
     for (a, b), n in zip(sentences, n_words.tolist()):
         if n <= max_words:
             chunks.append((a, b))
@@ -628,41 +630,7 @@ def chunk_words(
             starts, ends = words.spans(s, e)
             if len(starts):
                 chunks.extend(_equal_word_pieces(starts, ends, max_words))
-    if min_words is not None and min_words > 1:
-        chunks = _merge_short(text, chunks, word_starts, min_words, max_words)
     return chunks
-
-
-_BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
-
-
-def _merge_short(
-    text: str,
-    chunks: list[Span],
-    word_starts: np.ndarray,
-    min_words: int,
-    max_words: int,
-) -> list[Span]:
-    """Join a chunk to the one before it when either holds fewer than ``min_words`` words, the
-    two together hold at most ``max_words`` and no blank line lies between them."""
-    if not chunks:
-        return chunks
-    arr = np.asarray(chunks, dtype=np.int64)
-    n_words = (
-        np.searchsorted(word_starts, arr[:, 1], side="left")
-        - np.searchsorted(word_starts, arr[:, 0], side="left")
-    ).tolist()
-    out: list[list[int]] = []  # [start, end, words]
-    for (a, b), n in zip(chunks, n_words):
-        if out:
-            last = out[-1]
-            joinable = last[2] + n <= max_words and _BLANK_LINE_RE.search(text, last[1], a) is None
-            if joinable and (last[2] < min_words or n < min_words):
-                last[1] = b
-                last[2] += n
-                continue
-        out.append([a, b, n])
-    return [(a, b) for a, b, _ in out]
 
 
 def split_long_spans(

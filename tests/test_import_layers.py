@@ -54,6 +54,7 @@ FLOORS = {
     "longctx.selection": 0,
     "longctx.terms": 0,
     "longctx.text": 0,
+    "longctx.word_pieces": 0,
     "longctx.tokens": 0,
     "longctx.types": 0,
     # 1: persistence

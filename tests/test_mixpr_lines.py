@@ -173,3 +173,50 @@ def test_chunk_regions_moves_the_prose_units_to_offsets_in_the_text():
     got = [text[a:b] for a, b in chunk_regions(text, 32, whole)]
     assert got == ["Intro, in prose.", *RECORDS[:10], "Outro, in prose."]
     assert chunk_regions("no records here\n" * 9, 32, whole) == whole("no records here\n" * 9)
+
+
+# -- the openings of lines, tried only where the pattern may match (issue 46: the build) -------
+def _openings_by_finditer(text: str, first_end: int):
+    """The pattern over the whole text (the code before issue 46): the reference."""
+    from longctx.mixpr.lines import _OPENING
+
+    found = ([], [])
+    m = _OPENING.match("\n" + text[:first_end])
+    if m is not None:
+        found[m.lastgroup == "quoted"].append(0)
+    for m in _OPENING.finditer(text):
+        found[m.lastgroup == "quoted"].append(m.start() + 1)
+    return found
+
+
+def _openings_now(text: str):
+    from longctx.mixpr.lines import _IS_BREAK, _openings
+    from longctx.text import _space_words
+
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    low = cp < len(_IS_BREAK)
+    is_break = np.zeros(len(cp), dtype=bool)
+    is_break[low] = _IS_BREAK[cp[low]]
+    breaks = np.flatnonzero(is_break)
+    first_end = int(breaks[0]) if len(breaks) else len(text)
+    return _openings(text, first_end, breaks, cp, _space_words(text)[0]), first_end
+
+
+_LINE_PIECES = [
+    "a", "key", " ", "\t", "=", ":", "->", "=>", ":=", "|", "-", "*", "+", "1", "\u0663", "[",
+    "(", "{", "<", "#", "“", "‘", "'", '"', "`", "é", "—", "x.", "end.", "\u00a0",
+] + BREAKS  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_LINE_PIECES), max_size=60).map("".join))
+def test_openings_equal_the_pattern_over_the_whole_text(text):
+    got, first_end = _openings_now(text)
+    assert got == _openings_by_finditer(text, first_end)
+
+
+def test_openings_of_a_book_equal_the_pattern_over_the_whole_text():
+    got, first_end = _openings_now(ALICE)
+    records, quoted = got
+    assert (records, quoted) == _openings_by_finditer(ALICE, first_end)
+    assert len(records) > 10 and len(quoted) > 100  # a contents list, and dialogue

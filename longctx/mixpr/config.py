@@ -11,6 +11,7 @@ from longctx.checks import check_choice, check_float, check_int, check_weight
 from longctx.mixpr.lines import chunk_regions, looks_line_structured  # its patterns compiled
 from longctx.terms import ScriptAnalyzer, fold_accents_ascii, fold_accents_unicode
 from longctx.text import chunk_words
+from longctx.word_pieces import shared_words
 
 #: Question words and auxiliaries that scikit-learn's English stop-word list lacks (it holds
 #: who / what / which / when / where / why / how / do / is / was already): ``"english+questions"``.
@@ -415,6 +416,10 @@ class MixPRConfig:
         documents do not pay the per-call costs of the chunker 100k times. A batch in which a
         unit would cross from one text into the next (a text ending in an abbreviation such as
         "Mr.") is chunked text by text instead."""
+        with shared_words():  # each text's words found once for its lines, sentences, chunks
+            return self._chunk_arrays(texts)
+
+    def _chunk_arrays(self, texts):
         import numpy as np
 
         parts: list = []  # (source, starts, ends) arrays, in any order

@@ -71,16 +71,56 @@ _OPENING = re.compile(
 _SENTENCE_END = re.compile("[.!?\u2026]['\"`\u2019\u201d)\\]]*$")
 
 
-def _openings(text: str, first_end: int) -> tuple[list[int], list[int]]:
+def _openings(
+    text: str, first_end: int, breaks: np.ndarray, cp: np.ndarray, word_starts: np.ndarray
+) -> tuple[list[int], list[int]]:
     """The starts of the lines that open as a record and of those that open with a quote (see
-    :data:`_OPENING`); the first line ends at ``first_end``."""
+    :data:`_OPENING`); the first line ends at ``first_end``. ``breaks`` are the positions of
+    the line breaks, ``cp`` the text's code points, ``word_starts`` its words' starts.
+
+    The pattern stays within the line after its break, so it matches at each break on its own
+    (as ``finditer`` finds it); only the lines it may match are tried: those whose first
+    character is none of ASCII's or opens with a quote, and those holding ``=``, ``:``, a tab,
+    ``|`` or ``->`` (the pattern's first and third kinds need one). A line opening with a
+    bracket, bullet, digit, ``#`` or ``|`` is a record, and one opening with a quote holding
+    none of them is quoted, without the pattern (a book's 100k lines: ~10 ms instead of 50)."""
     found: tuple[list[int], list[int]] = ([], [])
     m = _OPENING.match("\n" + text[:first_end])  # the first line: after no line break
     if m is not None:
         found[m.lastgroup == "quoted"].append(0)
-    for m in _OPENING.finditer(text):
-        found[m.lastgroup == "quoted"].append(m.start() + 1)
+    if not len(breaks):
+        return found
+    line_end = np.append(breaks[1:], len(text))
+    w = np.searchsorted(word_starts, breaks + 1, side="left")
+    first = np.append(word_starts, len(text))[w]  # the line's first non-space character
+    full = first < line_end
+    b, first, line_end = breaks[full], first[full], line_end[full]
+    c = cp[first]
+    # the positions of = : tab | and of the '-' of each '->' (sparse: no mask of the text kept)
+    dash = np.flatnonzero(cp[:-1] == ord("-"))
+    at = [np.flatnonzero(cp == x) for x in _SPECIAL.tolist()]
+    at = np.sort(np.concatenate([*at, dash[cp[dash + 1] == ord(">")]]))
+    has = np.searchsorted(at, line_end, side="left") > np.searchsorted(at, first, side="left")
+    record = np.isin(c, _RECORD_FIRST)
+    quote = np.isin(c, _QUOTES)
+    plain = ~has & ~record & ~quote & (c < 128)
+    sure = record | (quote & ~has)  # decided without the pattern
+    out: dict[int, bool] = dict(zip(b[sure].tolist(), quote[sure].tolist()))
+    for p in b[~sure & ~plain].tolist():  # the pattern's own decision
+        m = _OPENING.match(text, p)
+        if m is not None:
+            out[p] = m.lastgroup == "quoted"
+    for p in sorted(out):
+        found[out[p]].append(p + 1)
     return found
+
+
+#: What the pattern's first and third kinds need in a line: ``=`` or ``:``, a tab or ``|``.
+_SPECIAL = np.array([ord(x) for x in "=:\t|"], dtype=np.uint32)
+#: A line's first character that makes it a record (the pattern's second kind, ASCII).
+_RECORD_FIRST = np.array([ord(x) for x in "[({<#-*+|0123456789"], dtype=np.uint32)
+#: A line's first character that opens a quote (the pattern's ``quoted``).
+_QUOTES = np.array([ord(x) for x in "'\"`\u2018\u201c"], dtype=np.uint32)
 
 
 class _Lines:
@@ -98,7 +138,6 @@ class _Lines:
         breaks = np.flatnonzero(is_break)
         del low, is_break
         commas = np.flatnonzero(cp == ord(","))
-        del cp
         raw_starts = np.concatenate([[0], breaks + 1])
         raw_ends = np.concatenate([breaks, [len(text)]])
         first = np.searchsorted(word_starts, raw_starts, side="left")
@@ -113,7 +152,8 @@ class _Lines:
         n = len(n_words)
         matched = np.zeros(n, dtype=bool)
         line_of = self._line_of
-        records, quoted = _openings(text, first_end)
+        records, quoted = _openings(text, first_end, breaks, cp, word_starts)
+        del cp
         matched[line_of(raw_starts, records)] = True
         n_commas = np.searchsorted(commas, self.ends) - np.searchsorted(commas, self.starts)
         # CSV: two commas or more, fields of two words or fewer on average (not prose with commas)

@@ -37,7 +37,7 @@ def save_index(index, path) -> None:
     Metadata and the unit arrays get the checks :func:`load_format2` makes before anything is
     written (a ``TypeError`` / ``ValueError`` then, and the index at ``path`` stays)."""
     st = index._state
-    json_files, unit_arrays = index_json(index, Path(path) / "arrays.npz")
+    json_files, unit_arrays = index_json(index, Path(path) / "arrays.npz", st)
     arrays = {"arrays": unit_arrays}
     if st.unit_vectors is not None:
         arrays["vectors"] = {"unit_vectors": st.unit_vectors}
@@ -58,14 +58,16 @@ def save_index(index, path) -> None:
     )
 
 
-def index_json(index, where) -> tuple[dict, dict]:
+def index_json(index, where, st=None) -> tuple[dict, dict]:
     """``(json_files, unit_arrays)``: ``config.json`` and ``documents.json`` of ``index`` and
     its unit arrays (as :func:`check_units` reads them: ``where`` names them in an error),
     after the checks a load makes (formats 2 and 3): a save never replaces an index with one
-    that cannot be loaded."""
+    that cannot be loaded. ``st``: the state the caller saves (read once by it: a write swaps
+    the index's state meanwhile, and ids of one version beside texts of another made a folder
+    that no load accepts); default the index's current one."""
     from longctx.persist import check_json_metadata
 
-    st = index._state
+    st = index._state if st is None else st
     for doc_id, md in zip(st.doc_ids, st.metadata):  # before anything is written
         check_json_metadata(md, f"document {doc_id!r}")
     counts = st.token_counts

@@ -141,7 +141,7 @@ def save_mapped(index, path) -> None:
     format 3 (the module's layout). The checks a load makes run first (a ``ValueError`` then,
     and the index at ``path`` stays)."""
     st = index._state
-    json_files, units = index_json(index, path)
+    json_files, units = index_json(index, path, st)
     table = st.table
     terms = table.terms()
     term_bytes, term_offsets = utf8_blob(terms, "a term")

@@ -83,11 +83,14 @@ class _BatchAnalyzer:
         self.stop = frozenset(base_vec.get_stop_words() or ())
         self.stem = stemmer
 
-    def separator(self, texts) -> str | None:
-        """A separator character that no text holds (``None`` if each of them does)."""
+    def joined(self, texts) -> tuple[str, str] | None:
+        """``(sep, sep.join(texts))`` with a separator character that no text holds (``None``
+        if each of them does): a text holds ``sep`` when the join holds more than
+        ``len(texts) - 1`` of them (one count over the join, not one per text)."""
         for sep in self._SEPARATORS:
-            if sum(t.count(sep) for t in texts) == 0:
-                return sep
+            joined = sep.join(texts)
+            if joined.count(sep) == len(texts) - 1:
+                return sep, joined
         return None
 
     def tokens_or_sep(self, sep: str):
@@ -118,21 +121,17 @@ class _BatchAnalyzer:
             and words.input == "content"
             and (words.strip_accents is None or callable(words.strip_accents))
         )
-        return cls(vec, words, vec.analyzer.stem_words) if plain else None
+        return cls(vec, words, vec.analyzer.distinct_stemmer()) if plain else None
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:
         from longctx.terms import has_bigram_script
 
         if not texts:
             return []
-        joined_raw = None
-        for sep in self._SEPARATORS:
-            joined = sep.join(texts)
-            if joined.count(sep) == len(texts) - 1:  # no unit holds the separator
-                joined_raw = joined
-                break
-        if joined_raw is None:
+        found = self.joined(texts)
+        if found is None:
             return [self.per_unit(t) for t in texts]
+        sep, joined_raw = found
         spaceless = has_bigram_script(joined_raw)
         doc = joined_raw.lower() if self.lower else joined_raw
         if self.fold is not None:
@@ -189,24 +188,33 @@ def _count_joined(
     one (their character bigrams). ``None`` when the units cannot be joined (then the caller
     analyzes them one by one). ``code`` (word -> term id or -1), shared by the blocks of one
     count, keeps the words seen in earlier blocks (each word is stemmed once)."""
-    from longctx.terms import _BIGRAM_CHAR_RE
+    from longctx.terms import _BIGRAM_CHAR_RE, fold_by_chars
+    from longctx.word_pieces import text_chars
 
     n = len(texts)
-    sep = batch.separator(texts)
-    if sep is None:
+    found = batch.joined(texts)
+    if found is None:
         return None
-    joined = sep.join(texts)
+    sep, joined = found
 
     def prepare(block: str) -> str:
         block = block.lower() if batch.lower else block
         return batch.fold(block) if batch.fold is not None else block
 
-    # by blocks of units: accent folding leaves a block with no accent as it is
-    step = _FOLD_BLOCK_UNITS
-    doc = sep.join(prepare(sep.join(texts[i : i + step])) for i in range(0, n, step))
+    # lowered at once (a separator, neither cased nor case-ignorable, ends str.lower's final
+    # sigma context as a text's end does) and folded at once where no combining mark makes the
+    # folding depend on its block (terms.fold_by_chars); else by blocks of units (accent
+    # folding leaves a block with no accent as it is)
+    doc = joined.lower() if batch.lower else joined
+    if batch.fold is not None:
+        doc = fold_by_chars(doc, batch.fold)
+    if doc is None:
+        step = _FOLD_BLOCK_UNITS
+        doc = sep.join(prepare(sep.join(texts[i : i + step])) for i in range(0, n, step))
+    n_sep = doc.count(sep)  # each a token of its own (no word character)
     tokens = batch.tokens_or_sep(sep)(doc)
     del doc
-    if tokens.count(sep) != n - 1:  # a step changed the separators
+    if n_sep != n - 1:  # a step changed the separators
         return None
     code = {} if code is None else code
     words = []
@@ -234,7 +242,8 @@ def _count_joined(
     keep = ids >= 0
     rows, cols = row[keep], ids[keep]
     extra_rows, extra_cols = [], []
-    if _BIGRAM_CHAR_RE.search(joined) is not None:  # CJK / Thai units: their own analysis
+    chars = text_chars(joined)  # its distinct characters (one pass, None when short)
+    if _BIGRAM_CHAR_RE.search(joined if chars is None else chars) is not None:  # CJK / Thai
         ends = np.cumsum([len(t) + len(sep) for t in texts])
         hit = sorted({int(np.searchsorted(ends, m.start(), side="right"))
                       for m in _BIGRAM_CHAR_RE.finditer(joined)})  # fmt: skip
@@ -328,29 +337,6 @@ def _count_each(settings, texts: Sequence[str], vocabulary: dict[str, int]):
         np.asarray(indices, dtype=np.int64),
         np.asarray(counts, dtype=np.float64),
     )
-
-
-def _count_batched(terms: list[list[str]], vocabulary: dict[str, int]):
-    """:func:`_count_rows` from the units' term lists: ids looked up once per term occurrence,
-    then counted per (unit, term) with one sort."""
-    lens = np.fromiter((len(ws) for ws in terms), np.int64, len(terms))
-    get = vocabulary.get
-    ids = []
-    append = ids.append
-    for ws in terms:
-        for w in ws:
-            j = get(w)
-            if j is None:
-                j = vocabulary[w] = len(vocabulary)
-            append(j)
-    V = max(len(vocabulary), 1)
-    rows = np.repeat(np.arange(len(terms), dtype=np.int64), lens)
-    keys = rows * V + np.asarray(ids, dtype=np.int64)
-    uniq, counts = np.unique(keys, return_counts=True)
-    r, c = np.divmod(uniq, V)
-    indptr = np.zeros(len(terms) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r, minlength=len(terms)), out=indptr[1:])
-    return indptr, c, counts.astype(np.float64)
 
 
 def _canonical(settings, vocab: dict, counts: sp.csr_array, df, cf) -> TermTable:
