@@ -512,3 +512,41 @@ def test_npy_members_are_hashed_while_written_not_read_again(tmp_path, monkeypat
     with open_index_dir(tmp_path / "ix", kind="test", versions=(1,)) as r:
         for name, a in arrays.items():
             assert np.array_equal(r.npy(f"{name}.npy", dtypes=(a.dtype,), ndim=a.ndim), a)
+
+
+def test_npy_headers_are_parsed_one_thread_at_a_time(tmp_path, monkeypatch):
+    """numpy parses a header with ``ast.literal_eval``, which CPython 3.11 can fail when two
+    threads build ASTs at once (SystemError: AST constructor recursion depth mismatch, met in
+    tests/corpus/test_concurrency.py): every header parse of a load runs under one lock, the
+    ``.npz`` members' (format 2) and the ``.npy`` files' (format 3) alike."""
+    import io
+
+    from longctx.persist import format as fmt
+
+    held = []
+    real = dict(fmt._NPY_READERS)
+
+    def spy(version):
+        def read(fh, **kw):
+            held.append(fmt.NPY_PARSE_LOCK.locked())
+            return real[version](fh, **kw)
+
+        return read
+
+    monkeypatch.setattr(fmt, "_NPY_READERS", {v: spy(v) for v in real})
+    buf = io.BytesIO()
+    np.save(buf, np.arange(5))
+    buf.seek(0)
+    assert fmt.read_npy_header(buf, "x")[0] == (5,)
+    real_load = np.load
+
+    def load(*a, **kw):
+        held.append(fmt.NPY_PARSE_LOCK.locked())
+        return real_load(*a, **kw)
+
+    monkeypatch.setattr(fmt.np, "load", load)
+    raw = io.BytesIO()
+    np.savez(raw, a=np.arange(3))
+    out = fmt._load_npz_bytes(raw.getvalue(), tmp_path / "a.npz")
+    assert out["a"].tolist() == [0, 1, 2]
+    assert held and all(held), held

@@ -46,6 +46,7 @@ import logging
 import math
 import os
 import struct
+import threading
 import tokenize
 import zipfile
 import zlib
@@ -201,6 +202,15 @@ _NPY_READERS = {
 }
 
 
+#: numpy parses an ``.npy`` header with ``ast.literal_eval``. CPython 3.11 keeps the AST
+#: constructor's recursion depth in the interpreter's state, so two threads building ASTs at
+#: once can fail with "SystemError: AST constructor recursion depth mismatch" (python/cpython
+#: issues 95185 and 106905; met by a load beside another thread's load in
+#: ``tests/corpus/test_concurrency.py`` on 3.11.7). longctx's own parses (one small header
+#: each) take turns under this lock.
+NPY_PARSE_LOCK = threading.Lock()
+
+
 def read_npy_header(fh, message: str) -> tuple[tuple, bool, np.dtype]:
     """``(shape, fortran_order, dtype)`` of the ``.npy`` header at the start of the binary file
     ``fh`` (its magic string first; ``fh`` is left where the values start), parsed by numpy's
@@ -218,7 +228,8 @@ def read_npy_header(fh, message: str) -> tuple[tuple, bool, np.dtype]:
         reader = _NPY_READERS.get(version)
         if reader is None:
             raise ValueError(f"unsupported .npy version {version[0]}.{version[1]}")
-        return reader(fh, max_header_size=MAX_NPY_HEADER_BYTES)
+        with NPY_PARSE_LOCK:
+            return reader(fh, max_header_size=MAX_NPY_HEADER_BYTES)
     except NPY_HEADER_ERRORS as exc:
         raise PersistError(f"{message}: {str(exc)[:200]}") from None
 
@@ -270,8 +281,8 @@ def _load_npz_bytes(raw: bytes, p: Path) -> dict[str, np.ndarray]:
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as zf:
             _check_npz_headers(p, zf)
-        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+        with NPY_PARSE_LOCK, np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}  # each member's header parsed again
     except PersistError:
         raise
     except _ZIP_ERRORS as exc:
