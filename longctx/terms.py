@@ -71,8 +71,9 @@ def _fold_by_chars(s: str, fold) -> str | None:
     folding, found once, replaced in one pass (a book's accents, ~30 distinct characters,
     folded at about 7x the speed of :func:`_fold_by_runs`). ``None`` when ``s`` holds a
     combining character (canonical combining class > 0, or in the ``_COMBINING`` blocks):
-    there NFKD reorders marks, whole-string early returns keep them, and a kept run takes
-    the marks that follow it, so the caller folds by runs.
+    there a kept run takes the marks that follow it (and, in the folding of
+    :func:`fold_accents_unicode_kept`, NFKD reorders marks and a whole-string early return keeps
+    them), so the caller folds by runs.
 
     Without combining characters both foldings act on each character alone: NFKD decomposes
     character by character and only reorders combining marks, the marks it brings are all
@@ -95,11 +96,17 @@ def _fold_by_chars(s: str, fold) -> str | None:
 
 
 def fold_by_chars(s: str, folder) -> str | None:
-    """``folder(s)`` (``folder``: :func:`fold_accents_unicode` or :func:`fold_accents_ascii`)
-    computed character by character (:func:`_fold_by_chars`), as one string with its parts
-    folded apart would be: ``None`` when ``s`` holds a combining character (or ``folder`` is
-    another function), where the folding of each part depends on the whole part."""
-    inner = {fold_accents_unicode: _strip_accents_unicode, fold_accents_ascii: strip_accents_ascii}
+    """``folder(s)`` (``folder``: :func:`fold_accents_unicode`, :func:`fold_accents_ascii` or
+    :func:`fold_accents_unicode_kept`) computed character by character
+    (:func:`_fold_by_chars`), as one string with its parts folded apart would be: ``None`` when
+    ``s`` holds a combining character (or ``folder`` is another function), where a mark's
+    folding depends on the character before it (and, with ``fold_accents_unicode_kept``, on
+    the whole part: the caller then folds by blocks of units)."""
+    inner = {
+        fold_accents_unicode: _strip_accents_unicode,
+        fold_accents_unicode_kept: _strip_accents_unicode_kept,
+        fold_accents_ascii: strip_accents_ascii,
+    }
     fold = inner.get(folder)
     if fold is None:
         return None
@@ -129,20 +136,59 @@ def _drop_combining(m: re.Match) -> str:
 
 
 def _strip_accents_unicode(s: str) -> str:
-    """scikit-learn's ``strip_accents_unicode`` (NFKD, then every combining character dropped),
-    same output, with the per-character test run on the non-ASCII characters only (a book has
-    a few curly quotes per line: testing its every character took half of MixPR's build)."""
+    """scikit-learn's ``strip_accents_unicode``: a text that is not ASCII is put in NFKD and
+    every combining character (canonical combining class > 0) dropped, also from a text that
+    NFKD leaves as it is (already decomposed: ``"qe\\u0301yz"`` gives ``"qeyz"`` as ``"qéyz"``
+    does). Same output; the per-character test runs on the non-ASCII characters only, and a
+    text that NFKD leaves as it is and that holds no combining character (a book's curly
+    quotes) is returned at once (testing its every character took half of MixPR's build)."""
+    if s.isascii():
+        return s
+    normalized = unicodedata.normalize("NFKD", s)
+    if normalized == s and _not_plain_re().search(s) is None:
+        return s
+    return _NON_ASCII_RE.sub(_drop_combining, normalized)
+
+
+def _strip_accents_unicode_kept(s: str) -> str:
+    """The folding of indexes saved before ``MixPRConfig.fold_decomposed``: as
+    :func:`_strip_accents_unicode`, but a text that NFKD leaves as it is kept its combining
+    characters (so a build block and a query could fold one unit's text apart)."""
     normalized = unicodedata.normalize("NFKD", s)
     if normalized == s:
         return s
     return _NON_ASCII_RE.sub(_drop_combining, normalized)
 
 
+_NOT_PLAIN: list[re.Pattern] = []
+
+
+def _not_plain_re() -> re.Pattern:
+    """A character that is not a folded one (``_FOLDED``) or is a combining character: where
+    none is, a text that NFKD leaves as it is has nothing to drop. Made at first use (the
+    combining characters of the folded ranges, some 270, read from :mod:`unicodedata`)."""
+    if not _NOT_PLAIN:
+        bounds = [(ord(_FOLDED[i]), ord(_FOLDED[i + 2])) for i in range(0, len(_FOLDED), 3)]
+        plain = [chr(c) for a, b in bounds for c in range(a, b + 1)]
+        plain = [c for c in plain if not unicodedata.combining(c)]
+        _NOT_PLAIN.append(re.compile("[^" + "".join(map(re.escape, plain)) + "]"))
+    return _NOT_PLAIN[0]
+
+
 def fold_accents_unicode(s: str) -> str:
     """scikit-learn's ``strip_accents_unicode`` (NFKD, combining marks dropped) applied to
     Latin, Greek and Cyrillic text, symbols and punctuation only: letters of other scripts and
-    their marks are kept (Japanese で stays で, Thai keeps its vowel and tone marks)."""
+    their marks are kept (Japanese で stays で, Thai keeps its vowel and tone marks). The same
+    terms for a text analyzed alone (a query) or inside a block of units (the build)."""
     return _fold(s, _strip_accents_unicode)
+
+
+def fold_accents_unicode_kept(s: str) -> str:
+    """:func:`fold_accents_unicode` as it was before ``MixPRConfig.fold_decomposed``: a run
+    that NFKD leaves as it is keeps its combining marks (``"qe\\u0301yz"``, and ``"İ"``
+    lower-cased to ``"i\\u0307"``). Only for indexes saved before that field, whose vocabulary
+    was folded this way."""
+    return _fold(s, _strip_accents_unicode_kept)
 
 
 def fold_accents_ascii(s: str) -> str:
@@ -217,6 +263,7 @@ __all__ = [
     "char_bigrams",
     "fold_accents_ascii",
     "fold_accents_unicode",
+    "fold_accents_unicode_kept",
     "fold_by_chars",
     "has_bigram_script",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from longctx import sample_text
@@ -108,6 +108,26 @@ def test_a_block_in_the_middle_and_a_longer_line_inside_it():
     assert record_blocks(prose) == []
 
 
+@pytest.mark.parametrize("nl", ["\n", "\r\n", "\u2028"], ids=["LF", "CRLF", "U+2028"])
+def test_a_paragraph_after_a_block_is_prose_though_a_line_of_it_looks_like_a_record(nl):
+    # a wrapped line opening with a quote, or holding commas, in a paragraph of prose right
+    # after a block was taken into the block (and its paragraph cut at every line)
+    para = [
+        "‘I wish I hadn’t cried so much!’ said Alice, as she swam about, trying",
+        "to find her way out. ‘I shall be punished for it now, I suppose, by",
+        "of cherry-tart, custard, pine-apple, roast turkey, toffee, and hot",
+        "being drowned in my own tears! That WILL be a queer thing, to be sure!",
+        "However, everything is queer to-day, and Alice went on.",
+    ]
+    recs = nl.join(RECORDS[:10])
+    text = recs + nl + nl + nl.join(para)
+    assert record_blocks(text) == [(0, len(recs))]
+    units = [text[a:b] for a, b in CFG.chunk(text)]
+    assert units[:10] == RECORDS[:10] and para[0] not in units and para[2] not in units
+    spaced = (nl + nl).join(RECORDS[:10])  # a record a paragraph: still a block
+    assert record_blocks(spaced) == [(0, len(spaced))]
+
+
 def test_gutenberg_dialogue_and_commas_are_prose(shared_data):
     # blocks of one-line dialogue and comma-rich hard-wrapped prose are not records
     for name in ("pg1260.txt", "pg174.txt", "pg768.txt", "203-0.txt", "2600-0.txt"):
@@ -136,6 +156,11 @@ blocks = st.lists(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(blocks=blocks, sep=st.sampled_from(BREAKS))
+# a paragraph right after a block whose first line opens with a quote, or whose third line holds
+# five commas, was taken into the block: its wrapped lines became units (found by hypothesis)
+@example(blocks=[("rec", 0, 8), ("rec", 0, 8), ("prose", 15, 1)], sep="\n")
+@example(blocks=[("rec", 0, 8), ("prose", 31, 1)], sep="\n")
+@example(blocks=[("rec", 0, 8), ("prose", 31, 1)], sep="\r\n")
 def test_blocks_of_records_keep_their_lines_and_prose_stays_prose(blocks, sep):
     parts, records, proses = [], [], []
     for kind, which, size in blocks:

@@ -50,6 +50,7 @@ def test_a_mixpr_index_of_format_2_loads_and_answers_as_saved(saved):
     # saved before push_df_power existed: it ranks by the push rule it was saved with
     assert "push_df_power" not in json.loads((saved / "mixpr" / "config.json").read_text())
     assert index.config.push_df_power == 1.0
+    assert index.config.fold_decomposed is False  # and folds accents as it was built
     assert index.doc_ids == ("ch0", "ch1", "ch2", "ch3")
     assert index.metadatas[2] == {"n": 2}
     for q, want in zip(EXPECTED["queries"], EXPECTED["mixpr"]):

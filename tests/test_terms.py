@@ -7,7 +7,7 @@ import unicodedata
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.feature_extraction.text import strip_accents_ascii
+from sklearn.feature_extraction.text import strip_accents_ascii, strip_accents_unicode
 
 from longctx import terms
 from longctx.terms import (
@@ -15,8 +15,10 @@ from longctx.terms import (
     _fold_by_chars,
     _fold_by_runs,
     _strip_accents_unicode,
+    _strip_accents_unicode_kept,
     fold_accents_ascii,
     fold_accents_unicode,
+    fold_accents_unicode_kept,
     fold_by_chars,
 )
 
@@ -54,12 +56,50 @@ def test_fold_of_a_long_text_equals_fold_by_runs(text):
 
 
 def test_fold_by_chars_leaves_combining_marks_to_the_runs():
-    # a standalone mark is kept where nothing else changes, dropped where something does: the
-    # whole-string early return, which a character-by-character folding cannot know
+    # a mark after a kept letter stays with it, which a folding by characters cannot know
     assert _fold_by_chars("cafe\u0301s", _strip_accents_unicode) is None
-    assert _fold_by_runs("cafe\u0301s", _strip_accents_unicode) == "cafe\u0301s"
-    assert _fold_by_runs("cafe\u0301s é", _strip_accents_unicode) == "cafes e"
+    assert _fold_by_runs("cafe\u0301s 中\u0301", _strip_accents_unicode) == "cafes 中\u0301"
     assert _fold_by_chars("\u20dd", _strip_accents_unicode) is None  # a mark of class 0
+    # the folding of indexes saved before MixPRConfig.fold_decomposed: a standalone mark kept
+    # where nothing else changes (the whole-string early return), dropped where something does
+    assert _fold_by_runs("cafe\u0301s", _strip_accents_unicode_kept) == "cafe\u0301s"
+    assert _fold_by_runs("cafe\u0301s é", _strip_accents_unicode_kept) == "cafes e"
+
+
+# -- one folding for a text alone (a query) and inside a block of units (the build) ------------
+#: combining marks in and out of the folded scripts' blocks, of class 0 (kept) and above, "İ"
+#: (lower-cased to i + U+0307), and the batch's separator characters
+MARKED = ALPHABET + list("İi\u0307\u0327\u0483\u1dc0\ufe20\u034f\u0488ş\x00\x01\ue000")
+MARKED_TEXTS = st.lists(st.sampled_from(MARKED), max_size=60).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(MARKED_TEXTS)
+def test_strip_accents_unicode_is_scikit_learns(text):
+    # was: a text that NFKD leaves as it is kept its combining marks ("qe\u0301yz")
+    assert _strip_accents_unicode(text) == strip_accents_unicode(text)
+    assert _strip_accents_unicode(text.lower()) == strip_accents_unicode(text.lower())
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(MARKED_TEXTS, min_size=1, max_size=6), st.sampled_from(["\x00", " ", "\n"]))
+def test_folding_units_together_is_folding_each(texts, sep):
+    # the build folds 512 units joined by a separator at once, a query folds its text alone
+    for fold in (fold_accents_unicode, fold_accents_ascii):
+        joined = sep.join(t.lower() for t in texts)
+        assert fold(joined) == sep.join(fold(t.lower()) for t in texts)
+        if len(joined) < terms.FOLD_BY_CHARS:  # and a long block (folded by characters)
+            pad = "x" * terms.FOLD_BY_CHARS
+            assert fold(joined + sep + pad) == fold(joined) + sep + pad
+
+
+def test_a_decomposed_accent_and_dotted_i_fold_as_their_composed_forms():
+    assert fold_accents_unicode("qe\u0301yz") == fold_accents_unicode("qéyz") == "qeyz"
+    assert fold_accents_unicode("İstanbul".lower()) == "istanbul"
+    assert fold_accents_unicode("で and て\u3099") == "で and て\u3099"  # kana keeps its mark
+    # before: kept alone, folded beside another accent
+    assert fold_accents_unicode_kept("qe\u0301yz") == "qe\u0301yz"
+    assert fold_accents_unicode_kept("qe\u0301yz é") == "qeyz e"
 
 
 def test_fold_by_chars_on_a_book_like_text():

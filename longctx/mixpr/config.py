@@ -9,7 +9,12 @@ from typing import Any
 
 from longctx.checks import check_choice, check_float, check_int, check_weight
 from longctx.mixpr.lines import chunk_regions, looks_line_structured  # its patterns compiled
-from longctx.terms import ScriptAnalyzer, fold_accents_ascii, fold_accents_unicode
+from longctx.terms import (
+    ScriptAnalyzer,
+    fold_accents_ascii,
+    fold_accents_unicode,
+    fold_accents_unicode_kept,
+)
 from longctx.text import chunk_words
 from longctx.word_pieces import shared_words
 
@@ -92,6 +97,16 @@ class MixPRConfig:
         here) and stops "the" / "is" from linking unrelated sentences.
     strip_accents : None, "unicode" or "ascii"
         ``TfidfVectorizer`` accent folding ("Natásha" == "Natasha").
+    fold_decomposed : bool, default True
+        With ``strip_accents="unicode"``: combining marks are dropped from every text that is
+        not ASCII, as scikit-learn's ``strip_accents_unicode`` does, so an accent written
+        decomposed (``"qe\\u0301yz"``) or ``"İ"`` (lower-cased to i + a combining dot) gives the
+        terms of its composed form, in the build and in a query alike
+        (:func:`longctx.terms.fold_accents_unicode`). ``False``: the folding of indexes saved
+        before this field (:func:`longctx.terms.fold_accents_unicode_kept`: a text that NFKD
+        leaves as it is kept its marks, so the build, which folds 512 units at a time, and a
+        query could fold a unit apart); such an index loads with it, so that its queries and
+        inserts keep the vocabulary it was saved with.
     sublinear_tf : bool
         ``1 + log(tf)`` term frequencies.
     stemmer : str or None
@@ -245,6 +260,7 @@ class MixPRConfig:
     max_words: int = 64
     stop_words: str | tuple[str, ...] | None = "english+questions"
     strip_accents: str | None = "unicode"
+    fold_decomposed: bool = True
     sublinear_tf: bool = True
     personalization: str = "similarity"
     fit_query: bool = False
@@ -297,6 +313,10 @@ class MixPRConfig:
                 f"got {sw!r}"
             )
         check_choice(self.strip_accents, "strip_accents", (None, "unicode", "ascii"))
+        if not isinstance(self.fold_decomposed, bool):
+            raise TypeError(
+                f"fold_decomposed must be a bool, got {type(self.fold_decomposed).__name__}"
+            )
         set_(self, "sublinear_tf", bool(self.sublinear_tf))
         check_choice(self.personalization, "personalization", PERSONALIZATIONS)
         set_(self, "fit_query", bool(self.fit_query))
@@ -498,9 +518,8 @@ class MixPRConfig:
         elif sw == "english+questions":
             sw = sorted(ENGLISH_STOP_WORDS.union(QUESTION_STOP_WORDS))
         # accents folded on Latin, Greek and Cyrillic only (Japanese で stays で)
-        fold = {"unicode": fold_accents_unicode, "ascii": fold_accents_ascii}.get(
-            self.strip_accents
-        )
+        unicode = fold_accents_unicode if self.fold_decomposed else fold_accents_unicode_kept
+        fold = {"unicode": unicode, "ascii": fold_accents_ascii}.get(self.strip_accents)
         try:
             vec = TfidfVectorizer(
                 stop_words=sw,

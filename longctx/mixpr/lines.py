@@ -123,6 +123,18 @@ _RECORD_FIRST = np.array([ord(x) for x in "[({<#-*+|0123456789"], dtype=np.uint3
 _QUOTES = np.array([ord(x) for x in "'\"`\u2018\u201c"], dtype=np.uint32)
 
 
+def _paragraphs(cp: np.ndarray, breaks: np.ndarray, full: np.ndarray) -> np.ndarray:
+    """The paragraph of each non-empty line, ``(n_lines,) int64`` numbers from 0 in text order:
+    a blank line (empty or spaces only) starts a new one; the empty line between the ``\\r``
+    and the ``\\n`` of a ``\\r\\n`` is no blank line. ``cp`` are the text's code points,
+    ``breaks`` its line breaks' positions and ``full`` ``(len(breaks) + 1,) bool`` says which
+    of the lines between them hold a word."""
+    blank = ~full
+    crlf = (breaks[1:] == breaks[:-1] + 1) & (cp[breaks[:-1]] == ord("\r"))
+    blank[1:-1] &= ~(crlf & (cp[breaks[1:]] == ord("\n")))
+    return np.cumsum(blank)[full]
+
+
 class _Lines:
     """The non-empty lines of a text, found on its code points at once (linear time, no Python
     loop over the lines): ``starts`` / ``ends`` ``(n_lines,) int64``, each line without its
@@ -143,6 +155,7 @@ class _Lines:
         first = np.searchsorted(word_starts, raw_starts, side="left")
         n_words = np.searchsorted(word_starts, raw_ends, side="left") - first
         full = n_words > 0
+        paragraph = _paragraphs(cp, breaks, full)
         first, n_words = first[full], n_words[full]
         first_end = int(raw_ends[0])
         raw_starts = raw_starts[full]
@@ -162,7 +175,13 @@ class _Lines:
             if not matched[i] and n_words[i] <= RECORD_WORDS:
                 last = text[word_starts[first[i] + n_words[i] - 1] : self.ends[i]]
                 matched[i] = _SENTENCE_END.search(last) is None
-        self.is_record = matched & (n_words <= RECORD_WORDS)
+        matched &= n_words <= RECORD_WORDS
+        if matched.any():
+            # a paragraph of mostly prose lines is prose: its record-like lines (a wrapped line
+            # opening with a quote, or with commas) do not join a block of records beside it
+            n_lines = np.bincount(paragraph)
+            matched &= 2 * np.bincount(paragraph, weights=matched)[paragraph] >= n_lines[paragraph]
+        self.is_record = matched
 
     @staticmethod
     def _line_of(raw_starts: np.ndarray, positions: list[int]) -> np.ndarray:
@@ -182,14 +201,16 @@ def record_blocks(text: str) -> list[tuple[int, int]]:
     A line is a record when it has at most :data:`RECORD_WORDS` words and is shaped as one
     (``key = value`` or ``key: value``, starting with a bracket, bullet, digit or ``#``, tab- or
     pipe-separated, holding two commas or more and at most two words per field (CSV), or starting
-    with a quote and not ending as a sentence). Each non-empty line gets the share of records
-    among the :data:`WINDOW` non-empty lines on either side of it and itself. A block starts
-    where that share reaches :data:`RECORD_SHARE` or :data:`MIN_LINES` record lines follow one
-    another (blank lines aside), holds the lines between such starts while the share stays at
-    :data:`LEAVE_SHARE` or above and no more than :data:`MAX_GAP` other lines follow one
-    another, and takes in the record lines right before and after them; it is kept when it
-    holds at least :data:`MIN_LINES` non-empty lines. Hard-wrapped prose holds none (37 Project Gutenberg books:
-    only the contents of three and a run of footnotes of one), nor do one-paragraph passages;
+    with a quote and not ending as a sentence), and stands in a paragraph (lines between blank
+    lines) of which at least half the lines are records: a wrapped line of prose that opens with
+    a quote or holds commas is prose, even right after a block. Each non-empty line gets the
+    share of records among the :data:`WINDOW` non-empty lines on either side of it and itself.
+    A block starts where that share reaches :data:`RECORD_SHARE` or :data:`MIN_LINES` record
+    lines follow one another (blank lines aside), holds the lines between such starts while the
+    share stays at :data:`LEAVE_SHARE` or above and no more than :data:`MAX_GAP` other lines
+    follow one another, and takes in the record lines right before and after them; it is kept
+    when it holds at least :data:`MIN_LINES` non-empty lines. Hard-wrapped prose holds none (37 Project
+    Gutenberg books: only the contents of two), nor do one-paragraph passages;
     ``"'a3f..' = 'b71..'"`` lines, logs, CSV and a numbered list of eight items or more are
     blocks. Reads every line of the text once (linear time).
 

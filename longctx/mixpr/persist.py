@@ -187,8 +187,10 @@ def index_of(cls, d, loaded: dict, *, chunk: bool, **state):
 
 
 #: Settings added after format 2 was fixed, with the value that gives an index saved without
-#: them the ranking it was saved with (``push_df_power``: the push rule before issue 46).
-ADDED_FIELDS = {"push_df_power": 1.0}
+#: them the ranking it was saved with (``push_df_power``: the push rule before issue 46;
+#: ``fold_decomposed``: the accent folding its vocabulary was built with, before issue 46's
+#: fix of a decomposed accent folded apart in the build and in a query).
+ADDED_FIELDS = {"push_df_power": 1.0, "fold_decomposed": False}
 
 
 def read_config(r):

@@ -165,7 +165,8 @@ class _BatchAnalyzer:
         return out
 
 
-#: Units folded together (accent folding of a block without accents returns it unchanged).
+#: Units folded together where a combining mark keeps the folding by characters off (the same
+#: terms as each unit folded alone; a block without accents is returned unchanged).
 _FOLD_BLOCK_UNITS = 512
 
 
@@ -202,9 +203,8 @@ def _count_joined(
         return batch.fold(block) if batch.fold is not None else block
 
     # lowered at once (a separator, neither cased nor case-ignorable, ends str.lower's final
-    # sigma context as a text's end does) and folded at once where no combining mark makes the
-    # folding depend on its block (terms.fold_by_chars); else by blocks of units (accent
-    # folding leaves a block with no accent as it is)
+    # sigma context as a text's end does) and folded at once by characters where no combining
+    # mark is (terms.fold_by_chars); else by blocks of units, each unit as it folds alone
     doc = joined.lower() if batch.lower else joined
     if batch.fold is not None:
         doc = fold_by_chars(doc, batch.fold)
