@@ -143,9 +143,12 @@ def documents_to_seeds(found, index, sources: dict, source_key: str, documents=N
     for rank, doc in enumerate(found):
         doc = doc[0] if isinstance(doc, tuple) else doc  # (Document, score) pairs
         own = doc.id if doc.id is not None and index.holds(doc.id) else None
-        own = own or sources.get((_TEXT, doc.page_content))
         v = doc.metadata.get(source_key)
         parents = sources.get(v, v) if isinstance(v, str) else None
+        same = sources.get((_TEXT, doc.page_content))  # a document of exactly the hit's text
+        if same is not None and isinstance(parents, tuple) and same not in parents:
+            same = None  # it is another source's (a short row or page repeated elsewhere)
+        own = own or same
         if documents is not None and isinstance(parents, tuple) and len(parents) > 1:
             mk = _metadata_key(doc.metadata)
             page = None if mk is None else sources.get((_PAGE, mk))

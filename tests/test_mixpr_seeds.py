@@ -219,7 +219,10 @@ def test_the_text_search_fallback_is_bounded(monkeypatch, caplog):
     monkeypatch.setattr(seeds_mod, "MAX_LOCATE_CHARS", 5 * 500)
     with caplog.at_level(logging.INFO, logger="longctx.mixpr.seeds"):
         assert pick_parent(list(texts), texts.__getitem__, None, "needle here") is None
-    assert "searched in 5 of 10 candidate documents" in caplog.text
+    assert "none of its 10 candidate documents (5 not searched" in caplog.text
+    # a candidate past the bound is skipped, the next ones still searched (review, session 16)
+    long = {"big": "word " * 1000, **{f"p{i}": texts[f"p{i}"] for i in range(8, 10)}}
+    assert pick_parent(list(long), long.__getitem__, None, "needle here") == ("p9", 500)
 
 
 def test_the_hybrid_score_is_mixprs_plus_the_seeds_walk_each_by_its_maximum(index):
@@ -346,3 +349,46 @@ def test_a_whole_document_seed_reads_the_stored_length_not_the_text(index, tmp_p
     got = seed_units(seeds, mst.positions, mst.texts, mst.unit_source, mst.starts, mst.ends)
     assert decoded == []
     np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_a_seed_past_two_to_the_31_is_clipped_to_its_units(index):
+    """Offsets are accepted without an upper bound and clipped to the document's units; the
+    index holds its units' offsets as int32 where they fit (issue 46), so the overlap is
+    computed in int64 (numpy 2 refuses a Python int past int32 beside an int32 array)."""
+    doc = index.doc_ids[1]
+    far = index.search("Where were the ships counted?", k=3, mode="local",
+                       seeds=[Seed(doc, 0, 2**40, 1.0)])  # fmt: skip
+    whole = index.search("Where were the ships counted?", k=3, mode="local",
+                         seeds=[Seed(doc, None, None, 1.0)])  # fmt: skip
+    assert [h.start for h in far.hits] == [h.start for h in whole.hits]
+    assert [h.score for h in far.hits] == pytest.approx([h.score for h in whole.hits])
+
+
+def test_a_sharded_search_retried_after_a_shard_died_asks_the_app_once(monkeypatch):
+    """A search retried after a shard's actor died (``_with_retry``) reuses the seeds the
+    app's retriever gave: it is asked (and embeds the query) once (review, session 16)."""
+    from longctx.corpus.shards import ShardedMixPRIndex
+    from longctx.corpus.shards import index as sharded_mod
+
+    ix = ShardedMixPRIndex.from_texts(
+        TEXTS, ids=["sea", "wood", "school"], max_words=8, shards=2, use_ray=False
+    )
+    calls, died = [], []
+    real = ix._search_once
+
+    def dies_once(*a):
+        if not died:
+            died.append(1)
+            a[-1]()  # the seeds asked, then the shard dies
+            raise sharded_mod.ShardDied([0])
+        return real(*a)
+
+    monkeypatch.setattr(ix, "_search_once", dies_once)
+    monkeypatch.setattr(ix, "_restart", lambda shards: None)
+
+    def ask():
+        calls.append(1)
+        return [Seed("school", 0, 90, 1.0)]
+
+    got = ix.search("Where did the fox cross?", k=3, seeds=ask)
+    assert died == [1] and calls == [1] and got.hits

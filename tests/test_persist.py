@@ -550,3 +550,26 @@ def test_npy_headers_are_parsed_one_thread_at_a_time(tmp_path, monkeypatch):
     out = fmt._load_npz_bytes(raw.getvalue(), tmp_path / "a.npz")
     assert out["a"].tolist() == [0, 1, 2]
     assert held and all(held), held
+
+
+def test_an_npz_header_claiming_gigabytes_is_refused_before_it_is_read(tmp_path):
+    """A deflated ``.npz`` member whose version-2.0 header claims 300 MiB (numpy reads that
+    many bytes before its own bound applies): refused from the 4-byte length field, nothing
+    read, the parse lock never taken."""
+    import io
+    import struct
+    import zipfile
+
+    from longctx.persist import PersistError
+    from longctx.persist import format as fmt
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("a.npy", "w", force_zip64=True) as fh:
+            fh.write(b"\x93NUMPY\x02\x00" + struct.pack("<I", 300 << 20))
+            fh.write(b" " * (4 << 20))  # a few MiB of the claimed header
+    p = tmp_path / "arrays.npz"
+    p.write_bytes(buf.getvalue())
+    with pytest.raises(PersistError, match="more than 65536"):
+        fmt._load_npz_bytes(buf.getvalue(), p)
+    assert not fmt.NPY_PARSE_LOCK.locked()

@@ -277,6 +277,9 @@ class MappedTexts(Sequence):
             )
         if len(t) <= TEXT_CACHE_CHARS // 4:
             with self._lock:
+                if i in self._cache:  # another thread decoded it meanwhile: counted once
+                    self._cache.move_to_end(i)
+                    return self._cache[i]
                 self._cache[i] = t
                 self._cached += len(t)
                 while self._cached > TEXT_CACHE_CHARS:

@@ -136,7 +136,7 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
         ``E``: the block's own table for a whole index, the gathered ones for a shard.
     E : (n, n_terms) float64 CSC
         The block's TF-IDF rows over the corpus-wide columns.
-    unit_doc : (n,) int64
+    unit_doc : (n,) int32 or int64
         Each unit's document (its position in ``metadata``).
     metadata : sequence of Mapping
         The block's documents' metadata, for filters.

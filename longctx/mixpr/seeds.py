@@ -133,7 +133,8 @@ def pick_parent(candidates, text_of, start, text: str, holds=None) -> tuple[str,
        comparisons that mostly stop at the first character);
     2. else (no ``start``, or a ``start`` of another version of the texts) the first whose
        text contains ``text``, at its first occurrence, searching at most
-       :data:`MAX_LOCATE_CHARS` characters of candidates in all;
+       :data:`MAX_LOCATE_CHARS` characters of candidates in all (a candidate that would pass
+       the bound is skipped, the next ones still searched);
     3. else ``None``.
 
     Parameters
@@ -162,20 +163,14 @@ def pick_parent(candidates, text_of, start, text: str, holds=None) -> tuple[str,
         for c in candidates:
             if held(c) and text_of(c).startswith(text, start):
                 return c, start
-    scanned = searched = 0
+    scanned = searched = skipped = 0
     for c in candidates:
         if not held(c):
             continue
         t = text_of(c)
-        if scanned + len(t) > MAX_LOCATE_CHARS:
-            logger.info(
-                "MixPR seeds: a hit's text searched in %d of %d candidate documents (%d "
-                "characters, the bound MAX_LOCATE_CHARS): not found, left out",
-                searched,
-                len(candidates),
-                scanned,
-            )
-            return None
+        if scanned + len(t) > MAX_LOCATE_CHARS:  # past the bound: the next ones may fit
+            skipped += 1
+            continue
         scanned += len(t)
         searched += 1
         at = t.find(text)
@@ -183,8 +178,10 @@ def pick_parent(candidates, text_of, start, text: str, holds=None) -> tuple[str,
             logger.debug("MixPR seeds: a hit located by its text in candidate %r", c)
             return c, at
     logger.info(
-        "MixPR seeds: a hit's text is in none of its %d candidate documents, left out",
+        "MixPR seeds: a hit's text is in none of its %d candidate documents (%d not searched: "
+        "past MAX_LOCATE_CHARS), left out",
         len(candidates),
+        skipped,
     )
     return None
 
@@ -308,8 +305,9 @@ def seed_units(
     texts : sequence of str
         The documents (to locate a seed by its ``text``); a whole-document seed reads only
         its length (``texts.lengths`` when the sequence has it: no decoding).
-    unit_source, starts, ends : (n_units,) int64
-        Each unit's document position (ascending) and character span.
+    unit_source, starts, ends : (n_units,) int32 or int64
+        Each unit's document position (ascending) and character span (int32 where the values
+        fit, as an index holds them).
 
     Returns
     -------
@@ -346,7 +344,8 @@ def seed_units(
         if j1 <= j0:
             missing += 1
             continue
-        us, ue = starts[j0:j1], ends[j0:j1]
+        us = starts[j0:j1].astype(np.int64)  # held as int32 where they fit: a seed's offsets
+        ue = ends[j0:j1].astype(np.int64)  # may lie past 2**31 (clipped to the units here)
         overlap = (np.minimum(ue, b) - np.maximum(us, a)).astype(np.float64)
         overlap = np.maximum(overlap, 0.0)
         if overlap.sum() <= 0:

@@ -213,9 +213,9 @@ NPY_PARSE_LOCK = threading.Lock()
 
 def read_npy_header(fh, message: str) -> tuple[tuple, bool, np.dtype]:
     """``(shape, fortran_order, dtype)`` of the ``.npy`` header at the start of the binary file
-    ``fh`` (its magic string first; ``fh`` is left where the values start), parsed by numpy's
-    bounded readers (a ``literal_eval`` of at most :data:`MAX_NPY_HEADER_BYTES` bytes: no
-    pickle, no code run). The one header rule of format 2's ``.npz`` members and format 3's
+    ``fh`` (its magic string first; ``fh`` is left where the values start): the header's length
+    read and bounded first (at most :data:`MAX_NPY_HEADER_BYTES` bytes read), then parsed by
+    numpy's readers (a ``literal_eval``: no pickle, no code run). The one header rule of format 2's ``.npz`` members and format 3's
     ``.npy`` files.
 
     Raises
@@ -228,8 +228,19 @@ def read_npy_header(fh, message: str) -> tuple[tuple, bool, np.dtype]:
         reader = _NPY_READERS.get(version)
         if reader is None:
             raise ValueError(f"unsupported .npy version {version[0]}.{version[1]}")
+        # the length field read and bounded here: numpy reads as many bytes as it claims (up
+        # to 4 GiB, decompressed from a small .npz member) before its own bound applies
+        field = fh.read(2 if version == (1, 0) else 4)
+        if len(field) not in (2, 4):
+            raise ValueError("the header's length field is truncated")
+        size = struct.unpack("<H" if len(field) == 2 else "<I", field)[0]
+        if size > MAX_NPY_HEADER_BYTES:
+            raise ValueError(f"a header of {size} bytes, more than {MAX_NPY_HEADER_BYTES}")
+        body = fh.read(size)
+        if len(body) != size:
+            raise ValueError(f"the header is truncated ({len(body)} of {size} bytes)")
         with NPY_PARSE_LOCK:
-            return reader(fh, max_header_size=MAX_NPY_HEADER_BYTES)
+            return reader(io.BytesIO(field + body), max_header_size=MAX_NPY_HEADER_BYTES)
     except NPY_HEADER_ERRORS as exc:
         raise PersistError(f"{message}: {str(exc)[:200]}") from None
 

@@ -166,3 +166,37 @@ def test_every_chunks_seed_lands_on_units_that_overlap_its_own_text(texts, size,
         assert len(units) > 0 and np.all(w > 0)
         assert np.all(ix.unit_source[units] == ix.doc_ids.index(s.doc_id))
         assert np.all(np.minimum(ix.ends[units], b) > np.maximum(ix.starts[units], a))
+
+
+def test_a_hit_equal_to_another_sources_document_seeds_its_own_source():
+    """A chunk whose text is the whole text of a document of another source (a repeated row,
+    a boilerplate page) seeds its span in its own source's page, not that other document."""
+    pages = [
+        Document(page_content="intro. Shared sentence here. end", metadata={"source": "a.pdf"}),
+        Document(page_content="Shared sentence here. more text", metadata={"source": "a.pdf"}),
+        Document(page_content="Shared sentence here.", metadata={"source": "b.pdf"}),
+    ]
+    keys = ["k0", "k1", "k2"]
+
+    class Held:
+        def holds(self, k):
+            return k in keys
+
+    sources = source_map(pages, keys, "source")
+    hits = [
+        Document(
+            page_content="Shared sentence here.", metadata={"source": "a.pdf", "start_index": 0}
+        ),
+        Document(
+            page_content="Shared sentence here.", metadata={"source": "a.pdf", "start_index": 7}
+        ),
+        Document(
+            page_content="Shared sentence here.", metadata={"source": "b.pdf", "start_index": 0}
+        ),
+    ]
+    seeds = documents_to_seeds(hits, Held(), sources, "source", dict(zip(keys, pages)))
+    assert [(s.doc_id, s.start, s.end) for s in seeds] == [
+        ("k1", 0, 21),
+        ("k0", 7, 28),
+        ("k2", None, None),  # its own source's document, whole: it is the hit's text
+    ]

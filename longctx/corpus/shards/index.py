@@ -45,6 +45,7 @@ can never disagree with them. A longctx corpus built with ``longctx index DIR --
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -488,6 +489,7 @@ class ShardedMixPRIndex:
         """Scores of every unit, in corpus order: ``(scores (n_units,) float64, mode used,
         timings)`` as :meth:`MixPRIndex.score <longctx.mixpr.index.MixPRIndex.score>` (the
         vector is gathered from the shards: for studies and tests, not for large corpora)."""
+        seeds = _asked_once(seeds)
 
         def attempt():
             used, qvec, timings, keys = self._prepare(query, mode, query_vector, filters, seeds)
@@ -538,6 +540,7 @@ class ShardedMixPRIndex:
         budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
         if token_budget is not None:
             budget["unit"] = "count_tokens"
+        seeds = _asked_once(seeds)
         return self._with_retry(
             lambda: self._search_once(
                 query, mode, query_vector, filters, k, token_budget, budget, seeds
@@ -788,3 +791,9 @@ def _close(scorer: Scorer, sid) -> None:
         scorer.backend.map("close", sid)
     except ShardDied:
         pass  # the retry opens new sessions on the new actors
+
+
+def _asked_once(seeds):
+    """A callable ``seeds`` (the app's retriever) remembered after its first call: a search
+    retried after a shard died does not ask it (nor embed the query) again."""
+    return functools.cache(seeds) if callable(seeds) else seeds

@@ -18,7 +18,12 @@ from longctx.mixpr.hits import text_slice
 from longctx.mixpr.scoring import UnitBlock
 from longctx.mixpr.seeds import seed_units
 from longctx.mixpr.tfidf import TermStats, tfidf_rows
-from longctx.persist import PersistError, open_index_dir, retry_on_concurrent_save
+from longctx.persist import (
+    ConcurrentSaveError,
+    PersistError,
+    open_index_dir,
+    retry_on_concurrent_save,
+)
 
 __all__ = ["ASSIGNMENT", "MixPRShard", "assign_shards", "shard_dir"]
 
@@ -108,6 +113,8 @@ class MixPRShard:
 
         try:  # the folder opened once, its manifest read once, and given to the loader
             where = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
+        except ConcurrentSaveError:
+            raise  # retried (retry_on_concurrent_save), then mapped as any other load
         except PersistError:
             where, mapped = path, False  # the loader names the problem
         else:
