@@ -128,6 +128,16 @@ def test_a_paragraph_after_a_block_is_prose_though_a_line_of_it_looks_like_a_rec
     assert record_blocks(spaced) == [(0, len(spaced))]
 
 
+def test_a_run_of_records_under_prose_without_a_blank_line_stays_a_block():
+    # the paragraph rule above cleared every record line of a paragraph of mostly prose, so a
+    # log pasted under wrapped prose with no blank line lost its block (review, session 16)
+    prose = "the quick brown fox jumps over the lazy dog and then it runs far away"
+    recs = [f"key_{i} = {i * 7919:08x}" for i in range(12)]
+    for text in ("\n".join([prose] * 20 + recs), "\n".join([prose] * 20 + recs + [prose] * 20)):
+        start = text.index(recs[0])
+        assert record_blocks(text) == [(start, start + len("\n".join(recs)))]
+
+
 def test_gutenberg_dialogue_and_commas_are_prose(shared_data):
     # blocks of one-line dialogue and comma-rich hard-wrapped prose are not records
     for name in ("pg1260.txt", "pg174.txt", "pg768.txt", "203-0.txt", "2600-0.txt"):

@@ -98,8 +98,10 @@ class MixPRConfig:
     strip_accents : None, "unicode" or "ascii"
         ``TfidfVectorizer`` accent folding ("Natásha" == "Natasha").
     fold_decomposed : bool, default True
-        With ``strip_accents="unicode"``: combining marks are dropped from every text that is
-        not ASCII, as scikit-learn's ``strip_accents_unicode`` does, so an accent written
+        With ``strip_accents="unicode"``: combining marks are dropped from every Latin, Greek
+        or Cyrillic run that is not ASCII (and from symbols and punctuation), as
+        scikit-learn's ``strip_accents_unicode`` does there (other scripts keep their marks:
+        :mod:`longctx.terms`), so an accent written
         decomposed (``"qe\\u0301yz"``) or ``"İ"`` (lower-cased to i + a combining dot) gives the
         terms of its composed form, in the build and in a query alike
         (:func:`longctx.terms.fold_accents_unicode`). ``False``: the folding of indexes saved

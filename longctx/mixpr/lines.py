@@ -178,9 +178,15 @@ class _Lines:
         matched &= n_words <= RECORD_WORDS
         if matched.any():
             # a paragraph of mostly prose lines is prose: its record-like lines (a wrapped line
-            # opening with a quote, or with commas) do not join a block of records beside it
+            # opening with a quote, or with commas) do not join a block of records beside it;
+            # but a run of MIN_LINES record lines within one paragraph (a log pasted under
+            # prose without a blank line) stays records, whatever the prose around it
             n_lines = np.bincount(paragraph)
-            matched &= 2 * np.bincount(paragraph, weights=matched)[paragraph] >= n_lines[paragraph]
+            majority = 2 * np.bincount(paragraph, weights=matched)[paragraph] >= n_lines[paragraph]
+            new_run = np.ones(n, dtype=bool)
+            new_run[1:] = (matched[1:] != matched[:-1]) | (paragraph[1:] != paragraph[:-1])
+            run = np.cumsum(new_run) - 1
+            matched &= majority | (np.bincount(run)[run] >= MIN_LINES)
         self.is_record = matched
 
     @staticmethod
