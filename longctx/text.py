@@ -14,11 +14,11 @@ import numpy as np
 import regex
 
 from longctx.checks import check_choice, check_int, check_text
+from longctx.word_pieces import BLANK_LINE_RE, text_chars
 from longctx.word_pieces import equal_word_pieces as _equal_word_pieces
 from longctx.word_pieces import merge_short as _merge_short
 from longctx.word_pieces import paragraphs as _paragraphs
 from longctx.word_pieces import space_words as _space_words
-from longctx.word_pieces import text_chars
 from longctx.word_pieces import unwrapped_pieces as _unwrapped_pieces
 
 Span = tuple[int, int]
@@ -291,7 +291,6 @@ _RULE_ABBREVIATIONS = frozenset(
     "sept oct nov dec e.g i.e a.m p.m u.s u.k".split()
 )
 _RULE_OPENERS = "\"'\u2018\u201c([\u00ab"
-_BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 
 
 def _rules_spans(text: str) -> list[Span]:
@@ -301,7 +300,7 @@ def _rules_spans(text: str) -> list[Span]:
     for m in _RULE_END_RE.finditer(text):
         j, e = m.span()
         if (m.group(1) == "." or m.group(2)) and (
-            count("\n", j, e) < 2 or not _BLANK_LINE_RE.search(text, j, e)
+            count("\n", j, e) < 2 or not BLANK_LINE_RE.search(text, j, e)
         ):
             # after an abbreviation or an initial: no end (a blank line still is one)
             seg = text[max(0, j - 12) : j]

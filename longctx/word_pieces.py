@@ -14,6 +14,7 @@ import numpy as np
 Span = tuple[int, int]
 
 __all__ = [
+    "BLANK_LINE_RE",
     "equal_word_pieces",
     "merge_short",
     "paragraphs",
@@ -118,13 +119,14 @@ def _find_words(text: str) -> tuple[np.ndarray, np.ndarray]:
 # paragraphs are the text between these matches, found without a pattern spanning a paragraph:
 # ``\S(?:[^\n]|\n(?!...))*`` took about 130 bytes of the regular expression engine's stack
 # per character, 2.7 GB on a 20 MB line.)
-_PARAGRAPH_END_RE = re.compile(r"\n[ \t\f\v\r]*\n")
+#: A paragraph break: a line holding only spaces between two line feeds.
+BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")
 
 
 def paragraphs(text: str, start: int, end: int):
     """``(start, end)`` of the paragraphs of ``text[start:end]``: from a non-space character to
-    the next blank line (:data:`_PARAGRAPH_END_RE`) or ``end``."""
-    cuts = [(m.start(), m.end()) for m in _PARAGRAPH_END_RE.finditer(text, start, end)]
+    the next blank line (:data:`BLANK_LINE_RE`) or ``end``."""
+    cuts = [(m.start(), m.end()) for m in BLANK_LINE_RE.finditer(text, start, end)]
     for a, b in zip([start] + [e for _, e in cuts], [s for s, _ in cuts] + [end]):
         m = _NONSPACE_RE.search(text, a, b)
         if m is not None:
@@ -224,9 +226,6 @@ def unwrapped_pieces(
     return list(zip(starts.tolist(), ends.tolist()))
 
 
-_BLANK_LINE_RE = re.compile(r"\n[ \t\f\v\r]*\n")  # a paragraph break
-
-
 def merge_short(
     text: str,
     chunks: list[Span],
@@ -248,7 +247,7 @@ def merge_short(
     for (a, b), n in zip(chunks, n_words):
         if out:
             last = out[-1]
-            joinable = last[2] + n <= max_words and _BLANK_LINE_RE.search(text, last[1], a) is None
+            joinable = last[2] + n <= max_words and BLANK_LINE_RE.search(text, last[1], a) is None
             if joinable and (last[2] < min_words or n < min_words):
                 last[1] = b
                 last[2] += n

@@ -152,7 +152,7 @@ def _best_documents(unit_source, starts, scores: SparseScores, mask, k: int):
     top = cand[sel]
     found = np.searchsorted(at, sel)
     found = np.minimum(found, max(len(at) - 1, 0))
-    hit = (found < len(at)) & (at[found] == sel) if len(at) else np.zeros(len(sel), bool)
+    hit = at[found] == sel if len(at) else np.zeros(len(sel), bool)
     best = np.where(hit, vals[found] if len(at) else 0.0, 0.0)
     arg = np.where(hit, idx[found] if len(at) else 0, starts[top + 1] - 1)
     return top, best, arg.astype(np.int64)

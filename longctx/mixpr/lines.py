@@ -21,7 +21,8 @@ from itertools import islice
 
 import numpy as np
 
-from longctx.text import _space_words, chunk_words
+from longctx.text import chunk_words
+from longctx.word_pieces import space_words as _space_words
 
 __all__ = ["chunk_regions", "line_units", "looks_line_structured", "record_blocks"]
 

@@ -70,6 +70,7 @@ from collections.abc import Mapping
 import numpy as np
 import scipy.sparse as sp
 
+from longctx.mixpr.counts import index_dtype
 from longctx.mixpr.persist import (
     MAX_TERM_COUNT,
     _refuse_old_format,
@@ -109,10 +110,6 @@ FORMAT_VERSION = 3
 _INDEX_DTYPES = (np.int32, np.int64)
 
 
-def _index_dtype(*sizes: int):
-    return np.int32 if max(sizes, default=0) < np.iinfo(np.int32).max else np.int64
-
-
 def utf8_blob(strings, what: str, errors: str = "strict") -> tuple[np.ndarray, np.ndarray]:
     """``(bytes (n_bytes,) uint8, offsets (n + 1,) int64)`` of ``strings`` encoded in UTF-8
     one after another (``errors``: of ``str.encode``; ``"strict"``, a format-3 save, refuses
@@ -128,7 +125,7 @@ def utf8_blob(strings, what: str, errors: str = "strict") -> tuple[np.ndarray, n
 
 
 def _compressed(m, name: str, n_minor: int) -> dict[str, np.ndarray]:
-    dt = _index_dtype(m.nnz, n_minor, len(m.indptr))
+    dt = index_dtype(m.nnz, n_minor, len(m.indptr))
     return {
         f"{name}_indptr": m.indptr.astype(dt, copy=False),
         f"{name}_indices": m.indices.astype(dt, copy=False),

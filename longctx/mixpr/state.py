@@ -19,6 +19,7 @@ from longctx.mixpr.router import plan_walk
 from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock
 from longctx.mixpr.scoring import term_weights as _term_weights
 from longctx.mixpr.tfidf import TermTable, text_lengths
+from longctx.mixpr.unit_filter import document_starts
 from longctx.persist.npy import mapped_base
 
 
@@ -144,9 +145,7 @@ class _State:
         an int for one unit."""
         first = self._doc_first
         if first is None:  # (n_docs + 1,): units are in document order
-            src = self.unit_source
-            first = np.searchsorted(src, np.arange(len(self.doc_ids) + 1, dtype=src.dtype))
-            first = self._doc_first = first.astype(np.int64, copy=False)
+            first = self._doc_first = document_starts(self.unit_source, len(self.doc_ids))
         if np.ndim(units) == 0:
             i = int(units)
             return i - int(first[self.unit_source[i]])
@@ -210,7 +209,7 @@ class _State:
                         block.set_rows(rows)
                     sizes = None
                     if self._term_sums is not None:  # the push rule's, read at the load
-                        sizes = (self._term_sums, np.diff(block.E.indptr).astype(np.int64))
+                        sizes = (self._term_sums, block.term_df_partial())
                     self.block = block
                     self._scorer = Scorer(
                         LocalBlocks([block]),
