@@ -192,8 +192,9 @@ def shard_cpus(node_cpus, n_shards: int, wanted: float | None = None) -> float:
         return x <= 0 or sum(int(c / x + 1e-9) for c in cpus) >= n
 
     # the largest x <= 1 that fits is 1 or some node's c / m (a node then holds exactly m)
-    shares = [1.0] + [c / m for c in cpus for m in range(1, n + 1) if c / m < 1.0]
-    best = max((x for x in shares if fits(x)), default=0.0)
+    # fits is monotone (a smaller share fits more actors): the first that fits, from the largest
+    shares = {1.0, *(c / m for c in set(cpus) for m in range(1, n + 1) if c / m < 1.0)}
+    best = next((x for x in sorted(shares, reverse=True) if fits(x)), 0.0)
     best = math.floor(best * 10_000) / 10_000  # Ray's granularity; never above what fits
     if wanted is None:
         return best

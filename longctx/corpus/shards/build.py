@@ -177,7 +177,6 @@ def build_sharded_corpus(
     """
     from longctx.corpus.shards.persist import SHARDS_FILE, manifest_of_order, read_shards_manifest
     from longctx.corpus.shards.shard import assign_shards
-    from longctx.tokens import count_tokens
 
     t0 = time.perf_counter()
     rel_manifest = f"{INDEX_ROOT}/{SHARDS_FILE}"
@@ -252,7 +251,7 @@ def build_sharded_corpus(
             path=f"{INDEX_ROOT}/shard-{shard_of[doc_id]}",
             status="done",
             seconds=seconds,
-            tokens=tokens[doc_id] if doc_id in tokens else count_tokens(text),
+            tokens=tokens[doc_id],  # counted by its shard's job (_shard_job)
             error=None,
             text_sha256=text_sha256(text),
             extra={"shard": shard_of[doc_id]},
