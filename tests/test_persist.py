@@ -518,7 +518,8 @@ def test_npy_headers_are_parsed_one_thread_at_a_time(tmp_path, monkeypatch):
     """numpy parses a header with ``ast.literal_eval``, which CPython 3.11 can fail when two
     threads build ASTs at once (SystemError: AST constructor recursion depth mismatch, met in
     tests/corpus/test_concurrency.py): every header parse of a load runs under one lock, the
-    ``.npz`` members' (format 2) and the ``.npy`` files' (format 3) alike."""
+    ``.npz`` members' (format 2) and the ``.npy`` files' (format 3) alike, and a format-2 load
+    never calls ``np.load`` (which would parse every header again)."""
     import io
 
     from longctx.persist import format as fmt
@@ -538,18 +539,90 @@ def test_npy_headers_are_parsed_one_thread_at_a_time(tmp_path, monkeypatch):
     np.save(buf, np.arange(5))
     buf.seek(0)
     assert fmt.read_npy_header(buf, "x")[0] == (5,)
-    real_load = np.load
-
-    def load(*a, **kw):
-        held.append(fmt.NPY_PARSE_LOCK.locked())
-        return real_load(*a, **kw)
-
-    monkeypatch.setattr(fmt.np, "load", load)
     raw = io.BytesIO()
-    np.savez(raw, a=np.arange(3))
+    np.savez(raw, a=np.arange(3), b=np.ones((2, 3), np.float32))
+    monkeypatch.setattr(fmt.np, "load", lambda *a, **kw: pytest.fail("np.load called"))
     out = fmt._load_npz_bytes(raw.getvalue(), tmp_path / "a.npz")
     assert out["a"].tolist() == [0, 1, 2]
-    assert held and all(held), held
+    assert out["b"].shape == (2, 3) and out["b"].dtype == np.float32
+    assert held == [True, True, True], held
+
+
+def test_npz_members_read_as_np_load_reads_them(tmp_path):
+    """The member reader returns what ``np.load`` returns: dtypes (big-endian too), shapes
+    (0-d, empty, Fortran order), strings, writeable arrays, compressed or stored."""
+    import io
+
+    from longctx.persist import format as fmt
+
+    arrays = {
+        "i": np.arange(7, dtype=np.int32),
+        "f": np.random.default_rng(0).random((5, 3)),
+        "be": np.arange(4, dtype=">f8"),
+        "scalar": np.array(3.5),
+        "empty": np.zeros((0, 4), np.float32),
+        "fortran": np.asfortranarray(np.arange(12.0).reshape(3, 4)),
+        "s": np.array("csr"),
+        "b": np.array(b"csc"),
+        "big": np.arange(300_000, dtype=np.int64),  # more than one read block
+    }
+    for save in (np.savez, np.savez_compressed):
+        raw = io.BytesIO()
+        save(raw, **arrays)
+        got = fmt._load_npz_bytes(raw.getvalue(), tmp_path / "a.npz")
+        with np.load(io.BytesIO(raw.getvalue()), allow_pickle=False) as z:
+            assert sorted(got) == sorted(z.files)
+            for k in z.files:
+                assert got[k].dtype == z[k].dtype and got[k].shape == z[k].shape, k
+                assert np.array_equal(got[k], z[k]), k
+                assert got[k].flags.writeable
+
+
+def test_format2_loads_in_two_threads_overlap(tmp_path, monkeypatch):
+    """Two threads loading format-2 indexes at once: the parse lock is held for the headers
+    only, so while one thread reads a member's values the other can parse its headers and read
+    too (before, ``np.load`` ran under the lock and the loads took turns: this barrier, met by
+    both threads inside a values read, timed out)."""
+    import threading
+    import zipfile
+
+    from longctx.mixpr import MixPRIndex
+    from longctx.persist import format as fmt
+
+    texts = [f"unit {i} speaks of whales and of rabbits number {i % 97}." for i in range(4000)]
+    index = MixPRIndex.from_texts(texts)
+    for name in ("a", "b"):
+        index.save(tmp_path / name, mappable=False)
+    barrier = threading.Barrier(2, timeout=20)
+    met, lock_held = [], []
+    real_read = zipfile.ZipExtFile.read
+
+    def read(self, n=-1):
+        if n is not None and n >= 4096 and not met:  # a values read, not a header's
+            lock_held.append(fmt.NPY_PARSE_LOCK.locked())
+            barrier.wait()
+            met.append(True)
+        return real_read(self, n)
+
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", read)
+    loaded, errors = {}, []
+
+    def load(name):
+        try:
+            loaded[name] = MixPRIndex.load(tmp_path / name)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=load, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert met and lock_held and not any(lock_held)
+    want = [h.text for h in index.search("whales rabbits number 5", k=3).hits]
+    for name in ("a", "b"):
+        assert [h.text for h in loaded[name].search("whales rabbits number 5", k=3).hits] == want
 
 
 def test_an_npz_header_claiming_gigabytes_is_refused_before_it_is_read(tmp_path):

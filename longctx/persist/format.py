@@ -245,16 +245,32 @@ def read_npy_header(fh, message: str) -> tuple[tuple, bool, np.dtype]:
         raise PersistError(f"{message}: {str(exc)[:200]}") from None
 
 
-def _check_npz_headers(p: Path, zf: zipfile.ZipFile) -> None:
-    """Read every ``.npy`` header of an open ``.npz`` and bound its size before any load."""
-    for info in zf.infolist():
-        if not info.filename.endswith(".npy"):
-            continue
-        key = info.filename[:-4]
-        with zf.open(info) as fh:
-            shape, _, dtype = read_npy_header(fh, f"{str(p)!r}: array {key!r} has a damaged header")
-        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+#: The dtype kinds an ``.npz`` member may hold: numbers, and the short strings of a scipy.sparse
+#: file's ``format`` member (no object, void, structured, sub-array or datetime dtype).
+_NPZ_KINDS = "biufSU"
+#: Bytes of an ``.npz`` member read at a time.
+_NPZ_READ_BLOCK = 1 << 20
+
+
+def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, p: Path) -> np.ndarray:
+    """The array of one ``.npy`` member of an open ``.npz``: its header read and bounded first
+    (:func:`read_npy_header`, the one step under :data:`NPY_PARSE_LOCK`), its dtype and size
+    checked, then an array of that dtype and shape allocated and filled from the member's bytes
+    (``readinto``: no second header parse, no pickle, other threads' parses not held up)."""
+    key = info.filename[:-4]
+    with zf.open(info) as fh:
+        shape, fortran, dtype = read_npy_header(
+            fh, f"{str(p)!r}: array {key!r} has a damaged header"
+        )
+        if (
+            dtype.kind not in _NPZ_KINDS
+            or dtype.hasobject
+            or dtype.fields is not None
+            or dtype.subdtype is not None
+        ):
             raise PersistError(f"{str(p)!r}: array {key!r} has dtype {dtype}, not a plain one")
+        if any(int(s) < 0 for s in shape):
+            raise PersistError(f"{str(p)!r}: array {key!r} has a negative shape {tuple(shape)}")
         count = math.prod(int(s) for s in shape)
         nbytes = count * dtype.itemsize
         stored = info.file_size
@@ -266,10 +282,25 @@ def _check_npz_headers(p: Path, zf: zipfile.ZipFile) -> None:
                 f"({nbytes} bytes) but the file stores {info.file_size} bytes (limit "
                 f"{MAX_ARRAY_BYTES}): damaged or forged"
             )
+        out = np.empty(count, dtype=dtype)
+        view = memoryview(out.view(np.uint8)) if nbytes else memoryview(b"")
+        got = 0
+        while got < nbytes:  # in bounded blocks: a read makes a bytes object before the copy
+            n = fh.readinto(view[got : got + _NPZ_READ_BLOCK])
+            if not n:
+                raise PersistError(
+                    f"{str(p)!r}: array {key!r} is truncated ({got} of {nbytes} bytes)"
+                )
+            got += n
+        if fh.read(1):  # reading to the end also checks the member's CRC
+            raise PersistError(f"{str(p)!r}: array {key!r} has bytes past its values")
+    if fortran:  # as numpy.lib.format.read_array
+        return out.reshape(tuple(shape)[::-1]).transpose()
+    return out.reshape(tuple(shape))
 
 
-#: What a damaged zip archive can raise from ``zipfile`` / ``zlib`` / ``numpy.load`` (an unknown
-#: compression method is a NotImplementedError, an "encrypted" flag a RuntimeError).
+#: What a damaged zip archive can raise from ``zipfile`` / ``zlib`` (an unknown compression
+#: method is a NotImplementedError, an "encrypted" flag a RuntimeError).
 _ZIP_ERRORS = (
     OSError,
     ValueError,
@@ -288,12 +319,25 @@ _ZIP_ERRORS = (
 
 
 def _load_npz_bytes(raw: bytes, p: Path) -> dict[str, np.ndarray]:
-    """Every array of the ``.npz`` bytes of file ``p`` (headers bounded first, no pickle)."""
+    """Every array of the ``.npz`` bytes of file ``p``, keyed by member name without ``.npy``
+    (each member read right after its own bounded header check, :func:`_npz_member`; members
+    not named ``*.npy`` are skipped unread; no ``np.load``, no pickle).
+
+    Raises
+    ------
+    PersistError
+        A damaged archive or member, a forged header or size, a dtype outside numbers and short
+        strings (the message names ``p`` and the member).
+    """
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as zf:
-            _check_npz_headers(p, zf)
-        with NPY_PARSE_LOCK, np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}  # each member's header parsed again
+            out = {}
+            for info in zf.infolist():
+                if info.filename.endswith(".npy"):
+                    out[info.filename[:-4]] = _npz_member(zf, info, p)
+                else:
+                    logger.debug("%s: member %r is not an array, skipped", p, info.filename[:80])
+            return out
     except PersistError:
         raise
     except _ZIP_ERRORS as exc:
