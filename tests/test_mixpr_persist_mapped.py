@@ -117,6 +117,27 @@ def test_format2_still_loads_and_mmap_says_to_save_again(tmp_path):
     assert _hits(mapped, q) == _hits(plain, q)
 
 
+def test_mmap_none_maps_format3_and_reads_format2_without_a_warning(saved, tmp_path):
+    """``mmap=None`` (what a shard's load asks for): a format-3 folder mapped, a format-2 one
+    read, no warning either way; another value is a TypeError naming ``mmap``."""
+    import warnings
+
+    from longctx.corpus.shards.shard import MixPRShard
+
+    _, d = saved
+    old = tmp_path / "old"
+    shutil.copytree(FIXTURES / "mixpr", old)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mapped_base(MixPRIndex.load(d, mmap=None)._state.starts) is not None
+        plain = MixPRIndex.load(old, mmap=None)
+        assert mapped_base(MixPRShard.load(d).index._state.starts) is not None
+    assert mapped_base(plain._state.starts) is None
+    assert plain.texts == MixPRIndex.load(old).texts
+    with pytest.raises(TypeError, match="mmap must be None, True or False"):
+        MixPRIndex.load(d, mmap="yes")
+
+
 def test_mapped_vocabulary_finds_every_term_and_no_other(saved):
     index, d = saved
     vocab = MixPRIndex.load(d, mmap=True)._state.table.vocabulary

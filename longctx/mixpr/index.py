@@ -766,7 +766,7 @@ class MixPRIndex(RetrievalIndex):
             save_index(self, path)
 
     @classmethod
-    def load(cls, path, *, router=None, encoder=None, mmap: bool = False) -> MixPRIndex:
+    def load(cls, path, *, router=None, encoder=None, mmap: bool | None = False) -> MixPRIndex:
         """Read an index written by :meth:`save` (pass the ``router`` again if it was not the
         default keyword router).
 
@@ -781,13 +781,16 @@ class MixPRIndex(RetrievalIndex):
         read, the term counts at the first insert or delete; inserts and deletes build new
         arrays in memory and a save over the folder writes a new one, so a mapped index keeps
         answering as loaded (``docs/notes/mixpr-mmap.md``). A format-2 index is read into
-        memory (a ``UserWarning`` says to save it again).
+        memory (with ``mmap=True`` a ``UserWarning`` says to save it again). ``mmap=None``:
+        whatever the folder allows (format 3 mapped, format 2 read, no warning).
 
         Raises
         ------
         PersistError
             A missing, truncated or damaged file (named), another index kind or format version
             (an index saved by longctx 0.1 says to rebuild), or files that do not fit together.
+        TypeError
+            ``mmap`` is not None, True or False.
         ValueError
             ``encoder`` embeds in another dimension than the saved unit vectors.
         """

@@ -410,10 +410,13 @@ def _canonical_flags(m):
 
 
 @retry_on_concurrent_save("path")
-def load_index(cls, path, *, router=None, encoder=None, mmap: bool = False):
+def load_index(cls, path, *, router=None, encoder=None, mmap: bool | None = False):
     """Read the index at directory ``path`` (format 2 or 3) as an instance of ``cls`` (errors:
     see :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`). Every file comes from
-    one save (:func:`longctx.persist.reader.open_index_dir`)."""
+    one save (:func:`longctx.persist.reader.open_index_dir`). ``mmap=None``: format 3 mapped,
+    format 2 read without a warning (what the folder allows)."""
+    if mmap is not None and not isinstance(mmap, bool):
+        raise TypeError(f"mmap must be None, True or False, got {type(mmap).__name__}")
     try:  # the manifest is read once (by the folder it opens)
         r = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
     except PersistError:
@@ -421,7 +424,7 @@ def load_index(cls, path, *, router=None, encoder=None, mmap: bool = False):
         raise
     if r.manifest["format_version"] == FORMAT_VERSION:
         logger.debug("loading the format-3 index at %s (mmap=%s)", r.path, mmap)
-        return load_format3(cls, r, mmap=mmap, router=router, encoder=encoder)
+        return load_format3(cls, r, mmap=mmap is not False, router=router, encoder=encoder)
     if mmap:
         warnings.warn(
             f"the MixPR index at {str(r.path)!r} was saved in format 2, which cannot be mapped: "

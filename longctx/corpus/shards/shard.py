@@ -18,12 +18,7 @@ from longctx.mixpr.hits import text_slice
 from longctx.mixpr.scoring import UnitBlock
 from longctx.mixpr.seeds import seed_units
 from longctx.mixpr.tfidf import TermStats, tfidf_rows
-from longctx.persist import (
-    ConcurrentSaveError,
-    PersistError,
-    open_index_dir,
-    retry_on_concurrent_save,
-)
+from longctx.persist import PersistError
 
 __all__ = ["ASSIGNMENT", "MixPRShard", "assign_shards", "shard_dir"]
 
@@ -95,12 +90,12 @@ class MixPRShard:
         return cls(index)
 
     @classmethod
-    @retry_on_concurrent_save("path")
     def load(cls, path, *, encoder=None) -> MixPRShard:
         """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder): memory-mapped
         when it was saved in format 3 (the default; the process holding it keeps in
         memory what its queries read, the corpus-wide weights of :meth:`set_global` and its
-        term statistics), else read whole (format 2).
+        term statistics), else read whole (format 2): ``MixPRIndex.load(path, mmap=None)``,
+        which loads again when a save replaced the folder meanwhile.
 
         Raises
         ------
@@ -109,17 +104,8 @@ class MixPRShard:
             ``graph='threshold'``.
         """
         from longctx.mixpr.index import MixPRIndex
-        from longctx.mixpr.persist_mapped import FORMAT_VERSION
 
-        try:  # the folder opened once, its manifest read once, and given to the loader
-            where = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
-        except ConcurrentSaveError:
-            raise  # retried (retry_on_concurrent_save), then mapped as any other load
-        except PersistError:
-            where, mapped = path, False  # the loader names the problem
-        else:
-            mapped = where.manifest.get("format_version") == FORMAT_VERSION
-        index = MixPRIndex.load(where, encoder=encoder, mmap=mapped)
+        index = MixPRIndex.load(path, encoder=encoder, mmap=None)
         if index.config.graph != "factored":
             raise PersistError(f"{str(path)!r} holds a MixPR index with graph='threshold'")
         return cls(index)
