@@ -6,7 +6,7 @@ import math
 import numbers
 import re
 
-from longctx.word_pieces import text_chars
+from longctx.word_pieces import has_char
 
 #: Most characters of the user's text an error message quotes (:func:`excerpt`).
 MAX_QUOTE_CHARS = 80
@@ -49,8 +49,7 @@ def check_text(value, name: str = "text", *, allow_empty: bool = False) -> str:
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if not allow_empty and _NONSPACE_RE.search(value) is None:  # no stripped copy of a book
         raise ValueError(f"{name} must contain some non-whitespace text, got {excerpt(value)}")
-    chars = text_chars(value)  # a long text's distinct characters (a query: None)
-    m = _SURROGATE_RE.search(value) if chars is None or _SURROGATE_RE.search(chars) else None
+    m = _SURROGATE_RE.search(value) if has_char(_SURROGATE_RE, value) else None
     if m is not None:
         raise ValueError(
             f"{name} holds a lone surrogate (U+{ord(m.group()):04X}) at character {m.start()}: "

@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-import numpy as np
 from sklearn.feature_extraction.text import strip_accents_ascii
+
+from longctx.word_pieces import distinct_chars
 
 # Characters whose accents are folded (as scikit-learn does): ASCII, Latin, IPA, Greek,
 # Cyrillic, general punctuation and symbols, fullwidth ASCII, letterlike and math letters.
@@ -78,10 +79,8 @@ def _fold_by_chars(s: str, fold) -> str | None:
     Without combining characters both foldings act on each character alone: NFKD decomposes
     character by character and only reorders combining marks, the marks it brings are all
     dropped, and a kept run is the run of non-folded characters itself."""
-    cp = np.frombuffer(s.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    chars = [chr(c) for c in np.unique(cp[cp >= 128]).tolist()]
-    del cp
-    if _COMBINING_RE.search("".join(chars)) or any(map(unicodedata.combining, chars)):
+    chars = distinct_chars(s)
+    if _COMBINING_RE.search(chars) or any(map(unicodedata.combining, chars)):
         return None
     changed = {}
     for c in chars:

@@ -14,7 +14,7 @@ import numpy as np
 import regex
 
 from longctx.checks import check_choice, check_int, check_text
-from longctx.word_pieces import BLANK_LINE_RE, text_chars
+from longctx.word_pieces import BLANK_LINE_RE, has_char
 from longctx.word_pieces import equal_word_pieces as _equal_word_pieces
 from longctx.word_pieces import merge_short as _merge_short
 from longctx.word_pieces import paragraphs as _paragraphs
@@ -139,9 +139,7 @@ def _grapheme_clusters(text: str, start: int = 0, end: int | None = None) -> lis
     if text.isascii():  # O(1): no ASCII character extends or joins a cluster
         return []
     quick, runs, grapheme = _grapheme_patterns()
-    chars = text_chars(text) if start == 0 and end == len(text) else None
-    found = quick.search(text, start, end) if chars is None else quick.search(chars)
-    if found is None:
+    if not has_char(quick, text, start, end):
         return []
     clusters: list[Span] = []
     # Only windows around runs of extenders (one character either side) can hold clusters.
@@ -455,9 +453,7 @@ def _scripts(text: str) -> tuple[list[Span], bool]:
     """``(clusters, spaceless)``: the grapheme clusters of ``text`` (:func:`_grapheme_clusters`)
     and whether it holds CJK or Thai-like characters (computed once for the sentence splitter
     and the chunker, from the text's distinct characters when it is long)."""
-    chars = text_chars(text)  # its distinct characters, once (None: a short text)
-    spaceless = _SPACELESS_RE.search(text if chars is None else chars) is not None
-    return _grapheme_clusters(text), spaceless
+    return _grapheme_clusters(text), has_char(_SPACELESS_RE, text)
 
 
 def _split_sentences(text: str, backend: str, clusters: list[Span], spaceless: bool):

@@ -15,7 +15,9 @@ Span = tuple[int, int]
 
 __all__ = [
     "BLANK_LINE_RE",
+    "distinct_chars",
     "equal_word_pieces",
+    "has_char",
     "merge_short",
     "paragraphs",
     "shared_words",
@@ -69,16 +71,29 @@ def text_chars(text: str) -> str | None:
     if text.isascii():
         return ""
     if not getattr(_SHARED, "on", False):
-        return _find_chars(text)
+        return distinct_chars(text)
     chars = _SHARED.chars
     if chars is None or chars[0] is not text:
-        chars = _SHARED.chars = (text, _find_chars(text))
+        chars = _SHARED.chars = (text, distinct_chars(text))
     return chars[1]
 
 
-def _find_chars(text: str) -> str:
+def distinct_chars(text: str) -> str:
+    """The distinct non-ASCII characters of ``text`` (lone surrogates included), in code-point
+    order, as one string: one pass over its code points (any length; :func:`text_chars` keeps
+    it for a long text)."""
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     return "".join(map(chr, np.unique(cp[cp >= 128]).tolist()))
+
+
+def has_char(pattern: re.Pattern, text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``pattern`` (one character class of non-ASCII characters) finds a character in
+    ``text[start:end]``: searched in :func:`text_chars` of a long ``text`` asked for whole (no
+    pass over the text when none of the class is there), else in the text."""
+    end = len(text) if end is None else end
+    chars = text_chars(text) if start == 0 and end == len(text) else None
+    found = pattern.search(text, start, end) if chars is None else pattern.search(chars)
+    return found is not None
 
 
 def space_words(text: str) -> tuple[np.ndarray, np.ndarray]:

@@ -104,6 +104,30 @@ def test_text_chars_are_the_distinct_non_ascii_characters(piece):
     assert text_chars(piece[: CHARS_MIN - 1]) is None  # short: the callers search it
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.text(alphabet="ab \n’é中\u0e01\u0301\ud800", min_size=1, max_size=40),
+    st.integers(0, 5000),
+    st.integers(0, 5000),
+    st.booleans(),
+)
+def test_has_char_answers_as_a_search_of_the_text(piece, start, end, whole):
+    """``has_char`` (the chunker's, the TF-IDF's and ``check_text``'s one shortcut) says what a
+    search of the text says, long or short, whole or a range; ``distinct_chars`` (also
+    ``terms``' folding) is the sorted set of non-ASCII characters at any length."""
+    import re
+
+    from longctx.word_pieces import CHARS_MIN, distinct_chars, has_char
+
+    text = piece * (CHARS_MIN // len(piece) + 1) if whole else piece
+    start, end = min(start, end, len(text)), min(max(start, end), len(text))
+    for pattern in ("[中\u0e01]", "[\ud800-\udfff]", "[\u0300-\u036f]", "[é]"):
+        r = re.compile(pattern)
+        assert has_char(r, text) == (r.search(text) is not None)
+        assert has_char(r, text, start, end) == (r.search(text, start, end) is not None)
+    assert distinct_chars(text) == "".join(sorted({c for c in text if ord(c) >= 128}))
+
+
 def test_long_texts_scripts_and_surrogates_found_through_their_characters():
     import pytest
 

@@ -190,7 +190,7 @@ def _count_joined(
     analyzes them one by one). ``code`` (word -> term id or -1), shared by the blocks of one
     count, keeps the words seen in earlier blocks (each word is stemmed once)."""
     from longctx.terms import _BIGRAM_CHAR_RE, fold_by_chars
-    from longctx.word_pieces import text_chars
+    from longctx.word_pieces import has_char
 
     n = len(texts)
     found = batch.joined(texts)
@@ -242,8 +242,7 @@ def _count_joined(
     keep = ids >= 0
     rows, cols = row[keep], ids[keep]
     extra_rows, extra_cols = [], []
-    chars = text_chars(joined)  # its distinct characters (one pass, None when short)
-    if _BIGRAM_CHAR_RE.search(joined if chars is None else chars) is not None:  # CJK / Thai
+    if has_char(_BIGRAM_CHAR_RE, joined):  # CJK / Thai (from its distinct characters)
         ends = np.cumsum([len(t) + len(sep) for t in texts])
         hit = sorted({int(np.searchsorted(ends, m.start(), side="right"))
                       for m in _BIGRAM_CHAR_RE.finditer(joined)})  # fmt: skip
