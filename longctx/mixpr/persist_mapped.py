@@ -184,6 +184,13 @@ class MappedVocabulary(Mapping):
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
+    def term_arrays(self) -> tuple[np.ndarray, np.ndarray, str]:
+        """``(blob, offsets, where)``: the terms' UTF-8 bytes one after another (``(n_bytes,)
+        uint8``, the arrays this vocabulary reads: a mapped index's map, not a copy; read
+        only), their ``(n_terms + 1,) int64`` offsets, and what its errors name (the index's
+        folder, or a description)."""
+        return np.frombuffer(self._mv, dtype=np.uint8), self._offsets, self._where
+
     def _term_bytes(self, j: int) -> bytes:
         return bytes(self._mv[int(self._offsets[j]) : int(self._offsets[j + 1])])
 

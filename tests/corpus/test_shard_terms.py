@@ -79,3 +79,22 @@ def test_term_blob_of_a_table_and_equality():
     assert list(blob) == ix._state.table.terms() and len(blob) == ix._state.table.n_terms
     assert blob == TermBlob(blob.blob.copy(), blob.offsets.copy())
     assert blob != _blob(["other"])
+
+
+def test_term_blob_of_a_mapped_vocabulary_reads_its_arrays(tmp_path):
+    """A mapped index's terms: the arrays its vocabulary reads (``term_arrays``, no copy), the
+    same terms as the built index, errors naming the folder's ``term_bytes.npy``."""
+    from longctx.mixpr import MixPRIndex
+    from longctx.persist.npy import mapped_base
+
+    ix = MixPRIndex.from_texts(["the garden of roses", "a rose garden at night"])
+    ix.save(tmp_path / "ix")
+    vocab = MixPRIndex.load(tmp_path / "ix", mmap=True)._state.table.vocabulary
+    assert isinstance(vocab, MappedVocabulary)
+    blob = TermBlob.of(MixPRIndex.load(tmp_path / "ix", mmap=True)._state.table)
+    assert blob == TermBlob.of(ix._state.table)
+    assert mapped_base(blob.blob) is not None
+    assert blob.where == repr(str(tmp_path / "ix" / "term_bytes.npy"))
+    data, offsets, where = vocab.term_arrays()
+    assert bytes(data[offsets[0] : offsets[1]]).decode() == ix._state.table.terms()[0]
+    assert where == str(tmp_path / "ix")

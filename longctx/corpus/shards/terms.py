@@ -56,8 +56,8 @@ class TermBlob:
         vocabulary reads, else its terms encoded)."""
         vocab = table.vocabulary
         if isinstance(vocab, MappedVocabulary):
-            where = os.path.join(vocab._where, "term_bytes.npy")
-            return cls(np.frombuffer(vocab._mv, dtype=np.uint8), vocab._offsets, repr(where))
+            blob, offsets, where = vocab.term_arrays()
+            return cls(blob, offsets, repr(os.path.join(where, "term_bytes.npy")))
         return cls(*utf8_blob(table.terms(), "a term", errors="surrogatepass"))
 
     def __len__(self) -> int:
