@@ -196,8 +196,21 @@ ADDED_FIELDS = {"push_df_power": 1.0, "fold_decomposed": False}
 def read_config(r):
     """``(config, token_counter_name, chunk, encoder_identity)`` from ``config.json`` of the
     open folder ``r``, checked (formats 2 and 3)."""
-    cfg_path = r.path / "config.json"
-    cfg = dict(check_dict(r.json("config.json"), cfg_path, "config"))
+    return parse_config(r.json("config.json"), r.path / "config.json")
+
+
+def parse_config(data, cfg_path):
+    """:func:`read_config` of the JSON value ``data`` of the file ``cfg_path`` (what errors
+    name; a config read elsewhere: a sibling shard's in a corpus location): every field
+    checked, the settings saved before a field existed given their former values
+    (:data:`ADDED_FIELDS`).
+
+    Raises
+    ------
+    PersistError
+        Not an object, an unknown or missing field, a value of the wrong type.
+    """
+    cfg = dict(check_dict(data, cfg_path, "config"))
     ident = None
     if "encoder" in cfg:
         ident = cfg.pop("encoder")

@@ -172,3 +172,43 @@ def test_framework_retrievers_take_a_sharded_corpus(tmp_path, docs):
     assert all((d.metadata.get("t") == 1) == (d.metadata["longctx_source_id"] == docs[0][0])
                for d in got)  # fmt: skip
     lc.close()
+
+
+def test_a_new_shard_of_a_corpus_saved_before_fold_decomposed_takes_its_siblings_config(
+    tmp_path, caplog
+):
+    """A sharded corpus saved before ``MixPRConfig.fold_decomposed`` existed (its shards load
+    with ``fold_decomposed=False``, persist.ADDED_FIELDS): a shard made later for new documents
+    takes its siblings' settings, not today's default (before: built with True, and the corpus
+    no longer loaded, "shard 1 was built with other settings"); a query with a decomposed accent
+    finds its unit in the old shard and the new one alike."""
+    import logging
+
+    from longctx.corpus.methods import options_fingerprint
+    from tests._persist_helpers import edit_json
+
+    out = tmp_path / "c"
+    a = ("a", "The qe\u0301yz opened the gate. A quiet garden lay beyond it, with roses.")
+    b = ("b", "Another qe\u0301yz waited by the river. Boats drifted past the old mill.")
+    seq([a], out, fold_decomposed=False)  # one document: shards 1 and 2 not made yet
+    assert not (out / "indexes" / "shard-1").exists()
+    edit_json(  # as saved before the field existed: neither the shard nor the corpus names it
+        out / "indexes" / "shard-0" / "config.json",
+        lambda c: {k: v for k, v in c.items() if k != "fold_decomposed"},
+    )
+
+    def old_options(m):
+        m["options"] = {"shards": 3}
+        m["options_sha256"] = options_fingerprint("mixpr", {"shards": 3})
+
+    edit_json(out / "corpus.json", old_options, stamp=False)
+    with caplog.at_level(logging.INFO, logger="longctx.corpus.shards.build"):
+        assert seq([a, b], out).built == ("b",)
+    assert "differ from the build options' in ['fold_decomposed']" in caplog.text
+    config = json.loads((out / "indexes" / "shard-1" / "config.json").read_text())
+    assert config["fold_decomposed"] is False
+    with CorpusIndex.from_corpus(out, use_ray=False) as corpus:
+        assert corpus.index.config.fold_decomposed is False
+        hits = [h for h in corpus.search("qe\u0301yz", k=4).hits if h.score > 0]
+    assert sorted(h.source for h in hits) == [0, 1]
+    assert all("qe\u0301yz" in h.text for h in hits)

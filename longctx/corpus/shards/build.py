@@ -22,6 +22,7 @@ build stopped half way leaves the corpus as it was, and the same command resumes
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -96,8 +97,51 @@ def index_storage(storage):
     return Storage(storage.location(INDEX_ROOT), storage.storage_options)
 
 
-def _shard_job(storage, i: int, expected: list, changed: list, new: list, options: dict, files):
-    """Bring shard ``i`` to ``expected`` + updates + inserts and store it; one record back."""
+def corpus_config(storage, shard: int, options: dict):
+    """``(config, chunk)`` of the corpus's existing shard ``shard`` (its ``config.json``,
+    checked as a load checks it, :data:`longctx.mixpr.persist.ADDED_FIELDS` included): what a
+    new shard of the corpus is built with, so that one corpus analyses its text one way (a
+    corpus saved before a setting existed keeps that setting's former value, where today's
+    default would build the new shard otherwise and the corpus would no longer load).
+
+    Raises
+    ------
+    PersistError
+        The file is missing, too large or damaged (named).
+    """
+    from longctx.corpus.shards.shard import shard_dir
+    from longctx.mixpr.config import MixPRConfig
+    from longctx.mixpr.persist import parse_config
+
+    rel = f"{INDEX_ROOT}/{shard_dir(shard)}/config.json"
+    data = storage.read_json(rel)
+    if data is None:
+        raise PersistError(f"{storage.location(rel)!r} is missing: the shard is damaged")
+    config, _, chunk, _ = parse_config(data, storage.location(rel))
+    opts = {k: v for k, v in options.items() if k not in ("chunk", "mappable")}
+    asked = MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
+    if asked.walk == "auto":  # what a shard runs (MixPRShard.from_texts)
+        asked = dataclasses.replace(asked, walk="pagerank")
+    if config != asked or chunk != options.get("chunk", True):
+        changed = sorted(
+            f.name
+            for f in dataclasses.fields(config)
+            if getattr(config, f.name) != getattr(asked, f.name)
+        )
+        logger.info(
+            "new shards take the settings of shard %d, which differ from the build options' in "
+            "%s (the corpus was saved by an earlier release)",
+            shard,
+            changed or ["chunk"],
+        )
+    return config, chunk
+
+
+def _shard_job(storage, i: int, expected: list, changed: list, new: list, options: dict, files,
+               corpus=None):  # fmt: skip
+    """Bring shard ``i`` to ``expected`` + updates + inserts and store it; one record back. A
+    shard made anew takes ``corpus`` (``(config, chunk)`` of its siblings, :func:`corpus_config`;
+    ``None``: the corpus has no other shard, the build options')."""
     from longctx._rss import peak_rss_mib
     from longctx.corpus.shards.shard import MixPRShard, shard_dir
     from longctx.mixpr.config import MixPRConfig
@@ -108,7 +152,10 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
     preset = opts.pop("preset", "default")
     chunk = opts.pop("chunk", True)
     mappable = opts.pop("mappable", True)  # format 3: the shards' actors map it
-    config = MixPRConfig.from_preset(preset, **opts)
+    if corpus is None:
+        config = MixPRConfig.from_preset(preset, **opts)
+    else:
+        config, chunk = corpus
     rel = f"{INDEX_ROOT}/{shard_dir(i)}"
     shard = None
     if storage.index_complete(rel):
@@ -222,10 +269,14 @@ def build_sharded_corpus(
             expected = [d for d, s, _ in order if s == i]
             jobs.append((i, expected, upd, ins))
     backend, n_workers, peaks, tokens = "sequential", 1, {}, {}
+    corpus = None
+    if shard_of and any(not exp and ins for _, exp, _, ins in jobs):  # a shard made anew
+        corpus = corpus_config(storage, min(shard_of.values()), options)
     if jobs:
         backend, n_workers, recs = _run_jobs(
-            storage, jobs, options, use_ray=use_ray, workers=workers, ray_address=ray_address
-        )
+            storage, jobs, options, corpus, use_ray=use_ray, workers=workers,
+            ray_address=ray_address,
+        )  # fmt: skip
         if not order and not any(rec["has_terms"] for rec in recs):
             raise ValueError(
                 "texts hold no term to index once stop words are removed (stop_words="
@@ -268,7 +319,7 @@ def build_sharded_corpus(
     }
 
 
-def _run_jobs(storage, jobs, options, *, use_ray, workers, ray_address):
+def _run_jobs(storage, jobs, options, corpus, *, use_ray, workers, ray_address):
     """Run the shard jobs on Ray tasks (or in this process); ``(backend, workers, records)``."""
     files = not storage.shared
     if use_ray_for(use_ray, ray_address, f"{len(jobs)} shards"):
@@ -284,14 +335,16 @@ def _run_jobs(storage, jobs, options, *, use_ray, workers, ray_address):
             while queue or pending:
                 while queue and len(pending) < n:
                     i, exp, upd, ins = queue.pop(0)
-                    pending.append(task.remote(storage, i, exp, upd, ins, options, files))
+                    pending.append(task.remote(storage, i, exp, upd, ins, options, files, corpus))
                 done, pending = ray.wait(pending, num_returns=1)
                 recs.append(ray.get(done[0]))
             return backend, n, recs
         finally:
             if started:
                 ray.shutdown()
-    recs = [_shard_job(storage, i, exp, upd, ins, options, files) for i, exp, upd, ins in jobs]
+    recs = [
+        _shard_job(storage, i, exp, upd, ins, options, files, corpus) for i, exp, upd, ins in jobs
+    ]
     return "sequential", 1, recs
 
 
