@@ -325,3 +325,16 @@ def test_literal_query_weights_is_the_paper_presets_and_changes_only_query_edges
     sb, _, _ = b.score(q, "local")
     assert not np.allclose(sa, sb)  # the query's edges differ
     assert (a.graph.S != b.graph.S).nnz == 0  # the chunk graph does not
+
+
+def test_mixpr_config_fields_are_keyword_only():
+    """A field added among the others (``fold_decomposed``, after ``strip_accents``) never
+    shifts a positional argument: positional construction is refused, keywords work."""
+    import dataclasses
+
+    with pytest.raises(TypeError, match="positional argument"):
+        MixPRConfig(0.3)
+    config = MixPRConfig(threshold=0.3, fold_decomposed=False)
+    assert (config.threshold, config.fold_decomposed) == (0.3, False)
+    assert all(f.kw_only for f in dataclasses.fields(MixPRConfig))
+    assert dataclasses.replace(config, threshold=0.2).fold_decomposed is False

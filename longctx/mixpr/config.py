@@ -41,12 +41,14 @@ class _StemmedAnalyzer(ScriptAnalyzer):
         super().__init__(base, language)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MixPRConfig:
     """Every MixPR setting, shared by :class:`MixPR` (one-off calls) and :class:`MixPRIndex`, so a
     built index and a one-off call rank alike. Pick a preset with ``preset=`` and override fields
     by keyword (``MixPRIndex.from_texts(texts, preset="paper", threshold=0.3)``). The field
     defaults are the ``"default"`` preset's; :data:`PRESETS` ``["paper"]`` holds the paper's.
+    Fields are keyword-only (``MixPRConfig(threshold=0.3)``): a field added among the others
+    never shifts a positional argument.
 
     Attributes
     ----------
