@@ -6,7 +6,7 @@ corpus-wide term statistics gathered from the shards at load).
 Layout at ``out`` (beside ``corpus.json``)::
 
     indexes/shards.json     the corpus order of the documents, the shard and length of each
-    indexes/shard-<i>/      shard i (a MixPRIndex folder, format version 2)
+    indexes/shard-<i>/      shard i (a MixPRIndex folder: format 3, 2 with mappable=False)
     indexes/writing.json    "writing" while a build replaces files, then "done" (loads meanwhile
                             try again: :mod:`longctx.corpus.writers`)
 
