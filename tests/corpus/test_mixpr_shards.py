@@ -210,5 +210,10 @@ def test_a_new_shard_of_a_corpus_saved_before_fold_decomposed_takes_its_siblings
     with CorpusIndex.from_corpus(out, use_ray=False) as corpus:
         assert corpus.index.config.fold_decomposed is False
         hits = [h for h in corpus.search("qe\u0301yz", k=4).hits if h.score > 0]
-    assert sorted(h.source for h in hits) == [0, 1]
-    assert all("qe\u0301yz" in h.text for h in hits)
+        assert sorted(h.source for h in hits) == [0, 1]
+        assert all("qe\u0301yz" in h.text for h in hits)
+        # the loaded index's own insert into its empty shard 2: the corpus's settings too
+        corpus.index.insert(["A third qe\u0301yz sang at dawn."], ids=["c"])
+        assert corpus.index.shard_of("c") == 2
+        hits = [h for h in corpus.index.search("qe\u0301yz", k=6).hits if h.score > 0]
+    assert sorted({h.source for h in hits}) == [0, 1, 2]
