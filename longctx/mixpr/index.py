@@ -36,7 +36,7 @@ from longctx.mixpr.query import (
 )
 from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
 from longctx.mixpr.scoring import normalized_query_vector
-from longctx.mixpr.seeds import local_seeds, seed_source, seed_units
+from longctx.mixpr.seeds import first_units, keep_first_units, local_seeds, seed_source, seed_units
 from longctx.mixpr.state import _frozen, _LazyTexts, _State
 from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.validation import (
@@ -638,6 +638,7 @@ class MixPRIndex(RetrievalIndex):
         unique_texts: bool = False,
         seeds=None,
         explain: bool = False,
+        keep_firsts: bool = False,
     ) -> SearchResult:
         """The best units for ``query``, in document order (by source, then position).
 
@@ -678,6 +679,9 @@ class MixPRIndex(RetrievalIndex):
             seed units that carried it there; the multi-hop walk's paths ``question ->
             passage -> phrase -> hit``) and from the lexical and dense bonuses. Computed for
             the returned hits only.
+        keep_firsts : bool, default False
+            With ``seeds``: MixPR's own best unit and the app's first hit come first, then the
+            seeded order (:func:`~longctx.mixpr.seeds.keep_first_units`; the guides' fusion).
 
         Returns
         -------
@@ -715,28 +719,29 @@ class MixPRIndex(RetrievalIndex):
             budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
-        keep = {} if explain else None
+        keep = {} if explain or keep_firsts else None
         plain_k = token_budget is None and not (unique_texts or whole_documents or explain)
         scores, used, timings, walk = self._score(
             st, query, mode, query_vector, filters, trace, seeds, keep, k if plain_k else None
         )
+        if keep_firsts and used == "local" and keep["session"].get("seed") is not None:
+            own = self._score(st, query, used, query_vector, filters)[0]  # MixPR's, no seeds
+            scores = keep_first_units(scores, first_units(own, keep["session"]["seed"]))
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
             r = document_hits(st, scores, k, self.method, used, timings, t0, mask)
             return replace(r, trace=trace)
         counts = self._counts(st) if token_budget is not None else None
-        idx, vals = select_units(
-            st, scores, allowed, k=k, token_budget=token_budget, counts=counts,
-            unique_texts=unique_texts,
-        )  # fmt: skip
+        kw = dict(k=k, token_budget=token_budget, counts=counts, unique_texts=unique_texts)
+        idx, vals = select_units(st, scores, allowed, **kw)
         if token_budget is not None:
             budget = {"token_budget": token_budget, "unit": self.token_counter_name}
         else:
             budget = {"k": k}
         hits = tuple(unit_hit(st, int(i), float(v)) for i, v in zip(idx.tolist(), vals.tolist()))
         timings["select"] = time.perf_counter() - t0
-        if keep is not None:  # explain=True: after the selection, for the hits only
+        if explain:  # after the selection, for the hits only
             t0 = time.perf_counter()
             hits = with_explanations(hits, explain_hits(st, keep, used, walk, idx, scores))
             timings["explain"] = time.perf_counter() - t0
