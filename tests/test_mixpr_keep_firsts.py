@@ -104,3 +104,22 @@ def test_without_seeds_or_the_flag_the_search_is_unchanged(index):
     assert index.search(q, k=4, mode="local", seeds=seeds_of([9, 2])).hits == seeded.hits
     kept = index.search(q, k=4, mode="local", seeds=seeds_of([9, 2]), keep_firsts=True)
     assert 9 in {h.source for h in kept.hits}
+
+
+def test_a_global_query_asks_the_app_too_and_keeps_its_first(index):
+    asked = []
+
+    def seeds():
+        asked.append(1)
+        return seeds_of([7, 1])
+
+    q = QUERIES[1]
+    plain = index.search(q, k=3, mode="global")
+    r = index.search(q, k=3, mode="global", seeds=seeds, keep_firsts=True)
+    assert asked == [1] and r.mode == "global"
+    got = [h.source for h in sorted(r.hits, key=lambda h: -h.score)]
+    best = max(plain.hits, key=lambda h: h.score).source
+    assert got[:2] == [best, 7] if best != 7 else got[0] == 7
+    # without keep_firsts a global query does not ask for seeds
+    index.search(q, k=3, mode="global", seeds=seeds)
+    assert asked == [1]

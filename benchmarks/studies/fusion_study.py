@@ -15,10 +15,18 @@ passages; ``x2``: MixPR for twice that), then:
 - ``minmax``: CombSUM of min-max scaled scores over each list, weights 1/2 (LlamaIndex's
   ``QueryFusionRetriever(mode="relative_score")``);
 - ``dist``: the same scaled by mean -/+ 3 std (``mode="dist_based_score"``);
-- ``mixpr-fused`` (the recipe now, :class:`longctx.eval.fused.MixPRFusedMethod`): MixPR's walk
-  seeded by the app's list (:mod:`longctx.mixpr.seeds`, rank weights), MixPR's score plus the
-  seeds' walk, each divided by its maximum, the units filling the budget (``seeded 5``: seeded
-  by the app's 5 best only, as ``mixpr-seeded``).
+- ``seeded`` (the recipe until session 17): MixPR's walk seeded by the app's list
+  (:mod:`longctx.mixpr.seeds`, rank weights), MixPR's score plus the seeds' walk, each divided
+  by its maximum, the units filling the budget (``seeded 5``: seeded by the app's 5 best only,
+  as ``mixpr-seeded``; ``seeded k/2`` / ``seeded 2k``: the app asked for half / twice what the
+  fused result returns);
+- ``firsts``: ``seeded`` with MixPR's own best unit and the app's first unit kept first (MixPR's
+  best from a plain :meth:`longctx.MixPRIndex.score`); ``mixpr first``: MixPR's only;
+- ``alt plain``: plain MixPR's ranking and the seeded one taken in turn; ``alt app``: the seeded
+  ranking and the app's list taken in turn;
+- ``mixpr-fused`` (the recipe now, :class:`longctx.eval.fused.MixPRFusedMethod`): ``firsts`` as
+  the core does it (``MixPRIndex.search(keep_firsts=True)``); equal to ``firsts`` to the digit
+  on the development runs.
 
 The earlier version of this study (grain variants of ``rrf``: MixPR's own units, whole rankings,
 ``c=10``) is at commit 7fdadca.
@@ -47,7 +55,15 @@ RULES = ("mixpr units", "rrf", "rrf mixpr x2", "max", "minmax", "dist", "seeded 
 #: half / twice as much; each list's first unit kept (MixPR's own and the app's, or MixPR's
 #: only), then the seeded order; plain MixPR's ranking and the seeded one taken in turn; the
 #: seeded ranking and the app's list taken in turn.
-SEEDED_RULES = ("seeded k/2", "seeded 2k", "firsts", "mixpr first", "alt plain", "alt app")
+SEEDED_RULES = (
+    "seeded",
+    "seeded k/2",
+    "seeded 2k",
+    "firsts",
+    "mixpr first",
+    "alt plain",
+    "alt app",
+)
 
 
 def kept_first(scores: np.ndarray, firsts: list[int]) -> np.ndarray:
@@ -141,7 +157,7 @@ def variant(rule):
             a = app(asked if rule not in ("seeded k/2", "seeded 2k") else None)
             seeds = passage_seeds(a)
             seeded = np.asarray(index.score(query, "auto", seeds=seeds)[0], dtype=np.float64)
-            if rule in ("seeded k/2", "seeded 2k"):
+            if rule in ("seeded", "seeded k/2", "seeded 2k"):
                 return seeded
             if rule == "firsts":
                 return kept_first(seeded, [int(np.argmax(mixpr)), *a[:1]])

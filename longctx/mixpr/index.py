@@ -36,7 +36,7 @@ from longctx.mixpr.query import (
 )
 from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
 from longctx.mixpr.scoring import normalized_query_vector
-from longctx.mixpr.seeds import first_units, keep_first_units, local_seeds, seed_source, seed_units
+from longctx.mixpr.seeds import first_units, keep_first_units, local_seeds, seed_source, seeds_on
 from longctx.mixpr.state import _frozen, _LazyTexts, _State
 from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.validation import (
@@ -543,9 +543,7 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         seeds = local_seeds(seeds) if mode == "local" else None  # a callable: asked now
         if seeds is not None:
-            unit_seeds = seed_units(
-                seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends
-            )
+            unit_seeds = seeds_on(st, seeds)
             timings["seeds"] = time.perf_counter() - t0
         elif mode == "local" and st.unit_vectors is not None:
             t0 = time.perf_counter()
@@ -680,8 +678,8 @@ class MixPRIndex(RetrievalIndex):
             passage -> phrase -> hit``) and from the lexical and dense bonuses. Computed for
             the returned hits only.
         keep_firsts : bool, default False
-            With ``seeds``: MixPR's own best unit and the app's first hit come first, then the
-            seeded order (:func:`~longctx.mixpr.seeds.keep_first_units`; the guides' fusion).
+            With ``seeds`` (then asked for a global query too): MixPR's own best unit and the app's
+            first hit first, then the seeded order (:func:`~longctx.mixpr.seeds.keep_first_units`).
 
         Returns
         -------
@@ -719,14 +717,17 @@ class MixPRIndex(RetrievalIndex):
             budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
-        keep = {} if explain or keep_firsts else None
-        plain_k = token_budget is None and not (unique_texts or whole_documents or explain)
+        keep = {} if explain else None
+        kept = keep_firsts and seeds is not None  # the app is asked for a global query too
+        seeds = local_seeds(seeds) if kept else seeds
+        plain_k = token_budget is None and not (unique_texts or whole_documents or explain or kept)
         scores, used, timings, walk = self._score(
             st, query, mode, query_vector, filters, trace, seeds, keep, k if plain_k else None
         )
-        if keep_firsts and used == "local" and keep["session"].get("seed") is not None:
-            own = self._score(st, query, used, query_vector, filters)[0]  # MixPR's, no seeds
-            scores = keep_first_units(scores, first_units(own, keep["session"]["seed"]))
+        if kept and seeds is not None:  # MixPR's own scores: without the seeds (global: these)
+            plain = (st, query, used, query_vector, filters)
+            own = self._score(*plain)[0] if used == "local" else scores
+            scores = keep_first_units(scores, first_units(own, seeds_on(st, seeds)))
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
@@ -741,7 +742,7 @@ class MixPRIndex(RetrievalIndex):
             budget = {"k": k}
         hits = tuple(unit_hit(st, int(i), float(v)) for i, v in zip(idx.tolist(), vals.tolist()))
         timings["select"] = time.perf_counter() - t0
-        if explain:  # after the selection, for the hits only
+        if keep is not None:  # explain=True: after the selection, for the hits only
             t0 = time.perf_counter()
             hits = with_explanations(hits, explain_hits(st, keep, used, walk, idx, scores))
             timings["explain"] = time.perf_counter() - t0

@@ -43,6 +43,7 @@ __all__ = [
     "rank_weight",
     "seed_source",
     "seed_units",
+    "seeds_on",
 ]
 
 logger = logging.getLogger(__name__)
@@ -433,3 +434,9 @@ def seed_units(
     units = np.fromiter(sorted(acc), dtype=np.int64, count=len(acc))
     weights = np.array([acc[j] for j in units.tolist()], dtype=np.float64)
     return units, weights
+
+
+def seeds_on(st, seeds: list[Seed]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`seed_units` over an index's state ``st`` (a :class:`longctx.MixPRIndex`'s:
+    ``positions``, ``texts``, ``unit_source``, ``starts``, ``ends``)."""
+    return seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends)
