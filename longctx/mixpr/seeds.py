@@ -109,7 +109,7 @@ def first_units(own, seed) -> list[int]:
     :meth:`longctx.MixPRIndex.search`): MixPR's own best unit (the largest of ``own``, its
     scores for the question without the seeds) and the unit the seeds weigh most (the app's
     first hit: rank weight 1), in that order, each left out when absent (no positive score,
-    no seed), the second when it is the first. Ties go to the earlier unit.
+    no seed) and named once when both are one unit. Ties go to the earlier unit.
 
     Parameters
     ----------
