@@ -19,7 +19,9 @@ embeds every MixPR unit (``embed_model=`` / ``embeddings=``); MixPR over the app
 frameworks' reciprocal-rank fusion over MixPR on the app's chunks (top 5); the former fusion
 recipe, reciprocal rank (:func:`rank_fusion_llamaindex` / :func:`rank_fusion_langchain`); and
 the guides' fusion recipe, :func:`fusion_llamaindex` / :func:`fusion_langchain` (top 5): MixPR
-over the app's chunks seeded by the app's retriever.
+over the app's chunks seeded by the app's retriever, each one's first chunk kept
+(``keep_firsts=True``; the row ``hybrid (app's chunks)`` is the same without it, the recipe
+before session 17).
 
 MixPR's units (up to 64 words) are far shorter than the apps' chunks (1,024 LlamaIndex tokens,
 1,000 characters), so the rows ``... @ app's tokens`` also ask MixPR and the hybrid for as many
