@@ -19,7 +19,9 @@ embeds every MixPR unit (``embed_model=`` / ``embeddings=``); MixPR over the app
 frameworks' reciprocal-rank fusion over MixPR on the app's chunks (top 5); the former fusion
 recipe, reciprocal rank (:func:`rank_fusion_llamaindex` / :func:`rank_fusion_langchain`); and
 the guides' fusion recipe, :func:`fusion_llamaindex` / :func:`fusion_langchain` (top 5): MixPR
-over the app's chunks seeded by the app's retriever.
+over the app's chunks seeded by the app's retriever, each one's first chunk kept
+(``keep_firsts=True``; the row ``hybrid (app's chunks)`` is the same without it, the recipe
+before session 17).
 
 MixPR's units (up to 64 words) are far shorter than the apps' chunks (1,024 LlamaIndex tokens,
 1,000 characters), so the rows ``... @ app's tokens`` also ask MixPR and the hybrid for as many
@@ -188,11 +190,7 @@ def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
         lambda: MixPRRetriever.from_defaults(index=vindex, chunk_nodes=False, similarity_top_k=K)
     )
     out[ON_CHUNKS] = (chunks, t)
-    out[HYBRID_CHUNKS] = _timed_build(
-        lambda: MixPRRetriever.from_defaults(
-            index=vindex, chunk_nodes=False, similarity_top_k=K, vector_retriever=app
-        )
-    )
+    out[HYBRID_CHUNKS] = _timed_build(lambda: fusion_llamaindex(vindex, keep_firsts=False))
     out["fusion (rrf, app's chunks)"] = (
         QueryFusionRetriever(
             [chunks, app], mode="reciprocal_rerank", similarity_top_k=K, num_queries=1,
@@ -207,29 +205,35 @@ def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
 
 #: MixPR over the app's own chunks, one unit each (the recipe's MixPR)
 ON_CHUNKS = "mixpr (app's chunks)"
-#: the seeded hybrid over the app's own chunks, one unit each (the same grain as the app's)
+#: the seeded hybrid over the app's own chunks, one unit each (the same grain as the app's):
+#: the recipe without ``keep_firsts`` (the recipe until session 17)
 HYBRID_CHUNKS = "hybrid (app's chunks)"
 
 
-def fusion_llamaindex(vector_index):
+def fusion_llamaindex(vector_index, keep_firsts: bool = True):
     """The guide's recipe (docs/guide/llamaindex.md, "Fusing with the app's retriever"), as-is:
     MixPR over the vector index's own nodes, seeded by the app's retriever asked for 5 (MixPR's
-    score plus the seeds' walk, each divided by its maximum), top 5."""
+    score plus the seeds' walk, each divided by its maximum), each one's first node kept
+    (``keep_firsts=False``: the seeded hybrid over the app's nodes, the former recipe), top 5."""
     from llamaindex_longctx import MixPRRetriever
 
     app = vector_index.as_retriever(similarity_top_k=5)
     return MixPRRetriever.from_defaults(
-        index=vector_index, chunk_nodes=False, similarity_top_k=5, vector_retriever=app
-    )
+        index=vector_index, chunk_nodes=False, similarity_top_k=5, vector_retriever=app,
+        keep_firsts=keep_firsts,
+    )  # fmt: skip
 
 
-def fusion_langchain(vector_store, splits):
+def fusion_langchain(vector_store, splits, keep_firsts: bool = True):
     """The guide's recipe (docs/guide/langchain.md, "Fusing with the app's retriever"), as-is:
-    MixPR over the app's own splits, seeded by the store's retriever asked for 5, first 5."""
+    MixPR over the app's own splits, seeded by the store's retriever asked for 5, each one's
+    first split kept (``keep_firsts=False``: the former recipe), first 5."""
     from langchain_longctx import MixPRRetriever
 
     app = vector_store.as_retriever(search_kwargs={"k": 5})
-    return MixPRRetriever(documents=splits, chunk_documents=False, k=5, vector_retriever=app)
+    return MixPRRetriever(
+        documents=splits, chunk_documents=False, k=5, vector_retriever=app, keep_firsts=keep_firsts
+    )
 
 
 def rank_fusion_llamaindex(vector_index):
@@ -303,9 +307,7 @@ def langchain_app(cache: Path, encoder, old_hybrid: bool) -> dict:
     out[ON_CHUNKS] = _timed_build(
         lambda: MixPRRetriever(documents=splits, chunk_documents=False, k=K)
     )
-    out[HYBRID_CHUNKS] = _timed_build(
-        lambda: MixPRRetriever(documents=splits, chunk_documents=False, k=K, vector_retriever=store)
-    )
+    out[HYBRID_CHUNKS] = _timed_build(lambda: fusion_langchain(store, splits, keep_firsts=False))
     out[RANK_FUSION] = _timed_build(lambda: rank_fusion_langchain(store, splits))
     out[RECIPE] = _timed_build(lambda: fusion_langchain(store, splits))
     return {"retrievers": out, "units": mixpr.index.n_units, "chunks": len(splits)}

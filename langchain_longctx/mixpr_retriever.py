@@ -95,6 +95,11 @@ class MixPRRetriever(BaseRetriever):
       chunk's text at ``start_index``, else the first that contains it
       (:func:`longctx.mixpr.seeds.pick_parent`).
       Not saved: pass it again to :meth:`load`.
+    - `keep_firsts` (`bool`): With `vector_retriever`: MixPR's own best unit and the app's
+      first hit are always returned, then the seeded order fills the rest
+      (``MixPRIndex.search(keep_firsts=True)``, :func:`longctx.mixpr.seeds.keep_first_units`):
+      the guide's fusion recipe, over the app's own splits (``chunk_documents=False``). Default
+      ``False``; not saved.
     - `filter` (`dict | callable | None`): Metadata filter, ``{"author": "Austen"}``,
       ``{"year": {"$gte": 1800}}``; ``invoke(..., filter=...)`` overrides it.
     - `order` (`str`): ``"score"`` (best first, the default) or ``"document"``.
@@ -168,6 +173,12 @@ class MixPRRetriever(BaseRetriever):
     )
     vector_k: int = Field(
         default=5, ge=1, description="Documents asked of vector_retriever when it is a store"
+    )
+    keep_firsts: bool = Field(
+        default=False,
+        strict=True,
+        description="With vector_retriever: MixPR's best unit and the app's first hit always "
+        "returned, then the seeded order (the guide's fusion recipe)",
     )
     seed_source_key: str = Field(
         default="source",
@@ -488,6 +499,7 @@ class MixPRRetriever(BaseRetriever):
             unique_texts=True,
             seeds=seeds,
             explain=explain,
+            keep_firsts=self.keep_firsts,
         )
         hits, keys = result.hits, result.info["doc_ids"]
         whole = not self.chunk_documents

@@ -102,6 +102,11 @@ class MixPRRetriever(BaseRetriever):
         The app's own retriever (``VectorStoreIndex.as_retriever(similarity_top_k=5)``, any
         vector store): its hits seed the walk (see above). Not saved by :meth:`persist`: pass
         it again to :meth:`from_persist_dir`.
+    keep_firsts : bool, default False
+        With ``vector_retriever``: MixPR's own best unit and the app's first hit are always
+        returned, then the seeded order fills the rest (``MixPRIndex.search(keep_firsts=True)``,
+        :func:`longctx.mixpr.seeds.keep_first_units`): the guide's fusion recipe, over the
+        app's own chunks (``chunk_nodes=False``). Not saved by :meth:`persist`.
     filters : optional
         Metadata filters (LlamaIndex ``MetadataFilters``, a dict or a callable); saved by
         :meth:`persist` (all but a callable).
@@ -145,6 +150,7 @@ class MixPRRetriever(BaseRetriever):
         order: str = "score",
         docstore=None,
         vector_retriever: BaseRetriever | None = None,
+        keep_firsts: bool = False,
         explain: bool = False,
         _index: MixPRIndex | None = None,
     ) -> None:
@@ -173,6 +179,9 @@ class MixPRRetriever(BaseRetriever):
                 f"VectorStoreIndex.as_retriever()), got {type(vector_retriever).__name__}"
             )
         self.vector_retriever = vector_retriever
+        if not isinstance(keep_firsts, bool):
+            raise TypeError(f"keep_firsts must be a bool, got {keep_firsts!r}")
+        self.keep_firsts = keep_firsts
         self._embed_model = embed_model
         self._docstore = docstore
         self._seen: dict[str, str | None] = {}  # docstore node id -> hash, when following one
@@ -455,6 +464,7 @@ class MixPRRetriever(BaseRetriever):
             unique_texts=True,
             seeds=seeds,
             explain=self.explain,
+            keep_firsts=self.keep_firsts,
         )
         hits, keys = result.hits, result.info["doc_ids"]
         return with_unique_ids(

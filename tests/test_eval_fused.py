@@ -9,6 +9,7 @@ import pytest
 from longctx.embeddings import CallableEncoder
 from longctx.eval.fused import MixPRFusedMethod, _asked
 from longctx.eval.methods import Context, Doc, _query_embedding, passage_seeds
+from longctx.mixpr.seeds import keep_first_units
 from longctx.selection import select_top
 from tests._fixtures import SEED_BOOK, SEED_OTHER
 from tests.garlic._graphs import hash_embed
@@ -24,7 +25,7 @@ def doc():
     return Doc(SEED_BOOK + SEED_OTHER, ctx)
 
 
-def test_the_selection_is_mixpr_seeded_by_the_app_list_for_the_budget(doc):
+def test_the_selection_keeps_each_first_then_mixpr_seeded_by_the_app_list(doc):
     m = MixPRFusedMethod()
     state = m.build(doc)
     index = state[0]
@@ -33,13 +34,29 @@ def test_the_selection_is_mixpr_seeded_by_the_app_list_for_the_budget(doc):
     spans = m.select(state, QUERY, budget)
     app = _asked(doc.embeddings @ _query_embedding(doc, QUERY), doc.counts, budget)
     seeded = index.score(QUERY, seeds=passage_seeds(app))[0]
-    want = select_top(seeded, token_budget=budget, token_counts=doc.counts)
+    plain = index.score(QUERY)[0]
+    firsts = [int(np.argmax(plain)), app[0]]
+    kept = keep_first_units(seeded, firsts)
+    want = select_top(kept, token_budget=budget, token_counts=doc.counts)
     assert spans == doc.spans(want.tolist())
     assert sum(doc.counts[doc.sentences.index(s)] for s in spans) <= budget
-    plain = index.score(QUERY)[0]
-    # the app's list enters through the walk: its best unit gains, MixPR's best stays first
+    assert set(firsts) <= set(want.tolist())  # MixPR's first and the app's first are kept
+    # the app's list enters through the walk: its best unit gains
     assert seeded[app[0]] > plain[app[0]] / plain.max()
-    assert int(np.argmax(seeded)) in want.tolist()
+
+
+def test_the_corpus_ranking_keeps_each_first_then_the_seeded_order(doc):
+    m = MixPRFusedMethod()
+    passages = doc.sentence_texts
+    state = m.build_corpus(passages, doc.ctx)
+    index, ctx, vectors = state
+    app = np.argsort(-(vectors @ np.asarray(ctx.encoder.embed_query(QUERY)))).tolist()[:4]
+    ranked = m.rank(state, QUERY, 4)
+    plain = index.score(QUERY)[0]
+    assert ranked[0] == int(np.argmax(plain)) and app[0] in ranked[:2]
+    seeded = index.score(QUERY, seeds=passage_seeds(app))[0]
+    rest = [i for i in np.argsort(-seeded, kind="stable").tolist() if i not in ranked[:2]]
+    assert ranked[2:] == rest[:2]
 
 
 def test_seeds_weigh_by_rank_one_document_each():

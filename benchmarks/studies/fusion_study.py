@@ -15,10 +15,18 @@ passages; ``x2``: MixPR for twice that), then:
 - ``minmax``: CombSUM of min-max scaled scores over each list, weights 1/2 (LlamaIndex's
   ``QueryFusionRetriever(mode="relative_score")``);
 - ``dist``: the same scaled by mean -/+ 3 std (``mode="dist_based_score"``);
-- ``mixpr-fused`` (the recipe now, :class:`longctx.eval.fused.MixPRFusedMethod`): MixPR's walk
-  seeded by the app's list (:mod:`longctx.mixpr.seeds`, rank weights), MixPR's score plus the
-  seeds' walk, each divided by its maximum, the units filling the budget (``seeded 5``: seeded
-  by the app's 5 best only, as ``mixpr-seeded``).
+- ``seeded`` (the recipe until session 17): MixPR's walk seeded by the app's list
+  (:mod:`longctx.mixpr.seeds`, rank weights), MixPR's score plus the seeds' walk, each divided
+  by its maximum, the units filling the budget (``seeded 5``: seeded by the app's 5 best only,
+  as ``mixpr-seeded``; ``seeded k/2`` / ``seeded 2k``: the app asked for half / twice what the
+  fused result returns);
+- ``firsts``: ``seeded`` with MixPR's own best unit and the app's first unit kept first (MixPR's
+  best from a plain :meth:`longctx.MixPRIndex.score`); ``mixpr first``: MixPR's only;
+- ``alt plain``: plain MixPR's ranking and the seeded one taken in turn; ``alt app``: the seeded
+  ranking and the app's list taken in turn;
+- ``mixpr-fused`` (the recipe now, :class:`longctx.eval.fused.MixPRFusedMethod`): ``firsts`` as
+  the core does it (``MixPRIndex.search(keep_firsts=True)``); equal to ``firsts`` to the digit
+  on the development runs.
 
 The earlier version of this study (grain variants of ``rrf``: MixPR's own units, whole rankings,
 ``c=10``) is at commit 7fdadca.
@@ -43,6 +51,43 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 RULES = ("mixpr units", "rrf", "rrf mixpr x2", "max", "minmax", "dist", "seeded 5")
+#: The rules of session 17 (issue 45's fusion item): the seeded walk with the app asked for
+#: half / twice as much; each list's first unit kept (MixPR's own and the app's, or MixPR's
+#: only), then the seeded order; plain MixPR's ranking and the seeded one taken in turn; the
+#: seeded ranking and the app's list taken in turn.
+SEEDED_RULES = (
+    "seeded",
+    "seeded k/2",
+    "seeded 2k",
+    "firsts",
+    "mixpr first",
+    "alt plain",
+    "alt app",
+)
+
+
+def kept_first(scores: np.ndarray, firsts: list[int]) -> np.ndarray:
+    """``scores`` (>= 0) with the units of ``firsts`` raised above every other unit, in the
+    order given."""
+    out = np.asarray(scores, dtype=np.float64).copy()
+    top = float(out.max()) if len(out) else 0.0
+    for r, i in enumerate(dict.fromkeys(firsts)):
+        out[i] = top + 1.0 + len(firsts) - r
+    return out
+
+
+def in_turn(rankings: list[list[int]], n: int) -> np.ndarray:
+    """``(n,)`` scores ordering the units by taking the rankings' next new unit in turn."""
+    out, seen, pos = np.zeros(n), set(), [0] * len(rankings)
+    while len(seen) < n and any(p < len(r) for p, r in zip(pos, rankings)):
+        for j, r in enumerate(rankings):
+            while pos[j] < len(r) and r[pos[j]] in seen:
+                pos[j] += 1
+            if pos[j] < len(r):
+                seen.add(r[pos[j]])
+                out[r[pos[j]]] = n + 1 - len(seen)
+                pos[j] += 1
+    return out
 
 
 def scaled(scores: np.ndarray, items: list[int], how: str) -> dict[int, float]:
@@ -94,6 +139,8 @@ def variant(rule):
             mixpr = np.asarray(index.score(query or GLOBAL_QUERY, "auto")[0], dtype=np.float64)
             dense = doc.embeddings @ _query_embedding(doc, query)
             d_list = _asked(dense, doc.counts, token_budget)
+            if rule in SEEDED_RULES:
+                return doc.spans(self._rule_budget(index, query, mixpr, dense, doc, token_budget))
             if rule in ("seeded 5", "mixpr units"):
                 s = self._seeded(index, query, d_list) if rule == "seeded 5" else mixpr
                 idx = select_top(s, token_budget=token_budget, token_counts=doc.counts)
@@ -104,10 +151,43 @@ def variant(rule):
             idx = select_top(fused, token_budget=token_budget, token_counts=doc.counts)
             return doc.spans([i for i in idx.tolist() if fused[i] > 0])
 
+        def _rule(self, index, query, mixpr, app, asked, n):
+            """``(n,)`` scores of a rule of ``SEEDED_RULES``; ``app(size)``: the app's list
+            for a size (``asked``: the fused result's)."""
+            a = app(asked if rule not in ("seeded k/2", "seeded 2k") else None)
+            seeds = passage_seeds(a)
+            seeded = np.asarray(index.score(query, "auto", seeds=seeds)[0], dtype=np.float64)
+            if rule in ("seeded", "seeded k/2", "seeded 2k"):
+                return seeded
+            if rule == "firsts":
+                return kept_first(seeded, [int(np.argmax(mixpr)), *a[:1]])
+            if rule == "mixpr first":
+                return kept_first(seeded, [int(np.argmax(mixpr))])
+            other = top_k(mixpr, n) if rule == "alt plain" else a
+            return in_turn([top_k(seeded, n), other], n)
+
+        def _rule_budget(self, index, query, mixpr, dense, doc, token_budget):
+            def app(size):
+                if size is None:
+                    size = max(1, token_budget // 2) if rule == "seeded k/2" else 2 * token_budget
+                return _asked(dense, doc.counts, size)
+
+            s = self._rule(index, query, mixpr, app, token_budget, len(doc.sentences))
+            return select_top(s, token_budget=token_budget, token_counts=doc.counts).tolist()
+
         def rank(self, state, query, k):
             index, ctx, vectors = state
             dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
             d_list = top_k(dense, k)
+            if rule in SEEDED_RULES:
+                mixpr = np.asarray(index.score(query, "auto")[0], dtype=np.float64)
+
+                def app(size):
+                    if size is None:
+                        size = max(1, k // 2) if rule == "seeded k/2" else 2 * k
+                    return top_k(dense, size)
+
+                return top_k(self._rule(index, query, mixpr, app, k, len(vectors)), k)
             if rule == "seeded 5":
                 return top_k(self._seeded(index, query, d_list), k)
             mixpr = np.asarray(index.score(query, "auto")[0], dtype=np.float64)
@@ -132,7 +212,7 @@ def main(argv=None):
     p.add_argument(
         "--tasks", nargs="+", default=["squad", "narrativeqa", "hotpotqa", "hotpotqa-corpus"]
     )
-    p.add_argument("--rules", nargs="+", default=list(RULES))
+    p.add_argument("--rules", nargs="+", default=list(RULES + SEEDED_RULES))
     args = p.parse_args(argv)
     # the rules join the fused methods of the registry, for this process only
     registry._FUSED.update({r: partial(variant, r) for r in args.rules})

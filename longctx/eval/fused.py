@@ -8,8 +8,11 @@ units that fill the token budget; ``k`` passages on a corpus task). Its list ent
 as seeds (:mod:`longctx.mixpr.seeds`: rank weights ``1 / (rank + 1)``, no score compared), and a
 unit's fused score is MixPR's own score plus the seeds' walk's, each divided by its maximum
 (CombSUM of max-normalized scores, :meth:`longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`);
-the fused scores fill the budget (the ``k`` best). ``benchmarks/studies/fusion_study.py``
-compares it with reciprocal-rank and min-max score fusion (docs/notes/mixpr-recall.md).
+MixPR's own best unit and the baseline's first come first (``keep_firsts=True`` of
+:meth:`longctx.MixPRIndex.search`, :func:`longctx.mixpr.seeds.keep_first_units`), then the
+fused scores fill the budget (the ``k``). ``benchmarks/studies/fusion_study.py`` compares it
+with reciprocal-rank and min-max score fusion and other seeded rules
+(docs/notes/mixpr-recall.md).
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ import numpy as np
 from longctx.eval.methods import (
     GLOBAL_QUERY,
     MixPRMethod,
+    MixPRSeededMethod,
     _query_embedding,
     passage_seeds,
-    top_k,
 )
 from longctx.selection import select_top
 
@@ -33,31 +36,26 @@ def _asked(scores: np.ndarray, counts: np.ndarray, token_budget: int) -> list[in
     return sorted(idx, key=lambda i: (-scores[i], i))
 
 
-class MixPRFusedMethod(MixPRMethod):
+class MixPRFusedMethod(MixPRSeededMethod):
     """MixPR over the ``minilm`` baseline's units, seeded by the baseline's list for the same
-    budget (the module doc)."""
+    budget, each one's first hit kept (the module doc). A corpus task is
+    :class:`~longctx.eval.methods.MixPRSeededMethod`'s ranking with ``n_seeds=None``."""
 
     name = "mixpr-fused"
-    needs_encoder = True
+    n_seeds = None
+    keep_firsts = True
 
     def build(self, doc):
         doc.embeddings  # noqa: B018  (the app's vectors: shared with minilm)
-        return super().build_corpus(doc.sentence_texts, doc.ctx), doc
+        return MixPRMethod.build_corpus(self, doc.sentence_texts, doc.ctx), doc
 
     def select(self, state, query, token_budget):
         index, doc = state
         if query is None:  # no question: MixPR's global ranking of the app's units
             scores = np.asarray(index.score(GLOBAL_QUERY, "global")[0], dtype=np.float64)
-        else:
-            app = _asked(doc.embeddings @ _query_embedding(doc, query), doc.counts, token_budget)
-            scores = np.asarray(index.score(query, "auto", seeds=passage_seeds(app))[0])
-        idx = select_top(scores, token_budget=token_budget, token_counts=doc.counts)
-        return doc.spans(idx.tolist())
-
-    def build_corpus(self, passages, ctx):
-        return super().build_corpus(passages, ctx), ctx, ctx.embed(list(passages))
-
-    def rank(self, state, query, k):
-        index, ctx, vectors = state
-        app = top_k(vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32), k)
-        return top_k(index.score(query, "auto", seeds=passage_seeds(app))[0], k)
+            idx = select_top(scores, token_budget=token_budget, token_counts=doc.counts)
+            return doc.spans(idx.tolist())
+        app = _asked(doc.embeddings @ _query_embedding(doc, query), doc.counts, token_budget)
+        seeds = passage_seeds(app)
+        r = index.search(query, token_budget=token_budget, seeds=seeds, keep_firsts=True)
+        return doc.spans(sorted(h.source for h in r.hits))

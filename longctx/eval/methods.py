@@ -305,11 +305,17 @@ class MixPRSeededMethod(MixPRMethod):
     """MixPR hybrid over the app's own retriever (:mod:`longctx.mixpr.seeds`): the ``minilm``
     baseline's ``n_seeds`` best sentences (passages on a corpus task; their vectors shared with
     it, as an app's vector index already holds them) restart a walk of their own, added to
-    MixPR's score (each divided by its maximum); MixPR embeds nothing. ``mixpr-hybrid`` is the hybrid that embeds every unit (:class:`MixPRHybridMethod`)."""
+    MixPR's score (each divided by its maximum); MixPR embeds nothing. ``mixpr-hybrid`` is the
+    hybrid that embeds every unit (:class:`MixPRHybridMethod`). On a corpus task ``mixpr-fused``
+    (:class:`longctx.eval.fused.MixPRFusedMethod`) is this method with the baseline asked for
+    the ``k`` of the result (``n_seeds=None``) and ``keep_firsts``."""
 
     name = "mixpr-seeded"
     needs_encoder = True
-    n_seeds = 5
+    #: the baseline's hits that seed the walk (``None``: as many as the result holds)
+    n_seeds: int | None = 5
+    #: :meth:`longctx.MixPRIndex.search`'s ``keep_firsts`` (each retriever's first hit kept)
+    keep_firsts = False
 
     def build(self, doc: Doc):
         doc.embeddings  # noqa: B018  (the app's vectors: shared with minilm)
@@ -318,24 +324,23 @@ class MixPRSeededMethod(MixPRMethod):
     def build_corpus(self, passages, ctx):
         return super().build_corpus(passages, ctx), ctx, ctx.embed(list(passages))
 
-    def _top(self, vectors, qvec) -> list[int]:
-        return top_k(vectors @ np.asarray(qvec, dtype=np.float32), self.n_seeds)
-
     def select(self, state, query, token_budget):
         from longctx.mixpr.seeds import Seed, rank_weight
 
         index, doc = state
         if query is None:
             return super().select(index, query, token_budget)
-        top = self._top(doc.embeddings, _query_embedding(doc, query))
+        top = top_k(doc.embeddings @ _query_embedding(doc, query), self.n_seeds)
         seeds = [Seed("0", *doc.sentences[i], rank_weight(r)) for r, i in enumerate(top)]
         r = index.search(query, token_budget=token_budget, seeds=seeds)
         return [(h.start, h.end) for h in r.hits]
 
     def rank(self, state, query, k):
         index, ctx, vectors = state
-        top = self._top(vectors, ctx.encoder.embed_query(query))
-        return top_k(index.score(query, "auto", seeds=passage_seeds(top))[0], k)
+        dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
+        seeds = passage_seeds(top_k(dense, self.n_seeds or k))
+        r = index.search(query, k=k, seeds=seeds, keep_firsts=self.keep_firsts)
+        return [h.source for h in sorted(r.hits, key=lambda h: (-h.score, h.source))]
 
 
 def passage_seeds(ranked: list[int]) -> list:

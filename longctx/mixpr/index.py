@@ -36,7 +36,7 @@ from longctx.mixpr.query import (
 )
 from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
 from longctx.mixpr.scoring import normalized_query_vector
-from longctx.mixpr.seeds import local_seeds, seed_source, seed_units
+from longctx.mixpr.seeds import first_units, keep_first_units, local_seeds, seed_source, seeds_on
 from longctx.mixpr.state import _frozen, _LazyTexts, _State
 from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.validation import (
@@ -543,9 +543,7 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         seeds = local_seeds(seeds) if mode == "local" else None  # a callable: asked now
         if seeds is not None:
-            unit_seeds = seed_units(
-                seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends
-            )
+            unit_seeds = seeds_on(st, seeds)
             timings["seeds"] = time.perf_counter() - t0
         elif mode == "local" and st.unit_vectors is not None:
             t0 = time.perf_counter()
@@ -638,6 +636,7 @@ class MixPRIndex(RetrievalIndex):
         unique_texts: bool = False,
         seeds=None,
         explain: bool = False,
+        keep_firsts: bool = False,
     ) -> SearchResult:
         """The best units for ``query``, in document order (by source, then position).
 
@@ -678,6 +677,9 @@ class MixPRIndex(RetrievalIndex):
             seed units that carried it there; the multi-hop walk's paths ``question ->
             passage -> phrase -> hit``) and from the lexical and dense bonuses. Computed for
             the returned hits only.
+        keep_firsts : bool, default False
+            With ``seeds`` (then asked for a global query too): MixPR's own best unit and the app's
+            first hit first, then the seeded order (:func:`~longctx.mixpr.seeds.keep_first_units`).
 
         Returns
         -------
@@ -716,20 +718,24 @@ class MixPRIndex(RetrievalIndex):
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
         keep = {} if explain else None
-        plain_k = token_budget is None and not (unique_texts or whole_documents or explain)
+        kept = keep_firsts and seeds is not None  # the app is asked for a global query too
+        seeds = local_seeds(seeds) if kept else seeds
+        plain_k = token_budget is None and not (unique_texts or whole_documents or explain or kept)
         scores, used, timings, walk = self._score(
             st, query, mode, query_vector, filters, trace, seeds, keep, k if plain_k else None
         )
+        if kept and seeds is not None:  # MixPR's own scores: without the seeds (global: these)
+            plain = (st, query, used, query_vector, filters)
+            own = self._score(*plain)[0] if used == "local" else scores
+            scores = keep_first_units(scores, first_units(own, seeds_on(st, seeds)))
         trace = (walk, *trace)
         t0 = time.perf_counter()
         if whole_documents:
             r = document_hits(st, scores, k, self.method, used, timings, t0, mask)
             return replace(r, trace=trace)
         counts = self._counts(st) if token_budget is not None else None
-        idx, vals = select_units(
-            st, scores, allowed, k=k, token_budget=token_budget, counts=counts,
-            unique_texts=unique_texts,
-        )  # fmt: skip
+        kw = dict(k=k, token_budget=token_budget, counts=counts, unique_texts=unique_texts)
+        idx, vals = select_units(st, scores, allowed, **kw)
         if token_budget is not None:
             budget = {"token_budget": token_budget, "unit": self.token_counter_name}
         else:

@@ -35,12 +35,15 @@ __all__ = [
     "Seed",
     "MAX_SEEDS",
     "check_seeds",
+    "first_units",
     "hit_seed",
+    "keep_first_units",
     "local_seeds",
     "pick_parent",
     "rank_weight",
     "seed_source",
     "seed_units",
+    "seeds_on",
 ]
 
 logger = logging.getLogger(__name__)
@@ -87,6 +90,71 @@ def rank_weight(rank: int) -> float:
     Ranks, not the retriever's scores: vector stores return cosines, inner products or
     distances (lower is better) on scales of their own, and a retriever may return none."""
     return 1.0 / (int(rank) + 1)
+
+
+def _best(scores) -> int | None:
+    """Position of the largest positive score (ties to the earlier), or ``None``."""
+    if scores is None:
+        return None
+    idx, vals = (scores.idx, scores.vals) if hasattr(scores, "vals") else (None, scores)
+    vals = np.asarray(vals, dtype=np.float64)
+    if not len(vals) or not vals.max() > 0:
+        return None
+    j = int(np.argmax(vals))
+    return j if idx is None else int(idx[j])
+
+
+def first_units(own, seed) -> list[int]:
+    """The units a fusion that keeps each retriever's first hit keeps (``keep_firsts=True`` of
+    :meth:`longctx.MixPRIndex.search`): MixPR's own best unit (the largest of ``own``, its
+    scores for the question without the seeds) and the unit the seeds weigh most (the app's
+    first hit: rank weight 1), in that order, each left out when absent (no positive score,
+    no seed) and named once when both are one unit. Ties go to the earlier unit.
+
+    Parameters
+    ----------
+    own : (n,) float64, :class:`~longctx.selection.SparseScores` or None
+    seed : (units (m,) int64, weights (m,) float64) or None
+        The seeds' restart (:func:`seed_units`).
+    """
+    out = [_best(own)]
+    if seed is not None and len(seed[1]):
+        out.append(int(seed[0][int(np.argmax(seed[1]))]))
+    return list(dict.fromkeys(j for j in out if j is not None))
+
+
+def keep_first_units(scores, firsts: list[int]):
+    """``scores`` with the units of ``firsts`` raised above every other unit, the first
+    highest, so that any top ``k`` or budget selection takes them first: the fusion rule that
+    keeps each retriever's first hit (``docs/notes/mixpr-recall.md``, "Fusion with the app's
+    retriever": chosen on development samples of ``longctx bench``,
+    ``benchmarks/studies/fusion_study.py``, rule ``firsts``). A unit scoring 0 (a filter left
+    it out) is not raised. Not in MixPR's paper.
+
+    Parameters
+    ----------
+    scores : (n,) float64 >= 0, or :class:`~longctx.selection.SparseScores`
+    firsts : list of int
+        Unit positions in ``[0, n)``, best first (:func:`first_units`).
+
+    Returns
+    -------
+    The same kind as ``scores`` (a new object): kept units score ``top + 1 + (len(firsts) -
+    r)`` for the ``r``-th, ``top`` the largest score; the others unchanged.
+    """
+    sparse = hasattr(scores, "vals")
+    vals = scores.vals if sparse else np.asarray(scores, dtype=np.float64)
+    top = float(vals.max()) if len(vals) else 0.0
+    at = {}
+    for r, j in enumerate(firsts):
+        pos = int(np.searchsorted(scores.idx, j)) if sparse else j
+        if pos < len(vals) and (not sparse or int(scores.idx[pos]) == j) and vals[pos] > 0:
+            at[pos] = top + 1.0 + len(firsts) - r
+    if not at:
+        return scores
+    out = vals.copy()
+    out[list(at)] = list(at.values())
+    return type(scores)(scores.n, scores.idx, out) if sparse else out
 
 
 def hit_seed(holds, rank: int, own_id, parent_id, start, end, text, text_of=None) -> Seed | None:
@@ -366,3 +434,9 @@ def seed_units(
     units = np.fromiter(sorted(acc), dtype=np.int64, count=len(acc))
     weights = np.array([acc[j] for j in units.tolist()], dtype=np.float64)
     return units, weights
+
+
+def seeds_on(st, seeds: list[Seed]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`seed_units` over an index's state ``st`` (a :class:`longctx.MixPRIndex`'s:
+    ``positions``, ``texts``, ``unit_source``, ``starts``, ``ends``)."""
+    return seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends)

@@ -8,8 +8,11 @@ ranking is the core rule's (:func:`longctx.fusion.reciprocal_rank_fusion`) on th
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_classic.retrievers import EnsembleRetriever
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
@@ -52,20 +55,21 @@ def test_mixpr_over_the_splits_returns_the_splits_themselves(app):
 def test_the_recipe_is_mixpr_seeded_by_the_stores_5_at_the_splits_grain(app):
     splits, store = app
     vector = store.as_retriever(search_kwargs={"k": 5})
-    fused = MixPRRetriever(documents=splits, chunk_documents=False, k=5, vector_retriever=vector)
+    fused = MixPRRetriever(
+        documents=splits, chunk_documents=False, k=5, vector_retriever=vector, keep_firsts=True
+    )
     out = texts(fused.invoke(QUERY))
     assert len(set(out)) == 5 and set(out) <= set(texts(splits))  # 5 distinct app splits
     # the core rule: the store's 5 splits seed MixPR's walk over them, by rank
     key = {d.page_content: k for k, d in zip(fused._keys, splits)}
     app5 = texts(vector.invoke(QUERY))
     seeds = [Seed(key[t], score=rank_weight(r)) for r, t in enumerate(app5)]
-    scores = fused.index.score(QUERY, seeds=seeds)[0]
+    want = fused.index.search(QUERY, k=5, seeds=seeds, keep_firsts=True, unique_texts=True)
     by_key = dict(zip(fused._keys, texts(splits)))
-    best = sorted(range(len(scores)), key=lambda i: -scores[i])[:5]
-    assert set(out) == {by_key[fused.index.doc_ids[i]] for i in best}
-    # it keeps each retriever's first split, and differs from MixPR alone
+    assert set(out) == {by_key[fused.index.doc_ids[h.source]] for h in want.hits}
+    # it keeps each retriever's first split, first, and differs from MixPR alone
     alone = texts(MixPRRetriever(documents=splits, chunk_documents=False, k=5).invoke(QUERY))
-    assert alone[0] in out and app5[0] in out
+    assert out[0] == alone[0] and app5[0] in out[:2]
     assert out != alone
 
 
@@ -81,3 +85,35 @@ def test_rank_fusion_first_5_is_the_core_rule_and_keeps_both_top_hits(app):
     assert shared and len(shared - {lists[0][0], lists[1][0]}) <= 3  # the case this app makes
     assert lists[0][0] in texts(fused) and lists[1][0] in texts(fused)
     assert texts(fused)[0] in shared  # found by both: ranked first
+
+
+class Ordered(BaseRetriever):
+    """The app's retriever returning given splits in that order."""
+
+    docs: list
+
+    def _get_relevant_documents(self, query, *, run_manager=None):
+        return list(self.docs)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data(), k=st.integers(1, 8))
+def test_keep_firsts_returns_each_retrievers_first_split(app, data, k):
+    splits, _ = app
+    order = data.draw(st.permutations(range(len(splits))))[:5]
+    fused = MixPRRetriever(
+        documents=splits, chunk_documents=False, k=k, keep_firsts=True,
+        vector_retriever=Ordered(docs=[splits[i] for i in order]),
+    )  # fmt: skip
+    out = texts(fused.invoke(QUERY))
+    alone = texts(MixPRRetriever(documents=splits, chunk_documents=False, k=1).invoke(QUERY))
+    assert len(out) == k and out[0] == alone[0]  # MixPR's first split, first
+    if k >= 2:
+        assert splits[order[0]].page_content in out[:2]  # the app's first split
+
+
+def test_keep_firsts_must_be_a_bool(app):
+    with pytest.raises(ValueError, match="keep_firsts"):
+        MixPRRetriever(documents=app[0], chunk_documents=False, keep_firsts="yes")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.llms import MockLLM
@@ -54,17 +56,17 @@ def ids(found):
 def test_the_recipe_is_mixpr_seeded_by_the_apps_5_at_the_nodes_grain(app):
     vector = app.as_retriever(similarity_top_k=5)
     fused = MixPRRetriever.from_defaults(
-        index=app, chunk_nodes=False, similarity_top_k=5, vector_retriever=vector
-    )
+        index=app, chunk_nodes=False, similarity_top_k=5, vector_retriever=vector,
+        keep_firsts=True,
+    )  # fmt: skip
     out = ids(fused.retrieve(QUERY))
     assert len(set(out)) == 5 and set(out) <= set(app.docstore.docs)  # 5 distinct app nodes
     app5 = ids(vector.retrieve(QUERY))
     seeds = [Seed(i, score=rank_weight(r)) for r, i in enumerate(app5)]
-    scores = fused.index.score(QUERY, seeds=seeds)[0]
-    best = sorted(range(len(scores)), key=lambda i: -scores[i])[:5]
-    assert set(out) == {fused.index.doc_ids[i] for i in best}  # the core rule
+    want = fused.index.search(QUERY, k=5, seeds=seeds, keep_firsts=True, unique_texts=True)
+    assert set(out) == {fused.index.doc_ids[h.source] for h in want.hits}  # the core rule
     alone = ids(MixPRRetriever.from_defaults(index=app, chunk_nodes=False).retrieve(QUERY))[:5]
-    assert alone[0] in out and app5[0] in out  # each retriever's first node
+    assert out[0] == alone[0] and app5[0] in out[:2]  # each retriever's first node, first
     assert out != alone
 
 
@@ -129,3 +131,38 @@ def test_bad_arguments_are_named_at_construction(kwargs, error, words):
     with pytest.raises(error) as exc:
         RankFusionRetriever(**kwargs)
     assert words in str(exc.value)
+
+
+class Ordered(BaseRetriever):
+    """The app's retriever returning the index's own nodes in a given order."""
+
+    def __init__(self, nodes):
+        self.nodes = list(nodes)
+        super().__init__()
+
+    def _retrieve(self, query_bundle):
+        return [NodeWithScore(node=n, score=1.0 / (r + 1)) for r, n in enumerate(self.nodes)]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data(), k=st.integers(1, 8))
+def test_keep_firsts_returns_each_retrievers_first_node(app, data, k):
+    nodes = list(app.docstore.docs.values())
+    order = data.draw(st.permutations(range(len(nodes))))[:5]
+    texts = lambda found: [n.node.get_content() for n in found]  # noqa: E731
+    fused = MixPRRetriever.from_defaults(
+        index=app, chunk_nodes=False, similarity_top_k=k, keep_firsts=True,
+        vector_retriever=Ordered([nodes[i] for i in order]),
+    )  # fmt: skip
+    out = texts(fused.retrieve(QUERY))
+    alone = texts(MixPRRetriever.from_defaults(index=app, chunk_nodes=False).retrieve(QUERY))
+    assert len(out) == k and out[0] == alone[0]  # MixPR's first node, first
+    if k >= 2:
+        assert nodes[order[0]].get_content() in out[:2]  # the app's first node
+
+
+def test_keep_firsts_must_be_a_bool(app):
+    with pytest.raises(TypeError, match="keep_firsts"):
+        MixPRRetriever.from_defaults(index=app, chunk_nodes=False, keep_firsts="yes")
