@@ -34,7 +34,7 @@ from longctx.mixpr.query import (
     lexical_cosines,
     personalization,
 )
-from longctx.mixpr.router import MODES, KeywordRouter, choose_walk
+from longctx.mixpr.router import MODES, KeywordRouter, query_walk
 from longctx.mixpr.scoring import normalized_query_vector
 from longctx.mixpr.seeds import first_units, keep_first_units, local_seeds, seed_source, seeds_on
 from longctx.mixpr.state import _frozen, _LazyTexts, _State
@@ -558,7 +558,7 @@ class MixPRIndex(RetrievalIndex):
             scorer.open(sid, filters)
             used, more = scorer.score(sid, query, mode, qvec, filters, trace, unit_seeds, top)
             scores = st.block.take_result(sid)
-            walk, weights = self._choose_walk(st, query, used, more)
+            walk, weights = query_walk(st, query, used, more)
             if keep is not None:  # explain=True
                 keep["session"] = dict(st.block._s(sid))
             if walk["walk"] == "multihop":
@@ -572,22 +572,6 @@ class MixPRIndex(RetrievalIndex):
             more["embed_query"] += timings.pop("embed_query")
         timings.update(more)
         return scores, used, timings, walk
-
-    @staticmethod
-    def _choose_walk(st: _State, query, used, timings):
-        """The walk of this query (:func:`~longctx.mixpr.router.choose_walk`) and the restart
-        weights of its phrases (``None`` without a phrase graph)."""
-        if st.phrases is None or used == "global":
-            return choose_walk(st.walk_plan, used), None
-        t0 = time.perf_counter()
-        weights = st.ranker().query_phrases(query)
-        cols = np.flatnonzero(weights)
-        named = [st.phrases.vocabulary[c] for c in cols.tolist()]
-        walk = choose_walk(st.walk_plan, used, named, int(st.is_head()[cols].sum()))
-        timings["route_walk"] = time.perf_counter() - t0
-        if walk["walk"] != "multihop":
-            logger.info("MixPR walk: pagerank for query %.80r (%s)", query, walk["reason"])
-        return walk, weights
 
     @staticmethod
     def _multihop(
@@ -725,8 +709,11 @@ class MixPRIndex(RetrievalIndex):
             st, query, mode, query_vector, filters, trace, seeds, keep, k if plain_k else None
         )
         if kept and seeds is not None:  # MixPR's own scores: without the seeds (global: these)
-            plain = (st, query, used, query_vector, filters)
-            own = self._score(*plain)[0] if used == "local" else scores
+            own = (
+                self._score(st, query, used, query_vector, filters)[0]
+                if used == "local"
+                else scores
+            )
             scores = keep_first_units(scores, first_units(own, seeds_on(st, seeds)))
         trace = (walk, *trace)
         t0 = time.perf_counter()
@@ -754,17 +741,13 @@ class MixPRIndex(RetrievalIndex):
         """Write the index to directory ``path``.
 
         Format 3 (the default, ``mappable=True``): ``config.json`` (settings; hybrid: the
-        encoder's name and dimension), ``documents.json`` (ids, metadata), every array a plain
-        ``.npy`` file (texts and terms as UTF-8 bytes with offsets, unit offsets and token
-        counts, the TF-IDF rows by columns and by rows, the term counts, the graph's column
-        sums or the thresholded graph, ``unit_vectors``), which :meth:`load` reads, or maps
-        with ``mmap=True``, so that an app opening its index at every start pays for what its
-        queries touch (:mod:`longctx.mixpr.persist_mapped`); larger on disk than format 2.
-
-        ``mappable=False``: format 2: ``config.json``, ``documents.json``, ``texts.json``,
-        ``vocabulary.json``, ``arrays.npz`` (unit offsets, token counts), ``terms.npz`` (term
-        counts), ``graph.npz`` (``graph="threshold"``), ``vectors.npz`` (hybrid); compressed,
-        never mapped. Both formats load. The router and the encoder object are not saved.
+        encoder's name and dimension), ``documents.json`` (ids, metadata) and every array as a
+        plain ``.npy`` file (texts, terms, unit offsets, token counts, ``E`` by columns and by
+        rows, term counts, the graph's column sums, ``unit_vectors``: files in
+        :mod:`longctx.mixpr.persist_mapped`), which :meth:`load` reads, or maps with
+        ``mmap=True``; larger on disk than format 2. ``mappable=False``: format 2 (JSON and
+        compressed ``.npz`` files, :mod:`longctx.mixpr.persist`; never mapped). Both formats
+        load. The router and the encoder object are not saved.
         """
         if mappable:
             save_mapped(self, path)

@@ -4,10 +4,16 @@ by keywords (:class:`KeywordRouter`) or by asking an LLM with the paper's zero-s
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from longctx.checks import check_choice, check_int
+
+logger = logging.getLogger(__name__)
 
 MODES = ("auto", "local", "global")
 
@@ -213,3 +219,20 @@ def choose_walk(plan: dict, mode: str, named: Sequence[str] = (), heads: int = 0
         why = "the query names a passage's head" if heads else "the query names a phrase"
         return {**out, "walk": "multihop", "reason": why, "named": list(named)[:8]}
     return {**out, "walk": "pagerank", "reason": "the query names no phrase of the corpus"}
+
+
+def query_walk(st, query: str, used: str, timings: dict):
+    """The walk of ``query`` over the index state ``st`` (:func:`choose_walk` with the
+    phrases the query names) and the restart weights of its phrases (``None`` without a phrase
+    graph); ``timings["route_walk"]``: seconds spent."""
+    if st.phrases is None or used == "global":
+        return choose_walk(st.walk_plan, used), None
+    t0 = time.perf_counter()
+    weights = st.ranker().query_phrases(query)
+    cols = np.flatnonzero(weights)
+    named = [st.phrases.vocabulary[c] for c in cols.tolist()]
+    walk = choose_walk(st.walk_plan, used, named, int(st.is_head()[cols].sum()))
+    timings["route_walk"] = time.perf_counter() - t0
+    if walk["walk"] != "multihop":
+        logger.info("MixPR walk: pagerank for query %.80r (%s)", query, walk["reason"])
+    return walk, weights
