@@ -281,6 +281,16 @@ def build_indexes(
     -------
     CorpusBuildResult
 
+    Notes
+    -----
+    Builds of one corpus follow each other: from reading the previous ``corpus.json`` to writing
+    the last file, a build holds the corpus's build lock
+    (:func:`longctx.corpus.writers.building`: ``indexes/.build.lock``, an advisory ``flock``
+    across processes and a lock among this process's threads). A second build (another thread,
+    process or terminal) waits for the first, saying so once at INFO level (the running build's
+    process, host and start), then updates its result; ``seconds`` counts the wait. A corpus at an
+    fsspec URL is not locked: two builds of it at once are not serialized.
+
     Raises
     ------
     ValueError, TypeError

@@ -15,6 +15,10 @@ the load is tried again (:func:`load_beside_writers`, as
 A write that stops half way (an error, ``kill -9``) leaves the mark at ``"writing"``: until the
 next write finishes, a load whose checks fail says so (:class:`~longctx.persist.ConcurrentSaveError`
 naming the writer's process and start), not "damaged or forged".
+
+The mark tells a load from damage; it does not order two writers. Two builds of one corpus are
+serialized by :func:`building`, the corpus's build lock, held from reading the previous manifest
+to the last file written: the second build waits for the first, then updates its result.
 """
 
 from __future__ import annotations

@@ -11,8 +11,11 @@ import json
 import logging
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +124,33 @@ def test_a_remote_corpus_is_built_without_the_lock(tmp_path):
     with building(open_storage(out), "indexes"):  # not a local folder: holds nothing
         result = build_indexes(docs, "mixpr", out, **build_options("mixpr", None))
     assert sorted(result.built) == [d for d, _ in docs]
+
+
+def test_longctx_index_run_twice_waits_for_the_first_and_says_so(tmp_path):
+    from longctx.corpus.writers import building
+
+    folder, out, set1, set2 = _first_build(tmp_path, "mixpr", None)
+    write_folder(folder, set2)
+    err = tmp_path / "stderr.txt"
+    cmd = [sys.executable, "-m", "longctx.cli", "index", str(folder), "--method", "mixpr"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "HF_HUB_OFFLINE": "1",
+    }
+    with building(open_storage(out), "indexes"), open(err, "w") as f:
+        proc = subprocess.Popen(
+            [*cmd, "--out", str(out), "--sequential"], stdout=subprocess.PIPE, stderr=f, env=env
+        )
+        waits = wait_either(
+            [lambda: "waits for" in err.read_text(), lambda: proc.poll() is not None]
+        )
+        running = proc.poll() is None  # waiting (before: it ran beside the first build)
+    # the lock is released: the CLI goes on
+    assert waits and running
+    stdout, _ = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, err.read_text()
+    line = next(ln for ln in err.read_text().splitlines() if "waits for" in ln)
+    assert line.startswith("longctx: info: ") and f"by process {os.getpid()}" in line
+    assert b"built 1, skipped 2, removed 1" in stdout
+    _check_later_build_won(tmp_path, out, "mixpr", None, set1, set2)
