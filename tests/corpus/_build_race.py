@@ -120,33 +120,44 @@ def wait_either(events_or_checks, timeout: float = TIMEOUT) -> bool:
     return False
 
 
+def _race(make, folder: Path, seed: int, events) -> bool:
+    """The choreography: the folder holds set 1, A (``make("A")``: a started Thread or Process)
+    runs to its hook, the folder is changed to set 2, B runs until it finished or waits, then A
+    goes on; both joined. Returns ``(A, B, whether B waited)``."""
+    _, set1, set2 = doc_sets(seed)
+    started, go, waiting = events
+    write_folder(folder, set1)
+    a, b = make("A"), None
+    try:
+        if not started.wait(TIMEOUT):
+            raise RuntimeError("build A never reached its hook")
+        write_folder(folder, set2)  # B reads its documents from here (A read them already)
+        b = make("B")
+        wait_either([waiting.is_set, lambda: not b.is_alive()])
+        waited = waiting.is_set()
+    finally:
+        go.set()
+        a.join(TIMEOUT)
+        if b is not None:
+            b.join(TIMEOUT)
+    return a, b, waited
+
+
 def race_processes(folder: Path, out: Path, method: str, shards: int | None, seed: int = 0):
     """Build A and B of one corpus at once in two spawned processes (A held until B finished or
     waits). Returns ``(exit code of A, exit code of B, whether B waited)``."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
-    _, set1, set2 = doc_sets(seed)
-    started, go, waiting = ctx.Event(), ctx.Event(), ctx.Event()
-    write_folder(folder, set1)
-    a = ctx.Process(
-        target=child_build, args=(folder, out, method, shards, started, go, waiting, True)
-    )
-    a.start()
-    try:
-        if not started.wait(TIMEOUT):
-            raise RuntimeError("build A never reached its hook")
-        write_folder(folder, set2)
-        b = ctx.Process(
-            target=child_build, args=(folder, out, method, shards, started, go, waiting, False)
-        )
-        b.start()
-        wait_either([waiting.is_set, lambda: not b.is_alive()])
-        waited = waiting.is_set()
-    finally:
-        go.set()
-    a.join(TIMEOUT)
-    b.join(TIMEOUT)
+    events = (ctx.Event(), ctx.Event(), ctx.Event())
+
+    def make(name):
+        args = (folder, out, method, shards, *events, name == "A")
+        p = ctx.Process(target=child_build, args=args)
+        p.start()
+        return p
+
+    a, b, waited = _race(make, folder, seed, events)
     return a.exitcode, b.exitcode, waited
 
 
@@ -154,11 +165,8 @@ def race_threads(folder: Path, out: Path, method: str, shards: int | None, seed:
     """The same with two threads of this process. Returns ``(errors, whether B waited)``."""
     from longctx.corpus import build_indexes
 
-    _, set1, set2 = doc_sets(seed)
-    started, go, waiting = threading.Event(), threading.Event(), threading.Event()
+    events = (threading.Event(), threading.Event(), threading.Event())
     errors = []
-    undo = hold_inside_build(method, started, go, only_thread="build-A")
-    handler = watch_waits(waiting)
 
     def run(name):
         try:
@@ -166,23 +174,18 @@ def race_threads(folder: Path, out: Path, method: str, shards: int | None, seed:
         except Exception as exc:  # noqa: BLE001 (returned)
             errors.append((name, exc))
 
-    write_folder(folder, set1)
-    a = threading.Thread(target=run, args=("A",), name="build-A")
+    def make(name):
+        t = threading.Thread(target=run, args=(name,), name=f"build-{name}")
+        t.start()
+        return t
+
+    undo = hold_inside_build(method, events[0], events[1], only_thread="build-A")
+    handler = watch_waits(events[2])
     try:
-        a.start()
-        if not started.wait(TIMEOUT):
-            raise RuntimeError("build A never reached its hook")
-        write_folder(folder, set2)  # B reads its documents from here (A read them already)
-        b = threading.Thread(target=run, args=("B",), name="build-B")
-        b.start()
-        wait_either([waiting.is_set, lambda: not b.is_alive()])
-        waited = waiting.is_set()
+        waited = _race(make, folder, seed, events)[2]
     finally:
-        go.set()
-        a.join(TIMEOUT)
         undo()
-    b.join(TIMEOUT)
-    logging.getLogger("longctx").removeHandler(handler)
+        logging.getLogger("longctx").removeHandler(handler)
     return errors, waited
 
 
