@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -184,6 +185,10 @@ def run_corpus(args: argparse.Namespace) -> int:
         )
     if args.shards is not None and args.method != "mixpr":
         return _error("--shards applies to --method mixpr only")
+    shown = logging.getLogger("longctx.corpus.writers")
+    level = shown.level
+    if not getattr(args, "quiet", False):  # "this build waits for ...": shown without --verbose
+        shown.setLevel(logging.INFO)
     try:
         result = build_indexes(
             args.path,
@@ -203,6 +208,8 @@ def run_corpus(args: argparse.Namespace) -> int:
         return _error(f"'longctx index' needs a missing package ({exc.name}): {exc}")
     except (ValueError, TypeError, PersistError, OSError) as exc:
         return _error(str(exc))
+    finally:
+        shown.setLevel(level)
     if args.format == "json":
         json.dump(
             {

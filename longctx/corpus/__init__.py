@@ -11,6 +11,9 @@ Layout of a corpus at ``out``::
     out/.partial/<name>/         (local folders) a GARLIC build's checkpoint until it is finished
     out/indexes/writing.json     (MixPR) the mark of the last build: "writing" while it replaces
                                  files, then "done" (:mod:`~longctx.corpus.writers`)
+    out/indexes/.build.lock      (local folders) the build lock: a build holds it from reading
+                                 corpus.json to its last file, a second build waits
+                                 (:func:`~longctx.corpus.writers.building`)
 
 A MixPR corpus is one index over every document (``indexes/mixpr``), or with ``shards=N``
 (``--shards N``) ``indexes/shards.json`` and ``indexes/shard-<i>/``: shards searched as one index

@@ -281,6 +281,16 @@ def build_indexes(
     -------
     CorpusBuildResult
 
+    Notes
+    -----
+    Builds of one corpus follow each other: from reading the previous ``corpus.json`` to writing
+    the last file, a build holds the corpus's build lock
+    (:func:`longctx.corpus.writers.building`: ``indexes/.build.lock``, an advisory ``flock``
+    across processes and a lock among this process's threads). A second build (another thread,
+    process or terminal) waits for the first, saying so once at INFO level (the running build's
+    process, host and start), then updates its result; ``seconds`` counts the wait. A corpus at an
+    fsspec URL is not locked: two builds of it at once are not serialized.
+
     Raises
     ------
     ValueError, TypeError
@@ -310,8 +320,28 @@ def build_indexes(
     if gpus_per_worker and "device" not in method_options and method != "mixpr":
         method_options["device"] = "cuda"
     inp = read_corpus_input(documents)
-    docs = inp.docs
     storage = open_storage(out, storage_options)
+    if storage.local is not None and not (storage.local / CORPUS_MANIFEST).is_file():
+        _check_out_is_ours(storage)  # before the lock's file is made in it
+    from longctx.corpus.shards.build import INDEX_ROOT
+    from longctx.corpus.writers import building
+
+    # the whole build, from reading the previous manifest to writing the last file, holds the
+    # corpus alone: a second build waits, then updates this one's result (longctx.corpus.writers)
+    with building(storage, INDEX_ROOT):
+        return _build_locked(
+            inp, method, storage, method_options, shards, t0, workers=workers,
+            ray_address=ray_address, gpus_per_worker=gpus_per_worker, use_ray=use_ray,
+            progress=progress,
+        )  # fmt: skip
+
+
+def _build_locked(
+    inp, method, storage, method_options, shards, t0, *, workers, ray_address, gpus_per_worker,
+    use_ray, progress,
+) -> CorpusBuildResult:  # fmt: skip
+    """The body of :func:`build_indexes`, its arguments checked, the corpus's build lock held."""
+    docs = inp.docs
     recorded = method_options if shards is None else {**method_options, "shards": shards}
     fingerprint = options_fingerprint(method, recorded)
     raw = storage.read_json(CORPUS_MANIFEST)

@@ -15,6 +15,10 @@ the load is tried again (:func:`load_beside_writers`, as
 A write that stops half way (an error, ``kill -9``) leaves the mark at ``"writing"``: until the
 next write finishes, a load whose checks fail says so (:class:`~longctx.persist.ConcurrentSaveError`
 naming the writer's process and start), not "damaged or forged".
+
+The mark tells a load from damage; it does not order two writers. Two builds of one corpus are
+serialized by :func:`building`, the corpus's build lock, held from reading the previous manifest
+to the last file written: the second build waits for the first, then updates its result.
 """
 
 from __future__ import annotations
@@ -35,10 +39,21 @@ from longctx.persist import ConcurrentSaveError, PersistError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WRITER_FILE", "load_beside_writers", "loads_beside_writers", "read_mark", "writing"]
+__all__ = [
+    "LOCK_FILE",
+    "WRITER_FILE",
+    "building",
+    "load_beside_writers",
+    "loads_beside_writers",
+    "read_mark",
+    "writing",
+]
 
 #: The mark's file, at the index root.
 WRITER_FILE = "writing.json"
+#: The lock file of :func:`building`, in a corpus's index root (left there; it holds the last
+#: build's process, host and start). No document's folder starts with a dot.
+LOCK_FILE = ".build.lock"
 #: Loads of files that a write in progress keeps changing, before the error.
 WRITER_ATTEMPTS = 6
 #: Largest size of the mark read (bytes).
@@ -47,22 +62,65 @@ MAX_MARK_BYTES = 4096
 T = TypeVar("T")
 
 
-@contextmanager
-def writing(storage, what: str) -> Iterator[None]:
-    """Mark ``storage``'s root as being written (``what``: "a rebuild", "a save") for the
-    duration of the block; the mark says ``"done"`` when the block ends without an error."""
-    token = uuid.uuid4().hex
-    mark = {
-        "format": "longctx.writer",
+def _writer(what: str) -> dict:
+    """Who writes: ``{"what", "pid", "host", "started"}``."""
+    return {
         "what": what,
-        "token": token,
         "pid": os.getpid(),
         "host": socket.gethostname()[:100],
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+@contextmanager
+def writing(storage, what: str) -> Iterator[None]:
+    """Mark ``storage``'s root as being written (``what``: "a rebuild", "a save") for the
+    duration of the block; the mark says ``"done"`` when the block ends without an error."""
+    mark = {"format": "longctx.writer", "token": uuid.uuid4().hex, **_writer(what)}
     storage.write_json(WRITER_FILE, {**mark, "state": "writing"})
     yield
     storage.write_json(WRITER_FILE, {**mark, "state": "done"})
+
+
+@contextmanager
+def building(storage, root: str) -> Iterator[None]:
+    """Hold the corpus at ``storage`` alone for a build: an exclusive lock on its index root
+    ``root`` (``"indexes"``; the lock file :data:`LOCK_FILE` there, :func:`longctx.persist.writer.exclusive_lock`: a
+    lock per path among this process's threads, an advisory ``flock`` across processes).
+
+    A second build of the corpus (another thread, process or terminal) waits until the first
+    ends, saying so once at INFO level ("waits for a build of this corpus by process P on H,
+    started T"), then reads the manifest the first one wrote: builds of one corpus follow each
+    other, the later one updating the earlier one's result, and a load never sees files of two
+    builds. Where ``flock`` is unavailable (Windows, some network file systems) only builds in
+    one process wait for each other. A corpus that is not a local folder (an fsspec URL:
+    ``s3://``, ``gs://``, ``memory://``...) is not locked: two builds of it at once are not
+    serialized (logged at debug level).
+    """
+    from longctx.persist.writer import exclusive_lock
+
+    if storage.local is None:
+        logger.debug("%s is not a local folder: builds of it are not serialized", storage.url)
+        yield
+        return
+    index_root = storage.local / root
+    index_root.mkdir(parents=True, exist_ok=True)
+
+    def say(holder):
+        who = holder or {}
+        logger.info(
+            "%s: this build waits for %s by process %s on %r, started %s",
+            storage.url,
+            who.get("what", "another build of this corpus"),
+            who.get("pid", "?"),
+            who.get("host", "?"),
+            who.get("started", "?"),
+        )
+
+    with exclusive_lock(
+        index_root, index_root / LOCK_FILE, holder=_writer("a build of this corpus"), on_wait=say
+    ):
+        yield
 
 
 def read_mark(storage) -> dict | None:

@@ -43,32 +43,115 @@ class SaveTargetError(FileExistsError):
 
 _PATH_LOCKS: dict[str, threading.Lock] = {}
 _PATH_LOCKS_GUARD = threading.Lock()
+#: Who holds each lock of :func:`exclusive_lock` in this process (its ``holder``), by key.
+_HOLDERS: dict[str, dict] = {}
+#: Largest holder record read back from a lock file (bytes).
+MAX_HOLDER_BYTES = 4096
+
+
+def _open_lock_target(target: Path, create: bool) -> int:
+    """A descriptor to ``flock``: the directory ``target`` (``create=False``), or the regular
+    file ``target``, created when missing and never reached through a link (``O_NOFOLLOW``: a
+    link or FIFO planted there is refused with an ``OSError``)."""
+    if not create:
+        return os.open(target, os.O_RDONLY)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(target, flags, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{str(target)!r} is not a regular file")
+    return fd
+
+
+def _read_holder(fd: int) -> dict | None:
+    """The holder record a lock file holds (bounded, untrusted: a dict of short strings), or
+    ``None``."""
+    try:
+        raw = os.pread(fd, MAX_HOLDER_BYTES + 1, 0)
+        obj = json.loads(raw.decode("utf-8")) if 0 < len(raw) <= MAX_HOLDER_BYTES else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    return {str(k)[:40]: str(v)[:100] for k, v in list(obj.items())[:16]}
 
 
 @contextlib.contextmanager
-def _save_lock(final: Path):
-    """Serialize saves to ``final``: a lock per path in this process and an advisory ``flock``
-    on the parent directory across processes (where the platform has one). Nothing is written
-    to disk for the lock."""
-    key = os.path.abspath(final)
+def exclusive_lock(
+    key: str | os.PathLike,
+    target: str | os.PathLike,
+    *,
+    holder: Mapping[str, Any] | None = None,
+    on_wait: Callable[[dict | None], None] | None = None,
+):
+    """Hold an exclusive lock named ``key`` for the block, in this process and across processes.
+
+    Threads of this process take a lock per ``key`` (the absolute path); processes an advisory
+    ``fcntl.flock`` on ``target``. Where the platform or the file system has no ``flock``
+    (Windows, some network file systems), only the threads of one process are serialized
+    (logged at debug level). The lock is released when the block ends, when the process dies
+    included (the kernel drops a ``flock`` with its descriptor).
+
+    Parameters
+    ----------
+    key : str or PathLike
+        What is locked (saves: the index path; a corpus build: its index root).
+    target : str or PathLike
+        With ``holder=None``, an existing directory to ``flock``: nothing is written to disk.
+        With ``holder``, a lock file, created when missing (never through a link) and left on
+        disk; the holder record is written into it for the processes that wait.
+    holder : mapping, optional
+        Who holds the lock (``{"what", "pid", "host", "started"}``, JSON values): given to
+        ``on_wait`` of the threads and processes that wait for it.
+    on_wait : callable(dict or None), optional
+        Called once, before waiting, when the lock is held by another thread or process, with
+        that holder's record (``None`` when unknown). Waiting has no time limit.
+    """
+    key = os.path.abspath(key)
+    target = Path(target)
     with _PATH_LOCKS_GUARD:
         lock = _PATH_LOCKS.setdefault(key, threading.Lock())
-    with lock:
+    waited = not lock.acquire(blocking=False)
+    if waited:
+        if on_wait is not None:
+            on_wait(_HOLDERS.get(key))
+        lock.acquire()
+    try:
         fd = None
         try:
             import fcntl
 
-            fd = os.open(final.parent, os.O_RDONLY)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except (ImportError, OSError):  # no flock here (Windows, some network file systems)
+            fd = _open_lock_target(target, holder is not None)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None and not waited:
+                    on_wait(_read_holder(fd))
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except (ImportError, OSError) as exc:  # no flock here (Windows, some network file systems)
+            logger.debug("no lock across processes on %s (%s): threads only", target, exc)
             if fd is not None:
                 os.close(fd)
             fd = None
         try:
+            if holder is not None:
+                _HOLDERS[key] = dict(holder)
+                if fd is not None:
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, json.dumps(dict(holder)).encode("utf-8"), 0)
             yield
         finally:
+            _HOLDERS.pop(key, None)
             if fd is not None:
                 os.close(fd)  # releases the flock
+    finally:
+        lock.release()
+
+
+def _save_lock(final: Path):
+    """Serialize saves to ``final``: :func:`exclusive_lock` on ``final``, the ``flock`` on its
+    parent directory (nothing written to disk for the lock)."""
+    return exclusive_lock(final, final.parent)
 
 
 def _manifest_of(d: Path) -> dict | None:
@@ -366,4 +449,4 @@ def write_dir(
     return final
 
 
-__all__ = ["SaveTargetError", "check_save_target", "write_dir"]
+__all__ = ["SaveTargetError", "check_save_target", "exclusive_lock", "write_dir"]

@@ -23,11 +23,12 @@ def docs():
 def index_files(root) -> dict[str, bytes]:
     """``{relative path: bytes}`` of every index file of a local corpus (``indexes/``), with a
     GARLIC ``graph.json``'s run fields (seconds...) dropped, and so the manifest's digest of it;
-    without the mark of the last build (``writing.json``: its process, start and token)."""
+    without the mark of the last build (``writing.json``: its process, start and token) and the
+    build lock's file (``.build.lock``: the last build's process and start)."""
     root = Path(root) / "indexes"
     out = {}
     for f in sorted(root.rglob("*")):
-        if not f.is_file() or f.relative_to(root).as_posix() == "writing.json":
+        if not f.is_file() or f.relative_to(root).as_posix() in ("writing.json", ".build.lock"):
             continue
         data = f.read_bytes()
         if f.name == "graph.json":

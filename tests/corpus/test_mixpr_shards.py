@@ -132,8 +132,9 @@ def test_cli_shards(tmp_path, docs, capsys):
     argv = ["index", str(tmp_path / "in"), "--method", "mixpr", "--out", str(tmp_path / "c")]
     assert main([*argv, "--shards", "2", "--sequential"]) == 0
     assert "built 3, skipped 0, failed 0" in capsys.readouterr().out
+    # .build.lock: the corpus's build lock (longctx.corpus.writers.building)
     assert sorted(p.name for p in (tmp_path / "c" / "indexes").iterdir()) == [
-        "shard-0", "shard-1", "shards.json", "writing.json",
+        ".build.lock", "shard-0", "shard-1", "shards.json", "writing.json",
     ]  # fmt: skip
     assert main([*argv, "--shards", "3", "--sequential"]) == 2
     assert "'shards': 2" in capsys.readouterr().err
