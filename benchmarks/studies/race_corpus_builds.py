@@ -3,7 +3,7 @@ build until build B finished or waits for it), in two processes (spawn) and in t
 MixPR (one index, 2 shards) and diversity; then the corpus is loaded and compared with a fresh
 build of each build's documents. Prints one line per run.
 
-    PYTHONPATH=. python benchmarks/race_corpus_builds.py [--runs 3]
+    PYTHONPATH=. python benchmarks/studies/race_corpus_builds.py [--runs 3]
 """
 
 from __future__ import annotations
