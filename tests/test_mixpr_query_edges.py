@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import longctx.mixpr.scoring as scoring
 from longctx.mixpr import MixPRIndex
@@ -231,3 +233,44 @@ def test_query_rows_are_canonical_csr(alice):
     np.testing.assert_array_equal(coo.data, Eq.data)
     assert np.diff(Eq.indptr).tolist()[2] == 0  # "zebra" unseen, "the" a stop word
     assert (Eq.data > 0).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 8).flatmap(
+        lambda runs: st.lists(
+            st.lists(st.integers(0, 40), max_size=30).map(sorted), min_size=runs, max_size=runs
+        )
+    ),
+    st.integers(0, 2**32 - 1),
+)
+def test_few_runs_are_merged_to_the_same_units_and_sums(runs, seed):
+    """Entries made of a few ascending runs (the query terms' postings, a walk's levels) are
+    sorted by a merge (FEW_RUNS or fewer) or the quicksort (more): the units, positions and
+    sums are ``np.unique``'s and each unit's entries added in their order, bit for bit."""
+    idx = np.array([i for r in runs for i in r], dtype=np.int32)
+    rng = np.random.default_rng(seed)
+    val = rng.choice([1e16, 1.0, -1e16, 0.1, 3.0, 1e-300], len(idx))  # the order shows
+    u, pos = unique_positions(idx, 41)
+    want_u, want_inv = np.unique(idx, return_inverse=True)
+    assert u.dtype == np.int64
+    np.testing.assert_array_equal(u, want_u)
+    np.testing.assert_array_equal(pos, want_inv)
+    su, s = sum_sparse(idx, val)
+    want = {}
+    for i, v in zip(idx.tolist(), val.tolist()):
+        want[i] = want.get(i, 0.0) + v
+    assert su.tolist() == sorted(want) and s.tolist() == [want[i] for i in sorted(want)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 60)), st.sets(st.integers(0, 60)), st.booleans())
+def test_union_places_both_in_order(a, b, subset):
+    """``scoring._union``: the union of two ascending unit lists and where each lies in it,
+    also when ``b`` is within ``a`` (the usual case: no merge)."""
+    a = np.array(sorted(a | b if subset else a), dtype=np.int64)
+    b = np.array(sorted(b), dtype=np.int64)
+    u, at_a, at_b = scoring._union(a, b)
+    np.testing.assert_array_equal(u, np.union1d(a, b))
+    np.testing.assert_array_equal(u[at_a], a)
+    np.testing.assert_array_equal(u[at_b], b)
