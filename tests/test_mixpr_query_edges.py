@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 import longctx.mixpr.scoring as scoring
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.push import _members, finish_walk, sum_sparse, unique_positions
+from longctx.mixpr.push import (
+    SMALL_SORT,
+    _members,
+    finish_walk,
+    sort_order,
+    sum_sparse,
+    unique_positions,
+)
 from longctx.mixpr.query import (
     personalization,
     query_edge_rows,
@@ -113,15 +120,21 @@ def test_several_query_chunks_are_tested(alice):
     assert shared.max() >= 2
 
 
-def test_unique_positions_both_ways():
-    """By a mark (many entries) and by a sort (few): the same units and positions."""
+def test_unique_positions_as_np_unique():
+    """A few ascending runs (merged), many runs and random entries past ``SMALL_SORT`` (the
+    quicksort): ``np.unique``'s units and positions."""
     rng = np.random.default_rng(0)
-    for n, k in [(1000, 900), (1000, 20), (50, 0)]:
-        idx = rng.integers(0, n, k)
-        u, pos = unique_positions(idx, n)
-        np.testing.assert_array_equal(u, np.unique(idx))
-        np.testing.assert_array_equal(u[pos], idx)
+    big = SMALL_SORT + 100
+    cases = [rng.integers(0, 1000, 20), np.zeros(0, np.int64), rng.integers(0, 10**6, big)]
+    cases += [np.concatenate([np.sort(rng.integers(0, 10**6, big // k)) for _ in range(k)])
+              for k in (2, 30)]  # fmt: skip
+    for idx in cases:
+        u, pos = unique_positions(idx)
+        want_u, want_pos = np.unique(idx, return_inverse=True)
+        np.testing.assert_array_equal(u, want_u)
+        np.testing.assert_array_equal(pos, want_pos)
         assert u.dtype == np.int64
+    assert sort_order(cases[2]) is not None and sort_order(np.arange(5)) is None
 
 
 def _old_push_walk(scorer, sid, scale, alpha, trace=None, query_terms=None):
@@ -245,13 +258,13 @@ def test_query_rows_are_canonical_csr(alice):
     st.integers(0, 2**32 - 1),
 )
 def test_few_runs_are_merged_to_the_same_units_and_sums(runs, seed):
-    """Entries made of a few ascending runs (the query terms' postings, a walk's levels) are
-    sorted by a merge (FEW_RUNS or fewer) or the quicksort (more): the units, positions and
-    sums are ``np.unique``'s and each unit's entries added in their order, bit for bit."""
+    """Entries made of ascending runs (the query terms' postings, a walk's levels) sorted by
+    a merge: the units, positions and sums are ``np.unique``'s and each unit's entries added
+    in their order, bit for bit."""
     idx = np.array([i for r in runs for i in r], dtype=np.int32)
     rng = np.random.default_rng(seed)
     val = rng.choice([1e16, 1.0, -1e16, 0.1, 3.0, 1e-300], len(idx))  # the order shows
-    u, pos = unique_positions(idx, 41)
+    u, pos = unique_positions(idx)
     want_u, want_inv = np.unique(idx, return_inverse=True)
     assert u.dtype == np.int64
     np.testing.assert_array_equal(u, want_u)
