@@ -62,6 +62,7 @@ __all__ = [
     "finish_walk",
     "gather",
     "push_walk",
+    "sort_order",
     "spans",
     "strict_limits",
     "sum_sparse",
@@ -128,7 +129,8 @@ def unique_positions(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(unique indices ascending (k,) int64, each entry's position among them (len(idx),))``:
     ``np.unique(idx, return_inverse=True)`` by :func:`sort_order`, which merges the few
     ascending runs of the query terms' postings (their concatenation). Costs the entries, not
-    their bound (a ``(n_units,)`` mark cost 1 ms at 20M words)."""
+    their bound (the ``(n_units,)`` mark it replaced, with ``np.unique`` for fewer entries:
+    0.22 against 0.09 ms a query at 20M words, the growth table's 20 questions)."""
     return _unique_sorted(idx, sort_order(idx))
 
 
