@@ -134,7 +134,7 @@ def test_unique_positions_as_np_unique():
         np.testing.assert_array_equal(u, want_u)
         np.testing.assert_array_equal(pos, want_pos)
         assert u.dtype == np.int64
-    assert sort_order(cases[2]) is not None and sort_order(np.arange(5)) is None
+    assert sort_order(cases[2]) is not None and sort_order(np.arange(big)) is None
 
 
 def _old_push_walk(scorer, sid, scale, alpha, trace=None, query_terms=None):
