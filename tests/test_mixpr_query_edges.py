@@ -9,10 +9,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import longctx.mixpr.scoring as scoring
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.push import _members, finish_walk, sum_sparse, unique_positions
+from longctx.mixpr.push import (
+    SMALL_SORT,
+    _members,
+    finish_walk,
+    sort_order,
+    sum_sparse,
+    unique_positions,
+)
 from longctx.mixpr.query import (
     personalization,
     query_edge_rows,
@@ -111,15 +120,21 @@ def test_several_query_chunks_are_tested(alice):
     assert shared.max() >= 2
 
 
-def test_unique_positions_both_ways():
-    """By a mark (many entries) and by a sort (few): the same units and positions."""
+def test_unique_positions_as_np_unique():
+    """A few ascending runs (merged), many runs and random entries past ``SMALL_SORT`` (the
+    quicksort): ``np.unique``'s units and positions."""
     rng = np.random.default_rng(0)
-    for n, k in [(1000, 900), (1000, 20), (50, 0)]:
-        idx = rng.integers(0, n, k)
-        u, pos = unique_positions(idx, n)
-        np.testing.assert_array_equal(u, np.unique(idx))
-        np.testing.assert_array_equal(u[pos], idx)
+    big = SMALL_SORT + 100
+    cases = [rng.integers(0, 1000, 20), np.zeros(0, np.int64), rng.integers(0, 10**6, big)]
+    cases += [np.concatenate([np.sort(rng.integers(0, 10**6, big // k)) for _ in range(k)])
+              for k in (2, 30)]  # fmt: skip
+    for idx in cases:
+        u, pos = unique_positions(idx)
+        want_u, want_pos = np.unique(idx, return_inverse=True)
+        np.testing.assert_array_equal(u, want_u)
+        np.testing.assert_array_equal(pos, want_pos)
         assert u.dtype == np.int64
+    assert sort_order(cases[2]) is not None and sort_order(np.arange(big)) is None
 
 
 def _old_push_walk(scorer, sid, scale, alpha, trace=None, query_terms=None):
@@ -231,3 +246,44 @@ def test_query_rows_are_canonical_csr(alice):
     np.testing.assert_array_equal(coo.data, Eq.data)
     assert np.diff(Eq.indptr).tolist()[2] == 0  # "zebra" unseen, "the" a stop word
     assert (Eq.data > 0).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 8).flatmap(
+        lambda runs: st.lists(
+            st.lists(st.integers(0, 40), max_size=30).map(sorted), min_size=runs, max_size=runs
+        )
+    ),
+    st.integers(0, 2**32 - 1),
+)
+def test_few_runs_are_merged_to_the_same_units_and_sums(runs, seed):
+    """Entries made of ascending runs (the query terms' postings, a walk's levels) sorted by
+    a merge: the units, positions and sums are ``np.unique``'s and each unit's entries added
+    in their order, bit for bit."""
+    idx = np.array([i for r in runs for i in r], dtype=np.int32)
+    rng = np.random.default_rng(seed)
+    val = rng.choice([1e16, 1.0, -1e16, 0.1, 3.0, 1e-300], len(idx))  # the order shows
+    u, pos = unique_positions(idx)
+    want_u, want_inv = np.unique(idx, return_inverse=True)
+    assert u.dtype == np.int64
+    np.testing.assert_array_equal(u, want_u)
+    np.testing.assert_array_equal(pos, want_inv)
+    su, s = sum_sparse(idx, val)
+    want = {}
+    for i, v in zip(idx.tolist(), val.tolist()):
+        want[i] = want.get(i, 0.0) + v
+    assert su.tolist() == sorted(want) and s.tolist() == [want[i] for i in sorted(want)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 60)), st.sets(st.integers(0, 60)), st.booleans())
+def test_union_places_both_in_order(a, b, subset):
+    """``scoring._union``: the union of two ascending unit lists and where each lies in it,
+    also when ``b`` is within ``a`` (the usual case: no merge)."""
+    a = np.array(sorted(a | b if subset else a), dtype=np.int64)
+    b = np.array(sorted(b), dtype=np.int64)
+    u, at_a, at_b = scoring._union(a, b)
+    np.testing.assert_array_equal(u, np.union1d(a, b))
+    np.testing.assert_array_equal(u[at_a], a)
+    np.testing.assert_array_equal(u[at_b], b)

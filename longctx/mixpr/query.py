@@ -207,12 +207,11 @@ def query_edge_rows(
     w : (r,) float64
         ``B @ p_query``: the restart weights (as scipy's product adds each row's entries).
     """
-    n = E.shape[0]
     m, t = Eqt.shape
     where = spans(E.indptr, terms)
     lens = where[1]
     units, vals = gather(E.indptr, E.indices, E.data, terms, None, where)
-    rows, local = unique_positions(units, n)
+    rows, local = unique_positions(units)
     R = len(rows)
     if reweight is not None:
         indptr = np.concatenate([[0], np.cumsum(lens)])

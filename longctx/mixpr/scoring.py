@@ -43,7 +43,7 @@ from longctx.mixpr.query import (
     query_weights,
 )
 from longctx.mixpr.unit_filter import UnitFilter, document_starts
-from longctx.selection import SparseScores, fewest_left
+from longctx.selection import SparseScores, _find, fewest_left
 from longctx.types import walk_record
 
 logger = logging.getLogger(__name__)
@@ -112,12 +112,18 @@ def _is_sparse(v) -> bool:
     return isinstance(v, SparseScores)
 
 
-def _spread(idx: np.ndarray, v: SparseScores) -> np.ndarray:
-    """``(len(idx),)``: ``v``'s values at the units ``idx`` (ascending, a superset of
-    ``v.idx``), 0 elsewhere."""
-    out = np.zeros(len(idx))
-    out[np.searchsorted(idx, v.idx)] = v.vals
-    return out
+def _union(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(u, where a's entries are in u, where b's are)`` for ``a`` and ``b`` strictly
+    ascending, ``u`` their union (ascending): a binary search of ``b`` in ``a`` (the units
+    holding a query term are nearly always among those the walk reached: then ``u`` is
+    ``a``); otherwise a merge (numpy's stable sort of the two runs). ``np.union1d`` sorted the
+    two by hashing, 1.0 ms on 2 x 17,000 units (20M words) against 0.1 ms."""
+    pos, hit = _find(a, b)
+    if hit.all():
+        return a, np.arange(len(a)), pos
+    u = np.concatenate([a, b[~hit]])
+    u.sort(kind="stable")
+    return u, np.searchsorted(u, a), np.searchsorted(u, b)
 
 
 def _max(values) -> float:
@@ -394,9 +400,12 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
             if lexical is None:
                 idx, scores = x.idx, x.vals.copy()
             else:
-                idx = np.union1d(x.idx, lexical.idx)
-                scores = divide_by_top(_spread(idx, x), pi_top)
-                scores += cfg.lexical_weight * divide_by_top(_spread(idx, lexical), lex_top)
+                # the dense sum's values: 0 / pi_top = 0 where the walk did not reach, and
+                # adding 0 where no query term is leaves a score as it is
+                idx, at_x, at_lex = _union(x.idx, lexical.idx)
+                scores = np.zeros(len(idx))
+                scores[at_x] = divide_by_top(x.vals, pi_top)
+                scores[at_lex] += cfg.lexical_weight * divide_by_top(lexical.vals, lex_top)
             mask = s["mask"]
             if mask is not None:
                 scores[~mask.at(idx)] = 0.0
