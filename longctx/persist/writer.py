@@ -6,6 +6,7 @@ the target are in :mod:`longctx.persist.fs`."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -49,17 +50,48 @@ _HOLDERS: dict[str, dict] = {}
 MAX_HOLDER_BYTES = 4096
 
 
+#: ``errno`` values of a ``flock`` that the file system does not support (some network file
+#: systems): only then does :func:`exclusive_lock` fall back to locking threads only.
+_NO_FLOCK = frozenset(
+    getattr(errno, n) for n in ("ENOLCK", "EOPNOTSUPP", "ENOTSUP") if hasattr(errno, n)
+)
+
+
 def _open_lock_target(target: Path, create: bool) -> int:
     """A descriptor to ``flock``: the directory ``target`` (``create=False``), or the regular
-    file ``target``, created when missing and never reached through a link (``O_NOFOLLOW``: a
-    link or FIFO planted there is refused with an ``OSError``)."""
+    file ``target``, created when missing, never reached through a link (``O_NOFOLLOW``) and
+    never holding another name's data (one link only: it is truncated and written).
+
+    Raises
+    ------
+    PersistError
+        ``target`` cannot be opened, or the lock file is a symbolic link, a FIFO, a folder or
+        anything but a regular file, or a hard link to another file (the message names it: a
+        file planted there would otherwise turn the lock across processes off, or have its
+        contents overwritten).
+    """
     if not create:
-        return os.open(target, os.O_RDONLY)
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(target, flags, 0o644)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        flags = os.O_RDONLY
+    else:
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(target, flags, 0o644)
+    except OSError as exc:
+        raise PersistError(
+            f"{str(target)!r}: the build lock cannot be opened ({exc.strerror or exc}): a link, "
+            "FIFO or folder there? Remove it and run again"
+        ) from None
+    if not create:
+        return fd
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "is not a regular file"
+    elif st.st_nlink != 1:
+        why = f"has {st.st_nlink} hard links (another file's data would be overwritten)"
+    if why is not None:
         os.close(fd)
-        raise OSError(f"{str(target)!r} is not a regular file")
+        raise PersistError(f"{str(target)!r}: the build lock file {why}; remove it and run again")
     return fd
 
 
@@ -74,6 +106,34 @@ def _read_holder(fd: int) -> dict | None:
     if not isinstance(obj, dict):
         return None
     return {str(k)[:40]: str(v)[:100] for k, v in list(obj.items())[:16]}
+
+
+def _flock(target: Path, create: bool, on_wait) -> int | None:
+    """The descriptor of :func:`exclusive_lock`'s ``flock`` on ``target``, held, or ``None``
+    where ``flock`` is missing (no ``fcntl``: Windows) or unsupported by the file system
+    (:data:`_NO_FLOCK`; both logged at debug level). ``on_wait``: called with the holder's
+    record before waiting for another process. Raises :class:`PersistError` as
+    :func:`_open_lock_target`, and an ``OSError`` of ``flock`` other than "unsupported"."""
+    try:
+        import fcntl
+    except ImportError:
+        logger.debug("no lock across processes on %s (no fcntl): threads only", target)
+        return None
+    fd = _open_lock_target(target, create)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait(_read_holder(fd))
+            fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno not in _NO_FLOCK:
+            raise
+        logger.debug("no lock across processes on %s (%s): threads only", target, exc)
+        return None
+    return fd
 
 
 @contextlib.contextmanager
@@ -106,6 +166,16 @@ def exclusive_lock(
     on_wait : callable(dict or None), optional
         Called once, before waiting, when the lock is held by another thread or process, with
         that holder's record (``None`` when unknown). Waiting has no time limit.
+
+    Raises
+    ------
+    longctx.persist.PersistError
+        ``target`` cannot be opened, or the lock file is a symbolic link, FIFO, folder or other
+        non-regular file, or has more than one hard link (a file planted there: the message
+        names it; it is left as it is). Only a missing ``fcntl`` or a ``flock`` failing with
+        ``ENOLCK`` / ``EOPNOTSUPP`` / ``ENOTSUP`` falls back to locking threads only.
+    OSError
+        ``flock`` failed otherwise.
     """
     key = os.path.abspath(key)
     target = Path(target)
@@ -117,22 +187,7 @@ def exclusive_lock(
             on_wait(_HOLDERS.get(key))
         lock.acquire()
     try:
-        fd = None
-        try:
-            import fcntl
-
-            fd = _open_lock_target(target, holder is not None)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if on_wait is not None and not waited:
-                    on_wait(_read_holder(fd))
-                fcntl.flock(fd, fcntl.LOCK_EX)
-        except (ImportError, OSError) as exc:  # no flock here (Windows, some network file systems)
-            logger.debug("no lock across processes on %s (%s): threads only", target, exc)
-            if fd is not None:
-                os.close(fd)
-            fd = None
+        fd = _flock(target, holder is not None, None if waited else on_wait)
         try:
             if holder is not None:
                 _HOLDERS[key] = dict(holder)

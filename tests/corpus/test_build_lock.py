@@ -98,7 +98,8 @@ def test_a_waiting_build_names_the_build_it_waits_for(tmp_path, caplog):
     assert f"started {holder['started']}" in line
 
 
-def test_the_lock_file_is_never_followed_through_a_link(tmp_path):
+def _plant_lock(tmp_path, kind):
+    """A first build, then ``kind`` planted as its lock file: the lock path and the victim."""
     from longctx.corpus.writers import LOCK_FILE
 
     folder, out, _, set2 = _first_build(tmp_path, "mixpr", None)
@@ -106,13 +107,54 @@ def test_the_lock_file_is_never_followed_through_a_link(tmp_path):
     victim.write_text("the user's file")
     lock = out / "indexes" / LOCK_FILE
     lock.unlink()
-    lock.symlink_to(victim)
+    if kind == "symlink":
+        lock.symlink_to(victim)
+    elif kind == "fifo":
+        os.mkfifo(lock)
+    elif kind == "directory":
+        lock.mkdir()
+    else:
+        os.link(victim, lock)
     write_folder(folder, set2)
+    return folder, out, lock, victim
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory", "hardlink"])
+def test_a_planted_lock_file_is_refused_naming_it(tmp_path, kind):
+    # before: the OSError was read as "no flock here" and the build ran with no lock across
+    # processes (symlink, FIFO, folder), and a hard link's target was truncated and overwritten
+    from longctx.persist import PersistError
+
+    folder, out, lock, victim = _plant_lock(tmp_path, kind)
     t0 = time.monotonic()
-    result = build_indexes(str(folder), "mixpr", str(out), **build_options("mixpr", None))
-    assert result.built and time.monotonic() - t0 < TIMEOUT
+    with pytest.raises(PersistError, match="build lock") as err:
+        build_indexes(str(folder), "mixpr", str(out), **build_options("mixpr", None))
+    assert str(lock) in str(err.value)
+    assert time.monotonic() - t0 < TIMEOUT  # a FIFO is not waited on
     assert victim.read_text() == "the user's file"  # not truncated nor written
-    assert lock.is_symlink()
+    assert os.path.lexists(lock) and lock.is_symlink() == (kind == "symlink")  # left as it is
+
+
+def test_the_lock_falls_back_to_threads_only_where_flock_is_unsupported(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    from longctx.persist.writer import exclusive_lock
+
+    def failing(code):
+        def flock(fd, op):
+            raise OSError(code, os.strerror(code))
+
+        return flock
+
+    monkeypatch.setattr(fcntl, "flock", failing(errno.ENOLCK))
+    with exclusive_lock(tmp_path, tmp_path / "x.lock", holder={"what": "t"}):
+        pass  # held among this process's threads only
+    monkeypatch.setattr(fcntl, "flock", failing(errno.EIO))  # not "unsupported": raised
+    with pytest.raises(OSError) as err:
+        with exclusive_lock(tmp_path, tmp_path / "x.lock", holder={"what": "t"}):
+            pass
+    assert err.value.errno == errno.EIO
 
 
 def test_a_remote_corpus_is_built_without_the_lock(tmp_path):
