@@ -646,3 +646,98 @@ def test_an_npz_header_claiming_gigabytes_is_refused_before_it_is_read(tmp_path)
     with pytest.raises(PersistError, match="more than 65536"):
         fmt._load_npz_bytes(buf.getvalue(), p)
     assert not fmt.NPY_PARSE_LOCK.locked()
+
+
+def _npy_header(dtype: str, shape: tuple) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": dtype, "fortran_order": False, "shape": shape}
+    )
+    return buf.getvalue()
+
+
+def _zip(members, compression) -> bytearray:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compression) as zf:
+        for name, data in members:
+            zf.writestr(name, data)
+    return bytearray(buf.getvalue())
+
+
+def _refused_within(raw: bytes, match: str, peak_bytes: int = 8 << 20) -> None:
+    """``_load_npz_bytes(raw)`` raises a PersistError matching ``match`` and allocates at most
+    ``peak_bytes`` on the way (tracemalloc traces numpy's and bz2/lzma's buffers)."""
+    import tracemalloc
+    from pathlib import Path
+
+    from longctx.persist import PersistError
+    from longctx.persist import format as fmt
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(PersistError, match=match) as err:
+            fmt._load_npz_bytes(bytes(raw), Path("x.npz"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "'x.npz'" in str(err.value) and "'a'" in str(err.value)
+    assert peak < peak_bytes, peak
+
+
+@pytest.mark.parametrize("method", ["bzip2", "lzma"])
+def test_an_npz_member_neither_stored_nor_deflated_is_refused_unopened(method):
+    """A bzip2 / LZMA member (numpy writes neither) whose central directory claims 136 bytes:
+    before, opening it let the decompressor allocate GiBs from an archive under 1 KB (bzip2's
+    bound was the member's compressed size x 1100); now refused before it is opened."""
+    import struct
+    import zipfile
+
+    comp = {"bzip2": zipfile.ZIP_BZIP2, "lzma": zipfile.ZIP_LZMA}[method]
+    raw = _zip([("a.npy", _npy_header("<u1", (8,)) + bytes(8) + bytes(1 << 20))], comp)
+    assert len(raw) < 2048
+    cd = raw.rfind(b"PK\x01\x02")
+    struct.pack_into("<I", raw, cd + 24, 136)  # the uncompressed size: the header and 8 values
+    _refused_within(raw, "compression method")
+
+
+@pytest.mark.parametrize("dtype", ["|S0", "<U0"])
+def test_an_npz_member_of_a_zero_size_dtype_is_refused(dtype):
+    """``S0`` / ``U0`` pass every size bound (0 bytes) and numpy makes them ``S1`` / ``U1``
+    arrays of uninitialised values: 2**40 of them allocated before."""
+    import zipfile
+
+    _refused_within(_zip([("a.npy", _npy_header(dtype, (2**20,)))], zipfile.ZIP_STORED), "dtype")
+
+
+def test_a_stored_npz_member_cannot_claim_more_bytes_than_the_archive_has():
+    """A 252-byte archive whose stored member claims 2 GiB in its headers: before, 2 GiB were
+    allocated before the read found the member short; now refused from the archive's length."""
+    import struct
+    import zipfile
+
+    raw = _zip([("a.npy", _npy_header("<u1", (2**31,)) + bytes(16))], zipfile.ZIP_STORED)
+    big = 2**31 + 200
+    struct.pack_into("<II", raw, raw.rfind(b"PK\x01\x02") + 20, big, big)
+    struct.pack_into("<II", raw, raw.find(b"PK\x03\x04") + 18, big, big)
+    assert len(raw) < 300
+    _refused_within(raw, "claims 2147483848 bytes in an archive of")
+
+
+def test_an_npz_member_ending_early_says_so():
+    """A stored member claiming as many bytes as the archive has, from its offset past the
+    archive's end: zipfile's EOFError (no message: before, "damaged or truncated: " and
+    nothing) becomes a PersistError that says what is wrong."""
+    import struct
+    import zipfile
+
+    raw = _zip([("a.npy", _npy_header("<u1", (150,)) + bytes(64))], zipfile.ZIP_STORED)
+    size = len(raw) - 1  # within the archive's length, but not from the member's offset
+    assert size >= 128 + 150  # the header and the values it claims
+    struct.pack_into("<II", raw, raw.rfind(b"PK\x01\x02") + 20, size, size)
+    struct.pack_into("<II", raw, raw.find(b"PK\x03\x04") + 18, size, size)
+    _refused_within(raw, "array 'a' ends before its stated size")

@@ -252,12 +252,33 @@ _NPZ_KINDS = "biufSU"
 _NPZ_READ_BLOCK = 1 << 20
 
 
-def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, p: Path) -> np.ndarray:
-    """The array of one ``.npy`` member of an open ``.npz``: its header read and bounded first
-    (:func:`read_npy_header`, the one step under :data:`NPY_PARSE_LOCK`), its dtype and size
-    checked, then an array of that dtype and shape allocated and filled from the member's bytes
-    (``readinto``: no second header parse, no pickle, other threads' parses not held up)."""
+#: The compression methods of the ``.npz`` members read: those numpy writes (``np.savez``,
+#: ``np.savez_compressed``). bzip2 and LZMA are refused before a member is opened: their
+#: decompressors allocate GiBs for a forged member of a few hundred bytes.
+_NPZ_COMPRESSIONS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+
+
+def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, p: Path, size: int) -> np.ndarray:
+    """The array of one ``.npy`` member of an open ``.npz`` of ``size`` bytes: its compression
+    (stored or deflated) and its central-directory sizes bounded by ``size`` first (a stored
+    member's ``file_size``, any member's ``compress_size``: a forged size cannot claim more
+    bytes than the archive has), then its header read and bounded (:func:`read_npy_header`, the
+    one step under :data:`NPY_PARSE_LOCK`), its dtype (not of size 0: numpy makes ``S0`` /
+    ``U0`` one-character arrays of uninitialised values) and size checked, then an array of
+    that dtype and shape allocated and filled from the member's bytes (``readinto``: no second
+    header parse, no pickle, other threads' parses not held up)."""
     key = info.filename[:-4]
+    if info.compress_type not in _NPZ_COMPRESSIONS:
+        raise PersistError(
+            f"{str(p)!r}: array {key!r} has compression method {info.compress_type}, not stored "
+            "or deflated (numpy writes no other): damaged or forged"
+        )
+    stored_size = info.compress_type == zipfile.ZIP_STORED and info.file_size > size
+    if info.compress_size > size or stored_size:
+        raise PersistError(
+            f"{str(p)!r}: array {key!r} claims {max(info.compress_size, info.file_size)} bytes "
+            f"in an archive of {size} bytes: damaged or forged"
+        )
     with zf.open(info) as fh:
         shape, fortran, dtype = read_npy_header(
             fh, f"{str(p)!r}: array {key!r} has a damaged header"
@@ -267,6 +288,7 @@ def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, p: Path) -> np.ndarr
             or dtype.hasobject
             or dtype.fields is not None
             or dtype.subdtype is not None
+            or dtype.itemsize == 0
         ):
             raise PersistError(f"{str(p)!r}: array {key!r} has dtype {dtype}, not a plain one")
         if any(int(s) < 0 for s in shape):
@@ -326,22 +348,31 @@ def _load_npz_bytes(raw: bytes, p: Path) -> dict[str, np.ndarray]:
     Raises
     ------
     PersistError
-        A damaged archive or member, a forged header or size, a dtype outside numbers and short
-        strings (the message names ``p`` and the member).
+        A damaged archive or member, a forged header or size (a member claiming more bytes
+        than the archive has), a compression other than stored or deflated, a dtype outside
+        numbers and short strings or of size 0 (the message names ``p`` and the member).
     """
+    key = None  # the member being read
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as zf:
             out = {}
             for info in zf.infolist():
                 if info.filename.endswith(".npy"):
-                    out[info.filename[:-4]] = _npz_member(zf, info, p)
+                    key = info.filename[:-4]
+                    out[info.filename[:-4]] = _npz_member(zf, info, p, len(raw))
                 else:
                     logger.debug("%s: member %r is not an array, skipped", p, info.filename[:80])
             return out
     except PersistError:
         raise
+    except EOFError:  # zipfile says nothing: a member's data runs past the archive's end
+        what = "the central directory" if key is None else f"array {key[:80]!r}"
+        raise PersistError(
+            f"{str(p)!r} is damaged or truncated: {what} ends before its stated size"
+        ) from None
     except _ZIP_ERRORS as exc:
-        raise PersistError(f"{str(p)!r} is damaged or truncated: {str(exc)[:200]}") from None
+        why = str(exc)[:200] or type(exc).__name__
+        raise PersistError(f"{str(p)!r} is damaged or truncated: {why}") from None
 
 
 def _arrays_from_bytes(raw: bytes, p: Path, keys: Iterable[str]) -> dict[str, np.ndarray]:
