@@ -96,10 +96,13 @@ class MixPRRetriever(BaseRetriever):
       (:func:`longctx.mixpr.seeds.pick_parent`).
       Not saved: pass it again to :meth:`load`.
     - `keep_firsts` (`bool`): With `vector_retriever`: MixPR's own best unit and the app's
-      first hit are always returned, then the seeded order fills the rest
-      (``MixPRIndex.search(keep_firsts=True)``, :func:`longctx.mixpr.seeds.keep_first_units`):
-      the guide's fusion recipe, over the app's own splits (``chunk_documents=False``). Default
-      ``False``; not saved.
+      first hit (when the filter keeps it) are chosen first, then the seeded order fills the
+      rest (``MixPRIndex.search(keep_firsts=True)``,
+      :func:`longctx.mixpr.seeds.keep_first_units`): the guide's fusion recipe, over the app's
+      own splits (``chunk_documents=False``). With ``k=1`` or a budget that holds one unit
+      only MixPR's own best is kept. Each document keeps its own fused score
+      (``longctx_score``); ``order="score"`` puts those two first. Default ``False``; not
+      saved.
     - `filter` (`dict | callable | None`): Metadata filter, ``{"author": "Austen"}``,
       ``{"year": {"$gte": 1800}}``; ``invoke(..., filter=...)`` overrides it.
     - `order` (`str`): ``"score"`` (best first, the default) or ``"document"``.
@@ -177,8 +180,8 @@ class MixPRRetriever(BaseRetriever):
     keep_firsts: bool = Field(
         default=False,
         strict=True,
-        description="With vector_retriever: MixPR's best unit and the app's first hit always "
-        "returned, then the seeded order (the guide's fusion recipe)",
+        description="With vector_retriever: MixPR's best unit and the app's first hit (when "
+        "the filter keeps it) chosen first, then the seeded order (the guide's fusion recipe)",
     )
     seed_source_key: str = Field(
         default="source",

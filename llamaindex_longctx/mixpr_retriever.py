@@ -103,10 +103,13 @@ class MixPRRetriever(BaseRetriever):
         vector store): its hits seed the walk (see above). Not saved by :meth:`persist`: pass
         it again to :meth:`from_persist_dir`.
     keep_firsts : bool, default False
-        With ``vector_retriever``: MixPR's own best unit and the app's first hit are always
-        returned, then the seeded order fills the rest (``MixPRIndex.search(keep_firsts=True)``,
-        :func:`longctx.mixpr.seeds.keep_first_units`): the guide's fusion recipe, over the
-        app's own chunks (``chunk_nodes=False``). Not saved by :meth:`persist`.
+        With ``vector_retriever``: MixPR's own best unit and the app's first hit (when the
+        filters keep it) are chosen first, then the seeded order fills the rest
+        (``MixPRIndex.search(keep_firsts=True)``, :func:`longctx.mixpr.seeds.keep_first_units`):
+        the guide's fusion recipe, over the app's own chunks (``chunk_nodes=False``). With
+        ``similarity_top_k=1`` or a budget that holds one unit only MixPR's own best is kept.
+        Each node keeps its own fused score; ``order="score"`` puts those two first. Not
+        saved by :meth:`persist`.
     filters : optional
         Metadata filters (LlamaIndex ``MetadataFilters``, a dict or a callable); saved by
         :meth:`persist` (all but a callable).

@@ -109,6 +109,10 @@ class SearchResult:
         "multihop"``; both built by :func:`walk_record`); empty otherwise.
     info : mapping
         Method-specific extras (GARLIC: ``answer``, ``stop_reason``, ``tokens_run``...).
+        ``info["ranking"]``, when present: the positions in :attr:`hits`, best first, of a
+        method whose hits rank by more than their scores (MixPR's ``keep_firsts=True``: each
+        retriever's first hit first, each hit keeping its own score); :meth:`positions`,
+        :meth:`by_score` and :meth:`top` follow it.
     """
 
     hits: tuple[Passage, ...]
@@ -130,14 +134,14 @@ class SearchResult:
 
         ``hits`` are in document order (the order to put them in a prompt); this is the order to
         show them in or to cut a ranking from. Equal scores keep document order; a NaN score
-        goes last.
+        goes last. A result whose ``info["ranking"]`` is set comes in that order instead.
 
         Returns
         -------
         tuple of Passage
             The same ``len(self)`` passages, sorted by ``score`` descending.
         """
-        return tuple(sorted(self.hits, key=_score_key))
+        return tuple(self.hits[j] for j in self.positions("score"))
 
     def positions(self, order: str = "score") -> tuple[int, ...]:
         """Positions in :attr:`hits` in the order a retriever returns them.
@@ -164,6 +168,12 @@ class SearchResult:
         check_order(order)
         if order == "document":
             return tuple(range(len(self.hits)))
+        ranking = self.info.get("ranking") if isinstance(self.info, Mapping) else None
+        if ranking is not None:
+            ranking = tuple(int(j) for j in ranking)
+            if sorted(ranking) != list(range(len(self.hits))):
+                raise ValueError(f"info['ranking'] is not a permutation of {len(self.hits)} hits")
+            return ranking
         return tuple(sorted(range(len(self.hits)), key=lambda j: _score_key(self.hits[j])))
 
     def top(self, n: int) -> tuple[Passage, ...]:

@@ -60,6 +60,16 @@ def test_hits_by_score_and_top():
     assert SearchResult((), "mixpr").by_score() == ()
 
 
+def test_a_ranking_in_info_orders_the_hits_best_first():
+    """MixPR's ``keep_firsts``: the kept hits first, each hit keeping its own score."""
+    hits = tuple(Passage(i, i + 1, t, s, i) for i, (t, s) in enumerate(zip("abc", (0.9, 0.0, 0.5))))
+    r = SearchResult(hits, "mixpr", info={"ranking": (1, 0, 2)})
+    assert r.positions() == (1, 0, 2) and r.positions("document") == (0, 1, 2)
+    assert [h.text for h in r.by_score()] == ["b", "a", "c"] and r.top(1)[0].text == "b"
+    with pytest.raises(ValueError, match="not a permutation"):
+        SearchResult(hits, "mixpr", info={"ranking": (0, 0, 2)}).positions()
+
+
 def test_walk_record_is_the_one_shape_of_a_walks_trace():
     push = walk_record("walk", "push", 3, 0.25, parked=0.125, read=np.int64(7))
     assert list(push) == ["stage", "solver", "steps", "residual", "parked", "read"]

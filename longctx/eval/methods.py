@@ -340,7 +340,7 @@ class MixPRSeededMethod(MixPRMethod):
         dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
         seeds = passage_seeds(top_k(dense, self.n_seeds or k))
         r = index.search(query, k=k, seeds=seeds, keep_firsts=self.keep_firsts)
-        return [h.source for h in sorted(r.hits, key=lambda h: (-h.score, h.source))]
+        return [r.hits[j].source for j in r.positions("score")]  # keep_firsts: info["ranking"]
 
 
 def passage_seeds(ranked: list[int]) -> list:

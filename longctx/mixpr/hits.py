@@ -25,6 +25,7 @@ __all__ = [
     "text_slice",
     "unit_hit",
     "unit_text_key",
+    "values_at",
     "document_hits",
 ]
 
@@ -32,6 +33,11 @@ __all__ = [
 def dense_scores(scores) -> np.ndarray:
     """``(n_units,) float64`` of scores given dense or as :class:`SparseScores`."""
     return scores.dense() if isinstance(scores, SparseScores) else scores
+
+
+def values_at(scores, idx) -> np.ndarray:
+    """``(len(idx),) float64``: the scores (dense or :class:`SparseScores`) of units ``idx``."""
+    return scores.at(idx) if isinstance(scores, SparseScores) else scores[idx]
 
 
 def text_slice(texts, d: int, start: int, end: int) -> str:
@@ -100,16 +106,20 @@ def select_units(st, scores, allowed, *, k, token_budget, counts, unique_texts: 
     else:
         sel = pick(sub, k=k)
     idx = sel if allowed is None else allowed[sel]
-    vals = scores.at(idx) if sparse else scores[idx]
-    return idx, vals
+    return idx, values_at(scores, idx)
 
 
-def document_hits(st, scores, k: int, method: str, used: str, timings, t0, mask=None):
+def document_hits(st, scores, k: int, method: str, used: str, timings, t0, mask=None, real=None):
     """The ``k`` documents whose best unit scores highest (ties to the earlier document), each
     as one whole-text hit (``index``: its best unit's position, ties to the later unit);
     ``timings["select"]`` is the time since ``t0`` (``time.perf_counter()``). ``mask``: the
     :class:`~longctx.mixpr.unit_filter.UnitFilter` of the units kept, or ``None``. The index
     holds at least one unit (a search of an empty index returns before).
+
+    ``real`` (``keep_firsts``: ``scores`` then only order the choice,
+    :func:`~longctx.mixpr.seeds.keep_first_units`): the scores the hits report, each chosen
+    document's best unit and score taken from them (:func:`_real_best`), and
+    ``info["ranking"]`` the order of ``scores``.
 
     Sparse scores (:class:`~longctx.selection.SparseScores`, none negative) cost the units
     they hold and one pass over the documents (:func:`_best_documents`); dense ones a pass
@@ -119,13 +129,33 @@ def document_hits(st, scores, k: int, method: str, used: str, timings, t0, mask=
         top, best, arg = _best_documents(st.unit_source, starts, scores, mask, k)
     else:
         top, best, arg = _best_documents_dense(starts, dense_scores(scores), mask, k)
+    info = {"whole_documents": True}
+    if real is not None:
+        info["ranking"] = tuple(np.lexsort((np.arange(len(best)), -best)).tolist())
+        best, arg = _real_best(starts, real, top, mask)
     hits = tuple(
         Passage(0, len(st.texts[d]), st.texts[d], float(b), int(j), int(d))
         for d, b, j in zip(top.tolist(), best.tolist(), st.unit_positions(arg).tolist())
     )
     timings["select"] = time.perf_counter() - t0
-    info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits), "whole_documents": True}
+    info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits), **info}
     return SearchResult(hits, method, used, timings, {"k": k}, info=info)
+
+
+def _real_best(starts, scores, docs, mask):
+    """``(best (h,) float64, arg (h,) int64)``: the best score among the kept units of each
+    document of ``docs`` and its unit (ties to the later unit; a document whose kept units
+    all score 0: its last kept unit), from ``scores`` (dense or sparse). Costs the units of
+    ``docs`` (the chosen documents), not of the index."""
+    best, arg = np.zeros(len(docs)), np.zeros(len(docs), np.int64)
+    for r, d in enumerate(docs.tolist()):
+        units = np.arange(starts[d], starts[d + 1], dtype=np.int64)
+        if mask is not None:
+            units = units[mask.at(units)]
+        vals = scores.at(units) if isinstance(scores, SparseScores) else scores[units]
+        j = len(vals) - 1 - int(np.argmax(vals[::-1]))
+        best[r], arg[r] = vals[j], units[j]
+    return best, arg
 
 
 def _best_documents(unit_source, starts, scores: SparseScores, mask, k: int):

@@ -23,7 +23,7 @@ from longctx.index import RetrievalIndex, check_texts
 from longctx.mixpr.build import build_state, spliced, without
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.explain import explain_hits
-from longctx.mixpr.hits import dense_scores, document_hits, select_units, unit_hit
+from longctx.mixpr.hits import dense_scores, document_hits, select_units, unit_hit, values_at
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
@@ -36,7 +36,14 @@ from longctx.mixpr.query import (
 )
 from longctx.mixpr.router import MODES, KeywordRouter, query_walk
 from longctx.mixpr.scoring import normalized_query_vector
-from longctx.mixpr.seeds import first_units, keep_first_units, local_seeds, seed_source, seeds_on
+from longctx.mixpr.seeds import (
+    first_units,
+    keep_first_units,
+    kept_ranking,
+    local_seeds,
+    seed_source,
+    seeds_on,
+)
 from longctx.mixpr.state import _frozen, _LazyTexts, _State
 from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.validation import (
@@ -662,8 +669,10 @@ class MixPRIndex(RetrievalIndex):
             passage -> phrase -> hit``) and from the lexical and dense bonuses. Computed for
             the returned hits only.
         keep_firsts : bool, default False
-            With ``seeds`` (then asked for a global query too): MixPR's own best unit and the app's
-            first hit first, then the seeded order (:func:`~longctx.mixpr.seeds.keep_first_units`).
+            With ``seeds`` (then asked for a global query too): MixPR's own best unit and the
+            app's first hit (when the filter keeps it) chosen first, then the seeded order
+            (:func:`~longctx.mixpr.seeds.keep_first_units`); hits keep their own scores, and
+            ``info["ranking"]`` (:meth:`SearchResult.positions`) puts those two first.
 
         Returns
         -------
@@ -708,21 +717,24 @@ class MixPRIndex(RetrievalIndex):
         scores, used, timings, walk = self._score(
             st, query, mode, query_vector, filters, trace, seeds, keep, k if plain_k else None
         )
+        order = scores  # keep_firsts: a raised copy orders the choice, hits keep `scores`
         if kept and seeds is not None:  # MixPR's own scores: without the seeds (global: these)
             own = (
                 self._score(st, query, used, query_vector, filters)[0]
                 if used == "local"
                 else scores
             )
-            scores = keep_first_units(scores, first_units(own, seeds_on(st, seeds)))
-        trace = (walk, *trace)
+            order = keep_first_units(scores, first_units(own, seeds_on(st, seeds)), allowed)
+        trace, real = (walk, *trace), (scores if order is not scores else None)
         t0 = time.perf_counter()
         if whole_documents:
-            r = document_hits(st, scores, k, self.method, used, timings, t0, mask)
+            r = document_hits(st, order, k, self.method, used, timings, t0, mask, real)
             return replace(r, trace=trace)
         counts = self._counts(st) if token_budget is not None else None
         kw = dict(k=k, token_budget=token_budget, counts=counts, unique_texts=unique_texts)
-        idx, vals = select_units(st, scores, allowed, **kw)
+        idx, vals = select_units(st, order, allowed, **kw)
+        ranked = {} if real is None else {"ranking": kept_ranking(vals)}
+        vals = vals if real is None else values_at(real, idx)
         if token_budget is not None:
             budget = {"token_budget": token_budget, "unit": self.token_counter_name}
         else:
@@ -733,7 +745,7 @@ class MixPRIndex(RetrievalIndex):
             t0 = time.perf_counter()
             hits = with_explanations(hits, explain_hits(st, keep, used, walk, idx, scores))
             timings["explain"] = time.perf_counter() - t0
-        info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits)}
+        info = {"doc_ids": tuple(st.doc_ids[h.source] for h in hits), **ranked}
         return SearchResult(hits, self.method, used, timings, budget, trace=trace, info=info)
 
     # -- persistence --------------------------------------------------------------------------

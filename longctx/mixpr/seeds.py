@@ -38,6 +38,7 @@ __all__ = [
     "first_units",
     "hit_seed",
     "keep_first_units",
+    "kept_ranking",
     "local_seeds",
     "pick_parent",
     "rank_weight",
@@ -123,38 +124,60 @@ def first_units(own, seed) -> list[int]:
     return list(dict.fromkeys(j for j in out if j is not None))
 
 
-def keep_first_units(scores, firsts: list[int]):
+def keep_first_units(scores, firsts: list[int], allowed=None):
     """``scores`` with the units of ``firsts`` raised above every other unit, the first
-    highest, so that any top ``k`` or budget selection takes them first: the fusion rule that
-    keeps each retriever's first hit (``docs/notes/mixpr-recall.md``, "Fusion with the app's
-    retriever": chosen on development samples of ``longctx bench``,
-    ``benchmarks/studies/fusion_study.py``, rule ``firsts``). A unit scoring 0 (a filter left
-    it out) is not raised. Not in MixPR's paper.
+    highest: the ORDER of a selection that keeps each retriever's first hit (any top ``k`` or
+    budget selection takes them first; :meth:`longctx.MixPRIndex.search` reports the hits'
+    own, unraised scores). The fusion rule of ``docs/notes/mixpr-recall.md``, "Fusion with the
+    app's retriever": chosen on development samples of ``longctx bench``,
+    ``benchmarks/studies/fusion_study.py``, rule ``firsts``. Not in MixPR's paper.
+
+    A unit of ``firsts`` is raised when the filter keeps it (``allowed``), whatever its score:
+    the app's first hit may score 0 in MixPR's fused scores (on the multi-hop walk, the seeded
+    scores can equal MixPR's own, and a seed unit the walk does not reach scores 0); a sparse
+    ``scores`` gets it inserted.
 
     Parameters
     ----------
     scores : (n,) float64 >= 0, or :class:`~longctx.selection.SparseScores`
     firsts : list of int
         Unit positions in ``[0, n)``, best first (:func:`first_units`).
+    allowed : (m,) int64 ascending, optional
+        The units a filter keeps (``None``: every unit); the others are never raised.
 
     Returns
     -------
-    The same kind as ``scores`` (a new object): kept units score ``top + 1 + (len(firsts) -
-    r)`` for the ``r``-th, ``top`` the largest score; the others unchanged.
+    The same kind as ``scores`` (a new object, or ``scores`` itself when no unit is raised):
+    kept units score ``top + 1 + (len(firsts) - r)`` for the ``r``-th, ``top`` the largest
+    score; the others unchanged.
     """
+    if allowed is not None:
+        allowed = np.asarray(allowed, dtype=np.int64)
+        at = np.searchsorted(allowed, firsts) if len(firsts) else np.zeros(0, np.int64)
+        firsts = [j for j, a in zip(firsts, at.tolist()) if a < len(allowed) and allowed[a] == j]
+    if not firsts:
+        return scores
     sparse = hasattr(scores, "vals")
     vals = scores.vals if sparse else np.asarray(scores, dtype=np.float64)
     top = float(vals.max()) if len(vals) else 0.0
-    at = {}
-    for r, j in enumerate(firsts):
-        pos = int(np.searchsorted(scores.idx, j)) if sparse else j
-        if pos < len(vals) and (not sparse or int(scores.idx[pos]) == j) and vals[pos] > 0:
-            at[pos] = top + 1.0 + len(firsts) - r
-    if not at:
-        return scores
-    out = vals.copy()
-    out[list(at)] = list(at.values())
-    return type(scores)(scores.n, scores.idx, out) if sparse else out
+    raised = {j: top + 1.0 + len(firsts) - r for r, j in enumerate(firsts)}
+    if not sparse:
+        out = vals.copy()
+        out[list(raised)] = list(raised.values())
+        return out
+    idx = np.union1d(scores.idx, np.fromiter(raised, np.int64, len(raised)))  # inserted
+    out = np.zeros(len(idx))
+    out[np.searchsorted(idx, scores.idx)] = vals
+    out[np.searchsorted(idx, list(raised))] = list(raised.values())
+    return type(scores)(scores.n, idx, out)
+
+
+def kept_ranking(raised) -> tuple[int, ...]:
+    """Positions of the selected hits best first by their raised scores (``raised``: ``(h,)``
+    float64, the selection's values of :func:`keep_first_units`'s scores, in hit order), ties
+    to the earlier hit: ``SearchResult.info["ranking"]`` of a search with ``keep_firsts``."""
+    raised = np.asarray(raised, dtype=np.float64)
+    return tuple(np.lexsort((np.arange(len(raised)), -raised)).tolist())
 
 
 def hit_seed(holds, rank: int, own_id, parent_id, start, end, text, text_of=None) -> Seed | None:

@@ -117,3 +117,37 @@ def test_keep_firsts_returns_each_retrievers_first_split(app, data, k):
 def test_keep_firsts_must_be_a_bool(app):
     with pytest.raises(ValueError, match="keep_firsts"):
         MixPRRetriever(documents=app[0], chunk_documents=False, keep_firsts="yes")
+
+
+def test_keep_firsts_with_explain_explains_each_documents_own_score(app):
+    """Before: ``invoke(..., explain=True)`` with ``keep_firsts=True`` always raised
+    ``ValueError: explanation parts sum to 2.0, the score is 4.0`` (the reviewer's lc.py)."""
+    splits, store = app
+    vector = store.as_retriever(search_kwargs={"k": 5})
+    first = vector.invoke(QUERY)[0].page_content
+    fused = MixPRRetriever(
+        documents=splits, chunk_documents=False, k=5, vector_retriever=vector, keep_firsts=True
+    )
+    plain = fused.invoke(QUERY)
+    out = fused.invoke(QUERY, explain=True)
+    assert texts(out) == texts(plain) and first in texts(out)[:2]
+    for d in out:
+        e = d.metadata["longctx_explanation"]
+        assert e["score"] == d.metadata["longctx_score"]
+        assert abs(sum(e["parts"].values()) - e["score"]) < 1e-9
+
+
+def test_keep_firsts_keeps_the_apps_first_hit_on_the_multihop_walk():
+    """The reviewer's kf3.py through the adapter: a query naming a passage's head takes the
+    multi-hop walk, where the app's first hit scored 0 and was dropped (before)."""
+    from tests.test_mixpr_keep_firsts import KF3
+
+    docs = [Document(page_content=t, id=f"d{i}") for i, t in enumerate(KF3)]
+    fused = MixPRRetriever(
+        documents=docs, chunk_documents=False, k=3, keep_firsts=True,
+        vector_retriever=Ordered(docs=[docs[5], docs[9]]),
+    )  # fmt: skip
+    q = "Where does the Seine flow?"
+    assert fused.index.search(q, k=3).trace[0]["walk"] == "multihop"
+    out = [d.id for d in fused.invoke(q)]
+    assert len(out) == 3 and out[1] == "d5"

@@ -166,3 +166,18 @@ def test_keep_firsts_returns_each_retrievers_first_node(app, data, k):
 def test_keep_firsts_must_be_a_bool(app):
     with pytest.raises(TypeError, match="keep_firsts"):
         MixPRRetriever.from_defaults(index=app, chunk_nodes=False, keep_firsts="yes")
+
+
+def test_keep_firsts_with_explain_explains_each_nodes_own_score(app):
+    """Before: a retrieve with ``explain=True`` and ``keep_firsts=True`` always raised
+    ``ValueError: explanation parts sum to ..., the score is ...``."""
+    nodes = list(app.docstore.docs.values())
+    kw = dict(index=app, chunk_nodes=False, similarity_top_k=4, keep_firsts=True)
+    vr = Ordered([nodes[3], nodes[0]])
+    plain = MixPRRetriever.from_defaults(vector_retriever=vr, **kw).retrieve(QUERY)
+    out = MixPRRetriever.from_defaults(vector_retriever=vr, explain=True, **kw).retrieve(QUERY)
+    assert ids(out) == ids(plain) and nodes[3].node_id in ids(out)[:2]
+    for n in out:
+        e = n.node.metadata["longctx_explanation"]
+        assert e["score"] == n.score == n.node.metadata["longctx_score"]
+        assert abs(sum(e["parts"].values()) - e["score"]) < 1e-9
