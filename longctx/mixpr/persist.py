@@ -176,8 +176,11 @@ def index_of(cls, d, loaded: dict, *, chunk: bool, **state):
     from longctx.mixpr.state import _State
 
     ident = loaded["ident"]
+    # check_units found the units in document order: each document's first unit by a search
+    source = state["unit_source"]
+    starts = np.searchsorted(source, np.arange(len(state["texts"]) + 1)).astype(np.int64)
     return cls(
-        _State(**state),
+        _State(**state, doc_starts=starts),
         router=loaded["router"],
         token_counter_name=loaded["counter"],
         encoder=_load_encoder(loaded["encoder"], ident, state["unit_vectors"], d),

@@ -109,7 +109,7 @@ class MixPRShard:
             ``graph='threshold'``.
         """
         from longctx.mixpr.index import MixPRIndex
-        from longctx.mixpr.persist_mapped import FORMAT_VERSION
+        from longctx.mixpr.persist_mapped import FORMAT_VERSION, load_index
 
         try:  # the folder opened once, its manifest read once, and given to the loader
             where = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
@@ -119,7 +119,9 @@ class MixPRShard:
             where, mapped = path, False  # the loader names the problem
         else:
             mapped = where.manifest.get("format_version") == FORMAT_VERSION
-        index = MixPRIndex.load(where, encoder=encoder, mmap=mapped)
+        # load_index, not MixPRIndex.load: a shard's queries run on the block set_global
+        # makes, never on the scorer MixPRIndex.load prepares
+        index = load_index(MixPRIndex, where, encoder=encoder, mmap=mapped)
         if index.config.graph != "factored":
             raise PersistError(f"{str(path)!r} holds a MixPR index with graph='threshold'")
         return cls(index)
