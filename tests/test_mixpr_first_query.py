@@ -31,7 +31,11 @@ def _results(index, q, **kw):
 
 @pytest.fixture(scope="module")
 def alice_index(alice_text):
-    return MixPRIndex.from_texts([alice_text, alice_text[:20000]], ids=["alice", "start"])
+    return MixPRIndex.from_texts(
+        [alice_text, alice_text[:20000], alice_text[-20000:]],
+        ids=["alice", "start", "end"],
+        metadatas=[{"part": "all"}, {"part": "start"}, {"part": "end"}],
+    )
 
 
 def _rows(rng, n_rows, n_cols, index_dtype):
@@ -107,9 +111,14 @@ def test_load_prepares_what_the_first_query_made(alice_index, tmp_path, mmap):
     for q in QUESTIONS:
         assert _results(back, q, k=20) == _results(alice_index, q, k=20)
         assert _results(plain, q, k=20) == _results(alice_index, q, k=20)
-    assert st.unit_positions(np.arange(st.n_units)).tolist() == (
-        [*range(st.n_units - (n := int(np.sum(st.unit_source == 1)))), *range(n)]
-    )
+    sizes = np.bincount(st.unit_source).tolist()
+    assert st.unit_positions(np.arange(st.n_units)).tolist() == [j for n in sizes for j in range(n)]
+    # a filter's units are its documents' ranges, from the same starts (no pass over units)
+    keep = {"part": {"$ne": "start"}}
+    got = _results(back, QUESTIONS[0], k=20, filters=keep)
+    assert got == _results(alice_index, QUESTIONS[0], k=20, filters=keep)
+    assert st.block.doc_starts() is st._doc_first
+    assert {h[0] for h in got[0]} <= {0, 2}
 
 
 def test_format2_open_leaves_the_graph_to_the_first_query(alice_index, tmp_path):

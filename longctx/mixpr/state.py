@@ -210,6 +210,8 @@ class _State:
                         rows = self.table.rows(matrix=False)
                     if rows is not None:
                         block.set_rows(rows)
+                    if self._doc_first is not None:  # a filter's ranges: no pass over units
+                        block._starts = (self._doc_first,)
                     sizes = None
                     if self._term_sums is not None:  # the push rule's, read at the load
                         sizes = (self._term_sums, block.term_df_partial())
