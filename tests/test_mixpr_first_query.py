@@ -136,3 +136,12 @@ def test_a_shard_open_prepares_no_scorer_of_its_own(alice_index, tmp_path):
     shard = MixPRShard.load(tmp_path / "shard")
     assert shard.index._state._scorer is None
     assert shard.index._state._doc_first is not None
+
+
+@pytest.mark.parametrize("sizes", [(0, 0), (0, 5), (7, 0), (300, 200), (5000, 4000)])
+def test_union_sorted_equals_union1d(sizes):
+    rng = np.random.default_rng(sum(sizes))
+    a = np.unique(rng.integers(0, 8000, sizes[0]))
+    b = np.unique(rng.integers(0, 8000, sizes[1]))
+    got, want = push.union_sorted(a, b), np.union1d(a, b)
+    assert got.dtype == want.dtype and np.array_equal(got, want)

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from longctx.filters import compile_filter, filter_digest
 from longctx.mixpr.edges import QueryEdgesBlock
-from longctx.mixpr.push import COUNT_SHARE, PushBlock, push_walk
+from longctx.mixpr.push import COUNT_SHARE, PushBlock, push_walk, union_sorted
 from longctx.mixpr.push_graph import GraphPushBlock, graph_push_walk
 from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
@@ -394,7 +394,7 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
             if lexical is None:
                 idx, scores = x.idx, x.vals.copy()
             else:
-                idx = np.union1d(x.idx, lexical.idx)
+                idx = union_sorted(x.idx, lexical.idx)
                 scores = divide_by_top(_spread(idx, x), pi_top)
                 scores += cfg.lexical_weight * divide_by_top(_spread(idx, lexical), lex_top)
             mask = s["mask"]
