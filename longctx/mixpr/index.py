@@ -795,4 +795,6 @@ class MixPRIndex(RetrievalIndex):
         ValueError
             ``encoder`` embeds in another dimension than the saved unit vectors.
         """
-        return load_index(cls, path, router=router, encoder=encoder, mmap=mmap)
+        index = load_index(cls, path, router=router, encoder=encoder, mmap=mmap)
+        index._state.prepare_queries()  # what the first query would make once (issue 46)
+        return index

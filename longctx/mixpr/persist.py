@@ -28,7 +28,7 @@ from longctx.persist import (
     write_dir,
 )
 
-__all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "load_format2", "save_index"]
+__all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "doc_starts", "load_format2", "save_index"]
 
 
 def save_index(index, path) -> None:
@@ -166,6 +166,7 @@ def load_format2(cls, r, *, router=None, encoder=None):
         cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
         unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
         graph=graph, unit_vectors=vectors, token_counts=counts, chunk=chunk,
+        doc_starts=doc_starts(source, len(texts)),
     )  # fmt: skip
 
 
@@ -344,6 +345,14 @@ def check_units(texts, arrs: dict, path, *, lengths=None) -> tuple[np.ndarray, .
     if len(counts):
         check_token_counts(counts, starts, ends, path)
     return source, unit_index, starts, ends, (counts if len(counts) == n and n else None)
+
+
+def doc_starts(source: np.ndarray, n_docs: int) -> np.ndarray:
+    """``(n_docs + 1,) int64``: each document's first unit among units that :func:`check_units`
+    found in document order (``unit_source`` non-decreasing), by a binary search per document:
+    no pass over the units (what :func:`~longctx.mixpr.unit_filter.document_starts` computes
+    after checking the order), read while a mapped load still holds their pages."""
+    return np.searchsorted(source, np.arange(n_docs + 1)).astype(np.int64)
 
 
 def _refuse_old_format(path, version: int) -> None:

@@ -75,6 +75,7 @@ from longctx.mixpr.persist import (
     MAX_TERM_COUNT,
     _refuse_old_format,
     check_units,
+    doc_starts,
     index_json,
     index_of,
     load_format2,
@@ -465,6 +466,7 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
     source, unit_index, starts, ends, tcounts = check_units(
         texts, arrs, d / "starts.npy", lengths=texts.lengths
     )
+    first = doc_starts(source, len(texts))  # (its pages still held)
     release(*arrs.values())
     n = len(starts)
     term_offsets, term_bytes = m.get("term_offsets"), m.get("term_bytes")
@@ -516,7 +518,7 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
         cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
         unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
         graph=graph, unit_vectors=vectors, token_counts=tcounts, e_rows=E_rows, chunk=chunk,
-        term_sums=term_sums,
+        term_sums=term_sums, doc_starts=first,
     )  # fmt: skip
 
 

@@ -94,7 +94,7 @@ class MixPRShard:
         """Read a shard saved by :meth:`save` (a :class:`MixPRIndex` folder): memory-mapped
         when it was saved in format 3 (the default; the process holding it keeps in
         memory what its queries read, the corpus-wide weights of :meth:`set_global` and its
-        term statistics), else read whole (format 2): ``MixPRIndex.load(path, mmap=None)``,
+        term statistics), else read whole (format 2), as ``MixPRIndex.load(path, mmap=None)``,
         which loads again when a save replaced the folder meanwhile.
 
         Raises
@@ -104,8 +104,12 @@ class MixPRShard:
             ``graph='threshold'``.
         """
         from longctx.mixpr.index import MixPRIndex
+        from longctx.mixpr.persist_mapped import load_index
 
-        index = MixPRIndex.load(path, encoder=encoder, mmap=None)
+        # load_index with mmap=None (format 3 mapped, format 2 read), not MixPRIndex.load: a
+        # shard's queries run on the block set_global makes, never on the scorer
+        # MixPRIndex.load prepares
+        index = load_index(MixPRIndex, path, encoder=encoder, mmap=None)
         if index.config.graph != "factored":
             raise PersistError(f"{str(path)!r} holds a MixPR index with graph='threshold'")
         return cls(index)

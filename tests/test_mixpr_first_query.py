@@ -1,0 +1,138 @@
+"""The first query after an open (issue 46): a level's gather summed in blocks
+(:func:`longctx.mixpr.push.gather_summed`) gives the very sums of one gather, and the open makes
+the query-independent pieces the first query made (the scorer, the push rule's limits, each
+document's first unit) without changing a result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from longctx.corpus.shards.shard import MixPRShard
+from longctx.mixpr import MixPRIndex, push
+from longctx.mixpr.persist_mapped import load_index
+from longctx.mixpr.unit_filter import document_starts
+
+QUESTIONS = (
+    "Why did Alice follow the White Rabbit?",
+    "What did the Queen of Hearts shout?",
+    "the of and a to in",
+)
+
+
+def _results(index, q, **kw):
+    r = index.search(q, **kw)
+    hits = [(h.source, h.start, h.end, h.index, float(h.score).hex()) for h in r.hits]
+    walk = [sorted((k, v.hex() if isinstance(v, float) else v) for k, v in dict(t).items())
+            for t in r.trace]  # fmt: skip
+    return hits, walk
+
+
+@pytest.fixture(scope="module")
+def alice_index(alice_text):
+    return MixPRIndex.from_texts(
+        [alice_text, alice_text[:20000], alice_text[-20000:]],
+        ids=["alice", "start", "end"],
+        metadatas=[{"part": "all"}, {"part": "start"}, {"part": "end"}],
+    )
+
+
+def _rows(rng, n_rows, n_cols, index_dtype):
+    lens = rng.integers(0, 40, n_rows)
+    lens[rng.random(n_rows) < 0.1] = 0  # rows without entries
+    indptr = np.concatenate([[0], np.cumsum(lens)]).astype(index_dtype)
+    indices = np.concatenate([np.sort(rng.choice(n_cols, k, replace=False)) for k in lens])
+    data = rng.random(int(indptr[-1])) * rng.choice([1e-9, 1.0, 1e9], int(indptr[-1]))
+    return sp.csr_array((data, indices.astype(index_dtype), indptr), shape=(n_rows, n_cols))
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("block", [1, 7, 300, 10**9])
+def test_gather_summed_equals_one_gather_then_sum(monkeypatch, index_dtype, block):
+    """Every sum equal to the last bit (and the same indices, int64) for any block size."""
+    monkeypatch.setattr(push, "GATHER_BLOCK", block)
+    rng = np.random.default_rng(7)
+    rows = _rows(rng, 2000, 500, index_dtype)
+    for size in (1, 50, 1500):
+        sel = np.sort(rng.choice(2000, size, replace=False))
+        w = rng.random(size) * rng.choice([1e-6, 1.0, 1e6], size)
+        where = push.spans(rows.indptr, sel)
+        want = push.sum_sparse(
+            *push.gather(rows.indptr, rows.indices, rows.data, sel, w, where), rows.shape[1]
+        )
+        got = push.gather_summed(rows, sel, w, where, rows.shape[1])
+        assert got[0].dtype == want[0].dtype == np.int64
+        assert np.array_equal(got[0], want[0])
+        assert np.array_equal(got[1], want[1])  # bit for bit: same values, same order of sums
+
+
+def test_gather_summed_of_rows_without_entries_is_empty():
+    rows = sp.csr_array((np.zeros(0), np.zeros(0, np.int32), np.zeros(4, np.int32)), shape=(3, 5))
+    sel = np.array([0, 2])
+    u, s = push.gather_summed(rows, sel, np.ones(2), push.spans(rows.indptr, sel), 5)
+    assert len(u) == 0 and len(s) == 0
+
+
+def test_blocked_walk_gives_the_same_results(alice_index, monkeypatch):
+    """The walk's levels summed in blocks of a few entries (many blocks) and in one gather:
+    the same hits, scores and walk records, to the last bit; the blocks did run."""
+    calls = []
+    real = push.gather_summed
+
+    def counted(*a):
+        calls.append(a[3][2])
+        return real(*a)
+
+    monkeypatch.setattr(push, "gather_summed", counted)
+    monkeypatch.setattr(push, "GATHER_BLOCK", 10**12)  # one gather (the path before)
+    want = [_results(alice_index, q, k=k) for q in QUESTIONS for k in (10, 100)]
+    assert not calls
+    monkeypatch.setattr(push, "GATHER_BLOCK", 50)
+    got = [_results(alice_index, q, k=k) for q in QUESTIONS for k in (10, 100)]
+    assert calls and max(calls) > 50  # levels gathered in many blocks
+    assert got == want
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_load_prepares_what_the_first_query_made(alice_index, tmp_path, mmap):
+    """A format-3 open holds the scorer, the push rule's limits and each document's first unit
+    (found by a search over the checked units, equal to ``document_starts``); the results
+    equal those of the built index and of an open that prepared nothing."""
+    alice_index.save(tmp_path / "ix")
+    back = MixPRIndex.load(tmp_path / "ix", mmap=mmap)
+    st = back._state
+    assert st._scorer is not None
+    key = (st.config.push_threshold, st.config.push_df_power)
+    assert st._scorer.__dict__["_push_limits"][0] == key
+    assert np.array_equal(st._doc_first, document_starts(st.unit_source, len(st.doc_ids)))
+    plain = load_index(MixPRIndex, tmp_path / "ix", mmap=mmap)  # nothing prepared
+    assert plain._state._scorer is None
+    for q in QUESTIONS:
+        assert _results(back, q, k=20) == _results(alice_index, q, k=20)
+        assert _results(plain, q, k=20) == _results(alice_index, q, k=20)
+    sizes = np.bincount(st.unit_source).tolist()
+    assert st.unit_positions(np.arange(st.n_units)).tolist() == [j for n in sizes for j in range(n)]
+    # a filter's units are its documents' ranges, from the same starts (no pass over units)
+    keep = {"part": {"$ne": "start"}}
+    got = _results(back, QUESTIONS[0], k=20, filters=keep)
+    assert got == _results(alice_index, QUESTIONS[0], k=20, filters=keep)
+    assert st.block.doc_starts() is st._doc_first
+    assert {h[0] for h in got[0]} <= {0, 2}
+
+
+def test_format2_open_leaves_the_graph_to_the_first_query(alice_index, tmp_path):
+    """A format-2 index holds no graph: its open builds none (seconds at 10M words)."""
+    alice_index.save(tmp_path / "ix2", mappable=False)
+    back = MixPRIndex.load(tmp_path / "ix2")
+    assert back._state._graph is None and back._state._scorer is None
+    assert _results(back, QUESTIONS[0], k=20) == _results(alice_index, QUESTIONS[0], k=20)
+
+
+def test_a_shard_open_prepares_no_scorer_of_its_own(alice_index, tmp_path):
+    """A shard answers through the block its corpus weighs (set_global), never through its
+    own scorer: its open makes none."""
+    alice_index.save(tmp_path / "shard")
+    shard = MixPRShard.load(tmp_path / "shard")
+    assert shard.index._state._scorer is None
+    assert shard.index._state._doc_first is not None
