@@ -136,6 +136,11 @@ def test_mmap_none_maps_format3_and_reads_format2_without_a_warning(saved, tmp_p
     assert plain.texts == MixPRIndex.load(old).texts
     with pytest.raises(TypeError, match="mmap must be None, True or False"):
         MixPRIndex.load(d, mmap="yes")
+    with pytest.raises(TypeError, match=r"got 1 \(builtins.int\)"):
+        MixPRIndex.load(d, mmap=1)
+    # numpy's bool is a bool (session 16 loaded it; the check of session 17 refused it)
+    assert mapped_base(MixPRIndex.load(d, mmap=np.True_)._state.starts) is not None
+    assert mapped_base(MixPRIndex.load(d, mmap=np.False_)._state.starts) is None
 
 
 def test_mapped_vocabulary_finds_every_term_and_no_other(saved):

@@ -423,8 +423,11 @@ def load_index(cls, path, *, router=None, encoder=None, mmap: bool | None = Fals
     see :meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`). Every file comes from
     one save (:func:`longctx.persist.reader.open_index_dir`). ``mmap=None``: format 3 mapped,
     format 2 read without a warning (what the folder allows)."""
-    if mmap is not None and not isinstance(mmap, bool):
-        raise TypeError(f"mmap must be None, True or False, got {type(mmap).__name__}")
+    if mmap is not None:
+        if not isinstance(mmap, (bool, np.bool_)):
+            kind = f"{type(mmap).__module__}.{type(mmap).__qualname__}"
+            raise TypeError(f"mmap must be None, True or False, got {mmap!r} ({kind})")
+        mmap = bool(mmap)
     try:  # the manifest is read once (by the folder it opens)
         r = open_index_dir(path, kind="mixpr", versions=(2, FORMAT_VERSION))
     except PersistError:
