@@ -136,3 +136,39 @@ def test_a_shard_open_prepares_no_scorer_of_its_own(alice_index, tmp_path):
     shard = MixPRShard.load(tmp_path / "shard")
     assert shard.index._state._scorer is None
     assert shard.index._state._doc_first is not None
+
+
+def test_gather_summed_into_one_count_for_the_levels():
+    """A count reused by the query's levels gives each level's sums as a fresh one, to the last
+    bit, and is all zeros again after each level."""
+    rng = np.random.default_rng(11)
+    rows = _rows(rng, 2000, 500, np.int32)
+    total = np.zeros(rows.shape[1])
+    for size in (1, 50, 1500, 700):
+        sel = np.sort(rng.choice(2000, size, replace=False))
+        w = rng.random(size) * rng.choice([1e-6, 1.0, 1e6], size)
+        where = push.spans(rows.indptr, sel)
+        want = push.gather_summed(rows, sel, w, where, rows.shape[1])
+        got = push.gather_summed(rows, sel, w, where, rows.shape[1], total)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        assert not total.any()
+
+
+def test_the_levels_count_lives_in_the_query_only(alice_index, monkeypatch):
+    """The walk's levels add into one count made by the query (its session), which is gone
+    when the query ends: nothing is kept on the block between queries."""
+    seen = []
+    real = push.gather_summed
+
+    def counted(*a):
+        seen.append(id(a[5]))
+        return real(*a)
+
+    monkeypatch.setattr(push, "gather_summed", counted)
+    monkeypatch.setattr(push, "GATHER_BLOCK", 50)
+    block = alice_index._state.block
+    for q in QUESTIONS[:2]:
+        seen.clear()
+        alice_index.search(q, k=10)
+        assert len(seen) >= 2 and len(set(seen)) == 1  # the levels share one count
+        assert not block._sessions  # the session and its count are gone

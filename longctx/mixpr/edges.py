@@ -129,7 +129,7 @@ class QueryEdgesBlock:
         if use_rowsum:
             w = np.asarray(B.sum(axis=1)).ravel()
         else:
-            w = s["Bw"] if B.nnz else np.zeros(len(rows))  # B @ p_query
+            w = s.pop("Bw") if B.nnz else np.zeros(len(rows))  # B @ p_query, read once
         w = w / wsum if wsum > 0 else w
         if dense_restart:  # hybrid mode: the dense restart spans the block
             full = np.zeros(self.n)

@@ -190,7 +190,7 @@ def _unique_sorted(idx: np.ndarray, order) -> tuple[np.ndarray, np.ndarray]:
     return u, inv
 
 
-def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int):
+def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int, total=None):
     """``sum_sparse(*gather(rows.indptr, rows.indices, rows.data, sel, weights, where), size)``
     when it counts densely (more than ``size / COUNT_SHARE`` entries), in blocks:
     ``(indices ascending (k,) int64, sums (k,) float64)``, indices whose sum is 0 left out.
@@ -206,6 +206,10 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int):
     the level's (20 bytes an entry: 2.2 MB for the 110k entries of a 10M-word query's level,
     each a fresh ``mmap`` touched page by page in a fresh process; issue 46), and it adds
     about 20% faster (no repeated weights, one pass). ``where``: the rows' :func:`spans`.
+    ``total``: a ``(size,)`` float64 count of zeros to add into (the query's levels share one,
+    kept in the query's session: one ``(size,)`` array a query instead of one a level; issue
+    46), left zeros again (the non-zero sums are set back to 0; a sum of exactly -0.0 left
+    behind adds as 0.0 does); ``None``: a new one.
     Needs scipy's ``csr_row_index`` and ``csc_matvec``."""
     lens = where[1]
     step = max(1, GATHER_BLOCK * len(sel) // max(where[2], 1))  # rows a block
@@ -216,7 +220,8 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int):
     buf_i = np.empty(max(sizes, default=0), indices.dtype)
     buf_d = np.empty(len(buf_i), data.dtype)
     ptr = np.zeros(step + 1, indices.dtype)  # a block's rows as columns
-    total = np.zeros(size)
+    if total is None:
+        total = np.zeros(size)
     for a, m in zip(firsts.tolist(), sizes):
         block = sel[a : a + step]
         k = len(block)
@@ -224,7 +229,9 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int):
         np.cumsum(lens[a : a + k], out=ptr[1 : k + 1])
         csc_matvec(size, k, ptr[: k + 1], buf_i[:m], buf_d[:m], weights[a : a + k], total)
     u = np.flatnonzero(total != 0)
-    return u, total[u]
+    sums = total[u]
+    total[u] = 0.0  # zeros again for the query's next level
+    return u, sums
 
 
 def sum_sparse(idx: np.ndarray, val: np.ndarray, size: int | None = None):
@@ -313,13 +320,16 @@ class PushBlock:
         s["pi"][0].append(idx)  # settled, summed by unit at the end (push_finish)
         s["pi"][1].append(alpha * r)
         moving = (1.0 - alpha) * r
+        mass = float(moving.sum())
         col = self.colsum[idx]
         live = col > 0
         if live.all():  # no unit without terms (the common case): no masks
-            dang, rows, v = 0.0, idx, moving / col
+            dang, rows = 0.0, idx
+            v = np.divide(moving, col, out=col)  # in place: one frontier vector less
         else:
             dang = float(moving[~live].sum())
             rows, v = idx[live], moving[live] / col[live]
+        del moving, col, live  # freed before the level's gather (its peak): issue 46
         E = self._rows()
         n_terms = E.shape[1]
         where = spans(E.indptr, rows)
@@ -330,15 +340,17 @@ class PushBlock:
             dense[rows] = v
             t = self._ET @ dense
             terms = np.flatnonzero(t != 0)
-            return terms, t[terms], dang, float(moving.sum()), nnz
+            return terms, t[terms], dang, mass, nnz
         if hasattr(E, "gather"):  # values made from the counts (CountRows): the same
             terms, vals = sum_sparse(*E.gather(rows, v, where), n_terms)
         elif read * COUNT_SHARE > n_terms and read > GATHER_BLOCK and csc_matvec:
-            terms, vals = gather_summed(E, rows, v, where, n_terms)  # the same, in blocks
+            if s.get("term_sums") is None:  # one count for the query's levels (issue 46)
+                s["term_sums"] = np.zeros(n_terms)
+            terms, vals = gather_summed(E, rows, v, where, n_terms, s["term_sums"])
         else:
             terms, vals = gather(E.indptr, E.indices, E.data, rows, v, where)
             terms, vals = sum_sparse(terms, vals, n_terms)
-        return terms, vals, dang, float(moving.sum()), read
+        return terms, vals, dang, mass, read
 
     def _push_emit_dense(self, s, y: np.ndarray):
         """:meth:`_push_emit` of a level held as the ``(n,)`` vector ``y`` (a level spread by
@@ -388,6 +400,7 @@ class PushBlock:
                 units = np.concatenate([units, pidx])
                 vals = np.concatenate([vals, dangling * pval])
             idx, r = sum_sparse(units, vals, self.n)
+            del units, vals  # freed before the next level's gather (its peak): issue 46
         out = self._push_emit(s, idx, r)
         return (*out[:4], out[4] + read)
 
@@ -399,6 +412,7 @@ class PushBlock:
         that many would cost more than one pass). Returns its maximum over the block (or None
         for an empty block)."""
         s = self._s(sid)
+        s.pop("term_sums", None)  # the levels' count: freed before the sum below (issue 46)
         idx, vals = s.pop("pi")
         if any(i is None for i in idx):  # a level over the block: add the levels in order
             x = np.zeros(self.n)
@@ -526,12 +540,15 @@ def push_walk(
         if not len(pushed) and not dangling:  # the level moves nothing: the walk ends
             moving = 0.0
             break
-        parts = backend.map("push_step", sid, pushed, u[push], dangling)
+        step = (pushed, u[push], dangling)
+        del parts, terms, t, u, limit, push  # freed before the next level's peak (issue 46)
+        parts = backend.map("push_step", sid, *step)
         read += sum(p[4] for p in parts)
         moving = sum(p[3] for p in parts)
     if park is not None:
         park_t = np.flatnonzero(park != 0)
         park_v = park[park_t]
+        del park  # freed before the blocks' last sums (issue 46)
     return finish_walk(scorer, sid, park_t, park_v, (steps, moving, read), trace)
 
 

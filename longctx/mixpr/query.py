@@ -216,7 +216,6 @@ def query_edge_rows(
     if reweight is not None:
         indptr = np.concatenate([[0], np.cumsum(lens)])
         vals = reweight(sp.csc_array((vals, local, indptr), shape=(R, t)), terms).data
-    col = np.repeat(np.arange(t), lens)  # each entry's query term
     Q = Eqt.toarray()
     # the chunks' L1 weights as scipy's row sums add them (coverage's denominators)
     total = np.zeros(m)
@@ -227,7 +226,7 @@ def query_edge_rows(
     w = np.zeros(R)
     at_r, at_c, at_v = [], [], []
     for c in range(m):
-        qc = Q[c][col]
+        qc = np.repeat(Q[c], lens)  # each entry's query term's weight
         # (Et @ Eqt.T)[:, c]; float64 also for no entries (numpy's bincount then gives int64)
         b = np.bincount(local, weights=qc * vals, minlength=R).astype(np.float64, copy=False)
         if lex is not None:
