@@ -29,6 +29,12 @@ def _results(index, q, **kw):
     return hits, walk
 
 
+# the blocked gather runs only where scipy's csc_matvec adds without fused multiply-adds
+needs_matvec = pytest.mark.skipif(
+    push.csc_matvec is None, reason="csc_matvec missing or fusing multiply-adds: gather then sum"
+)
+
+
 @pytest.fixture(scope="module")
 def alice_index(alice_text):
     return MixPRIndex.from_texts(
@@ -47,6 +53,7 @@ def _rows(rng, n_rows, n_cols, index_dtype):
     return sp.csr_array((data, indices.astype(index_dtype), indptr), shape=(n_rows, n_cols))
 
 
+@needs_matvec
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("block", [1, 7, 300, 10**9])
 def test_gather_summed_equals_one_gather_then_sum(monkeypatch, index_dtype, block):
@@ -67,6 +74,7 @@ def test_gather_summed_equals_one_gather_then_sum(monkeypatch, index_dtype, bloc
         assert np.array_equal(got[1], want[1])  # bit for bit: same values, same order of sums
 
 
+@needs_matvec
 def test_gather_summed_of_rows_without_entries_is_empty():
     rows = sp.csr_array((np.zeros(0), np.zeros(0, np.int32), np.zeros(4, np.int32)), shape=(3, 5))
     sel = np.array([0, 2])
@@ -74,6 +82,7 @@ def test_gather_summed_of_rows_without_entries_is_empty():
     assert len(u) == 0 and len(s) == 0
 
 
+@needs_matvec
 def test_blocked_walk_gives_the_same_results(alice_index, monkeypatch):
     """The walk's levels summed in blocks of a few entries (many blocks) and in one gather:
     the same hits, scores and walk records, to the last bit; the blocks did run."""
@@ -138,6 +147,7 @@ def test_a_shard_open_prepares_no_scorer_of_its_own(alice_index, tmp_path):
     assert shard.index._state._doc_first is not None
 
 
+@needs_matvec
 def test_gather_summed_into_one_count_for_the_levels():
     """A count reused by the query's levels gives each level's sums as a fresh one, to the last
     bit, and is all zeros again after each level."""
@@ -172,3 +182,18 @@ def test_the_levels_count_lives_in_the_query_only(alice_index, monkeypatch):
         alice_index.search(q, k=10)
         assert len(seen) >= 2 and len(set(seen)) == 1  # the levels share one count
         assert not block._sessions  # the session and its count are gone
+
+
+def test_fused_multiply_add_probe():
+    """The import-time probe tells a ``y += a * x`` rounded once (fused) from one rounded
+    twice (numpy's product, then the sum: what gather then sum_sparse compute)."""
+    from fractions import Fraction
+
+    def unfused(n_row, n_col, ptr, idx, a, x, y):
+        y[0] = np.float64(a[0] * x[0]) + y[0]
+
+    def fused(n_row, n_col, ptr, idx, a, x, y):
+        y[0] = float(Fraction(a[0]) * Fraction(x[0]) + Fraction(y[0]))
+
+    assert not push._fuses_multiply_add(unfused)
+    assert push._fuses_multiply_add(fused)

@@ -57,6 +57,23 @@ try:  # scipy's compiled row gather (what ``csr_array[rows]`` runs), without bui
 except ImportError:  # a scipy that moved them: the same gather in numpy
     csc_matvec = csr_row_index = None
 
+
+def _fuses_multiply_add(matvec) -> bool:
+    """Whether ``matvec`` (scipy's ``csc_matvec``) computes ``y += a * x`` with one rounding
+    (a fused multiply-add, as compilers may emit on arm64), which would make
+    :func:`gather_summed`'s sums differ in the last bit from numpy's product then sum: with
+    ``a = x = 1 + 2**-30`` and ``y = -(1 + 2**-29)``, two roundings give 0, one gives 2**-60."""
+    a = np.array([1.0 + 2.0**-30])
+    y = np.array([-(1.0 + 2.0**-29)])
+    ptr, idx = np.array([0, 1], np.int32), np.array([0], np.int32)
+    matvec(1, 1, ptr, idx, a, a.copy(), y)
+    return bool(y[0] != float(np.float64(a[0] * a[0]) + -(1.0 + 2.0**-29)))
+
+
+if csc_matvec is not None and _fuses_multiply_add(csc_matvec):
+    # the blocked gather would change sums in the last bit: gather then sum_sparse instead
+    csc_matvec = None
+
 __all__ = [
     "PushBlock",
     "finish_walk",
@@ -153,8 +170,8 @@ SMALL_SORT = 4096
 
 
 def sort_order(idx: np.ndarray) -> np.ndarray | None:
-    """An order that sorts ``idx`` (``None``: more than :data:`SMALL_SORT` entries ascending
-    already): numpy's stable sort (a merge of its ascending runs) unless the entries are more
+    """An order that sorts ``idx`` (``None``: fewer than 2 entries, or more than
+    :data:`SMALL_SORT` entries ascending already): numpy's stable sort (a merge of its ascending runs) unless the entries are more
     than :data:`SMALL_SORT` and their runs hold more than :data:`MERGE_BITS` bits, then its
     quicksort. Any order that sorts serves :func:`_unique_sorted`, whose sums follow the
     entries' own order."""
@@ -200,9 +217,10 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int, 
     each block is added into one ``(size,)`` vector by scipy's ``csc_matvec`` (the block read
     as the columns of ``E^T``): each entry times its row's weight (the product :func:`gather`
     makes), added one by one in their order from 0 (as ``np.bincount`` adds them): the same
-    sums, bit for bit (scipy's loops are compiled without fused multiply-adds here, as the
-    dense level's product over ``E``, which the walk already takes for the same sums, relies
-    on). Its temporaries are a block's (below 128 KiB each, reused from the heap) instead of
+    sums, bit for bit (scipy's loops compiled without fused multiply-adds, checked at import:
+    where they fuse, :func:`_fuses_multiply_add`, the walk gathers then sums instead). Its
+    temporaries are a block's (about 128 KiB each at most on average rows: a block holding
+    long rows is larger; reused from the heap) instead of
     the level's (20 bytes an entry: 2.2 MB for the 110k entries of a 10M-word query's level,
     each a fresh ``mmap`` touched page by page in a fresh process; issue 46), and it adds
     about 20% faster (no repeated weights, one pass). ``where``: the rows' :func:`spans`.
