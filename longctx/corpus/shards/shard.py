@@ -240,7 +240,8 @@ class MixPRShard:
     def unit_text(self, doc_id: str, unit_index: int) -> str:
         st = self.index._state
         d = st.positions[doc_id]
-        lo = int(np.searchsorted(st.unit_source, d, side="left"))
+        src = st.unit_source  # the key in its dtype: an int against int32 copies the array
+        lo = int(np.searchsorted(src, src.dtype.type(d), side="left"))
         return st.unit_text(lo + int(unit_index))
 
     def has_terms(self) -> bool:
