@@ -101,6 +101,20 @@ def _find(sorted_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     return pos, sorted_keys[pos] == values
 
 
+def union_positions(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(u, where a's entries are in u, where b's are)`` for ``a`` and ``b`` strictly
+    ascending, ``u`` their union (ascending): a binary search of ``b`` in ``a`` (the units
+    holding a query term are nearly always among those the walk reached: then ``u`` is
+    ``a``); otherwise a merge (numpy's stable sort of the two runs). ``np.union1d`` sorted the
+    two by hashing, 1.0 ms on 2 x 17,000 units (20M words) against 0.1 ms."""
+    pos, hit = _find(a, b)
+    if hit.all():
+        return a, np.arange(len(a)), pos
+    u = np.concatenate([a, b[~hit]])
+    u.sort(kind="stable")
+    return u, np.searchsorted(u, a), np.searchsorted(u, b)
+
+
 def fewest_left(counts: np.ndarray, by_count: np.ndarray, allowed, taken) -> int:
     """The fewest tokens among the units ``allowed`` (ascending; ``None``: all) that are not
     ``taken``, read from ``by_count`` (every unit, ordered by ``counts``) a few thousand at a

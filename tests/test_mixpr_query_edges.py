@@ -29,6 +29,7 @@ from longctx.mixpr.query import (
     reweight_query_terms,
     weigh_by_coverage,
 )
+from longctx.selection import union_positions
 
 QUESTIONS = [
     "Who stole the tarts?",
@@ -279,11 +280,11 @@ def test_few_runs_are_merged_to_the_same_units_and_sums(runs, seed):
 @settings(max_examples=200, deadline=None)
 @given(st.sets(st.integers(0, 60)), st.sets(st.integers(0, 60)), st.booleans())
 def test_union_places_both_in_order(a, b, subset):
-    """``scoring._union``: the union of two ascending unit lists and where each lies in it,
+    """``selection.union_positions``: the union of two ascending unit lists and where each lies in it,
     also when ``b`` is within ``a`` (the usual case: no merge)."""
     a = np.array(sorted(a | b if subset else a), dtype=np.int64)
     b = np.array(sorted(b), dtype=np.int64)
-    u, at_a, at_b = scoring._union(a, b)
+    u, at_a, at_b = union_positions(a, b)
     np.testing.assert_array_equal(u, np.union1d(a, b))
     np.testing.assert_array_equal(u[at_a], a)
     np.testing.assert_array_equal(u[at_b], b)

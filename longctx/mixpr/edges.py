@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.mixpr.query import divide_by_top, query_edge_rows, reweight_query_terms
-from longctx.selection import SparseScores
+from longctx.selection import SparseScores, union_positions
 
 __all__ = ["QueryEdgesBlock", "block_seeds"]
 
@@ -183,12 +183,13 @@ class QueryEdgesBlock:
         s["plain_scores"] = plain  # the multi-hop walk's first hop (MixPRIndex._multihop)
         parts = [(sx, seed_top)] + ([] if plain is None else [(plain, plain_top)])
         if all(isinstance(v, SparseScores) for v, _ in parts):
-            idx = parts[0][0].idx
-            for v, _ in parts[1:]:
-                idx = np.union1d(idx, v.idx)
+            if len(parts) == 2:
+                idx, *where = union_positions(sx.idx, plain.idx)
+            else:
+                idx, where = sx.idx, [np.arange(len(sx.idx))]
             out = np.zeros(len(idx))
-            for v, top in parts:
-                out[np.searchsorted(idx, v.idx)] += divide_by_top(v.vals, top)
+            for (v, top), at in zip(parts, where):
+                out[at] += divide_by_top(v.vals, top)
             if s["mask"] is not None:
                 out[~s["mask"].at(idx)] = 0.0
             s["scores"] = SparseScores(self.n, idx, out)

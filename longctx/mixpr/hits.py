@@ -16,6 +16,7 @@ from functools import partial
 
 import numpy as np
 
+from longctx.mixpr.seeds import kept_ranking
 from longctx.selection import SparseScores, select_distinct, select_top
 from longctx.types import Passage, SearchResult
 
@@ -131,7 +132,7 @@ def document_hits(st, scores, k: int, method: str, used: str, timings, t0, mask=
         top, best, arg = _best_documents_dense(starts, dense_scores(scores), mask, k)
     info = {"whole_documents": True}
     if real is not None:
-        info["ranking"] = tuple(np.lexsort((np.arange(len(best)), -best)).tolist())
+        info["ranking"] = kept_ranking(best)
         best, arg = _real_best(starts, real, top, mask)
     hits = tuple(
         Passage(0, len(st.texts[d]), st.texts[d], float(b), int(j), int(d))
@@ -152,7 +153,7 @@ def _real_best(starts, scores, docs, mask):
         units = np.arange(starts[d], starts[d + 1], dtype=np.int64)
         if mask is not None:
             units = units[mask.at(units)]
-        vals = scores.at(units) if isinstance(scores, SparseScores) else scores[units]
+        vals = values_at(scores, units)
         j = len(vals) - 1 - int(np.argmax(vals[::-1]))
         best[r], arg[r] = vals[j], units[j]
     return best, arg

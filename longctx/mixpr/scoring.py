@@ -43,7 +43,7 @@ from longctx.mixpr.query import (
     query_weights,
 )
 from longctx.mixpr.unit_filter import UnitFilter, document_starts
-from longctx.selection import SparseScores, _find, fewest_left
+from longctx.selection import SparseScores, fewest_left, union_positions
 from longctx.types import walk_record
 
 logger = logging.getLogger(__name__)
@@ -110,20 +110,6 @@ def _sum(parts):
 
 def _is_sparse(v) -> bool:
     return isinstance(v, SparseScores)
-
-
-def _union(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(u, where a's entries are in u, where b's are)`` for ``a`` and ``b`` strictly
-    ascending, ``u`` their union (ascending): a binary search of ``b`` in ``a`` (the units
-    holding a query term are nearly always among those the walk reached: then ``u`` is
-    ``a``); otherwise a merge (numpy's stable sort of the two runs). ``np.union1d`` sorted the
-    two by hashing, 1.0 ms on 2 x 17,000 units (20M words) against 0.1 ms."""
-    pos, hit = _find(a, b)
-    if hit.all():
-        return a, np.arange(len(a)), pos
-    u = np.concatenate([a, b[~hit]])
-    u.sort(kind="stable")
-    return u, np.searchsorted(u, a), np.searchsorted(u, b)
 
 
 def _max(values) -> float:
@@ -402,7 +388,7 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
             else:
                 # the dense sum's values: 0 / pi_top = 0 where the walk did not reach, and
                 # adding 0 where no query term is leaves a score as it is
-                idx, at_x, at_lex = _union(x.idx, lexical.idx)
+                idx, at_x, at_lex = union_positions(x.idx, lexical.idx)
                 scores = np.zeros(len(idx))
                 scores[at_x] = divide_by_top(x.vals, pi_top)
                 scores[at_lex] += cfg.lexical_weight * divide_by_top(lexical.vals, lex_top)

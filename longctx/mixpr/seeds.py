@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from longctx.selection import union_positions
+
 __all__ = [
     "Seed",
     "MAX_SEEDS",
@@ -165,10 +167,12 @@ def keep_first_units(scores, firsts: list[int], allowed=None):
         out = vals.copy()
         out[list(raised)] = list(raised.values())
         return out
-    idx = np.union1d(scores.idx, np.fromiter(raised, np.int64, len(raised)))  # inserted
+    keys = np.fromiter(raised, np.int64, len(raised))
+    order = np.argsort(keys)
+    idx, at_old, at_new = union_positions(scores.idx, keys[order])  # raised units inserted
     out = np.zeros(len(idx))
-    out[np.searchsorted(idx, scores.idx)] = vals
-    out[np.searchsorted(idx, list(raised))] = list(raised.values())
+    out[at_old] = vals
+    out[at_new] = np.fromiter(raised.values(), np.float64, len(raised))[order]
     return type(scores)(scores.n, idx, out)
 
 
