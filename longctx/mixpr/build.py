@@ -56,8 +56,9 @@ def spliced(
     elif unit_vectors is not None:
         raise ValueError("unit_vectors needs an index built with encoder= or unit_vectors=")
     # units before, new, after (the replaced documents' units dropped)
-    lo = int(np.searchsorted(st.unit_source, at, side="left"))
-    hi = int(np.searchsorted(st.unit_source, at + n_old, side="left"))
+    old_src = st.unit_source  # keys of its dtype: an int against int32 would copy the array
+    lo = int(np.searchsorted(old_src, old_src.dtype.type(at), side="left"))
+    hi = int(np.searchsorted(old_src, old_src.dtype.type(at + n_old), side="left"))
     keep = np.ones(st.n_units, dtype=bool)
     keep[lo:hi] = False
     table = st.table.remove(keep) if hi > lo else st.table

@@ -432,8 +432,9 @@ def seed_units(
                 located += 1
             else:  # the whole document: its stored length, no text decoded
                 a, b = 0, _length(texts, d)
-        lo = int(np.searchsorted(unit_source, d, side="left"))
-        hi = int(np.searchsorted(unit_source, d, side="right"))
+        key = unit_source.dtype.type(d)  # an int against int32 would copy the whole array
+        lo = int(np.searchsorted(unit_source, key, side="left"))
+        hi = int(np.searchsorted(unit_source, key, side="right"))
         j0 = lo + int(np.searchsorted(ends[lo:hi], a, side="right"))
         j1 = lo + int(np.searchsorted(starts[lo:hi], b, side="left"))
         if j1 <= j0:
