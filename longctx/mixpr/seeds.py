@@ -42,6 +42,7 @@ __all__ = [
     "keep_first_units",
     "kept_ranking",
     "local_seeds",
+    "own_scores",
     "pick_parent",
     "rank_weight",
     "seed_source",
@@ -174,6 +175,52 @@ def keep_first_units(scores, firsts: list[int], allowed=None):
     out[at_old] = vals
     out[at_new] = np.fromiter(raised.values(), np.float64, len(raised))[order]
     return type(scores)(scores.n, idx, out)
+
+
+def own_scores(session: Mapping, scores, used: str, walk: str, hybrid: bool):
+    """MixPR's own scores for the question (without the seeds) as a seeded search left them,
+    for :func:`first_units` (``keep_firsts=True``), or ``None`` where that search did not
+    compute them and the plain walk must run (:meth:`longctx.MixPRIndex.search`).
+
+    A seeded local walk keeps MixPR's own scores apart (``session["plain_scores"]``,
+    :meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`, the seeds' walk divided by its
+    maximum added to them), so a second walk without the seeds repeats them. Reused where they
+    are what that walk gives, bit for bit (``tests/test_mixpr_keep_firsts_one_walk.py``):
+
+    - ``used`` not ``"local"`` (global, or the fallback of a question and seeds that reach no
+      unit): ``scores``, the PageRank a plain search gives too;
+    - no seed reached a unit the filter keeps (no seeds' walk: no ``"seed_tops"``): ``scores``,
+      MixPR's own walk;
+    - the question reached a unit lexically (``seed_tops[0]``, MixPR's maximum, not ``None``):
+      ``session["plain_scores"]``.
+
+    ``None`` (walk again) on the multi-hop walk (``walk == "multihop"``: the seeded search
+    replaces MixPR's scores by the multi-hop walk seeded by the app), in hybrid mode
+    (``hybrid``: the plain walk restarts on the query's nearest units too, the seeded one
+    does not), and where only the seeds reached a unit (the plain search falls back to the
+    PageRank).
+
+    Parameters
+    ----------
+    session : mapping
+        The scoring session of the one block (``UnitBlock._s(sid)``), before it is closed.
+    scores : (n,) float64 or SparseScores
+        The search's scores (the seeded ones of a local walk).
+    used : str
+        The mode used (``"local"``, ``"global"``, ``"global-fallback"``).
+    walk : str
+        The walk chosen (``"pagerank"`` or ``"multihop"``,
+        :func:`~longctx.mixpr.router.query_walk`).
+    hybrid : bool
+        The index holds unit vectors.
+    """
+    if used != "local":
+        return scores
+    if walk == "multihop" or hybrid:
+        return None
+    if "seed_tops" not in session:
+        return scores
+    return None if session["seed_tops"][0] is None else session["plain_scores"]
 
 
 def kept_ranking(raised) -> tuple[int, ...]:
