@@ -16,23 +16,15 @@ from hypothesis import strategies as st
 import longctx.mixpr.index as index_module
 from longctx.mixpr import MixPRIndex
 from longctx.mixpr.seeds import Seed, rank_weight
-from longctx.text import split_sentences
 from tests._fixtures import SEED_BOOK, SEED_OTHER
+from tests.test_mixpr_keep_firsts import PASSAGES
+from tests.test_mixpr_keep_firsts import QUERIES as KF_QUERIES
 
 SLOW = settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 DOCS = [SEED_BOOK, SEED_OTHER, SEED_OTHER + " " + SEED_BOOK[:200]]
-PASSAGES = [SEED_BOOK[a:b] for a, b in split_sentences(SEED_BOOK)] + [
-    SEED_OTHER[a:b] for a, b in split_sentences(SEED_OTHER)
-]
-QUERIES = [
-    "Where did the fox cross the frozen stream?",
-    "Who counted the ships at dawn?",
-    "What did the students copy from the blackboard?",
-    "frozen ships",
-    "zebra quasar",  # no unit reached lexically: only the seeds reach one
-]
+QUERIES = [*KF_QUERIES, "frozen ships", "zebra quasar"]  # the last: only the seeds reach a unit
 COUNT = {"token_counter": lambda s: len(s.split())}
 
 

@@ -21,8 +21,8 @@ Prints one markdown table.
 
 from __future__ import annotations
 
-import argparse
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -120,14 +120,10 @@ def markdown(table: list[dict]) -> str:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", type=Path, required=True)
-    p.add_argument("--questions", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cache", type=Path, default=Path("/tmp/fusion_bench_cache"))
-    p.add_argument(
-        "--tasks", nargs="+", default=["squad", "narrativeqa", "hotpotqa", "hotpotqa-corpus"]
-    )
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fusion_study import study_arguments
+
+    p = study_arguments(__doc__.split("\n")[0])
     args = p.parse_args(argv)
     recalls = per_question(args.data, args.tasks, args.questions, args.seed, args.cache)
     print(markdown(rows(recalls, args.seed)), flush=True)

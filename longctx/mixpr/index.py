@@ -33,6 +33,7 @@ from longctx.mixpr.query import by_max, lexical_cosines, personalization
 from longctx.mixpr.router import MODES, KeywordRouter, query_walk
 from longctx.mixpr.scoring import normalized_query_vector
 from longctx.mixpr.seeds import (
+    check_keep_firsts,
     first_units,
     keep_first_units,
     kept_ranking,
@@ -709,7 +710,7 @@ class MixPRIndex(RetrievalIndex):
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
         keep = {} if explain else None
-        kept = keep_firsts and seeds is not None  # the app is asked for a global query too
+        kept = check_keep_firsts(keep_firsts) and seeds is not None  # asked if global too
         seeds = local_seeds(seeds) if kept else seeds
         own = {"seeds": seeds_on(st, seeds)} if kept and seeds is not None else None  # once
         plain_k = token_budget is None and not (unique_texts or whole_documents or explain or kept)

@@ -36,6 +36,8 @@ from longctx.selection import union_positions
 __all__ = [
     "Seed",
     "MAX_SEEDS",
+    "best_unit",
+    "check_keep_firsts",
     "check_seeds",
     "first_units",
     "hit_seed",
@@ -44,6 +46,7 @@ __all__ = [
     "local_seeds",
     "own_scores",
     "pick_parent",
+    "raise_units",
     "rank_weight",
     "seed_source",
     "seed_units",
@@ -96,16 +99,22 @@ def rank_weight(rank: int) -> float:
     return 1.0 / (int(rank) + 1)
 
 
-def _best(scores) -> int | None:
-    """Position of the largest positive score (ties to the earlier), or ``None``."""
+def best_unit(scores, keys=None) -> tuple[float, int] | None:
+    """``(value, unit)`` of the largest positive score, ties to the earlier unit, or ``None``
+    (no score above 0). ``scores``: ``(n,)``, :class:`~longctx.selection.SparseScores` or
+    ``None``; ``keys``: ``(n,)`` int64, the units' names to return (and to break ties by, the
+    smaller first: a shard's corpus keys), else their positions."""
     if scores is None:
         return None
     idx, vals = (scores.idx, scores.vals) if hasattr(scores, "vals") else (None, scores)
     vals = np.asarray(vals, dtype=np.float64)
     if not len(vals) or not vals.max() > 0:
         return None
-    j = int(np.argmax(vals))
-    return j if idx is None else int(idx[j])
+    if keys is None:
+        j = int(np.argmax(vals))
+        return float(vals[j]), j if idx is None else int(idx[j])
+    at = np.flatnonzero(vals == vals.max())
+    return float(vals.max()), int(keys[at if idx is None else idx[at]].min())
 
 
 def first_units(own, seed) -> list[int]:
@@ -121,7 +130,8 @@ def first_units(own, seed) -> list[int]:
     seed : (units (m,) int64, weights (m,) float64) or None
         The seeds' restart (:func:`seed_units`).
     """
-    out = [_best(own)]
+    best = best_unit(own)
+    out = [None if best is None else best[1]]
     if seed is not None and len(seed[1]):
         out.append(int(seed[0][int(np.argmax(seed[1]))]))
     return list(dict.fromkeys(j for j in out if j is not None))
@@ -160,10 +170,19 @@ def keep_first_units(scores, firsts: list[int], allowed=None):
         firsts = [j for j, a in zip(firsts, at.tolist()) if a < len(allowed) and allowed[a] == j]
     if not firsts:
         return scores
+    vals = scores.vals if hasattr(scores, "vals") else np.asarray(scores, dtype=np.float64)
+    top = float(vals.max()) if len(vals) else 0.0
+    return raise_units(scores, {j: top + 1.0 + len(firsts) - r for r, j in enumerate(firsts)})
+
+
+def raise_units(scores, raised: dict):
+    """``scores`` (dense ``(n,)`` or :class:`~longctx.selection.SparseScores`, a new object of
+    the same kind) with each unit of ``raised`` (``{position: value}``, non-empty) given its
+    value: a sparse ``scores`` gets the units it lacks inserted. :func:`keep_first_units`'
+    last step; a sharded index raises each shard's units with values set over the corpus
+    (:mod:`longctx.corpus.shards.fused`)."""
     sparse = hasattr(scores, "vals")
     vals = scores.vals if sparse else np.asarray(scores, dtype=np.float64)
-    top = float(vals.max()) if len(vals) else 0.0
-    raised = {j: top + 1.0 + len(firsts) - r for r, j in enumerate(firsts)}
     if not sparse:
         out = vals.copy()
         out[list(raised)] = list(raised.values())
@@ -383,6 +402,19 @@ def check_seeds(seeds, name: str = "seeds") -> list[Seed]:
             raise ValueError(f"{where}.text is longer than {MAX_SEED_TEXT} characters")
         out.append(Seed(s.doc_id, start, end, score, text))
     return out
+
+
+def check_keep_firsts(value) -> bool:
+    """``keep_firsts=`` checked: a bool (``numpy.bool_`` and ints refused too).
+
+    Raises
+    ------
+    TypeError
+        Naming ``keep_firsts``.
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"keep_firsts must be a bool, got {value!r}")
+    return value
 
 
 def seed_source(seeds, name: str = "seeds"):
