@@ -57,8 +57,12 @@ def main(argv=None):
     texts, words = [], 0
     for f in sorted((args.data / "gutenberg").glob("*.txt")):
         t = f.read_text(encoding="utf-8", errors="replace")
+        w = t.split()
+        if words + len(w) > args.words:  # the last book cut at the word count
+            t = " ".join(w[: args.words - words])
+            w = w[: args.words - words]
         texts.append(t)
-        words += len(t.split())
+        words += len(w)
         if words >= args.words:
             break
     t0 = time.perf_counter()
