@@ -152,9 +152,13 @@ def test_hybrid_searches_equal_the_two_walks(hybrid, monkeypatch, q, picked, siz
 
 
 def test_the_seeds_are_mapped_once(book, monkeypatch):
+    import longctx.mixpr.seeds as seeds_module
+
     calls = []
-    real = index_module.seeds_on
-    monkeypatch.setattr(index_module, "seeds_on", lambda *a: calls.append(1) or real(*a))
+    real = seeds_module.seeds_on
+    counted = lambda *a: calls.append(1) or real(*a)  # noqa: E731
+    monkeypatch.setattr(seeds_module, "seeds_on", counted)  # mapped_seeds
+    monkeypatch.setattr(index_module, "seeds_on", counted)  # the search's own calls
     book.search(QUERIES[0], k=3, mode="local", seeds=book_seeds([(0, 10, 80)]), keep_firsts=True)
     assert calls == [1]
 

@@ -38,6 +38,7 @@ from longctx.mixpr.seeds import (
     keep_first_units,
     kept_ranking,
     local_seeds,
+    mapped_seeds,
     own_scores,
     seed_source,
     seeds_on,
@@ -547,7 +548,7 @@ class MixPRIndex(RetrievalIndex):
         seeds = local_seeds(seeds) if mode == "local" else None  # a callable: asked now
         if seeds is not None:
             unit_seeds = seeds if isinstance(seeds, tuple) else seeds_on(st, seeds)
-            timings["seeds"] = time.perf_counter() - t0
+            timings["seeds"] = time.perf_counter() - t0 + (own or {}).get("seconds", 0.0)
         elif mode == "local" and st.unit_vectors is not None:
             t0 = time.perf_counter()
             qvec = normalized_query_vector(
@@ -712,7 +713,7 @@ class MixPRIndex(RetrievalIndex):
         keep = {} if explain else None
         kept = check_keep_firsts(keep_firsts) and seeds is not None  # asked if global too
         seeds = local_seeds(seeds) if kept else seeds
-        own = {"seeds": seeds_on(st, seeds)} if kept and seeds is not None else None  # once
+        own = mapped_seeds(st, seeds) if kept else None  # the seeds mapped once
         plain_k = token_budget is None and not (unique_texts or whole_documents or explain or kept)
         scores, used, timings, walk = self._score(
             st, query, mode, query_vector, filters, trace, own["seeds"] if own else seeds, keep,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -44,6 +45,7 @@ __all__ = [
     "keep_first_units",
     "kept_ranking",
     "local_seeds",
+    "mapped_seeds",
     "own_scores",
     "pick_parent",
     "raise_units",
@@ -194,6 +196,18 @@ def raise_units(scores, raised: dict):
     out[at_old] = vals
     out[at_new] = np.fromiter(raised.values(), np.float64, len(raised))[order]
     return type(scores)(scores.n, idx, out)
+
+
+def mapped_seeds(st, seeds) -> dict | None:
+    """``keep_firsts``' record of a search (:meth:`longctx.MixPRIndex.search`): the seeds
+    mapped to units once (``"seeds"``: :func:`seeds_on`, for the walk and for
+    :func:`first_units` alike) and the seconds it took (``"seconds"``, the ``"seeds"`` timing);
+    ``None`` without seeds."""
+    if seeds is None:
+        return None
+    t0 = time.perf_counter()
+    units = seeds_on(st, seeds)
+    return {"seeds": units, "seconds": time.perf_counter() - t0}
 
 
 def own_scores(session: Mapping, scores, used: str, walk: str, hybrid: bool):
