@@ -68,7 +68,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     ix = MixPRIndex.from_texts(texts)
     print(
-        f"{len(texts)} books, {words:,} words, {ix.n_units:,} units, build {time.perf_counter() - t0:.1f} s"
+        f"{len(texts)} books, {words:,} words, {ix.n_units:,} units, "
+        f"build {time.perf_counter() - t0:.1f} s"
     )
     rng = np.random.default_rng(0)
     seeds = []
@@ -110,7 +111,8 @@ def main(argv=None):
         ratios.append(two / one)
         print(f"round {r}: one walk {one:.1f} ms, two walks {two:.1f} ms, ratio {two / one:.2f}")
     print(
-        f"ratio two / one walk over rounds: median {np.median(ratios):.2f}, {min(ratios):.2f}-{max(ratios):.2f}"
+        f"ratio two / one walk over rounds: median {np.median(ratios):.2f}, "
+        f"{min(ratios):.2f}-{max(ratios):.2f}"
     )
 
 

@@ -52,11 +52,12 @@ def block_firsts(block, sid, used: str, seed_key, plain: bool, hybrid: bool = Fa
     """One block's part of round 1: ``(own best, seed kept, top)``.
 
     ``own best``: ``(value, key)`` of the block's best unit by MixPR's own scores (the seeded
-    walk's, :func:`~longctx.mixpr.seeds.own_scores`; ``plain``: the session ran the plain walk,
-    its scores are MixPR's own; ``hybrid``: the index holds unit vectors), ``None`` for none
-    above 0, or ``"walk"`` when the session does not hold them (the driver walks again). ``seed kept``: whether the block holds unit
-    ``seed_key`` (a corpus key, or ``None``) and its filter keeps it (``None``: not held).
-    ``top``: the block's largest score (the seeded ones)."""
+    walk's, :func:`~longctx.mixpr.seeds.own_scores`; ``plain``: the session ran the plain
+    walk, its scores are MixPR's own; ``hybrid``: the index holds unit vectors), ``None`` for
+    none above 0, or ``"walk"`` when the session does not hold them (the driver walks again).
+    ``seed kept``: whether the block holds unit ``seed_key`` (a corpus key, or ``None``) and
+    its filter keeps it (``None``: not held). ``top``: the block's largest score (the seeded
+    ones). A sharded index always walks PageRank (no multi-hop walk on shards)."""
     s = block._s(sid)
     scores = s["scores"]
     own = scores if plain else own_scores(s, scores, used, "pagerank", hybrid)
