@@ -9,6 +9,7 @@ adapter only maps hits to documents. GARLIC corpora: ``GarlicRetriever.from_corp
 from __future__ import annotations
 
 from functools import partial
+from types import SimpleNamespace
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -18,9 +19,10 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
+from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, field_validator
 
-from langchain_longctx._documents import hit_to_document
+from langchain_longctx._documents import documents_to_seeds, hit_to_document
 from longctx.checks import check_text
 from longctx.explain import check_explain
 from longctx.types import check_order
@@ -48,6 +50,14 @@ class CorpusRetriever(BaseRetriever):
     - `explain` (`bool`): Add ``metadata["longctx_explanation"]``: why each unit was retrieved,
       as ``CorpusIndex.search(explain=True)`` gives it (:mod:`longctx.explain`); a sharded
       MixPR corpus raises ``NotImplementedError``. ``invoke(..., explain=...)`` overrides it.
+    - `vector_retriever` (`BaseRetriever | VectorStore | None`): MixPR corpora (one index or
+      sharded): the app's own retriever (``vector_k`` documents from a store), whose hits seed
+      the walk as in ``MixPRRetriever`` (``CorpusIndex.search(seeds=...)``): a hit names its
+      corpus document by ``id`` or ``metadata[seed_source_key]`` (``"source"``), its span by
+      ``metadata["start_index"]`` or its text. ``invoke(..., seeds=...)`` gives seeds directly.
+    - `keep_firsts` (`bool`): With `vector_retriever`: MixPR's own best unit and the app's
+      first hit chosen first, then the seeded order (``MixPRIndex.search(keep_firsts=True)``,
+      over shards too).
 
     **Usage**
 
@@ -82,6 +92,28 @@ class CorpusRetriever(BaseRetriever):
         description="Add metadata['longctx_explanation']: why each unit was retrieved; "
         "invoke(..., explain=...) overrides it",
     )
+    vector_retriever: Any = Field(
+        default=None, repr=False, description="The app's BaseRetriever or VectorStore: seeds"
+    )
+    vector_k: int = Field(default=5, ge=1, description="Documents asked of a vector store")
+    keep_firsts: bool = Field(
+        default=False,
+        strict=True,
+        description="With vector_retriever: MixPR's best unit and the app's first hit first",
+    )
+    seed_source_key: str = Field(
+        default="source", description="Metadata key naming a vector hit's corpus document"
+    )
+
+    def model_post_init(self, context: Any) -> None:
+        vr = self.vector_retriever
+        if vr is not None and not isinstance(vr, (BaseRetriever, VectorStore)):
+            raise TypeError(
+                "vector_retriever must be a LangChain BaseRetriever or VectorStore, got "
+                f"{type(vr).__name__}"
+            )
+        if vr is not None and self.corpus.index is None:
+            raise ValueError("vector_retriever needs a MixPR corpus of one index or shards")
 
     @field_validator("order")
     @classmethod
@@ -133,6 +165,20 @@ class CorpusRetriever(BaseRetriever):
         kwargs.setdefault("unique_texts", None)  # one slot per text where the corpus can
         explain = kwargs.pop("explain", None)
         kwargs["explain"] = check_explain(self.explain if explain is None else explain)
+        vr = self.vector_retriever
+        if vr is not None and "seeds" not in kwargs:  # local queries only (unless keep_firsts)
+            held = SimpleNamespace(holds=frozenset(self.corpus.doc_ids).__contains__)
+
+            def seeds():
+                found = (
+                    vr.similarity_search(query, k=self.vector_k)
+                    if isinstance(vr, VectorStore)
+                    else vr.invoke(query)
+                )
+                return documents_to_seeds(found, held, {}, self.seed_source_key)
+
+            kwargs["seeds"] = seeds
+            kwargs.setdefault("keep_firsts", self.keep_firsts)
         result = self.corpus.search(query, k=k or self.k, **kwargs)
         sources, out = {}, []
         for hit in (result.hits[j] for j in result.positions(order)):

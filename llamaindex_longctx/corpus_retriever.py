@@ -9,15 +9,17 @@ to nodes. GARLIC corpora: ``GarlicIndex.from_corpus``.
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import Document, NodeWithScore, QueryBundle
 
-from llamaindex_longctx._nodes import hit_to_node
+from llamaindex_longctx._nodes import hit_to_node, nodes_to_seeds
 from longctx.checks import check_choice, check_int, check_text
 from longctx.explain import check_explain
 from longctx.mixpr import MODES
+from longctx.mixpr.seeds import check_keep_firsts
 from longctx.selection import check_size
 from longctx.types import check_order
 
@@ -53,6 +55,16 @@ class CorpusRetriever(BaseRetriever):
         embedder): why each unit was retrieved, as ``CorpusIndex.search(explain=True)`` gives it
         (:mod:`longctx.explain`). A one-index or per-document MixPR corpus and a diversity
         corpus; a sharded MixPR corpus raises ``NotImplementedError`` at query time.
+    vector_retriever : llama_index BaseRetriever, optional
+        MixPR corpora (one index or sharded): the app's own retriever, whose hits seed the walk
+        as in :class:`~llamaindex_longctx.MixPRRetriever` (``CorpusIndex.search(seeds=...)``,
+        :mod:`longctx.mixpr.seeds`): a hit names its corpus document by ``ref_doc_id`` (or is
+        one, by ``node_id``), its span by ``start_char_idx`` / ``end_char_idx`` or its text.
+        Asked for local questions only (and global ones too with ``keep_firsts``).
+    keep_firsts : bool, default False
+        With ``vector_retriever``: MixPR's own best unit and the app's first hit chosen first,
+        then the seeded order (``MixPRIndex.search(keep_firsts=True)``; a sharded corpus as
+        ``ShardedMixPRIndex.search(keep_firsts=True)``).
 
     Examples
     --------
@@ -72,6 +84,8 @@ class CorpusRetriever(BaseRetriever):
         verbose: bool = False,
         order: str = "score",
         explain: bool = False,
+        vector_retriever: BaseRetriever | None = None,
+        keep_firsts: bool = False,
     ) -> None:
         from longctx.corpus import CorpusIndex
 
@@ -86,6 +100,16 @@ class CorpusRetriever(BaseRetriever):
         self.filters = filters
         self.order = check_order(order)
         self.explain = check_explain(explain)
+        if vector_retriever is not None and not isinstance(vector_retriever, BaseRetriever):
+            raise TypeError(
+                "vector_retriever must be a llama_index BaseRetriever, got "
+                f"{type(vector_retriever).__name__}"
+            )
+        if vector_retriever is not None and corpus.index is None:
+            raise ValueError("vector_retriever needs a MixPR corpus of one index or shards")
+        self.vector_retriever = vector_retriever
+        self.keep_firsts = check_keep_firsts(keep_firsts)
+        self._holds = frozenset(corpus.doc_ids).__contains__  # the corpus's ids, for seeds
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -147,6 +171,11 @@ class CorpusRetriever(BaseRetriever):
             kw["filters"] = self.filters
         if self.explain:
             kw["explain"] = True
+        vr = self.vector_retriever
+        if vr is not None:  # asked by the index for a local query only (unless keep_firsts)
+            held = SimpleNamespace(holds=self._holds)
+            kw["seeds"] = lambda: nodes_to_seeds(vr.retrieve(query_bundle), held)
+            kw["keep_firsts"] = self.keep_firsts
         result = self.corpus.search(query, k=k or self.similarity_top_k, unique_texts=None, **kw)
         sources = {}
         out = []

@@ -201,10 +201,10 @@ def variant(rule):
     return m
 
 
-def main(argv=None):
-    from longctx.eval import markdown, registry, run
-
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def study_arguments(description: str) -> argparse.ArgumentParser:
+    """The arguments of this study and of ``fusion_paired.py``: data, questions, seed, cache,
+    tasks."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--questions", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
@@ -212,6 +212,13 @@ def main(argv=None):
     p.add_argument(
         "--tasks", nargs="+", default=["squad", "narrativeqa", "hotpotqa", "hotpotqa-corpus"]
     )
+    return p
+
+
+def main(argv=None):
+    from longctx.eval import markdown, registry, run
+
+    p = study_arguments(__doc__.split("\n")[0])
     p.add_argument("--rules", nargs="+", default=list(RULES + SEEDED_RULES))
     args = p.parse_args(argv)
     # the rules join the fused methods of the registry, for this process only

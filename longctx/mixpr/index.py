@@ -29,29 +29,23 @@ from longctx.mixpr.hits import dense_scores, document_hits, select_units, unit_h
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
 from longctx.mixpr.persist import save_index
 from longctx.mixpr.persist_mapped import load_index, save_mapped
-from longctx.mixpr.query import (
-    by_max,
-    lexical_cosines,
-    personalization,
-)
+from longctx.mixpr.query import by_max, lexical_cosines, personalization
 from longctx.mixpr.router import MODES, KeywordRouter, query_walk
 from longctx.mixpr.scoring import normalized_query_vector
 from longctx.mixpr.seeds import (
+    check_keep_firsts,
     first_units,
     keep_first_units,
     kept_ranking,
     local_seeds,
+    mapped_seeds,
+    own_scores,
     seed_source,
     seeds_on,
 )
 from longctx.mixpr.state import _frozen, _LazyTexts, _State
 from longctx.mixpr.tfidf import TermTable
-from longctx.mixpr.validation import (
-    _check_ids,
-    _check_metadatas,
-    check_change,
-    check_held,
-)
+from longctx.mixpr.validation import _check_ids, _check_metadatas, check_change, check_held
 from longctx.persist import PersistError as PersistError
 from longctx.selection import check_budget_fits, check_size
 from longctx.tokens import TokenCounter, count_units
@@ -528,14 +522,17 @@ class MixPRIndex(RetrievalIndex):
 
     def _score(
         self, st: _State, query, mode, query_vector, filters, trace=None, seeds=None, keep=None,
-        top=None,
+        top=None, own=None,
     ):  # fmt: skip
         """``(scores, mode used, timings, walk)``: the scoring pipeline
         (:class:`~longctx.mixpr.scoring.Scorer`) over the one block of this snapshot (``scores``
         ``(n_units,)`` or :class:`~longctx.selection.SparseScores` over the units a push walk
         reached); ``walk`` the choice of :func:`~longctx.mixpr.router.choose_walk`;
         ``trace``: a list that receives the walk's record (steps, residual), or ``None``;
-        ``seeds``: checked :class:`~longctx.mixpr.seeds.Seed` list, or ``None``; ``keep``: a
+        ``seeds``: checked :class:`~longctx.mixpr.seeds.Seed` list, or ``None``, or (``own``)
+        the ``(units, weights)`` they map to (:func:`~longctx.mixpr.seeds.seeds_on`); ``own``:
+        ``keep_firsts``' dict, receives MixPR's own scores as ``"scores"``
+        (:func:`~longctx.mixpr.seeds.own_scores`: ``None``, walk again), or ``None``; ``keep``: a
         dict that receives the session's vectors (``"session"``) and the multi-hop walk's
         (``"multihop"``) for :mod:`longctx.mixpr.explain`, or ``None``; ``top``: the ``k`` of
         a plain ``k`` selection (global scores then hold the top ``k`` only), or ``None``."""
@@ -550,8 +547,8 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         seeds = local_seeds(seeds) if mode == "local" else None  # a callable: asked now
         if seeds is not None:
-            unit_seeds = seeds_on(st, seeds)
-            timings["seeds"] = time.perf_counter() - t0
+            unit_seeds = seeds if isinstance(seeds, tuple) else seeds_on(st, seeds)
+            timings["seeds"] = time.perf_counter() - t0 + (own or {}).get("seconds", 0.0)
         elif mode == "local" and st.unit_vectors is not None:
             t0 = time.perf_counter()
             qvec = normalized_query_vector(
@@ -566,6 +563,9 @@ class MixPRIndex(RetrievalIndex):
             used, more = scorer.score(sid, query, mode, qvec, filters, trace, unit_seeds, top)
             scores = st.block.take_result(sid)
             walk, weights = query_walk(st, query, used, more)
+            if own is not None:  # keep_firsts: before the multi-hop walk replaces `scores`
+                hybrid = st.unit_vectors is not None
+                own["scores"] = own_scores(st.block._s(sid), scores, used, walk["walk"], hybrid)
             if keep is not None:  # explain=True
                 keep["session"] = dict(st.block._s(sid))
             if walk["walk"] == "multihop":
@@ -711,20 +711,20 @@ class MixPRIndex(RetrievalIndex):
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
         keep = {} if explain else None
-        kept = keep_firsts and seeds is not None  # the app is asked for a global query too
+        kept = check_keep_firsts(keep_firsts) and seeds is not None  # asked if global too
         seeds = local_seeds(seeds) if kept else seeds
+        own = mapped_seeds(st, seeds) if kept else None  # the seeds mapped once
         plain_k = token_budget is None and not (unique_texts or whole_documents or explain or kept)
         scores, used, timings, walk = self._score(
-            st, query, mode, query_vector, filters, trace, seeds, keep, k if plain_k else None
-        )
+            st, query, mode, query_vector, filters, trace, own["seeds"] if own else seeds, keep,
+            k if plain_k else None, own,
+        )  # fmt: skip
         order = scores  # keep_firsts: a raised copy orders the choice, hits keep `scores`
-        if kept and seeds is not None:  # MixPR's own scores: without the seeds (global: these)
-            own = (
-                self._score(st, query, used, query_vector, filters)[0]
-                if used == "local"
-                else scores
-            )
-            order = keep_first_units(scores, first_units(own, seeds_on(st, seeds)), allowed)
+        if own:  # MixPR's own scores (without the seeds): the seeded walk's, else walked again
+            plain = own["scores"]
+            if plain is None:
+                plain = self._score(st, query, used, query_vector, filters)[0]
+            order = keep_first_units(scores, first_units(plain, own["seeds"]), allowed)
         trace, real = (walk, *trace), (scores if order is not scores else None)
         t0 = time.perf_counter()
         if whole_documents:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -36,13 +37,18 @@ from longctx.selection import union_positions
 __all__ = [
     "Seed",
     "MAX_SEEDS",
+    "best_unit",
+    "check_keep_firsts",
     "check_seeds",
     "first_units",
     "hit_seed",
     "keep_first_units",
     "kept_ranking",
     "local_seeds",
+    "mapped_seeds",
+    "own_scores",
     "pick_parent",
+    "raise_units",
     "rank_weight",
     "seed_source",
     "seed_units",
@@ -95,16 +101,22 @@ def rank_weight(rank: int) -> float:
     return 1.0 / (int(rank) + 1)
 
 
-def _best(scores) -> int | None:
-    """Position of the largest positive score (ties to the earlier), or ``None``."""
+def best_unit(scores, keys=None) -> tuple[float, int] | None:
+    """``(value, unit)`` of the largest positive score, ties to the earlier unit, or ``None``
+    (no score above 0). ``scores``: ``(n,)``, :class:`~longctx.selection.SparseScores` or
+    ``None``; ``keys``: ``(n,)`` int64, the units' names to return (and to break ties by, the
+    smaller first: a shard's corpus keys), else their positions."""
     if scores is None:
         return None
     idx, vals = (scores.idx, scores.vals) if hasattr(scores, "vals") else (None, scores)
     vals = np.asarray(vals, dtype=np.float64)
     if not len(vals) or not vals.max() > 0:
         return None
-    j = int(np.argmax(vals))
-    return j if idx is None else int(idx[j])
+    if keys is None:
+        j = int(np.argmax(vals))
+        return float(vals[j]), j if idx is None else int(idx[j])
+    at = np.flatnonzero(vals == vals.max())
+    return float(vals.max()), int(keys[at if idx is None else idx[at]].min())
 
 
 def first_units(own, seed) -> list[int]:
@@ -120,7 +132,8 @@ def first_units(own, seed) -> list[int]:
     seed : (units (m,) int64, weights (m,) float64) or None
         The seeds' restart (:func:`seed_units`).
     """
-    out = [_best(own)]
+    best = best_unit(own)
+    out = [None if best is None else best[1]]
     if seed is not None and len(seed[1]):
         out.append(int(seed[0][int(np.argmax(seed[1]))]))
     return list(dict.fromkeys(j for j in out if j is not None))
@@ -159,10 +172,19 @@ def keep_first_units(scores, firsts: list[int], allowed=None):
         firsts = [j for j, a in zip(firsts, at.tolist()) if a < len(allowed) and allowed[a] == j]
     if not firsts:
         return scores
+    vals = scores.vals if hasattr(scores, "vals") else np.asarray(scores, dtype=np.float64)
+    top = float(vals.max()) if len(vals) else 0.0
+    return raise_units(scores, {j: top + 1.0 + len(firsts) - r for r, j in enumerate(firsts)})
+
+
+def raise_units(scores, raised: dict):
+    """``scores`` (dense ``(n,)`` or :class:`~longctx.selection.SparseScores`, a new object of
+    the same kind) with each unit of ``raised`` (``{position: value}``, non-empty) given its
+    value: a sparse ``scores`` gets the units it lacks inserted. :func:`keep_first_units`'
+    last step; a sharded index raises each shard's units with values set over the corpus
+    (:mod:`longctx.corpus.shards.fused`)."""
     sparse = hasattr(scores, "vals")
     vals = scores.vals if sparse else np.asarray(scores, dtype=np.float64)
-    top = float(vals.max()) if len(vals) else 0.0
-    raised = {j: top + 1.0 + len(firsts) - r for r, j in enumerate(firsts)}
     if not sparse:
         out = vals.copy()
         out[list(raised)] = list(raised.values())
@@ -174,6 +196,64 @@ def keep_first_units(scores, firsts: list[int], allowed=None):
     out[at_old] = vals
     out[at_new] = np.fromiter(raised.values(), np.float64, len(raised))[order]
     return type(scores)(scores.n, idx, out)
+
+
+def mapped_seeds(st, seeds) -> dict | None:
+    """``keep_firsts``' record of a search (:meth:`longctx.MixPRIndex.search`): the seeds
+    mapped to units once (``"seeds"``: :func:`seeds_on`, for the walk and for
+    :func:`first_units` alike) and the seconds it took (``"seconds"``, the ``"seeds"`` timing);
+    ``None`` without seeds."""
+    if seeds is None:
+        return None
+    t0 = time.perf_counter()
+    units = seeds_on(st, seeds)
+    return {"seeds": units, "seconds": time.perf_counter() - t0}
+
+
+def own_scores(session: Mapping, scores, used: str, walk: str, hybrid: bool):
+    """MixPR's own scores for the question (without the seeds) as a seeded search left them,
+    for :func:`first_units` (``keep_firsts=True``), or ``None`` where that search did not
+    compute them and the plain walk must run (:meth:`longctx.MixPRIndex.search`).
+
+    A seeded local walk keeps MixPR's own scores apart (``session["plain_scores"]``,
+    :meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`, the seeds' walk divided by its
+    maximum added to them), so a second walk without the seeds repeats them. Reused where they
+    are what that walk gives, bit for bit (``tests/test_mixpr_keep_firsts_one_walk.py``):
+
+    - ``used`` not ``"local"`` (global, or the fallback of a question and seeds that reach no
+      unit): ``scores``, the PageRank a plain search gives too;
+    - no seed reached a unit the filter keeps (no seeds' walk: no ``"seed_tops"``): ``scores``,
+      MixPR's own walk;
+    - the question reached a unit lexically (``seed_tops[0]``, MixPR's maximum, not ``None``):
+      ``session["plain_scores"]``.
+
+    ``None`` (walk again) on the multi-hop walk (``walk == "multihop"``: the seeded search
+    replaces MixPR's scores by the multi-hop walk seeded by the app), in hybrid mode
+    (``hybrid``: the plain walk restarts on the query's nearest units too, the seeded one
+    does not), and where only the seeds reached a unit (the plain search falls back to the
+    PageRank).
+
+    Parameters
+    ----------
+    session : mapping
+        The scoring session of the one block (``UnitBlock._s(sid)``), before it is closed.
+    scores : (n,) float64 or SparseScores
+        The search's scores (the seeded ones of a local walk).
+    used : str
+        The mode used (``"local"``, ``"global"``, ``"global-fallback"``).
+    walk : str
+        The walk chosen (``"pagerank"`` or ``"multihop"``,
+        :func:`~longctx.mixpr.router.query_walk`).
+    hybrid : bool
+        The index holds unit vectors.
+    """
+    if used != "local":
+        return scores
+    if walk == "multihop" or hybrid:
+        return None
+    if "seed_tops" not in session:
+        return scores
+    return None if session["seed_tops"][0] is None else session["plain_scores"]
 
 
 def kept_ranking(raised) -> tuple[int, ...]:
@@ -336,6 +416,19 @@ def check_seeds(seeds, name: str = "seeds") -> list[Seed]:
             raise ValueError(f"{where}.text is longer than {MAX_SEED_TEXT} characters")
         out.append(Seed(s.doc_id, start, end, score, text))
     return out
+
+
+def check_keep_firsts(value) -> bool:
+    """``keep_firsts=`` checked: a bool (``numpy.bool_`` and ints refused too).
+
+    Raises
+    ------
+    TypeError
+        Naming ``keep_firsts``.
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"keep_firsts must be a bool, got {value!r}")
+    return value
 
 
 def seed_source(seeds, name: str = "seeds"):

@@ -175,6 +175,66 @@ def test_framework_retrievers_take_a_sharded_corpus(tmp_path, docs):
     lc.close()
 
 
+def test_framework_corpus_retrievers_fuse_the_apps_hits_over_shards(tmp_path, docs):
+    """issue 45: both frameworks' CorpusRetriever take the app's vector retriever
+    (``vector_retriever``, ``keep_firsts``) and pass its hits to a sharded corpus as seeds, as
+    one MixPRIndex over the same documents takes them."""
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document as LCDocument
+    from langchain_core.retrievers import BaseRetriever as LCBase
+    from llama_index.core.base.base_retriever import BaseRetriever as LIBase
+    from llama_index.core.schema import NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
+
+    from langchain_longctx import CorpusRetriever as LCRetriever
+    from llamaindex_longctx import CorpusRetriever as LIRetriever
+    from longctx.mixpr.seeds import Seed, rank_weight
+
+    out = tmp_path / "c"
+    seq(docs[:3], out, shards=2)
+    texts = dict(docs[:3])
+    spans = [(docs[2][0], 300, 700), (docs[0][0], 1200, 1500)]  # the app's hits, best first
+    seeds = [Seed(d, a, b, rank_weight(r), texts[d][a:b]) for r, (d, a, b) in enumerate(spans)]
+    q = "What did the Caterpillar say?"
+    want = one_index(docs[:3]).search(q, k=4, seeds=seeds, keep_firsts=True)
+    want_ids = [f"{docs[h.source][0]}#{h.start}-{h.end}" for h in want.by_score()]
+    assert docs[2][0] in want_ids[1]  # the app's first hit kept second
+
+    class LIApp(LIBase):
+        def _retrieve(self, query_bundle):
+            return [
+                NodeWithScore(
+                    node=TextNode(
+                        text=texts[d][a:b], start_char_idx=a, end_char_idx=b,
+                        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=d)},
+                    ),
+                    score=1.0,
+                )
+                for d, a, b in spans
+            ]  # fmt: skip
+
+    class LCApp(LCBase):
+        def _get_relevant_documents(self, query, *, run_manager=None):
+            return [
+                LCDocument(texts[d][a:b], metadata={"source": d, "start_index": a})
+                for d, a, b in spans
+            ]
+
+    li = LIRetriever.from_corpus(
+        out, use_ray=False, similarity_top_k=4, vector_retriever=LIApp(), keep_firsts=True
+    )
+    assert [n.node.node_id for n in li.retrieve(q)] == want_ids
+    with pytest.raises(TypeError, match="keep_firsts"):
+        LIRetriever(li.corpus, vector_retriever=LIApp(), keep_firsts=1)
+    lc = LCRetriever.from_corpus(
+        out, use_ray=False, k=4, vector_retriever=LCApp(), keep_firsts=True
+    )
+    assert [d.id for d in lc.invoke(q)] == want_ids
+    plain = LCRetriever(corpus=lc.corpus, k=4)  # seeds given to invoke go through too
+    assert [d.id for d in plain.invoke(q, seeds=seeds, keep_firsts=True)] == want_ids
+    li.close()
+
+
 def test_a_new_shard_of_a_corpus_saved_before_fold_decomposed_takes_its_siblings_config(
     tmp_path, caplog
 ):

@@ -64,6 +64,12 @@ def test_corpus_of_four_shards_built_and_searched_on_ray(local_ray, tmp_path, do
         # another retriever's hits seed the walk through the actors too (issue 45)
         seeds = [Seed("ch2", 100, 900, 1.0), Seed("ch5", score=0.5)]
         same_results(one, index, queries=QUERIES[:2], filters_list=(None,), seeds=seeds)
+        # keep_firsts too: its block calls (longctx.corpus.shards.fused) run in the actors
+        for q in QUERIES[:3]:
+            a = one.search(q, k=5, seeds=seeds, keep_firsts=True)
+            b = corpus.search(q, k=5, seeds=seeds, keep_firsts=True)
+            assert [(h.source, h.start) for h in a.hits] == [(h.source, h.start) for h in b.hits]
+            assert a.info["ranking"] == b.info["ranking"]
 
 
 def test_changes_through_actors_and_a_killed_actor(local_ray, tmp_path, docs):

@@ -53,20 +53,20 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from longctx.checks import check_choice, check_int, check_query
+from longctx.checks import check_int
 from longctx.corpus.shards.backends import ShardDied, _where, open_backend
+from longctx.corpus.shards.fused import keep_firsts_over_shards, kept_hits, plain_walk_firsts
 from longctx.corpus.shards.locking import ReadWriteLock
 from longctx.corpus.shards.persist import MAX_SHARDS
-from longctx.corpus.shards.query import ShardedUnits, seed_keys
+from longctx.corpus.shards.query import ShardedUnits, prepare_query, query_vector_of
 from longctx.corpus.shards.selection import select_over_shards
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
 from longctx.corpus.shards.terms import merge_shard_terms
-from longctx.filters import compile_filter
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
-from longctx.mixpr.router import MODES, KeywordRouter, plan_walk
-from longctx.mixpr.scoring import Scorer, normalized_query_vector, term_weights
-from longctx.mixpr.seeds import local_seeds, seed_source
+from longctx.mixpr.router import KeywordRouter, plan_walk
+from longctx.mixpr.scoring import Scorer, term_weights
+from longctx.mixpr.seeds import check_keep_firsts
 from longctx.mixpr.tfidf import TfidfSettings
 from longctx.mixpr.validation import check_change, check_held
 from longctx.persist import PersistError
@@ -446,38 +446,9 @@ class ShardedMixPRIndex:
         logger.info("MixPR router: %s for query %.80r", mode, query)
         return mode
 
-    def _prepare(self, query, mode, query_vector, filters, seeds=None):
-        """``(mode, qvec, timings, seeds)``: checks, the router's choice, the query vector or
-        the seeds' units (``(keys, weights)``, in place of the query vector, as
-        :class:`~longctx.mixpr.index.MixPRIndex` takes them; local queries only)."""
-        check_query(query, "query")
-        check_choice(mode, "mode", MODES)
-        seeds = seed_source(seeds)
-        compile_filter(filters)  # a bad filter raises before any work
-        g = self._global
-        if query_vector is not None and g.get("dim") is None:
-            raise ValueError("query_vector needs an index built with encoder= or unit_vectors=")
-        timings = {}
-        if mode == "auto":
-            t0 = time.perf_counter()
-            mode = self.route(query) if g["n_units"] else "local"
-            timings["route"] = time.perf_counter() - t0
-        qvec = None
-        t0 = time.perf_counter()
-        seeds = local_seeds(seeds) if mode == "local" and g["n_units"] else None
-        if seeds is not None:  # (a callable is asked for a local query only)
-            keys = seed_keys(self._run, self._shard_of, seeds)
-            timings["seeds"] = time.perf_counter() - t0
-            return mode, None, timings, keys
-        if mode == "local" and g.get("dim") is not None and g["n_units"]:
-            qvec = normalized_query_vector(
-                self._encoder,
-                {"name": getattr(self._encoder, "name", None)},
-                g["dim"],
-                query,
-                query_vector,
-            )
-        return mode, qvec, timings, None
+    def _prepare(self, query, mode, query_vector, filters, seeds=None, kept=False):
+        """:func:`~longctx.corpus.shards.query.prepare_query` of this index."""
+        return prepare_query(self, query, mode, query_vector, filters, seeds, kept)
 
     def _scorer_now(self) -> Scorer:
         with self._scorer_lock:
@@ -521,13 +492,16 @@ class ShardedMixPRIndex:
         query_vector=None,
         filters=None,
         seeds=None,
+        keep_firsts: bool = False,
     ) -> SearchResult:
         """The best units for ``query`` over every shard, in corpus order: the parameters, the
         result and the errors of :meth:`MixPRIndex.search
         <longctx.mixpr.index.MixPRIndex.search>` (``token_budget`` counts with
         :func:`longctx.tokens.count_tokens`; ``seeds``, another retriever's hits, each sent to
-        the shard holding its document: :mod:`longctx.corpus.shards.query`). ``info`` also
-        holds ``"shards"`` (the number of shards).
+        the shard holding its document: :mod:`longctx.corpus.shards.query`; ``keep_firsts``
+        with them: MixPR's own best unit and the app's first hit kept first, then the seeded
+        order, :mod:`longctx.corpus.shards.fused`). ``info`` also holds ``"shards"`` (the
+        number of shards).
 
         Raises
         ------
@@ -537,18 +511,22 @@ class ShardedMixPRIndex:
             A shard's actor died twice, or died with changes not saved.
         """
         k, token_budget = check_size(k, token_budget, default_k=100)
+        check_keep_firsts(keep_firsts)
         budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
         if token_budget is not None:
             budget["unit"] = "count_tokens"
         seeds = _asked_once(seeds)
         return self._with_retry(
             lambda: self._search_once(
-                query, mode, query_vector, filters, k, token_budget, budget, seeds
+                query, mode, query_vector, filters, k, token_budget, budget, keep_firsts, seeds
             )
         )
 
-    def _search_once(self, query, mode, query_vector, filters, k, token_budget, budget, seeds):
-        mode, qvec, timings, keys = self._prepare(query, mode, query_vector, filters, seeds)
+    def _search_once(
+        self, query, mode, query_vector, filters, k, token_budget, budget, kept, seeds
+    ):
+        kept = kept and seeds is not None  # the app is asked for a global query too
+        mode, qvec, timings, keys = self._prepare(query, mode, query_vector, filters, seeds, kept)
         info = {"doc_ids": (), "shards": self.n_shards}
         if not self.n_units:
             return SearchResult((), self.method, "local", {}, budget, info=info)
@@ -564,6 +542,16 @@ class ShardedMixPRIndex:
                 return SearchResult((), self.method, "local", {}, budget, info=info)
             trace: list = []
             used, t = scorer.score(sid, query, mode, qvec, filters, trace, keys)
+            real = None
+            if kept and keys is not None:  # MixPR's own best and the app's first raised
+                hybrid = self._global.get("dim") is not None
+                qv = (
+                    functools.partial(query_vector_of, self, query, query_vector)
+                    if hybrid
+                    else None
+                )
+                again = functools.partial(plain_walk_firsts, scorer, query, used, filters, qv)
+                real = keep_firsts_over_shards(scorer, sid, used, keys, hybrid, again)
             t0 = time.perf_counter()
             chosen = select_over_shards(
                 blocks, sid, [n for n, _ in allowed], k, token_budget, closed
@@ -571,6 +559,7 @@ class ShardedMixPRIndex:
         finally:
             if not closed[0]:
                 _close(scorer, sid)
+        chosen, ranked = kept_hits(chosen, real)
         live = self._global["live"]
         want = {}
         for b, local, _, _ in chosen:
@@ -584,6 +573,7 @@ class ShardedMixPRIndex:
             hits.append(Passage(a, e, text, float(score), unit, pos[doc]))
         timings = {**timings, **t, "select": time.perf_counter() - t0}
         info["doc_ids"] = tuple(self._order[h.source] for h in hits)
+        info.update(ranked)
         trace = (self._route_record(), *trace)
         return SearchResult(
             tuple(hits), self.method, used, timings, budget, trace=tuple(trace), info=info

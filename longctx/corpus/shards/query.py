@@ -10,13 +10,18 @@ grows with the seeds and the units they overlap, not with the corpus."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from longctx.mixpr.seeds import Seed
+from longctx.checks import check_choice, check_query
+from longctx.filters import compile_filter
+from longctx.mixpr.router import MODES
+from longctx.mixpr.scoring import normalized_query_vector
+from longctx.mixpr.seeds import Seed, local_seeds, seed_source
 
-__all__ = ["ShardedUnits", "seed_keys"]
+__all__ = ["ShardedUnits", "prepare_query", "query_vector_of", "seed_keys"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,3 +87,40 @@ def seed_keys(
     weights = np.concatenate([w for _, w in got.values()])
     order = np.argsort(keys, kind="stable")
     return keys[order], weights[order]
+
+
+def prepare_query(owner, query, mode, query_vector, filters, seeds=None, kept=False):
+    """``(mode, qvec, timings, seeds)`` of a search of the sharded index ``owner``: checks, the
+    router's choice, the query vector or the seeds' units (``(keys, weights)``, in place of the
+    query vector, as :class:`~longctx.mixpr.index.MixPRIndex` takes them; local queries only,
+    and global ones too with ``kept``, ``keep_firsts=True``: the app's first hit is kept)."""
+    check_query(query, "query")
+    check_choice(mode, "mode", MODES)
+    seeds = seed_source(seeds)
+    compile_filter(filters)  # a bad filter raises before any work
+    g = owner._global
+    if query_vector is not None and g.get("dim") is None:
+        raise ValueError("query_vector needs an index built with encoder= or unit_vectors=")
+    timings = {}
+    if mode == "auto":
+        t0 = time.perf_counter()
+        mode = owner.route(query) if g["n_units"] else "local"
+        timings["route"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    seeds = local_seeds(seeds) if (mode == "local" or kept) and g["n_units"] else None
+    if seeds is not None:  # (a callable is asked for a local query only, unless kept)
+        keys = seed_keys(owner._run, owner._shard_of, seeds)
+        timings["seeds"] = time.perf_counter() - t0
+        return mode, None, timings, keys
+    qvec = None
+    if mode == "local" and g.get("dim") is not None and g["n_units"]:
+        qvec = query_vector_of(owner, query, query_vector)
+    return mode, qvec, timings, None
+
+
+def query_vector_of(owner, query: str, query_vector=None) -> np.ndarray:
+    """The query's normalized dense vector for the sharded index ``owner`` (hybrid: its
+    encoder embeds ``query`` unless ``query_vector`` is given)."""
+    encoder = owner._encoder
+    name = {"name": getattr(encoder, "name", None)}
+    return normalized_query_vector(encoder, name, owner._global["dim"], query, query_vector)

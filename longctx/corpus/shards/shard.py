@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx._rss import give_back_free_memory
+from longctx.corpus.shards.fused import BLOCK_CALLS
 from longctx.corpus.shards.terms import TermBlob
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.hits import text_slice
@@ -194,6 +195,12 @@ class MixPRShard:
         give_back_free_memory()  # the temporaries of the rows (a shard's actor lives long)
 
     def block_call(self, method: str, *args):
+        """Method ``method`` of the shard's block (a :class:`~longctx.mixpr.scoring.UnitBlock`),
+        or the function of that name of :data:`~longctx.corpus.shards.fused.BLOCK_CALLS` on it
+        (``keep_firsts``)."""
+        call = BLOCK_CALLS.get(method)
+        if call is not None:
+            return call(self.block, *args)
         return getattr(self.block, method)(*args)
 
     # -- changes ------------------------------------------------------------------------------
