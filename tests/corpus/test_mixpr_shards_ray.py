@@ -20,6 +20,7 @@ from longctx.mixpr.seeds import Seed  # noqa: E402
 from longctx.persist import PersistError  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.test_mixpr_shards import QUERIES, same_results  # noqa: E402
+from tests.test_mixpr_shards_explain import same_explanations  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +65,9 @@ def test_corpus_of_four_shards_built_and_searched_on_ray(local_ray, tmp_path, do
         # another retriever's hits seed the walk through the actors too (issue 45)
         seeds = [Seed("ch2", 100, 900, 1.0), Seed("ch5", score=0.5)]
         same_results(one, index, queries=QUERIES[:2], filters_list=(None,), seeds=seeds)
+        # explanations gathered through the actors: one index's
+        walked = same_explanations(one, index, QUERIES[:2], ({"k": 5},), filters_list=(None,))
+        assert walked >= 5
 
 
 def test_changes_through_actors_and_a_killed_actor(local_ray, tmp_path, docs):

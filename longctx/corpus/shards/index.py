@@ -54,13 +54,16 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from longctx.checks import check_choice, check_int, check_query
-from longctx.corpus.shards.backends import ShardDied, _where, open_backend
+from longctx.corpus.shards.backends import ShardDied, open_backend
+from longctx.corpus.shards.explain import check_sharded_explain, explain_chosen
 from longctx.corpus.shards.locking import ReadWriteLock
 from longctx.corpus.shards.persist import MAX_SHARDS
 from longctx.corpus.shards.query import ShardedUnits, seed_keys
+from longctx.corpus.shards.restart import check_restarted
 from longctx.corpus.shards.selection import select_over_shards
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
 from longctx.corpus.shards.terms import merge_shard_terms
+from longctx.explain import with_explanations
 from longctx.filters import compile_filter
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
@@ -278,7 +281,8 @@ class ShardedMixPRIndex:
 
     def _remember_stored(self, numbers) -> None:
         """Record the digests of shards whose actor holds their stored copy (just loaded or
-        saved), for the check of a restart (:meth:`_check_restarted`)."""
+        saved), for the check of a restart
+        (:func:`~longctx.corpus.shards.restart.check_restarted`)."""
         numbers = list(numbers)
         if numbers:
             self._stored_digests.update(self._run({i: ("identity", ()) for i in numbers}))
@@ -376,7 +380,7 @@ class ShardedMixPRIndex:
                     "save() after building or changing a sharded index on Ray"
                 ) from None
             self._backend.restart(i, self._sources[i])
-            self._check_restarted(i)
+            check_restarted(self, i)
             if i in g.get("maps", {}):
                 s = self._stats[i]
                 self._backend.run(
@@ -389,37 +393,6 @@ class ShardedMixPRIndex:
                     }
                 )  # fmt: skip
         self._scorer = None  # column sums and the global PageRank are reduced again
-
-    def _check_restarted(self, i: int) -> None:
-        """The restarted shard ``i`` holds what its stored copy held when this index loaded or
-        saved it: the same documents (ids, lengths, text digests), settings, units and terms.
-        Otherwise (the corpus was rebuilt or changed there since) its actor is stopped and a
-        :class:`~longctx.persist.PersistError` names the shard: the index must be loaded
-        again, never answer from another corpus's shard."""
-        old = self._stats[i]
-        want = self._stored_digests.get(i)
-        try:
-            now = self._run({i: ("term_stats", ())})[i]
-            got = self._run({i: ("identity", ())})[i] if want is not None else None
-        except ShardDied:
-            raise RuntimeError(f"the Ray actor of shard {i} died again after a restart") from None
-        same = (
-            list(now["doc_ids"]) == list(old["doc_ids"])
-            and list(now["chars"]) == list(old["chars"])
-            and int(now["n_units"]) == int(old["n_units"])
-            and (now["config"], now["chunk"], now["dim"])
-            == (old["config"], old["chunk"], old["dim"])
-            and now["terms"] == old["terms"]
-            and np.array_equal(now["df"], old["df"])
-            and (want is None or got == want)
-        )
-        if not same:
-            self._backend.drop(i)
-            raise PersistError(
-                f"shard {i} ({_where(self._sources[i])}) changed on disk since this index loaded "
-                "it (the corpus was rebuilt or changed there): its restarted copy holds other "
-                "documents than the index; load the index again"
-            )
 
     def _with_retry(self, fn):
         """``fn()`` (a search: under the read lock, so no change runs meanwhile), tried once
@@ -521,13 +494,16 @@ class ShardedMixPRIndex:
         query_vector=None,
         filters=None,
         seeds=None,
+        explain: bool = False,
     ) -> SearchResult:
         """The best units for ``query`` over every shard, in corpus order: the parameters, the
         result and the errors of :meth:`MixPRIndex.search
         <longctx.mixpr.index.MixPRIndex.search>` (``token_budget`` counts with
         :func:`longctx.tokens.count_tokens`; ``seeds``, another retriever's hits, each sent to
-        the shard holding its document: :mod:`longctx.corpus.shards.query`). ``info`` also
-        holds ``"shards"`` (the number of shards).
+        the shard holding its document: :mod:`longctx.corpus.shards.query`; ``explain``: one
+        index's explanations, gathered over the shards for the hits only:
+        :mod:`longctx.corpus.shards.explain`). ``info`` also holds ``"shards"`` (the number of
+        shards).
 
         Raises
         ------
@@ -540,14 +516,16 @@ class ShardedMixPRIndex:
         budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
         if token_budget is not None:
             budget["unit"] = "count_tokens"
-        seeds = _asked_once(seeds)
+        seeds, explain = _asked_once(seeds), check_sharded_explain(self, explain)
         return self._with_retry(
             lambda: self._search_once(
-                query, mode, query_vector, filters, k, token_budget, budget, seeds
+                query, mode, query_vector, filters, k, token_budget, budget, seeds, explain
             )
         )
 
-    def _search_once(self, query, mode, query_vector, filters, k, token_budget, budget, seeds):
+    def _search_once(
+        self, query, mode, query_vector, filters, k, token_budget, budget, seeds, explain=False
+    ):
         mode, qvec, timings, keys = self._prepare(query, mode, query_vector, filters, seeds)
         info = {"doc_ids": (), "shards": self.n_shards}
         if not self.n_units:
@@ -566,8 +544,9 @@ class ShardedMixPRIndex:
             used, t = scorer.score(sid, query, mode, qvec, filters, trace, keys)
             t0 = time.perf_counter()
             chosen = select_over_shards(
-                blocks, sid, [n for n, _ in allowed], k, token_budget, closed
+                blocks, sid, [n for n, _ in allowed], k, token_budget, closed, keep_open=explain
             )
+            why = explain_chosen(self, sid, used, chosen, t) if explain else None
         finally:
             if not closed[0]:
                 _close(scorer, sid)
@@ -582,7 +561,8 @@ class ShardedMixPRIndex:
         for b, _, _, score in chosen:
             doc, a, e, text, unit = next(seen[live[b]])
             hits.append(Passage(a, e, text, float(score), unit, pos[doc]))
-        timings = {**timings, **t, "select": time.perf_counter() - t0}
+        timings = {**timings, **t, "select": time.perf_counter() - t0 - t.get("explain", 0.0)}
+        hits = hits if why is None else with_explanations(hits, why)
         info["doc_ids"] = tuple(self._order[h.source] for h in hits)
         trace = (self._route_record(), *trace)
         return SearchResult(
