@@ -519,12 +519,12 @@ class ShardedMixPRIndex:
         seeds, explain = _asked_once(seeds), check_sharded_explain(self, explain)
         return self._with_retry(
             lambda: self._search_once(
-                query, mode, query_vector, filters, k, token_budget, budget, seeds, explain
+                query, mode, query_vector, filters, k, token_budget, budget, explain, seeds
             )
         )
 
     def _search_once(
-        self, query, mode, query_vector, filters, k, token_budget, budget, seeds, explain=False
+        self, query, mode, query_vector, filters, k, token_budget, budget, explain, seeds
     ):
         mode, qvec, timings, keys = self._prepare(query, mode, query_vector, filters, seeds)
         info = {"doc_ids": (), "shards": self.n_shards}
