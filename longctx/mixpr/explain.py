@@ -363,8 +363,11 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
     else:
         xv, cs = _values_at(x, idx), colsum[idx]
         v = np.divide(xv, cs, out=np.zeros(len(xv)), where=cs > 0)
-    seg = np.repeat(np.arange(len(terms)), lens)
-    u = np.bincount(seg, weights=vals * v, minlength=len(terms))
+    u = np.zeros(len(terms))
+    if len(idx):  # per column, its entries summed in order
+        starts = np.minimum(np.cumsum(lens) - lens, len(idx) - 1)
+        u = np.add.reduceat(vals * v, starts)
+        u[lens == 0] = 0.0
     seeds = _restart(s)[0]
     d = float(_values_at(x, seeds[colsum[seeds] <= 0]).sum()) if len(seeds) else 0.0
     k = len(rows[2]) - 1
@@ -373,10 +376,12 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
         return u, d, found
     a = float(block.config.alpha_local)
     cols, data, slen = _row_entries(block, seeds)
+    # the seeds' rows over the hits' terms (their entries in order: a CSR array as it is)
     pos = np.minimum(np.searchsorted(terms, cols), max(len(terms) - 1, 0))
     keep = terms[pos] == cols if len(terms) else np.zeros(len(cols), bool)
-    owner = np.repeat(np.arange(len(seeds)), slen)[keep]
-    S = sp.csr_array((data[keep], (owner, pos[keep])), shape=(len(seeds), len(terms)))
+    per_row = np.bincount(np.repeat(np.arange(len(seeds)), slen)[keep], minlength=len(seeds))
+    indptr = np.concatenate([[0], np.cumsum(per_row)])
+    S = sp.csr_array((data[keep], pos[keep], indptr), shape=(len(seeds), len(terms)))
     H = sp.csr_array(rows, shape=(k, len(terms)))
     C = sp.csc_array(S @ H.T)
     cs = colsum[seeds]
