@@ -364,9 +364,9 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
         xv, cs = _values_at(x, idx), colsum[idx]
         v = np.divide(xv, cs, out=np.zeros(len(xv)), where=cs > 0)
     u = np.zeros(len(terms))
-    if len(idx):  # per column, its entries summed in order
-        starts = np.minimum(np.cumsum(lens) - lens, len(idx) - 1)
-        u = np.add.reduceat(vals * v, starts)
+    if len(terms):  # per column, its entries summed in order (a 0 after the last: a column
+        # the block lacks starts there, and adding 0 changes no sum)
+        u = np.add.reduceat(np.append(vals * v, 0.0), np.cumsum(lens) - lens)
         u[lens == 0] = 0.0
     seeds = _restart(s)[0]
     d = float(_values_at(x, seeds[colsum[seeds] <= 0]).sum()) if len(seeds) else 0.0
