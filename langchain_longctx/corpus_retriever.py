@@ -46,8 +46,8 @@ class CorpusRetriever(BaseRetriever):
     - `k` (`int`): Hits returned (default 10).
     - `metadatas` (`dict`): ``{doc_id: metadata}`` merged into each hit's metadata.
     - `explain` (`bool`): Add ``metadata["longctx_explanation"]``: why each unit was retrieved,
-      as ``CorpusIndex.search(explain=True)`` gives it (:mod:`longctx.explain`); a sharded
-      MixPR corpus raises ``NotImplementedError``. ``invoke(..., explain=...)`` overrides it.
+      as ``CorpusIndex.search(explain=True)`` gives it (:mod:`longctx.explain`; a sharded
+      MixPR corpus too). ``invoke(..., explain=...)`` overrides it.
 
     **Usage**
 

@@ -51,8 +51,8 @@ class CorpusRetriever(BaseRetriever):
     explain : bool, default False
         Add ``metadata["longctx_explanation"]`` (JSON-ready, hidden from the LLM and the
         embedder): why each unit was retrieved, as ``CorpusIndex.search(explain=True)`` gives it
-        (:mod:`longctx.explain`). A one-index or per-document MixPR corpus and a diversity
-        corpus; a sharded MixPR corpus raises ``NotImplementedError`` at query time.
+        (:mod:`longctx.explain`): a one-index, sharded or per-document MixPR corpus and a
+        diversity corpus.
 
     Examples
     --------
