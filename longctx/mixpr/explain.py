@@ -49,7 +49,9 @@ __all__ = [
     "merge_seeds",
     "seeds_only",
     "term_namer",
+    "described",
     "unit_fields",
+    "units_fields",
     "walk_hit_facts",
     "walk_inflow",
     "TOP_TERMS",
@@ -87,6 +89,24 @@ def unit_fields(st, j: int) -> dict:
         "start": int(st.starts[j]),
         "end": int(st.ends[j]),
     }
+
+
+def units_fields(st, units) -> list[dict]:
+    """:func:`unit_fields` of each of ``units`` (``(m,)`` int), read as arrays at once."""
+    units = np.asarray(units, np.int64)
+    if not len(units):
+        return []
+    cols = zip(
+        units.tolist(),
+        np.asarray(st.unit_source[units]).tolist(),
+        np.asarray(st.unit_positions(units)).tolist(),
+        np.asarray(st.starts[units]).tolist(),
+        np.asarray(st.ends[units]).tolist(),
+    )
+    names = st.doc_ids
+    return [
+        {"unit": j, "doc_id": names[d], "index": i, "start": a, "end": b} for j, d, i, a, b in cols
+    ]
 
 
 def _restart(s: dict) -> tuple[np.ndarray, np.ndarray, float]:
@@ -176,9 +196,9 @@ def explain_documents(st, result, keep: dict, used: str, walk: dict, scores, mas
             units = units[mask.at(units)]
         vals = _values_at(scores, units)
         units, vals = units[vals > 0], vals[vals > 0]
+        top = _top(vals, TOP_UNITS)
         listed = [
-            evidence(h.score, vals[o], **unit_fields(st, int(units[o])))
-            for o in _top(vals, TOP_UNITS)
+            evidence(h.score, vals[o], **f) for o, f in zip(top, units_fields(st, units[top]))
         ]
         out.append({**e, "unit": unit_fields(st, b), "units": listed, "units_scored": len(units)})
     timings = {**result.timings, "explain": time.perf_counter() - t0}
@@ -237,7 +257,7 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     terms = np.unique(facts["indices"])
     wt = W[terms] if W is not None else np.ones(len(terms))
     u, d, found = walk_inflow(block, s, terms, hit_rows(facts, terms, wt), hits)
-    seeds = [[(v, unit_fields(st, int(j))) for v, _, j in per_hit] for per_hit in found]
+    seeds = described(st, found)
     return compose_walk(st.config, facts, terms, u, d, wt, seeds, term_namer(st.table), score_of)
 
 
@@ -305,6 +325,16 @@ def walk_hit_facts(block, s: dict, hits: np.ndarray) -> dict:
         "dense_restart": dense_w is not None,
         "seeds_only": "seed_tops" in s and s["seed_tops"][0] is None,
     }
+
+
+def described(st, found: list, keys: bool = False) -> list:
+    """:func:`walk_inflow`'s seeds ``(mass, key, unit)`` per hit as ``(mass, fields)``
+    (:func:`units_fields`, described at once); ``keys``: as ``(mass, key, fields)`` with
+    ``fields["unit"]`` the key (a shard's seeds, numbered as the corpus numbers them)."""
+    fields = iter(units_fields(st, [j for hit in found for _, _, j in hit]))
+    if keys:
+        return [[(v, k, {**next(fields), "unit": k}) for v, k, _ in hit] for hit in found]
+    return [[(v, next(fields)) for v, _, _ in hit] for hit in found]
 
 
 def join_facts(parts: list) -> dict:

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from longctx._rss import give_back_free_memory
 from longctx.corpus.shards.terms import TermBlob
 from longctx.mixpr.config import MixPRConfig
-from longctx.mixpr.explain import unit_fields, walk_hit_facts, walk_inflow
+from longctx.mixpr.explain import described, walk_hit_facts, walk_inflow
 from longctx.mixpr.hits import text_slice
 from longctx.mixpr.scoring import UnitBlock
 from longctx.mixpr.seeds import seed_units
@@ -248,9 +248,7 @@ class MixPRShard:
         (:func:`longctx.mixpr.explain.walk_inflow`), its seeds described as one index
         describes its units, ``unit`` their corpus-wide number."""
         u, d, found = walk_inflow(self.block, self.block._s(sid), terms, rows, keys)
-        st = self.index._state
-        found = [[(v, k, {**unit_fields(st, j), "unit": k}) for v, k, j in h] for h in found]
-        return u, d, found
+        return u, d, described(self.index._state, found, keys=True)
 
     def unit_text(self, doc_id: str, unit_index: int) -> str:
         st = self.index._state
