@@ -48,8 +48,8 @@ class CorpusRetriever(BaseRetriever):
     - `k` (`int`): Hits returned (default 10).
     - `metadatas` (`dict`): ``{doc_id: metadata}`` merged into each hit's metadata.
     - `explain` (`bool`): Add ``metadata["longctx_explanation"]``: why each unit was retrieved,
-      as ``CorpusIndex.search(explain=True)`` gives it (:mod:`longctx.explain`); a sharded
-      MixPR corpus raises ``NotImplementedError``. ``invoke(..., explain=...)`` overrides it.
+      as ``CorpusIndex.search(explain=True)`` gives it (:mod:`longctx.explain`; a sharded
+      MixPR corpus too). ``invoke(..., explain=...)`` overrides it.
     - `vector_retriever` (`BaseRetriever | VectorStore | None`): MixPR corpora (one index or
       sharded): the app's own retriever (``vector_k`` documents from a store), whose hits seed
       the walk as in ``MixPRRetriever`` (``CorpusIndex.search(seeds=...)``): a hit names its

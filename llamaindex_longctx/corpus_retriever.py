@@ -53,8 +53,8 @@ class CorpusRetriever(BaseRetriever):
     explain : bool, default False
         Add ``metadata["longctx_explanation"]`` (JSON-ready, hidden from the LLM and the
         embedder): why each unit was retrieved, as ``CorpusIndex.search(explain=True)`` gives it
-        (:mod:`longctx.explain`). A one-index or per-document MixPR corpus and a diversity
-        corpus; a sharded MixPR corpus raises ``NotImplementedError`` at query time.
+        (:mod:`longctx.explain`): a one-index, sharded or per-document MixPR corpus and a
+        diversity corpus.
     vector_retriever : llama_index BaseRetriever, optional
         MixPR corpora (one index or sharded): the app's own retriever, whose hits seed the walk
         as in :class:`~llamaindex_longctx.MixPRRetriever` (``CorpusIndex.search(seeds=...)``,

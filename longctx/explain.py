@@ -148,6 +148,11 @@ def explanation_text(explanation: Mapping[str, Any], *, limit: int = 3) -> str:
             f"{s.get('doc_id', s.get('unit'))}#{s.get('index')} {_fmt(s['share'])}"
             for s in seeds[:limit]
         )
+    units = explanation.get("units") or []
+    if units:  # a document hit (whole_documents): the units that carried it
+        out += "; units " + ", ".join(
+            f"#{u.get('index')} {_fmt(u['share'])}" for u in units[:limit]
+        )
     paths = explanation.get("paths") or []
     if paths:
         out += "; paths " + "; ".join(

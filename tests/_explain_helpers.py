@@ -44,6 +44,19 @@ def diversity_corpus(tmp_path):
     return CorpusIndex(load_corpus(out, encoder=hash_embed))
 
 
+def sharded_corpus(tmp_path):
+    """A MixPR corpus of :data:`CORPUS_DOCS` built with two shards (one document each),
+    loaded in this process."""
+    from longctx.corpus import CorpusIndex, build_indexes, load_corpus
+
+    out = tmp_path / "sharded"
+    assert not build_indexes(CORPUS_DOCS, "mixpr", out, use_ray=False, progress=False,
+                             shards=2).failed  # fmt: skip
+    corpus = CorpusIndex(load_corpus(out))
+    assert corpus.sharded
+    return corpus
+
+
 def corpus_core(corpus, k):
     """The corpus's own explanations for :data:`CORPUS_QUERY`, ``(doc_id, start) -> ...``."""
     r = corpus.search(CORPUS_QUERY, k=k, explain=True)

@@ -73,7 +73,21 @@ def test_search_a_corpus_with_explain(tmp_path, capsys):
     assert main([*argv, "--format", "json"]) == 0
     for p in json.loads(capsys.readouterr().out)["passages"]:
         assert math.isclose(sum(p["explanation"]["parts"].values()), p["score"], abs_tol=1e-9)
+    argv[argv.index("2")] = "6"  # every unit: some in each shard
+    one = {(p["doc_id"], p["start"]): p["explanation"] for p in json.loads(
+        capsys.readouterr().out if main([*argv, "--format", "json"]) == 0 else "")["passages"]}  # fmt: skip
+    # a corpus built with --shards: the same explanations (one index's, over the shards)
     shards = tmp_path / "shards"
     assert not build_indexes(docs, "mixpr", shards, use_ray=False, shards=2).failed
-    assert main(["search", str(shards), "-q", "milk", "--explain"]) == 2
-    assert "not implemented for a sharded MixPR corpus" in capsys.readouterr().err
+    argv[1] = str(shards)
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("[")]
+    assert len(heads) == len(one) and all(lines[i + 1].startswith("why: ") for i in heads)
+    assert main([*argv, "--format", "json"]) == 0
+    passages = json.loads(capsys.readouterr().out)["passages"]
+    assert {p["doc_id"] for p in passages} == {"kitchen", "garden"}  # both shards
+    for p in passages:
+        e, want = p["explanation"], one[(p["doc_id"], p["start"])]
+        assert e["parts"] == pytest.approx(want["parts"], abs=1e-12)
+        assert [t["term"] for t in e["terms"]] == [t["term"] for t in want["terms"]]

@@ -46,8 +46,6 @@ def test_explain_is_off_by_default_and_checked():
     assert META_EXPLANATION not in hit_metadata(r.hits[0], "mixpr")
     with pytest.raises(TypeError, match="explain"):
         index.search("pocket watch", k=2, explain="yes")
-    with pytest.raises(NotImplementedError, match="whole_documents"):
-        index.search("pocket watch", k=2, explain=True, whole_documents=True)
     on = index.search("pocket watch", k=2, explain=True)
     # the same hits and scores: the explanation is read after the walk, never changes it
     assert [(h.start, h.score) for h in on.hits] == [(h.start, h.score) for h in r.hits]
@@ -213,7 +211,7 @@ def test_multihop_hybrid_names_the_dense_part_of_a_seed():
 
 def test_paper_preset_walk_is_not_explained_yet():
     index = MixPRIndex.from_texts(ALICE, preset="paper")
-    with pytest.raises(NotImplementedError, match="personalization='similarity'"):
+    with pytest.raises(NotImplementedError, match="personalization='similarity'.*preset='default'"):
         index.search("the rabbit and the pocket watch", k=2, mode="local", explain=True)
     r = index.search("summarize", k=2, mode="global", explain=True)  # global: explained
     assert all(h.explanation["walk"] == "global" for h in r.hits)
@@ -256,3 +254,56 @@ def test_the_seeds_walk_shows_as_its_own_part(solver):
     assert by_src[1]["parts"]["restart_lexical"] > 0
     for part in ("restart_lexical", "walk", "lexical", "dangling"):
         assert by_src[1]["parts"][part] == pytest.approx(mine[1]["parts"][part] / top, abs=1e-12)
+
+
+def _units_of(index, doc: int) -> list:
+    return [u for u in range(index.n_units) if index.unit_source[u] == doc]
+
+
+@pytest.mark.parametrize(
+    "params, filters",
+    [({}, None), ({"solver": "power"}, {"n": {"$gte": 1}}), ({"preset": "multihop"}, None)],
+    ids=["push", "power-filtered", "multihop"],
+)
+def test_a_document_hit_is_explained_by_its_best_unit_and_names_its_units(params, filters):
+    """``whole_documents=True``: a document scores its best unit's score, so its parts are that
+    unit's explanation's (they add up to the document's score); ``units`` names the document's
+    units the search scored above 0 (kept by the filter), best first, with their share of the
+    document's score."""
+    from longctx.explain import explanation_text
+
+    docs = [" ".join(ALICE[i : i + 3]) for i in range(0, len(ALICE), 2)] + [BRIDGE[2]]
+    mds = [{"n": i} for i in range(len(docs))]
+    index = MixPRIndex.from_texts(docs, metadatas=mds, max_words=12, **params)
+    q = "Who ran with the pocket watch, the rabbit?"
+    kw = dict(k=3, mode="local", filters=filters)
+    r = index.search(q, whole_documents=True, explain=True, **kw)
+    plain = index.search(q, whole_documents=True, **kw)
+    assert [(h.source, h.index, h.score) for h in r.hits] == [
+        (h.source, h.index, h.score) for h in plain.hits
+    ] and "explain" in r.timings
+    scores, _, _ = index.score(q, mode="local", filters=filters)
+    units = index.search(q, k=index.n_units, mode="local", filters=filters, explain=True)
+    by_unit = {(h.source, h.index): h.explanation for h in units.hits}
+    assert len(r.hits) == 3
+    walks = {h.explanation["walk"] for h in r.hits}
+    assert walks == ({"multihop"} if params.get("preset") else {"pagerank"})
+    for h in r.hits:
+        e = h.explanation
+        _sum_ok(e)
+        best = by_unit[(h.source, h.index)]
+        assert (
+            e["parts"] == best["parts"]
+            and e["walk"] == best["walk"] == units.hits[0].explanation["walk"]
+        )
+        assert e["unit"]["index"] == h.index and e["unit"]["doc_id"] == index.doc_ids[h.source]
+        mine = _units_of(index, h.source)
+        scored = sorted((-scores[u], u) for u in mine if scores[u] > 0)
+        assert e["units_scored"] == len(scored)
+        assert [u["unit"] for u in e["units"]] == [u for _, u in scored[:5]]
+        assert e["units"][0]["unit"] == e["unit"]["unit"] and e["units"][0]["share"] == 1.0
+        for u in e["units"]:
+            assert u["score"] == pytest.approx(scores[u["unit"]], abs=1e-12)
+            assert u["share"] == pytest.approx(scores[u["unit"]] / h.score)
+        json.dumps(e)
+    assert "units #" in explanation_text(r.hits[0].explanation)

@@ -128,3 +128,14 @@ def test_the_corpus_search_passes_keep_firsts_to_its_shards(tmp_path, alice_docs
     assert key(a) == key(b) and a.info["ranking"] == b.info["ranking"]
     with pytest.raises(TypeError, match="keep_firsts"):
         corpus.search(q, k=5, seeds=SEEDS, keep_firsts="no")
+
+
+def test_explained_kept_hits_equal_one_index_and_sum_to_their_real_scores(indexes):
+    """``keep_firsts`` with ``explain``: the shards explain the hits' real (fused) scores, as
+    one index does, whatever order the kept firsts impose."""
+    from tests.test_mixpr_shards_explain import same_explanations
+
+    one, single, three = indexes
+    for sh in (single, three):
+        walked = same_explanations(one, sh, QUERIES, SIZES, FILTERS, seeds=SEEDS, keep_firsts=True)
+        assert walked >= 5

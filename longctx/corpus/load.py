@@ -304,7 +304,8 @@ class CorpusIndex:
         (``NotImplementedError`` for ``True``).
 
         ``explain=True``: every hit says why it was retrieved (``Passage.explanation``,
-        :mod:`longctx.explain`); not for a sharded MixPR corpus yet (``NotImplementedError``).
+        :mod:`longctx.explain`; a sharded MixPR corpus gives one index's explanations,
+        :mod:`longctx.corpus.shards.explain`).
 
         ``**kwargs`` go to the index's ``search`` (``mode``, ``filters``, ``token_budget`` for
         MixPR; ``lambda_`` for diversity...). ``info["doc_ids"]`` holds the corpus's document
@@ -316,8 +317,7 @@ class CorpusIndex:
         ValueError
             ``k`` < 1 or a bad keyword for the indexes (raised by the first index).
         NotImplementedError
-            ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus;
-            ``explain=True`` on a sharded MixPR corpus.
+            ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus.
         """
         from longctx.checks import check_int
         from longctx.explain import check_explain
@@ -331,12 +331,7 @@ class CorpusIndex:
             )
         if unique_texts is not False and one_index:
             kwargs["unique_texts"] = True
-        if check_explain(explain) and self.sharded:
-            raise NotImplementedError(
-                "explain=True is not implemented for a sharded MixPR corpus yet (it is for a "
-                "one-index, a per-document and a diversity corpus)"
-            )
-        if explain:
+        if check_explain(explain):
             kwargs["explain"] = True
         if self.index is not None:
             if kwargs.get("token_budget") is not None:

@@ -24,28 +24,48 @@ arXiv:2405.14831; :mod:`longctx.mixpr.multihop`) is split the same way over its 
 
 from __future__ import annotations
 
+import time
 import weakref
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
 
-from longctx.explain import evidence, make_explanation
-from longctx.mixpr.hits import dense_scores
+from longctx.explain import evidence, make_explanation, with_explanations
+from longctx.mixpr.persist_mapped import MappedVocabulary
+from longctx.mixpr.push import spans, take_rows
 from longctx.selection import SparseScores
 
 __all__ = [
     "explain_hits",
+    "explain_documents",
     "explain_walk",
     "explain_multihop",
+    "check_explained",
+    "compose_walk",
+    "global_explanations",
+    "hit_rows",
+    "join_facts",
+    "merge_seeds",
+    "seeds_only",
+    "term_namer",
+    "described",
+    "unit_fields",
+    "units_fields",
+    "walk_hit_facts",
+    "walk_inflow",
     "TOP_TERMS",
     "TOP_SEEDS",
     "TOP_PATHS",
+    "TOP_UNITS",
 ]
 
 #: Evidence items kept per hit.
 TOP_TERMS = 5
 TOP_SEEDS = 3
 TOP_PATHS = 5
+#: Units named per document hit (``whole_documents=True``).
+TOP_UNITS = 5
 
 _TERM_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -58,7 +78,9 @@ def _term_names(table) -> list[str]:
     return names
 
 
-def _unit(st, j: int) -> dict:
+def unit_fields(st, j: int) -> dict:
+    """Unit ``j`` of the state ``st`` as an evidence item names it: ``unit`` (``j``),
+    ``doc_id``, ``index`` (its position among its document's units), ``start``, ``end``."""
     d = int(st.unit_source[j])
     return {
         "unit": int(j),
@@ -67,6 +89,24 @@ def _unit(st, j: int) -> dict:
         "start": int(st.starts[j]),
         "end": int(st.ends[j]),
     }
+
+
+def units_fields(st, units) -> list[dict]:
+    """:func:`unit_fields` of each of ``units`` (``(m,)`` int), read as arrays at once."""
+    units = np.asarray(units, np.int64)
+    if not len(units):
+        return []
+    cols = zip(
+        units.tolist(),
+        np.asarray(st.unit_source[units]).tolist(),
+        np.asarray(st.unit_positions(units)).tolist(),
+        np.asarray(st.starts[units]).tolist(),
+        np.asarray(st.ends[units]).tolist(),
+    )
+    names = st.doc_ids
+    return [
+        {"unit": j, "doc_id": names[d], "index": i, "start": a, "end": b} for j, d, i, a, b in cols
+    ]
 
 
 def _restart(s: dict) -> tuple[np.ndarray, np.ndarray, float]:
@@ -116,15 +156,64 @@ def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[di
         return explain_multihop(st, mh, hits, scores)
     if used == "local":
         return explain_walk(st, keep["session"], hits, scores)
-    return [
-        make_explanation("mixpr", "global", float(scores[i]), {"pagerank": float(scores[i])})
-        for i in hits.tolist()
-    ]
+    return global_explanations([float(scores[i]) for i in hits.tolist()])
+
+
+def explain_documents(st, result, keep: dict, used: str, walk: dict, scores, mask=None):
+    """``result`` (:func:`~longctx.mixpr.hits.document_hits`: ``whole_documents=True``) with
+    each document hit's explanation, ``timings["explain"]`` the seconds it took.
+
+    A document scores its best unit's score (the maximum over its kept units, not a sum), so
+    its explanation is that unit's (:func:`explain_hits`: ``parts`` add up to the document's
+    score, with the unit's ``terms`` and ``seeds`` or ``paths``), and says which units carried
+    the document: ``unit`` (the best unit, whose parts these are: ``unit``, ``doc_id``,
+    ``index``, ``start``, ``end``), ``units`` (the document's units the search scored above 0,
+    among those the filter keeps: the :data:`TOP_UNITS` best, best first, ties to the earlier
+    unit, each with its ``score`` and its ``share`` of the document's score, 1 for the best)
+    and ``units_scored`` (how many of its units scored above 0). Costs the hits' documents'
+    units, not the index's.
+
+    Parameters
+    ----------
+    st : the index's state
+    result : SearchResult
+        Document hits (``source``: the document, ``index``: its best unit's position).
+    keep, used, walk :
+        As :func:`explain_hits`.
+    scores : (n_units,) float64 or SparseScores
+        The units' scores (those the hits report).
+    mask : UnitFilter, optional
+        The units the filters keep.
+    """
+    t0 = time.perf_counter()
+    starts = st.block.doc_starts()
+    hits = result.hits
+    best = np.asarray([starts[h.source] + h.index for h in hits], np.int64)
+    out = []
+    for h, b, e in zip(hits, best.tolist(), explain_hits(st, keep, used, walk, best, scores)):
+        units = np.arange(starts[h.source], starts[h.source + 1], dtype=np.int64)
+        if mask is not None:
+            units = units[mask.at(units)]
+        vals = _values_at(scores, units)
+        units, vals = units[vals > 0], vals[vals > 0]
+        top = _top(vals, TOP_UNITS)
+        listed = [
+            evidence(h.score, vals[o], **f) for o, f in zip(top, units_fields(st, units[top]))
+        ]
+        out.append({**e, "unit": unit_fields(st, b), "units": listed, "units_scored": len(units)})
+    timings = {**result.timings, "explain": time.perf_counter() - t0}
+    return replace(result, hits=with_explanations(hits, out), timings=timings)
 
 
 def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict]:
     """Explanations of MixPR's PageRank walk (``walk="pagerank"``, factored graph,
     ``personalization="similarity"``) for the units ``hits``.
+
+    The work is split as a sharded index splits it (:mod:`longctx.corpus.shards.explain`
+    runs the same steps over its shards): what the hits' own units hold
+    (:func:`walk_hit_facts`), the walk's inflow through the hits' terms and the seeds'
+    one-step mass (:func:`walk_inflow`, summed over the blocks), then the composition
+    (:func:`compose_walk`); here over the index's one block.
 
     Parameters
     ----------
@@ -157,70 +246,232 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     NotImplementedError
         The thresholded graph or ``personalization="query"`` (the paper preset).
     """
-    cfg = st.config
+    check_explained(st.config)
+    hits = np.asarray(hits, np.int64)
+    score_of = [float(scores[i]) for i in hits.tolist()]
+    block = st.block
+    facts = walk_hit_facts(block, s, hits)
+    if facts["seeds_only"]:
+        return seeds_only(score_of)
+    W = block.graph.term_weights if block.graph is not None else None
+    terms = np.unique(facts["indices"])
+    wt = W[terms] if W is not None else np.ones(len(terms))
+    u, d, found = walk_inflow(block, s, terms, hit_rows(facts, terms, wt), hits)
+    seeds = described(st, found)
+    return compose_walk(st.config, facts, terms, u, d, wt, seeds, term_namer(st.table), score_of)
+
+
+def check_explained(cfg) -> None:
+    """``NotImplementedError`` unless ``cfg`` walks the factored graph with
+    ``personalization="similarity"`` (what :func:`explain_walk` splits)."""
     if cfg.graph != "factored" or cfg.personalization != "similarity":
         raise NotImplementedError(
             "explain=True covers MixPR's factored graph with personalization='similarity' "
-            f"(got graph={cfg.graph!r}, personalization={cfg.personalization!r})"
+            f"(got graph={cfg.graph!r}, personalization={cfg.personalization!r}): the "
+            "bordered walk's query nodes and the thresholded graph's edges are not split into "
+            "parts yet; search with preset='default' (or graph='factored', "
+            "personalization='similarity') for explanations, or mode='global' (explained as "
+            "the PageRank)"
         )
+
+
+def _values_at(v, idx: np.ndarray) -> np.ndarray:
+    """``v`` (``(n,)`` or SparseScores) at ``idx``."""
+    return v.at(idx) if isinstance(v, SparseScores) else np.asarray(v[idx], np.float64)
+
+
+def _row_entries(block, units: np.ndarray):
+    """``(terms (nnz,), values (nnz,) float64, lengths (len(units),))``: ``E``'s entries in the
+    rows ``units`` of ``block``, row by row (costs those rows' entries)."""
+    rows = block._rows()
+    if hasattr(rows, "gather"):  # a CountRows: the values made from the counts
+        lens = spans(rows.indptr, units)[1]
+        cols, vals = rows.gather(units, np.ones(len(units)))
+        return cols, vals, lens
+    return take_rows(rows.indptr, rows.indices, rows.data, units)
+
+
+def walk_hit_facts(block, s: dict, hits: np.ndarray) -> dict:
+    """What :func:`compose_walk` reads of the block's units ``hits`` (``(k,)`` int64, the
+    block's own numbers) in session ``s``: their rows of ``E`` (``indices``, ``data``,
+    ``lens``: corpus-wide term columns), walk mass ``x``, restart probability ``pi`` and its
+    dense part ``pi_dense`` (hybrid), lexical and dense cosines, the seeds' walk ``seed_x``,
+    and the block-wide ``tops``, ``seed_tops``, ``dense_restart`` (whether the restart had a
+    dense part) and ``seeds_only`` (the question reached no unit, only ``seeds=`` scored).
+    Costs the hits' entries, never a pass over the block's units."""
     hits = np.asarray(hits, np.int64)
-    if "seed_tops" in s and s["seed_tops"][0] is None:
-        return _seeds_only(hits, scores)
-    block = st.block
-    a = float(cfg.alpha_local)
-    x = dense_scores(s["x"])  # explain=True only: the walk's mass over every unit
     seeds, p, scale = _restart(s)
-    colsum = block.colsum
-    W = block.graph.term_weights if block.graph is not None else None
-    E_rows = block._rows_csr()
-    E_cols = block._cols()
-    hits = np.asarray(hits, np.int64)
-    # the walk's inflow per term, over the hits' terms only: u_t = sum_j E_jt x_j / D_j
-    sub = sp.csr_array(E_rows[hits])
-    terms = np.unique(sub.indices)
-    Et = sp.csc_array(E_cols[:, terms])
-    # x_j / D_j over every unit (one vectorized pass: cheaper than gathering x and D per
-    # entry of the hits' term columns, which hold more entries than there are units to read)
-    v = np.divide(x, colsum, out=np.zeros(len(x)), where=colsum > 0)
-    u = np.zeros(len(terms))
-    if Et.nnz:
-        u = np.add.reduceat(Et.data * v[Et.indices], Et.indptr[:-1])
-        u[np.diff(Et.indptr) == 0] = 0.0
-    wt = W[terms] if W is not None else np.ones(len(terms))
-    flow = (1.0 - a) * wt * u  # per term: walk mass per unit of E weight
-    dang_seeds = seeds[colsum[seeds] <= 0]
-    d = float(x[dang_seeds].sum()) if len(dang_seeds) else 0.0
-    p_of = dict(zip(seeds.tolist(), p.tolist()))
-    lex, dense = s.get("lexical"), s.get("dense")
-    lex = None if lex is None else lex.at(hits) if isinstance(lex, SparseScores) else lex[hits]
+    at = np.minimum(np.searchsorted(seeds, hits), max(len(seeds) - 1, 0))
+    on = seeds[at] == hits if len(seeds) else np.zeros(len(hits), bool)
+    pi = np.where(on, p[at] if len(p) else 0.0, 0.0)
     dense_w = s.get("dense_w")
-    dr = float(cfg.dense_restart) if dense_w is not None else 0.0
-    tops = s.get("tops", (0.0, 0.0, 0.0))
-    scaled = s.get("lexical") is not None or (s.get("dense") is not None and cfg.dense_weight)
+    pi_dense = np.zeros(len(hits))
+    if dense_w is not None:
+        pi_dense[on] = dense_w[hits[on]] / scale
+    indices, data, lens = _row_entries(block, hits)
+    lex, dense = s.get("lexical"), s.get("dense")
+    return {
+        "indices": indices,
+        "data": data,
+        "lens": np.asarray(lens, np.int64),
+        "x": _values_at(s["x"], hits) if "x" in s else np.zeros(len(hits)),
+        "pi": pi,
+        "pi_dense": pi_dense,
+        "lexical": None if lex is None else _values_at(lex, hits),
+        "dense": None if dense is None else np.asarray(dense[hits], np.float64),
+        "seed_x": _values_at(s["seed_x"], hits) if "seed_x" in s else None,
+        "tops": s.get("tops", (0.0, 0.0, 0.0)),
+        "seed_tops": s.get("seed_tops"),
+        "dense_restart": dense_w is not None,
+        "seeds_only": "seed_tops" in s and s["seed_tops"][0] is None,
+    }
+
+
+def described(st, found: list, keys: bool = False) -> list:
+    """:func:`walk_inflow`'s seeds ``(mass, key, unit)`` per hit as ``(mass, fields)``
+    (:func:`units_fields`, described at once); ``keys``: as ``(mass, key, fields)`` with
+    ``fields["unit"]`` the key (a shard's seeds, numbered as the corpus numbers them)."""
+    fields = iter(units_fields(st, [j for hit in found for _, _, j in hit]))
+    if keys:
+        return [[(v, k, {**next(fields), "unit": k}) for v, k, _ in hit] for hit in found]
+    return [[(v, next(fields)) for v, _, _ in hit] for hit in found]
+
+
+def join_facts(parts: list) -> dict:
+    """The :func:`walk_hit_facts` of several blocks as one, their hits one after another."""
+    if len(parts) == 1:
+        return parts[0]
+    out = dict(parts[0])
+    for key in ("indices", "data", "lens", "x", "pi", "pi_dense", "lexical", "dense", "seed_x"):
+        vals = [f[key] for f in parts]
+        out[key] = None if vals[0] is None else np.concatenate(vals)
+    return out
+
+
+def hit_rows(facts: dict, terms: np.ndarray, wt: np.ndarray) -> tuple:
+    """The hits' rows of ``E W`` over ``terms`` (the sorted union of their columns), as CSR
+    ``(data, indices, indptr)`` with ``len(terms)`` columns: what :func:`walk_inflow` dots the
+    restart units' rows with."""
+    cols = np.searchsorted(terms, facts["indices"])
+    indptr = np.concatenate([[0], np.cumsum(facts["lens"])]).astype(np.int64)
+    return facts["data"] * wt[cols], cols, indptr
+
+
+def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray):
+    """The block's part of the walk's inflow into the hits: ``(u, d, seeds)``.
+
+    Parameters
+    ----------
+    block : UnitBlock
+    s : dict
+        The session (as :func:`explain_walk`).
+    terms : (t,) int64 ascending
+        The hits' corpus-wide term columns.
+    rows : tuple
+        :func:`hit_rows` of the hits (``E W`` restricted to ``terms``).
+    keys : (k,) int64
+        The hits' corpus-wide unit numbers (a restart unit is no seed of itself).
+
+    Returns
+    -------
+    u : (t,) float64
+        ``sum_j E_jt x_j / D_j`` over the block's units ``j`` (``D``: the graph's column
+        sums): reads the entries of the terms' columns only (or, when those outnumber the
+        block's units and ``x`` is dense, one vectorized pass over them).
+    d : float
+        The walk's mass on the block's restart units without a term (the dangling mass).
+    seeds : list of k lists
+        Per hit, its :data:`TOP_SEEDS` best restart units of the block by the mass they sent
+        it in one step, ``(1 - alpha) x_j / D_j sum_t E_jt W_t E_ht``, as ``(mass, key,
+        unit)``, best first (ties: the smaller key).
+    """
+    x, colsum = s["x"], block.colsum
+    E = block._cols()
+    idx, vals, lens = take_rows(E.indptr, E.indices, E.data, terms)
+    if not isinstance(x, SparseScores) and len(idx) > block.n:
+        v = np.divide(x, colsum, out=np.zeros(len(x)), where=colsum > 0)[idx]
+    else:
+        xv, cs = _values_at(x, idx), colsum[idx]
+        v = np.divide(xv, cs, out=np.zeros(len(xv)), where=cs > 0)
+    u = np.zeros(len(terms))
+    if len(terms):  # per column, its entries summed in order (a 0 after the last: a column
+        # the block lacks starts there, and adding 0 changes no sum)
+        u = np.add.reduceat(np.append(vals * v, 0.0), np.cumsum(lens) - lens)
+        u[lens == 0] = 0.0
+    seeds = _restart(s)[0]
+    d = float(_values_at(x, seeds[colsum[seeds] <= 0]).sum()) if len(seeds) else 0.0
+    k = len(rows[2]) - 1
+    found: list = [[] for _ in range(k)]
+    if not len(seeds) or not k:
+        return u, d, found
+    a = float(block.config.alpha_local)
+    cols, data, slen = _row_entries(block, seeds)
+    # the seeds' rows over the hits' terms (their entries in order: a CSR array as it is)
+    pos = np.minimum(np.searchsorted(terms, cols), max(len(terms) - 1, 0))
+    keep = terms[pos] == cols if len(terms) else np.zeros(len(cols), bool)
+    per_row = np.bincount(np.repeat(np.arange(len(seeds)), slen)[keep], minlength=len(seeds))
+    indptr = np.concatenate([[0], np.cumsum(per_row)])
+    S = sp.csr_array((data[keep], pos[keep], indptr), shape=(len(seeds), len(terms)))
+    H = sp.csr_array(rows, shape=(k, len(terms)))
+    C = sp.csc_array(S @ H.T)
+    cs = colsum[seeds]
+    coef = (1.0 - a) * np.divide(_values_at(x, seeds), cs, out=np.zeros(len(cs)), where=cs > 0)
+    skeys = block.keys[seeds]
+    for h in range(k):
+        r = C.indices[C.indptr[h] : C.indptr[h + 1]]
+        col = C.data[C.indptr[h] : C.indptr[h + 1]] * coef[r]
+        col[skeys[r] == keys[h]] = 0.0  # its own restart comes back to it: not a seed of it
+        found[h] = [
+            (float(col[o]), int(skeys[r[o]]), int(seeds[r[o]]))
+            for o in _top(col, TOP_SEEDS)
+            if col[o] > 0
+        ]
+    return u, d, found
+
+
+def compose_walk(cfg, facts, terms, u, d, wt, seeds, names, scores) -> list[dict]:
+    """The explanations of :func:`explain_walk` from its pieces, gathered over the blocks.
+
+    Parameters
+    ----------
+    cfg : MixPRConfig
+    facts : dict
+        :func:`walk_hit_facts` of the hits, in hit order (:func:`join_facts`).
+    terms : (t,) int64
+        The hits' term columns; ``u`` ``(t,)`` the walk's inflow through them and ``d`` the
+        dangling mass (:func:`walk_inflow`, summed over the blocks); ``wt`` ``(t,)`` their
+        graph weights ``W``.
+    seeds : list of k lists
+        Per hit, its best seeds as ``(mass, unit description)``, best first.
+    names : callable
+        Term column -> the term.
+    scores : list of k float
+        The hits' scores.
+    """
+    a = float(cfg.alpha_local)
+    flow = (1.0 - a) * wt * u  # per term: walk mass per unit of E weight
+    dr = float(cfg.dense_restart) if facts["dense_restart"] else 0.0
+    lex, dense = facts["lexical"], facts["dense"]
+    tops = facts["tops"]
+    scaled = lex is not None or (dense is not None and cfg.dense_weight)
     pi_top = tops[0] if scaled and tops[0] > 0 else 1.0
     # seeds=: the score is MixPR's divided by its maximum plus the seeds' walk divided by its
     # own (longctx.mixpr.edges.QueryEdgesBlock.scores_seeded)
-    plain_top, seed_top = s.get("seed_tops", (None, None))
+    plain_top, seed_top = facts["seed_tops"] or (None, None)
     f = 1.0 / plain_top if plain_top else 1.0
     pi_top = pi_top / f
-    # one step from the seeds: C[j, h] = (1 - a) sum_t E_jt W_t E_ht x_j / D_j
-    Hw = sp.csr_array(sub @ sp.diags_array(W)) if W is not None else sub
-    C = sp.csc_array(sp.csr_array(E_rows[seeds]) @ Hw.T) if len(seeds) else None
-    coef = (1.0 - a) * v[seeds]
-    names = _term_names(st.table)
-    col_of = {int(t): c for c, t in enumerate(terms.tolist())}
+    indptr = np.concatenate([[0], np.cumsum(facts["lens"])])
+    cols_all = np.searchsorted(terms, facts["indices"])
     out = []
-    for h, i in enumerate(hits.tolist()):
-        score = float(scores[i])
-        pi = p_of.get(i, 0.0)
+    for h, score in enumerate(scores):
+        pi = float(facts["pi"][h])
         restart = a * pi
-        dense_part = a * dr * float(dense_w[i]) / scale if dr and pi else 0.0
+        dense_part = a * dr * float(facts["pi_dense"][h]) if dr and pi else 0.0
         dangling = (1.0 - a) * d * pi
-        lo, hi = sub.indptr[h], sub.indptr[h + 1]
-        cols = np.fromiter((col_of[int(t)] for t in sub.indices[lo:hi]), np.int64, hi - lo)
-        contrib = sub.data[lo:hi] * flow[cols]
+        lo, hi = indptr[h], indptr[h + 1]
+        contrib = facts["data"][lo:hi] * flow[cols_all[lo:hi]]
         walk = float(contrib.sum())
-        unsettled = float(x[i]) - restart - dangling - walk
+        unsettled = float(facts["x"][h]) - restart - dangling - walk
         parts = {
             "restart_lexical": (restart - dense_part) / pi_top,
             "restart_dense": dense_part / pi_top,
@@ -232,43 +483,51 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         if scaled and lex is not None:
             parts["lexical"] = f * cfg.lexical_weight * _by_top(float(lex[h]), tops[1])
         if scaled and dense is not None and cfg.dense_weight:
-            parts["dense"] = f * cfg.dense_weight * _by_top(max(float(dense[i]), 0.0), tops[2])
+            parts["dense"] = f * cfg.dense_weight * _by_top(max(float(dense[h]), 0.0), tops[2])
         if seed_top is not None:
-            parts["seeds_walk"] = _seed_walk_at(s["seed_x"], i) / seed_top
-        order = _top(contrib, TOP_TERMS)
+            parts["seeds_walk"] = float(facts["seed_x"][h]) / seed_top
         top_terms = [
-            evidence(score, contrib[o] / pi_top, term=names[int(sub.indices[lo + o])])
-            for o in order
+            evidence(score, contrib[o] / pi_top, term=names(int(facts["indices"][lo + o])))
+            for o in _top(contrib, TOP_TERMS)
             if contrib[o] > 0
         ]
-        top_seeds = []
-        if C is not None:
-            rows = C.indices[C.indptr[h] : C.indptr[h + 1]]
-            col = C.data[C.indptr[h] : C.indptr[h + 1]] * coef[rows]
-            col[seeds[rows] == i] = 0.0  # its own restart comes back to it: not a seed of it
-            for o in _top(col, TOP_SEEDS):
-                if col[o] > 0:
-                    j = int(seeds[rows[o]])
-                    top_seeds.append(evidence(score, col[o] / pi_top, **_unit(st, j)))
+        top_seeds = [evidence(score, v / pi_top, **unit) for v, unit in seeds[h]]
         out.append(
             make_explanation("mixpr", "pagerank", score, parts, terms=top_terms, seeds=top_seeds)
         )
     return out
 
 
-def _seed_walk_at(x, i: int) -> float:
-    """The seeds' walk's mass at unit ``i`` (``x``: ``(n,)`` or SparseScores)."""
-    if isinstance(x, SparseScores):
-        return float(x.at(np.array([i]))[0])
-    return float(x[i])
+def merge_seeds(parts: list) -> list:
+    """Per hit, the :data:`TOP_SEEDS` best of the blocks' seeds (:func:`walk_inflow`'s
+    ``(mass, key, unit)``; ``parts``: one list of k lists per block), best first, ties to the
+    smaller key: as :func:`walk_inflow` orders them over one block."""
+    out = []
+    for per_hit in zip(*parts):
+        cands = [c for block in per_hit for c in block]
+        cands.sort(key=lambda c: (-c[0], c[1]))
+        out.append(cands[:TOP_SEEDS])
+    return out
 
 
-def _seeds_only(hits, scores) -> list[dict]:
+def seeds_only(scores) -> list[dict]:
     """Explanations when the question reached no unit and only the seeds' walk scored."""
-    return [
-        make_explanation("mixpr", "pagerank", float(scores[i]), {"seeds_walk": float(scores[i])})
-        for i in hits.tolist()
-    ]
+    return [make_explanation("mixpr", "pagerank", v, {"seeds_walk": v}) for v in scores]
+
+
+def global_explanations(scores) -> list[dict]:
+    """Explanations of a global query: the score is the unit's PageRank (part ``"pagerank"``)."""
+    return [make_explanation("mixpr", "global", v, {"pagerank": v}) for v in scores]
+
+
+def term_namer(table):
+    """Term column -> term of ``table`` (a :class:`~longctx.mixpr.tfidf.TermTable` or
+    :class:`~longctx.mixpr.tfidf.TermStats`): read from a mapped vocabulary one term at a
+    time, else from the terms listed once per table."""
+    vocab = table.vocabulary
+    if isinstance(vocab, MappedVocabulary):
+        return vocab.term
+    return _term_names(table).__getitem__
 
 
 def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict]:
@@ -335,7 +594,7 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
             for o in _top(from_u, TOP_PATHS):
                 if from_u[o] > 0 and units[o] != i:
                     j = int(units[o])
-                    node = {**_unit(st, j), "seed": bool(r_u[j] > 0)}
+                    node = {**unit_fields(st, j), "seed": bool(r_u[j] > 0)}
                     if r_dense is not None and r_u[j] > 0:  # hybrid: how much of it dense
                         node["seed_dense_share"] = float(r_dense[j] / r_u[j])
                     paths.append((float(from_u[o]), ["question", node, name, "hit"]))

@@ -22,7 +22,7 @@ from longctx.explain import check_explain, with_explanations
 from longctx.index import RetrievalIndex, check_texts
 from longctx.mixpr.build import build_state, spliced, without
 from longctx.mixpr.config import MixPRConfig
-from longctx.mixpr.explain import explain_hits
+from longctx.mixpr.explain import explain_documents, explain_hits
 from longctx.mixpr.hits import dense_scores, document_hits, select_units, unit_hit, values_at
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
@@ -667,7 +667,8 @@ class MixPRIndex(RetrievalIndex):
             score from the question's own match (the restart), from the walk (the terms and
             seed units that carried it there; the multi-hop walk's paths ``question ->
             passage -> phrase -> hit``) and from the lexical and dense bonuses. Computed for
-            the returned hits only.
+            the returned hits only; a document hit (``whole_documents``) by its best unit's
+            (:func:`~longctx.mixpr.explain.explain_documents`).
         keep_firsts : bool, default False
             With ``seeds`` (then asked for a global query too): MixPR's own best unit and the
             app's first hit (when the filter keeps it) chosen first, then the seeded order
@@ -693,13 +694,11 @@ class MixPRIndex(RetrievalIndex):
         check_query(query, "query")
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
-        seeds = seed_source(seeds)
+        seeds, explain = seed_source(seeds), check_explain(explain)
         if not isinstance(whole_documents, bool):
             raise TypeError(f"whole_documents must be a bool, got {whole_documents!r}")
         if whole_documents and token_budget is not None:
             raise ValueError("whole_documents=True takes k (documents), not token_budget")
-        if check_explain(explain) and whole_documents:
-            raise NotImplementedError("explain=True does not cover whole_documents=True yet")
         st = self._state
         mask = self._mask(st, filters)
         allowed = mask.units if mask is not None else None
@@ -729,6 +728,7 @@ class MixPRIndex(RetrievalIndex):
         t0 = time.perf_counter()
         if whole_documents:
             r = document_hits(st, order, k, self.method, used, timings, t0, mask, real)
+            r = r if keep is None else explain_documents(st, r, keep, used, walk, scores, mask)
             return replace(r, trace=trace)
         counts = self._counts(st) if token_budget is not None else None
         kw = dict(k=k, token_budget=token_budget, counts=counts, unique_texts=unique_texts)

@@ -195,6 +195,13 @@ class MappedVocabulary(Mapping):
     def _term_bytes(self, j: int) -> bytes:
         return bytes(self._mv[int(self._offsets[j]) : int(self._offsets[j + 1])])
 
+    def term(self, j: int) -> str:
+        """The term of column ``j`` (decoded alone: no pass over the vocabulary)."""
+        try:
+            return self._term_bytes(j).decode("utf-8")
+        except UnicodeDecodeError:
+            raise PersistError(f"{self._where}: term {j} is not valid UTF-8") from None
+
     def get(self, term, default=None):
         if not isinstance(term, str):
             return default
@@ -224,10 +231,7 @@ class MappedVocabulary(Mapping):
 
     def __iter__(self):
         for j in range(len(self)):
-            try:
-                yield self._term_bytes(j).decode("utf-8")
-            except UnicodeDecodeError:
-                raise PersistError(f"{self._where}: term {j} is not valid UTF-8") from None
+            yield self.term(j)
 
     def items(self):
         return zip(self, range(len(self)))

@@ -20,6 +20,7 @@ from longctx.mixpr.seeds import Seed  # noqa: E402
 from longctx.persist import PersistError  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.test_mixpr_shards import QUERIES, same_results  # noqa: E402
+from tests.test_mixpr_shards_explain import same_explanations  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,9 @@ def test_corpus_of_four_shards_built_and_searched_on_ray(local_ray, tmp_path, do
             b = corpus.search(q, k=5, seeds=seeds, keep_firsts=True)
             assert [(h.source, h.start) for h in a.hits] == [(h.source, h.start) for h in b.hits]
             assert a.info["ranking"] == b.info["ranking"]
+        # explanations gathered through the actors: one index's
+        walked = same_explanations(one, index, QUERIES[:2], ({"k": 5},), filters_list=(None,))
+        assert walked >= 5
 
 
 def test_changes_through_actors_and_a_killed_actor(local_ray, tmp_path, docs):

@@ -40,6 +40,15 @@ def test_corpus_retriever_field_and_per_call(tmp_path):
         r.invoke(ex.CORPUS_QUERY, explain="yes")
 
 
+def test_corpus_retriever_over_shards(tmp_path):
+    from langchain_longctx import CorpusRetriever
+
+    corpus = ex.sharded_corpus(tmp_path)
+    docs = CorpusRetriever(corpus=corpus, k=6).invoke(ex.CORPUS_QUERY, explain=True)
+    ex.check_same([d.metadata for d in docs], ex.corpus_core(corpus, 6))
+    assert {d.metadata["longctx_source_id"] for d in docs} == {"kitchen", "garden"}
+
+
 def test_garlic_retriever_explains_information_points_too():
     pytest.importorskip("torch")
     from langchain_longctx.garlic_retriever import GarlicRetriever

@@ -13,6 +13,7 @@ from tests._explain_helpers import (
     check_same,
     corpus_core,
     diversity_corpus,
+    sharded_corpus,
     youra_core,
     youra_setup,
 )
@@ -48,6 +49,16 @@ def test_corpus_retriever(tmp_path):
     assert later and all(e["against"]["doc_id"] in ("kitchen", "garden") for e in later)
     with pytest.raises(TypeError, match="explain"):
         CorpusRetriever(corpus, explain=1)
+
+
+def test_corpus_retriever_over_shards(tmp_path):
+    from llamaindex_longctx import CorpusRetriever
+
+    corpus = sharded_corpus(tmp_path)
+    out = CorpusRetriever(corpus, similarity_top_k=6, explain=True).retrieve(CORPUS_QUERY)
+    check_same([n.node.metadata for n in out], corpus_core(corpus, 6))
+    assert {n.node.metadata["longctx_source_id"] for n in out} == {"kitchen", "garden"}
+    assert all(n.node.metadata[META_EXPLANATION]["walk"] == "pagerank" for n in out)
 
 
 def test_garlic_index_retriever_and_query_engine(tiny_model, smollm2_tokenizer):

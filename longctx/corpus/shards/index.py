@@ -54,14 +54,17 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from longctx.checks import check_int
-from longctx.corpus.shards.backends import ShardDied, _where, open_backend
+from longctx.corpus.shards.backends import ShardDied, open_backend
+from longctx.corpus.shards.explain import check_sharded_explain, explain_chosen
 from longctx.corpus.shards.fused import keep_firsts_over_shards, kept_hits, plain_walk_firsts
 from longctx.corpus.shards.locking import ReadWriteLock
 from longctx.corpus.shards.persist import MAX_SHARDS
 from longctx.corpus.shards.query import ShardedUnits, prepare_query, query_vector_of
+from longctx.corpus.shards.restart import check_restarted
 from longctx.corpus.shards.selection import select_over_shards
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
 from longctx.corpus.shards.terms import merge_shard_terms
+from longctx.explain import with_explanations
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.router import KeywordRouter, plan_walk
@@ -278,7 +281,8 @@ class ShardedMixPRIndex:
 
     def _remember_stored(self, numbers) -> None:
         """Record the digests of shards whose actor holds their stored copy (just loaded or
-        saved), for the check of a restart (:meth:`_check_restarted`)."""
+        saved), for the check of a restart
+        (:func:`~longctx.corpus.shards.restart.check_restarted`)."""
         numbers = list(numbers)
         if numbers:
             self._stored_digests.update(self._run({i: ("identity", ()) for i in numbers}))
@@ -376,7 +380,7 @@ class ShardedMixPRIndex:
                     "save() after building or changing a sharded index on Ray"
                 ) from None
             self._backend.restart(i, self._sources[i])
-            self._check_restarted(i)
+            check_restarted(self, i)
             if i in g.get("maps", {}):
                 s = self._stats[i]
                 self._backend.run(
@@ -389,37 +393,6 @@ class ShardedMixPRIndex:
                     }
                 )  # fmt: skip
         self._scorer = None  # column sums and the global PageRank are reduced again
-
-    def _check_restarted(self, i: int) -> None:
-        """The restarted shard ``i`` holds what its stored copy held when this index loaded or
-        saved it: the same documents (ids, lengths, text digests), settings, units and terms.
-        Otherwise (the corpus was rebuilt or changed there since) its actor is stopped and a
-        :class:`~longctx.persist.PersistError` names the shard: the index must be loaded
-        again, never answer from another corpus's shard."""
-        old = self._stats[i]
-        want = self._stored_digests.get(i)
-        try:
-            now = self._run({i: ("term_stats", ())})[i]
-            got = self._run({i: ("identity", ())})[i] if want is not None else None
-        except ShardDied:
-            raise RuntimeError(f"the Ray actor of shard {i} died again after a restart") from None
-        same = (
-            list(now["doc_ids"]) == list(old["doc_ids"])
-            and list(now["chars"]) == list(old["chars"])
-            and int(now["n_units"]) == int(old["n_units"])
-            and (now["config"], now["chunk"], now["dim"])
-            == (old["config"], old["chunk"], old["dim"])
-            and now["terms"] == old["terms"]
-            and np.array_equal(now["df"], old["df"])
-            and (want is None or got == want)
-        )
-        if not same:
-            self._backend.drop(i)
-            raise PersistError(
-                f"shard {i} ({_where(self._sources[i])}) changed on disk since this index loaded "
-                "it (the corpus was rebuilt or changed there): its restarted copy holds other "
-                "documents than the index; load the index again"
-            )
 
     def _with_retry(self, fn):
         """``fn()`` (a search: under the read lock, so no change runs meanwhile), tried once
@@ -493,6 +466,7 @@ class ShardedMixPRIndex:
         filters=None,
         seeds=None,
         keep_firsts: bool = False,
+        explain: bool = False,
     ) -> SearchResult:
         """The best units for ``query`` over every shard, in corpus order: the parameters, the
         result and the errors of :meth:`MixPRIndex.search
@@ -500,8 +474,10 @@ class ShardedMixPRIndex:
         :func:`longctx.tokens.count_tokens`; ``seeds``, another retriever's hits, each sent to
         the shard holding its document: :mod:`longctx.corpus.shards.query`; ``keep_firsts``
         with them: MixPR's own best unit and the app's first hit kept first, then the seeded
-        order, :mod:`longctx.corpus.shards.fused`). ``info`` also holds ``"shards"`` (the
-        number of shards).
+        order, :mod:`longctx.corpus.shards.fused`; ``explain``: one index's explanations,
+        gathered over the shards for the hits only, of their real scores:
+        :mod:`longctx.corpus.shards.explain`). ``info`` also holds ``"shards"`` (the number of
+        shards).
 
         Raises
         ------
@@ -515,15 +491,24 @@ class ShardedMixPRIndex:
         budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
         if token_budget is not None:
             budget["unit"] = "count_tokens"
-        seeds = _asked_once(seeds)
+        seeds, explain = _asked_once(seeds), check_sharded_explain(self, explain)
         return self._with_retry(
             lambda: self._search_once(
-                query, mode, query_vector, filters, k, token_budget, budget, keep_firsts, seeds
+                query,
+                mode,
+                query_vector,
+                filters,
+                k,
+                token_budget,
+                budget,
+                keep_firsts,
+                explain,
+                seeds,
             )
         )
 
     def _search_once(
-        self, query, mode, query_vector, filters, k, token_budget, budget, kept, seeds
+        self, query, mode, query_vector, filters, k, token_budget, budget, kept, explain, seeds
     ):
         kept = kept and seeds is not None  # the app is asked for a global query too
         mode, qvec, timings, keys = self._prepare(query, mode, query_vector, filters, seeds, kept)
@@ -554,12 +539,13 @@ class ShardedMixPRIndex:
                 real = keep_firsts_over_shards(scorer, sid, used, keys, hybrid, again)
             t0 = time.perf_counter()
             chosen = select_over_shards(
-                blocks, sid, [n for n, _ in allowed], k, token_budget, closed
+                blocks, sid, [n for n, _ in allowed], k, token_budget, closed, keep_open=explain
             )
+            chosen, ranked = kept_hits(chosen, real)  # real scores, which explain composes
+            why = explain_chosen(self, sid, used, chosen, t) if explain else None
         finally:
             if not closed[0]:
                 _close(scorer, sid)
-        chosen, ranked = kept_hits(chosen, real)
         live = self._global["live"]
         want = {}
         for b, local, _, _ in chosen:
@@ -571,7 +557,8 @@ class ShardedMixPRIndex:
         for b, _, _, score in chosen:
             doc, a, e, text, unit = next(seen[live[b]])
             hits.append(Passage(a, e, text, float(score), unit, pos[doc]))
-        timings = {**timings, **t, "select": time.perf_counter() - t0}
+        timings = {**timings, **t, "select": time.perf_counter() - t0 - t.get("explain", 0.0)}
+        hits = hits if why is None else with_explanations(hits, why)
         info["doc_ids"] = tuple(self._order[h.source] for h in hits)
         info.update(ranked)
         trace = (self._route_record(), *trace)

@@ -14,7 +14,7 @@ __all__ = ["FIRST_CANDIDATES", "select_over_shards"]
 FIRST_CANDIDATES = 256
 
 
-def select_over_shards(blocks, sid, n_allowed, k, token_budget, closed) -> list:
+def select_over_shards(blocks, sid, n_allowed, k, token_budget, closed, keep_open=False) -> list:
     """The units a search over the shards picks, as ``(block, local index, key, score)`` in
     corpus order: the shared selection rule (:func:`longctx.selection.select_top`) over the
     shards' best units. With ``k``: one round of ``k`` candidates per shard (the session is
@@ -36,13 +36,16 @@ def select_over_shards(blocks, sid, n_allowed, k, token_budget, closed) -> list:
         One of them (checked by the caller).
     closed : list of one bool
         Set to ``True`` once the shards closed the session.
+    keep_open : bool, default False
+        Leave the session open on the shards (the caller reads it again and closes it:
+        ``explain=True``).
     """
     size = k if token_budget is None else FIRST_CANDIDATES
     sizes = [size] * len(n_allowed)
     while True:
         last = token_budget is None
-        parts = blocks.map("candidates", sid, max(sizes), last, not last)
-        closed[0] = last
+        parts = blocks.map("candidates", sid, max(sizes), last and not keep_open, not last)
+        closed[0] = last and not keep_open
         owner = np.concatenate([np.full(len(p[0]), b) for b, p in enumerate(parts)])
         local = np.concatenate([p[0] for p in parts]).astype(np.int64)
         keys = np.concatenate([p[1] for p in parts]).astype(np.int64)

@@ -15,6 +15,7 @@ from longctx._rss import give_back_free_memory
 from longctx.corpus.shards.fused import BLOCK_CALLS
 from longctx.corpus.shards.terms import TermBlob
 from longctx.mixpr.config import MixPRConfig
+from longctx.mixpr.explain import described, walk_hit_facts, walk_inflow
 from longctx.mixpr.hits import text_slice
 from longctx.mixpr.scoring import UnitBlock
 from longctx.mixpr.seeds import seed_units
@@ -243,6 +244,18 @@ class MixPRShard:
         if self.block is None:
             raise RuntimeError("shard has no corpus statistics yet (set_global)")
         return np.asarray(self.block.keys[units], dtype=np.int64), w
+
+    def explain_facts(self, sid, local) -> dict:
+        """What the shard's units ``local`` (hits of session ``sid``) hold for their
+        explanations (:func:`longctx.mixpr.explain.walk_hit_facts`)."""
+        return walk_hit_facts(self.block, self.block._s(sid), np.asarray(local, np.int64))
+
+    def explain_inflow(self, sid, terms, rows, keys) -> tuple:
+        """The shard's part of the walk's inflow into the hits of session ``sid``
+        (:func:`longctx.mixpr.explain.walk_inflow`), its seeds described as one index
+        describes its units, ``unit`` their corpus-wide number."""
+        u, d, found = walk_inflow(self.block, self.block._s(sid), terms, rows, keys)
+        return u, d, described(self.index._state, found, keys=True)
 
     def unit_text(self, doc_id: str, unit_index: int) -> str:
         st = self.index._state
