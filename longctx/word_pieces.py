@@ -15,10 +15,12 @@ Span = tuple[int, int]
 
 __all__ = [
     "BLANK_LINE_RE",
+    "code_points",
     "distinct_chars",
     "equal_word_pieces",
     "has_char",
     "lowered_chars",
+    "marked",
     "merge_short",
     "paragraphs",
     "shared_chars",
@@ -120,7 +122,7 @@ def distinct_chars(text: str) -> str:
     order, as one string: one pass over its code points, marked in a table of every code point
     (:data:`MARK_MIN_CHARS` characters or more) or sorted (any length; :func:`text_chars` keeps
     it for a long text)."""
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    cp = code_points(text)
     if len(cp) < MARK_MIN_CHARS:
         return "".join(map(chr, np.unique(cp[cp >= 128]).tolist()))
     seen = np.zeros(_N_CODE_POINTS, dtype=bool)
@@ -136,6 +138,21 @@ def lowered_chars(chars: str, lowered: str) -> str:
     if "\u03a3" in chars:
         return distinct_chars(lowered)
     return distinct_chars("".join(c.lower() for c in chars))
+
+
+def code_points(text: str) -> np.ndarray:
+    """``(len(text),) uint32``: the code points of ``text`` (lone surrogates included), read
+    from its UTF-32 encoding (4 bytes a character)."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def marked(cp: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``(len(cp),) bool``: ``table[c]`` of each code point ``c`` of ``cp``, ``False`` for those
+    past the table's end (``table``: a ``bool`` array indexed by code point)."""
+    low = cp < len(table)
+    out = np.zeros(len(cp), dtype=bool)
+    out[low] = table[cp[low]]
+    return out
 
 
 def has_char(pattern: re.Pattern, text: str, start: int = 0, end: int | None = None) -> bool:
@@ -170,11 +187,7 @@ def _find_words(text: str) -> tuple[np.ndarray, np.ndarray]:
             (x for m in _WORD_RE.finditer(text) for x in m.span()), dtype=np.int64
         ).reshape(-1, 2)
         return arr[:, 0].copy(), arr[:, 1].copy()
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    low = cp < len(_IS_SPACE)
-    space = np.zeros(len(cp), dtype=bool)
-    space[low] = _IS_SPACE[cp[low]]
-    del cp, low
+    space = marked(code_points(text), _IS_SPACE)
     starts = ~space
     starts[1:] &= space[:-1]
     ends = ~space
