@@ -208,12 +208,7 @@ def _partition_to_spans(text: str, starts: list[int]) -> list[Span]:
     """Turn sorted boundary positions into stripped, non-empty spans that partition the text."""
     bounds = sorted(set(starts) | {0}) + [len(text)]
     if len(bounds) < 64:
-        spans = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            s = _strip_span(text, a, b)
-            if s is not None:
-                spans.append(s)
-        return spans
+        return _stripped_pieces(text, bounds)
     # many pieces: the first and last non-space character of each, found with the text's words
     # (a position holds a non-space character when it lies inside a word)
     ws, we = _space_words(text)
@@ -338,13 +333,14 @@ def _split_spaceless(text: str, spans: list[Span], clusters: list[Span]) -> list
 
 
 def _partition_to_spans_within(text: str, a: int, b: int, cuts: list[int]) -> list[Span]:
-    bounds = [a, *sorted(set(c for c in cuts if a < c < b)), b]
-    spans = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        s = _strip_span(text, lo, hi)
-        if s is not None:
-            spans.append(s)
-    return spans
+    return _stripped_pieces(text, [a, *sorted(set(c for c in cuts if a < c < b)), b])
+
+
+def _stripped_pieces(text: str, bounds: list[int]) -> list[Span]:
+    """The pieces of ``text`` between consecutive ``bounds`` (sorted positions), each stripped
+    of its spaces (:func:`_strip_span`), the empty ones left out."""
+    pieces = (_strip_span(text, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]))
+    return [s for s in pieces if s is not None]
 
 
 def _cut_long(text: str, a: int, b: int, clusters: list[Span]) -> list[Span]:
@@ -443,10 +439,18 @@ def split_sentences(text: str, backend: str = "auto") -> list[Span]:
         If ``backend="stanza"`` and stanza or its English models are not installed.
     """
     check_text(text, "text", allow_empty=True)
+    return _sentences_and_scripts(text, backend)[0]
+
+
+def _sentences_and_scripts(text: str, backend: str) -> tuple[list[Span], tuple | None]:
+    """``(sentences, scripts)`` of a checked ``text``: the spans of :func:`split_sentences`
+    (``backend`` checked) and the text's :func:`_scripts` (``None`` for a text of spaces only,
+    which has no sentence)."""
     check_choice(backend, "backend", SENTENCE_BACKENDS)
     if _NONSPACE_RE.search(text) is None:
-        return []
-    return _split_sentences(text, backend, *_scripts(text))
+        return [], None
+    scripts = _scripts(text)
+    return _split_sentences(text, backend, *scripts), scripts
 
 
 def _scripts(text: str) -> tuple[list[Span], bool]:
@@ -570,11 +574,7 @@ def chunk_words(
         raise TypeError(f"split_lines must be a bool, got {type(split_lines).__name__}")
     scripts = None
     if sentences is None:
-        check_choice(backend, "backend", SENTENCE_BACKENDS)
-        sentences = []
-        if _NONSPACE_RE.search(text) is not None:
-            scripts = _scripts(text)
-            sentences = _split_sentences(text, backend, *scripts)
+        sentences, scripts = _sentences_and_scripts(text, backend)
     if not sentences:
         return []
     clusters, spaceless = scripts or _scripts(text)

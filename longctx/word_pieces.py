@@ -15,11 +15,15 @@ Span = tuple[int, int]
 
 __all__ = [
     "BLANK_LINE_RE",
+    "code_points",
     "distinct_chars",
     "equal_word_pieces",
     "has_char",
+    "lowered_chars",
+    "marked",
     "merge_short",
     "paragraphs",
+    "shared_chars",
     "shared_words",
     "space_words",
     "text_chars",
@@ -53,6 +57,28 @@ def shared_words():
         _SHARED.on, _SHARED.last, _SHARED.chars = outer, None, None
 
 
+@contextmanager
+def shared_chars(texts):
+    """Inside the block, :func:`text_chars` of each text of ``texts`` (a str, or a list or tuple
+    of them; anything else names none) is found once, where a text is first scanned (its check,
+    then its chunker read it again), and kept until the block ends (per thread; the texts are
+    the caller's, held by it meanwhile; other texts are not kept: the chunker's joined batches
+    and the TF-IDF's blocks are made and dropped inside the block).
+
+    Used by :meth:`longctx.mixpr.index.MixPRIndex.from_texts`."""
+    items = [texts] if isinstance(texts, str) else texts if isinstance(texts, list | tuple) else ()
+    outer = getattr(_SHARED, "known", {})
+    known = dict(outer)
+    for t in items:
+        if isinstance(t, str) and len(t) >= CHARS_MIN and id(t) not in known:
+            known[id(t)] = [t, None]
+    _SHARED.known = known
+    try:
+        yield
+    finally:
+        _SHARED.known = outer
+
+
 #: Texts of at least this many characters have their distinct characters found on their code
 #: points (:func:`text_chars`); shorter ones are searched by the callers' patterns at once.
 CHARS_MIN = 4096
@@ -70,6 +96,11 @@ def text_chars(text: str) -> str | None:
         return None
     if text.isascii():
         return ""
+    slot = getattr(_SHARED, "known", {}).get(id(text))
+    if slot is not None and slot[0] is text:  # a text of shared_chars(): found once
+        if slot[1] is None:
+            slot[1] = distinct_chars(text)
+        return slot[1]
     if not getattr(_SHARED, "on", False):
         return distinct_chars(text)
     chars = _SHARED.chars
@@ -78,12 +109,50 @@ def text_chars(text: str) -> str | None:
     return chars[1]
 
 
+#: Texts of at least this many characters have their distinct characters marked in a table of
+#: every code point (0x110000 bools, 1.1 MB); shorter ones are sorted (measured crossover: about
+#: 1,000-2,000 characters; on 1M CJK characters the mark takes 1.9 ms, the sort 26-29 ms).
+MARK_MIN_CHARS = 2048
+#: Code points of Unicode (U+0000-U+10FFFF).
+_N_CODE_POINTS = 0x110000
+
+
 def distinct_chars(text: str) -> str:
     """The distinct non-ASCII characters of ``text`` (lone surrogates included), in code-point
-    order, as one string: one pass over its code points (any length; :func:`text_chars` keeps
+    order, as one string: one pass over its code points, marked in a table of every code point
+    (:data:`MARK_MIN_CHARS` characters or more) or sorted (any length; :func:`text_chars` keeps
     it for a long text)."""
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    return "".join(map(chr, np.unique(cp[cp >= 128]).tolist()))
+    cp = code_points(text)
+    if len(cp) < MARK_MIN_CHARS:
+        return "".join(map(chr, np.unique(cp[cp >= 128]).tolist()))
+    seen = np.zeros(_N_CODE_POINTS, dtype=bool)
+    seen[cp] = True
+    return "".join(map(chr, (np.flatnonzero(seen[128:]) + 128).tolist()))
+
+
+def lowered_chars(chars: str, lowered: str) -> str:
+    """:func:`distinct_chars` of ``lowered``, the ``str.lower()`` of a text whose distinct
+    characters are ``chars``, without a pass over it: the lowercase of each character on its own
+    (``str.lower`` maps a character alone, but for the final sigma: a text holding ``"Σ"`` is
+    read again). ASCII characters lower to ASCII ones, so ``chars`` holds every source."""
+    if "\u03a3" in chars:
+        return distinct_chars(lowered)
+    return distinct_chars("".join(c.lower() for c in chars))
+
+
+def code_points(text: str) -> np.ndarray:
+    """``(len(text),) uint32``: the code points of ``text`` (lone surrogates included), read
+    from its UTF-32 encoding (4 bytes a character)."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def marked(cp: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``(len(cp),) bool``: ``table[c]`` of each code point ``c`` of ``cp``, ``False`` for those
+    past the table's end (``table``: a ``bool`` array indexed by code point)."""
+    low = cp < len(table)
+    out = np.zeros(len(cp), dtype=bool)
+    out[low] = table[cp[low]]
+    return out
 
 
 def has_char(pattern: re.Pattern, text: str, start: int = 0, end: int | None = None) -> bool:
@@ -118,11 +187,7 @@ def _find_words(text: str) -> tuple[np.ndarray, np.ndarray]:
             (x for m in _WORD_RE.finditer(text) for x in m.span()), dtype=np.int64
         ).reshape(-1, 2)
         return arr[:, 0].copy(), arr[:, 1].copy()
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    low = cp < len(_IS_SPACE)
-    space = np.zeros(len(cp), dtype=bool)
-    space[low] = _IS_SPACE[cp[low]]
-    del cp, low
+    space = marked(code_points(text), _IS_SPACE)
     starts = ~space
     starts[1:] &= space[:-1]
     ends = ~space

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from longctx.mixpr import MixPRConfig, MixPRIndex
-from longctx.mixpr.build import _BlockTexts
+from longctx.mixpr.state import _LazyTexts
 from longctx.mixpr.tfidf import TfidfSettings, _count_each, _count_rows
 
 # words with precomposed and decomposed accents, "İ" (lower-cased to i + U+0307), curly quotes,
@@ -65,7 +65,7 @@ def test_batched_counts_of_a_book_like_block():
 def test_block_texts_slice_as_a_list():
     texts = ("Alpha beta. Gamma delta.", "Epsilon zeta eta.")
     src, starts, ends = np.array([0, 0, 1]), np.array([0, 12, 0]), np.array([11, 24, 17])
-    lazy = _BlockTexts(texts, src, starts, ends)
+    lazy = _LazyTexts(texts, src, starts, ends)
     full = [lazy[i] for i in range(len(lazy))]
     assert full == ["Alpha beta.", "Gamma delta.", "Epsilon zeta eta."]
     for sl in (slice(None), slice(1, None), slice(0, 2), slice(None, None, -1), slice(5, 9)):

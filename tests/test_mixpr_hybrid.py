@@ -7,8 +7,9 @@ import pytest
 import scipy.sparse as sp
 
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.query import query_weights, weigh_by_coverage
+from longctx.mixpr.query import query_weights
 from longctx.persist import PersistError
+from tests._coverage import weigh_by_coverage
 from tests._persist_helpers import restamp
 
 # concept dimensions of a tiny deterministic encoder: synonyms share a dimension

@@ -225,14 +225,10 @@ def _openings_by_finditer(text: str, first_end: int):
 
 
 def _openings_now(text: str):
-    from longctx.mixpr.lines import _IS_BREAK, _openings
+    from longctx.mixpr.lines import _openings, line_breaks
     from longctx.text import _space_words
 
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    low = cp < len(_IS_BREAK)
-    is_break = np.zeros(len(cp), dtype=bool)
-    is_break[low] = _IS_BREAK[cp[low]]
-    breaks = np.flatnonzero(is_break)
+    cp, breaks = line_breaks(text)
     first_end = int(breaks[0]) if len(breaks) else len(text)
     return _openings(text, first_end, breaks, cp, _space_words(text)[0]), first_end
 

@@ -15,5 +15,5 @@ def test_index_json_describes_the_state_the_save_read():
     files, units = index_json(index, "here", st)
     assert files["documents"]["ids"] == ["a", "b"]
     assert units["unit_source"].max() == 1  # the units of the state read: two texts
-    now, _ = index_json(index, "here")
+    now, _ = index_json(index, "here", index._state)
     assert now["documents"]["ids"] == ["a", "b", "c"]

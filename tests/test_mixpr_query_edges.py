@@ -27,9 +27,9 @@ from longctx.mixpr.query import (
     query_edge_rows,
     query_weights,
     reweight_query_terms,
-    weigh_by_coverage,
 )
 from longctx.selection import union_positions
+from tests._coverage import weigh_by_coverage
 
 QUESTIONS = [
     "Who stole the tarts?",

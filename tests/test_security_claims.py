@@ -217,6 +217,23 @@ def test_claim_object_dtypes_are_refused_and_nothing_is_unpickled(tmp_path):
         read_arrays(p, ["starts"])
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [object, [("a", "<i4")], [("a", "<i4", (2,))], "V4", "<M8[s]", "<m8[s]", "<c16"],
+    ids=["object", "structured", "subarray-field", "void", "datetime", "timedelta", "complex"],
+)
+def test_claim_only_plain_number_and_string_dtypes_are_read(tmp_path, dtype):
+    """Claim: an ``.npz`` member of a dtype other than bool, int, uint, float or string (an
+    object, a structured dtype, with a subarray field or not, raw bytes, a date, a complex
+    number) is a PersistError naming the array, its values never read: the dtype's kind alone
+    refuses each (``S0`` / ``U0``, of an allowed kind: ``test_persist``)."""
+    p = tmp_path / "x.npz"
+    arr = np.zeros(3, dtype=np.dtype(dtype)) if dtype is not object else np.array([1], object)
+    np.savez(p, starts=arr)
+    with pytest.raises(PersistError, match=r"x\.npz.*'starts'.*not a plain one"):
+        read_arrays(p, ["starts"])
+
+
 # -- sparse matrices (finding 3) -------------------------------------------------------------------
 def test_claim_a_forged_csc_row_count_is_refused_before_anything_is_allocated(idx):
     """Claim (finding 3): a sparse ``.npz`` is checked on its raw arrays (format, shape against

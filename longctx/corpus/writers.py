@@ -45,7 +45,9 @@ __all__ = [
     "building",
     "load_beside_writers",
     "loads_beside_writers",
+    "mark_token",
     "read_mark",
+    "saving_into_corpus",
     "writing",
 ]
 
@@ -73,17 +75,18 @@ def _writer(what: str) -> dict:
 
 
 @contextmanager
-def writing(storage, what: str) -> Iterator[None]:
+def writing(storage, what: str) -> Iterator[dict]:
     """Mark ``storage``'s root as being written (``what``: "a rebuild", "a save") for the
-    duration of the block; the mark says ``"done"`` when the block ends without an error."""
+    duration of the block; the mark says ``"done"`` when the block ends without an error. The
+    block is given the mark (``{"token", "what", "pid", ...}``)."""
     mark = {"format": "longctx.writer", "token": uuid.uuid4().hex, **_writer(what)}
     storage.write_json(WRITER_FILE, {**mark, "state": "writing"})
-    yield
+    yield mark
     storage.write_json(WRITER_FILE, {**mark, "state": "done"})
 
 
 @contextmanager
-def building(storage, root: str) -> Iterator[None]:
+def building(storage, root: str, what: str = "a build of this corpus") -> Iterator[None]:
     """Hold the corpus at ``storage`` alone for a build: an exclusive lock on its index root
     ``root`` (``"indexes"``; the lock file :data:`LOCK_FILE` there, :func:`longctx.persist.writer.exclusive_lock`: a
     lock per path among this process's threads, an advisory ``flock`` across processes).
@@ -95,7 +98,8 @@ def building(storage, root: str) -> Iterator[None]:
     builds. Where ``flock`` is unavailable (Windows, some network file systems) only builds in
     one process wait for each other. A corpus that is not a local folder (an fsspec URL:
     ``s3://``, ``gs://``, ``memory://``...) is not locked: two builds of it at once are not
-    serialized (logged at debug level).
+    serialized (logged at debug level). ``what`` names the holder to those that wait (a save
+    of the corpus's sharded index holds it too: :func:`saving_into_corpus`).
     """
     from longctx.persist.writer import exclusive_lock
 
@@ -109,18 +113,76 @@ def building(storage, root: str) -> Iterator[None]:
     def say(holder):
         who = holder or {}
         logger.info(
-            "%s: this build waits for %s by process %s on %r, started %s",
+            "%s: this %s waits for %s by process %s on %r, started %s",
             storage.url,
+            "build" if what.startswith("a build") else "save",
             who.get("what", "another build of this corpus"),
             who.get("pid", "?"),
             who.get("host", "?"),
             who.get("started", "?"),
         )
 
-    with exclusive_lock(
-        index_root, index_root / LOCK_FILE, holder=_writer("a build of this corpus"), on_wait=say
-    ):
+    with exclusive_lock(index_root, index_root / LOCK_FILE, holder=_writer(what), on_wait=say):
         yield
+
+
+@contextmanager
+def saving_into_corpus(storage, read_from: tuple | None) -> Iterator[None]:
+    """Hold the corpus's build lock (:func:`building`) for a save into ``storage`` when it is
+    a corpus's index root (a local folder ``indexes`` beside a ``corpus.json``); nothing for
+    another folder or URL.
+
+    A corpus's files must agree with its ``corpus.json`` (the text digest of each document):
+    a sharded index saved there while ``longctx index`` rebuilds the corpus would mix the two
+    writers' files, and one saved after a build that followed its load would put back the
+    older documents under the newer ``corpus.json``; either way the corpus no longer loads.
+    So the save waits for a running build, then goes on only if the corpus's index root is
+    still as the index read or last wrote it: ``read_from`` ``(folder, token)``, the folder
+    and the token of its ``writing.json`` mark then (:func:`mark_token`; ``None``: the index
+    never read a local folder).
+
+    Raises
+    ------
+    longctx.persist.PersistError
+        A build or another save changed the corpus since the index read it (names the writer
+        and says what to do), or the index was not read from this corpus.
+    """
+    from longctx.corpus.manifest import CORPUS_MANIFEST
+    from longctx.corpus.storage import open_storage
+
+    root = storage.local
+    if root is None or root.name != "indexes" or not (root.parent / CORPUS_MANIFEST).is_file():
+        yield
+        return
+    with building(open_storage(str(root.parent)), root.name, "a save of this corpus's index"):
+        mark = read_mark(storage)
+        token = None if mark is None else mark["token"]
+        here = os.path.realpath(root)
+        if read_from != (here, token):
+            if read_from is None or read_from[0] != here:
+                change = "holds a corpus this index was not read from"
+            else:
+                who = mark or {}
+                change = (
+                    f"was written by {who.get('what', 'another writer')} (process "
+                    f"{who.get('pid', '?')} on {who.get('host', '?')!r}, started "
+                    f"{who.get('started', '?')}) after this index read it"
+                )
+            raise PersistError(
+                f"{str(root)!r} {change}: saving this index there would leave files that "
+                f"disagree with {CORPUS_MANIFEST} (a corpus that no longer loads); load the "
+                "corpus again and repeat the changes, or save to another folder"
+            )
+        yield
+
+
+def mark_token(storage) -> tuple | None:
+    """``(folder, token)`` of ``storage``'s mark now (``token`` ``None`` without a mark), for
+    :func:`saving_into_corpus`; ``None`` for a storage that is not a local folder."""
+    if storage.local is None:
+        return None
+    mark = read_mark(storage)
+    return (os.path.realpath(storage.local), None if mark is None else mark["token"])
 
 
 def read_mark(storage) -> dict | None:

@@ -152,7 +152,7 @@ def build_state(
             raise ValueError("texts hold no words to retrieve from")
         # sliced a block at a time by the counts (a list of every unit's text doubled the
         # texts' memory at the build's peak)
-        unit_texts = _BlockTexts(texts, src, starts, ends)
+        unit_texts = _LazyTexts(texts, src, starts, ends)
         if unit_vectors is not None:
             unit_vectors = _check_unit_vectors(unit_vectors, len(starts))
         elif encoder is not None:
@@ -187,18 +187,6 @@ def build_state(
         if bar is not None:
             bar.close()
     return state
-
-
-class _BlockTexts(_LazyTexts):
-    """The units' texts of a new index (plain ``str`` texts), for its term counts: a block (a
-    slice) is made in one pass over the arrays, not one numpy scalar per unit (issue 46)."""
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            texts = self._t
-            parts = (np.asarray(x)[i].tolist() for x in (self._s, self._a, self._b))
-            return [texts[d][a:b] for d, a, b in zip(*parts)]
-        return super().__getitem__(i)
 
 
 def _check_vocabulary(table: TermTable, config: MixPRConfig) -> None:

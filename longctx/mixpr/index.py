@@ -50,6 +50,7 @@ from longctx.persist import PersistError as PersistError
 from longctx.selection import check_budget_fits, check_size
 from longctx.tokens import TokenCounter, count_units
 from longctx.types import Passage, SearchResult
+from longctx.word_pieces import shared_chars
 
 logger = logging.getLogger(__name__)
 
@@ -306,29 +307,23 @@ class MixPRIndex(RetrievalIndex):
             TF-IDF), or texts that hold no term to index once stop words are removed.
         """
         config = MixPRConfig.from_preset(preset, **params)
-        texts = check_texts(texts)
-        ids = _check_ids(ids, len(texts), default=[str(i) for i in range(len(texts))])
-        metadatas = _check_metadatas(metadatas, len(texts), ids)
-        if token_counter is not None and not callable(token_counter):
-            raise TypeError("token_counter must be a callable str -> int")
-        if router is not None and not callable(router):
-            raise TypeError(f"router must be callable, got {type(router).__name__}")
-        enc = None
-        if encoder is not None:
-            from longctx.embeddings import get_encoder
+        with shared_chars(texts):  # each long text's characters found once: check, chunks
+            texts = check_texts(texts)
+            ids = _check_ids(ids, len(texts), default=[str(i) for i in range(len(texts))])
+            metadatas = _check_metadatas(metadatas, len(texts), ids)
+            if token_counter is not None and not callable(token_counter):
+                raise TypeError("token_counter must be a callable str -> int")
+            if router is not None and not callable(router):
+                raise TypeError(f"router must be callable, got {type(router).__name__}")
+            enc = None
+            if encoder is not None:
+                from longctx.embeddings import get_encoder
 
-            enc = get_encoder(encoder)
-        state = build_state(
-            config,
-            texts,
-            ids,
-            metadatas,
-            chunk=chunk,
-            encoder=enc,
-            unit_vectors=unit_vectors,
-            progress=progress,
-            require_terms=require_terms,
-        )
+                enc = get_encoder(encoder)
+            state = build_state(
+                config, texts, ids, metadatas, chunk=chunk, encoder=enc,
+                unit_vectors=unit_vectors, progress=progress, require_terms=require_terms,
+            )  # fmt: skip
         name = (
             "count_tokens"
             if token_counter is None

@@ -22,6 +22,7 @@ from itertools import islice
 import numpy as np
 
 from longctx.text import chunk_words
+from longctx.word_pieces import code_points, marked
 from longctx.word_pieces import space_words as _space_words
 
 __all__ = ["chunk_regions", "line_units", "looks_line_structured", "record_blocks"]
@@ -70,6 +71,14 @@ _OPENING = re.compile(
     re.VERBOSE,
 )
 _SENTENCE_END = re.compile("[.!?\u2026]['\"`\u2019\u201d)\\]]*$")
+
+
+def line_breaks(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(cp, breaks)``: the code points of ``text`` (``(len(text),) uint32``) and the positions
+    of its line breaks (:data:`LINE_BREAKS`, ``(n_breaks,) int64``), what :func:`_openings`
+    and :class:`_Lines` read."""
+    cp = code_points(text)
+    return cp, np.flatnonzero(marked(cp, _IS_BREAK))
 
 
 def _openings(
@@ -144,12 +153,7 @@ class _Lines:
 
     def __init__(self, text: str):
         word_starts, word_ends = _space_words(text)
-        cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        low = cp < len(_IS_BREAK)
-        is_break = np.zeros(len(cp), dtype=bool)
-        is_break[low] = _IS_BREAK[cp[low]]
-        breaks = np.flatnonzero(is_break)
-        del low, is_break
+        cp, breaks = line_breaks(text)
         commas = np.flatnonzero(cp == ord(","))
         raw_starts = np.concatenate([[0], breaks + 1])
         raw_ends = np.concatenate([breaks, [len(text)]])

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
+from longctx.mixpr.unit_filter import document_starts
 from longctx.persist import (
     PersistError,
     check_dict,
@@ -28,7 +29,7 @@ from longctx.persist import (
     write_dir,
 )
 
-__all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "doc_starts", "load_format2", "save_index"]
+__all__ = ["LOADABLE_VECTORIZER_KWARGS", "check_units", "load_format2", "save_index"]
 
 
 def save_index(index, path) -> None:
@@ -58,16 +59,15 @@ def save_index(index, path) -> None:
     )
 
 
-def index_json(index, where, st=None) -> tuple[dict, dict]:
+def index_json(index, where, st) -> tuple[dict, dict]:
     """``(json_files, unit_arrays)``: ``config.json`` and ``documents.json`` of ``index`` and
     its unit arrays (as :func:`check_units` reads them: ``where`` names them in an error),
     after the checks a load makes (formats 2 and 3): a save never replaces an index with one
     that cannot be loaded. ``st``: the state the caller saves (read once by it: a write swaps
     the index's state meanwhile, and ids of one version beside texts of another made a folder
-    that no load accepts); default the index's current one."""
+    that no load accepts)."""
     from longctx.persist import check_json_metadata
 
-    st = index._state if st is None else st
     for doc_id, md in zip(st.doc_ids, st.metadata):  # before anything is written
         check_json_metadata(md, f"document {doc_id!r}")
     counts = st.token_counts
@@ -166,7 +166,7 @@ def load_format2(cls, r, *, router=None, encoder=None):
         cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
         unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
         graph=graph, unit_vectors=vectors, token_counts=counts, chunk=chunk,
-        doc_starts=doc_starts(source, len(texts)),
+        doc_starts=document_starts(source, len(texts), ordered=True),
     )  # fmt: skip
 
 
@@ -345,14 +345,6 @@ def check_units(texts, arrs: dict, path, *, lengths=None) -> tuple[np.ndarray, .
     if len(counts):
         check_token_counts(counts, starts, ends, path)
     return source, unit_index, starts, ends, (counts if len(counts) == n and n else None)
-
-
-def doc_starts(source: np.ndarray, n_docs: int) -> np.ndarray:
-    """``(n_docs + 1,) int64``: each document's first unit among units that :func:`check_units`
-    found in document order (``unit_source`` non-decreasing), by a binary search per document:
-    no pass over the units (what :func:`~longctx.mixpr.unit_filter.document_starts` computes
-    after checking the order), read while a mapped load still holds their pages."""
-    return np.searchsorted(source, np.arange(n_docs + 1)).astype(np.int64)
 
 
 def _refuse_old_format(path, version: int) -> None:

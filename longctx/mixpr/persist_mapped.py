@@ -75,7 +75,6 @@ from longctx.mixpr.persist import (
     MAX_TERM_COUNT,
     _refuse_old_format,
     check_units,
-    doc_starts,
     index_json,
     index_of,
     load_format2,
@@ -90,6 +89,7 @@ from longctx.mixpr.persist_texts import (
 )
 from longctx.mixpr.state import table_weights
 from longctx.mixpr.tfidf import TermTable
+from longctx.mixpr.unit_filter import document_starts
 from longctx.persist import PersistError, write_dir
 from longctx.persist.npy import check_compressed, check_values, release
 from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
@@ -473,7 +473,7 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
     source, unit_index, starts, ends, tcounts = check_units(
         texts, arrs, d / "starts.npy", lengths=texts.lengths
     )
-    first = doc_starts(source, len(texts))  # (its pages still held)
+    first = document_starts(source, len(texts), ordered=True)  # (its pages still held)
     release(*arrs.values())
     n = len(starts)
     term_offsets, term_bytes = m.get("term_offsets"), m.get("term_bytes")

@@ -168,7 +168,7 @@ def query_edge_rows(
 ):  # fmt: skip
     """The query's edges ``B`` over the units holding a query term: the units' TF-IDF cosines
     to the query chunks (sec. 4 eq. 3), those below ``thr`` dropped, weighted by coverage
-    (:func:`weigh_by_coverage`) and kept by the filter; and the lexical cosines (``B`` before
+    (each unit's share of the query chunk's TF-IDF weight) and kept by the filter; and the lexical cosines (``B`` before
     the threshold, times ``p_query``). Costs the query terms' columns of ``E``.
 
     Each value is computed with the operations, in the order, of the sparse products it
@@ -254,19 +254,6 @@ def query_edge_rows(
     np.cumsum(np.bincount(r_all, minlength=R), out=indptr[1:])
     B = sp.csr_array((at_v[0], at_c[0], indptr), shape=(R, m))
     return rows, B, lex, w
-
-
-def weigh_by_coverage(B: sp.csr_array, Et, Eqt, power: float) -> sp.csr_array:
-    """``B[i, j] * coverage[i, j] ** power``: ``coverage[i, j]`` is the share of query chunk
-    ``j``'s TF-IDF weight (L1) on the terms that unit ``i`` holds."""
-    hits = sp.csc_array(Et, copy=True)
-    hits.data[:] = 1.0
-    matched = sp.csr_array(hits @ sp.csr_array(Eqt).T, dtype=np.float64)
-    total = np.asarray(Eqt.sum(axis=1), dtype=np.float64).ravel()
-    cov = matched.multiply(1.0 / np.where(total > 0, total, 1.0)[None, :])
-    cov = sp.csr_array(cov)
-    cov.data = np.clip(cov.data, 0.0, 1.0) ** power
-    return sp.csr_array(B.multiply(cov))
 
 
 def lexical_cosines(table, chunk, query: str) -> np.ndarray:

@@ -32,7 +32,9 @@ def table_weights(config: MixPRConfig, table: TermTable) -> np.ndarray | None:
 
 
 class _LazyTexts(Sequence):
-    """``texts[i]`` sliced on demand from the sources (the router sees the units without a copy)."""
+    """``texts[i]`` sliced on demand from the sources (the router sees the units without a copy;
+    a build's term counts read them by blocks). A slice takes its units' positions in one pass
+    over the arrays, not one numpy scalar per unit (issue 46)."""
 
     def __init__(self, texts, source, starts, ends):
         self._t, self._s, self._a, self._b = texts, source, starts, ends
@@ -47,7 +49,8 @@ class _LazyTexts(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            parts = (np.asarray(x)[i].tolist() for x in (self._s, self._a, self._b))
+            return [text_slice(self._t, d, a, b) for d, a, b in zip(*parts)]
         return text_slice(self._t, int(self._s[i]), int(self._a[i]), int(self._b[i]))
 
 

@@ -190,7 +190,7 @@ def _count_joined(
     analyzes them one by one). ``code`` (word -> term id or -1), shared by the blocks of one
     count, keeps the words seen in earlier blocks (each word is stemmed once)."""
     from longctx.terms import _BIGRAM_CHAR_RE, fold_by_chars
-    from longctx.word_pieces import has_char
+    from longctx.word_pieces import distinct_chars, lowered_chars
 
     n = len(texts)
     found = batch.joined(texts)
@@ -205,9 +205,13 @@ def _count_joined(
     # lowered at once (a separator, neither cased nor case-ignorable, ends str.lower's final
     # sigma context as a text's end does) and folded at once by characters where no combining
     # mark is (terms.fold_by_chars); else by blocks of units, each unit as it folds alone
+    # the joined units' distinct characters, found once: for the folding (those of the lowered
+    # text from them) and the CJK / Thai search
+    chars = "" if joined.isascii() else distinct_chars(joined)
     doc = joined.lower() if batch.lower else joined
     if batch.fold is not None:
-        doc = fold_by_chars(doc, batch.fold)
+        doc_chars = lowered_chars(chars, doc) if batch.lower else chars
+        doc = fold_by_chars(doc, batch.fold, doc_chars)
     if doc is None:
         step = _FOLD_BLOCK_UNITS
         doc = sep.join(prepare(sep.join(texts[i : i + step])) for i in range(0, n, step))
@@ -242,7 +246,7 @@ def _count_joined(
     keep = ids >= 0
     rows, cols = row[keep], ids[keep]
     extra_rows, extra_cols = [], []
-    if has_char(_BIGRAM_CHAR_RE, joined):  # CJK / Thai (from its distinct characters)
+    if _BIGRAM_CHAR_RE.search(chars):  # CJK / Thai (from its distinct characters)
         ends = np.cumsum([len(t) + len(sep) for t in texts])
         hit = sorted({int(np.searchsorted(ends, m.start(), side="right"))
                       for m in _BIGRAM_CHAR_RE.finditer(joined)})  # fmt: skip

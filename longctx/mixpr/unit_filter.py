@@ -15,13 +15,17 @@ import numpy as np
 __all__ = ["UnitFilter", "document_starts"]
 
 
-def document_starts(unit_doc: np.ndarray, n_docs: int) -> np.ndarray | None:
+def document_starts(
+    unit_doc: np.ndarray, n_docs: int, *, ordered: bool = False
+) -> np.ndarray | None:
     """``(n_docs + 1,) int64``: where each document's units begin in the block (document ``d``
     holds units ``starts[d] .. starts[d + 1] - 1``), or ``None`` when ``unit_doc`` is not in
     ascending order (then :class:`UnitFilter` finds the kept units by one pass). Costs one
-    pass over ``unit_doc`` (query-independent: a block computes it once)."""
+    pass over ``unit_doc`` (query-independent: a block computes it once); with ``ordered``
+    (the caller checked the order: a load's ``check_units``) a binary search per document
+    only, no pass over the units (read while a mapped load still holds their pages)."""
     unit_doc = np.asarray(unit_doc)
-    if len(unit_doc) > 1 and bool((unit_doc[1:] < unit_doc[:-1]).any()):
+    if not ordered and len(unit_doc) > 1 and bool((unit_doc[1:] < unit_doc[:-1]).any()):
         return None
     return np.searchsorted(unit_doc, np.arange(n_docs + 1)).astype(np.int64)
 

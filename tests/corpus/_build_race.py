@@ -25,14 +25,15 @@ WAITS = "waits for"
 TIMEOUT = 120
 
 
-def doc_sets(seed: int = 0) -> tuple[dict, dict, dict]:
+def doc_sets(seed: int = 0, n_words: int = 120) -> tuple[dict, dict, dict]:
     """``(base, set1, set2)``: ``{file name: text}`` of the first build, of build A (base plus
-    ``e.txt``) and of build B (base less ``d.txt``, ``a.txt`` edited)."""
+    ``e.txt``) and of build B (base less ``d.txt``, ``a.txt`` edited); documents of about
+    ``n_words`` words."""
     rng = random.Random(seed)
-    base = {f"{c}.txt": churn_doc(rng, c, 120) for c in "abcd"}
-    set1 = {**base, "e.txt": churn_doc(rng, "e", 120)}
+    base = {f"{c}.txt": churn_doc(rng, c, n_words) for c in "abcd"}
+    set1 = {**base, "e.txt": churn_doc(rng, "e", n_words)}
     set2 = {k: v for k, v in base.items() if k != "d.txt"}
-    set2["a.txt"] = churn_doc(rng, "a2", 120)
+    set2["a.txt"] = churn_doc(rng, "a2", n_words)
     return base, set1, set2
 
 
@@ -54,6 +55,13 @@ def build_options(method: str, shards: int | None) -> dict:
         from tests.corpus._helpers import hash_embed
 
         opts["encoder"] = hash_embed
+    if method == "garlic":  # the tiny random Llama, made to answer one short bullet
+        from tests.corpus._helpers import BulletForcer, hash_embed, tiny_garlic_lm
+
+        opts.update(
+            model=tiny_garlic_lm, encoder=hash_embed, logits_processor=BulletForcer("* A story.\n"),
+            chunk_tokens=250, batch_tokens=600, max_new_tokens=8,
+        )  # fmt: skip
     return opts
 
 
@@ -120,11 +128,11 @@ def wait_either(events_or_checks, timeout: float = TIMEOUT) -> bool:
     return False
 
 
-def _race(make, folder: Path, seed: int, events) -> bool:
+def _race(make, folder: Path, seed: int, events, n_words: int = 120) -> bool:
     """The choreography: the folder holds set 1, A (``make("A")``: a started Thread or Process)
     runs to its hook, the folder is changed to set 2, B runs until it finished or waits, then A
     goes on; both joined. Returns ``(A, B, whether B waited)``."""
-    _, set1, set2 = doc_sets(seed)
+    _, set1, set2 = doc_sets(seed, n_words)
     started, go, waiting = events
     write_folder(folder, set1)
     a, b = make("A"), None
@@ -161,8 +169,11 @@ def race_processes(folder: Path, out: Path, method: str, shards: int | None, see
     return a.exitcode, b.exitcode, waited
 
 
-def race_threads(folder: Path, out: Path, method: str, shards: int | None, seed: int = 0):
-    """The same with two threads of this process. Returns ``(errors, whether B waited)``."""
+def race_threads(
+    folder: Path, out: Path, method: str, shards: int | None, seed: int = 0, n_words: int = 120
+):
+    """The same with two threads of this process (documents of ``n_words`` words). Returns
+    ``(errors, whether B waited)``."""
     from longctx.corpus import build_indexes
 
     events = (threading.Event(), threading.Event(), threading.Event())
@@ -182,7 +193,7 @@ def race_threads(folder: Path, out: Path, method: str, shards: int | None, seed:
     undo = hold_inside_build(method, events[0], events[1], only_thread="build-A")
     handler = watch_waits(events[2])
     try:
-        waited = _race(make, folder, seed, events)[2]
+        waited = _race(make, folder, seed, events, n_words)[2]
     finally:
         undo()
         logging.getLogger("longctx").removeHandler(handler)

@@ -71,6 +71,31 @@ def test_two_processes_building_one_corpus_follow_each_other(tmp_path, method, s
     _check_later_build_won(tmp_path, out, method, shards, set1, set2)
 
 
+def test_two_threads_building_one_garlic_corpus_follow_each_other(tmp_path):
+    """GARLIC corpora go through the same locked build (tiny random Llama, short documents):
+    build B waits for the held build A, then removes A's new document and rebuilds its edited
+    one; the corpus loads with exactly B's documents, A's new graph gone with its file."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from longctx.corpus import read_corpus_manifest
+
+    base, set1, set2 = doc_sets(n_words=25)
+    folder, out = tmp_path / "docs", tmp_path / "out"
+    write_folder(folder, base)
+    first = build_indexes(str(folder), "garlic", str(out), **build_options("garlic", None))
+    assert not first.failed, first.errors
+    errors, waited = race_threads(folder, out, "garlic", None, n_words=25)
+    assert not errors, errors
+    assert waited  # B waited for A
+    state = corpus_state(out, "garlic")
+    assert state[0] == "ok", state[1]
+    assert {Path(d).name: texts for d, texts in state[1]} == {k: (v,) for k, v in set2.items()}
+    entries = read_corpus_manifest(out).entries
+    assert sorted(Path(d).name for d in entries) == sorted(set2)
+    assert all(e.status == "done" for e in entries.values())
+    assert not any("e.txt" in p.name for p in (out / "indexes").iterdir())  # A's graph removed
+
+
 def test_a_waiting_build_names_the_build_it_waits_for(tmp_path, caplog):
     from longctx.corpus.writers import LOCK_FILE, building
 

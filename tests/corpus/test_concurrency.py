@@ -17,7 +17,7 @@ from longctx.corpus.writers import WRITER_FILE, read_mark
 from longctx.mixpr import MixPRIndex
 from longctx.persist import PersistError
 from longctx.persist.format import ConcurrentSaveError
-from tests._concurrency import QUERIES, churn_doc, run_for
+from tests._concurrency import QUERIES, Turns, churn_doc, run_for
 
 
 def _docs(rng, n=6):
@@ -25,9 +25,11 @@ def _docs(rng, n=6):
 
 
 def _loads_beside_rebuilds(out, shards, docs, rng, seconds=3.0):
-    """Rebuilds (one changed document each, then a pause as between two runs of a CLI) in one
-    thread, loads in another; ``(rebuilds, loaded corpora, errors)``."""
+    """Rebuilds (one changed document each, then a pause as between two runs of a CLI, until a
+    load has ended: :class:`~tests._concurrency.Turns`) in one thread, loads in another;
+    ``(rebuilds, loaded corpora, errors)``."""
     stop = threading.Event()
+    turns = Turns(stop)
     errors, loaded = [], []
     n = [0]
 
@@ -39,7 +41,7 @@ def _loads_beside_rebuilds(out, shards, docs, rng, seconds=3.0):
                 build_indexes(list(docs), "mixpr", out, shards=shards, use_ray=False,
                               progress=False)  # fmt: skip
                 n[0] += 1
-                time.sleep(0.02)
+                turns.after_write()
         except Exception as exc:  # noqa: BLE001 (reported below)
             errors.append(exc)
 
@@ -52,6 +54,7 @@ def _loads_beside_rebuilds(out, shards, docs, rng, seconds=3.0):
                 loaded.append(index)
             except Exception as exc:  # noqa: BLE001
                 errors.append(exc)
+            turns.after_read()
 
     run_for([threading.Thread(target=rebuild), threading.Thread(target=load)], stop, seconds)
     return n[0], loaded, errors

@@ -70,12 +70,7 @@ def check_sharded_options(options: dict) -> None:
     ValueError
         Naming the setting.
     """
-    from longctx.mixpr.config import MixPRConfig
-
-    opts = dict(options)
-    opts.pop("chunk", None)
-    opts.pop("mappable", None)  # (checked by check_mixpr_options)
-    config = MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
+    config = options_config(options)[0]  # (mappable: checked by check_mixpr_options)
     if config.graph != "factored":
         raise ValueError(
             f"graph={config.graph!r} (which preset 'paper' sets) is not available on a sharded "
@@ -88,6 +83,22 @@ def check_sharded_options(options: dict) -> None:
             "MixPR corpus, its phrase graph not being split into shards: build the corpus "
             "without shards (--shards)"
         )
+
+
+def options_config(options: dict):
+    """``(config, chunk, mappable)`` of a sharded corpus's build options: the
+    :class:`~longctx.mixpr.MixPRConfig` of their ``preset`` (default ``"default"``) and
+    settings, and their ``chunk`` and ``mappable`` (default ``True`` each).
+
+    Raises
+    ------
+    ValueError, TypeError
+        A bad preset or setting (named, by ``MixPRConfig.from_preset``)."""
+    from longctx.mixpr.config import MixPRConfig
+
+    opts = dict(options)
+    chunk, mappable = opts.pop("chunk", True), opts.pop("mappable", True)
+    return MixPRConfig.from_preset(opts.pop("preset", "default"), **opts), chunk, mappable
 
 
 def index_storage(storage):
@@ -110,7 +121,6 @@ def corpus_config(storage, shard: int, options: dict):
         The file is missing, too large or damaged (named).
     """
     from longctx.corpus.shards.shard import shard_dir
-    from longctx.mixpr.config import MixPRConfig
     from longctx.mixpr.persist import parse_config
 
     rel = f"{INDEX_ROOT}/{shard_dir(shard)}/config.json"
@@ -118,11 +128,10 @@ def corpus_config(storage, shard: int, options: dict):
     if data is None:
         raise PersistError(f"{storage.location(rel)!r} is missing: the shard is damaged")
     config, _, chunk, _ = parse_config(data, storage.location(rel))
-    opts = {k: v for k, v in options.items() if k not in ("chunk", "mappable")}
-    asked = MixPRConfig.from_preset(opts.pop("preset", "default"), **opts)
+    asked, asked_chunk, _ = options_config(options)
     if asked.walk == "auto":  # what a shard runs (MixPRShard.from_texts)
         asked = dataclasses.replace(asked, walk="pagerank")
-    if config != asked or chunk != options.get("chunk", True):
+    if config != asked or chunk != asked_chunk:
         changed = sorted(
             f.name
             for f in dataclasses.fields(config)
@@ -144,17 +153,11 @@ def _shard_job(storage, i: int, expected: list, changed: list, new: list, option
     ``None``: the corpus has no other shard, the build options')."""
     from longctx._rss import peak_rss_mib
     from longctx.corpus.shards.shard import MixPRShard, shard_dir
-    from longctx.mixpr.config import MixPRConfig
     from longctx.tokens import count_tokens
 
     t0 = time.perf_counter()
-    opts = dict(options)
-    preset = opts.pop("preset", "default")
-    chunk = opts.pop("chunk", True)
-    mappable = opts.pop("mappable", True)  # format 3: the shards' actors map it
-    if corpus is None:
-        config = MixPRConfig.from_preset(preset, **opts)
-    else:
+    config, chunk, mappable = options_config(options)  # mappable: format 3, actors map it
+    if corpus is not None:
         config, chunk = corpus
     rel = f"{INDEX_ROOT}/{shard_dir(i)}"
     shard = None

@@ -700,8 +700,8 @@ class ShardedMixPRIndex:
 
         Raises
         ------
-        ValueError
-            The index holds no document.
+        ValueError, PersistError
+            No document; a corpus's ``indexes/`` changed since read (``persist.save_sharded``).
         """
         from longctx.corpus.shards.persist import save_sharded
 

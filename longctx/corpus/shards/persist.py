@@ -7,6 +7,7 @@ damaged or inconsistent file is a :class:`~longctx.persist.PersistError` naming 
 from __future__ import annotations
 
 import logging
+import os
 
 from longctx.corpus.shards.shard import ASSIGNMENT, shard_dir
 from longctx.persist import PersistError, check_format
@@ -30,26 +31,45 @@ MAX_SHARDS = 4096
 
 def save_sharded(index, out, storage_options=None) -> None:
     """Write ``index`` at ``out`` (see :meth:`ShardedMixPRIndex.save
-    <longctx.corpus.shards.index.ShardedMixPRIndex.save>`)."""
+    <longctx.corpus.shards.index.ShardedMixPRIndex.save>`). Into a corpus's ``indexes/``: with
+    the corpus's build lock held, and only over the corpus the index read or last saved there
+    (:func:`longctx.corpus.writers.saving_into_corpus`).
+
+    Raises
+    ------
+    ValueError
+        The index holds no document.
+    PersistError
+        ``out`` is a corpus's index root that a build (or another save) changed since this
+        index read it, or that this index was not read from."""
     from longctx.corpus.storage import open_storage
 
     storage = open_storage(out, storage_options)
     if not index._order:
         raise ValueError("a sharded MixPR index with no document cannot be saved")
-    from longctx.corpus.writers import writing
+    from longctx.corpus.writers import saving_into_corpus, writing
 
-    with index._lock, writing(storage, "a save of this sharded index"):
-        for s in sorted(index._stats):
-            rel = shard_dir(s)
-            if storage.shared:
-                index._run({s: ("save_to", (storage, rel))})
-            else:
-                files = index._run({s: ("files", ())})[s]
-                storage.put_files(files, rel)
-            index._sources[s] = stored_source(storage, rel, index._encoder)
-        storage.write_json(SHARDS_FILE, manifest(index))
-        index._dirty.clear()
-        index._remember_stored(sorted(index._stats))
+    # a corpus's index root: its build lock held, and the corpus as this index read it
+    with index._lock, saving_into_corpus(storage, getattr(index, "_read_from", None)):
+        with writing(storage, "a save of this sharded index") as mark:
+            _save_shards(index, storage)
+        if storage.local is not None:  # the corpus as this save left it
+            index._read_from = (os.path.realpath(storage.local), mark["token"])
+
+
+def _save_shards(index, storage) -> None:
+    """Every shard's folder, then ``shards.json`` (the change lock and the mark held)."""
+    for s in sorted(index._stats):
+        rel = shard_dir(s)
+        if storage.shared:
+            index._run({s: ("save_to", (storage, rel))})
+        else:
+            files = index._run({s: ("files", ())})[s]
+            storage.put_files(files, rel)
+        index._sources[s] = stored_source(storage, rel, index._encoder)
+    storage.write_json(SHARDS_FILE, manifest(index))
+    index._dirty.clear()
+    index._remember_stored(sorted(index._stats))
 
 
 def manifest(index) -> dict:
@@ -89,7 +109,9 @@ def load_sharded_once(
 ):  # fmt: skip
     """One read of the sharded index at ``storage`` (:func:`load_sharded`)."""
     from longctx.corpus.shards.backends import open_backend
+    from longctx.corpus.writers import mark_token
 
+    read_from = mark_token(storage)  # before the files: a write after it changes the token
     where = storage.location(SHARDS_FILE)
     raw = storage.read_json(SHARDS_FILE)
     if raw is None:
@@ -119,6 +141,7 @@ def load_sharded_once(
         index._chars = {d: c for d, _, c in docs}
         check_against_manifest(index, storage)
         index._remember_stored(held)
+        index._read_from = read_from
         if enc is None and any(s["dim"] for s in stats.values()):
             index._encoder = _default_encoder(stats)
         index._refresh()
