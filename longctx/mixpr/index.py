@@ -715,8 +715,8 @@ class MixPRIndex(RetrievalIndex):
         )  # fmt: skip
         order = scores  # keep_firsts: a raised copy orders the choice, hits keep `scores`
         if own:  # MixPR's own scores (without the seeds): the seeded walk's, else walked again
-            plain = own["scores"]
-            if plain is None:
+            plain = scores if own["scores"] is None and used != "local" else own["scores"]
+            if plain is None:  # walk again (a fallback the multi-hop walk kept: its PageRank)
                 plain = self._score(st, query, used, query_vector, filters)[0]
             order = keep_first_units(scores, first_units(plain, own["seeds"]), allowed)
         trace, real = (walk, *trace), (scores if order is not scores else None)
