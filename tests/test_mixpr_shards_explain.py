@@ -154,13 +154,32 @@ def test_explain_reads_no_dense_vector_of_the_walk(monkeypatch):
     assert [h.score for h in r.hits] == [h.score for h in plain.hits]
 
 
-def test_walks_not_split_are_refused_before_any_work(alice_docs, monkeypatch):
-    _, sharded = build(alice_docs, 2, personalization="query")
-    monkeypatch.setattr(sharded, "_prepare", lambda *a: pytest.fail("worked before refusing"))
-    with pytest.raises(NotImplementedError, match="preset='default'"):
-        sharded.search(QUERIES[0], k=3, explain=True)
-    with pytest.raises(TypeError, match="explain"):
-        sharded.search(QUERIES[0], k=3, explain=1)
+def test_walks_not_split_are_refused_before_the_walk_global_ones_explained(alice_docs):
+    """``personalization="query"``: a local query's explanation is refused after the routing and
+    before the walk; a global one is explained by its PageRank, as one index explains it (the
+    refusal's advice, ``mode='global'``, works: review 18)."""
+    one, sharded = build(alice_docs, 2, personalization="query")
+    for ix in (one, sharded):
+        g = ix.search(QUERIES[0], k=3, mode="global", explain=True)
+        assert g.mode == "global" and g.hits
+        assert all(h.explanation["parts"] == {"pagerank": h.score} for h in g.hits)
+    a = one.search(QUERIES[0], k=3, mode="global", explain=True)
+    assert [(h.source, h.start) for h in a.hits] == [(h.source, h.start) for h in g.hits]
+    for ha, hb in zip(a.hits, g.hits):  # the sharded PageRank within float rounding
+        assert hb.explanation["parts"]["pagerank"] == pytest.approx(ha.score, rel=1e-12)
+    scorer = sharded._scorer_now()
+    walked = []
+    real = scorer.score
+    scorer.score = lambda *a, **k: walked.append(1) or real(*a, **k)
+    try:
+        for ix in (one, sharded):
+            with pytest.raises(NotImplementedError, match="mode='global'"):
+                ix.search(QUERIES[0], k=3, mode="local", explain=True)
+        assert walked == []  # the sharded index refused before its walk
+        with pytest.raises(TypeError, match="explain"):
+            sharded.search(QUERIES[0], k=3, explain=1)
+    finally:
+        del scorer.score
 
 
 def test_an_empty_sharded_index_explains_nothing(alice_docs):
