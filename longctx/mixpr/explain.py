@@ -148,7 +148,8 @@ def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[di
         The route record (:func:`~longctx.mixpr.router.choose_walk`).
     hits : (k,) int
         The returned units.
-    scores : (n_units,) float64
+    scores : (n_units,) float64 or SparseScores
+        The units' scores (a push walk's are sparse: the units it reached).
     """
     hits = np.asarray(hits, np.int64)
     mh = keep.get("multihop")
@@ -156,7 +157,7 @@ def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[di
         return explain_multihop(st, mh, hits, scores)
     if used == "local":
         return explain_walk(st, keep["session"], hits, scores)
-    return global_explanations([float(scores[i]) for i in hits.tolist()])
+    return global_explanations(_values_at(scores, hits).tolist())
 
 
 def explain_documents(st, result, keep: dict, used: str, walk: dict, scores, mask=None):
@@ -229,8 +230,8 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         question reached no unit).
     hits : (k,) int
         The returned units.
-    scores : (n_units,) float64
-        Their scores (as returned).
+    scores : (n_units,) float64 or SparseScores
+        The units' scores (as returned; a push walk's are sparse: the units it reached).
 
     Returns
     -------
@@ -248,7 +249,7 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     """
     check_explained(st.config)
     hits = np.asarray(hits, np.int64)
-    score_of = [float(scores[i]) for i in hits.tolist()]
+    score_of = _values_at(scores, hits).tolist()
     block = st.block
     facts = walk_hit_facts(block, s, hits)
     if facts["seeds_only"]:
@@ -541,7 +542,7 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
         The ranker's values kept by :meth:`MultiHopRanker.scores` (``keep=``): ``mass``,
         ``arrived``, ``r_u``, ``r_p``, ``d_u``, ``phrase_weights``, ``first_hop``, ``dense``.
     hits : (k,) int
-    scores : (n_units,) float64
+    scores : (n_units,) float64 or SparseScores
         The returned scores.
 
     Returns
@@ -576,8 +577,8 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
     f_top = float(first.max()) if first is not None and len(first) else 0.0
     d_top = float(dense.max()) if dense is not None and len(dense) else 0.0
     out = []
-    for i in np.asarray(hits, np.int64).tolist():
-        score = float(scores[i])
+    hits = np.asarray(hits, np.int64)
+    for i, score in zip(hits.tolist(), _values_at(scores, hits).tolist()):
         lo, hi = back_c.indptr[i], back_c.indptr[i + 1]
         phrases, b = back_c.indices[lo:hi], back_c.data[lo:hi]
         paths = []
