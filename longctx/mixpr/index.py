@@ -690,6 +690,7 @@ class MixPRIndex(RetrievalIndex):
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
         seeds, explain = seed_source(seeds), check_explain(explain)
+        keep_firsts = check_keep_firsts(keep_firsts)  # before an early return too (as shards)
         if not isinstance(whole_documents, bool):
             raise TypeError(f"whole_documents must be a bool, got {whole_documents!r}")
         if whole_documents and token_budget is not None:
@@ -705,7 +706,7 @@ class MixPRIndex(RetrievalIndex):
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
         keep = {} if explain else None
-        kept = check_keep_firsts(keep_firsts) and seeds is not None  # asked if global too
+        kept = keep_firsts and seeds is not None  # asked if global too
         seeds = local_seeds(seeds) if kept else seeds
         own = mapped_seeds(st, seeds) if kept else None  # the seeds mapped once
         plain_k = token_budget is None and not (unique_texts or whole_documents or explain or kept)
