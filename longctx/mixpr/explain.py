@@ -133,9 +133,11 @@ def _restart(s: dict) -> tuple[np.ndarray, np.ndarray, float]:
 
 def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[dict]:
     """The explanations of the hits of one search (:meth:`MixPRIndex.search` with
-    ``explain=True``): the multi-hop walk's (:func:`explain_multihop`) when it scored them, the
-    PageRank walk's (:func:`explain_walk`) for a local query, else the global PageRank's (the
-    score is the unit's PageRank, the part ``"pagerank"``).
+    ``explain=True``): the multi-hop walk's (:func:`explain_multihop`) when it scored them (the
+    search ended local), the PageRank walk's (:func:`explain_walk`) for a local query, else the
+    global PageRank's (the score is the unit's PageRank, the part ``"pagerank"``): a global
+    query, or a fallback (``"global-fallback"``: the question reached no kept unit) that the
+    multi-hop walk, which ran, did not lift to local (its scores are the fallback PageRank's).
 
     Parameters
     ----------
@@ -153,7 +155,7 @@ def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[di
     """
     hits = np.asarray(hits, np.int64)
     mh = keep.get("multihop")
-    if walk.get("walk") == "multihop" and mh:
+    if walk.get("walk") == "multihop" and mh and used == "local":
         return explain_multihop(st, mh, hits, scores)
     if used == "local":
         return explain_walk(st, keep["session"], hits, scores)
