@@ -307,3 +307,28 @@ def test_a_document_hit_is_explained_by_its_best_unit_and_names_its_units(params
             assert u["share"] == pytest.approx(scores[u["unit"]] / h.score)
         json.dumps(e)
     assert "units #" in explanation_text(r.hits[0].explanation)
+
+
+def test_a_fallback_the_multihop_walk_leaves_is_explained_by_its_pagerank():
+    """A filtered question that reaches no kept unit falls back to the PageRank; the multi-hop
+    walk runs and finds nothing either, so the scores stay the fallback's: their explanation
+    is the PageRank (part ``"pagerank"``), not the multi-hop walk's parts, which summed to 0
+    and raised (review 18)."""
+    from longctx.mixpr.seeds import Seed
+    from tests._fixtures import SEED_BOOK, SEED_OTHER
+
+    docs = [SEED_BOOK, SEED_OTHER, SEED_OTHER + " " + SEED_BOOK[:200]]
+    mds = [{"p": 0}, {"p": 1}, {"p": 0}]
+    index = MixPRIndex.from_texts(docs, ids=["a", "b", "c"], metadatas=mds)
+    q = "Fishermen mended their nets in silence."
+    for seeds in (None, [Seed("a", score=1.0)]):
+        kw = dict(k=4, filters={"p": 1}, seeds=seeds)
+        r = index.search(q, explain=True, **kw)
+        plain = index.search(q, **kw)
+        assert r.mode == "global-fallback" and r.trace[0]["walk"] == "multihop"
+        assert r.hits and [h.score for h in r.hits] == [h.score for h in plain.hits]
+        for h in r.hits:
+            assert h.explanation["parts"] == {"pagerank": h.score} and h.score > 0
+            _sum_ok(h.explanation)
+        d = index.search(q, k=1, filters={"p": 1}, seeds=seeds, whole_documents=True, explain=True)
+        assert d.hits[0].explanation["parts"] == {"pagerank": d.hits[0].score}

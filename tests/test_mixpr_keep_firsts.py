@@ -200,3 +200,16 @@ def test_the_apps_first_hit_is_kept_on_the_multihop_walk_too():
     # a filter that leaves d5 out: not kept, nothing outside the filter returned
     r = ix.search(q, k=3, seeds=seeds, keep_firsts=True, filters={"g": 0})
     assert len(r.hits) == 3 and all(meta[h.source]["g"] == 0 for h in r.hits)
+
+
+@pytest.mark.parametrize("bad", [1, "yes", None, np.bool_(True)])
+def test_keep_firsts_of_another_type_is_named_before_an_early_return(bad):
+    """Checked at the top of the search, as the sharded index does: an empty index and a filter
+    that keeps no document return early, and still name ``keep_firsts`` (review 18)."""
+    ix = MixPRIndex.from_texts(PASSAGES[:4], metadatas=[{"p": 0}] * 4, chunk=False)
+    empty = MixPRIndex.from_texts(["the white rabbit"], ids=["a"])
+    empty.delete(["a"])
+    for index, kw in ((ix, {"filters": {"p": 1}}), (empty, {}), (ix, {})):
+        with pytest.raises(TypeError, match="keep_firsts"):
+            index.search(QUERIES[0], k=3, seeds=seeds_of([0]), keep_firsts=bad, **kw)
+    assert ix.search(QUERIES[0], k=3, filters={"p": 1}, keep_firsts=True).hits == ()

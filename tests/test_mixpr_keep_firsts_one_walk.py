@@ -29,8 +29,12 @@ COUNT = {"token_counter": lambda s: len(s.split())}
 
 
 def two_walks(session, scores, used, walk, hybrid):
-    """The choice before: MixPR's own scores by a second walk for every local search."""
-    return scores if used != "local" else None
+    """The choice before (ce81252): MixPR's own scores by a second, plain walk for every search
+    that ends local, in the mode it ended in (a fallback the multi-hop walk lifted to local
+    included), else the search's scores. ``None`` here: the search walks again when it ended
+    local and keeps its scores otherwise (``used`` is the mode before the multi-hop walk, so
+    it must not decide)."""
+    return None
 
 
 def both(ix, query, monkeypatch, **kw):
@@ -193,3 +197,36 @@ def test_real_questions_equal_the_two_walks(shared_data, monkeypatch):
         assert_same(one, two)
         walks.add(one.trace[0]["walk"])
     assert walks == {"pagerank", "multihop"}  # both walks covered
+
+
+def test_a_fallback_lifted_by_the_multihop_walk_keeps_the_multihop_best():
+    """A question that reaches no kept unit lexically (``query_threshold``) falls back to the
+    PageRank, and the multi-hop walk lifts it to local: MixPR's own best is the multi-hop
+    walk's (the plain search's hit), not the fallback PageRank's (review 18)."""
+    ix = MixPRIndex.from_texts(PASSAGES, chunk=False, query_threshold=0.95, **COUNT)
+    q = PASSAGES[4][:40]
+    plain = ix.search(q, k=1)
+    assert plain.mode == "local" and plain.trace[0]["walk"] == "multihop"
+    r = ix.search(q, k=1, seeds=[Seed("not-in-index", score=1.0)], keep_firsts=True)
+    assert r.mode == "local"
+    assert [(h.source, h.score) for h in r.hits] == [(h.source, h.score) for h in plain.hits]
+
+
+def test_filtered_hotpot_questions_lifted_to_local_equal_the_two_walks(shared_data, monkeypatch):
+    """HotpotQA's first 100 examples' paragraphs (one unit each), each question filtered to the
+    next example's paragraphs (it reaches none of them lexically: the fallback, which the
+    multi-hop walk often lifts to local), with no seeds, unknown seeds and two real ones."""
+    hot = json.loads((shared_data / "hotpotqa" / "dev-distractor-first100.json").read_text())
+    units = [" ".join(s) for e in hot for _, s in e["context"]]
+    meta = [{"ex": i} for i, e in enumerate(hot) for _ in e["context"]]
+    ix = MixPRIndex.from_texts(units, chunk=False, metadatas=meta, **COUNT)
+    lifted = 0
+    for i, e in enumerate(hot[:40]):
+        f = {"ex": (i + 1) % len(hot)}
+        first = meta.index(f)
+        for seeds in ([Seed("nope", score=1.0)], [Seed(str(first), score=1.0)]):
+            one, two, _ = both(ix, e["question"], monkeypatch, k=2, filters=f, seeds=seeds)
+            assert_same(one, two)
+            plain = ix.search(e["question"], k=2, filters=f)
+            lifted += plain.mode == "local" and plain.trace[0]["walk"] == "multihop"
+    assert lifted >= 10  # the case the test is about is covered

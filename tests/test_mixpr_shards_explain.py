@@ -154,16 +154,83 @@ def test_explain_reads_no_dense_vector_of_the_walk(monkeypatch):
     assert [h.score for h in r.hits] == [h.score for h in plain.hits]
 
 
-def test_walks_not_split_are_refused_before_any_work(alice_docs, monkeypatch):
-    _, sharded = build(alice_docs, 2, personalization="query")
-    monkeypatch.setattr(sharded, "_prepare", lambda *a: pytest.fail("worked before refusing"))
-    with pytest.raises(NotImplementedError, match="preset='default'"):
-        sharded.search(QUERIES[0], k=3, explain=True)
-    with pytest.raises(TypeError, match="explain"):
-        sharded.search(QUERIES[0], k=3, explain=1)
+def test_walks_not_split_are_refused_before_the_walk_global_ones_explained(alice_docs):
+    """``personalization="query"``: a local query's explanation is refused after the routing and
+    before the walk; a global one is explained by its PageRank, as one index explains it (the
+    refusal's advice, ``mode='global'``, works: review 18)."""
+    one, sharded = build(alice_docs, 2, personalization="query")
+    for ix in (one, sharded):
+        g = ix.search(QUERIES[0], k=3, mode="global", explain=True)
+        assert g.mode == "global" and g.hits
+        assert all(h.explanation["parts"] == {"pagerank": h.score} for h in g.hits)
+    a = one.search(QUERIES[0], k=3, mode="global", explain=True)
+    assert [(h.source, h.start) for h in a.hits] == [(h.source, h.start) for h in g.hits]
+    for ha, hb in zip(a.hits, g.hits):  # the sharded PageRank within float rounding
+        assert hb.explanation["parts"]["pagerank"] == pytest.approx(ha.score, rel=1e-12)
+    scorer = sharded._scorer_now()
+    walked = []
+    real = scorer.score
+    scorer.score = lambda *a, **k: walked.append(1) or real(*a, **k)
+    try:
+        for ix in (one, sharded):
+            with pytest.raises(NotImplementedError, match="mode='global'"):
+                ix.search(QUERIES[0], k=3, mode="local", explain=True)
+        assert walked == []  # the sharded index refused before its walk
+        with pytest.raises(TypeError, match="explain"):
+            sharded.search(QUERIES[0], k=3, explain=1)
+    finally:
+        del scorer.score
 
 
 def test_an_empty_sharded_index_explains_nothing(alice_docs):
     sharded = ShardedMixPRIndex.from_texts(["the white rabbit"], ids=["a"], shards=2)
     sharded.delete(["a"])
     assert sharded.search("rabbit", k=3, explain=True).hits == ()
+
+
+def _own_word_docs(n: int) -> list:
+    """``n`` documents of eight sentences, each document of 30 random words of its own."""
+    rng = np.random.default_rng(0)
+
+    def word():
+        return "".join(rng.choice(list("bcdfghjklmnpqrstvwxz"), 3)) + "".join(
+            rng.choice(list("aeiou"), 2)
+        )
+
+    docs = []
+    for _ in range(n):
+        vocab = [word() for _ in range(30)]
+        docs.append(" ".join(" ".join(rng.choice(vocab, 12)) + "." for _ in range(8)))
+    return docs
+
+
+def test_one_index_explains_a_sparse_push_walk_as_the_sharded_index():
+    """Documents of words of their own: a one-word question's push walk reaches its document's
+    units only, so its scores stay sparse (:class:`~longctx.selection.SparseScores`). One index
+    explains them (it raised a TypeError, review 18) as the sharded index does, for unit hits
+    and document hits (``whole_documents=True``: the best unit's parts), parts adding up."""
+    docs = _own_word_docs(200)
+    ids = [f"d{i}" for i in range(len(docs))]
+    one, sharded = build([(d, t, {}) for d, t in zip(ids, docs)], 3)
+    qs = [docs[3].split()[0], docs[120].split()[5]]
+    for q in qs:
+        scores = one._score(one._state, q, "local", None, None)[0]
+        assert isinstance(scores, SparseScores) and len(scores.idx) <= one.n_units // 16
+    sizes = ({"k": 3}, {"token_budget": 50})
+    kw = dict(queries=qs, filters_list=(None,), sizes=sizes, mode="local")
+    assert same_explanations(one, sharded, **kw) >= 4
+    for q in qs:
+        units = one.search(q, k=20, mode="local", explain=True)
+        by_unit = {(h.source, h.index): h.explanation for h in units.hits}
+        r = one.search(q, k=2, whole_documents=True, mode="local", explain=True)
+        assert [h.score for h in r.hits] == [
+            h.score for h in one.search(q, k=2, whole_documents=True, mode="local").hits
+        ]
+        assert any(h.score > 0 for h in r.hits)  # (hits in document order)
+        assert all(h.explanation["walk"] == "pagerank" for h in r.hits)
+        for h in r.hits:
+            e = h.explanation
+            assert abs(math.fsum(e["parts"].values()) - h.score) <= SUM_TOLERANCE
+            if h.score > 0:
+                assert e["parts"] == by_unit[(h.source, h.index)]["parts"]
+            assert e["unit"]["doc_id"] == ids[h.source] and e["units_scored"] >= (h.score > 0)

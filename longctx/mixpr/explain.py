@@ -133,9 +133,11 @@ def _restart(s: dict) -> tuple[np.ndarray, np.ndarray, float]:
 
 def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[dict]:
     """The explanations of the hits of one search (:meth:`MixPRIndex.search` with
-    ``explain=True``): the multi-hop walk's (:func:`explain_multihop`) when it scored them, the
-    PageRank walk's (:func:`explain_walk`) for a local query, else the global PageRank's (the
-    score is the unit's PageRank, the part ``"pagerank"``).
+    ``explain=True``): the multi-hop walk's (:func:`explain_multihop`) when it scored them (the
+    search ended local), the PageRank walk's (:func:`explain_walk`) for a local query, else the
+    global PageRank's (the score is the unit's PageRank, the part ``"pagerank"``): a global
+    query, or a fallback (``"global-fallback"``: the question reached no kept unit) that the
+    multi-hop walk, which ran, did not lift to local (its scores are the fallback PageRank's).
 
     Parameters
     ----------
@@ -148,15 +150,16 @@ def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[di
         The route record (:func:`~longctx.mixpr.router.choose_walk`).
     hits : (k,) int
         The returned units.
-    scores : (n_units,) float64
+    scores : (n_units,) float64 or SparseScores
+        The units' scores (a push walk's are sparse: the units it reached).
     """
     hits = np.asarray(hits, np.int64)
     mh = keep.get("multihop")
-    if walk.get("walk") == "multihop" and mh:
+    if walk.get("walk") == "multihop" and mh and used == "local":
         return explain_multihop(st, mh, hits, scores)
     if used == "local":
         return explain_walk(st, keep["session"], hits, scores)
-    return global_explanations([float(scores[i]) for i in hits.tolist()])
+    return global_explanations(_values_at(scores, hits).tolist())
 
 
 def explain_documents(st, result, keep: dict, used: str, walk: dict, scores, mask=None):
@@ -229,8 +232,8 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         question reached no unit).
     hits : (k,) int
         The returned units.
-    scores : (n_units,) float64
-        Their scores (as returned).
+    scores : (n_units,) float64 or SparseScores
+        The units' scores (as returned; a push walk's are sparse: the units it reached).
 
     Returns
     -------
@@ -248,7 +251,7 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     """
     check_explained(st.config)
     hits = np.asarray(hits, np.int64)
-    score_of = [float(scores[i]) for i in hits.tolist()]
+    score_of = _values_at(scores, hits).tolist()
     block = st.block
     facts = walk_hit_facts(block, s, hits)
     if facts["seeds_only"]:
@@ -541,7 +544,7 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
         The ranker's values kept by :meth:`MultiHopRanker.scores` (``keep=``): ``mass``,
         ``arrived``, ``r_u``, ``r_p``, ``d_u``, ``phrase_weights``, ``first_hop``, ``dense``.
     hits : (k,) int
-    scores : (n_units,) float64
+    scores : (n_units,) float64 or SparseScores
         The returned scores.
 
     Returns
@@ -576,8 +579,8 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
     f_top = float(first.max()) if first is not None and len(first) else 0.0
     d_top = float(dense.max()) if dense is not None and len(dense) else 0.0
     out = []
-    for i in np.asarray(hits, np.int64).tolist():
-        score = float(scores[i])
+    hits = np.asarray(hits, np.int64)
+    for i, score in zip(hits.tolist(), _values_at(scores, hits).tolist()):
         lo, hi = back_c.indptr[i], back_c.indptr[i + 1]
         phrases, b = back_c.indices[lo:hi], back_c.data[lo:hi]
         paths = []

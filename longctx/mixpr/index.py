@@ -690,6 +690,7 @@ class MixPRIndex(RetrievalIndex):
         check_choice(mode, "mode", MODES)
         k, token_budget = check_size(k, token_budget, default_k=100)
         seeds, explain = seed_source(seeds), check_explain(explain)
+        keep_firsts = check_keep_firsts(keep_firsts)  # before an early return too (as shards)
         if not isinstance(whole_documents, bool):
             raise TypeError(f"whole_documents must be a bool, got {whole_documents!r}")
         if whole_documents and token_budget is not None:
@@ -705,7 +706,7 @@ class MixPRIndex(RetrievalIndex):
             return SearchResult((), self.method, "local", {}, budget, info={"doc_ids": ()})
         trace: list = []
         keep = {} if explain else None
-        kept = check_keep_firsts(keep_firsts) and seeds is not None  # asked if global too
+        kept = keep_firsts and seeds is not None  # asked if global too
         seeds = local_seeds(seeds) if kept else seeds
         own = mapped_seeds(st, seeds) if kept else None  # the seeds mapped once
         plain_k = token_budget is None and not (unique_texts or whole_documents or explain or kept)
@@ -715,8 +716,8 @@ class MixPRIndex(RetrievalIndex):
         )  # fmt: skip
         order = scores  # keep_firsts: a raised copy orders the choice, hits keep `scores`
         if own:  # MixPR's own scores (without the seeds): the seeded walk's, else walked again
-            plain = own["scores"]
-            if plain is None:
+            plain = scores if own["scores"] is None and used != "local" else own["scores"]
+            if plain is None:  # walk again (a fallback the multi-hop walk kept: its PageRank)
                 plain = self._score(st, query, used, query_vector, filters)[0]
             order = keep_first_units(scores, first_units(plain, own["seeds"]), allowed)
         trace, real = (walk, *trace), (scores if order is not scores else None)

@@ -217,8 +217,15 @@ def own_scores(session: Mapping, scores, used: str, walk: str, hybrid: bool):
 
     A seeded local walk keeps MixPR's own scores apart (``session["plain_scores"]``,
     :meth:`~longctx.mixpr.edges.QueryEdgesBlock.scores_seeded`, the seeds' walk divided by its
-    maximum added to them), so a second walk without the seeds repeats them. Reused where they
-    are what that walk gives, bit for bit (``tests/test_mixpr_keep_firsts_one_walk.py``):
+    maximum added to them), so a second walk without the seeds repeats them.
+
+    ``None`` (walk again) on the multi-hop walk (``walk == "multihop"``), whatever ``used``
+    (the mode before that walk): the seeded search replaces MixPR's scores by the multi-hop
+    walk seeded by the app, and that walk may lift a fallback (``"global-fallback"``: the
+    question reached no unit lexically) to ``"local"``, whose own scores are then the plain
+    multi-hop walk's, not the fallback PageRank; the caller walks again in the mode the search
+    ended in, or keeps ``scores`` when it stayed a fallback. Otherwise reused where they are
+    what that walk gives, bit for bit (``tests/test_mixpr_keep_firsts_one_walk.py``):
 
     - ``used`` not ``"local"`` (global, or the fallback of a question and seeds that reach no
       unit): ``scores``, the PageRank a plain search gives too;
@@ -227,11 +234,9 @@ def own_scores(session: Mapping, scores, used: str, walk: str, hybrid: bool):
     - the question reached a unit lexically (``seed_tops[0]``, MixPR's maximum, not ``None``):
       ``session["plain_scores"]``.
 
-    ``None`` (walk again) on the multi-hop walk (``walk == "multihop"``: the seeded search
-    replaces MixPR's scores by the multi-hop walk seeded by the app), in hybrid mode
-    (``hybrid``: the plain walk restarts on the query's nearest units too, the seeded one
-    does not), and where only the seeds reached a unit (the plain search falls back to the
-    PageRank).
+    Also ``None`` in hybrid mode (``hybrid``: the plain walk restarts on the query's nearest
+    units too, the seeded one does not), and where only the seeds reached a unit (the plain
+    search falls back to the PageRank).
 
     Parameters
     ----------
@@ -247,9 +252,11 @@ def own_scores(session: Mapping, scores, used: str, walk: str, hybrid: bool):
     hybrid : bool
         The index holds unit vectors.
     """
+    if walk == "multihop":  # before `used`: the multi-hop walk may lift a fallback to local
+        return None
     if used != "local":
         return scores
-    if walk == "multihop" or hybrid:
+    if hybrid:
         return None
     if "seed_tops" not in session:
         return scores

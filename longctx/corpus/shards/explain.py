@@ -41,11 +41,15 @@ from longctx.mixpr.explain import (
 __all__ = ["check_sharded_explain", "explain_chosen"]
 
 
-def check_sharded_explain(index, explain) -> bool:
-    """``explain`` (a bool: ``TypeError`` naming it), checked before any work: ``True`` on an
-    index whose walk :func:`~longctx.mixpr.explain.explain_walk` does not split
-    (``personalization="query"``) is a ``NotImplementedError`` saying what to use."""
-    if check_explain(explain) and index.n_units:
+def check_sharded_explain(index, explain, mode: str) -> bool:
+    """``explain`` for a query routed to ``mode``, checked after the routing and before the
+    walk: ``True`` for a local query on an index whose walk
+    :func:`~longctx.mixpr.explain.explain_walk` does not split (``personalization="query"``)
+    is a ``NotImplementedError`` saying what to use; a global query is explained by its
+    PageRank on any index, as :meth:`MixPRIndex.search
+    <longctx.mixpr.index.MixPRIndex.search>` explains it. (``explain`` itself, a bool, is
+    checked before any work: :func:`longctx.explain.check_explain`.)"""
+    if check_explain(explain) and mode == "local" and index.n_units:
         check_explained(index.config)
     return explain
 

@@ -64,7 +64,7 @@ from longctx.corpus.shards.restart import check_restarted
 from longctx.corpus.shards.selection import select_over_shards
 from longctx.corpus.shards.shard import MixPRShard, assign_shards
 from longctx.corpus.shards.terms import merge_shard_terms
-from longctx.explain import with_explanations
+from longctx.explain import check_explain, with_explanations
 from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.router import KeywordRouter, plan_walk
@@ -491,7 +491,7 @@ class ShardedMixPRIndex:
         budget = {"k": k} if token_budget is None else {"token_budget": token_budget}
         if token_budget is not None:
             budget["unit"] = "count_tokens"
-        seeds, explain = _asked_once(seeds), check_sharded_explain(self, explain)
+        seeds, explain = _asked_once(seeds), check_explain(explain)
         return self._with_retry(
             lambda: self._search_once(
                 query,
@@ -512,6 +512,7 @@ class ShardedMixPRIndex:
     ):
         kept = kept and seeds is not None  # the app is asked for a global query too
         mode, qvec, timings, keys = self._prepare(query, mode, query_vector, filters, seeds, kept)
+        check_sharded_explain(self, explain, mode)  # routed, before the walk
         info = {"doc_ids": (), "shards": self.n_shards}
         if not self.n_units:
             return SearchResult((), self.method, "local", {}, budget, info=info)
