@@ -121,6 +121,22 @@ class CountRows:
         v *= np.repeat(weights, lens)
         return terms, v
 
+    @property
+    def counts(self) -> np.ndarray:
+        """``(nnz,) uint16``: the stored counts, entry by entry (``indices``'s order)."""
+        return self._counts
+
+    def block_values(self, sel, lens, terms, counts, out) -> None:
+        """Write into ``out`` (``(m,) float64``) the values of ``E`` for the entries ``terms``
+        / ``counts`` (``(m,)``: the rows ``sel``, of lengths ``lens``, gathered from
+        ``indices`` and :attr:`counts`), the operations of :meth:`gather` in its order (the
+        same values to the last bit) without the rows' weights: for
+        :func:`~longctx.mixpr.push.gather_summed`, which makes them a block of rows at a time
+        (its temporaries in the CPU's caches: issue 46)."""
+        np.take(self._tf, counts, out=out, mode="clip")  # counts <= the table's top
+        out *= np.take(self._idf, terms)
+        out /= np.repeat(np.take(self._norms, sel), lens)
+
     def csr(self) -> sp.csr_array:
         """``E`` by rows as a CSR array (a copy of the values, sharing the index arrays): for
         what needs a matrix (a save, ``explain=True``)."""
