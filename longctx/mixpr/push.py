@@ -212,7 +212,11 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int, 
     when it counts densely (more than ``size / COUNT_SHARE`` entries), in blocks:
     ``(indices ascending (k,) int64, sums (k,) float64)``, indices whose sum is 0 left out.
 
-    The rows ``sel`` (``(r,)`` int) of the float64 CSR ``rows`` are gathered by blocks of rows
+    The rows ``sel`` (``(r,)`` int) of the float64 CSR ``rows`` (or of a
+    :class:`~longctx.mixpr.counts.CountRows`, whose values its ``block_values`` makes from the
+    gathered counts a block at a time, :meth:`~longctx.mixpr.counts.CountRows.gather`'s
+    operations in its order: a built index past ``ROWS_HELD_MAX`` entries; issue 46, the
+    20M-word query) are gathered by blocks of rows
     holding :data:`GATHER_BLOCK` entries on average into two buffers of a block's size, and
     each block is added into one ``(size,)`` vector by scipy's ``csc_matvec`` (the block read
     as the columns of ``E^T``): each entry times its row's weight (the product :func:`gather`
