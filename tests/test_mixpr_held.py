@@ -188,19 +188,25 @@ def test_rows_from_counts_hold_no_values_and_equal_E(alice_text, rows_from_count
 
 
 @pytest.mark.skipif(push.csc_matvec is None, reason="csc_matvec missing or fusing")
-@pytest.mark.parametrize("kw", [{}, {"sublinear_tf": False}])
+@pytest.mark.parametrize(
+    "kw", [{}, {"sublinear_tf": False}, {"vectorizer_kwargs": (("binary", True),)}]
+)
 @pytest.mark.parametrize("block", [1, 37, 10**9])
+@pytest.mark.parametrize("tf_one", [True, False])
 def test_rows_from_counts_summed_in_blocks_equal_one_gather(
-    alice_text, rows_from_counts, monkeypatch, kw, block
+    alice_text, rows_from_counts, monkeypatch, kw, block, tf_one
 ):
     """``push.gather_summed`` over a ``CountRows`` (its values made a block at a time by
     ``block_values``) gives the sums of ``CountRows.gather`` then ``sum_sparse``, to the last
-    bit, for any block size (issue 46: the 20M-word query's levels)."""
+    bit, for any block size, with the product taken idf first where the count is 1 (issue 46:
+    the 20M-word query's levels)."""
     monkeypatch.setattr(push, "GATHER_BLOCK", block)
     index = MixPRIndex.from_texts([alice_text], ids=["alice"], **kw)
     index.search(QUESTIONS[0], k=3)
     rows = index._state.block._rows()
     assert isinstance(rows, CountRows)
+    assert rows._tf_one  # tf(1) = 1 with every setting: the idf-first product
+    rows._tf_one = tf_one  # and the tf-first one
     rng = np.random.default_rng(3)
     n, n_terms = rows.shape
     for size in (1, 40, n // 2):

@@ -253,7 +253,7 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int, 
         block = sel[a : a + step]
         k = len(block)
         csr_row_index(k, block, indptr, indices, data, buf_i[:m], buf_r[:m])
-        np.cumsum(lens[a : a + k], out=ptr[1 : k + 1])
+        lens[a : a + k].cumsum(out=ptr[1 : k + 1])
         if values is not None:
             values(block, lens[a : a + k], buf_i[:m], buf_r[:m], buf_d[:m])
         csc_matvec(size, k, ptr[: k + 1], buf_i[:m], buf_d[:m], weights[a : a + k], total)
