@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from longctx.mixpr import MixPRIndex
+from longctx.mixpr import MixPRIndex, push
 from longctx.mixpr.counts import CountRows, compact_counts
 from longctx.mixpr.push import gather
 from longctx.mixpr.state import _offsets
@@ -185,6 +185,40 @@ def test_rows_from_counts_hold_no_values_and_equal_E(alice_text, rows_from_count
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     empty = rows.gather(np.zeros(0, np.int64), np.zeros(0))
     assert empty[0].shape == empty[1].shape == (0,)
+
+
+@pytest.mark.skipif(push.csc_matvec is None, reason="csc_matvec missing or fusing")
+@pytest.mark.parametrize(
+    "kw", [{}, {"sublinear_tf": False}, {"vectorizer_kwargs": (("binary", True),)}]
+)
+@pytest.mark.parametrize("block", [1, 37, 10**9])
+@pytest.mark.parametrize("tf_one", [True, False])
+def test_rows_from_counts_summed_in_blocks_equal_one_gather(
+    alice_text, rows_from_counts, monkeypatch, kw, block, tf_one
+):
+    """``push.gather_summed`` over a ``CountRows`` (its values made a block at a time by
+    ``block_values``) gives the sums of ``CountRows.gather`` then ``sum_sparse``, to the last
+    bit, for any block size, with the product taken idf first where the count is 1 (issue 46:
+    the 20M-word query's levels)."""
+    monkeypatch.setattr(push, "GATHER_BLOCK", block)
+    index = MixPRIndex.from_texts([alice_text], ids=["alice"], **kw)
+    index.search(QUESTIONS[0], k=3)
+    rows = index._state.block._rows()
+    assert isinstance(rows, CountRows)
+    assert rows._tf_one  # tf(1) = 1 with every setting: the idf-first product
+    rows._tf_one = tf_one  # and the tf-first one
+    rng = np.random.default_rng(3)
+    n, n_terms = rows.shape
+    for size in (1, 40, n // 2):
+        sel = np.sort(rng.choice(n, size, replace=False))
+        w = rng.random(size) * rng.choice([1e-6, 1.0, 1e6], size)
+        where = push.spans(rows.indptr, sel)
+        want = push.sum_sparse(*rows.gather(sel, w, where), n_terms)
+        total = np.zeros(n_terms)
+        got = push.gather_summed(rows, sel, w, where, n_terms, total)
+        assert np.array_equal(got[0], want[0])
+        assert np.array_equal(got[1], want[1])  # bit for bit
+        assert not total.any()  # the shared count left zeros
 
 
 def test_rows_from_counts_give_the_same_hits_and_scores(alice_text, monkeypatch):
