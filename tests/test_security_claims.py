@@ -225,11 +225,35 @@ def test_claim_object_dtypes_are_refused_and_nothing_is_unpickled(tmp_path):
 def test_claim_only_plain_number_and_string_dtypes_are_read(tmp_path, dtype):
     """Claim: an ``.npz`` member of a dtype other than bool, int, uint, float or string (an
     object, a structured dtype, with a subarray field or not, raw bytes, a date, a complex
-    number) is a PersistError naming the array, its values never read: the dtype's kind alone
-    refuses each (``S0`` / ``U0``, of an allowed kind: ``test_persist``)."""
+    number) is a PersistError naming the array, its values never read: the dtype's kind refuses
+    each of these (``S0`` / ``U0``, of an allowed kind: ``test_persist``; a plain kind with
+    fields: the test below)."""
     p = tmp_path / "x.npz"
     arr = np.zeros(3, dtype=np.dtype(dtype)) if dtype is not object else np.array([1], object)
     np.savez(p, starts=arr)
+    with pytest.raises(PersistError, match=r"x\.npz.*'starts'.*not a plain one"):
+        read_arrays(p, ["starts"])
+
+
+@pytest.mark.parametrize(
+    "descr",
+    [
+        ("<i8", [("lo", "<i4"), ("hi", "<i4")]),
+        ("<f8", [("x", "<i8")]),
+        ("|S3", [("c", "|u1"), ("d", "|u1"), ("e", "|u1")]),
+        ("<i8", (1,)),
+    ],
+    ids=["int64-fields", "float64-fields", "S3-fields", "subarray"],
+)
+def test_claim_a_plain_kind_with_fields_or_a_subarray_is_refused(tmp_path, descr):
+    """Claim: a header ``descr`` of a plain kind with fields (``('<i8', [('lo', '<i4'), ('hi',
+    '<i4')])``: kind ``i``, equal to int64) or a sub-array is a PersistError naming the array,
+    as the structured dtypes above; ``np.savez`` cannot write such a header, a forger can (the
+    member's header is written by hand). Before, the first three loaded as plain arrays."""
+    from tests._persist_helpers import forged_npy_header_npz
+
+    p = tmp_path / "x.npz"
+    forged_npy_header_npz(p, "starts", (1,), descr)  # 8 bytes of values: exactly 1 x 8
     with pytest.raises(PersistError, match=r"x\.npz.*'starts'.*not a plain one"):
         read_arrays(p, ["starts"])
 

@@ -239,6 +239,12 @@ _N = 26  # entries of E_data.npy (float64) in the saved index
         (raw_npy(npy_header("'<U2'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
         (raw_npy(npy_header("[('a', '<f8')]", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
         (raw_npy(npy_header("('<f8', (2,))", f"({_N},)"), b"\0" * 16 * _N), "holds dtype"),
+        (
+            raw_npy(
+                npy_header("('<f8', [('lo', '<i4'), ('hi', '<i4')])", f"({_N},)"), b"\0" * 8 * _N
+            ),
+            "holds dtype",
+        ),
         (raw_npy(npy_header("'|V8'", f"({_N},)"), b"\0" * 8 * _N), "holds dtype"),
         (raw_npy(npy_header("'<f8'", f"({_N},)", "True"), b"\0" * 8 * _N), "Fortran"),
         (raw_npy(npy_header("'<f8'", f"({_N}, 1)"), b"\0" * 8 * _N), "dimension"),

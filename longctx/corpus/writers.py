@@ -31,8 +31,9 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TypeVar
 
 from longctx.persist import ConcurrentSaveError, PersistError
@@ -45,7 +46,7 @@ __all__ = [
     "building",
     "load_beside_writers",
     "loads_beside_writers",
-    "mark_token",
+    "mark_record",
     "read_mark",
     "saving_into_corpus",
     "writing",
@@ -127,62 +128,97 @@ def building(storage, root: str, what: str = "a build of this corpus") -> Iterat
 
 
 @contextmanager
-def saving_into_corpus(storage, read_from: tuple | None) -> Iterator[None]:
-    """Hold the corpus's build lock (:func:`building`) for a save into ``storage`` when it is
-    a corpus's index root (a local folder ``indexes`` beside a ``corpus.json``); nothing for
-    another folder or URL.
+def saving_into_corpus(storage, read_from: dict, what: str) -> Iterator[dict]:
+    """Write into ``storage`` under the mark (:func:`writing`, ``what``: "a save of this
+    sharded index"), holding the corpus's build lock (:func:`building`) when ``storage`` is a
+    corpus's index root: a local folder ``indexes`` beside a ``corpus.json``, tested on its
+    real path (a symbolic link or a ``..`` names the same corpus); nothing more for another
+    folder or URL. The block is given the mark.
 
     A corpus's files must agree with its ``corpus.json`` (the text digest of each document):
     a sharded index saved there while ``longctx index`` rebuilds the corpus would mix the two
     writers' files, and one saved after a build that followed its load would put back the
     older documents under the newer ``corpus.json``; either way the corpus no longer loads.
-    So the save waits for a running build, then goes on only if the corpus's index root is
-    still as the index read or last wrote it: ``read_from`` ``(folder, token)``, the folder
-    and the token of its ``writing.json`` mark then (:func:`mark_token`; ``None``: the index
-    never read a local folder).
+    So the save waits for a running build, then goes on only if the corpus's mark is still
+    the one the index read or last wrote there: ``read_from[folder] == (token, state, own)``
+    (``folder`` the real path; the mark's ``token`` and ``state``, ``None`` without a mark;
+    ``own``: the mark is this index's own save's). A mark read at ``"writing"`` matches only
+    the index's own save that stopped half way (a retry repairs it): one read while another
+    writer ran never matches, whether that writer ended (``"done"``, a new mark) or stopped.
+
+    ``read_from`` (the index's record, :func:`mark_record` at load) is updated in place after
+    the write into any local folder, on success (``"done"``) or failure (``"writing"``, the
+    index's own token): a save to another folder (a backup) leaves the corpus's entry as is.
 
     Raises
     ------
     longctx.persist.PersistError
-        A build or another save changed the corpus since the index read it (names the writer
-        and says what to do), or the index was not read from this corpus.
+        A build or another save changed the corpus since the index read it, or a writer was
+        at work when the index read it (names the writer and says what to do), or the index
+        was not read from this corpus; nothing is written.
     """
     from longctx.corpus.manifest import CORPUS_MANIFEST
     from longctx.corpus.storage import open_storage
 
-    root = storage.local
-    if root is None or root.name != "indexes" or not (root.parent / CORPUS_MANIFEST).is_file():
-        yield
-        return
-    with building(open_storage(str(root.parent)), root.name, "a save of this corpus's index"):
-        mark = read_mark(storage)
-        token = None if mark is None else mark["token"]
-        here = os.path.realpath(root)
-        if read_from != (here, token):
-            if read_from is None or read_from[0] != here:
-                change = "holds a corpus this index was not read from"
-            else:
-                who = mark or {}
-                change = (
-                    f"was written by {who.get('what', 'another writer')} (process "
-                    f"{who.get('pid', '?')} on {who.get('host', '?')!r}, started "
-                    f"{who.get('started', '?')}) after this index read it"
-                )
-            raise PersistError(
-                f"{str(root)!r} {change}: saving this index there would leave files that "
-                f"disagree with {CORPUS_MANIFEST} (a corpus that no longer loads); load the "
-                "corpus again and repeat the changes, or save to another folder"
-            )
-        yield
+    root = None if storage.local is None else Path(os.path.realpath(storage.local))
+    corpus = (
+        root is not None and root.name == "indexes" and (root.parent / CORPUS_MANIFEST).is_file()
+    )
+    lock = (
+        building(open_storage(str(root.parent)), root.name, "a save of this corpus's index")
+        if corpus
+        else nullcontext()
+    )
+    with lock:
+        if corpus:
+            _check_unchanged(storage, root, read_from.get(str(root)))
+        mark, state = None, "writing"
+        try:
+            with writing(storage, what) as mark:
+                yield mark
+            state = "done"
+        finally:
+            if mark is not None and root is not None:  # the folder as this write left it
+                read_from[str(root)] = (mark["token"], state, True)
 
 
-def mark_token(storage) -> tuple | None:
-    """``(folder, token)`` of ``storage``'s mark now (``token`` ``None`` without a mark), for
-    :func:`saving_into_corpus`; ``None`` for a storage that is not a local folder."""
-    if storage.local is None:
-        return None
+def _check_unchanged(storage, root: Path, record: tuple | None) -> None:
+    """Refuse a save into the corpus at ``root`` whose mark is not ``record`` (the build lock
+    held: see :func:`saving_into_corpus`)."""
+    from longctx.corpus.manifest import CORPUS_MANIFEST
+
     mark = read_mark(storage)
-    return (os.path.realpath(storage.local), None if mark is None else mark["token"])
+    now = (None, None) if mark is None else (mark["token"], mark["state"])
+    if record is not None and record[:2] == now and (now[1] != "writing" or record[2]):
+        return
+    who = mark or {}
+    writer = (
+        f"{who.get('what', 'another writer')} (process {who.get('pid', '?')} on "
+        f"{who.get('host', '?')!r}, started {who.get('started', '?')})"
+    )
+    todo = "load the corpus again and repeat the changes, or save to another folder"
+    if record is None:
+        change = "holds a corpus this index was not read from"
+    elif record[:2] == now:  # read at "writing", another writer's, which stopped half way
+        change = f"was being written by {writer} when this index read it, which stopped half way"
+        todo = f"run that write again, then {todo}"
+    else:
+        change = f"was written by {writer} after this index read it"
+    raise PersistError(
+        f"{str(storage.local)!r} {change}: saving this index there would leave files that "
+        f"disagree with {CORPUS_MANIFEST} (a corpus that no longer loads); {todo}"
+    )
+
+
+def mark_record(storage) -> dict:
+    """``{folder: (token, state, False)}``: ``storage``'s mark now (``token`` and ``state``
+    ``None`` without a mark; ``folder`` its real path), the record of a load for
+    :func:`saving_into_corpus`; ``{}`` for a storage that is not a local folder."""
+    if storage.local is None:
+        return {}
+    mark = read_mark(storage)
+    now = (None, None) if mark is None else (mark["token"], mark["state"])
+    return {os.path.realpath(storage.local): (*now, False)}
 
 
 def read_mark(storage) -> dict | None:

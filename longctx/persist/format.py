@@ -283,8 +283,14 @@ def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, p: Path, size: int) 
         shape, fortran, dtype = read_npy_header(
             fh, f"{str(p)!r}: array {key!r} has a damaged header"
         )
-        # (kinds b i u f S U: no object, field or subarray dtype, each of kind O or V)
-        if dtype.kind not in _NPZ_KINDS or dtype.itemsize == 0:
+        # kinds b i u f S U, and no fields or subarray: a header's descr ('<i8', [('lo',
+        # '<i4'), ('hi', '<i4')]) is of kind i with fields (and equal to int64)
+        if (
+            dtype.kind not in _NPZ_KINDS
+            or dtype.itemsize == 0
+            or dtype.fields is not None
+            or dtype.subdtype is not None
+        ):
             raise PersistError(f"{str(p)!r}: array {key!r} has dtype {dtype}, not a plain one")
         if any(int(s) < 0 for s in shape):
             raise PersistError(f"{str(p)!r}: array {key!r} has a negative shape {tuple(shape)}")

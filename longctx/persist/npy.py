@@ -53,7 +53,9 @@ def _header(head: bytes, p: Path) -> tuple[tuple, np.dtype, int]:
 def _checked_layout(head: bytes, size: int, p: Path, dtypes, ndim: int):
     shape, dtype, offset = _header(head, p)
     ok = [np.dtype(d) for d in dtypes]
-    if dtype not in ok or dtype.byteorder == ">":
+    # a descr ('<f8', [('lo', '<i4'), ('hi', '<i4')]) has fields yet equals float64
+    plain = dtype.fields is None and dtype.subdtype is None
+    if dtype not in ok or dtype.byteorder == ">" or not plain:
         names = ", ".join(str(d) for d in ok)
         raise PersistError(f"{str(p)!r} holds dtype {str(dtype)[:40]}, expected one of {names}")
     if len(shape) != ndim or any(not isinstance(s, int) or s < 0 for s in shape):

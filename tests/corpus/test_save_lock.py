@@ -118,3 +118,114 @@ def test_the_index_read_from_a_corpus_saves_back_into_it(tmp_path):
         fresh.save(out / "indexes")  # would replace the corpus's documents
     fresh.save(tmp_path / "elsewhere")  # any other folder: as before
     assert corpus_state(out, "mixpr")[0] == "ok"
+
+
+def test_an_index_loaded_during_a_build_cannot_undo_it(tmp_path):
+    """(Review 18b, item 1.) A load while a rebuild runs, before it replaces the files, reads
+    the old corpus and the build's mark at ``"writing"``; the build then marks ``"done"`` with
+    the same token. Before, the save compared the token only: it was accepted and wrote the
+    old documents back under the new ``corpus.json`` (the corpus no longer loaded)."""
+    folder, out, set1 = _corpus(tmp_path)
+    started, go = threading.Event(), threading.Event()
+    undo = hold_inside_build("mixpr", started, go, only_thread="build-A")
+    write_folder(folder, set1)
+    build = threading.Thread(target=_build, args=(folder, out), name="build-A")
+    try:
+        build.start()
+        assert started.wait(TIMEOUT)
+        index = ShardedMixPRIndex.load(out / "indexes", use_ray=False)  # the old files
+    finally:
+        go.set()
+        build.join(TIMEOUT)
+        undo()
+    with index:
+        assert "e.txt" not in index.doc_ids  # read before the build replaced the files
+        with pytest.raises(PersistError, match="rebuild of this corpus.*after this index read"):
+            index.save(out / "indexes")
+    _loads_as(tmp_path, out, set1)
+
+
+def test_a_save_over_another_writers_unfinished_mark_is_refused(tmp_path):
+    """A mark left at ``"writing"`` by another writer that stopped half way (here a rebuild
+    that raised) matches no index that read it: its files may be partly replaced. The error
+    says to run that write again."""
+    from longctx.corpus.storage import open_storage
+    from longctx.corpus.writers import writing
+
+    _, out, _ = _corpus(tmp_path)
+    with pytest.raises(RuntimeError):
+        with writing(open_storage(str(out / "indexes")), "a rebuild of this corpus"):
+            raise RuntimeError("stopped half way")
+    with ShardedMixPRIndex.load(out / "indexes", use_ray=False) as index:
+        index.insert(["a note the user added about gardens"], ids=["note"])
+        with pytest.raises(PersistError, match="stopped half way.*run that write again"):
+            index.save(out / "indexes")
+    state = corpus_state(out, "mixpr")
+    assert state[0] == "ok", state[1]
+    assert "note" not in dict(state[1])
+
+
+def test_a_save_that_failed_half_way_can_be_retried(tmp_path, monkeypatch):
+    """(Review 18b, item 2.) A save into the corpus that fails after its mark (disk full)
+    leaves the corpus at ``"writing"`` with the index's own token; the same index's retry is
+    accepted and repairs the corpus. Before, the retry was refused for good ("written by a
+    save of this sharded index after this index read it")."""
+    from longctx.corpus.storage import Storage
+
+    _, out, _ = _corpus(tmp_path)
+    real = Storage.write_json
+
+    def full(self, rel, obj):
+        if rel == "shards.json":
+            raise OSError(28, "No space left on device (injected)")
+        return real(self, rel, obj)
+
+    with ShardedMixPRIndex.load(out / "indexes", use_ray=False) as index:
+        index.insert(["a note the user added about gardens"], ids=["note"])
+        monkeypatch.setattr(Storage, "write_json", full)
+        with pytest.raises(OSError, match="No space left"):
+            index.save(out / "indexes")
+        monkeypatch.setattr(Storage, "write_json", real)
+        assert corpus_state(out, "mixpr")[0] == "error"  # half written
+        index.save(out / "indexes")  # the retry
+    state = corpus_state(out, "mixpr")
+    assert state[0] == "ok", state[1]
+    assert "note" in dict(state[1])
+
+
+def test_a_backup_save_elsewhere_keeps_the_corpus_saveable(tmp_path):
+    """(Review 18b, item 3.) A save to another folder first (a backup) leaves the index's
+    record of the corpus as read: the later save back into the unchanged corpus is accepted.
+    Before, the record was overwritten by the backup ("not read from")."""
+    _, out, _ = _corpus(tmp_path)
+    with ShardedMixPRIndex.load(out / "indexes", use_ray=False) as index:
+        index.insert(["a note the user added about gardens"], ids=["note"])
+        index.save(tmp_path / "backup")
+        index.save(out / "indexes")
+        index.save(tmp_path / "backup")  # and its own saves go on in both places
+        index.save(out / "indexes")
+    state = corpus_state(out, "mixpr")
+    assert state[0] == "ok", state[1]
+    assert "note" in dict(state[1])
+    with ShardedMixPRIndex.load(tmp_path / "backup", use_ray=False) as backup:
+        assert "note" in backup.doc_ids
+
+
+@pytest.mark.parametrize("alias", ["link", "dotdot"])
+def test_a_save_through_another_name_of_the_corpus_is_checked(tmp_path, alias):
+    """(Review 18b, item 4.) The corpus's index root named otherwise (a symbolic link to it,
+    or ``indexes/shard-0/..``) is the same corpus: after a later build the save is refused
+    and the corpus still loads. Before, the name was tested as typed: the save went through
+    without the lock or the check and the corpus no longer loaded."""
+    folder, out, set1 = _corpus(tmp_path)
+    if alias == "link":
+        (tmp_path / "alias").symlink_to(out / "indexes", target_is_directory=True)
+        where = tmp_path / "alias"
+    else:
+        where = out / "indexes" / "shard-0" / ".."
+    with ShardedMixPRIndex.load(out / "indexes", use_ray=False) as index:
+        write_folder(folder, set1)
+        _build(folder, out)
+        with pytest.raises(PersistError, match="after this index read it"):
+            index.save(where)
+    _loads_as(tmp_path, out, set1)

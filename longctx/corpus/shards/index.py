@@ -122,6 +122,9 @@ class ShardedMixPRIndex:
         # shard -> MixPRShard.identity() of its stored copy (text digests, metadata digest), as
         # loaded or saved: a restart must find it again (the corpus may have been rebuilt)
         self._stored_digests: dict[int, dict] = {}
+        # local folder (real path) -> its writing.json mark as this index read or last saved
+        # it: (token, state, written by this index); saves into a corpus check it
+        self._read_from: dict[str, tuple] = {}
         self._stats = dict(stats)  # shard -> term_stats()
         self._lock = threading.RLock()  # changes and saves, one at a time
         self._rw, self._scorer_lock = ReadWriteLock(), threading.Lock()  # (issue 48)

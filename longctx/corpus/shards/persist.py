@@ -7,7 +7,6 @@ damaged or inconsistent file is a :class:`~longctx.persist.PersistError` naming 
 from __future__ import annotations
 
 import logging
-import os
 
 from longctx.corpus.shards.shard import ASSIGNMENT, shard_dir
 from longctx.persist import PersistError, check_format
@@ -33,7 +32,8 @@ def save_sharded(index, out, storage_options=None) -> None:
     """Write ``index`` at ``out`` (see :meth:`ShardedMixPRIndex.save
     <longctx.corpus.shards.index.ShardedMixPRIndex.save>`). Into a corpus's ``indexes/``: with
     the corpus's build lock held, and only over the corpus the index read or last saved there
-    (:func:`longctx.corpus.writers.saving_into_corpus`).
+    (:func:`longctx.corpus.writers.saving_into_corpus`; ``index._read_from`` records the mark
+    of every local folder the index read or saved to).
 
     Raises
     ------
@@ -41,20 +41,18 @@ def save_sharded(index, out, storage_options=None) -> None:
         The index holds no document.
     PersistError
         ``out`` is a corpus's index root that a build (or another save) changed since this
-        index read it, or that this index was not read from."""
+        index read it, that another writer was writing when it read it, or that this index
+        was not read from."""
     from longctx.corpus.storage import open_storage
 
     storage = open_storage(out, storage_options)
     if not index._order:
         raise ValueError("a sharded MixPR index with no document cannot be saved")
-    from longctx.corpus.writers import saving_into_corpus, writing
+    from longctx.corpus.writers import saving_into_corpus
 
-    # a corpus's index root: its build lock held, and the corpus as this index read it
-    with index._lock, saving_into_corpus(storage, getattr(index, "_read_from", None)):
-        with writing(storage, "a save of this sharded index") as mark:
-            _save_shards(index, storage)
-        if storage.local is not None:  # the corpus as this save left it
-            index._read_from = (os.path.realpath(storage.local), mark["token"])
+    # marked; into a corpus's index root: its build lock held, the corpus as this index read it
+    with index._lock, saving_into_corpus(storage, index._read_from, "a save of this sharded index"):
+        _save_shards(index, storage)
 
 
 def _save_shards(index, storage) -> None:
@@ -109,9 +107,9 @@ def load_sharded_once(
 ):  # fmt: skip
     """One read of the sharded index at ``storage`` (:func:`load_sharded`)."""
     from longctx.corpus.shards.backends import open_backend
-    from longctx.corpus.writers import mark_token
+    from longctx.corpus.writers import mark_record
 
-    read_from = mark_token(storage)  # before the files: a write after it changes the token
+    read_from = mark_record(storage)  # before the files: a write after it changes the mark
     where = storage.location(SHARDS_FILE)
     raw = storage.read_json(SHARDS_FILE)
     if raw is None:
