@@ -106,6 +106,9 @@ class CorpusRetriever(BaseRetriever):
     )
 
     def model_post_init(self, context: Any) -> None:
+        from longctx.corpus.load import check_corpus
+
+        check_corpus(self.corpus, "CorpusRetriever")
         vr = self.vector_retriever
         if vr is not None and not isinstance(vr, (BaseRetriever, VectorStore)):
             raise TypeError(

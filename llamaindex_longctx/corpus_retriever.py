@@ -87,13 +87,9 @@ class CorpusRetriever(BaseRetriever):
         vector_retriever: BaseRetriever | None = None,
         keep_firsts: bool = False,
     ) -> None:
-        from longctx.corpus import CorpusIndex
+        from longctx.corpus.load import check_corpus
 
-        if not isinstance(corpus, CorpusIndex):
-            raise TypeError(
-                f"corpus must be a longctx.corpus.CorpusIndex, got {type(corpus).__name__}"
-            )
-        self.corpus = corpus
+        self.corpus = check_corpus(corpus, "CorpusRetriever")
         self.similarity_top_k = check_int(similarity_top_k, "similarity_top_k", minimum=1)
         self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
         self.mode = check_choice(mode, "mode", MODES)

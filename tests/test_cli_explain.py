@@ -91,3 +91,21 @@ def test_search_a_corpus_with_explain(tmp_path, capsys):
         e, want = p["explanation"], one[(p["doc_id"], p["start"])]
         assert e["parts"] == pytest.approx(want["parts"], abs=1e-12)
         assert [t["term"] for t in e["terms"]] == [t["term"] for t in want["terms"]]
+
+
+def test_mixpr_names_the_units_it_came_from_by_the_file(capsys, tmp_path):
+    """``retrieve --explain`` names the restart units by the file's name, as ``search`` does
+    (``from book.txt#3``), not by the source number (``from 0#3``)."""
+    path = tmp_path / "book.txt"
+    path.write_text(
+        "The Mock Turtle sang about soup. The Gryphon danced with the Turtle. Alice listened to "
+        "the song of the Turtle. The soup was beautiful, sang the Turtle. The Queen played.",
+        encoding="utf-8",
+    )
+    assert (
+        main(["retrieve", str(path), "-q", QUERY, "-k", "2", "--explain", "--max-words", "8"]) == 0
+    )
+    whys = [line for line in capsys.readouterr().out.splitlines() if line.startswith("why: ")]
+    assert any("from book.txt#" in w for w in whys) and not any("from 0#" in w for w in whys)
+    assert main(["retrieve", "--sample", "alice", "-q", QUERY, "-k", "2", "--explain"]) == 0
+    assert "from sample:alice#" in capsys.readouterr().out

@@ -392,3 +392,46 @@ def test_a_sharded_search_retried_after_a_shard_died_asks_the_app_once(monkeypat
 
     got = ix.search("Where did the fox cross?", k=3, seeds=ask)
     assert died == [1] and calls == [1] and got.hits
+
+
+def _warnings(caplog):
+    return [r for r in caplog.records if r.levelno >= logging.WARNING and "seeds" in r.name]
+
+
+def test_seeds_none_of_which_is_found_warn_the_user_to_act(caplog):
+    """An app that read the corpus with other line endings gives seeds whose text is in no
+    document: the search is MixPR's own, and a WARNING says why and what to do (an INFO line
+    only when some are found)."""
+    crlf = [t.replace(". ", ".\r\n") for t in TEXTS]
+    idx = MixPRIndex.from_texts(crlf, ids=["sea", "wood", "school"], max_words=8)
+    q = "Who crossed the frozen stream?"
+    app = [Seed(d, 0, 60, 1.0, t[:60]) for d, t in zip(["sea", "wood"], TEXTS)]  # "\n" only
+    with caplog.at_level(logging.INFO, logger="longctx.mixpr.seeds"):
+        got = idx.search(q, k=2, seeds=app)
+    assert [(h.start, h.end) for h in got.hits] == [
+        (h.start, h.end) for h in idx.search(q, k=2).hits
+    ]
+    (w,) = _warnings(caplog)
+    assert "none of the 2 seeds was found" in w.getMessage()
+    assert "newline=''" in w.getMessage() and "CorpusIndex.text" in w.getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="longctx.mixpr.seeds"):
+        idx.search(q, k=2, seeds=[*app, Seed("wood", 0, 60, 1.0, crlf[1][:60])])
+    assert _warnings(caplog) == []
+    assert "1 not found in their document" not in caplog.text  # 2 of 3 not found: INFO
+    assert "2 not found in their document" in caplog.text
+
+
+def test_sharded_seeds_none_of_which_is_found_warn_once(caplog):
+    from longctx.corpus.shards.index import ShardedMixPRIndex
+
+    idx = ShardedMixPRIndex.from_texts(TEXTS, ids=["sea", "wood", "school"], shards=2)
+    app = [Seed("sea", None, None, 1.0, "not\r\nthere"), Seed("elsewhere", 0, 5, 1.0)]
+    with caplog.at_level(logging.INFO, logger="longctx"):
+        idx.search("Who crossed the frozen stream?", k=2, mode="local", seeds=app)
+    (w,) = _warnings(caplog)
+    assert "none of the 2 seeds was found" in w.getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="longctx"):
+        idx.search("Who crossed the frozen stream?", k=2, mode="local", seeds=[*app, Seed("wood")])
+    assert _warnings(caplog) == []

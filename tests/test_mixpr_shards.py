@@ -226,6 +226,23 @@ def test_bad_arguments_raise_before_work():
     assert sharded.doc_ids == ("a", "b", "c")
 
 
+def test_whole_documents_is_not_implemented_on_shards_and_said_before_work(tmp_path, monkeypatch):
+    """``whole_documents=True`` (a one index's documents ranked by their best unit) is a clear
+    ``NotImplementedError`` on a sharded index and a sharded corpus, not a ``TypeError``."""
+    from longctx.corpus import CorpusIndex, build_indexes
+
+    docs = [(d, t) for d, t in zip("abc", POOL[:3])]
+    build_indexes(docs, "mixpr", tmp_path / "c", shards=2, use_ray=False, progress=False)
+    with CorpusIndex.from_corpus(tmp_path / "c", use_ray=False) as corpus:
+        with pytest.raises(NotImplementedError, match="whole_documents=True .* sharded"):
+            corpus.search("milk", k=2, whole_documents=True)
+        assert corpus.search("milk", k=2).hits  # the corpus still searches
+    sharded = ShardedMixPRIndex.from_texts(POOL[:3], ids=list("abc"), shards=2)
+    monkeypatch.setattr(sharded, "_with_retry", lambda *a, **k: pytest.fail("work was done"))
+    with pytest.raises(NotImplementedError, match="whole_documents"):
+        sharded.search("milk", k=2, whole_documents=True)
+
+
 @pytest.mark.parametrize("change", ["insert", "update"])
 def test_insert_and_update_check_their_arguments_before_any_shard_call(change, monkeypatch):
     # insert and update share one check (ids, taken / missing ids, metadata, unit_vectors):

@@ -4,6 +4,7 @@ command line, through the same :class:`longctx.MixPRIndex` as the Python API and
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 
@@ -11,11 +12,20 @@ from longctx.mixpr import MixPRIndex
 from longctx.types import SearchResult
 
 
+def _source_name(args: argparse.Namespace) -> str:
+    """The document's id: the file's name (as ``longctx index`` names a file), or
+    ``sample:NAME``; ``--explain`` names the units it came from by it."""
+    path = getattr(args, "path", None)
+    return Path(path).name if path else f"sample:{getattr(args, 'sample', None) or 'text'}"
+
+
 def _index(text: str, args: argparse.Namespace) -> MixPRIndex:
     kw = {} if args.max_words is None else {"max_words": args.max_words}
     if getattr(args, "walk", None) is not None:
         kw["walk"] = args.walk
-    return MixPRIndex.from_texts(text, progress=bool(getattr(args, "progress", False)), **kw)
+    return MixPRIndex.from_texts(
+        [text], ids=[_source_name(args)], progress=bool(getattr(args, "progress", False)), **kw
+    )
 
 
 def score_units(

@@ -50,7 +50,7 @@ def add_parser(sub, positive_int, add_output_options) -> None:
         "--explain",
         action="store_true",
         help="say why each passage was retrieved (text: a 'why:' line; json: each passage's "
-        "'explanation'); not for a corpus built with --shards",
+        "'explanation'); a corpus built with --shards too",
     )
     s.add_argument(
         "--ray-address",

@@ -78,14 +78,31 @@ class CorpusBuildResult:
     unreadable: tuple[str, ...] = ()
 
     def summary(self) -> str:
-        """One line: ``built N, skipped N, [removed N, ]failed N in S s (backend, W workers)``."""
+        """One line: ``built N, unchanged N, [removed N, ][unreadable N, ]failed N in S s
+        (backend, W workers)``: ``unchanged`` counts :attr:`skipped` (already done in ``out``),
+        ``unreadable`` the files not read as text (:attr:`unreadable`)."""
         gone = f"removed {len(self.removed)}, " if self.removed else ""
+        bad = f"unreadable {len(self.unreadable)}, " if self.unreadable else ""
         return (
-            f"built {len(self.built)}, skipped {len(self.skipped)}, {gone}"
+            f"built {len(self.built)}, unchanged {len(self.skipped)}, {gone}{bad}"
             f"failed {len(self.failed)} "
             f"in {self.seconds:.1f} s ({self.backend}, {self.workers} worker"
             f"{'s' if self.workers != 1 else ''})"
         )
+
+
+#: Options of a corpus that ``longctx index`` sets with a flag of its own (not ``--KEY VALUE``).
+_FLAGS = {("chunk", False): "--whole-documents", ("encoder", False): "--no-embeddings"}
+
+
+def _as_flags(options: dict) -> str:
+    """A corpus's recorded ``options`` as ``longctx index`` flags (``--shards 2``,
+    ``--whole-documents``), in the order given; ``none`` when there are none."""
+    out = []
+    for k, v in options.items():
+        flag = _FLAGS.get((k, v)) if isinstance(v, bool) else None
+        out.append(flag or f"--{str(k).replace('_', '-')} {v}")
+    return " ".join(out) or "none"
 
 
 def _run_sequential(method, options, storage, jobs, return_files) -> Iterator[dict]:
@@ -355,7 +372,8 @@ def _build_locked(
                 raise ValueError(
                     f"out {storage.url!r} holds a {manifest.method!r} corpus built with options "
                     f"{manifest.options}; this call asks for {method!r} with "
-                    f"{describe_options(recorded)}: choose another out"
+                    f"{describe_options(recorded)}: choose another out or give the same "
+                    f"options ({_as_flags(manifest.options)})"
                 )
             # nothing finished there (every document failed): nothing to keep consistent
             logger.info(

@@ -173,6 +173,19 @@ def load_corpus(
     return out_indexes
 
 
+def check_corpus(corpus, owner: str) -> CorpusIndex:
+    """``corpus`` when it is a :class:`CorpusIndex`; a ``TypeError`` naming ``corpus`` and
+    ``owner.from_corpus`` (which loads one from its folder or URL) otherwise (a path given as
+    ``corpus=`` failed only at the first search before)."""
+    if not isinstance(corpus, CorpusIndex):
+        raise TypeError(
+            f"corpus must be a loaded longctx.corpus.CorpusIndex, got {type(corpus).__name__}"
+            f" {corpus!r:.80}: load a built corpus with {owner}.from_corpus(out, ...) (out: "
+            "the corpus's folder or URL)"
+        )
+    return corpus
+
+
 class CorpusIndex:
     """One search over a corpus: a MixPR corpus is one :class:`longctx.MixPRIndex` over every
     document (one walk, corpus-wide term statistics: scores comparable across documents), or

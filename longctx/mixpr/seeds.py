@@ -53,6 +53,7 @@ __all__ = [
     "seed_source",
     "seed_units",
     "seeds_on",
+    "warn_if_none_found",
 ]
 
 logger = logging.getLogger(__name__)
@@ -564,7 +565,30 @@ def seed_units(
     return units, weights
 
 
+def warn_if_none_found(seeds: list[Seed], n_units: int) -> None:
+    """A ``logging`` WARNING when seeds of positive score were given and none reached a unit.
+
+    The search is then MixPR's own (``keep_firsts`` included): the usual cause is an app whose
+    index holds another version of the corpus's text (``\\r\\n`` line endings, a byte-order
+    mark), so that no seed's text is found in its document. Some seeds not found stay an INFO
+    line (:func:`seed_units`).
+    """
+    if n_units or not any(s.score > 0 for s in seeds):
+        return
+    logger.warning(
+        "MixPR seeds: none of the %d seeds was found in the index (their documents are not "
+        "held, or their text is not in their document): the result is MixPR's own. The app's "
+        "index must hold the corpus's text exactly (CorpusIndex.text(doc_id), or files read "
+        "with newline='': line endings and a byte-order mark count) and name its documents "
+        "by the corpus's ids",
+        len(seeds),
+    )
+
+
 def seeds_on(st, seeds: list[Seed]) -> tuple[np.ndarray, np.ndarray]:
     """:func:`seed_units` over an index's state ``st`` (a :class:`longctx.MixPRIndex`'s:
-    ``positions``, ``texts``, ``unit_source``, ``starts``, ``ends``)."""
-    return seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends)
+    ``positions``, ``texts``, ``unit_source``, ``starts``, ``ends``); a WARNING when none
+    of the seeds was found (:func:`warn_if_none_found`)."""
+    units, w = seed_units(seeds, st.positions, st.texts, st.unit_source, st.starts, st.ends)
+    warn_if_none_found(seeds, len(units))
+    return units, w

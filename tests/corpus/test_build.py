@@ -182,8 +182,11 @@ def test_bad_mixpr_options_raise_before_anything_is_written(tmp_path, docs):
 
 def test_other_options_in_same_out_raise(tmp_path, docs):
     seq(docs[:1], tmp_path / "c")
-    with pytest.raises(ValueError, match="another out"):
+    with pytest.raises(ValueError, match=r"another out or give the same options \(none\)"):
         seq(docs[:1], tmp_path / "c", preset="paper")
+    seq(docs[:1], tmp_path / "d", preset="paper", chunk=False)
+    with pytest.raises(ValueError, match="same options .--whole-documents --preset paper.$"):
+        seq(docs[:1], tmp_path / "d")
 
 
 def test_memory_url_round_trip(docs):
@@ -243,7 +246,7 @@ def test_cli_corpus(tmp_path, docs, capsys):
     argv = ["index", str(tmp_path / "in"), "--method", "mixpr", "--out", str(tmp_path / "c")]
     assert main([*argv, "--sequential"]) == 0
     out = capsys.readouterr().out
-    assert "built 3, skipped 0, failed 0" in out
+    assert "built 3, unchanged 0, failed 0" in out
     (tmp_path / "in" / "2.txt").write_text(docs[2][1], "utf-8")
     assert main([*argv, "--format", "json"]) == 0  # the new file is inserted
     data = json.loads(capsys.readouterr().out)

@@ -219,5 +219,5 @@ def test_longctx_index_run_twice_waits_for_the_first_and_says_so(tmp_path):
     assert proc.returncode == 0, err.read_text()
     line = next(ln for ln in err.read_text().splitlines() if "waits for" in ln)
     assert line.startswith("longctx: info: ") and f"by process {os.getpid()}" in line
-    assert b"built 1, skipped 2, removed 1" in stdout
+    assert b"built 1, unchanged 2, removed 1" in stdout
     _check_later_build_won(tmp_path, out, "mixpr", None, set1, set2)

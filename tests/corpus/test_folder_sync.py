@@ -63,6 +63,7 @@ def test_mixpr_corpus_follows_its_folder(tmp_path, docs):
     folder = _folder(tmp_path, docs)
     r = seq(folder, tmp_path / "c")
     assert r.built == ("0.txt", "1.txt", "2.txt") and r.unreadable == ("cover.png",)
+    assert r.summary().startswith("built 3, unchanged 0, unreadable 1, failed 0 in ")
     (folder / "1.txt").unlink()
     r = seq(folder, tmp_path / "c")
     assert r.removed == ("1.txt",) and r.built == () and r.skipped == ("0.txt", "2.txt")
@@ -176,7 +177,7 @@ def test_cli_says_what_it_removed_and_skipped(tmp_path, docs, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "removed (no longer in their folder or file): 0.txt"
-    assert out[1].startswith("built 0, skipped 1, removed 1, failed 0")
+    assert out[1].startswith("built 0, unchanged 1, removed 1, unreadable 1, failed 0")
     assert main([*argv, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["removed"] == [] and data["unreadable"] == ["cover.png"]

@@ -131,13 +131,15 @@ def test_cli_shards(tmp_path, docs, capsys):
         (tmp_path / "in" / f"{i}.txt").write_text(text, "utf-8")
     argv = ["index", str(tmp_path / "in"), "--method", "mixpr", "--out", str(tmp_path / "c")]
     assert main([*argv, "--shards", "2", "--sequential"]) == 0
-    assert "built 3, skipped 0, failed 0" in capsys.readouterr().out
+    assert "built 3, unchanged 0, failed 0" in capsys.readouterr().out
     # .build.lock: the corpus's build lock (longctx.corpus.writers.building)
     assert sorted(p.name for p in (tmp_path / "c" / "indexes").iterdir()) == [
         ".build.lock", "shard-0", "shard-1", "shards.json", "writing.json",
     ]  # fmt: skip
     assert main([*argv, "--shards", "3", "--sequential"]) == 2
     assert "'shards': 2" in capsys.readouterr().err
+    assert main([*argv, "--sequential"]) == 2  # re-indexed without --shards: the flag named
+    assert "choose another out or give the same options (--shards 2)" in capsys.readouterr().err
     assert main([*argv[:3], "diversity", *argv[4:], "--shards", "2"]) == 2
     assert "--shards applies to --method mixpr" in capsys.readouterr().err
     with pytest.raises(SystemExit):

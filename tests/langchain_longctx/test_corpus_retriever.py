@@ -38,3 +38,14 @@ async def test_corpus_retriever_async(corpus_dir):
     out, _ = corpus_dir
     r = CorpusRetriever.from_corpus(out, k=3)
     assert [d.id for d in await r.ainvoke("rabbit")] == [d.id for d in r.invoke("rabbit")]
+
+
+def test_a_path_given_as_corpus_is_refused_at_construction(corpus_dir):
+    """``CorpusRetriever(corpus="a/path")`` used to fail at the first ``invoke`` with
+    ``AttributeError: 'str' object has no attribute 'search'``."""
+    out, _ = corpus_dir
+    with pytest.raises(TypeError, match=r"corpus must be .*CorpusIndex, got str.*from_corpus"):
+        CorpusRetriever(corpus=str(out))
+    with pytest.raises(TypeError, match="corpus must be"):
+        CorpusRetriever(corpus=None, vector_retriever=None, keep_firsts=True)
+    assert CorpusRetriever.from_corpus(str(out), keep_firsts=True).invoke("rabbit")

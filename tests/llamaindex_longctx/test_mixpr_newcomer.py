@@ -97,3 +97,8 @@ def test_corpus_retriever_best_first(tmp_path):
         assert [ids.index(n.node.ref_doc_id) for n in b] == sorted(
             ids.index(n.node.ref_doc_id) for n in b
         )
+
+
+def test_corpus_retriever_refuses_a_path_naming_from_corpus(tmp_path):
+    with pytest.raises(TypeError, match=r"corpus must be .*got PosixPath.*\.from_corpus\(out"):
+        CorpusRetriever(tmp_path / "c")

@@ -470,6 +470,7 @@ class ShardedMixPRIndex:
         seeds=None,
         keep_firsts: bool = False,
         explain: bool = False,
+        whole_documents: bool = False,
     ) -> SearchResult:
         """The best units for ``query`` over every shard, in corpus order: the parameters, the
         result and the errors of :meth:`MixPRIndex.search
@@ -480,15 +481,23 @@ class ShardedMixPRIndex:
         order, :mod:`longctx.corpus.shards.fused`; ``explain``: one index's explanations,
         gathered over the shards for the hits only, of their real scores:
         :mod:`longctx.corpus.shards.explain`). ``info`` also holds ``"shards"`` (the number of
-        shards).
+        shards). ``whole_documents=True`` (documents ranked by their best unit) is not
+        implemented over shards.
 
         Raises
         ------
         TypeError, ValueError
             As :meth:`MixPRIndex.search <longctx.mixpr.index.MixPRIndex.search>`.
+        NotImplementedError
+            ``whole_documents=True``, before any work.
         RuntimeError
             A shard's actor died twice, or died with changes not saved.
         """
+        if whole_documents is not False:
+            raise NotImplementedError(
+                "whole_documents=True is not implemented on a sharded index (ShardedMixPRIndex, "
+                "a corpus built with shards): search a one-index MixPR corpus for documents"
+            )
         k, token_budget = check_size(k, token_budget, default_k=100)
         check_keep_firsts(keep_firsts)
         budget = {"k": k} if token_budget is None else {"token_budget": token_budget}

@@ -19,7 +19,7 @@ from longctx.checks import check_choice, check_query
 from longctx.filters import compile_filter
 from longctx.mixpr.router import MODES
 from longctx.mixpr.scoring import normalized_query_vector
-from longctx.mixpr.seeds import Seed, local_seeds, seed_source
+from longctx.mixpr.seeds import Seed, local_seeds, seed_source, warn_if_none_found
 
 __all__ = ["ShardedUnits", "prepare_query", "query_vector_of", "seed_keys"]
 
@@ -81,10 +81,10 @@ def seed_keys(
             "MixPR seeds: %d of %d name documents the index does not hold", unknown, len(seeds)
         )
     got = run({i: ("seed_units", (ss,)) for i, ss in by_shard.items()}) if by_shard else {}
-    if not got:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    keys = np.concatenate([k for k, _ in got.values()]).astype(np.int64, copy=False)
-    weights = np.concatenate([w for _, w in got.values()])
+    keys = np.concatenate([np.zeros(0, np.int64), *(k for k, _ in got.values())])
+    keys = keys.astype(np.int64, copy=False)
+    weights = np.concatenate([np.zeros(0), *(w for _, w in got.values())])
+    warn_if_none_found(seeds, len(keys))
     order = np.argsort(keys, kind="stable")
     return keys[order], weights[order]
 
