@@ -20,7 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_longctx._documents import documents_to_seeds, hit_to_document
 from longctx.checks import check_text
@@ -105,6 +105,8 @@ class CorpusRetriever(BaseRetriever):
         default="source", description="Metadata key naming a vector hit's corpus document"
     )
 
+    _holds: Any = PrivateAttr(default=None)  # the corpus's ids (set at construction)
+
     def model_post_init(self, context: Any) -> None:
         from longctx.corpus.load import check_corpus
 
@@ -117,6 +119,7 @@ class CorpusRetriever(BaseRetriever):
             )
         if vr is not None and self.corpus.index is None:
             raise ValueError("vector_retriever needs a MixPR corpus of one index or shards")
+        self._holds = frozenset(self.corpus.doc_ids).__contains__  # the corpus's ids, for seeds
 
     @field_validator("order")
     @classmethod
@@ -170,7 +173,7 @@ class CorpusRetriever(BaseRetriever):
         kwargs["explain"] = check_explain(self.explain if explain is None else explain)
         vr = self.vector_retriever
         if vr is not None and "seeds" not in kwargs:  # local queries only (unless keep_firsts)
-            held = SimpleNamespace(holds=frozenset(self.corpus.doc_ids).__contains__)
+            held = SimpleNamespace(holds=self._holds)
 
             def seeds():
                 found = (

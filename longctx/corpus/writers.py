@@ -188,7 +188,7 @@ def _check_unchanged(storage, root: Path, record: tuple | None) -> None:
     from longctx.corpus.manifest import CORPUS_MANIFEST
 
     mark = read_mark(storage)
-    now = (None, None) if mark is None else (mark["token"], mark["state"])
+    now = _mark_key(mark)
     if record is not None and record[:2] == now and (now[1] != "writing" or record[2]):
         return
     who = mark or {}
@@ -217,7 +217,7 @@ def mark_record(storage) -> dict:
     if storage.local is None:
         return {}
     mark = read_mark(storage)
-    now = (None, None) if mark is None else (mark["token"], mark["state"])
+    now = _mark_key(mark)
     return {os.path.realpath(storage.local): (*now, False)}
 
 
@@ -234,11 +234,15 @@ def read_mark(storage) -> dict | None:
     return {k: str(raw.get(k, ""))[:100] for k in keys}
 
 
+def _mark_key(mark: dict | None) -> tuple:
+    """``(token, state)`` of a mark (:func:`read_mark`), ``(None, None)`` without one."""
+    return (None, None) if mark is None else (mark["token"], mark["state"])
+
+
 def _concurrent(before: dict | None, after: dict | None) -> bool:
     if any(m is not None and m["state"] == "writing" for m in (before, after)):
         return True
-    key = [None if m is None else (m["token"], m["state"]) for m in (before, after)]
-    return key[0] != key[1]
+    return _mark_key(before) != _mark_key(after)
 
 
 def load_beside_writers(storage, load: Callable[[], T], *, attempts: int | None = None) -> T:

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.explain import evidence, make_explanation, with_explanations
+from longctx.mixpr.hits import values_at
 from longctx.mixpr.persist_mapped import MappedVocabulary
 from longctx.mixpr.push import spans, take_rows
 from longctx.selection import SparseScores
@@ -159,7 +160,7 @@ def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[di
         return explain_multihop(st, mh, hits, scores)
     if used == "local":
         return explain_walk(st, keep["session"], hits, scores)
-    return global_explanations(_values_at(scores, hits).tolist())
+    return global_explanations(values_at(scores, hits).tolist())
 
 
 def explain_documents(st, result, keep: dict, used: str, walk: dict, scores, mask=None):
@@ -197,7 +198,7 @@ def explain_documents(st, result, keep: dict, used: str, walk: dict, scores, mas
         units = np.arange(starts[h.source], starts[h.source + 1], dtype=np.int64)
         if mask is not None:
             units = units[mask.at(units)]
-        vals = _values_at(scores, units)
+        vals = values_at(scores, units)
         units, vals = units[vals > 0], vals[vals > 0]
         top = _top(vals, TOP_UNITS)
         listed = [
@@ -251,7 +252,7 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
     """
     check_explained(st.config)
     hits = np.asarray(hits, np.int64)
-    score_of = _values_at(scores, hits).tolist()
+    score_of = values_at(scores, hits).tolist()
     block = st.block
     facts = walk_hit_facts(block, s, hits)
     if facts["seeds_only"]:
@@ -276,11 +277,6 @@ def check_explained(cfg) -> None:
             "personalization='similarity') for explanations, or mode='global' (explained as "
             "the PageRank)"
         )
-
-
-def _values_at(v, idx: np.ndarray) -> np.ndarray:
-    """``v`` (``(n,)`` or SparseScores) at ``idx``."""
-    return v.at(idx) if isinstance(v, SparseScores) else np.asarray(v[idx], np.float64)
 
 
 def _row_entries(block, units: np.ndarray):
@@ -317,12 +313,12 @@ def walk_hit_facts(block, s: dict, hits: np.ndarray) -> dict:
         "indices": indices,
         "data": data,
         "lens": np.asarray(lens, np.int64),
-        "x": _values_at(s["x"], hits) if "x" in s else np.zeros(len(hits)),
+        "x": values_at(s["x"], hits) if "x" in s else np.zeros(len(hits)),
         "pi": pi,
         "pi_dense": pi_dense,
-        "lexical": None if lex is None else _values_at(lex, hits),
+        "lexical": None if lex is None else values_at(lex, hits),
         "dense": None if dense is None else np.asarray(dense[hits], np.float64),
-        "seed_x": _values_at(s["seed_x"], hits) if "seed_x" in s else None,
+        "seed_x": values_at(s["seed_x"], hits) if "seed_x" in s else None,
         "tops": s.get("tops", (0.0, 0.0, 0.0)),
         "seed_tops": s.get("seed_tops"),
         "dense_restart": dense_w is not None,
@@ -394,7 +390,7 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
     if not isinstance(x, SparseScores) and len(idx) > block.n:
         v = np.divide(x, colsum, out=np.zeros(len(x)), where=colsum > 0)[idx]
     else:
-        xv, cs = _values_at(x, idx), colsum[idx]
+        xv, cs = values_at(x, idx), colsum[idx]
         v = np.divide(xv, cs, out=np.zeros(len(xv)), where=cs > 0)
     u = np.zeros(len(terms))
     if len(terms):  # per column, its entries summed in order (a 0 after the last: a column
@@ -402,7 +398,7 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
         u = np.add.reduceat(np.append(vals * v, 0.0), np.cumsum(lens) - lens)
         u[lens == 0] = 0.0
     seeds = _restart(s)[0]
-    d = float(_values_at(x, seeds[colsum[seeds] <= 0]).sum()) if len(seeds) else 0.0
+    d = float(values_at(x, seeds[colsum[seeds] <= 0]).sum()) if len(seeds) else 0.0
     k = len(rows[2]) - 1
     found: list = [[] for _ in range(k)]
     if not len(seeds) or not k:
@@ -418,7 +414,7 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
     H = sp.csr_array(rows, shape=(k, len(terms)))
     C = sp.csc_array(S @ H.T)
     cs = colsum[seeds]
-    coef = (1.0 - a) * np.divide(_values_at(x, seeds), cs, out=np.zeros(len(cs)), where=cs > 0)
+    coef = (1.0 - a) * np.divide(values_at(x, seeds), cs, out=np.zeros(len(cs)), where=cs > 0)
     skeys = block.keys[seeds]
     for h in range(k):
         r = C.indices[C.indptr[h] : C.indptr[h + 1]]
@@ -580,7 +576,7 @@ def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list
     d_top = float(dense.max()) if dense is not None and len(dense) else 0.0
     out = []
     hits = np.asarray(hits, np.int64)
-    for i, score in zip(hits.tolist(), _values_at(scores, hits).tolist()):
+    for i, score in zip(hits.tolist(), values_at(scores, hits).tolist()):
         lo, hi = back_c.indptr[i], back_c.indptr[i + 1]
         phrases, b = back_c.indices[lo:hi], back_c.data[lo:hi]
         paths = []

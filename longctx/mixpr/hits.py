@@ -38,7 +38,9 @@ def dense_scores(scores) -> np.ndarray:
 
 def values_at(scores, idx) -> np.ndarray:
     """``(len(idx),) float64``: the scores (dense or :class:`SparseScores`) of units ``idx``."""
-    return scores.at(idx) if isinstance(scores, SparseScores) else scores[idx]
+    return (
+        scores.at(idx) if isinstance(scores, SparseScores) else np.asarray(scores[idx], np.float64)
+    )
 
 
 def text_slice(texts, d: int, start: int, end: int) -> str:

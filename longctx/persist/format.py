@@ -211,6 +211,12 @@ _NPY_READERS = {
 NPY_PARSE_LOCK = threading.Lock()
 
 
+def plain_dtype(dtype: np.dtype) -> bool:
+    """No fields and no subarray: a header's descr ``('<i8', [('lo', '<i4'), ('hi', '<i4')])``
+    has fields yet equals int64, so a check of kind or equality alone lets it through."""
+    return dtype.fields is None and dtype.subdtype is None
+
+
 def read_npy_header(fh, message: str) -> tuple[tuple, bool, np.dtype]:
     """``(shape, fortran_order, dtype)`` of the ``.npy`` header at the start of the binary file
     ``fh`` (its magic string first; ``fh`` is left where the values start): the header's length
@@ -285,12 +291,7 @@ def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, p: Path, size: int) 
         )
         # kinds b i u f S U, and no fields or subarray: a header's descr ('<i8', [('lo',
         # '<i4'), ('hi', '<i4')]) is of kind i with fields (and equal to int64)
-        if (
-            dtype.kind not in _NPZ_KINDS
-            or dtype.itemsize == 0
-            or dtype.fields is not None
-            or dtype.subdtype is not None
-        ):
+        if dtype.kind not in _NPZ_KINDS or dtype.itemsize == 0 or not plain_dtype(dtype):
             raise PersistError(f"{str(p)!r}: array {key!r} has dtype {dtype}, not a plain one")
         if any(int(s) < 0 for s in shape):
             raise PersistError(f"{str(p)!r}: array {key!r} has a negative shape {tuple(shape)}")

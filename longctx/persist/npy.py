@@ -29,7 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from longctx.persist.format import MAX_NPY_HEADER_BYTES, PersistError, read_npy_header
+from longctx.persist.format import (
+    MAX_NPY_HEADER_BYTES,
+    PersistError,
+    plain_dtype,
+    read_npy_header,
+)
 
 #: Largest ``.npy`` header accepted (bytes; numpy writes 128 for a 1-D array).
 MAX_HEADER_BYTES = MAX_NPY_HEADER_BYTES
@@ -53,9 +58,7 @@ def _header(head: bytes, p: Path) -> tuple[tuple, np.dtype, int]:
 def _checked_layout(head: bytes, size: int, p: Path, dtypes, ndim: int):
     shape, dtype, offset = _header(head, p)
     ok = [np.dtype(d) for d in dtypes]
-    # a descr ('<f8', [('lo', '<i4'), ('hi', '<i4')]) has fields yet equals float64
-    plain = dtype.fields is None and dtype.subdtype is None
-    if dtype not in ok or dtype.byteorder == ">" or not plain:
+    if dtype not in ok or dtype.byteorder == ">" or not plain_dtype(dtype):
         names = ", ".join(str(d) for d in ok)
         raise PersistError(f"{str(p)!r} holds dtype {str(dtype)[:40]}, expected one of {names}")
     if len(shape) != ndim or any(not isinstance(s, int) or s < 0 for s in shape):

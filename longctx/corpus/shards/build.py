@@ -120,7 +120,7 @@ def corpus_config(storage, shard: int, options: dict):
     PersistError
         The file is missing, too large or damaged (named).
     """
-    from longctx.corpus.shards.shard import shard_dir
+    from longctx.corpus.shards.shard import shard_dir, shard_walk
     from longctx.mixpr.persist import parse_config
 
     rel = f"{INDEX_ROOT}/{shard_dir(shard)}/config.json"
@@ -129,8 +129,7 @@ def corpus_config(storage, shard: int, options: dict):
         raise PersistError(f"{storage.location(rel)!r} is missing: the shard is damaged")
     config, _, chunk, _ = parse_config(data, storage.location(rel))
     asked, asked_chunk, _ = options_config(options)
-    if asked.walk == "auto":  # what a shard runs (MixPRShard.from_texts)
-        asked = dataclasses.replace(asked, walk="pagerank")
+    asked = shard_walk(asked)  # what a shard runs (MixPRShard.from_texts)
     if config != asked or chunk != asked_chunk:
         changed = sorted(
             f.name

@@ -44,7 +44,6 @@ can never disagree with them. A longctx corpus built with ``longctx index DIR --
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import threading
@@ -62,7 +61,7 @@ from longctx.corpus.shards.persist import MAX_SHARDS
 from longctx.corpus.shards.query import ShardedUnits, prepare_query, query_vector_of
 from longctx.corpus.shards.restart import check_restarted
 from longctx.corpus.shards.selection import select_over_shards
-from longctx.corpus.shards.shard import MixPRShard, assign_shards
+from longctx.corpus.shards.shard import MixPRShard, assign_shards, shard_walk
 from longctx.corpus.shards.terms import merge_shard_terms
 from longctx.explain import check_explain, with_explanations
 from longctx.index import check_texts
@@ -179,8 +178,7 @@ class ShardedMixPRIndex:
         config = MixPRConfig.from_preset(preset, **params)
         if config.graph != "factored":
             raise ValueError("a sharded MixPR index needs graph='factored'")
-        if config.walk == "auto":  # the phrase graph is not split into shards
-            config = dataclasses.replace(config, walk="pagerank")
+        config = shard_walk(config)
         if config.walk != "pagerank":
             raise NotImplementedError(
                 "walk='multihop' is not available on a sharded MixPR index (its phrase graph "

@@ -57,6 +57,12 @@ def _config_kwargs(config: MixPRConfig) -> dict:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
+def shard_walk(config: MixPRConfig) -> MixPRConfig:
+    """``config`` as a shard runs it: ``walk="auto"`` is the PageRank walk (the multi-hop walk's
+    phrase graph is not split into shards)."""
+    return dataclasses.replace(config, walk="pagerank") if config.walk == "auto" else config
+
+
 class MixPRShard:
     """One shard: its documents as a :class:`~longctx.mixpr.index.MixPRIndex` (their own term
     counts, never searched on their own), and its block of the scoring pipeline weighed with the
@@ -83,8 +89,7 @@ class MixPRShard:
                 "graph='threshold' links units across shards through a product that is never "
                 "split)"
             )
-        if config.walk == "auto":  # nor is the multi-hop walk's phrase graph
-            config = dataclasses.replace(config, walk="pagerank")
+        config = shard_walk(config)  # nor is the multi-hop walk's phrase graph
         index = MixPRIndex.from_texts(
             texts, ids=ids, metadatas=metadatas, chunk=chunk, encoder=encoder,
             require_terms=False, **kw, **_config_kwargs(config),
