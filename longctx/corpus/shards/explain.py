@@ -17,7 +17,11 @@ Two round trips after the selection, both sized by the hits, never by the corpus
 So a hit's parts, terms and seeds are those of one index over the same documents up to the
 float rounding of the walk (the sharded walk equals one index's within ~1e-15: its scores,
 hence its parts); ``seeds`` name corpus-wide unit numbers (``unit``), as one index numbers its
-units. A global query's hits are explained by their PageRank (the part ``"pagerank"``).
+units. A bordered walk (``personalization="query"``) sends its query nodes' columns with the
+inflow, summed the same way (:func:`~longctx.mixpr.explain.query_columns`), and the driver
+makes its part ``"question"`` from them and the query
+(:func:`~longctx.mixpr.explain.query_node_flow`). A global query's hits, and a local query's
+that fell back to global, are explained by their PageRank (the part ``"pagerank"``).
 """
 
 from __future__ import annotations
