@@ -130,12 +130,14 @@ def _fmt(x: float) -> str:
 def _items(items: Sequence, limit: int, name, sep: str = ", ") -> str:
     """The first ``limit`` evidence ``items`` whose share is at least :data:`SHOWN_SHARE`, each
     as ``name(item)`` and its share, joined by ``sep``; those under it among the first
-    ``limit`` are counted as ``"and N more under 0.1%"``."""
+    ``limit`` are counted as ``"and N more under 0.1%"`` (``"N under 0.1%"`` when none is
+    named)."""
     first = list(items[:limit])
     shown = [f"{name(e)} {_fmt(e['share'])}" for e in first if abs(e["share"]) >= SHOWN_SHARE]
     under = len(first) - len(shown)
     if under:
-        shown.append(f"and {under} more under {SHOWN_SHARE:.1%}")
+        count = f"and {under} more" if shown else str(under)
+        shown.append(f"{count} under {SHOWN_SHARE:.1%}")
     return sep.join(shown)
 
 

@@ -31,8 +31,8 @@ def test_evidence_under_the_shown_precision_is_counted_not_listed():
     assert not ZERO.search(text)
     # every item under it: the count alone; the limit counts only the items it would name
     e["seeds"] = [_seed(1, 0.0002), _seed(2, 0.0001), _seed(3, 0.00005), _seed(4, 0.00001)]
-    assert explanation_text(e).endswith("; from and 3 more under 0.1%")
-    assert explanation_text(e, limit=1).endswith("; from and 1 more under 0.1%")
+    assert explanation_text(e).endswith("; from 3 under 0.1%")
+    assert explanation_text(e, limit=1).endswith("; from 1 under 0.1%")
 
 
 def test_small_shown_shares_keep_one_decimal():
