@@ -142,7 +142,8 @@ def test_sharded_bordered_walk_explains_as_one_index(alice_docs, shards):  # noq
     terms, seeds within 1e-9) for local queries, and for a query routed local that reaches no
     unit and falls back to global (its PageRank); it was a NotImplementedError (session 18)."""
     one, sharded = build(alice_docs, shards, personalization="query")
-    assert same_explanations(one, sharded, queries=QUERIES[:3], mode="local") > 10
+    # QUERY: two query nodes, linked
+    assert same_explanations(one, sharded, queries=[*QUERIES[:3], QUERY], mode="local") > 10
     r = sharded.search("zzzz qqqq", k=3, mode="local", explain=True)
     assert r.mode == "global-fallback" and r.hits
     assert all(h.explanation["parts"] == {"pagerank": h.score} for h in r.hits)
