@@ -32,6 +32,7 @@ from typing import Any
 
 __all__ = [
     "SUM_TOLERANCE",
+    "SHOWN_SHARE",
     "make_explanation",
     "evidence",
     "with_explanations",
@@ -115,15 +116,41 @@ def name_pick_sources(hits: Sequence, ids: Sequence) -> None:
             against["doc_id"] = ids[against["source"]]
 
 
+#: The smallest share :func:`explanation_text` names (0.1%): a part or an evidence item under
+#: it would read "0.0%", which tells a reader nothing; an evidence list says how many it left.
+SHOWN_SHARE = 0.001
+
+
 def _fmt(x: float) -> str:
-    return f"{x:.0%}" if abs(x) >= 0.005 else f"{x:.1%}"
+    """A share as a percentage: whole percents from 1% (``37%``), else one decimal (``0.4%``);
+    never ``0%`` or ``0.0%`` for a share of at least :data:`SHOWN_SHARE`."""
+    return f"{x:.0%}" if abs(x) >= 0.0095 else f"{x:.1%}"
+
+
+def _items(items: Sequence, limit: int, name, sep: str = ", ") -> str:
+    """The first ``limit`` evidence ``items`` whose share is at least :data:`SHOWN_SHARE`, each
+    as ``name(item)`` and its share, joined by ``sep``; those under it among the first
+    ``limit`` are counted as ``"and N more under 0.1%"`` (``"N under 0.1%"`` when none is
+    named)."""
+    first = list(items[:limit])
+    shown = [f"{name(e)} {_fmt(e['share'])}" for e in first if abs(e["share"]) >= SHOWN_SHARE]
+    under = len(first) - len(shown)
+    if under:
+        count = f"and {under} more" if shown else str(under)
+        shown.append(f"{count} under {SHOWN_SHARE:.1%}")
+    return sep.join(shown)
 
 
 def explanation_text(explanation: Mapping[str, Any], *, limit: int = 3) -> str:
     """One line saying why a hit was retrieved, for a terminal or an LLM prompt::
 
-        restart 37% (question's words 30%, dense 7%), walk 48% via "morayta" 21%, ...;
-        path: question -> "Miguel Morayta" -> hit 40%
+        restart_lexical 37%, walk 62%, lexical 1%; terms 'morayta' 21%, 'spain' 0.4%;
+        from d3#2 18%, and 1 more under 0.1%
+
+    Each share is a percentage of the hit's score, named only from 0.1%
+    (:data:`SHOWN_SHARE`): the parts under it are left out, and each evidence list (``terms``,
+    ``seeds``, ``units``, ``paths``) ends with "and N more under 0.1%" when some of its first
+    ``limit`` items are under it. The explanation itself keeps every number.
 
     Parameters
     ----------
@@ -137,27 +164,18 @@ def explanation_text(explanation: Mapping[str, Any], *, limit: int = 3) -> str:
     str
     """
     shares = explanation.get("shares", {})
-    bits = [f"{k} {_fmt(v)}" for k, v in shares.items() if abs(v) >= 0.005]
+    bits = [f"{k} {_fmt(v)}" for k, v in shares.items() if abs(v) >= SHOWN_SHARE]
     out = ", ".join(bits) if bits else "no part"
-    terms = explanation.get("terms") or []
-    if terms:
-        out += "; terms " + ", ".join(f"{t['term']!r} {_fmt(t['share'])}" for t in terms[:limit])
-    seeds = explanation.get("seeds") or []
-    if seeds:
-        out += "; from " + ", ".join(
-            f"{s.get('doc_id', s.get('unit'))}#{s.get('index')} {_fmt(s['share'])}"
-            for s in seeds[:limit]
-        )
-    units = explanation.get("units") or []
-    if units:  # a document hit (whole_documents): the units that carried it
-        out += "; units " + ", ".join(
-            f"#{u.get('index')} {_fmt(u['share'])}" for u in units[:limit]
-        )
-    paths = explanation.get("paths") or []
-    if paths:
-        out += "; paths " + "; ".join(
-            " -> ".join(_node(n) for n in p["path"]) + f" {_fmt(p['share'])}" for p in paths[:limit]
-        )
+    lists = (
+        ("terms", "; terms ", lambda t: repr(t["term"]), ", "),
+        ("seeds", "; from ", lambda s: f"{s.get('doc_id', s.get('unit'))}#{s.get('index')}", ", "),
+        ("units", "; units ", lambda u: f"#{u.get('index')}", ", "),  # a document hit's units
+        ("paths", "; paths ", lambda p: " -> ".join(_node(n) for n in p["path"]), "; "),
+    )
+    for key, head, name, sep in lists:
+        items = explanation.get(key) or []
+        if items:
+            out += head + _items(items, limit, name, sep)
     if "attention_before" in explanation:  # YOURA
         w = explanation.get("window") or {}
         out += (

@@ -209,14 +209,6 @@ def test_multihop_hybrid_names_the_dense_part_of_a_seed():
         _sum_ok(h.explanation)
 
 
-def test_paper_preset_walk_is_not_explained_yet():
-    index = MixPRIndex.from_texts(ALICE, preset="paper")
-    with pytest.raises(NotImplementedError, match="personalization='similarity'.*preset='default'"):
-        index.search("the rabbit and the pocket watch", k=2, mode="local", explain=True)
-    r = index.search("summarize", k=2, mode="global", explain=True)  # global: explained
-    assert all(h.explanation["walk"] == "global" for h in r.hits)
-
-
 def test_explanation_text_names_windows_paths_and_picks():
     yo = make_explanation("youra", "instruction", 1.0, {"tokens": 0.75, "prior": 0.25},
                           window={"index": 2, "tokens": [0, 9]}, attention_before=0.5,

@@ -1,8 +1,8 @@
 """``ShardedMixPRIndex.search(explain=True)`` (:mod:`longctx.corpus.shards.explain`): the
 explanations of one MixPRIndex over the same documents (parts, top terms, seeds), for one shard
 and for several, with filters, token budgets, seeds, hybrid mode and global queries; the same
-hits and scores as a search without explanations; no pass over every unit for them; and the
-walks it does not split refused before any work, saying what to use. On Ray:
+hits and scores as a search without explanations; no pass over every unit for them (the
+bordered walk, ``personalization="query"``: tests/test_explain_bordered.py). On Ray:
 tests/corpus/test_mixpr_shards_ray.py."""
 
 from __future__ import annotations
@@ -154,10 +154,10 @@ def test_explain_reads_no_dense_vector_of_the_walk(monkeypatch):
     assert [h.score for h in r.hits] == [h.score for h in plain.hits]
 
 
-def test_walks_not_split_are_refused_before_the_walk_global_ones_explained(alice_docs):
-    """``personalization="query"``: a local query's explanation is refused after the routing and
-    before the walk; a global one is explained by its PageRank, as one index explains it (the
-    refusal's advice, ``mode='global'``, works: review 18)."""
+def test_bordered_global_queries_explained_as_one_index_bad_explain_refused(alice_docs):
+    """``personalization="query"``: a global query is explained by its PageRank, as one index
+    explains it (local ones: tests/test_explain_bordered.py); ``explain`` not a bool is a
+    ``TypeError`` naming it."""
     one, sharded = build(alice_docs, 2, personalization="query")
     for ix in (one, sharded):
         g = ix.search(QUERIES[0], k=3, mode="global", explain=True)
@@ -167,19 +167,8 @@ def test_walks_not_split_are_refused_before_the_walk_global_ones_explained(alice
     assert [(h.source, h.start) for h in a.hits] == [(h.source, h.start) for h in g.hits]
     for ha, hb in zip(a.hits, g.hits):  # the sharded PageRank within float rounding
         assert hb.explanation["parts"]["pagerank"] == pytest.approx(ha.score, rel=1e-12)
-    scorer = sharded._scorer_now()
-    walked = []
-    real = scorer.score
-    scorer.score = lambda *a, **k: walked.append(1) or real(*a, **k)
-    try:
-        for ix in (one, sharded):
-            with pytest.raises(NotImplementedError, match="mode='global'"):
-                ix.search(QUERIES[0], k=3, mode="local", explain=True)
-        assert walked == []  # the sharded index refused before its walk
-        with pytest.raises(TypeError, match="explain"):
-            sharded.search(QUERIES[0], k=3, explain=1)
-    finally:
-        del scorer.score
+    with pytest.raises(TypeError, match="explain"):
+        sharded.search(QUERIES[0], k=3, explain=1)
 
 
 def test_an_empty_sharded_index_explains_nothing(alice_docs):

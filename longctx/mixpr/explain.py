@@ -18,7 +18,10 @@ eq. 2; networkx's conventions, :mod:`longctx.mixpr.push`): with ``A = S D^{-1}``
 ``i``'s probability is its restart ``alpha p_i``, the dangling mass ``(1 - alpha) d p_i``, and
 per term ``t`` of the unit ``(1 - alpha) E_it W_t sum_j E_jt x_j / D_j`` (``D_j``: ``S``'s
 column sums). A solver that stopped at ``tol`` leaves ``x`` off the fixed point by at most its
-residual; that difference is the part ``"unsettled"``. The multi-hop walk (HippoRAG,
+residual; that difference is the part ``"unsettled"``. On the thresholded graph the walk's
+part is the hit's row of ``S``; restarting on the query nodes (``personalization="query"``, the
+bordered graph ``[[S, B], [B^T, Q]]``) the restart is replaced by what those nodes sent
+(:func:`query_node_flow`). The multi-hop walk (HippoRAG,
 arXiv:2405.14831; :mod:`longctx.mixpr.multihop`) is split the same way over its phrase nodes.
 """
 
@@ -35,6 +38,7 @@ from longctx.explain import evidence, make_explanation, with_explanations
 from longctx.mixpr.hits import values_at
 from longctx.mixpr.persist_mapped import MappedVocabulary
 from longctx.mixpr.push import spans, take_rows
+from longctx.mixpr.query import MAX_QUERY_CHUNKS, query_weights
 from longctx.selection import SparseScores
 
 __all__ = [
@@ -42,7 +46,6 @@ __all__ = [
     "explain_documents",
     "explain_walk",
     "explain_multihop",
-    "check_explained",
     "compose_walk",
     "global_explanations",
     "hit_rows",
@@ -55,6 +58,8 @@ __all__ = [
     "units_fields",
     "walk_hit_facts",
     "walk_inflow",
+    "query_columns",
+    "query_node_flow",
     "TOP_TERMS",
     "TOP_SEEDS",
     "TOP_PATHS",
@@ -112,14 +117,18 @@ def units_fields(st, units) -> list[dict]:
 
 def _restart(s: dict) -> tuple[np.ndarray, np.ndarray, float]:
     """``(seed units, their restart probabilities p, the restart's scale)`` of the walk kept in
-    session ``s`` (power: ``p``, dense; push: ``push_p``, ``(units, p)``). The scale is the
+    session ``s`` (power: ``p``, dense; push: ``push_p``, ``(units, p)``; the push on the
+    thresholded graph keeps neither: ``w`` over its sum, the one block's). The scale is the
     sum the restart weights ``w`` (kept as ``(units, weights)`` over the units with a non-zero
     weight, :meth:`~longctx.mixpr.scoring.UnitBlock.restart_similarity`) were divided by."""
     if "push_p" in s:
         idx, p = s["push_p"]
-    else:
+    elif "p" in s:
         idx = np.flatnonzero(s["p"])
         p = s["p"][idx]
+    else:  # the push on the thresholded graph: the weights divided by their sum (one block)
+        idx, p = s["w"]
+        p = p / p.sum() if len(p) else p
     idx = np.asarray(idx, np.int64)
     p = np.asarray(p, np.float64)
     w_idx, w_vals = s["w"]
@@ -159,7 +168,7 @@ def explain_hits(st, keep: dict, used: str, walk: dict, hits, scores) -> list[di
     if walk.get("walk") == "multihop" and mh and used == "local":
         return explain_multihop(st, mh, hits, scores)
     if used == "local":
-        return explain_walk(st, keep["session"], hits, scores)
+        return explain_walk(st, keep["session"], hits, scores, keep.get("query"))
     return global_explanations(values_at(scores, hits).tolist())
 
 
@@ -209,9 +218,11 @@ def explain_documents(st, result, keep: dict, used: str, walk: dict, scores, mas
     return replace(result, hits=with_explanations(hits, out), timings=timings)
 
 
-def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict]:
-    """Explanations of MixPR's PageRank walk (``walk="pagerank"``, factored graph,
-    ``personalization="similarity"``) for the units ``hits``.
+def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray, query=None) -> list[dict]:
+    """Explanations of MixPR's PageRank walk for the units ``hits``: on the factored graph or
+    the thresholded one (``graph="threshold"``), restarting on the units
+    (``personalization="similarity"``) or on the query nodes (``personalization="query"``, the
+    bordered graph ``[[S, B], [B^T, Q]]``: the ``"paper"`` preset).
 
     The work is split as a sharded index splits it (:mod:`longctx.corpus.shards.explain`
     runs the same steps over its shards): what the hits' own units hold
@@ -230,11 +241,15 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         ``None``), ``dense`` and ``dense_w`` (``(n,)`` or ``None``: the hybrid's cosines and
         dense restart), ``tops``; with ``seeds=`` also ``seed_x`` (the seeds' walk) and
         ``seed_tops`` (MixPR's and the seeds' walk's maxima, ``None`` for MixPR's when the
-        question reached no unit).
+        question reached no unit). A bordered walk has no ``w``: its ``B`` (the query edges)
+        and ``p_query`` (the restart over the query nodes).
     hits : (k,) int
         The returned units.
     scores : (n_units,) float64 or SparseScores
         The units' scores (as returned; a push walk's are sparse: the units it reached).
+    query : str, optional
+        The query (a bordered walk: its query nodes' masses, never kept by the walk, are
+        those of the walk's fixed point given the units' masses, :func:`query_node_flow`).
 
     Returns
     -------
@@ -242,41 +257,150 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict
         One :func:`longctx.explain.make_explanation` per hit: parts ``restart_lexical``,
         ``restart_dense`` (hybrid), ``dangling``, ``walk``, ``unsettled``, ``lexical``,
         ``seeds_walk`` (``seeds=``: the seeds' own walk, added to MixPR's score),
-        ``dense``; ``terms`` (the hit's terms that carried the most walk mass to it) and
-        ``seeds`` (the restart units that sent it the most in one step).
+        ``dense``; ``terms`` (the hit's terms that carried the most walk mass to it; none on
+        the thresholded graph, whose edges are whole cosines) and ``seeds`` (the restart
+        units that sent it the most in one step). A bordered walk has the part ``question``
+        (the mass its edges to the query nodes brought it; in hybrid mode the dense query
+        edges too) in place of ``restart_lexical``, ``restart_dense`` and ``dangling``, and
+        its ``seeds`` are the units with a query edge.
 
     Raises
     ------
-    NotImplementedError
-        The thresholded graph or ``personalization="query"`` (the paper preset).
+    ValueError
+        A bordered walk's explanation without its ``query``.
     """
-    check_explained(st.config)
     hits = np.asarray(hits, np.int64)
     score_of = values_at(scores, hits).tolist()
     block = st.block
     facts = walk_hit_facts(block, s, hits)
     if facts["seeds_only"]:
         return seeds_only(score_of)
-    W = block.graph.term_weights if block.graph is not None else None
-    terms = np.unique(facts["indices"])
-    wt = W[terms] if W is not None else np.ones(len(terms))
-    u, d, found = walk_inflow(block, s, terms, hit_rows(facts, terms, wt), hits)
+    names = term_namer(st.table)
+    if block.explicit:  # the thresholded graph: S's rows, no terms
+        u, d, found = _explicit_inflow(block, s, hits)
+        u = np.concatenate([u, query_columns(block, s)])
+        terms = wt = None
+    else:
+        W = block.graph.term_weights if block.graph is not None else None
+        terms = np.unique(facts["indices"])
+        wt = W[terms] if W is not None else np.ones(len(terms))
+        u, d, found = walk_inflow(block, s, terms, hit_rows(facts, terms, wt), hits)
+    u = query_node_flow(st.config, st.table, query, facts, u)
     seeds = described(st, found)
-    return compose_walk(st.config, facts, terms, u, d, wt, seeds, term_namer(st.table), score_of)
+    return compose_walk(st.config, facts, terms, u, d, wt, seeds, names, score_of)
 
 
-def check_explained(cfg) -> None:
-    """``NotImplementedError`` unless ``cfg`` walks the factored graph with
-    ``personalization="similarity"`` (what :func:`explain_walk` splits)."""
-    if cfg.graph != "factored" or cfg.personalization != "similarity":
-        raise NotImplementedError(
-            "explain=True covers MixPR's factored graph with personalization='similarity' "
-            f"(got graph={cfg.graph!r}, personalization={cfg.personalization!r}): the "
-            "bordered walk's query nodes and the thresholded graph's edges are not split into "
-            "parts yet; search with preset='default' (or graph='factored', "
-            "personalization='similarity') for explanations, or mode='global' (explained as "
-            "the PageRank)"
+def _bordered(s: dict) -> bool:
+    """Whether session ``s`` walked the bordered graph (``personalization="query"``: the
+    restart on the query nodes): only that walk makes the full query edges ``B``
+    (:meth:`~longctx.mixpr.edges.QueryEdgesBlock._full_B`; a new query's edges drop them)."""
+    return "B" in s
+
+
+def _out_weights(block, s: dict) -> np.ndarray:
+    """``(n,)``: each unit's out-weight in the walk of session ``s``, the ``D`` its mass is
+    divided by: ``S``'s column sum, plus its query edges in a bordered walk (once a session)."""
+    col = s.get("explain_out")
+    if col is None:
+        col = block.colsum
+        if _bordered(s):
+            col = col + np.asarray(s["B"].sum(axis=1)).ravel()
+        s["explain_out"] = col
+    return col
+
+
+def _senders(block, s: dict) -> np.ndarray:
+    """``(m,) int64`` ascending: the units a hit's ``seeds`` are chosen among: the restart
+    units, or in a bordered walk the units with a query edge."""
+    if _bordered(s):
+        return np.flatnonzero(np.diff(s["B"].indptr)).astype(np.int64)
+    return _restart(s)[0]
+
+
+def query_columns(block, s: dict) -> np.ndarray:
+    """``(2 m,)``: the block's part of a bordered walk's reductions at its query nodes (session
+    ``s``; ``(0,)`` for another walk): ``B^T (x / D)`` (the units' mass sent to each query node)
+    and ``B^T 1`` (the query nodes' column sums over the units), summed over the blocks as the
+    term columns are (:func:`walk_inflow` appends them to its ``u``)."""
+    if not _bordered(s):
+        return np.zeros(0)
+    B = s["B"]
+    col = _out_weights(block, s)
+    x = s["x"].dense() if isinstance(s["x"], SparseScores) else np.asarray(s["x"], np.float64)
+    v = np.divide(x, col, out=np.zeros(len(x)), where=col > 0)
+    return np.concatenate([B.T @ v, np.asarray(B.sum(axis=0)).ravel()])
+
+
+def query_node_flow(cfg, table, query, facts: dict, u: np.ndarray) -> np.ndarray:
+    """``u`` (the walk's inflow, summed over the blocks) without its query columns
+    (:func:`query_columns`); for a bordered walk (``personalization="query"``), sets
+    ``facts["question"]`` ``(k,)``: the mass the query nodes sent each hit,
+    ``(1 - alpha) sum_q B_hq x_q / D_q``.
+
+    The walk never keeps the query nodes' masses ``x_q``; they are those of its fixed point
+    given the units' masses ``x`` (Alonso and Millidge, arXiv:2412.06078, sec. 4 eq. 2 on the
+    bordered graph ``[[S, B], [B^T, Q]]``): ``x_q = (1 - alpha) (B^T (x / D) + Q (x_q / D_q)
+    + d p_q) + alpha p_q``, ``d`` the mass of the query nodes without an edge (a unit without
+    one holds none: the restart is on the query nodes), a linear system of the ``m <=``
+    :data:`~longctx.mixpr.query.MAX_QUERY_CHUNKS` query nodes; ``Q`` (the query chunks'
+    cosines) is made again from ``query`` as :meth:`~longctx.mixpr.scoring.Scorer.score`
+    made it, with ``table``'s statistics. A walk stopped at its tolerance leaves ``x`` off the
+    fixed point; the difference is the part ``"unsettled"``.
+
+    Raises
+    ------
+    ValueError
+        A bordered walk without its ``query``.
+    """
+    if facts.get("p_query") is None:
+        return u
+    if query is None:
+        raise ValueError("a bordered walk (personalization='query') is explained with its query")
+    a = float(cfg.alpha_local)
+    p_q = np.asarray(facts["p_query"], np.float64)
+    m = len(p_q)
+    u, c, bcol = u[: len(u) - 2 * m], u[len(u) - 2 * m : len(u) - m], u[len(u) - m :]
+    chunks = [query[i:j] for i, j in cfg.chunk(query)] or [query]
+    Q = query_weights(table, chunks[-MAX_QUERY_CHUNKS:], with_q=True)[1]
+    Q = np.where(Q >= cfg.effective_query_threshold, Q, 0.0)
+    col_q = bcol + Q.sum(axis=0)
+    inv_q = np.divide(1.0, col_q, out=np.zeros(m), where=col_q > 0)
+    M = np.eye(m) - (1.0 - a) * (Q * inv_q) - (1.0 - a) * np.outer(p_q, col_q <= 0)
+    x_q = np.linalg.solve(M, (1.0 - a) * c + a * p_q)
+    facts["question"] = (1.0 - a) * (facts["brows"] @ (x_q * inv_q))
+    return u
+
+
+def _explicit_inflow(block, s: dict, hits: np.ndarray):
+    """:func:`walk_inflow` on the thresholded graph (one block: it is never sharded): ``u``
+    ``(k,)`` each hit's inflow ``sum_j S_hj x_j / D_j`` (its row of ``S``), the dangling mass
+    and each hit's best seeds ``(mass, unit, unit)``."""
+    x = s["x"]
+    col = _out_weights(block, s)
+    S = block.graph.S
+    lo, hi = S.indptr[hits], S.indptr[hits + 1]
+    u = np.zeros(len(hits))
+    senders = _senders(block, s)
+    a = float(block.config.alpha_local)
+    found: list = []
+    for h, (i, j0, j1) in enumerate(zip(hits.tolist(), lo.tolist(), hi.tolist())):
+        nb, w = S.indices[j0:j1], S.data[j0:j1]
+        cs = col[nb]
+        send = w * np.divide(values_at(x, nb), cs, out=np.zeros(len(nb)), where=cs > 0)
+        u[h] = float(send.sum())
+        on = np.isin(nb, senders) & (nb != i)
+        nb, send = nb[on], (1.0 - a) * send[on]
+        found.append(
+            [(float(send[o]), int(nb[o]), int(nb[o])) for o in _top(send, TOP_SEEDS) if send[o] > 0]
         )
+    return u, _dangling(block, s, senders), found
+
+
+def _dangling(block, s: dict, senders: np.ndarray) -> float:
+    """The walk's mass on units without an out-edge: a restart unit's (nothing reaches a unit
+    without an edge but its restart; a bordered walk's senders all have a query edge)."""
+    col = _out_weights(block, s)
+    return float(values_at(s["x"], senders[col[senders] <= 0]).sum()) if len(senders) else 0.0
 
 
 def _row_entries(block, units: np.ndarray):
@@ -299,7 +423,8 @@ def walk_hit_facts(block, s: dict, hits: np.ndarray) -> dict:
     dense part) and ``seeds_only`` (the question reached no unit, only ``seeds=`` scored).
     Costs the hits' entries, never a pass over the block's units."""
     hits = np.asarray(hits, np.int64)
-    seeds, p, scale = _restart(s)
+    no_restart = np.zeros(0, np.int64), np.zeros(0), 1.0  # bordered: none on the units
+    seeds, p, scale = no_restart if _bordered(s) else _restart(s)
     at = np.minimum(np.searchsorted(seeds, hits), max(len(seeds) - 1, 0))
     on = seeds[at] == hits if len(seeds) else np.zeros(len(hits), bool)
     pi = np.where(on, p[at] if len(p) else 0.0, 0.0)
@@ -323,6 +448,9 @@ def walk_hit_facts(block, s: dict, hits: np.ndarray) -> dict:
         "seed_tops": s.get("seed_tops"),
         "dense_restart": dense_w is not None,
         "seeds_only": "seed_tops" in s and s["seed_tops"][0] is None,
+        # a bordered walk: the restart over the query nodes and the hits' query edges
+        "p_query": s["p_query"] if _bordered(s) else None,
+        "brows": s["B"][hits].toarray() if _bordered(s) else None,
     }
 
 
@@ -341,7 +469,8 @@ def join_facts(parts: list) -> dict:
     if len(parts) == 1:
         return parts[0]
     out = dict(parts[0])
-    for key in ("indices", "data", "lens", "x", "pi", "pi_dense", "lexical", "dense", "seed_x"):
+    for key in ("indices", "data", "lens", "x", "pi", "pi_dense", "lexical", "dense", "seed_x",
+                "brows"):  # fmt: skip
         vals = [f[key] for f in parts]
         out[key] = None if vals[0] is None else np.concatenate(vals)
     return out
@@ -373,10 +502,11 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
 
     Returns
     -------
-    u : (t,) float64
+    u : (t,) float64, or (t + 2 m,) after a bordered walk
         ``sum_j E_jt x_j / D_j`` over the block's units ``j`` (``D``: the graph's column
-        sums): reads the entries of the terms' columns only (or, when those outnumber the
-        block's units and ``x`` is dense, one vectorized pass over them).
+        sums, plus each unit's query edges in a bordered walk): reads the entries of the
+        terms' columns only (or, when those outnumber the block's units and ``x`` is dense,
+        one vectorized pass over them); a bordered walk appends its :func:`query_columns`.
     d : float
         The walk's mass on the block's restart units without a term (the dangling mass).
     seeds : list of k lists
@@ -384,7 +514,7 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
         it in one step, ``(1 - alpha) x_j / D_j sum_t E_jt W_t E_ht``, as ``(mass, key,
         unit)``, best first (ties: the smaller key).
     """
-    x, colsum = s["x"], block.colsum
+    x, colsum = s["x"], _out_weights(block, s)
     E = block._cols()
     idx, vals, lens = take_rows(E.indptr, E.indices, E.data, terms)
     if not isinstance(x, SparseScores) and len(idx) > block.n:
@@ -397,8 +527,9 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
         # the block lacks starts there, and adding 0 changes no sum)
         u = np.add.reduceat(np.append(vals * v, 0.0), np.cumsum(lens) - lens)
         u[lens == 0] = 0.0
-    seeds = _restart(s)[0]
-    d = float(values_at(x, seeds[colsum[seeds] <= 0]).sum()) if len(seeds) else 0.0
+    u = np.concatenate([u, query_columns(block, s)])
+    seeds = _senders(block, s)
+    d = _dangling(block, s, seeds)
     k = len(rows[2]) - 1
     found: list = [[] for _ in range(k)]
     if not len(seeds) or not k:
@@ -439,7 +570,9 @@ def compose_walk(cfg, facts, terms, u, d, wt, seeds, names, scores) -> list[dict
     terms : (t,) int64
         The hits' term columns; ``u`` ``(t,)`` the walk's inflow through them and ``d`` the
         dangling mass (:func:`walk_inflow`, summed over the blocks); ``wt`` ``(t,)`` their
-        graph weights ``W``.
+        graph weights ``W``. ``None`` on the thresholded graph: ``u`` ``(k,)`` is then each
+        hit's inflow through its row of ``S`` (and ``wt`` ``None``). ``facts["question"]``
+        ``(k,)``, when present (a bordered walk), is what the query nodes sent each hit.
     seeds : list of k lists
         Per hit, its best seeds as ``(mass, unit description)``, best first.
     names : callable
@@ -448,7 +581,8 @@ def compose_walk(cfg, facts, terms, u, d, wt, seeds, names, scores) -> list[dict
         The hits' scores.
     """
     a = float(cfg.alpha_local)
-    flow = (1.0 - a) * wt * u  # per term: walk mass per unit of E weight
+    flow = None if terms is None else (1.0 - a) * wt * u  # per term: mass per unit of E weight
+    question = facts.get("question")  # a bordered walk: what the query nodes sent each hit
     dr = float(cfg.dense_restart) if facts["dense_restart"] else 0.0
     lex, dense = facts["lexical"], facts["dense"]
     tops = facts["tops"]
@@ -460,7 +594,7 @@ def compose_walk(cfg, facts, terms, u, d, wt, seeds, names, scores) -> list[dict
     f = 1.0 / plain_top if plain_top else 1.0
     pi_top = pi_top / f
     indptr = np.concatenate([[0], np.cumsum(facts["lens"])])
-    cols_all = np.searchsorted(terms, facts["indices"])
+    cols_all = None if terms is None else np.searchsorted(terms, facts["indices"])
     out = []
     for h, score in enumerate(scores):
         pi = float(facts["pi"][h])
@@ -468,16 +602,24 @@ def compose_walk(cfg, facts, terms, u, d, wt, seeds, names, scores) -> list[dict
         dense_part = a * dr * float(facts["pi_dense"][h]) if dr and pi else 0.0
         dangling = (1.0 - a) * d * pi
         lo, hi = indptr[h], indptr[h + 1]
-        contrib = facts["data"][lo:hi] * flow[cols_all[lo:hi]]
-        walk = float(contrib.sum())
-        unsettled = float(facts["x"][h]) - restart - dangling - walk
-        parts = {
-            "restart_lexical": (restart - dense_part) / pi_top,
-            "restart_dense": dense_part / pi_top,
-            "dangling": dangling / pi_top,
-            "walk": walk / pi_top,
-            "unsettled": unsettled / pi_top,
-        }
+        if flow is None:  # the thresholded graph: the hit's row of S, no terms
+            contrib = np.zeros(0)
+            walk = (1.0 - a) * float(u[h])
+        else:
+            contrib = facts["data"][lo:hi] * flow[cols_all[lo:hi]]
+            walk = float(contrib.sum())
+        if question is not None:
+            asked = float(question[h])
+            parts = {"question": asked / pi_top}
+        else:
+            asked = restart + dangling
+            parts = {
+                "restart_lexical": (restart - dense_part) / pi_top,
+                "restart_dense": dense_part / pi_top,
+                "dangling": dangling / pi_top,
+            }
+        parts["walk"] = walk / pi_top
+        parts["unsettled"] = (float(facts["x"][h]) - asked - walk) / pi_top
         parts["lexical"] = parts["dense"] = 0.0
         if scaled and lex is not None:
             parts["lexical"] = f * cfg.lexical_weight * _by_top(float(lex[h]), tops[1])

@@ -561,8 +561,8 @@ class MixPRIndex(RetrievalIndex):
             if own is not None:  # keep_firsts: before the multi-hop walk replaces `scores`
                 hybrid = st.unit_vectors is not None
                 own["scores"] = own_scores(st.block._s(sid), scores, used, walk["walk"], hybrid)
-            if keep is not None:  # explain=True
-                keep["session"] = dict(st.block._s(sid))
+            if keep is not None:  # explain=True (a bordered walk's also needs the query)
+                keep["session"], keep["query"] = dict(st.block._s(sid)), query
             if walk["walk"] == "multihop":
                 mh = None if keep is None else keep.setdefault("multihop", {})
                 scores, used = self._multihop(

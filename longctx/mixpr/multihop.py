@@ -29,7 +29,10 @@ embedding similarity, here:
   score, BM25, a TF-IDF cosine) and, in hybrid mode, from dense cosines;
 - the score is the mass that *arrives* through the graph (``score="propagated"``, the walk's
   mass less its restart), so a passage reached from several seeds can pass the seeds that only
-  matched the question's words.
+  matched the question's words. The flip side, at any corpus size: the passage a name of the
+  question heads can outrank the passage that holds the question's words, even its exact text
+  (``docs/notes/multihop-default.md``, "A passage the question names can outrank the passage
+  with the question's words"; ``walk="pagerank"`` for lookups).
 
 On ``hotpotqa-corpus`` (991 passages, 100 questions; settings chosen on the first 50) the walk
 with MixPR's score as first hop reaches R@2 / R@5 73.5 / 92.5 (held-out half 74 / 91) where BM25

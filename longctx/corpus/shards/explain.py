@@ -17,7 +17,11 @@ Two round trips after the selection, both sized by the hits, never by the corpus
 So a hit's parts, terms and seeds are those of one index over the same documents up to the
 float rounding of the walk (the sharded walk equals one index's within ~1e-15: its scores,
 hence its parts); ``seeds`` name corpus-wide unit numbers (``unit``), as one index numbers its
-units. A global query's hits are explained by their PageRank (the part ``"pagerank"``).
+units. A bordered walk (``personalization="query"``) sends its query nodes' columns with the
+inflow, summed the same way (:func:`~longctx.mixpr.explain.query_columns`), and the driver
+makes its part ``"question"`` from them and the query
+(:func:`~longctx.mixpr.explain.query_node_flow`). A global query's hits, and a local query's
+that fell back to global, are explained by their PageRank (the part ``"pagerank"``).
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ import numpy as np
 
 from longctx.explain import check_explain
 from longctx.mixpr.explain import (
-    check_explained,
     compose_walk,
     global_explanations,
     hit_rows,
     join_facts,
     merge_seeds,
+    query_node_flow,
     seeds_only,
     term_namer,
 )
@@ -42,19 +46,15 @@ __all__ = ["check_sharded_explain", "explain_chosen"]
 
 
 def check_sharded_explain(index, explain, mode: str) -> bool:
-    """``explain`` for a query routed to ``mode``, checked after the routing and before the
-    walk: ``True`` for a local query on an index whose walk
-    :func:`~longctx.mixpr.explain.explain_walk` does not split (``personalization="query"``)
-    is a ``NotImplementedError`` saying what to use; a global query is explained by its
-    PageRank on any index, as :meth:`MixPRIndex.search
-    <longctx.mixpr.index.MixPRIndex.search>` explains it. (``explain`` itself, a bool, is
-    checked before any work: :func:`longctx.explain.check_explain`.)"""
-    if check_explain(explain) and mode == "local" and index.n_units:
-        check_explained(index.config)
-    return explain
+    """``explain`` (a bool, else ``TypeError`` naming it: :func:`longctx.explain.check_explain`)
+    for a query routed to ``mode``: every walk of a sharded index is explained (the factored
+    graph, restarting on the units or on the query nodes), a global query or a local one that
+    falls back to global by its PageRank, as :meth:`MixPRIndex.search
+    <longctx.mixpr.index.MixPRIndex.search>` explains them."""
+    return check_explain(explain)
 
 
-def explain_chosen(index, sid, used: str, chosen: list, timings: dict) -> list[dict]:
+def explain_chosen(index, sid, used: str, chosen: list, timings: dict, query=None) -> list[dict]:
     """The explanations of a sharded search's hits, in the order of ``chosen``; the seconds
     they took go to ``timings["explain"]``.
 
@@ -67,6 +67,9 @@ def explain_chosen(index, sid, used: str, chosen: list, timings: dict) -> list[d
         The mode the search used (``"local"``, ``"global"``, ``"global-fallback"``).
     chosen : list of ``(block, local unit, corpus key, score)``
         The hits (:func:`~longctx.corpus.shards.selection.select_over_shards`).
+    query : str, optional
+        The query: a bordered walk's (``personalization="query"``) query nodes are made again
+        from it (:func:`~longctx.mixpr.explain.query_node_flow`).
 
     Returns
     -------
@@ -80,12 +83,12 @@ def explain_chosen(index, sid, used: str, chosen: list, timings: dict) -> list[d
         A shard's actor died (the search is tried again).
     """
     t0 = time.perf_counter()
-    out = _explain(index, sid, used, chosen)
+    out = _explain(index, sid, used, chosen, query)
     timings["explain"] = time.perf_counter() - t0
     return out
 
 
-def _explain(index, sid, used: str, chosen: list) -> list[dict]:
+def _explain(index, sid, used: str, chosen: list, query) -> list[dict]:
     scores = [float(c[3]) for c in chosen]
     if used != "local" or not chosen:
         return global_explanations(scores)
@@ -112,10 +115,11 @@ def _explain(index, sid, used: str, chosen: list) -> list[dict]:
     keys = np.asarray([chosen[h][2] for h in order], np.int64)
     rows = hit_rows(facts, terms, wt)
     parts = index._run({s: ("explain_inflow", (sid, terms, rows, keys)) for s in live})
-    u = np.zeros(len(terms))
+    u = np.zeros(len(parts[live[0]][0]))  # terms (and a bordered walk's query columns)
     for s in live:  # the walk's reduction over the shards, in shard order
         u += parts[s][0]
     d = sum(parts[s][1] for s in live)
+    u = query_node_flow(index.config, g["stats"], query, facts, u)  # a bordered walk's
     seeds = [[(v, unit) for v, _, unit in hit] for hit in merge_seeds([parts[s][2] for s in live])]
     made = compose_walk(
         index.config, facts, terms, u, d, wt, seeds, term_namer(g["stats"]), in_order

@@ -553,7 +553,7 @@ class ShardedMixPRIndex:
                 blocks, sid, [n for n, _ in allowed], k, token_budget, closed, keep_open=explain
             )
             chosen, ranked = kept_hits(chosen, real)  # real scores, which explain composes
-            why = explain_chosen(self, sid, used, chosen, t) if explain else None
+            why = explain_chosen(self, sid, used, chosen, t, query) if explain else None
         finally:
             if not closed[0]:
                 _close(scorer, sid)
