@@ -56,6 +56,8 @@ class MixPRFusedMethod(MixPRSeededMethod):
             idx = select_top(scores, token_budget=token_budget, token_counts=doc.counts)
             return doc.spans(idx.tolist())
         app = _asked(doc.embeddings @ _query_embedding(doc, query), doc.counts, token_budget)
-        seeds = passage_seeds(app)
-        r = index.search(query, token_budget=token_budget, seeds=seeds, keep_firsts=True)
+        seeds = passage_seeds(app if self.n_seeds is None else app[: self.n_seeds])
+        r = index.search(
+            query, token_budget=token_budget, seeds=seeds, keep_firsts=self.keep_firsts
+        )
         return doc.spans(sorted(h.source for h in r.hits))
