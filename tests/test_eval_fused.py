@@ -66,6 +66,13 @@ def test_n_seeds_takes_the_app_best_units_of_its_list_as_seeds(doc):
     assert m.select(state, query, budget) != kept
 
 
+def test_the_baseline_is_asked_for_the_result_size_at_most_ten():
+    m = MixPRFusedMethod()
+    assert [m.seed_count(k) for k in (2, 5, 10, 25)] == [2, 5, 10, 10]
+    m.n_seeds = None
+    assert m.seed_count(25) == 25
+
+
 def test_the_corpus_ranking_keeps_each_first_then_the_seeded_order(doc):
     m = MixPRFusedMethod()
     passages = doc.sentence_texts

@@ -67,9 +67,11 @@ SEEDED_RULES = (
 
 
 #: The rules of session 19 (issue 45): ``kf N``: ``mixpr-fused`` (each retriever's first hit
-#: kept) with the app's ``N`` best as seeds (``all``: its whole list for the budget or ``k``,
-#: the method until session 19); ``nk N``: the same seeds, ``keep_firsts=False`` (the
-#: seeded walk at the app's grain, ``mixpr-seeded``'s rule there).
+#: kept) with at most the app's ``N`` best of its list for the budget or ``k`` as seeds
+#: (``all``: the whole list, the method until session 19; ``kf 10``: the method since); ``nk
+#: N``: the same seeds, ``keep_firsts=False`` (the seeded walk at the app's grain). The
+#: development runs of session 19 asked the pool's app for ``N`` whatever ``k`` (the figures
+#: of ``N`` = 3 ... all were equal there).
 SEED_COUNTS = {"3": 3, "5": 5, "10": 10, "all": None}
 SEED_COUNT_RULES = tuple(f"{p} {n}" for p in ("kf", "nk") for n in SEED_COUNTS)
 
