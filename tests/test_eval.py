@@ -125,6 +125,19 @@ def test_hotpotqa_corpus_pools_unique_passages(shared_data):
         load_task("hotpotqa-corpus", shared_data, 0)
 
 
+def test_hotpotqa_offset_asks_later_examples_over_the_same_pool(shared_data):
+    full = load_task("hotpotqa-corpus", shared_data, 100)
+    later = load_task("hotpotqa-corpus", shared_data, 40, offset=60)
+    assert later.passages == full.passages and later.questions == full.questions[60:]
+    small = load_task("hotpotqa-corpus", shared_data, 2, pool=1, offset=5)
+    assert small.questions == full.questions[5:7]  # the pool grows to hold their paragraphs
+    docs = [ex for d in load_task("hotpotqa", shared_data, 2, offset=60) for ex in d]
+    first = [ex for d in load_task("hotpotqa", shared_data, 62) for ex in d]
+    assert [ex.query for ex in docs] == [ex.query for ex in first[60:]]
+    with pytest.raises(ValueError, match="offset"):
+        load_task("hotpotqa-corpus", shared_data, 3, offset=-1)
+
+
 def test_corpus_task_ranks_the_pool(shared_data):
     from longctx.eval import markdown, run
 

@@ -45,6 +45,34 @@ def test_the_selection_keeps_each_first_then_mixpr_seeded_by_the_app_list(doc):
     assert seeded[app[0]] > plain[app[0]] / plain.max()
 
 
+def test_n_seeds_takes_the_app_best_units_of_its_list_as_seeds(doc):
+    m = MixPRFusedMethod()
+    m.n_seeds = 2
+    state = m.build(doc)
+    index = state[0]
+    budget = int(doc.counts[:6].sum())
+    app = _asked(doc.embeddings @ _query_embedding(doc, QUERY), doc.counts, budget)
+    assert len(app) > 2  # the budget's list is longer than the seeds
+    few = index.search(QUERY, token_budget=budget, seeds=passage_seeds(app[:2]), keep_firsts=True)
+    assert m.select(state, QUERY, budget) == doc.spans(sorted(h.source for h in few.hits))
+    assert m.select(state, QUERY, budget) != MixPRFusedMethod().select(state, QUERY, budget)
+    # keep_firsts=False: the seeded order alone (here it drops a kept first)
+    query, budget = "Who sang the song at the inn?", int(doc.counts[:2].sum())
+    app = _asked(doc.embeddings @ _query_embedding(doc, query), doc.counts, budget)
+    kept = m.select(state, query, budget)
+    m.keep_firsts = False
+    plain = index.search(query, token_budget=budget, seeds=passage_seeds(app[:2]))
+    assert m.select(state, query, budget) == doc.spans(sorted(h.source for h in plain.hits))
+    assert m.select(state, query, budget) != kept
+
+
+def test_the_baseline_is_asked_for_the_result_size_at_most_ten():
+    m = MixPRFusedMethod()
+    assert [m.seed_count(k) for k in (2, 5, 10, 25)] == [2, 5, 10, 10]
+    m.n_seeds = None
+    assert m.seed_count(25) == 25
+
+
 def test_the_corpus_ranking_keeps_each_first_then_the_seeded_order(doc):
     m = MixPRFusedMethod()
     passages = doc.sentence_texts

@@ -6,7 +6,9 @@ check on development samples.
 
 Variants (each reported as ``mixpr-fused``; ``longctx.eval.harness.run`` in this process):
 
-- ``fused``: the method as ``longctx bench`` runs it;
+- ``fused``: the method as ``longctx bench`` runs it (since session 19 MiniLM's list for the
+  budget, at most 10 sentences: the rule chosen on development samples with
+  ``fusion_study.py``; until then its whole list, which ``nokeep`` still seeds);
 - ``nokeep``: the same seeds, ``keep_firsts=False``;
 - ``five``: only MiniLM's 5 best sentences as seeds, ``keep_firsts=True``.
 

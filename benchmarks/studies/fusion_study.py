@@ -66,6 +66,51 @@ SEEDED_RULES = (
 )
 
 
+#: The rules of session 19 (issue 45): ``kf N``: ``mixpr-fused`` (each retriever's first hit
+#: kept) with at most the app's ``N`` best of its list for the budget or ``k`` as seeds
+#: (``all``: the whole list, the method until session 19; ``kf 10``: the method since); ``nk
+#: N``: the same seeds, ``keep_firsts=False`` (the seeded walk at the app's grain). The
+#: development runs of session 19 asked the pool's app for ``N`` whatever ``k`` (the figures
+#: of ``N`` = 3 ... all were equal there).
+SEED_COUNTS = {"3": 3, "5": 5, "10": 10, "all": None}
+SEED_COUNT_RULES = tuple(f"{p} {n}" for p in ("kf", "nk") for n in SEED_COUNTS)
+
+
+def seed_count_variant(rule: str):
+    """A :class:`~longctx.eval.fused.MixPRFusedMethod` by a rule of :data:`SEED_COUNT_RULES`
+    (the method's own code, its two settings changed)."""
+    from longctx.eval.fused import MixPRFusedMethod
+
+    keep, n = rule.split()
+    m = MixPRFusedMethod()
+    m.name, m.n_seeds, m.keep_firsts = rule, SEED_COUNTS[n], keep == "kf"
+    return m
+
+
+def under_best(results: list[dict], rules) -> list[dict]:
+    """Per rule: the cells (task, budget) where its recall is under ``max(mixpr, minilm)``
+    (by more than 1e-9), of how many, and the mean of rule minus that max over the cells."""
+    at = {(r["task"], r["budget"], r["method"]): r["recall"] for r in results}
+    cells = sorted({(t, b) for t, b, m in at if m == "mixpr"}, key=str)
+    out = []
+    for rule in rules:
+        diffs = [
+            at[(t, b, rule)] - max(at[(t, b, "mixpr")], at[(t, b, "minilm")])
+            for t, b in cells
+            if (t, b, rule) in at and (t, b, "minilm") in at
+        ]
+        out.append(
+            {
+                "rule": rule,
+                "under": sum(d < -1e-9 for d in diffs),
+                "cells": len(diffs),
+                "mean": float(np.mean(diffs)) if diffs else float("nan"),
+                "worst": float(min(diffs)) if diffs else float("nan"),
+            }
+        )
+    return out
+
+
 def kept_first(scores: np.ndarray, firsts: list[int]) -> np.ndarray:
     """``scores`` (>= 0) with the units of ``firsts`` raised above every other unit, in the
     order given."""
@@ -216,21 +261,45 @@ def study_arguments(description: str) -> argparse.ArgumentParser:
 
 
 def main(argv=None):
-    from longctx.eval import markdown, registry, run
+    from longctx.eval import markdown, registry, run, tasks
 
     p = study_arguments(__doc__.split("\n")[0])
-    p.add_argument("--rules", nargs="+", default=list(RULES + SEEDED_RULES))
+    p.add_argument("--rules", nargs="+", default=list(RULES + SEEDED_RULES + SEED_COUNT_RULES))
+    p.add_argument(
+        "--hotpot-offset",
+        type=int,
+        default=0,
+        help="the first HotpotQA example asked (both HotpotQA tasks; 60: past the table's)",
+    )
+    p.add_argument("--babilong-tokens", type=int, nargs="+", default=[16000])
     args = p.parse_args(argv)
+    if args.hotpot_offset:  # the development half: the loaders ask from there on
+        tasks.hotpotqa = partial(tasks.hotpotqa, offset=args.hotpot_offset)
+        tasks.hotpotqa_corpus = partial(tasks.hotpotqa_corpus, offset=args.hotpot_offset)
     # the rules join the fused methods of the registry, for this process only
-    registry._FUSED.update({r: partial(variant, r) for r in args.rules})
+    registry._FUSED.update(
+        {
+            r: partial(seed_count_variant if r in SEED_COUNT_RULES else variant, r)
+            for r in args.rules
+        }
+    )
     names = ["mixpr", "minilm", "mixpr-fused", *args.rules]
     kw = {
         "n_questions": args.questions,
         "seed": args.seed,
         "cache_dir": args.cache,
         "isolate": False,
+        "babilong_tokens": args.babilong_tokens,
+        "babilong_questions": [args.questions],
     }
-    print(markdown(run(args.data, tasks=args.tasks, methods=names, **kw)), flush=True)
+    result = run(args.data, tasks=args.tasks, methods=names, **kw)
+    print(markdown(result), flush=True)
+    print("\n| rule | cells under max(mixpr, minilm) | mean (rule - max) | worst |")
+    print("|---|---|---|---|")
+    for r in under_best(result["results"], ["mixpr-fused", *args.rules]):
+        print(
+            f"| {r['rule']} | {r['under']} / {r['cells']} | {r['mean']:+.4f} | {r['worst']:+.3f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -308,7 +308,7 @@ class MixPRSeededMethod(MixPRMethod):
     MixPR's score (each divided by its maximum); MixPR embeds nothing. ``mixpr-hybrid`` is the
     hybrid that embeds every unit (:class:`MixPRHybridMethod`). On a corpus task ``mixpr-fused``
     (:class:`longctx.eval.fused.MixPRFusedMethod`) is this method with the baseline asked for
-    the ``k`` of the result (``n_seeds=None``) and ``keep_firsts``."""
+    the ``k`` of the result, at most 10 (:meth:`seed_count`), and ``keep_firsts``."""
 
     name = "mixpr-seeded"
     needs_encoder = True
@@ -335,10 +335,15 @@ class MixPRSeededMethod(MixPRMethod):
         r = index.search(query, token_budget=token_budget, seeds=seeds)
         return [(h.start, h.end) for h in r.hits]
 
+    def seed_count(self, k: int) -> int:
+        """The baseline's best passages that seed the walk for a result of ``k``
+        (``n_seeds``, else ``k``)."""
+        return self.n_seeds or k
+
     def rank(self, state, query, k):
         index, ctx, vectors = state
         dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
-        seeds = passage_seeds(top_k(dense, self.n_seeds or k))
+        seeds = passage_seeds(top_k(dense, self.seed_count(k)))
         r = index.search(query, k=k, seeds=seeds, keep_firsts=self.keep_firsts)
         return [r.hits[j].source for j in r.positions("score")]  # keep_firsts: info["ranking"]
 

@@ -182,10 +182,14 @@ def narrativeqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Ex
         ]
 
 
-def hotpotqa(data: Path, n_questions: int, seed: int = 0) -> Iterator[list[Example]]:
-    """HotpotQA distractor: ten paragraphs per question; gold = supporting sentences."""
+def hotpotqa(
+    data: Path, n_questions: int, seed: int = 0, *, offset: int = 0
+) -> Iterator[list[Example]]:
+    """HotpotQA distractor: ten paragraphs per question; gold = supporting sentences. The
+    examples from ``offset`` on (0: the first; a study's development half skips those of the
+    table), ``n_questions`` of them."""
     rows = read_json(_need(data / "hotpotqa" / "dev-distractor-first100.json"))
-    for r in rows[:n_questions]:
+    for r in rows[_first(offset) : _first(offset) + n_questions]:
         parts, spans, pos = [], {}, 0
         for title, sents in r["context"]:
             head = title + "\n"
@@ -215,15 +219,28 @@ def _paragraph_text(sents: list[str]) -> str:
     return "".join(s if s.endswith(" ") else s + " " for s in sents).strip()
 
 
+def _first(offset: int) -> int:
+    """``offset`` checked: the first HotpotQA example asked (``ValueError`` below 0)."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+    return offset
+
+
 def hotpotqa_corpus(
-    data: Path, n_questions: int, seed: int = 0, *, pool: int | None = None, titles: bool = True
+    data: Path,
+    n_questions: int,
+    seed: int = 0,
+    *,
+    pool: int | None = None,
+    titles: bool = True,
+    offset: int = 0,
 ) -> Corpus:
     """HotpotQA distractor's paragraphs pooled into one corpus, questions over all of it.
 
     The pool holds the ten paragraphs of each of the first ``pool`` examples (default: every
     example of the file, 100), duplicates by title merged (991 passages from the shared file),
     each passage ``title\ntext`` (``titles=False``: the text alone); the questions are the
-    first ``n_questions`` examples', gold =
+    first ``n_questions`` examples' (from ``offset`` on: a study's development half), gold =
     their supporting paragraphs (two each). So ``n_questions`` changes how many questions are
     asked, never the pool the methods search.
 
@@ -232,15 +249,16 @@ def hotpotqa_corpus(
     FileNotFoundError
         The data file is missing (named).
     ValueError
-        ``n_questions`` or ``pool`` below 1, or a supporting title that no paragraph of its
-        example holds.
+        ``n_questions`` or ``pool`` below 1, ``offset`` below 0, or a supporting title that
+        no paragraph of its example holds.
     """
     rows = read_json(_need(data / "hotpotqa" / "dev-distractor-first100.json"))
+    start = _first(offset)
     if n_questions < 1:
         raise ValueError(f"n_questions must be >= 1, got {n_questions}")
     if pool is not None and pool < 1:
         raise ValueError(f"pool must be >= 1, got {pool}")
-    pool_rows = rows if pool is None else rows[: max(pool, min(n_questions, len(rows)))]
+    pool_rows = rows if pool is None else rows[: max(pool, min(start + n_questions, len(rows)))]
     position: dict[str, int] = {}
     names: list[str] = []
     passages: list[str] = []
@@ -252,7 +270,7 @@ def hotpotqa_corpus(
                 text = _paragraph_text(sents)
                 passages.append(f"{title}\n{text}" if titles else text)
     questions = []
-    for r in rows[:n_questions]:
+    for r in rows[start : start + n_questions]:
         sup = list(dict.fromkeys(t for t, _ in r["supporting_facts"]))
         missing = [t for t in sup if t not in position]
         if missing:
