@@ -10,7 +10,9 @@ import longctx.word_pieces as wp
 from longctx.mixpr import MixPRIndex
 
 CJK = "".join(f"第{i}章。小明去了北京的图书馆，读了很多书。" for i in range(400))
-MIXED = " ".join(f"Alice met 王小明 in Zürich on day {i}; they talked about Émile." for i in range(200))
+MIXED = " ".join(
+    f"Alice met 王小明 in Zürich on day {i}; they talked about Émile." for i in range(200)
+)
 
 
 @pytest.fixture
