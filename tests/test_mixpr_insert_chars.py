@@ -4,6 +4,8 @@ twice."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 
 import longctx.word_pieces as wp
@@ -16,16 +18,13 @@ MIXED = " ".join(
 
 
 @pytest.fixture
-def scans(monkeypatch):
-    seen = []
-    real = wp.distinct_chars
-
-    def counted(text):
-        seen.append(id(text))
-        return real(text)
-
-    monkeypatch.setattr(wp, "distinct_chars", counted)
-    return seen
+def scans():
+    """The ids of the texts ``distinct_chars`` scans (a list, cleared by the test)."""
+    real, seen = wp.distinct_chars, []
+    with mock.patch.object(
+        wp, "distinct_chars", side_effect=lambda t: seen.append(id(t)) or real(t)
+    ):
+        yield seen
 
 
 @pytest.mark.parametrize("text", [CJK, MIXED], ids=["cjk", "mixed"])

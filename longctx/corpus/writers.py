@@ -111,9 +111,8 @@ def saving_into_corpus(storage, read_from: dict, what: str):
     Raises
     ------
     longctx.persist.PersistError
-        A build or another save changed the corpus since the index read it, or a writer was
-        at work when the index read it (names the writer and says what to do), or the index
-        was not read from this corpus; nothing is written.
+        As :func:`longctx.persist.marks.saving_into_corpus` (the corpus changed since the index
+        read it, or it was not read from it; nothing is written).
     """
     root = None if storage.local is None else Path(os.path.realpath(storage.local))
     write = lambda mark: storage.write_json(WRITER_FILE, mark)  # noqa: E731

@@ -24,13 +24,7 @@ from longctx.mixpr.build import spliced, without
 from longctx.mixpr.persist import save_index
 from longctx.mixpr.persist_mapped import load_index, save_mapped
 from longctx.mixpr.validation import check_change, check_held
-from longctx.persist.marks import (
-    WRITER_FILE,
-    corpus_index_root,
-    record_of,
-    saving_into_corpus,
-    write_json_atomic,
-)
+from longctx.persist import marks
 from longctx.word_pieces import shared_chars
 
 logger = logging.getLogger(__name__)
@@ -103,8 +97,9 @@ def _splice(index, st, at: int, n_old: int, texts, ids, metadatas, unit_vectors)
 
 
 def _corpus_root(path) -> Path | None:
-    """The real path of the corpus index root that holds folder ``path``, or ``None``."""
-    return corpus_index_root(Path(os.path.abspath(path)).parent)
+    """The real path of the corpus index root that holds folder ``path`` (links and ``..``
+    resolved), or ``None``."""
+    return marks.corpus_index_root(Path(os.path.realpath(path)).parent)
 
 
 def save(index, path, mappable: bool) -> None:
@@ -124,15 +119,15 @@ def save(index, path, mappable: bool) -> None:
         write(index, path)
         return
     logger.debug("%s is in the corpus at %s: saved under its build lock", path, root.parent)
-    mark = lambda m: write_json_atomic(root / WRITER_FILE, m)  # noqa: E731
-    with saving_into_corpus(root, index._read_from, "a save of this MixPR index", mark):
+    mark = lambda m: marks.write_json_atomic(root / marks.WRITER_FILE, m)  # noqa: E731
+    with marks.saving_into_corpus(root, index._read_from, "a save of this MixPR index", mark):
         write(index, path)
 
 
 def load(cls, path, *, router, encoder, mmap):
     """:meth:`MixPRIndex.load <longctx.mixpr.index.MixPRIndex.load>`; from a corpus's index
     root, the index records the corpus's mark first (for :func:`save`)."""
-    read_from = record_of(_corpus_root(path))  # before the files: a write after it changes it
+    read_from = marks.record_of(_corpus_root(path))  # before the files: a write changes it
     index = load_index(cls, path, router=router, encoder=encoder, mmap=mmap)
     index._read_from = read_from
     index._state.prepare_queries()  # what the first query would make once (issue 46)

@@ -15,79 +15,90 @@ import pytest
 from longctx.corpus import build_indexes
 from longctx.mixpr import MixPRIndex
 from longctx.persist import PersistError
-from tests.corpus._build_race import (
-    TIMEOUT,
-    build_options,
-    corpus_state,
-    doc_sets,
-    fresh_state,
-    hold_inside_build,
-    same,
-    wait_either,
-    watch_waits,
-    write_folder,
-)
+from tests.corpus import _build_race as race
+
+#: A small, quick build of one index (no shards).
+ONE = race.build_options("mixpr", None)
+
+
+def _build(folder, out) -> None:
+    build_indexes(str(folder), "mixpr", str(out), **ONE)
 
 
 def _corpus(tmp_path):
-    base, set1, _ = doc_sets()
-    folder, out = tmp_path / "docs", tmp_path / "out"
-    write_folder(folder, base)
-    _build(folder, out)
-    return folder, out, set1
-
-
-def _build(folder, out):
-    return build_indexes(str(folder), "mixpr", str(out), **build_options("mixpr", None))
+    """``(folder, out, set1)``: the corpus ``out`` built from the first document set (in
+    ``folder``), and the next set."""
+    base, set1, _ = race.doc_sets()
+    folder = tmp_path / "docs"
+    race.write_folder(folder, base)
+    _build(folder, tmp_path / "out")
+    return folder, tmp_path / "out", set1
 
 
 def _loads_as(tmp_path, out, docs):
-    state = corpus_state(out, "mixpr")
-    assert state[0] == "ok", state[1]
-    assert same(state, fresh_state(tmp_path / "fresh", docs, "mixpr", None), False)
+    """The corpus at ``out`` loads and equals a fresh build of ``docs``."""
+    state, fresh = (
+        race.corpus_state(out, "mixpr"),
+        race.fresh_state(tmp_path / "fresh", docs, "mixpr", None),
+    )
+    assert state[0] == "ok" and race.same(state, fresh, False), state[1]
+
+
+def _while_a_build_is_held(folder, out, docs, during):
+    """``during()`` while a rebuild of the corpus at ``out`` to ``docs`` is held inside its
+    lock and mark (thread "build-A"); the build then goes on and ends. Returns ``during()``'s
+    value."""
+    started, go = threading.Event(), threading.Event()
+    undo = race.hold_inside_build("mixpr", started, go, only_thread="build-A")
+    race.write_folder(folder, docs)
+    build = threading.Thread(target=_build, args=(folder, out), name="build-A")
+    try:
+        build.start()
+        assert started.wait(race.TIMEOUT)
+        return during()
+    finally:
+        go.set()
+        build.join(race.TIMEOUT)
+        undo()
 
 
 def test_a_save_beside_a_running_build_waits_then_refuses(tmp_path):
     folder, out, set1 = _corpus(tmp_path)
-    index = MixPRIndex.load(out / "indexes" / "mixpr")
+    where = out / "indexes" / "mixpr"
+    index = MixPRIndex.load(where)
     index.insert(["a note the user added about gardens"], ids=["note"])
-    started, go, waiting = threading.Event(), threading.Event(), threading.Event()
-    undo = hold_inside_build("mixpr", started, go, only_thread="build-A")
-    handler = watch_waits(waiting)
-    errors = []
+    waiting, errors = threading.Event(), []
+    handler = race.watch_waits(waiting)
 
     def save():
         try:
-            index.save(out / "indexes" / "mixpr")
+            index.save(where)
         except Exception as exc:  # noqa: BLE001 (checked)
             errors.append(exc)
 
-    write_folder(folder, set1)
-    build = threading.Thread(target=_build, args=(folder, out), name="build-A")
     saver = threading.Thread(target=save)
-    try:
-        build.start()
-        assert started.wait(TIMEOUT)
+
+    def start_the_save():
         saver.start()
-        assert wait_either([waiting.is_set, lambda: not saver.is_alive()])
-        waited = waiting.is_set()  # before: the save ran through beside the held build
+        assert race.wait_either([waiting.is_set, lambda: not saver.is_alive()])
+        return waiting.is_set()  # before: the save ran through beside the held build
+
+    try:
+        waited = _while_a_build_is_held(folder, out, set1, start_the_save)
+        saver.join(race.TIMEOUT)
     finally:
-        go.set()
-        build.join(TIMEOUT)
-        saver.join(TIMEOUT)
-        undo()
         logging.getLogger("longctx").removeHandler(handler)
     assert waited
     assert len(errors) == 1 and isinstance(errors[0], PersistError), errors
-    assert "a rebuild of this corpus" in str(errors[0])
-    assert "load the corpus again" in str(errors[0])
+    message = str(errors[0])
+    assert "a rebuild of this corpus" in message and "load the corpus again" in message
     _loads_as(tmp_path, out, set1)  # the build's corpus, whole
 
 
 def test_a_save_after_a_later_build_is_refused_and_the_corpus_still_loads(tmp_path):
     folder, out, set1 = _corpus(tmp_path)
     index = MixPRIndex.load(out / "indexes" / "mixpr")
-    write_folder(folder, set1)
+    race.write_folder(folder, set1)
     _build(folder, out)  # the corpus changes after the index read it
     with pytest.raises(PersistError, match="after this index read it") as err:
         index.save(out / "indexes" / "mixpr")  # before: saved, and the corpus no longer loaded
@@ -112,7 +123,7 @@ def test_the_index_read_from_a_corpus_saves_back_into_it(tmp_path):
     fresh = MixPRIndex.from_texts(["other texts entirely", "and more"], ids=["x", "y"])
     with pytest.raises(PersistError, match="not read from"):
         fresh.save(where)  # would replace the corpus's documents
-    assert corpus_state(out, "mixpr")[0] == "ok"
+    assert race.corpus_state(out, "mixpr")[0] == "ok"
     fresh.save(tmp_path / "elsewhere")  # any other folder: as before
     assert MixPRIndex.load(tmp_path / "elsewhere").doc_ids == ("x", "y")
 
@@ -121,21 +132,11 @@ def test_an_index_loaded_during_a_build_cannot_undo_it(tmp_path):
     """A load while a rebuild runs, before it replaces the files, reads the old index and the
     build's mark at ``"writing"``; the build then marks ``"done"``: the save is refused."""
     folder, out, set1 = _corpus(tmp_path)
-    started, go = threading.Event(), threading.Event()
-    undo = hold_inside_build("mixpr", started, go, only_thread="build-A")
-    write_folder(folder, set1)
-    build = threading.Thread(target=_build, args=(folder, out), name="build-A")
-    try:
-        build.start()
-        assert started.wait(TIMEOUT)
-        index = MixPRIndex.load(out / "indexes" / "mixpr")  # the old files
-    finally:
-        go.set()
-        build.join(TIMEOUT)
-        undo()
+    where = out / "indexes" / "mixpr"
+    index = _while_a_build_is_held(folder, out, set1, lambda: MixPRIndex.load(where))
     assert "e.txt" not in index.doc_ids  # read before the build replaced the files
     with pytest.raises(PersistError, match="rebuild of this corpus.*after this index read"):
-        index.save(out / "indexes" / "mixpr")
+        index.save(where)
     _loads_as(tmp_path, out, set1)
 
 
@@ -161,7 +162,7 @@ def test_a_save_that_failed_half_way_can_be_retried(tmp_path, monkeypatch):
     with pytest.raises(PersistError, match="after this index read it"):
         other.save(where)
     index.save(where)  # the retry
-    state = corpus_state(out, "mixpr")
+    state = race.corpus_state(out, "mixpr")
     assert state[0] == "ok", state[1]
     assert "note" in dict(state[1])
 
@@ -177,7 +178,7 @@ def test_a_save_through_another_name_of_the_corpus_is_checked(tmp_path, alias):
     else:
         where = out / "indexes" / "mixpr" / ".." / "mixpr"
     index = MixPRIndex.load(where)
-    write_folder(folder, set1)
+    race.write_folder(folder, set1)
     _build(folder, out)
     with pytest.raises(PersistError, match="after this index read it"):
         index.save(where)
@@ -196,4 +197,4 @@ def test_a_snapshot_keeps_its_own_record(tmp_path):
     view.save(where)
     with pytest.raises(PersistError, match="a save of this MixPR index"):
         index.save(where)
-    assert "note" in dict(corpus_state(out, "mixpr")[1])
+    assert "note" in dict(race.corpus_state(out, "mixpr")[1])
