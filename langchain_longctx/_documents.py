@@ -6,10 +6,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
 
 from longctx.checks import check_texts_metadatas_ids
 from longctx.index import source_keys, unique_ids
 from longctx.types import Passage, hit_id, hit_metadata, resolve_hit
+
+
+def check_vector_retriever(vr) -> None:
+    """Refuse a ``vector_retriever`` that is neither ``None``, a LangChain ``BaseRetriever`` nor
+    a ``VectorStore`` (the retrievers' field of that name).
+
+    Raises
+    ------
+    TypeError
+        Naming ``vector_retriever`` and the type given.
+    """
+    if vr is not None and not isinstance(vr, (BaseRetriever, VectorStore)):
+        raise TypeError(
+            "vector_retriever must be a LangChain BaseRetriever or VectorStore, got "
+            f"{type(vr).__name__}"
+        )
+
+
+def ask_vector_retriever(vr, query: str, k: int) -> list[Document]:
+    """The app's hits for ``query``: a ``VectorStore``'s ``similarity_search(query, k=k)``, a
+    retriever's ``invoke(query)`` (its own ``k``)."""
+    return vr.similarity_search(query, k=k) if isinstance(vr, VectorStore) else vr.invoke(query)
 
 
 def document_keys(documents) -> list[str]:

@@ -19,10 +19,14 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from langchain_longctx._documents import documents_to_seeds, hit_to_document
+from langchain_longctx._documents import (
+    ask_vector_retriever,
+    check_vector_retriever,
+    documents_to_seeds,
+    hit_to_document,
+)
 from longctx.checks import check_text
 from longctx.explain import check_explain
 from longctx.types import check_order
@@ -112,11 +116,7 @@ class CorpusRetriever(BaseRetriever):
 
         check_corpus(self.corpus, "CorpusRetriever")
         vr = self.vector_retriever
-        if vr is not None and not isinstance(vr, (BaseRetriever, VectorStore)):
-            raise TypeError(
-                "vector_retriever must be a LangChain BaseRetriever or VectorStore, got "
-                f"{type(vr).__name__}"
-            )
+        check_vector_retriever(vr)
         if vr is not None and self.corpus.index is None:
             raise ValueError("vector_retriever needs a MixPR corpus of one index or shards")
         self._holds = frozenset(self.corpus.doc_ids).__contains__  # the corpus's ids, for seeds
@@ -176,11 +176,7 @@ class CorpusRetriever(BaseRetriever):
             held = SimpleNamespace(holds=self._holds)
 
             def seeds():
-                found = (
-                    vr.similarity_search(query, k=self.vector_k)
-                    if isinstance(vr, VectorStore)
-                    else vr.invoke(query)
-                )
+                found = ask_vector_retriever(vr, query, self.vector_k)
                 return documents_to_seeds(found, held, {}, self.seed_source_key)
 
             kwargs["seeds"] = seeds

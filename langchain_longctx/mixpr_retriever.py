@@ -17,11 +17,12 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_longctx._documents import (
     add_to_source_map,
+    ask_vector_retriever,
+    check_vector_retriever,
     document_keys,
     documents_from_texts,
     documents_to_seeds,
@@ -218,12 +219,7 @@ class MixPRRetriever(BaseRetriever):
         check_choice(self.mode, "mode", MODES)
         check_order(self.order)
         compile_filter(self.filter)  # a bad filter raises now, before the build
-        vr = self.vector_retriever
-        if vr is not None and not isinstance(vr, (BaseRetriever, VectorStore)):
-            raise TypeError(
-                "vector_retriever must be a LangChain BaseRetriever or VectorStore, got "
-                f"{type(vr).__name__}"
-            )
+        check_vector_retriever(self.vector_retriever)
         self._keys = document_keys(self.documents)
         self._by_key = {k: d for k, d in zip(self._keys, self.documents) if k is not None}
         loaded = loaded_parts()
@@ -486,11 +482,7 @@ class MixPRRetriever(BaseRetriever):
         if vr is not None:  # asked by the index for a local query only (a global one has no use)
 
             def seeds():
-                found = (
-                    vr.similarity_search(query, k=self.vector_k)
-                    if isinstance(vr, VectorStore)
-                    else vr.invoke(query)
-                )
+                found = ask_vector_retriever(vr, query, self.vector_k)
                 return documents_to_seeds(found, index, sources, self.seed_source_key, by_key)
 
         result = index.search(

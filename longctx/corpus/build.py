@@ -30,6 +30,7 @@ from longctx.corpus.methods import (
     options_fingerprint,
 )
 from longctx.corpus.storage import Storage, open_storage
+from longctx.persist.marks import INDEX_ROOT
 
 logger = logging.getLogger(__name__)
 
@@ -198,7 +199,7 @@ def _check_out_is_ours(storage: Storage) -> None:
         root = storage.local
         if root.exists() and not root.is_dir():
             raise ValueError(f"out {storage.url!r} exists and is not a folder")
-        if root.is_dir() and any(p.name not in (".partial", "indexes") for p in root.iterdir()):
+        if root.is_dir() and any(p.name not in (".partial", INDEX_ROOT) for p in root.iterdir()):
             raise ValueError(
                 f"out {storage.url!r} holds files and no {CORPUS_MANIFEST}: give an empty or "
                 "new folder (nothing there is overwritten)"
@@ -207,7 +208,7 @@ def _check_out_is_ours(storage: Storage) -> None:
     path = storage._remote("")
     if storage.fs.exists(path) and storage.fs.ls(path, detail=False):
         names = {p.rstrip("/").rsplit("/", 1)[-1] for p in storage.fs.ls(path, detail=False)}
-        if names - {"indexes"}:
+        if names - {INDEX_ROOT}:
             raise ValueError(
                 f"out {storage.url!r} holds files and no {CORPUS_MANIFEST}: give an empty or "
                 "new location"
@@ -338,32 +339,34 @@ def build_indexes(
         method_options["device"] = "cuda"
     inp = read_corpus_input(documents)
     storage = open_storage(out, storage_options)
-    if storage.local is not None and not (storage.local / CORPUS_MANIFEST).is_file():
-        _check_out_is_ours(storage)  # before the lock's file is made in it
-    from longctx.corpus.shards.build import INDEX_ROOT
+    checked = storage.local is not None and not (storage.local / CORPUS_MANIFEST).is_file()
+    if checked:  # a local first build: before the lock's file is made in out
+        _check_out_is_ours(storage)
     from longctx.corpus.writers import building
 
     # the whole build, from reading the previous manifest to writing the last file, holds the
     # corpus alone: a second build waits, then updates this one's result (longctx.corpus.writers)
     with building(storage, INDEX_ROOT):
         return _build_locked(
-            inp, method, storage, method_options, shards, t0, workers=workers,
+            inp, method, storage, method_options, shards, t0, checked=checked, workers=workers,
             ray_address=ray_address, gpus_per_worker=gpus_per_worker, use_ray=use_ray,
             progress=progress,
         )  # fmt: skip
 
 
 def _build_locked(
-    inp, method, storage, method_options, shards, t0, *, workers, ray_address, gpus_per_worker,
-    use_ray, progress,
+    inp, method, storage, method_options, shards, t0, *, checked, workers, ray_address,
+    gpus_per_worker, use_ray, progress,
 ) -> CorpusBuildResult:  # fmt: skip
-    """The body of :func:`build_indexes`, its arguments checked, the corpus's build lock held."""
+    """The body of :func:`build_indexes`, its arguments checked, the corpus's build lock held
+    (``checked``: ``out`` was found to be ours before the lock, on a local first build)."""
     docs = inp.docs
     recorded = method_options if shards is None else {**method_options, "shards": shards}
     fingerprint = options_fingerprint(method, recorded)
     raw = storage.read_json(CORPUS_MANIFEST)
     if raw is None:
-        _check_out_is_ours(storage)
+        if not checked:  # a remote out (not locked), or a corpus.json gone meanwhile
+            _check_out_is_ours(storage)
         manifest = CorpusManifest(method, describe_options(recorded), fingerprint)
     else:
         manifest = CorpusManifest.from_json(raw, storage.location(CORPUS_MANIFEST))
@@ -424,7 +427,7 @@ def _build_locked(
 
     jobs, skipped = [], []
     for doc_id, text in docs:
-        rel = f"indexes/{safe_component(doc_id)}"
+        rel = f"{INDEX_ROOT}/{safe_component(doc_id)}"
         e = manifest.entries.get(doc_id)
         if (
             e is not None

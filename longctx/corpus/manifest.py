@@ -15,6 +15,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from longctx.persist import PersistError, check_format
+from longctx.persist.marks import CORPUS_MANIFEST
 
 __all__ = [
     "CORPUS_MANIFEST",
@@ -25,7 +26,6 @@ __all__ = [
     "text_sha256",
 ]
 
-CORPUS_MANIFEST = "corpus.json"
 FORMAT = "longctx.corpus"
 FORMAT_VERSION = 1
 STATUSES = ("done", "failed")

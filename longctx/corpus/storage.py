@@ -21,6 +21,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from longctx.persist.marks import write_json_atomic
+
 __all__ = ["Storage", "open_storage"]
 
 #: Largest corpus manifest read back (bytes).
@@ -137,17 +139,10 @@ class Storage:
     def write_json(self, rel: str, obj) -> None:
         """Write ``obj`` at ``rel`` as a whole: local roots write a temporary sibling and
         ``os.replace`` it; object stores replace the object in one put."""
-        data = json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8")
         if self.local is not None:
-            p = self.local / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
-            try:
-                tmp.write_bytes(data)
-                os.replace(tmp, p)
-            finally:
-                tmp.unlink(missing_ok=True)
+            write_json_atomic(self.local / rel, obj)
         else:
+            data = json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8")
             path = self._remote(rel)
             self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
             self.fs.pipe_file(path, data)

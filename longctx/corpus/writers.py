@@ -27,16 +27,24 @@ import functools
 import inspect
 import logging
 import os
-import socket
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
-from datetime import datetime, timezone
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 from longctx.persist import ConcurrentSaveError, PersistError
+from longctx.persist.marks import (
+    LOCK_FILE,
+    MAX_MARK_BYTES,
+    WRITER_FILE,
+    corpus_lock,
+    mark_key,
+    marked,
+    parse_mark,
+    record_of,
+)
+from longctx.persist.marks import saving_into_corpus as _saving_into
 
 logger = logging.getLogger(__name__)
 
@@ -52,45 +60,25 @@ __all__ = [
     "writing",
 ]
 
-#: The mark's file, at the index root.
-WRITER_FILE = "writing.json"
-#: The lock file of :func:`building`, in a corpus's index root (left there; it holds the last
-#: build's process, host and start). No document's folder starts with a dot.
-LOCK_FILE = ".build.lock"
 #: Loads of files that a write in progress keeps changing, before the error.
 WRITER_ATTEMPTS = 6
-#: Largest size of the mark read (bytes).
-MAX_MARK_BYTES = 4096
 
 T = TypeVar("T")
 
 
-def _writer(what: str) -> dict:
-    """Who writes: ``{"what", "pid", "host", "started"}``."""
-    return {
-        "what": what,
-        "pid": os.getpid(),
-        "host": socket.gethostname()[:100],
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
-@contextmanager
-def writing(storage, what: str) -> Iterator[dict]:
+def writing(storage, what: str):
     """Mark ``storage``'s root as being written (``what``: "a rebuild", "a save") for the
     duration of the block; the mark says ``"done"`` when the block ends without an error. The
-    block is given the mark (``{"token", "what", "pid", ...}``)."""
-    mark = {"format": "longctx.writer", "token": uuid.uuid4().hex, **_writer(what)}
-    storage.write_json(WRITER_FILE, {**mark, "state": "writing"})
-    yield mark
-    storage.write_json(WRITER_FILE, {**mark, "state": "done"})
+    block is given the mark (``{"token", "what", "pid", ...}``; :func:`longctx.persist.marks.marked`)."""
+    return marked(lambda mark: storage.write_json(WRITER_FILE, mark), what)
 
 
 @contextmanager
 def building(storage, root: str, what: str = "a build of this corpus") -> Iterator[None]:
     """Hold the corpus at ``storage`` alone for a build: an exclusive lock on its index root
-    ``root`` (``"indexes"``; the lock file :data:`LOCK_FILE` there, :func:`longctx.persist.writer.exclusive_lock`: a
-    lock per path among this process's threads, an advisory ``flock`` across processes).
+    ``root`` (``"indexes"``; the lock file :data:`LOCK_FILE` there,
+    :func:`longctx.persist.marks.corpus_lock`: a lock per path among this process's threads, an
+    advisory ``flock`` across processes).
 
     A second build of the corpus (another thread, process or terminal) waits until the first
     ends, saying so once at INFO level ("waits for a build of this corpus by process P on H,
@@ -100,114 +88,35 @@ def building(storage, root: str, what: str = "a build of this corpus") -> Iterat
     one process wait for each other. A corpus that is not a local folder (an fsspec URL:
     ``s3://``, ``gs://``, ``memory://``...) is not locked: two builds of it at once are not
     serialized (logged at debug level). ``what`` names the holder to those that wait (a save
-    of the corpus's sharded index holds it too: :func:`saving_into_corpus`).
+    of the corpus's index holds it too: :func:`saving_into_corpus`,
+    :meth:`longctx.MixPRIndex.save`).
     """
-    from longctx.persist.writer import exclusive_lock
-
     if storage.local is None:
         logger.debug("%s is not a local folder: builds of it are not serialized", storage.url)
         yield
         return
-    index_root = storage.local / root
-    index_root.mkdir(parents=True, exist_ok=True)
-
-    def say(holder):
-        who = holder or {}
-        logger.info(
-            "%s: this %s waits for %s by process %s on %r, started %s",
-            storage.url,
-            "build" if what.startswith("a build") else "save",
-            who.get("what", "another build of this corpus"),
-            who.get("pid", "?"),
-            who.get("host", "?"),
-            who.get("started", "?"),
-        )
-
-    with exclusive_lock(index_root, index_root / LOCK_FILE, holder=_writer(what), on_wait=say):
+    with corpus_lock(storage.local / root, what, storage.url, logger):
         yield
 
 
-@contextmanager
-def saving_into_corpus(storage, read_from: dict, what: str) -> Iterator[dict]:
+def saving_into_corpus(storage, read_from: dict, what: str):
     """Write into ``storage`` under the mark (:func:`writing`, ``what``: "a save of this
-    sharded index"), holding the corpus's build lock (:func:`building`) when ``storage`` is a
-    corpus's index root: a local folder ``indexes`` beside a ``corpus.json``, tested on its
-    real path (a symbolic link or a ``..`` names the same corpus); nothing more for another
-    folder or URL. The block is given the mark.
-
-    A corpus's files must agree with its ``corpus.json`` (the text digest of each document):
-    a sharded index saved there while ``longctx index`` rebuilds the corpus would mix the two
-    writers' files, and one saved after a build that followed its load would put back the
-    older documents under the newer ``corpus.json``; either way the corpus no longer loads.
-    So the save waits for a running build, then goes on only if the corpus's mark is still
-    the one the index read or last wrote there: ``read_from[folder] == (token, state, own)``
-    (``folder`` the real path; the mark's ``token`` and ``state``, ``None`` without a mark;
-    ``own``: the mark is this index's own save's). A mark read at ``"writing"`` matches only
-    the index's own save that stopped half way (a retry repairs it): one read while another
-    writer ran never matches, whether that writer ended (``"done"``, a new mark) or stopped.
-
-    ``read_from`` (the index's record, :func:`mark_record` at load) is updated in place after
-    the write into any local folder, on success (``"done"``) or failure (``"writing"``, the
-    index's own token): a save to another folder (a backup) leaves the corpus's entry as is.
+    sharded index"), holding the corpus's build lock when ``storage`` is a corpus's index root:
+    a local folder ``indexes`` beside a ``corpus.json``, tested on its real path (a symbolic
+    link or a ``..`` names the same corpus); nothing more for another folder or URL; and only
+    over the corpus the index read or last wrote there (``read_from``, the index's record:
+    :func:`mark_record` at load). The rules: :func:`longctx.persist.marks.saving_into_corpus`.
+    The block is given the mark.
 
     Raises
     ------
     longctx.persist.PersistError
-        A build or another save changed the corpus since the index read it, or a writer was
-        at work when the index read it (names the writer and says what to do), or the index
-        was not read from this corpus; nothing is written.
+        As :func:`longctx.persist.marks.saving_into_corpus` (the corpus changed since the index
+        read it, or it was not read from it; nothing is written).
     """
-    from longctx.corpus.manifest import CORPUS_MANIFEST
-    from longctx.corpus.storage import open_storage
-
     root = None if storage.local is None else Path(os.path.realpath(storage.local))
-    corpus = (
-        root is not None and root.name == "indexes" and (root.parent / CORPUS_MANIFEST).is_file()
-    )
-    lock = (
-        building(open_storage(str(root.parent)), root.name, "a save of this corpus's index")
-        if corpus
-        else nullcontext()
-    )
-    with lock:
-        if corpus:
-            _check_unchanged(storage, root, read_from.get(str(root)))
-        mark, state = None, "writing"
-        try:
-            with writing(storage, what) as mark:
-                yield mark
-            state = "done"
-        finally:
-            if mark is not None and root is not None:  # the folder as this write left it
-                read_from[str(root)] = (mark["token"], state, True)
-
-
-def _check_unchanged(storage, root: Path, record: tuple | None) -> None:
-    """Refuse a save into the corpus at ``root`` whose mark is not ``record`` (the build lock
-    held: see :func:`saving_into_corpus`)."""
-    from longctx.corpus.manifest import CORPUS_MANIFEST
-
-    mark = read_mark(storage)
-    now = _mark_key(mark)
-    if record is not None and record[:2] == now and (now[1] != "writing" or record[2]):
-        return
-    who = mark or {}
-    writer = (
-        f"{who.get('what', 'another writer')} (process {who.get('pid', '?')} on "
-        f"{who.get('host', '?')!r}, started {who.get('started', '?')})"
-    )
-    todo = "load the corpus again and repeat the changes, or save to another folder"
-    if record is None:
-        change = "holds a corpus this index was not read from"
-    elif record[:2] == now:  # read at "writing", another writer's, which stopped half way
-        change = f"was being written by {writer} when this index read it, which stopped half way"
-        todo = f"run that write again, then {todo}"
-    else:
-        change = f"was written by {writer} after this index read it"
-    raise PersistError(
-        f"{str(storage.local)!r} {change}: saving this index there would leave files that "
-        f"disagree with {CORPUS_MANIFEST} (a corpus that no longer loads); {todo}"
-    )
+    write = lambda mark: storage.write_json(WRITER_FILE, mark)  # noqa: E731
+    return _saving_into(root, read_from, what, write, str(storage.local), logger)
 
 
 def mark_record(storage) -> dict:
@@ -216,9 +125,7 @@ def mark_record(storage) -> dict:
     :func:`saving_into_corpus`; ``{}`` for a storage that is not a local folder."""
     if storage.local is None:
         return {}
-    mark = read_mark(storage)
-    now = _mark_key(mark)
-    return {os.path.realpath(storage.local): (*now, False)}
+    return record_of(Path(os.path.realpath(storage.local)))
 
 
 def read_mark(storage) -> dict | None:
@@ -228,21 +135,13 @@ def read_mark(storage) -> dict | None:
         raw = storage.read_json(WRITER_FILE, limit=MAX_MARK_BYTES)
     except PersistError:
         return None
-    if not isinstance(raw, dict) or raw.get("format") != "longctx.writer":
-        return None
-    keys = ("state", "token", "what", "pid", "host", "started")
-    return {k: str(raw.get(k, ""))[:100] for k in keys}
-
-
-def _mark_key(mark: dict | None) -> tuple:
-    """``(token, state)`` of a mark (:func:`read_mark`), ``(None, None)`` without one."""
-    return (None, None) if mark is None else (mark["token"], mark["state"])
+    return parse_mark(raw)
 
 
 def _concurrent(before: dict | None, after: dict | None) -> bool:
     if any(m is not None and m["state"] == "writing" for m in (before, after)):
         return True
-    return _mark_key(before) != _mark_key(after)
+    return mark_key(before) != mark_key(after)
 
 
 def load_beside_writers(storage, load: Callable[[], T], *, attempts: int | None = None) -> T:

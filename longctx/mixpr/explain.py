@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.explain import evidence, make_explanation, with_explanations
-from longctx.mixpr.hits import values_at
+from longctx.mixpr.hits import document_units, values_at
 from longctx.mixpr.persist_mapped import MappedVocabulary
 from longctx.mixpr.push import spans, take_rows
 from longctx.mixpr.query import MAX_QUERY_CHUNKS, query_weights
@@ -204,10 +204,7 @@ def explain_documents(st, result, keep: dict, used: str, walk: dict, scores, mas
     best = np.asarray([starts[h.source] + h.index for h in hits], np.int64)
     out = []
     for h, b, e in zip(hits, best.tolist(), explain_hits(st, keep, used, walk, best, scores)):
-        units = np.arange(starts[h.source], starts[h.source + 1], dtype=np.int64)
-        if mask is not None:
-            units = units[mask.at(units)]
-        vals = values_at(scores, units)
+        units, vals = document_units(starts, h.source, scores, mask)
         units, vals = units[vals > 0], vals[vals > 0]
         top = _top(vals, TOP_UNITS)
         listed = [

@@ -22,6 +22,7 @@ from longctx.types import Passage, SearchResult
 
 __all__ = [
     "dense_scores",
+    "document_units",
     "select_units",
     "text_slice",
     "unit_hit",
@@ -145,6 +146,17 @@ def document_hits(st, scores, k: int, method: str, used: str, timings, t0, mask=
     return SearchResult(hits, method, used, timings, {"k": k}, info=info)
 
 
+def document_units(starts, d: int, scores, mask=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(units (u,) int64 ascending, their scores (u,) float64)``: the units of document ``d``
+    that ``mask`` keeps (a :class:`~longctx.filters.UnitFilter`, ``None``: all), with their
+    values in ``scores`` (dense or sparse; 0 where absent). ``starts``: each document's first
+    unit, ``(n_docs + 1,)``. Costs the document's units."""
+    units = np.arange(starts[d], starts[d + 1], dtype=np.int64)
+    if mask is not None:
+        units = units[mask.at(units)]
+    return units, values_at(scores, units)
+
+
 def _real_best(starts, scores, docs, mask):
     """``(best (h,) float64, arg (h,) int64)``: the best score among the kept units of each
     document of ``docs`` and its unit (ties to the later unit; a document whose kept units
@@ -152,10 +164,7 @@ def _real_best(starts, scores, docs, mask):
     ``docs`` (the chosen documents), not of the index."""
     best, arg = np.zeros(len(docs)), np.zeros(len(docs), np.int64)
     for r, d in enumerate(docs.tolist()):
-        units = np.arange(starts[d], starts[d + 1], dtype=np.int64)
-        if mask is not None:
-            units = units[mask.at(units)]
-        vals = values_at(scores, units)
+        units, vals = document_units(starts, d, scores, mask)
         j = len(vals) - 1 - int(np.argmax(vals[::-1]))
         best[r], arg[r] = vals[j], units[j]
     return best, arg

@@ -20,15 +20,14 @@ import numpy as np
 from longctx.checks import check_choice, check_query
 from longctx.explain import check_explain, with_explanations
 from longctx.index import RetrievalIndex, check_texts
-from longctx.mixpr.build import build_state, spliced, without
+from longctx.mixpr import writes
+from longctx.mixpr.build import build_state
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.explain import explain_documents, explain_hits
 from longctx.mixpr.hits import dense_scores, document_hits, select_units, unit_hit, values_at
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
-from longctx.mixpr.persist import save_index
-from longctx.mixpr.persist_mapped import load_index, save_mapped
 from longctx.mixpr.query import by_max, lexical_cosines, personalization
 from longctx.mixpr.router import MODES, KeywordRouter, query_walk
 from longctx.mixpr.scoring import normalized_query_vector
@@ -45,7 +44,7 @@ from longctx.mixpr.seeds import (
 )
 from longctx.mixpr.state import _frozen, _LazyTexts, _State
 from longctx.mixpr.tfidf import TermTable
-from longctx.mixpr.validation import _check_ids, _check_metadatas, check_change, check_held
+from longctx.mixpr.validation import _check_ids, _check_metadatas
 from longctx.persist import PersistError as PersistError
 from longctx.selection import check_budget_fits, check_size
 from longctx.tokens import TokenCounter, count_units
@@ -138,6 +137,8 @@ class MixPRIndex(RetrievalIndex):
     ):
         self._state = state
         self._write_lock = threading.Lock()
+        #: The mark of the corpus index root read or last saved into (mixpr.writes.save)
+        self._read_from: dict[str, tuple] = {}
         self._encoder = encoder
         ident = dict(encoder_identity or {})
         if state.unit_vectors is not None:
@@ -246,6 +247,7 @@ class MixPRIndex(RetrievalIndex):
         snapshot, so every hit's text, offsets, id and metadata belong to one version."""
         view = copy.copy(self)
         view._write_lock = threading.Lock()
+        view._read_from = dict(self._read_from)
         return view
 
     def units(self) -> list[Passage]:
@@ -370,11 +372,7 @@ class MixPRIndex(RetrievalIndex):
             Bad texts, ids (taken, duplicated) or metadata, a hybrid index without an encoder
             and without ``unit_vectors``; checked before anything changes.
         """
-        texts = check_texts(texts)
-        with self._write_lock:
-            st = self._state
-            ids, metadatas = check_change(ids, metadatas, len(texts), st.positions, replace=False)
-            self._state = self._splice(st, len(st.doc_ids), 0, texts, ids, metadatas, unit_vectors)
+        writes.insert(self, texts, ids, metadatas, unit_vectors)
 
     def update(
         self,
@@ -394,15 +392,7 @@ class MixPRIndex(RetrievalIndex):
         TypeError, ValueError
             As :meth:`insert`.
         """
-        texts = check_texts(texts)
-        with self._write_lock:
-            st = self._state
-            ids, metadatas = check_change(ids, metadatas, len(texts), st.positions, replace=True)
-            if unit_vectors is not None and len(ids) > 1:
-                raise ValueError("unit_vectors with update() takes one document at a time")
-            for t, i, md in zip(texts, ids, metadatas):
-                st = self._splice(st, st.positions[i], 1, (t,), (i,), (md,), unit_vectors)
-            self._state = st
+        writes.update(self, texts, ids, metadatas, unit_vectors)
 
     def delete(self, ids) -> None:
         """Remove documents by id.
@@ -415,28 +405,7 @@ class MixPRIndex(RetrievalIndex):
         KeyError
             An id the index does not hold (nothing changes).
         """
-        if isinstance(ids, str):
-            ids = [ids]
-        ids = list(ids)
-        with self._write_lock:
-            st = self._state
-            check_held(ids, st.positions)
-            self._state = without(st, ids)
-
-    def _splice(self, st: _State, at: int, n_old: int, texts, ids, metadatas, unit_vectors):
-        """A new state with documents ``at .. at + n_old`` replaced by ``texts`` (``spliced``)."""
-        return spliced(
-            st,
-            at,
-            n_old,
-            texts,
-            ids,
-            metadatas,
-            unit_vectors,
-            chunk=self.chunk,
-            encoder=self._encoder,
-            token_counter=self._token_counter,
-        )
+        writes.delete(self, ids)
 
     # -- PageRank -----------------------------------------------------------------------------
     def global_pagerank(self) -> np.ndarray:
@@ -756,11 +725,20 @@ class MixPRIndex(RetrievalIndex):
         ``mmap=True``; larger on disk than format 2. ``mappable=False``: format 2 (JSON and
         compressed ``.npz`` files, :mod:`longctx.mixpr.persist`; never mapped). Both formats
         load. The router and the encoder object are not saved.
+
+        Into a corpus's ``indexes/mixpr`` (a folder of an ``indexes`` folder beside a
+        ``corpus.json``, on its real path): the save holds the corpus's build lock, as
+        ``longctx index`` does (it waits for a running build), and writes only over the corpus
+        this index was loaded from or last saved there (:mod:`longctx.mixpr.writes`).
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            ``path`` is in a corpus that a build or another save changed since this index read
+            it, or that this index was not read from (nothing is written; the message says what
+            to do).
         """
-        if mappable:
-            save_mapped(self, path)
-        else:
-            save_index(self, path)
+        writes.save(self, path, mappable)
 
     @classmethod
     def load(cls, path, *, router=None, encoder=None, mmap: bool | None = False) -> MixPRIndex:
@@ -791,6 +769,4 @@ class MixPRIndex(RetrievalIndex):
         ValueError
             ``encoder`` embeds in another dimension than the saved unit vectors.
         """
-        index = load_index(cls, path, router=router, encoder=encoder, mmap=mmap)
-        index._state.prepare_queries()  # what the first query would make once (issue 46)
-        return index
+        return writes.load(cls, path, router=router, encoder=encoder, mmap=mmap)

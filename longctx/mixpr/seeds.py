@@ -134,10 +134,37 @@ def first_units(own, seed) -> list[int]:
         The seeds' restart (:func:`seed_units`).
     """
     best = best_unit(own)
-    out = [None if best is None else best[1]]
-    if seed is not None and len(seed[1]):
-        out.append(int(seed[0][int(np.argmax(seed[1]))]))
-    return list(dict.fromkeys(j for j in out if j is not None))
+    return firsts_in_order(None if best is None else best[1], top_seed(seed))
+
+
+def top_seed(seed) -> int | None:
+    """The unit the seeds weigh most (the app's first hit: rank weight 1; ties to the earlier
+    seed), or ``None`` without a seed. ``seed``: ``(units (m,) int64, weights (m,) float64)``
+    or ``None`` (:func:`seed_units`; a sharded index: its corpus keys)."""
+    if seed is None or not len(seed[1]):
+        return None
+    return int(seed[0][int(np.argmax(seed[1]))])
+
+
+def firsts_in_order(own_best: int | None, seed_first: int | None) -> list[int]:
+    """The kept units, best first: MixPR's own best unit then the seeds' first, each left out
+    when ``None`` and named once when both are one unit (:func:`first_units`; a sharded index
+    over its corpus keys)."""
+    return list(dict.fromkeys(j for j in (own_best, seed_first) if j is not None))
+
+
+def top_score(scores) -> float:
+    """The largest value of ``scores`` (``(n,)`` or :class:`~longctx.selection.SparseScores`),
+    ``0.0`` for none."""
+    vals = scores.vals if hasattr(scores, "vals") else np.asarray(scores, dtype=np.float64)
+    return float(vals.max()) if len(vals) else 0.0
+
+
+def raised_values(firsts: list[int], top: float) -> dict:
+    """``{unit: value}`` of the kept units ``firsts`` (best first) over scores whose largest is
+    ``top``: the ``r``-th gets ``top + 1 + (len(firsts) - r)``, above every other unit and in
+    order (:func:`keep_first_units`; a sharded index with ``top`` over every shard)."""
+    return {j: top + 1.0 + len(firsts) - r for r, j in enumerate(firsts)}
 
 
 def keep_first_units(scores, firsts: list[int], allowed=None):
@@ -173,9 +200,7 @@ def keep_first_units(scores, firsts: list[int], allowed=None):
         firsts = [j for j, a in zip(firsts, at.tolist()) if a < len(allowed) and allowed[a] == j]
     if not firsts:
         return scores
-    vals = scores.vals if hasattr(scores, "vals") else np.asarray(scores, dtype=np.float64)
-    top = float(vals.max()) if len(vals) else 0.0
-    return raise_units(scores, {j: top + 1.0 + len(firsts) - r for r, j in enumerate(firsts)})
+    return raise_units(scores, raised_values(firsts, top_score(scores)))
 
 
 def raise_units(scores, raised: dict):

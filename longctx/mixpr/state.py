@@ -145,13 +145,19 @@ class _State:
     def n_units(self) -> int:
         return len(self.starts)
 
+    def doc_first(self) -> np.ndarray:
+        """``(n_docs + 1,) int64``: each document's first unit, then ``n_units`` (units are in
+        document order; made once from ``unit_source``, or a load's)."""
+        first = self._doc_first
+        if first is None:
+            first = self._doc_first = document_starts(self.unit_source, len(self.doc_ids))
+        return first
+
     def unit_positions(self, units):
         """The position of each of ``units`` among its document's units (``0, 1, ...`` per
-        document), from each document's first unit: ``(k,) int64`` for ``(k,)`` int units,
-        an int for one unit."""
-        first = self._doc_first
-        if first is None:  # (n_docs + 1,): units are in document order
-            first = self._doc_first = document_starts(self.unit_source, len(self.doc_ids))
+        document), from each document's first unit (:meth:`doc_first`): ``(k,) int64`` for
+        ``(k,)`` int units, an int for one unit."""
+        first = self.doc_first()
         if np.ndim(units) == 0:
             i = int(units)
             return i - int(first[self.unit_source[i]])

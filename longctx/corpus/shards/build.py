@@ -31,13 +31,11 @@ from longctx._ray import use_ray_for
 from longctx.corpus.manifest import CORPUS_MANIFEST, DocumentEntry, text_sha256
 from longctx.corpus.shards.persist import MAX_SHARDS  # the load's limit: one source
 from longctx.persist import PersistError
+from longctx.persist.marks import INDEX_ROOT
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["INDEX_ROOT", "build_sharded_corpus", "check_sharded_options", "load_sharded_corpus"]
-
-#: Where the sharded index lives, relative to the corpus root.
-INDEX_ROOT = "indexes"
 
 
 def check_shards(shards, method: str) -> int | None:

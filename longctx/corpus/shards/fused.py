@@ -29,7 +29,16 @@ import logging
 import numpy as np
 
 from longctx.mixpr.hits import values_at
-from longctx.mixpr.seeds import best_unit, kept_ranking, own_scores, raise_units
+from longctx.mixpr.seeds import (
+    best_unit,
+    firsts_in_order,
+    kept_ranking,
+    own_scores,
+    raise_units,
+    raised_values,
+    top_score,
+    top_seed,
+)
 
 __all__ = [
     "BLOCK_CALLS",
@@ -41,11 +50,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def _top(scores) -> float:
-    vals = scores.vals if hasattr(scores, "vals") else scores
-    return float(vals.max()) if len(vals) else 0.0
 
 
 def block_firsts(block, sid, used: str, seed_key, plain: bool, hybrid: bool = False):
@@ -67,7 +71,7 @@ def block_firsts(block, sid, used: str, seed_key, plain: bool, hybrid: bool = Fa
         at = int(np.searchsorted(block.keys, seed_key))
         if at < len(block.keys) and block.keys[at] == seed_key:
             kept = s["mask"] is None or bool(s["mask"].at(np.array([at]))[0])
-    return best, kept, _top(scores)
+    return best, kept, top_score(scores)
 
 
 def block_raise(block, sid, raised: dict) -> dict:
@@ -117,22 +121,18 @@ def keep_firsts_over_shards(scorer, sid, used: str, keys, hybrid: bool, walk_aga
         reached a unit.
     """
     blocks = scorer.backend
-    seed_key = int(keys[0][int(np.argmax(keys[1]))]) if len(keys[1]) else None
+    seed_key = top_seed(keys)
     got = blocks.map("block_firsts", sid, used, seed_key, False, hybrid)
     own = [b for b, _, _ in got]
     if any(b == "walk" for b in own):
         own = [b for b, _, _ in walk_again()]
     own = [b for b in own if b is not None]
-    firsts = []
-    if own:  # the largest value, ties to the smaller key (the earlier unit of one index)
-        firsts.append(min(own, key=lambda b: (-b[0], b[1]))[1])
-    if seed_key is not None and any(k for _, k, _ in got):
-        firsts.append(seed_key)
-    firsts = list(dict.fromkeys(firsts))
+    # own: the largest value, ties to the smaller key (the earlier unit of one index)
+    best = min(own, key=lambda b: (-b[0], b[1]))[1] if own else None
+    firsts = firsts_in_order(best, seed_key if any(k for _, k, _ in got) else None)
     if not firsts:
         return None
-    top = max(t for _, _, t in got)
-    raised = {j: top + 1.0 + len(firsts) - r for r, j in enumerate(firsts)}
+    raised = raised_values(firsts, max(t for _, _, t in got))
     real = {}
     for part in blocks.map("block_raise", sid, raised):
         real.update(part)

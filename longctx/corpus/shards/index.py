@@ -327,19 +327,22 @@ class ShardedMixPRIndex:
                 units[d] = u
         doc_units = np.fromiter((units.get(d, 0) for d in self._order), np.int64, len(self._order))
         offsets = np.concatenate([[0], np.cumsum(doc_units)[:-1]]).astype(np.int64)
-        start = dict(zip(self._order, offsets.tolist()))
+        start = dict(zip(self._order, offsets.tolist()))  # dropped once each shard has its own
+        firsts = {
+            i: np.fromiter(
+                (start[d] for d in live[i]["doc_ids"]), np.int64, len(live[i]["doc_ids"])
+            )
+            for i in order
+        }
+        del start
         idf = stats.idf()
         df = stats.df
         self._backend.run(
             {
-                i: (
-                    "set_global",
-                    (maps[k], idf, df, stats.n_units,
-                     np.asarray([start[d] for d in live[i]["doc_ids"]], dtype=np.int64)),
-                )
+                i: ("set_global", (maps[k], idf, df, stats.n_units, firsts[i]))
                 for k, i in enumerate(order)
             }
-        )  # fmt: skip
+        )
         self._global = {
             "n_units": stats.n_units,
             "config": config,
@@ -350,7 +353,8 @@ class ShardedMixPRIndex:
             "live": order,
             "offsets": offsets,
             "maps": dict(zip(order, maps)),
-            "start": start,
+            # each live shard's documents' first units in the corpus (set_global; a restart)
+            "firsts": firsts,
         }
         self._scorer = None
 
@@ -383,16 +387,9 @@ class ShardedMixPRIndex:
             self._backend.restart(i, self._sources[i])
             check_restarted(self, i)
             if i in g.get("maps", {}):
-                s = self._stats[i]
-                self._backend.run(
-                    {
-                        i: (
-                            "set_global",
-                            (g["maps"][i], g["stats"].idf(), g["stats"].df, g["n_units"],
-                             np.asarray([g["start"][d] for d in s["doc_ids"]], dtype=np.int64)),
-                        )
-                    }
-                )  # fmt: skip
+                stats = g["stats"]
+                call = (g["maps"][i], stats.idf(), stats.df, g["n_units"], g["firsts"][i])
+                self._backend.run({i: ("set_global", call)})
         self._scorer = None  # column sums and the global PageRank are reduced again
 
     def _with_retry(self, fn):

@@ -264,10 +264,7 @@ class MixPRShard:
 
     def unit_text(self, doc_id: str, unit_index: int) -> str:
         st = self.index._state
-        d = st.positions[doc_id]
-        src = st.unit_source  # the key in its dtype: an int against int32 copies the array
-        lo = int(np.searchsorted(src, src.dtype.type(d), side="left"))
-        return st.unit_text(lo + int(unit_index))
+        return st.unit_text(int(st.doc_first()[st.positions[doc_id]]) + int(unit_index))
 
     def has_terms(self) -> bool:
         """Whether some unit holds a term the vocabulary keeps (among this shard's units)."""

@@ -20,11 +20,12 @@ from pathlib import Path
 
 from longctx.corpus.manifest import CORPUS_MANIFEST, DocumentEntry, text_sha256
 from longctx.persist import PersistError
+from longctx.persist.marks import INDEX_ROOT
 
 logger = logging.getLogger(__name__)
 
 #: The one index folder of a MixPR corpus, relative to its root.
-MIXPR_INDEX = "indexes/mixpr"
+MIXPR_INDEX = f"{INDEX_ROOT}/mixpr"
 
 #: ``build_indexes`` options of a MixPR corpus besides :class:`~longctx.mixpr.MixPRConfig` fields.
 _EXTRA_OPTIONS = ("preset", "chunk", "mappable")

@@ -1,0 +1,258 @@
+"""A corpus's index root on a local disk, for every writer of it: its names (:data:`INDEX_ROOT`,
+:data:`CORPUS_MANIFEST`), its build lock (:func:`corpus_lock`, the file :data:`LOCK_FILE`) and
+its writer's mark (:data:`WRITER_FILE`, :func:`marked`), and a save into it
+(:func:`saving_into_corpus`).
+
+A corpus (:mod:`longctx.corpus`) keeps its indexes under ``<corpus>/indexes`` beside its
+``corpus.json``: one MixPR index (``indexes/mixpr``), shards (``indexes/shard-<i>``) or an index
+per document. Its builds hold the lock, and mark the index root ``writing.json`` while they
+replace files (the mark's rules: :mod:`longctx.corpus.writers`). An index saved there by a user
+(:meth:`longctx.MixPRIndex.save` into ``indexes/mixpr``, ``ShardedMixPRIndex.save`` into
+``indexes``) must hold the same lock and write only over the corpus it read, or the corpus's
+files no longer agree with its ``corpus.json``. The core (floor 2) cannot import the corpus layer
+(floor 3): the pieces both need are here, on floor 1.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from datetime import datetime, timezone
+from pathlib import Path
+
+from longctx.persist.format import PersistError
+from longctx.persist.reader import read_json
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CORPUS_MANIFEST",
+    "INDEX_ROOT",
+    "LOCK_FILE",
+    "MAX_MARK_BYTES",
+    "WRITER_FILE",
+    "check_unchanged",
+    "corpus_index_root",
+    "corpus_lock",
+    "mark_key",
+    "marked",
+    "parse_mark",
+    "read_mark_at",
+    "record_of",
+    "saving_into_corpus",
+    "write_json_atomic",
+    "writer_record",
+]
+
+#: A corpus's manifest, at its root.
+CORPUS_MANIFEST = "corpus.json"
+#: A corpus's index root, relative to its root.
+INDEX_ROOT = "indexes"
+#: The mark's file, at the index root.
+WRITER_FILE = "writing.json"
+#: The build lock's file, at the index root (left there; it holds the last holder's process,
+#: host and start). No document's folder starts with a dot.
+LOCK_FILE = ".build.lock"
+#: Largest size of the mark read (bytes).
+MAX_MARK_BYTES = 4096
+
+
+def writer_record(what: str) -> dict:
+    """Who writes: ``{"what", "pid", "host", "started"}``."""
+    return {
+        "what": what,
+        "pid": os.getpid(),
+        "host": socket.gethostname()[:100],
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def parse_mark(raw) -> dict | None:
+    """A mark read from disk (untrusted) as ``{"state", "token", "what", "pid", "host",
+    "started"}`` (str values, each cut to 100 characters), or ``None`` when ``raw`` is not one."""
+    if not isinstance(raw, dict) or raw.get("format") != "longctx.writer":
+        return None
+    keys = ("state", "token", "what", "pid", "host", "started")
+    return {k: str(raw.get(k, ""))[:100] for k in keys}
+
+
+def read_mark_at(root: str | os.PathLike) -> dict | None:
+    """The mark in the local folder ``root`` (:func:`parse_mark`; at most
+    :data:`MAX_MARK_BYTES` read), ``None`` without one or for one that cannot be read."""
+    p = Path(root) / WRITER_FILE
+    if not p.is_file():
+        return None
+    try:
+        return parse_mark(read_json(p, max_bytes=MAX_MARK_BYTES))
+    except PersistError:
+        return None
+
+
+def mark_key(mark: dict | None) -> tuple:
+    """``(token, state)`` of a mark (:func:`parse_mark`), ``(None, None)`` without one."""
+    return (None, None) if mark is None else (mark["token"], mark["state"])
+
+
+def write_json_atomic(path: str | os.PathLike, obj) -> None:
+    """Write ``obj`` as JSON (UTF-8, indent 1) at the local ``path`` as a whole: a temporary
+    sibling, then ``os.replace`` (a reader sees the old file or the new one)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        tmp.write_bytes(json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def marked(write: Callable[[dict], None], what: str) -> Iterator[dict]:
+    """Mark an index root as being written (``what``: "a rebuild", "a save") for the block:
+    ``write(mark)`` stores ``{..., "state": "writing"}`` first and ``"done"`` with the same token
+    when the block ends without an error. The block is given the mark (``{"token", "what",
+    "pid", ...}``)."""
+    mark = {"format": "longctx.writer", "token": uuid.uuid4().hex, **writer_record(what)}
+    write({**mark, "state": "writing"})
+    yield mark
+    write({**mark, "state": "done"})
+
+
+def corpus_index_root(folder: str | os.PathLike) -> Path | None:
+    """The real path of ``folder`` (symbolic links and ``..`` resolved) when it is a corpus's
+    index root (a folder :data:`INDEX_ROOT` beside a :data:`CORPUS_MANIFEST` file), else
+    ``None``."""
+    root = Path(os.path.realpath(folder))
+    if root.name == INDEX_ROOT and (root.parent / CORPUS_MANIFEST).is_file():
+        return root
+    return None
+
+
+def record_of(root: Path | None) -> dict:
+    """``{str(root): (token, state, False)}``: the mark of the local folder ``root`` now (``None``
+    values without a mark), the record a load keeps for :func:`saving_into_corpus`; ``{}`` for
+    ``root=None``. Read before the files: a write after it changes the mark."""
+    if root is None:
+        return {}
+    return {str(root): (*mark_key(read_mark_at(root)), False)}
+
+
+@contextmanager
+def corpus_lock(
+    index_root: Path, what: str, name: str | None = None, log: logging.Logger | None = None
+) -> Iterator[None]:
+    """Hold the corpus whose index root is the local folder ``index_root`` alone (created when
+    missing): :func:`longctx.persist.writer.exclusive_lock` on it, the lock file
+    :data:`LOCK_FILE` there holding ``what`` (who holds it, :func:`writer_record`). One that
+    waits says so once at INFO level ("waits for ... by process P on H, started T") on ``log``
+    (default: this module's logger); ``name`` names the corpus there (default: the folder)."""
+    from longctx.persist.writer import exclusive_lock
+
+    index_root.mkdir(parents=True, exist_ok=True)
+
+    def say(holder):
+        who = holder or {}
+        (log or logger).info(
+            "%s: this %s waits for %s by process %s on %r, started %s",
+            name or str(index_root),
+            "build" if what.startswith("a build") else "save",
+            who.get("what", "another build of this corpus"),
+            who.get("pid", "?"),
+            who.get("host", "?"),
+            who.get("started", "?"),
+        )
+
+    holder = writer_record(what)
+    with exclusive_lock(index_root, index_root / LOCK_FILE, holder=holder, on_wait=say):
+        yield
+
+
+@contextmanager
+def saving_into_corpus(
+    root: Path | None,
+    read_from: dict,
+    what: str,
+    write: Callable[[dict], None],
+    name: str | None = None,
+    log: logging.Logger | None = None,
+) -> Iterator[dict]:
+    """Write an index under the mark of the local folder ``root`` (a real path; ``None``: not a
+    local folder, no record kept), holding the corpus's build lock (:func:`corpus_lock`) when
+    ``root`` is a corpus's index root (:func:`corpus_index_root`). ``write(mark)`` stores the
+    mark (:func:`marked`); the block is given the mark. ``name``: the folder as the caller
+    named it, for messages (default ``root``); ``log``: the logger of the wait (:func:`corpus_lock`).
+
+    A corpus's files must agree with its ``corpus.json`` (the text digest of each document):
+    an index saved there while ``longctx index`` rebuilds the corpus would mix the two writers'
+    files, and one saved after a build that followed its load would put back the older
+    documents under the newer ``corpus.json``; either way the corpus no longer loads. So the
+    save waits for a running build, then goes on only if the corpus's mark is still the one the
+    index read or last wrote there: ``read_from[str(root)] == (token, state, own)`` (the mark's
+    ``token`` and ``state``, ``None`` without a mark; ``own``: the mark is this index's own
+    save's). A mark read at ``"writing"`` matches only the index's own save that stopped half
+    way (a retry repairs it): one read while another writer ran never matches, whether that
+    writer ended (``"done"``, a new mark) or stopped.
+
+    ``read_from`` (the index's record, :func:`record_of` at load) is updated in place after the
+    write into any local ``root``, on success (``"done"``) or failure (``"writing"``, the
+    index's own token): a save to another folder (a backup) leaves the corpus's entry as is.
+
+    Raises
+    ------
+    longctx.persist.PersistError
+        A build or another save changed the corpus since the index read it, or a writer was
+        at work when the index read it (names the writer and says what to do), or the index
+        was not read from this corpus; nothing is written.
+    """
+    corpus = root is not None and corpus_index_root(root) is not None
+    lock = (
+        corpus_lock(root, "a save of this corpus's index", name, log) if corpus else nullcontext()
+    )
+    with lock:
+        if corpus:
+            check_unchanged(root, read_from.get(str(root)), name)
+        mark, state = None, "writing"
+        try:
+            with marked(write, what) as mark:
+                yield mark
+            state = "done"
+        finally:
+            if mark is not None and root is not None:  # the folder as this write left it
+                read_from[str(root)] = (mark["token"], state, True)
+
+
+def check_unchanged(root: Path, record: tuple | None, name: str | None = None) -> None:
+    """Refuse a save into the corpus whose index root is ``root`` (``name``: as the caller named
+    it) when its mark is not ``record`` (the build lock held: see :func:`saving_into_corpus`).
+
+    Raises
+    ------
+    longctx.persist.PersistError
+        Naming ``root``, the writer and what to do.
+    """
+    mark = read_mark_at(root)
+    now = mark_key(mark)
+    if record is not None and record[:2] == now and (now[1] != "writing" or record[2]):
+        return
+    who = mark or {}
+    writer = (
+        f"{who.get('what', 'another writer')} (process {who.get('pid', '?')} on "
+        f"{who.get('host', '?')!r}, started {who.get('started', '?')})"
+    )
+    todo = "load the corpus again and repeat the changes, or save to another folder"
+    if record is None:
+        change = "holds a corpus this index was not read from"
+    elif record[:2] == now:  # read at "writing", another writer's, which stopped half way
+        change = f"was being written by {writer} when this index read it, which stopped half way"
+        todo = f"run that write again, then {todo}"
+    else:
+        change = f"was written by {writer} after this index read it"
+    raise PersistError(
+        f"{(name or str(root))!r} {change}: saving this index there would leave files that "
+        f"disagree with {CORPUS_MANIFEST} (a corpus that no longer loads); {todo}"
+    )
