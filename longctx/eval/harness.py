@@ -341,7 +341,7 @@ def run(
         False with ``quick``. ``True`` requires picklable arguments.
     method_options : dict, optional
         Per-method settings, e.g. ``{"garlic": {"max_doc_tokens": 4000}}``
-        (:class:`~longctx.eval.methods.GarlicMethod`).
+        (:class:`~longctx.eval.garlic.GarlicMethod`).
 
     Raises
     ------
