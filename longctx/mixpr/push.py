@@ -576,7 +576,14 @@ def push_walk(
             terms = _add_parts(park, parts)
             t = park[terms]
         dangling = sum(p[2] for p in parts)
-        u = t if w is None else t * w[terms]
+        parts = None  # read: its sums freed before the level's rule (issue 46: the peak)
+        if w is None:
+            u = t
+        elif park is None:  # t is parked below
+            u = t * w[terms]
+        else:  # t is read no more: w_j t_j made in it (t_j w_j, a product commutes)
+            u = t
+            u *= w[terms]
         if strict is not None and (steps or query_terms is not None):
             limit = strict[terms]
             if not steps:  # the first level: the query's own terms keep the plain rule
@@ -584,7 +591,10 @@ def push_walk(
                 limit[own] = eps * df_j[terms[own]]
         else:
             limit = eps * df_j[terms]
-        push = u * s_j[terms] >= limit
+        mass = s_j[terms]
+        mass *= u  # u_j s_j in place (a temporary less at the level's peak, issue 46)
+        push = mass >= limit
+        del mass
         pushed = terms[push]
         if park is None:
             park_t, park_v = terms[~push], t[~push]
