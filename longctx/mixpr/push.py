@@ -205,12 +205,11 @@ def _unique_sorted(idx: np.ndarray, order, wide: bool = True) -> tuple[np.ndarra
     if wide:
         u = u.astype(np.int64, copy=False)
     del s  # each temporary freed once read: a smaller peak (issue 46)
-    # scattered into the int64 inverse below (numpy casts it a buffer at a time): int32 there,
-    # half its bytes at the sum's peak; returned as the inverse itself, int64
-    narrow = order is not None and len(first) < 2**31
-    rank = np.cumsum(first, dtype=np.int32 if narrow else np.int64)
+    # int64: an int32 rank scattered into the int64 inverse below halves its bytes but numpy
+    # casts it a buffer at a time, 2.3x slower (40,000 entries: 62 against 27 us)
+    rank = np.cumsum(first)
     del first
-    rank -= 1  # in place: one (entries,) temporary less
+    rank -= 1  # in place: one (entries,) int64 temporary less
     if order is None:
         return u, rank
     inv = np.empty(len(rank), np.int64)
