@@ -274,12 +274,12 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int, 
 
 def sum_sparse(idx: np.ndarray, val: np.ndarray, size: int | None = None, *, wide: bool = True):
     """Sum duplicate indices: ``(unique indices ascending (k,) int64, their summed values (k,)
-    float64)``; each index's entries are added in their order. ``wide=False``: the indices
-    summed by a sort keep ``idx``'s dtype (the walk's units: int32 when ``E``'s indices are,
-    half the bytes of the level's frontier and no int32 copy for the next gather; issue 46,
-    the first query after an open); those of a dense count are int64 either way. The one way the walks (this
+    float64)``; each index's entries are added in their order. The one way the walks (this
     module, :mod:`~longctx.mixpr.push_graph`, :mod:`~longctx.mixpr.multihop_push`) sum a
-    sparse vector's duplicates: no state kept between calls.
+    sparse vector's duplicates: no state kept between calls. ``wide=False``: the indices
+    summed by a sort keep ``idx``'s dtype (the walk's units: int32 when ``E``'s indices are,
+    half the bytes of the level's frontier and no int32 copy of it for the next gather; issue
+    46, the first query after an open); those of a dense count are int64 either way.
 
     With ``size`` (the indices' bound) and more than ``size / COUNT_SHARE`` entries, by a dense
     count (``O(size)``, i.e. at most ``COUNT_SHARE`` times the entries; no sort; indices whose
