@@ -197,3 +197,55 @@ def test_fused_multiply_add_probe():
 
     assert not push._fuses_multiply_add(unfused)
     assert push._fuses_multiply_add(fused)
+
+
+@pytest.mark.parametrize("n, size", [(3000, 50_000), (3000, 1000), (1, 10)])
+def test_sum_sparse_narrow_keeps_the_dtype_and_the_sums(n, size):
+    """``wide=False`` (the walk's levels) gives the indices in the entries' own dtype when
+    summed by a sort (int64 by a dense count) and the very sums of ``np.unique``'s inverse
+    counted by ``np.bincount``, to the last bit, whichever sort serves."""
+    rng = np.random.default_rng(5)
+    runs = [np.sort(rng.integers(0, size, rng.integers(1, n + 1))) for _ in range(4)]
+    idx = np.concatenate(runs).astype(np.int32)  # a few ascending runs, as a level's units
+    val = rng.random(len(idx)) * rng.choice([1e-9, 1.0, 1e9], len(idx))
+    u, inv = np.unique(idx, return_inverse=True)
+    want = np.bincount(inv, weights=val, minlength=len(u))
+    for sz in (size, None):
+        got = push.sum_sparse(idx, val, sz, wide=False)
+        wide = push.sum_sparse(idx, val, sz)
+        dense = sz is not None and len(idx) * push.COUNT_SHARE > sz
+        assert got[0].dtype == (np.int64 if dense else np.int32)
+        assert wide[0].dtype == np.int64
+        keep = want != 0 if dense else slice(None)  # a dense count leaves zero sums out
+        for g in (got, wide):
+            assert np.array_equal(g[0], u[keep]) and np.array_equal(g[1], want[keep])
+
+
+def test_the_walk_leaves_its_restart_as_it_was(alice_index, monkeypatch):
+    """The levels' moving mass is made in each level's own vector, never in the restart the
+    walk started from (``push_p``, read again by every level's dangling mass and by
+    ``explain``), and the first level's settled mass is made from it at the end; the walk
+    starts without the query's edges matrix (freed once the restart is read)."""
+    block = alice_index._state.block
+    cls = type(block)
+    seen = {}
+    begin, finish = cls.push_begin, cls.push_finish
+
+    def began(self, sid, *a):
+        out = begin(self, sid, *a)
+        s = self._s(sid)
+        seen["r"] = s["push_p"][1].copy()
+        seen["edges"] = "Bsub" in s
+        return out
+
+    def finished(self, sid):
+        seen["end"] = self._s(sid)["push_p"][1].copy()
+        return finish(self, sid)
+
+    monkeypatch.setattr(cls, "push_begin", began)
+    monkeypatch.setattr(cls, "push_finish", finished)
+    for q in QUESTIONS[:2]:
+        seen.clear()
+        alice_index.search(q, k=10)
+        assert len(seen["r"]) and np.array_equal(seen["r"], seen["end"])
+        assert seen["edges"] is False

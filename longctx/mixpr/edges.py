@@ -125,7 +125,10 @@ class QueryEdgesBlock:
         ``(units, weights)`` over the units with a non-zero weight; returns their sum (the
         driver normalizes)."""
         s = self._s(sid)
-        B, rows = s["Bsub"], s["Brows"]
+        # the edges are read once a session here (the walks from these weights never read B
+        # again: only the bordered walk, which has no such restart, does): freed before the
+        # walk's peak (issue 46, the first query after an open)
+        B, rows = s.pop("Bsub"), s.pop("Brows")
         if use_rowsum:
             w = np.asarray(B.sum(axis=1)).ravel()
         else:

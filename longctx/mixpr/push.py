@@ -191,20 +191,28 @@ def sort_order(idx: np.ndarray) -> np.ndarray | None:
     return np.argsort(idx, kind="stable")
 
 
-def _unique_sorted(idx: np.ndarray, order) -> tuple[np.ndarray, np.ndarray]:
+def _unique_sorted(idx: np.ndarray, order, wide: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(idx, return_inverse=True)`` from a sorting ``order`` of ``idx`` (``None``:
-    ``idx`` is ascending already), the unique indices as int64."""
+    ``idx`` is ascending already), the unique indices as int64 (``wide=False``: in ``idx``'s
+    own dtype)."""
     s = idx if order is None else idx[order]
     if not len(s):
         return np.empty(0, np.int64), np.empty(0, np.int64)
     first = np.empty(len(s), bool)
     first[0] = True
     np.not_equal(s[1:], s[:-1], out=first[1:])
-    rank = np.cumsum(first) - 1
-    u = s[first].astype(np.int64, copy=False)
+    u = s[first]
+    if wide:
+        u = u.astype(np.int64, copy=False)
+    del s  # each temporary freed once read: a smaller peak (issue 46)
+    # int64: an int32 rank scattered into the int64 inverse below halves its bytes but numpy
+    # casts it a buffer at a time, 2.3x slower (40,000 entries: 62 against 27 us)
+    rank = np.cumsum(first)
+    del first
+    rank -= 1  # in place: one (entries,) int64 temporary less
     if order is None:
         return u, rank
-    inv = np.empty(len(s), np.int64)
+    inv = np.empty(len(rank), np.int64)
     inv[order] = rank
     return u, inv
 
@@ -257,17 +265,21 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int, 
         if values is not None:
             values(block, lens[a : a + k], buf_i[:m], buf_r[:m], buf_d[:m])
         csc_matvec(size, k, ptr[: k + 1], buf_i[:m], buf_d[:m], weights[a : a + k], total)
+    del buf_i, buf_r, buf_d, ptr  # freed before the sums' indices (the level's peak, issue 46)
     u = np.flatnonzero(total != 0)
     sums = total[u]
     total[u] = 0.0  # zeros again for the query's next level
     return u, sums
 
 
-def sum_sparse(idx: np.ndarray, val: np.ndarray, size: int | None = None):
+def sum_sparse(idx: np.ndarray, val: np.ndarray, size: int | None = None, *, wide: bool = True):
     """Sum duplicate indices: ``(unique indices ascending (k,) int64, their summed values (k,)
     float64)``; each index's entries are added in their order. The one way the walks (this
     module, :mod:`~longctx.mixpr.push_graph`, :mod:`~longctx.mixpr.multihop_push`) sum a
-    sparse vector's duplicates: no state kept between calls.
+    sparse vector's duplicates: no state kept between calls. ``wide=False``: the indices
+    summed by a sort keep ``idx``'s dtype (the walk's units: int32 when ``E``'s indices are,
+    half the bytes of the level's frontier and no int32 copy of it for the next gather; issue
+    46, the first query after an open); those of a dense count are int64 either way.
 
     With ``size`` (the indices' bound) and more than ``size / COUNT_SHARE`` entries, by a dense
     count (``O(size)``, i.e. at most ``COUNT_SHARE`` times the entries; no sort; indices whose
@@ -282,7 +294,7 @@ def sum_sparse(idx: np.ndarray, val: np.ndarray, size: int | None = None):
         total = np.bincount(idx, weights=val, minlength=size)
         u = np.flatnonzero(total != 0)
         return u, total[u]
-    u, inv = _unique_sorted(idx, sort_order(idx))
+    u, inv = _unique_sorted(idx, sort_order(idx), wide)
     return u, np.bincount(inv, weights=val, minlength=len(u))
 
 
@@ -342,27 +354,34 @@ class PushBlock:
         s.update(push_p=(idx, r), push_alpha=alpha, pi=([], []))
         return self._push_emit(s, idx, r)
 
-    def _push_emit(self, s, idx, r):
+    def _push_emit(self, s, idx, r, own: bool = False):
         """Settle ``alpha r`` on the frontier ``idx`` and send the rest on: returns
-        ``(terms, term mass t, dangling mass, mass moving, entries read)``."""
+        ``(terms, term mass t, dangling mass, mass moving, entries read)``. ``own``: ``r`` is
+        the caller's own temporary, overwritten (the moving mass made in it: one frontier
+        vector less at the level's gather, the first query's peak; issue 46); otherwise it is
+        the restart ``push_p`` holds (:meth:`push_begin`), left as it is, and its settled
+        mass ``alpha r`` is made by :meth:`push_finish` (not held through the levels)."""
         alpha = s["push_alpha"]
         s["pi"][0].append(idx)  # settled, summed by unit at the end (push_finish)
-        s["pi"][1].append(alpha * r)
-        moving = (1.0 - alpha) * r
+        # the first level's (the restart's, r not own) made there from push_p: not held
+        # through the walk's levels (issue 46: the first query's peak)
+        s["pi"][1].append(alpha * r if own else None)
+        # r (1 - alpha) is (1 - alpha) r bit for bit (a product commutes)
+        moving = np.multiply(r, 1.0 - alpha, out=r) if own else (1.0 - alpha) * r
+        del r
         mass = float(moving.sum())
         col = self.colsum[idx]
         live = col > 0
         if live.all():  # no unit without terms (the common case): no masks
             dang, rows = 0.0, idx
-            v = np.divide(moving, col, out=col)  # in place: one frontier vector less
+            v = np.divide(moving, col, out=moving if own else col)  # in place
         else:
             dang = float(moving[~live].sum())
             rows, v = idx[live], moving[live] / col[live]
         del moving, col, live  # freed before the level's gather (its peak): issue 46
         E = self._rows()
         n_terms = E.shape[1]
-        where = spans(E.indptr, rows)
-        read = where[2]
+        starts, lens, read = spans(E.indptr, rows)
         nnz = int(E.indptr[-1])  # E.nnz without scipy's checks (a call a level)
         if read * DENSE_SHARE > nnz:  # most of the block: one product over E
             dense = np.zeros(self.n)
@@ -374,11 +393,12 @@ class PushBlock:
         if read * COUNT_SHARE > n_terms and (read > GATHER_BLOCK or counted) and csc_matvec:
             if s.get("term_sums") is None:  # one count for the query's levels (issue 46)
                 s["term_sums"] = np.zeros(n_terms)
-            terms, vals = gather_summed(E, rows, v, where, n_terms, s["term_sums"])
+            del starts  # the blocked gather reads the lengths only (issue 46: its peak)
+            terms, vals = gather_summed(E, rows, v, (None, lens, read), n_terms, s["term_sums"])
         elif counted:
-            terms, vals = sum_sparse(*E.gather(rows, v, where), n_terms)
+            terms, vals = sum_sparse(*E.gather(rows, v, (starts, lens, read)), n_terms)
         else:
-            terms, vals = gather(E.indptr, E.indices, E.data, rows, v, where)
+            terms, vals = gather(E.indptr, E.indices, E.data, rows, v, (starts, lens, read))
             terms, vals = sum_sparse(terms, vals, n_terms)
         return terms, vals, dang, mass, read
 
@@ -395,7 +415,7 @@ class PushBlock:
         nnz = int(E.indptr[-1])
         if read * DENSE_SHARE <= nnz:
             idx = np.flatnonzero(reached)
-            return self._push_emit(s, idx, y[idx])
+            return self._push_emit(s, idx, y[idx], own=True)
         alpha = s["push_alpha"]
         s["pi"][0].append(None)  # a level over the block: summed as a vector (push_finish)
         s["pi"][1].append(alpha * y)
@@ -429,9 +449,10 @@ class PushBlock:
             if dangling:
                 units = np.concatenate([units, pidx])
                 vals = np.concatenate([vals, dangling * pval])
-            idx, r = sum_sparse(units, vals, self.n)
+            # the units in E's index dtype (int32): half the frontier's bytes (issue 46)
+            idx, r = sum_sparse(units, vals, self.n, wide=False)
             del units, vals  # freed before the next level's gather (its peak): issue 46
-        out = self._push_emit(s, idx, r)
+        out = self._push_emit(s, idx, r, own=True)
         return (*out[:4], out[4] + read)
 
     def push_finish(self, sid):
@@ -444,6 +465,8 @@ class PushBlock:
         s = self._s(sid)
         s.pop("term_sums", None)  # the levels' count: freed before the sum below (issue 46)
         idx, vals = s.pop("pi")
+        # the first level's settled mass, alpha r of the restart r (push_begin, _push_emit)
+        vals = [s["push_alpha"] * s["push_p"][1] if v is None else v for v in vals]
         if any(i is None for i in idx):  # a level over the block: add the levels in order
             x = np.zeros(self.n)
             for i, v in zip(idx, vals):
@@ -552,7 +575,14 @@ def push_walk(
             terms = _add_parts(park, parts)
             t = park[terms]
         dangling = sum(p[2] for p in parts)
-        u = t if w is None else t * w[terms]
+        parts = None  # read: its sums freed before the level's rule (issue 46: the peak)
+        if w is None:
+            u = t
+        elif park is None:  # t is parked below
+            u = t * w[terms]
+        else:  # t is read no more: w_j t_j made in it (t_j w_j, a product commutes)
+            u = t
+            u *= w[terms]
         if strict is not None and (steps or query_terms is not None):
             limit = strict[terms]
             if not steps:  # the first level: the query's own terms keep the plain rule
@@ -560,7 +590,10 @@ def push_walk(
                 limit[own] = eps * df_j[terms[own]]
         else:
             limit = eps * df_j[terms]
-        push = u * s_j[terms] >= limit
+        mass = s_j[terms]
+        mass *= u  # u_j s_j in place (a temporary less at the level's peak, issue 46)
+        push = mass >= limit
+        del mass
         pushed = terms[push]
         if park is None:
             park_t, park_v = terms[~push], t[~push]

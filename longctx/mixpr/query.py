@@ -250,7 +250,9 @@ def query_edge_rows(
         order = np.argsort(r_all, kind="stable")
         at_c, at_v = [np.concatenate(at_c)[order]], [np.concatenate(at_v)[order]]
         r_all = r_all[order]
-    indptr = np.zeros(R + 1, np.int64)
+    # int32 below 2**31 edges, as the chunk indices are: scipy then keeps both as given (an
+    # int64 indptr made it copy the chunk indices to int64; issue 46, the first query's peak)
+    indptr = np.zeros(R + 1, np.int32 if len(r_all) < 2**31 else np.int64)
     np.cumsum(np.bincount(r_all, minlength=R), out=indptr[1:])
     B = sp.csr_array((at_v[0], at_c[0], indptr), shape=(R, m))
     return rows, B, lex, w
