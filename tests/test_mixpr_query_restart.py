@@ -71,3 +71,18 @@ def test_restart_reaching_units():
     # a threshold of 0 keeps no zero cosine as an edge
     moved = restart_reaching_units(p, np.eye(3), np.array([0.3, 0.0, 0.0]), 0.0)
     np.testing.assert_array_equal(moved, [1.0, 0.0, 0.0])
+
+
+def test_a_sharded_index_moves_the_restart_as_one_index_does():
+    """The shards' driver is the same scorer: the sharded walk restarts as the one index's."""
+    from longctx.corpus.shards.index import ShardedMixPRIndex
+
+    text = sample_text("alice")
+    texts = [text[i * 5000 : (i + 1) * 5000] for i in range(6)]
+    kw = {"personalization": "query", "graph": "factored", "solver": "power"}
+    want = MixPRIndex.from_texts(texts, **kw).search(SENTENCE, k=5, mode="local")
+    with ShardedMixPRIndex.from_texts(texts, shards=2, **kw) as sharded:
+        got = sharded.search(f"{SENTENCE} {NOISE}", k=5, mode="local")
+    assert got.mode == "local"
+    assert [(h.source, h.index) for h in got.hits] == [(h.source, h.index) for h in want.hits]
+    np.testing.assert_allclose([h.score for h in got.hits], [h.score for h in want.hits], rtol=1e-6)
