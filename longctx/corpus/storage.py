@@ -21,12 +21,11 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from longctx.persist.corpus_manifest import MAX_MANIFEST_BYTES  # the largest JSON read back
 from longctx.persist.marks import write_json_atomic
 
 __all__ = ["Storage", "open_storage"]
 
-#: Largest corpus manifest read back (bytes).
-MAX_MANIFEST_BYTES = 256 * 1024 * 1024
 _INDEX_MANIFEST = "manifest.json"
 
 

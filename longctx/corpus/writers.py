@@ -99,24 +99,29 @@ def building(storage, root: str, what: str = "a build of this corpus") -> Iterat
         yield
 
 
-def saving_into_corpus(storage, read_from: dict, what: str):
+def saving_into_corpus(storage, read_from: dict, what: str, *, check=None, stamp=None):
     """Write into ``storage`` under the mark (:func:`writing`, ``what``: "a save of this
     sharded index"), holding the corpus's build lock when ``storage`` is a corpus's index root:
     a local folder ``indexes`` beside a ``corpus.json``, tested on its real path (a symbolic
     link or a ``..`` names the same corpus); nothing more for another folder or URL; and only
     over the corpus the index read or last wrote there (``read_from``, the index's record:
-    :func:`mark_record` at load). The rules: :func:`longctx.persist.marks.saving_into_corpus`.
-    The block is given the mark.
+    :func:`mark_record` at load). ``check()``: the caller's other checks, run under the lock
+    before the mark; ``stamp()``: the caller's :func:`longctx.persist.marks.file_stamp` of the
+    files it replaces (a local folder's mark is put back when a failed write left them as they
+    were). The rules: :func:`longctx.persist.marks.saving_into_corpus`. The block is given the
+    mark.
 
     Raises
     ------
     longctx.persist.PersistError
         As :func:`longctx.persist.marks.saving_into_corpus` (the corpus changed since the index
-        read it, or it was not read from it; nothing is written).
+        read it, or it was not read from it; nothing is written), and what ``check()`` raises.
     """
     root = None if storage.local is None else Path(os.path.realpath(storage.local))
     write = lambda mark: storage.write_json(WRITER_FILE, mark)  # noqa: E731
-    return _saving_into(root, read_from, what, write, str(storage.local), logger)
+    return _saving_into(
+        root, read_from, what, write, str(storage.local), logger, check=check, stamp=stamp
+    )
 
 
 def mark_record(storage) -> dict:

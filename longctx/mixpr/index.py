@@ -728,15 +728,18 @@ class MixPRIndex(RetrievalIndex):
 
         Into a corpus's ``indexes/mixpr`` (a folder of an ``indexes`` folder beside a
         ``corpus.json``, on its real path): the save holds the corpus's build lock, as
-        ``longctx index`` does (it waits for a running build), and writes only over the corpus
-        this index was loaded from or last saved there (:mod:`longctx.mixpr.writes`).
+        ``longctx index`` does (it waits for a running build), writes only over the corpus
+        this index was loaded from or last saved there, and only an index holding the
+        documents ``corpus.json`` lists (a corpus changes with ``longctx index`` /
+        ``build_indexes``; :mod:`longctx.mixpr.writes`).
 
         Raises
         ------
         longctx.persist.PersistError
             ``path`` is in a corpus that a build or another save changed since this index read
-            it, or that this index was not read from (nothing is written; the message says what
-            to do).
+            it, or that this index was not read from, or it is the corpus's index and this
+            index's documents differ from ``corpus.json``'s (inserted, changed or deleted since
+            the load); nothing is written and the message says what to do.
         """
         writes.save(self, path, mappable)
 

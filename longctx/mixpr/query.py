@@ -37,6 +37,50 @@ def personalization(n_query: int, query_chunks: Sequence[str]) -> np.ndarray:
     return p
 
 
+def restart_reaching_units(
+    p_query: np.ndarray, Q: np.ndarray, bcol: np.ndarray, thr: float
+) -> np.ndarray:
+    """The restart over the query nodes of the bordered walk (``personalization="query"``).
+
+    The paper restarts on the last query chunk (or the last two, sec. 4 "Personalization
+    vector": "the last sentence or two consist of all or most of the query", so "the p vector
+    treats the query node(s) as the start nodes ... biasing it toward items related to the
+    query"; Alonso and Millidge, arXiv:2412.06078, ``../shared/papers/003_66700b152cf6a0ed.txt``).
+    When no unit can be reached from those nodes (no edge of theirs to a unit, nor through
+    query-query edges to a query node with one: a last sentence whose words the text does not
+    hold), the walk's mass stays on them and the units' masses only decay from the uniform
+    start: scores of no meaning. The query is then its other sentences: the restart is spread
+    evenly over the query nodes with an edge to a unit (as ``personalization="similarity"``
+    restarts over every query chunk's edges when its restart chunk has none).
+
+    Parameters
+    ----------
+    p_query : (m,) float64
+        The paper's restart (:func:`~longctx.mixpr.query.personalization`), summing to 1.
+    Q : (m, m) float64
+        The query-query cosines (:func:`query_weights`); ``thr``: the threshold of an edge.
+    bcol : (m,) float64
+        Each query node's summed edge weight to the units.
+
+    Returns
+    -------
+    (m,) float64
+        ``p_query`` itself when its nodes reach a unit (or when no query node has an edge to
+        one), else the even restart over the query nodes with an edge (summing to 1).
+    """
+    linked = np.asarray(bcol) > 0
+    reach = np.asarray(p_query) > 0
+    joined = (Q >= thr) & (Q > 0)  # the query-query edges the walk keeps
+    while True:  # the query nodes joined to the restart nodes (m <= MAX_QUERY_CHUNKS)
+        more = reach | joined[reach].any(axis=0)
+        if (more == reach).all():
+            break
+        reach = more
+    if (reach & linked).any() or not linked.any():
+        return p_query
+    return linked / np.count_nonzero(linked)
+
+
 def by_max(x: np.ndarray) -> np.ndarray:
     """``x / max(x)`` (``x`` unchanged when its maximum is not positive)."""
     return divide_by_top(x, float(x.max()) if len(x) else 0.0)

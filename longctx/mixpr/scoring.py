@@ -41,6 +41,7 @@ from longctx.mixpr.query import (
     divide_by_top,
     personalization,
     query_weights,
+    restart_reaching_units,
 )
 from longctx.mixpr.unit_filter import UnitFilter, document_starts
 from longctx.selection import SparseScores, fewest_left, union_positions
@@ -683,6 +684,13 @@ class Scorer:
             seed_max = None
         if qvec is not None and cfg.dense_restart and cfg.walk != "multihop":
             dense_w = self._dense_restart(sid, [e["dense_cand"] for e in edges])
+        if bordered and nnz and not dense_w:  # a restart that reaches no unit: moved
+            p_reach = restart_reaching_units(p_query, Q, _sum([e["bcol"] for e in edges]), thr)
+            if p_reach is not p_query:  # the blocks keep the restart (their edges, explain)
+                logger.info("MixPR: restart moved to the query nodes with edges (%.80r)", query)
+                p_query = p_reach
+                args = (terms, Eqt, p_query, thr, bordered, qvec, seeds)
+                edges = backend.map("query_edges", sid, *args)
         seed_top = None
         if seed_max is not None:  # the seeds' own walk first, kept apart (scores_seeded)
             total = sum(backend.map("restart_seeds", sid))

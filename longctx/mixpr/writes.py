@@ -9,7 +9,9 @@ swapped in whole under the index's write lock, :func:`longctx.mixpr.build.splice
 A save into a MixPR corpus's one index (``<corpus>/indexes/mixpr``, or any folder of a corpus's
 index root) is a write of that corpus: it holds the corpus's build lock, marks the index root
 and goes on only over the corpus the index read or last saved there
-(:func:`longctx.persist.marks.saving_into_corpus`); a load from there records the corpus's mark
+(:func:`longctx.persist.marks.saving_into_corpus`), and only with the documents the corpus's
+``corpus.json`` lists for that folder (an index changed since its load is refused: a corpus
+changes with ``longctx index`` / ``build_indexes``); a load from there records the corpus's mark
 first (:func:`longctx.persist.marks.record_of`). Any other folder is saved as before.
 """
 
@@ -24,7 +26,8 @@ from longctx.mixpr.build import spliced, without
 from longctx.mixpr.persist import save_index
 from longctx.mixpr.persist_mapped import load_index, save_mapped
 from longctx.mixpr.validation import check_change, check_held
-from longctx.persist import marks
+from longctx.persist import MANIFEST, check_save_target, marks
+from longctx.persist.corpus_manifest import check_saved_documents, text_sha256
 from longctx.word_pieces import shared_chars
 
 logger = logging.getLogger(__name__)
@@ -106,12 +109,25 @@ def save(index, path, mappable: bool) -> None:
     """:meth:`MixPRIndex.save <longctx.mixpr.index.MixPRIndex.save>`: format 3 (``mappable``)
     or 2 at ``path``; into a corpus's index root, as a write of that corpus (module docstring).
 
+    Into a corpus, with the corpus's build lock held and the mark check passed, and before the
+    mark is written: the target folder is checked (:func:`longctx.persist.check_save_target`)
+    and so are the index's documents (ids and text digests) against ``corpus.json``'s entries
+    for that folder (:func:`longctx.persist.corpus_manifest.check_saved_documents`). The
+    index's writes wait for the save (its write lock is held): the documents checked are the
+    ones written. A save that fails before replacing the folder leaves the corpus's mark as it
+    was.
+
     Raises
     ------
     longctx.persist.PersistError
         ``path`` is in a corpus's index root that a build (or another save) changed since this
         index read it, that another writer was writing when it read it, or that this index was
-        not read from; nothing is written.
+        not read from; or it is the corpus's index and this index's documents differ from
+        ``corpus.json``'s (inserted, changed or deleted since the load: a corpus changes with
+        ``longctx index`` / ``build_indexes``); nothing is written.
+    longctx.persist.SaveTargetError
+        ``path`` is a link, a file, or a folder of other files (nothing is written, the mark
+        stays as it was).
     """
     write = save_mapped if mappable else save_index
     root = _corpus_root(path)
@@ -120,8 +136,20 @@ def save(index, path, mappable: bool) -> None:
         return
     logger.debug("%s is in the corpus at %s: saved under its build lock", path, root.parent)
     mark = lambda m: marks.write_json_atomic(root / marks.WRITER_FILE, m)  # noqa: E731
-    with marks.saving_into_corpus(root, index._read_from, "a save of this MixPR index", mark):
-        write(index, path)
+    folder = Path(os.path.realpath(path)).name
+    stamp = lambda: marks.file_stamp(Path(path) / MANIFEST)  # noqa: E731
+
+    with index._write_lock:  # the state checked is the state written
+        st = index._state
+
+        def check() -> None:
+            check_save_target(path, "mixpr")
+            digests = {d: text_sha256(t) for d, t in zip(st.doc_ids, st.texts)}
+            check_saved_documents(root, digests, folder, str(path))
+
+        what = "a save of this MixPR index"
+        with marks.saving_into_corpus(root, index._read_from, what, mark, check=check, stamp=stamp):
+            write(index, path)
 
 
 def load(cls, path, *, router, encoder, mmap):

@@ -8,9 +8,11 @@ A corpus (:mod:`longctx.corpus`) keeps its indexes under ``<corpus>/indexes`` be
 per document. Its builds hold the lock, and mark the index root ``writing.json`` while they
 replace files (the mark's rules: :mod:`longctx.corpus.writers`). An index saved there by a user
 (:meth:`longctx.MixPRIndex.save` into ``indexes/mixpr``, ``ShardedMixPRIndex.save`` into
-``indexes``) must hold the same lock and write only over the corpus it read, or the corpus's
-files no longer agree with its ``corpus.json``. The core (floor 2) cannot import the corpus layer
-(floor 3): the pieces both need are here, on floor 1.
+``indexes``) must hold the same lock, write only over the corpus it read, and hold exactly the
+documents ``corpus.json`` lists (checked by the caller, before the mark:
+:func:`longctx.persist.corpus_manifest.check_saved_documents`), or the corpus's files no longer
+agree with its ``corpus.json``. The core (floor 2) cannot import the corpus layer (floor 3): the
+pieces both need are here and in :mod:`longctx.persist.corpus_manifest`, on floor 1.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import logging
 import os
 import socket
+import stat
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -39,6 +42,7 @@ __all__ = [
     "check_unchanged",
     "corpus_index_root",
     "corpus_lock",
+    "file_stamp",
     "mark_key",
     "marked",
     "parse_mark",
@@ -101,14 +105,49 @@ def mark_key(mark: dict | None) -> tuple:
 def write_json_atomic(path: str | os.PathLike, obj) -> None:
     """Write ``obj`` as JSON (UTF-8, indent 1) at the local ``path`` as a whole: a temporary
     sibling, then ``os.replace`` (a reader sees the old file or the new one)."""
-    p = Path(path)
+    _write_bytes_atomic(Path(path), json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
+
+
+def _write_bytes_atomic(p: Path, data: bytes) -> None:
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
     try:
-        tmp.write_bytes(json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
+        tmp.write_bytes(data)
         os.replace(tmp, p)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def file_stamp(*paths: str | os.PathLike) -> tuple:
+    """What tells the local files ``paths`` from the ones a write puts in their place: each
+    file's ``(device, inode, size, mtime_ns)`` (``None`` for a missing one). A save replaces an
+    index folder by a rename: its ``manifest.json`` is then another file."""
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except (FileNotFoundError, NotADirectoryError):
+            out.append(None)
+            continue
+        out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def _mark_restorer(root: Path) -> Callable[[], None] | None:
+    """A function putting the mark file of the local folder ``root`` back as it is now (its
+    bytes; removed when there is none), or ``None`` for one that is not a small regular file
+    (not a mark: left as a write makes it)."""
+    p = root / WRITER_FILE
+    try:
+        st = os.lstat(p)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MARK_BYTES:
+            return None
+        data = p.read_bytes()
+    except FileNotFoundError:
+        return lambda: p.unlink(missing_ok=True)
+    except OSError:
+        return None
+    return lambda: _write_bytes_atomic(p, data)
 
 
 @contextmanager
@@ -180,6 +219,9 @@ def saving_into_corpus(
     write: Callable[[dict], None],
     name: str | None = None,
     log: logging.Logger | None = None,
+    *,
+    check: Callable[[], None] | None = None,
+    stamp: Callable[[], object] | None = None,
 ) -> Iterator[dict]:
     """Write an index under the mark of the local folder ``root`` (a real path; ``None``: not a
     local folder, no record kept), holding the corpus's build lock (:func:`corpus_lock`) when
@@ -198,16 +240,27 @@ def saving_into_corpus(
     way (a retry repairs it): one read while another writer ran never matches, whether that
     writer ended (``"done"``, a new mark) or stopped.
 
+    Every other check that may refuse the save runs next, still before the mark: ``check()``
+    (the caller's: the target folder, and the index's documents against ``corpus.json``,
+    :func:`longctx.persist.corpus_manifest.check_saved_documents`, for an index that must hold
+    exactly the corpus's documents). Only then is the mark written ``"writing"``. When the block
+    fails and ``stamp()`` (the caller's :func:`file_stamp` of the files the corpus loads) is
+    what it was before the mark, no file was touched: the mark is put back as it was (its
+    bytes, or no mark) and ``read_from`` is left alone, so the corpus stays saveable by every
+    index that read it.
+
     ``read_from`` (the index's record, :func:`record_of` at load) is updated in place after the
-    write into any local ``root``, on success (``"done"``) or failure (``"writing"``, the
-    index's own token): a save to another folder (a backup) leaves the corpus's entry as is.
+    write into any local ``root``, on success (``"done"``) or failure after touching a file
+    (``"writing"``, the index's own token): a save to another folder (a backup) leaves the
+    corpus's entry as is.
 
     Raises
     ------
     longctx.persist.PersistError
         A build or another save changed the corpus since the index read it, or a writer was
         at work when the index read it (names the writer and says what to do), or the index
-        was not read from this corpus; nothing is written.
+        was not read from this corpus; nothing is written. And what ``check()`` raises (nothing
+        is written then either).
     """
     corpus = root is not None and corpus_index_root(root) is not None
     lock = (
@@ -216,11 +269,24 @@ def saving_into_corpus(
     with lock:
         if corpus:
             check_unchanged(root, read_from.get(str(root)), name)
+        if check is not None:
+            check()
+        put_back = _mark_restorer(root) if root is not None and stamp is not None else None
+        before = stamp() if put_back is not None else None
         mark, state = None, "writing"
         try:
             with marked(write, what) as mark:
                 yield mark
             state = "done"
+        except BaseException:
+            if put_back is not None and stamp() == before:
+                try:
+                    put_back()
+                    mark = None  # the folder as before: the record stays the one it was
+                    logger.debug("%s: the save stopped before replacing a file", name or root)
+                except OSError as exc:
+                    logger.warning("%s: the mark could not be put back: %s", name or root, exc)
+            raise
         finally:
             if mark is not None and root is not None:  # the folder as this write left it
                 read_from[str(root)] = (mark["token"], state, True)

@@ -112,14 +112,14 @@ def test_the_index_read_from_a_corpus_saves_back_into_it(tmp_path):
     _, out, _ = _corpus(tmp_path)
     where = out / "indexes" / "mixpr"
     index = MixPRIndex.load(where)
-    index.insert(["a note the user added about gardens"], ids=["note"])
     index.save(where)
-    index.delete(["note"])
     index.save(where, mappable=False)  # its own last save: still the corpus it wrote
-    index.insert(["another note"], ids=["note2"])
     index.save(where)
     loaded = next(iter(load_corpus(out, use_ray=False).values()))
-    assert "note2" in loaded.doc_ids and "note" not in loaded.doc_ids
+    assert loaded.doc_ids == index.doc_ids
+    index.insert(["another note"], ids=["note2"])  # a corpus changes with its builds only
+    with pytest.raises(PersistError, match="documents differ from the corpus's corpus.json"):
+        index.save(where)
     fresh = MixPRIndex.from_texts(["other texts entirely", "and more"], ids=["x", "y"])
     with pytest.raises(PersistError, match="not read from"):
         fresh.save(where)  # would replace the corpus's documents
@@ -141,18 +141,20 @@ def test_an_index_loaded_during_a_build_cannot_undo_it(tmp_path):
 
 
 def test_a_save_that_failed_half_way_can_be_retried(tmp_path, monkeypatch):
-    """A save that fails after the corpus's mark (disk full) leaves it at ``"writing"`` with the
-    index's own token: the same index's retry is accepted, another index's save is not."""
+    """A save that fails after the corpus's mark and the folder's replacement leaves it at
+    ``"writing"`` with the index's own token: the same index's retry is accepted, another
+    index's save is not. (One failing before it replaces the folder puts the mark back:
+    ``test_save_into_corpus_documents.py``.)"""
     import longctx.mixpr.writes as writes
 
     _, out, _ = _corpus(tmp_path)
     where = out / "indexes" / "mixpr"
     index = MixPRIndex.load(where)
     other = MixPRIndex.load(where)
-    index.insert(["a note the user added about gardens"], ids=["note"])
     real = writes.save_mapped
 
     def full(*args, **kwargs):
+        real(*args, **kwargs)  # the folder replaced, then a failure
         raise OSError(28, "No space left on device (injected)")
 
     monkeypatch.setattr(writes, "save_mapped", full)
@@ -164,7 +166,6 @@ def test_a_save_that_failed_half_way_can_be_retried(tmp_path, monkeypatch):
     index.save(where)  # the retry
     state = race.corpus_state(out, "mixpr")
     assert state[0] == "ok", state[1]
-    assert "note" in dict(state[1])
 
 
 @pytest.mark.parametrize("alias", ["link", "dotdot"])
@@ -193,8 +194,7 @@ def test_a_snapshot_keeps_its_own_record(tmp_path):
     where = out / "indexes" / "mixpr"
     index = MixPRIndex.load(where)
     view = index.snapshot()
-    view.insert(["a note"], ids=["note"])
     view.save(where)
     with pytest.raises(PersistError, match="a save of this MixPR index"):
         index.save(where)
-    assert "note" in dict(race.corpus_state(out, "mixpr")[1])
+    assert race.corpus_state(out, "mixpr")[0] == "ok"

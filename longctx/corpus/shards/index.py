@@ -709,7 +709,8 @@ class ShardedMixPRIndex:
         Raises
         ------
         ValueError, PersistError
-            No document; a corpus's ``indexes/`` changed since read (``persist.save_sharded``).
+            No document; a corpus's ``indexes/`` changed since read, or this index's documents
+            differ from its ``corpus.json``'s (``persist.save_sharded``).
         """
         from longctx.corpus.shards.persist import save_sharded
 

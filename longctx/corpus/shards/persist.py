@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 
 from longctx.corpus.shards.shard import ASSIGNMENT, shard_dir
-from longctx.persist import PersistError, check_format
+from longctx.persist import MANIFEST, PersistError, check_format
+from longctx.persist.corpus_manifest import check_saved_documents
+from longctx.persist.marks import corpus_index_root, file_stamp
 
 logger = logging.getLogger(__name__)
 
@@ -31,9 +33,12 @@ MAX_SHARDS = 4096
 def save_sharded(index, out, storage_options=None) -> None:
     """Write ``index`` at ``out`` (see :meth:`ShardedMixPRIndex.save
     <longctx.corpus.shards.index.ShardedMixPRIndex.save>`). Into a corpus's ``indexes/``: with
-    the corpus's build lock held, and only over the corpus the index read or last saved there
+    the corpus's build lock held, only over the corpus the index read or last saved there
     (:func:`longctx.corpus.writers.saving_into_corpus`; ``index._read_from`` records the mark
-    of every local folder the index read or saved to).
+    of every local folder the index read or saved to), and only with the documents of the
+    corpus's ``corpus.json`` (ids and text digests,
+    :func:`longctx.persist.corpus_manifest.check_saved_documents`), checked before the mark. A
+    save into a local folder that fails before replacing a file leaves the mark as it was.
 
     Raises
     ------
@@ -42,7 +47,9 @@ def save_sharded(index, out, storage_options=None) -> None:
     PersistError
         ``out`` is a corpus's index root that a build (or another save) changed since this
         index read it, that another writer was writing when it read it, or that this index
-        was not read from."""
+        was not read from; or this index's documents differ from ``corpus.json``'s (inserted,
+        changed or deleted since the load: a corpus changes with ``longctx index`` /
+        ``build_indexes``). Nothing is written then."""
     from longctx.corpus.storage import open_storage
 
     storage = open_storage(out, storage_options)
@@ -50,8 +57,24 @@ def save_sharded(index, out, storage_options=None) -> None:
         raise ValueError("a sharded MixPR index with no document cannot be saved")
     from longctx.corpus.writers import saving_into_corpus
 
-    # marked; into a corpus's index root: its build lock held, the corpus as this index read it
-    with index._lock, saving_into_corpus(storage, index._read_from, "a save of this sharded index"):
+    local = storage.local
+    root = None if local is None else corpus_index_root(local)
+
+    def check() -> None:  # under the lock, before the mark
+        if root is not None:
+            check_saved_documents(root, index.digests(), None, str(local))
+
+    def stamp() -> tuple:  # the files a load reads, each replaced by a rename
+        shards = [local / shard_dir(s) / MANIFEST for s in sorted(index._stats)]
+        return file_stamp(local / SHARDS_FILE, *shards)
+
+    what = "a save of this sharded index"
+    with (
+        index._lock,
+        saving_into_corpus(
+            storage, index._read_from, what, check=check, stamp=None if local is None else stamp
+        ),
+    ):
         _save_shards(index, storage)
 
 
