@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,15 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One torch/OpenMP thread per process (this one, and the interpreters, kernels and Ray workers
+# it starts, which inherit it): the suite's models are tiny or small and their ops short, and a
+# second thread costs more to wake than it saves: 6-9 s against 0.3 s for a tiny-model YOURA
+# test, SmolLM2 decoding 8-20 s against 2 s, measured interleaved on the shared 2-core machine
+# under load (on an idle one the bench's MiniLM batches take ~1.25x longer with one thread).
+# Speed only: a test that compares two computations makes both under this same setting.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+if "torch" in sys.modules:  # imported before this file (by a plugin): the variable came too late
+    sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

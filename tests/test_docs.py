@@ -7,11 +7,14 @@
 - A ```console block preceded by ``<!-- docs-test: run -->`` runs each ``$ longctx ...`` line
   (as ``python -m longctx.cli ...``) and needs exit status 0.
 - ``mkdocs build --strict`` passes (skipped when mkdocs is not installed).
+
+The blocks' processes run two at a time, started at the first block's test (``tests._ahead``).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 import json
@@ -23,6 +26,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests._ahead import Ahead, selected
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -79,48 +84,84 @@ def _check_imports(code: str) -> None:
 
 
 PYTHON_CASES = _cases("python")
+CONSOLE_CASES = [c for c in _cases("console") if c.values[1] == "run"]
 
 
-@pytest.mark.parametrize(("code", "marker", "reason"), PYTHON_CASES)
-def test_python_block_runs_on_its_own(code, marker, reason, tmp_path):
-    if marker == "skip":
-        assert reason, "a skipped block must say why: <!-- docs-test: skip (reason) -->"
-        _check_imports(code)
-        return
-    script = tmp_path / "block.py"
+def _run_python_block(code: str, folder: Path) -> subprocess.CompletedProcess:
+    """``code`` run as a script by a fresh interpreter in ``folder`` (``_env()``)."""
+    script = folder / "block.py"
     script.write_text(code, encoding="utf-8")
-    proc = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(script)],
-        cwd=tmp_path,
+        cwd=folder,
         env=_env(),
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert proc.returncode == 0, f"{code}\n--- stderr ---\n{proc.stderr[-3000:]}"
-    if "print(" in code:
-        assert proc.stdout.strip(), "the block prints nothing"
 
 
-CONSOLE_CASES = [c for c in _cases("console") if c.values[1] == "run"]
-
-
-@pytest.mark.parametrize(("code", "marker", "reason"), CONSOLE_CASES)
-def test_console_block_runs(code, marker, reason, tmp_path):
-    commands = [line[2:] for line in code.splitlines() if line.startswith("$ ")]
-    assert commands and all(c.startswith("longctx ") for c in commands), code
-    for command in commands:
+def _run_console_block(code: str, folder: Path) -> list:
+    """``(command, process)`` of each ``$ longctx ...`` line of ``code``, run in turn as
+    ``python -m longctx.cli ...`` in ``folder``, up to the first that fails."""
+    out = []
+    for command in [line[2:] for line in code.splitlines() if line.startswith("$ ")]:
         argv = shlex.split(command, comments=True)[1:]
         proc = subprocess.run(
             [sys.executable, "-m", "longctx.cli", *argv],
-            cwd=tmp_path,
+            cwd=folder,
             env=_env(),
             capture_output=True,
             text=True,
             timeout=300,
         )
+        out.append((command, proc))
+        if proc.returncode != 0:
+            break
+    return out
+
+
+@pytest.fixture(scope="module")
+def block_runs(request, tmp_path_factory):
+    """The selected blocks' processes, started at the module's first test two at a time
+    (``tests._ahead``), each in a folder of its own; keyed by (test name, block id)."""
+    jobs = {}
+    runners = {
+        "test_python_block_runs_on_its_own": _run_python_block,
+        "test_console_block_runs": _run_console_block,
+    }
+    for name, run in runners.items():
+        for item in selected(request, name):
+            code, marker = item.callspec.params["code"], item.callspec.params["marker"]
+            if marker != "skip":
+                folder = tmp_path_factory.mktemp("block")
+                jobs[(name, item.callspec.id)] = functools.partial(run, code, folder)
+    ahead = Ahead(jobs)
+    yield ahead
+    ahead.close()
+
+
+@pytest.mark.parametrize(("code", "marker", "reason"), PYTHON_CASES)
+def test_python_block_runs_on_its_own(code, marker, reason, block_runs, request):
+    if marker == "skip":
+        assert reason, "a skipped block must say why: <!-- docs-test: skip (reason) -->"
+        _check_imports(code)
+        return
+    proc = block_runs.result((request.node.originalname, request.node.callspec.id))
+    assert proc.returncode == 0, f"{code}\n--- stderr ---\n{proc.stderr[-3000:]}"
+    if "print(" in code:
+        assert proc.stdout.strip(), "the block prints nothing"
+
+
+@pytest.mark.parametrize(("code", "marker", "reason"), CONSOLE_CASES)
+def test_console_block_runs(code, marker, reason, block_runs, request):
+    commands = [line[2:] for line in code.splitlines() if line.startswith("$ ")]
+    assert commands and all(c.startswith("longctx ") for c in commands), code
+    runs = block_runs.result((request.node.originalname, request.node.callspec.id))
+    for command, proc in runs:
         assert proc.returncode == 0, f"{command}\n{proc.stderr[-2000:]}"
         assert proc.stdout.strip(), command
+    assert [c for c, _ in runs] == commands
 
 
 def test_every_python_block_is_collected():

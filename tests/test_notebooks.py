@@ -1,32 +1,88 @@
-"""Every notebook in notebooks/ runs top to bottom (nbclient, the test interpreter's kernel)."""
+"""Every notebook in notebooks/ runs top to bottom (nbclient, the test interpreter's kernel), each
+by a fresh interpreter, two at a time (``tests._ahead``)."""
 
 from __future__ import annotations
 
 import functools
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests._ahead import Ahead, selected
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs(path, tmp_path, monkeypatch):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    if path.name == "benchmark_report.ipynb" and not SHARED.is_dir():
-        pytest.skip(f"needs the benchmark data at {SHARED}")
-    nb = nbformat.read(path, as_version=4)
-    monkeypatch.setenv("LONGCTX_DATA", str(SHARED))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(path.parents[1]), *sys.path]))
-    client = nbclient.NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+#: Run by a fresh interpreter: executes notebook argv[1] (nbclient, the interpreter's kernel,
+#: working folder argv[3]) and writes it with its outputs to argv[2]; a cell's error exits non-zero.
+_EXECUTE = """
+import sys
+import nbclient
+import nbformat
+
+nb = nbformat.read(sys.argv[1], as_version=4)
+client = nbclient.NotebookClient(
+    nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": sys.argv[3]}}
+)
+client.execute()
+nbformat.write(nb, sys.argv[2])
+"""
+
+
+def _execute(path: Path, folder: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """Notebook ``path`` run top to bottom in ``folder`` by a fresh interpreter (its kernel sees
+    LONGCTX_DATA, HF_HUB_OFFLINE=1 and this interpreter's path): the process and the executed
+    notebook's file."""
+    env = dict(os.environ)
+    env.update(
+        LONGCTX_DATA=str(SHARED),
+        HF_HUB_OFFLINE="1",
+        PYTHONPATH=os.pathsep.join([str(path.parents[1]), *sys.path]),
     )
-    client.execute()
+    out = folder / f"executed-{path.name}"
+    proc = subprocess.run(
+        [sys.executable, "-c", _EXECUTE, str(path), str(out), str(folder)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    return proc, out
+
+
+def _runnable(path: Path) -> bool:
+    return path.name != "benchmark_report.ipynb" or SHARED.is_dir()
+
+
+@pytest.fixture(scope="module")
+def notebook_runs(request, tmp_path_factory):
+    """The selected notebooks, run two at a time from the module's first notebook test
+    (``tests._ahead``), each by its own interpreter in its own folder; keyed by file name."""
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    jobs = {}
+    for item in selected(request, "test_notebook_runs"):
+        path = item.callspec.params["path"]
+        if _runnable(path):
+            jobs[path.name] = functools.partial(_execute, path, tmp_path_factory.mktemp("nb"))
+    ahead = Ahead(jobs)
+    yield ahead
+    ahead.close()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs(path, notebook_runs):
+    nbformat = pytest.importorskip("nbformat")
+    if not _runnable(path):
+        pytest.skip(f"needs the benchmark data at {SHARED}")
+    proc, out = notebook_runs.result(path.name)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    nb = nbformat.read(out, as_version=4)
     errors = [
         o
         for c in nb.cells
