@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from longctx.persist import PersistError, check_json_metadata, write_dir
+from longctx.persist.marks import check_outside_corpus
 from longctx.persist.reader import IndexDir, open_index_dir
 
 
@@ -74,8 +75,12 @@ def save_retriever(
     Raises
     ------
     longctx.persist.SaveTargetError
-        ``path`` is a file or a folder holding anything else.
+        ``path`` is a file or a folder holding anything else; or it is inside a corpus's
+        ``indexes/`` folder, at any depth (:func:`longctx.persist.marks.check_outside_corpus`:
+        the next ``longctx index`` of the corpus would delete it), checked before anything is
+        written.
     """
+    check_outside_corpus(path, "path")
     d = Path(path)
     write_dir(
         d,

@@ -31,9 +31,9 @@ from longctx.explain import check_explain
 from longctx.filters import compile_filter
 from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
-from longctx.persist import PersistError, SaveTargetError, check_json_metadata, write_dir
+from longctx.persist import PersistError, check_json_metadata, write_dir
 from longctx.persist.fs import MANIFEST
-from longctx.persist.marks import INDEX_ROOT, corpus_index_root
+from longctx.persist.marks import check_outside_corpus
 from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
@@ -694,25 +694,15 @@ _PERSIST_KIND = "llamaindex.mixpr_retriever"
 
 def _check_persist_dir(persist_dir: str | os.PathLike) -> None:
     """Refuse a ``persist_dir`` whose retriever folder (``persist_dir/longctx_mixpr``, its real
-    path: symbolic links and ``..`` resolved) is inside a corpus's index root
-    (:func:`longctx.persist.marks.corpus_index_root`: a folder ``indexes`` beside a
-    ``corpus.json``), at any depth. A ``longctx index`` run that changes the corpus's documents
-    replaces its index folders whole (``indexes/mixpr``, a shard, a document's index), and a
-    retriever saved inside one would be lost without a word.
+    path: symbolic links and ``..`` resolved) is inside a corpus's index root, at any depth
+    (:func:`longctx.persist.marks.check_outside_corpus`: a folder ``indexes`` beside a corpus's
+    ``corpus.json``). A ``longctx index`` run that changes the corpus's documents replaces its
+    index folders whole (``indexes/mixpr``, a shard, a document's index), and a retriever saved
+    inside one would be lost without a word.
 
     Raises
     ------
     longctx.persist.SaveTargetError
         Naming ``persist_dir``, the corpus and what to do instead; nothing is written.
     """
-    target = Path(os.path.realpath(Path(persist_dir) / PERSIST_SUBDIR))
-    for folder in target.parents:
-        root = corpus_index_root(folder)
-        if root is not None:
-            raise SaveTargetError(
-                f"persist_dir {str(persist_dir)!r} is inside the index folder {str(root)!r} of "
-                f"the corpus at {str(root.parent)!r}: a later `longctx index` of that corpus "
-                "replaces its index folders and would delete the retriever saved there; persist "
-                f"to a folder outside the corpus's {INDEX_ROOT}/ (beside the corpus is fine); to "
-                "change the corpus, change its documents and run `longctx index` again"
-            )
+    check_outside_corpus(Path(persist_dir) / PERSIST_SUBDIR, "persist_dir", name=persist_dir)

@@ -8,14 +8,19 @@ the core too (:mod:`longctx.mixpr.writes`), which cannot import this layer.
 
 from __future__ import annotations
 
-from longctx.persist.corpus_manifest import (  # noqa: F401 (documents.py takes _CONTROL)
+from longctx.persist.corpus_manifest import (  # noqa: F401 (documents.py takes _CONTROL; FORMAT,
+    # STATUSES, PersistError, check_format: names this module had before the move)
     _CONTROL,
     CORPUS_MANIFEST,
+    FORMAT,
     FORMAT_VERSION,
     MAX_SOURCE_CHARS,
+    STATUSES,
     CorpusManifest,
     DocumentEntry,
+    PersistError,
     check_entry_text,
+    check_format,
     text_sha256,
 )
 

@@ -12,7 +12,8 @@ and goes on only over the corpus the index read or last saved there
 (:func:`longctx.persist.marks.saving_into_corpus`), and only with the documents the corpus's
 ``corpus.json`` lists for that folder (an index changed since its load is refused: a corpus
 changes with ``longctx index`` / ``build_indexes``); a load from there records the corpus's mark
-first (:func:`longctx.persist.marks.record_of`). Any other folder is saved as before.
+first (:func:`longctx.persist.marks.record_of`). A folder deeper inside a corpus's index root is
+refused (a build replaces the folder holding it). Any other folder is saved as before.
 """
 
 from __future__ import annotations
@@ -113,9 +114,12 @@ def save(index, path, mappable: bool) -> None:
     mark is written: the target folder is checked (:func:`longctx.persist.check_save_target`)
     and so are the index's documents (ids and text digests) against ``corpus.json``'s entries
     for that folder (:func:`longctx.persist.corpus_manifest.check_saved_documents`). The
-    index's writes wait for the save (its write lock is held): the documents checked are the
-    ones written. A save that fails before replacing the folder leaves the corpus's mark as it
-    was.
+    index's writes wait for the save from the checks to the last file (its write lock is
+    held, taken after the corpus's lock: they do not wait for a build the save waits for): the
+    documents checked are the ones written. A save that fails before replacing the folder
+    leaves the corpus's mark as it was. Deeper inside a corpus's index root (inside its
+    ``indexes/mixpr``), or the index root itself, is refused
+    (:func:`longctx.persist.marks.check_outside_corpus`): a build replaces those folders whole.
 
     Raises
     ------
@@ -127,9 +131,11 @@ def save(index, path, mappable: bool) -> None:
         ``longctx index`` / ``build_indexes``); nothing is written.
     longctx.persist.SaveTargetError
         ``path`` is a link, a file, or a folder of other files (nothing is written, the mark
-        stays as it was).
+        stays as it was); or it is a corpus's index root, or inside one of its index folders
+        (nothing is written).
     """
     write = save_mapped if mappable else save_index
+    marks.check_outside_corpus(path, "path", own_depth=1)
     root = _corpus_root(path)
     if root is None:
         write(index, path)
@@ -139,17 +145,17 @@ def save(index, path, mappable: bool) -> None:
     folder = Path(os.path.realpath(path)).name
     stamp = lambda: marks.file_stamp(Path(path) / MANIFEST)  # noqa: E731
 
-    with index._write_lock:  # the state checked is the state written
+    def check() -> None:  # the index's write lock held: the state checked is the state written
+        check_save_target(path, "mixpr")
         st = index._state
+        digests = {d: text_sha256(t) for d, t in zip(st.doc_ids, st.texts)}
+        check_saved_documents(root, digests, folder, str(path))
 
-        def check() -> None:
-            check_save_target(path, "mixpr")
-            digests = {d: text_sha256(t) for d, t in zip(st.doc_ids, st.texts)}
-            check_saved_documents(root, digests, folder, str(path))
-
-        what = "a save of this MixPR index"
-        with marks.saving_into_corpus(root, index._read_from, what, mark, check=check, stamp=stamp):
-            write(index, path)
+    what = "a save of this MixPR index"
+    with marks.saving_into_corpus(
+        root, index._read_from, what, mark, check=check, stamp=stamp, hold=index._write_lock
+    ):
+        write(index, path)
 
 
 def load(cls, path, *, router, encoder, mmap):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from longctx.persist.checks import check_format
 from longctx.persist.format import PersistError
-from longctx.persist.marks import CORPUS_MANIFEST, INDEX_ROOT
+from longctx.persist.marks import CORPUS_FORMAT, CORPUS_MANIFEST, INDEX_ROOT
 from longctx.persist.reader import read_json
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
     "text_sha256",
 ]
 
-FORMAT = "longctx.corpus"
+FORMAT = CORPUS_FORMAT  # how a corpus is told from a folder (longctx.persist.marks)
 FORMAT_VERSION = 1
 STATUSES = ("done", "failed")
 #: Largest corpus manifest read back (bytes).

@@ -20,11 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import stat
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -34,13 +35,16 @@ from longctx.persist.reader import read_json
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "CORPUS_FORMAT",
     "CORPUS_MANIFEST",
     "INDEX_ROOT",
     "LOCK_FILE",
     "MAX_MARK_BYTES",
     "WRITER_FILE",
+    "check_outside_corpus",
     "check_unchanged",
     "corpus_index_root",
+    "is_corpus_manifest",
     "corpus_lock",
     "file_stamp",
     "mark_key",
@@ -55,6 +59,13 @@ __all__ = [
 
 #: A corpus's manifest, at its root.
 CORPUS_MANIFEST = "corpus.json"
+#: The format name in a corpus's manifest (``longctx.persist.corpus_manifest.FORMAT``).
+CORPUS_FORMAT = "longctx.corpus"
+#: Bytes of a ``corpus.json`` read to tell a corpus's manifest from another file.
+MAX_MARKER_BYTES = 64 * 1024
+#: The start of a corpus's manifest too large to read whole for the test: its first key is
+#: ``"format"`` (:meth:`longctx.persist.corpus_manifest.CorpusManifest.to_json`).
+_CORPUS_START = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"longctx\.corpus"\s*[,}]')
 #: A corpus's index root, relative to its root.
 INDEX_ROOT = "indexes"
 #: The mark's file, at the index root.
@@ -162,14 +173,77 @@ def marked(write: Callable[[dict], None], what: str) -> Iterator[dict]:
     write({**mark, "state": "done"})
 
 
+def is_corpus_manifest(path: str | os.PathLike) -> bool:
+    """Whether the local file ``path`` is a corpus's manifest: a regular file (a link to one
+    counts) holding a JSON object whose ``"format"`` is :data:`CORPUS_FORMAT`, whatever its
+    version. At most :data:`MAX_MARKER_BYTES` are read (untrusted): a file that fits is parsed
+    whole (:func:`longctx.persist.reader.read_json`); a larger one must start with the format
+    key as a corpus's manifest is written (``{"format": "longctx.corpus", ...``). A user's own
+    ``corpus.json`` (another JSON, or not JSON) is not one; nothing raises."""
+    p = Path(path)
+    try:
+        if not stat.S_ISREG(os.stat(p).st_mode):
+            return False
+        with open(p, "rb") as f:
+            head = f.read(MAX_MARKER_BYTES + 1)
+    except OSError:
+        return False
+    if len(head) > MAX_MARKER_BYTES:
+        return _CORPUS_START.match(head) is not None
+    try:
+        data = read_json(p, max_bytes=MAX_MARKER_BYTES)
+    except PersistError:  # replaced meanwhile by a larger one: its start tells
+        return _CORPUS_START.match(head) is not None
+    return isinstance(data, dict) and data.get("format") == CORPUS_FORMAT
+
+
 def corpus_index_root(folder: str | os.PathLike) -> Path | None:
     """The real path of ``folder`` (symbolic links and ``..`` resolved) when it is a corpus's
-    index root (a folder :data:`INDEX_ROOT` beside a :data:`CORPUS_MANIFEST` file), else
-    ``None``."""
+    index root (a folder :data:`INDEX_ROOT` beside a :data:`CORPUS_MANIFEST` that is a
+    corpus's manifest, :func:`is_corpus_manifest`), else ``None``."""
     root = Path(os.path.realpath(folder))
-    if root.name == INDEX_ROOT and (root.parent / CORPUS_MANIFEST).is_file():
+    if root.name == INDEX_ROOT and is_corpus_manifest(root.parent / CORPUS_MANIFEST):
         return root
     return None
+
+
+def check_outside_corpus(
+    path: str | os.PathLike,
+    argument: str,
+    *,
+    own_depth: int | None = None,
+    name: str | os.PathLike | None = None,
+) -> None:
+    """Refuse to save at the local folder ``path`` when its real path (links and ``..``
+    resolved) is a corpus's index root or inside one (:func:`corpus_index_root`), at any depth,
+    except at ``own_depth``: the depth of the caller's own folders of a corpus, which it saves
+    under the corpus's lock (:func:`saving_into_corpus`): ``1`` for a MixPR index
+    (``indexes/mixpr``), ``0`` for a sharded index (``indexes``), ``None`` (none) for a
+    retriever. A build of the corpus (``longctx index``) replaces its index folders whole:
+    anything saved inside one, or in a folder of ``indexes/`` it builds later, would be lost
+    without a word. ``argument``, ``name``: the caller's argument and its value as given
+    (default ``path``), for the message.
+
+    Raises
+    ------
+    longctx.persist.SaveTargetError
+        Naming ``argument`` and its value, the corpus and what to do; checked before anything
+        is written.
+    """
+    target = Path(os.path.realpath(path))
+    for depth, folder in enumerate((target, *target.parents)):
+        root = None if depth == own_depth else corpus_index_root(folder)
+        if root is None:
+            continue
+        from longctx.persist.writer import SaveTargetError
+
+        raise SaveTargetError(
+            f"{argument} {str(path if name is None else name)!r} is inside the index folder "
+            f"{str(root)!r} of the corpus at {str(root.parent)!r}: a later `longctx index` of "
+            "that corpus replaces its index folders and would delete what is saved there; save "
+            f"to a folder outside the corpus's {INDEX_ROOT}/ (beside the corpus is fine); to "
+            "change the corpus, change its documents and run `longctx index` again"
+        )
 
 
 def record_of(root: Path | None) -> dict:
@@ -222,6 +296,7 @@ def saving_into_corpus(
     *,
     check: Callable[[], None] | None = None,
     stamp: Callable[[], object] | None = None,
+    hold: AbstractContextManager | None = None,
 ) -> Iterator[dict]:
     """Write an index under the mark of the local folder ``root`` (a real path; ``None``: not a
     local folder, no record kept), holding the corpus's build lock (:func:`corpus_lock`) when
@@ -247,7 +322,14 @@ def saving_into_corpus(
     fails and ``stamp()`` (the caller's :func:`file_stamp` of the files the corpus loads) is
     what it was before the mark, no file was touched: the mark is put back as it was (its
     bytes, or no mark) and ``read_from`` is left alone, so the corpus stays saveable by every
-    index that read it.
+    index that read it. Only a mark that still holds this save's own ``"writing"`` token is put
+    back (read first, under the corpus's lock where there is one): another writer's mark
+    written meanwhile (a plain folder has no lock) stays.
+
+    ``hold`` (the index's write lock) is entered after the corpus's lock and held from the
+    checks to the end of the block: the index's changes wait for the save only while it checks
+    and writes, not while it waits for a build of the corpus (nothing takes the index's lock,
+    then the corpus's).
 
     ``read_from`` (the index's record, :func:`record_of` at load) is updated in place after the
     write into any local ``root``, on success (``"done"``) or failure after touching a file
@@ -266,7 +348,7 @@ def saving_into_corpus(
     lock = (
         corpus_lock(root, "a save of this corpus's index", name, log) if corpus else nullcontext()
     )
-    with lock:
+    with lock, hold if hold is not None else nullcontext():
         if corpus:
             check_unchanged(root, read_from.get(str(root)), name)
         if check is not None:
@@ -279,7 +361,7 @@ def saving_into_corpus(
                 yield mark
             state = "done"
         except BaseException:
-            if put_back is not None and stamp() == before:
+            if put_back is not None and _holds_own(root, mark) and stamp() == before:
                 try:
                     put_back()
                     mark = None  # the folder as before: the record stays the one it was
@@ -290,6 +372,12 @@ def saving_into_corpus(
         finally:
             if mark is not None and root is not None:  # the folder as this write left it
                 read_from[str(root)] = (mark["token"], state, True)
+
+
+def _holds_own(root: Path, mark: dict | None) -> bool:
+    """Whether the mark of the local folder ``root`` is still ``mark`` (a save's, given by
+    :func:`marked`; ``None``: its mark was never written) at ``"writing"``."""
+    return mark is not None and mark_key(read_mark_at(root)) == (mark["token"], "writing")
 
 
 def check_unchanged(root: Path, record: tuple | None, name: str | None = None) -> None:

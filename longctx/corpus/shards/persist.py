@@ -11,7 +11,7 @@ import logging
 from longctx.corpus.shards.shard import ASSIGNMENT, shard_dir
 from longctx.persist import MANIFEST, PersistError, check_format
 from longctx.persist.corpus_manifest import check_saved_documents
-from longctx.persist.marks import corpus_index_root, file_stamp
+from longctx.persist.marks import check_outside_corpus, corpus_index_root, file_stamp
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,9 @@ def save_sharded(index, out, storage_options=None) -> None:
     of every local folder the index read or saved to), and only with the documents of the
     corpus's ``corpus.json`` (ids and text digests,
     :func:`longctx.persist.corpus_manifest.check_saved_documents`), checked before the mark. A
-    save into a local folder that fails before replacing a file leaves the mark as it was.
+    save into a local folder that fails before replacing a file leaves the mark as it was. A
+    folder inside a corpus's index root (at any depth) is refused: a build replaces the
+    corpus's index folders whole (:func:`longctx.persist.marks.check_outside_corpus`).
 
     Raises
     ------
@@ -49,7 +51,9 @@ def save_sharded(index, out, storage_options=None) -> None:
         index read it, that another writer was writing when it read it, or that this index
         was not read from; or this index's documents differ from ``corpus.json``'s (inserted,
         changed or deleted since the load: a corpus changes with ``longctx index`` /
-        ``build_indexes``). Nothing is written then."""
+        ``build_indexes``). Nothing is written then.
+    longctx.persist.SaveTargetError
+        ``out`` is inside a corpus's index root (nothing is written)."""
     from longctx.corpus.storage import open_storage
 
     storage = open_storage(out, storage_options)
@@ -58,6 +62,8 @@ def save_sharded(index, out, storage_options=None) -> None:
     from longctx.corpus.writers import saving_into_corpus
 
     local = storage.local
+    if local is not None:
+        check_outside_corpus(local, "out", own_depth=0, name=out)
     root = None if local is None else corpus_index_root(local)
 
     def check() -> None:  # under the lock, before the mark
@@ -69,11 +75,13 @@ def save_sharded(index, out, storage_options=None) -> None:
         return file_stamp(local / SHARDS_FILE, *shards)
 
     what = "a save of this sharded index"
-    with (
-        index._lock,
-        saving_into_corpus(
-            storage, index._read_from, what, check=check, stamp=None if local is None else stamp
-        ),
+    with saving_into_corpus(
+        storage,
+        index._read_from,
+        what,
+        check=check,
+        stamp=None if local is None else stamp,
+        hold=index._lock,  # taken after the corpus's lock: changes never wait for a build
     ):
         _save_shards(index, storage)
 
