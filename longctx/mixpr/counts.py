@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from longctx.mixpr import push
+from longctx.mixpr.push import is_count_rows  # there: push reads rows too, imports no counts
 
 __all__ = [
     "ROWS_HELD_MAX",
@@ -19,6 +20,7 @@ __all__ = [
     "compact_counts",
     "count_dtype",
     "index_dtype",
+    "is_count_rows",
     "tf_values",
 ]
 

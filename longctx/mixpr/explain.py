@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from longctx.explain import evidence, make_explanation, with_explanations
 from longctx.mixpr.hits import document_units, values_at
 from longctx.mixpr.persist_mapped import MappedVocabulary
-from longctx.mixpr.push import spans, take_rows
+from longctx.mixpr.push import is_count_rows, spans, take_rows
 from longctx.mixpr.query import MAX_QUERY_CHUNKS, query_weights
 from longctx.selection import SparseScores
 
@@ -404,7 +404,7 @@ def _row_entries(block, units: np.ndarray):
     """``(terms (nnz,), values (nnz,) float64, lengths (len(units),))``: ``E``'s entries in the
     rows ``units`` of ``block``, row by row (costs those rows' entries)."""
     rows = block._rows()
-    if hasattr(rows, "gather"):  # a CountRows: the values made from the counts
+    if is_count_rows(rows):  # a CountRows: the values made from the counts
         lens = spans(rows.indptr, units)[1]
         cols, vals = rows.gather(units, np.ones(len(units)))
         return cols, vals, lens

@@ -15,6 +15,7 @@ from longctx.index import check_texts
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.graph import column_normalize, personalized_pagerank, similarity_graph
 from longctx.mixpr.index import MixPRIndex, _personalization
+from longctx.mixpr.query import restart_reaching_units
 from longctx.mixpr.router import MODES, KeywordRouter
 from longctx.selection import check_size, select_top
 from longctx.tokens import TokenCounter, count_many
@@ -208,7 +209,11 @@ class MixPR:
         With ``fit_query=True`` (the paper): the query is appended after the chunks as the last
         node(s) (split like the text) before TF-IDF is fitted; the personalization is one-hot on
         the last query chunk, or .5 / .5 on the last two when the last one has fewer than 3 words
-        (sec. 4 "Personalization vector"). Otherwise the chunks are indexed
+        (sec. 4 "Personalization vector"); when those reach no chunk (no edge of theirs, nor
+        through the query chunks' edges to one with an edge: a last sentence whose words the
+        text does not hold), it is spread evenly over the query chunks with an edge to a chunk
+        (:func:`~longctx.mixpr.query.restart_reaching_units`, as :class:`MixPRIndex`'s bordered
+        walk does), logged. Otherwise the chunks are indexed
         (:class:`MixPRIndex`) and the query bordered onto their graph. A local query that reaches
         no chunk falls back to PageRank: mode ``"global-fallback"``, logged. The chunks are
         taken as the units of one text: with ``walk="auto"`` (the default) they get the walk
@@ -270,21 +275,30 @@ class MixPR:
             mode = self.route(query, chunks)
         q = self.query_chunks(query) or [query]
         texts = chunks + q
-        A = self.graph(texts)
+        cfg = self.config
+        S = similarity_graph(self.embed(texts), cfg.threshold)
+        A = column_normalize(S)  # :meth:`graph`
         N = len(texts)
         p = np.zeros(N)
-        p[n:] = _personalization(len(q), q)
+        p_query = _personalization(len(q), q)
         if mode == "local" and A[:n, n:].nnz == 0:
             logger.info(
                 "MixPR: no chunk reaches threshold=%.3g for query %.80r; using PageRank",
-                self.config.threshold,
+                cfg.threshold,
                 query,
             )
             mode = "global-fallback"
+        if mode == "local" and cfg.personalization == "query":
+            # the restart on query nodes that reach no chunk moves to those with an edge, as
+            # MixPRIndex's bordered walk does (its Scorer.score)
+            bcol = np.asarray(S[:n, n:].sum(axis=0)).ravel()
+            p_reach = restart_reaching_units(p_query, S[n:, n:], bcol, cfg.threshold)
+            if p_reach is not p_query:
+                logger.info("MixPR: restart moved to the query nodes with edges (%.80r)", query)
+                p_query = p_reach
+        p[n:] = p_query
         if mode == "local":
-            cfg = self.config
             if cfg.personalization == "similarity":  # as MixPRIndex: the query is no node
-                S = similarity_graph(self.embed(texts), cfg.threshold)
                 w = sp.csr_array(S[:n, n:]) @ p[n:]
                 if w.sum() <= 0:  # the restart query chunk itself links nowhere
                     w = np.asarray(sp.csr_array(S[:n, n:]).sum(axis=1)).ravel()

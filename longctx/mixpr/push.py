@@ -79,6 +79,7 @@ __all__ = [
     "finish_walk",
     "gather",
     "gather_summed",
+    "is_count_rows",
     "push_walk",
     "sort_order",
     "spans",
@@ -115,6 +116,19 @@ def spans(indptr, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     starts = indptr[sel]
     lens = indptr[sel + 1] - starts
     return starts, lens, int(lens.sum())
+
+
+def is_count_rows(rows) -> bool:
+    """Whether ``rows`` (``E`` by rows, as a block or a term table holds it) is a
+    :class:`~longctx.mixpr.counts.CountRows`, whose values are made from the counts when read
+    (its ``gather``, ``block_values``, ``counts`` and ``csr``), rather than a scipy sparse
+    matrix holding them (``data``): the one test of it, for every reader of ``E`` by rows.
+
+    Told by its ``gather`` method, which no scipy sparse matrix has: :mod:`~longctx.mixpr.counts`
+    imports this module (``CountRows`` reads its rows with :func:`take_rows`), so an
+    ``isinstance`` check here would be an import cycle (``tests/test_import_layers.py``).
+    ``longctx.mixpr.counts.is_count_rows`` is this function."""
+    return hasattr(rows, "gather")
 
 
 def take_rows(indptr, indices, data, sel: np.ndarray, where=None):
@@ -247,7 +261,7 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int, 
     step = max(1, GATHER_BLOCK * len(sel) // max(where[2], 1))  # rows a block
     firsts = np.arange(0, len(sel), step)
     sizes = np.add.reduceat(lens, firsts).tolist() if len(sel) else []
-    values = getattr(rows, "block_values", None)  # a CountRows: values made from the counts
+    values = rows.block_values if is_count_rows(rows) else None  # values made from the counts
     indptr, indices = rows.indptr, rows.indices
     data = rows.data if values is None else rows.counts
     sel = sel.astype(indptr.dtype, copy=False)
@@ -310,7 +324,7 @@ class PushBlock:
         :class:`~longctx.mixpr.counts.CountRows` making them from the counts), so that
         :meth:`_rows` never builds a copy. ``ValueError`` when its shape or entry count is not
         ``E``'s."""
-        if not hasattr(rows, "gather"):  # a CountRows is kept as it is
+        if not is_count_rows(rows):  # a CountRows is kept as it is
             rows = sp.csr_array(rows)  # no copy of a CSR array
         if rows.shape != self.E.shape or rows.nnz != self.E.nnz:
             raise ValueError(
@@ -333,7 +347,7 @@ class PushBlock:
         """``E`` by rows as a CSR array (made from the counts, a copy, when the block holds a
         ``CountRows``): for ``explain=True``."""
         rows = self._rows()
-        return rows.csr() if hasattr(rows, "gather") else rows
+        return rows.csr() if is_count_rows(rows) else rows
 
     def _cols(self) -> sp.csc_array:
         """``E`` by columns (a term's units): ``(n, n_terms)`` CSC."""
@@ -389,7 +403,7 @@ class PushBlock:
             t = self._ET @ dense
             terms = np.flatnonzero(t != 0)
             return terms, t[terms], dang, mass, nnz
-        counted = hasattr(E, "gather")  # values made from the counts (CountRows): the same
+        counted = is_count_rows(E)  # values made from the counts (CountRows): the same
         if read * COUNT_SHARE > n_terms and (read > GATHER_BLOCK or counted) and csc_matvec:
             if s.get("term_sums") is None:  # one count for the query's levels (issue 46)
                 s["term_sums"] = np.zeros(n_terms)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order
 
 from longctx.mixpr.push import gather, spans, unique_positions
 
@@ -57,8 +58,11 @@ def restart_reaching_units(
     ----------
     p_query : (m,) float64
         The paper's restart (:func:`~longctx.mixpr.query.personalization`), summing to 1.
-    Q : (m, m) float64
-        The query-query cosines (:func:`query_weights`); ``thr``: the threshold of an edge.
+    Q : (m, m) float64, dense or scipy sparse
+        The query-query cosines (:func:`query_weights`; the paper-literal pipeline of
+        :class:`~longctx.mixpr.pipeline.MixPR` gives its graph's thresholded, sparse block:
+        its query may hold more than :data:`MAX_QUERY_CHUNKS` chunks); ``thr``: the threshold
+        of an edge (a cosine ``>= thr`` and ``> 0``).
     bcol : (m,) float64
         Each query node's summed edge weight to the units.
 
@@ -69,14 +73,17 @@ def restart_reaching_units(
         one), else the even restart over the query nodes with an edge (summing to 1).
     """
     linked = np.asarray(bcol) > 0
-    reach = np.asarray(p_query) > 0
-    joined = (Q >= thr) & (Q > 0)  # the query-query edges the walk keeps
-    while True:  # the query nodes joined to the restart nodes (m <= MAX_QUERY_CHUNKS)
-        more = reach | joined[reach].any(axis=0)
-        if (more == reach).all():
-            break
-        reach = more
-    if (reach & linked).any() or not linked.any():
+    start = np.asarray(p_query) > 0
+    if (start & linked).any() or not linked.any():  # the common cases: no graph to walk
+        return p_query
+    # the query nodes joined to the restart nodes through the query-query edges the walk keeps
+    Q = sp.coo_array(Q)  # new arrays: the caller's Q is left as it is
+    on = (Q.data >= thr) & (Q.data > 0)
+    joined = sp.csr_array((np.ones(np.count_nonzero(on)), (Q.row[on], Q.col[on])), shape=Q.shape)
+    reach = start.copy()
+    for node in np.flatnonzero(start).tolist():  # one or two restart nodes (the paper's)
+        reach[breadth_first_order(joined, node, directed=True, return_predecessors=False)] = True
+    if (reach & linked).any():
         return p_query
     return linked / np.count_nonzero(linked)
 
