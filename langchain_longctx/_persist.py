@@ -77,8 +77,9 @@ def save_retriever(
     longctx.persist.SaveTargetError
         ``path`` is a file or a folder holding anything else; or it is inside a corpus's
         ``indexes/`` folder, at any depth (:func:`longctx.persist.marks.check_outside_corpus`:
-        the next ``longctx index`` of the corpus would delete it), checked before anything is
-        written.
+        inside one of its index folders the next ``longctx index`` of the corpus would delete
+        it; elsewhere there only the corpus's builds and the saves of an index loaded from it
+        write, under its build lock), checked before anything is written.
     """
     check_outside_corpus(path, "path")
     d = Path(path)

@@ -698,7 +698,10 @@ def _check_persist_dir(persist_dir: str | os.PathLike) -> None:
     (:func:`longctx.persist.marks.check_outside_corpus`: a folder ``indexes`` beside a corpus's
     ``corpus.json``). A ``longctx index`` run that changes the corpus's documents replaces its
     index folders whole (``indexes/mixpr``, a shard, a document's index), and a retriever saved
-    inside one would be lost without a word.
+    inside one would be lost without a word; another folder there (``indexes/backup``), which a
+    rebuild leaves alone, is written only by the corpus's builds and the saves of an index
+    loaded from it, under its build lock, which a retriever's persist does not take. The
+    message says which case applies.
 
     Raises
     ------

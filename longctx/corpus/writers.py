@@ -99,7 +99,9 @@ def building(storage, root: str, what: str = "a build of this corpus") -> Iterat
         yield
 
 
-def saving_into_corpus(storage, read_from: dict, what: str, *, check=None, stamp=None, hold=None):
+def saving_into_corpus(
+    storage, read_from: dict, what: str, *, name=None, check=None, stamp=None, hold=None
+):
     """Write into ``storage`` under the mark (:func:`writing`, ``what``: "a save of this
     sharded index"), holding the corpus's build lock when ``storage`` is a corpus's index root:
     a local folder ``indexes`` beside a ``corpus.json``, tested on its real path (a symbolic
@@ -109,19 +111,20 @@ def saving_into_corpus(storage, read_from: dict, what: str, *, check=None, stamp
     before the mark; ``stamp()``: the caller's :func:`longctx.persist.marks.file_stamp` of the
     files it replaces (a local folder's mark is put back when a failed write left them as they
     were); ``hold``: the index's change lock, taken after the corpus's lock and held to the
-    end of the block. The rules: :func:`longctx.persist.marks.saving_into_corpus`. The block
-    is given the mark.
+    end of the block; ``name``: the target as the caller named it, for messages (default: the
+    local folder). The rules: :func:`longctx.persist.marks.saving_into_corpus`. The block is
+    given the mark.
 
     Raises
     ------
     longctx.persist.PersistError
         As :func:`longctx.persist.marks.saving_into_corpus` (the corpus changed since the index
-        read it, or it was not read from it; nothing is written), and what ``check()`` raises.
+        read it, or it was not loaded from it; nothing is written), and what ``check()`` raises.
     """
     root = None if storage.local is None else Path(os.path.realpath(storage.local))
     write = lambda mark: storage.write_json(WRITER_FILE, mark)  # noqa: E731
     return _saving_into(
-        root, read_from, what, write, str(storage.local), logger, check=check, stamp=stamp,
+        root, read_from, what, write, str(name or storage.local), logger, check=check, stamp=stamp,
         hold=hold,
     )  # fmt: skip
 

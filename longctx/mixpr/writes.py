@@ -13,7 +13,10 @@ and goes on only over the corpus the index read or last saved there
 ``corpus.json`` lists for that folder (an index changed since its load is refused: a corpus
 changes with ``longctx index`` / ``build_indexes``); a load from there records the corpus's mark
 first (:func:`longctx.persist.marks.record_of`). A folder deeper inside a corpus's index root is
-refused (a build replaces the folder holding it). Any other folder is saved as before.
+refused (inside one of its index folders a build replaces it whole; an index is saved only
+directly in ``indexes/``, under the corpus's lock), and so is the index root itself, each with
+its own wording (:func:`longctx.persist.marks.outside_corpus_message`); an index never loaded
+from the corpus is told so. Any other folder is saved as before.
 """
 
 from __future__ import annotations
@@ -125,14 +128,15 @@ def save(index, path, mappable: bool) -> None:
     ------
     longctx.persist.PersistError
         ``path`` is in a corpus's index root that a build (or another save) changed since this
-        index read it, that another writer was writing when it read it, or that this index was
-        not read from; or it is the corpus's index and this index's documents differ from
+        index read it, or that another writer was writing when it read it (load the corpus
+        again); or this index was not loaded from that corpus (a corpus's indexes are written
+        by ``longctx index`` / ``build_indexes``: save elsewhere); or it is the corpus's index and this index's documents differ from
         ``corpus.json``'s (inserted, changed or deleted since the load: a corpus changes with
         ``longctx index`` / ``build_indexes``); nothing is written.
     longctx.persist.SaveTargetError
         ``path`` is a link, a file, or a folder of other files (nothing is written, the mark
-        stays as it was); or it is a corpus's index root, or inside one of its index folders
-        (nothing is written).
+        stays as it was); or it is a corpus's index root, or inside a folder of it
+        (``indexes/mixpr/sub``, ``indexes/backup/sub``: nothing is written).
     """
     write = save_mapped if mappable else save_index
     marks.check_outside_corpus(path, "path", own_depth=1)
@@ -153,7 +157,14 @@ def save(index, path, mappable: bool) -> None:
 
     what = "a save of this MixPR index"
     with marks.saving_into_corpus(
-        root, index._read_from, what, mark, check=check, stamp=stamp, hold=index._write_lock
+        root,
+        index._read_from,
+        what,
+        mark,
+        str(path),  # as given, in messages (with the corpus's resolved folder)
+        check=check,
+        stamp=stamp,
+        hold=index._write_lock,
     ):
         write(index, path)
 

@@ -324,8 +324,8 @@ def check_saved_documents(
         for what, ids in (("inserted", inserted), ("changed", changed), ("deleted", deleted))
     )
     raise PersistError(
-        f"{name!r}: this index's documents differ from the corpus's {CORPUS_MANIFEST} "
-        f"({counts}): a corpus changes with `longctx index` / `build_indexes`; save this index "
+        f"{name!r}: this index's documents differ from the corpus's {CORPUS_MANIFEST} (the "
+        f"corpus at {str(index_root.parent)!r}; {counts}): a corpus changes with `longctx index` / `build_indexes`; save this index "
         "elsewhere (nothing was written)"
     )
 

@@ -38,6 +38,7 @@ __all__ = [
     "CORPUS_FORMAT",
     "CORPUS_MANIFEST",
     "INDEX_ROOT",
+    "BUILT_FOLDER",
     "LOCK_FILE",
     "MAX_MARK_BYTES",
     "WRITER_FILE",
@@ -49,6 +50,7 @@ __all__ = [
     "file_stamp",
     "mark_key",
     "marked",
+    "outside_corpus_message",
     "parse_mark",
     "read_mark_at",
     "record_of",
@@ -218,17 +220,22 @@ def check_outside_corpus(
     resolved) is a corpus's index root or inside one (:func:`corpus_index_root`), at any depth,
     except at ``own_depth``: the depth of the caller's own folders of a corpus, which it saves
     under the corpus's lock (:func:`saving_into_corpus`): ``1`` for a MixPR index
-    (``indexes/mixpr``), ``0`` for a sharded index (``indexes``), ``None`` (none) for a
-    retriever. A build of the corpus (``longctx index``) replaces its index folders whole:
-    anything saved inside one, or in a folder of ``indexes/`` it builds later, would be lost
-    without a word. ``argument``, ``name``: the caller's argument and its value as given
-    (default ``path``), for the message.
+    (``indexes/<name>``), ``0`` for a sharded index (``indexes``), ``None`` (none) for a
+    retriever. ``argument``, ``name``: the caller's argument and its value as given (default
+    ``path``), for the message.
+
+    The message says which rule refuses the folder (:func:`outside_corpus_message`): inside one
+    of the folders a build of the corpus writes (``indexes/mixpr``, ``indexes/shard-<i>``, a
+    document's ``indexes/<slug>-<digits>``: :data:`BUILT_FOLDER`), the next ``longctx index``
+    replaces that folder whole and deletes what is saved there; elsewhere in ``indexes/`` (a
+    rebuild leaves a folder such as ``indexes/backup`` alone), only the corpus's builds and the
+    saves of an index loaded from it write, under its build lock.
 
     Raises
     ------
     longctx.persist.SaveTargetError
-        Naming ``argument`` and its value, the corpus and what to do; checked before anything
-        is written.
+        Naming ``argument`` and its value as given, the corpus's resolved folder, the rule and
+        what to do; checked before anything is written.
     """
     target = Path(os.path.realpath(path))
     for depth, folder in enumerate((target, *target.parents)):
@@ -237,13 +244,57 @@ def check_outside_corpus(
             continue
         from longctx.persist.writer import SaveTargetError
 
-        raise SaveTargetError(
-            f"{argument} {str(path if name is None else name)!r} is inside the index folder "
-            f"{str(root)!r} of the corpus at {str(root.parent)!r}: a later `longctx index` of "
-            "that corpus replaces its index folders and would delete what is saved there; save "
-            f"to a folder outside the corpus's {INDEX_ROOT}/ (beside the corpus is fine); to "
-            "change the corpus, change its documents and run `longctx index` again"
+        given = str(path if name is None else name)
+        raise SaveTargetError(outside_corpus_message(argument, given, target, root, own_depth))
+
+
+#: The name of a folder that a build of a corpus writes directly in its index root (and
+#: replaces whole when it rebuilds it): a MixPR corpus's one index (``mixpr``), a sharded
+#: corpus's shards (``shard-<i>``), a document's index of a diversity or GARLIC corpus
+#: (``<slug>-<10 hex digits>``, :func:`longctx.corpus.documents.safe_component`).
+BUILT_FOLDER = re.compile(r"\A(?:mixpr|shard-[0-9]+|.+-[0-9a-f]{10})\Z")
+
+#: Where a save of each kind of index may go in a corpus's index root (by ``own_depth`` of
+#: :func:`check_outside_corpus`), for the message refusing another folder there.
+_OWN_PLACE = {
+    None: "a retriever's persist is not one",
+    1: "a MixPR index is saved there only as one folder directly in indexes/ (indexes/<name>)",
+    0: "a sharded index is saved there only as the whole indexes/ folder",
+}
+
+
+def outside_corpus_message(
+    argument: str, given: str, target: Path, root: Path, own_depth: int | None = None
+) -> str:
+    """The message of :func:`check_outside_corpus` refusing ``argument`` (its value ``given``
+    as the caller named it; ``target``: its real path) inside the corpus's index root ``root``
+    (a real path), one wording per case: the index root itself, a folder a build writes or one
+    inside it (:data:`BUILT_FOLDER`: the next build deletes it), or another folder there."""
+    corpus = f"the corpus at {str(root.parent)!r}"
+    parts = target.relative_to(root).parts
+    if not parts:
+        why = (
+            f"is the {INDEX_ROOT}/ folder of {corpus}, where its builds (`longctx index`) write "
+            "its index folders"
         )
+    elif BUILT_FOLDER.match(parts[0]):
+        why = (
+            f"{'is' if len(parts) == 1 else 'is inside'} the index folder "
+            f"'{INDEX_ROOT}/{parts[0]}' of {corpus}: a later `longctx index` of that corpus "
+            "replaces that folder whole and would delete what is saved there"
+        )
+    else:
+        why = (
+            f"is in the {INDEX_ROOT}/ folder of {corpus}, outside the folders its builds write "
+            f"(a rebuild leaves '{INDEX_ROOT}/{parts[0]}' alone), but only the corpus's builds and "
+            "the saves of an index loaded from it write in indexes/, holding its build lock: "
+            f"{_OWN_PLACE.get(own_depth, _OWN_PLACE[None])}"
+        )
+    return (
+        f"{argument} {given!r} {why}; save to a folder outside the corpus's {INDEX_ROOT}/ "
+        "(beside the corpus is fine); to change the corpus, change its documents and run "
+        "`longctx index` again"
+    )
 
 
 def record_of(root: Path | None) -> dict:
@@ -340,8 +391,9 @@ def saving_into_corpus(
     ------
     longctx.persist.PersistError
         A build or another save changed the corpus since the index read it, or a writer was
-        at work when the index read it (names the writer and says what to do), or the index
-        was not read from this corpus; nothing is written. And what ``check()`` raises (nothing
+        at work when the index read it (names the writer; load the corpus again), or the
+        index was not loaded from this corpus (save elsewhere); nothing is written
+        (:func:`check_unchanged`). And what ``check()`` raises (nothing
         is written then either).
     """
     corpus = root is not None and corpus_index_root(root) is not None
@@ -381,32 +433,41 @@ def _holds_own(root: Path, mark: dict | None) -> bool:
 
 
 def check_unchanged(root: Path, record: tuple | None, name: str | None = None) -> None:
-    """Refuse a save into the corpus whose index root is ``root`` (``name``: as the caller named
-    it) when its mark is not ``record`` (the build lock held: see :func:`saving_into_corpus`).
+    """Refuse a save into the corpus whose index root is ``root`` (``name``: the target as the
+    caller named it, default ``root``) when its mark is not ``record`` (the build lock held:
+    see :func:`saving_into_corpus`). One wording per case, each naming the target as given and
+    the corpus's resolved folder: an index never loaded from this corpus (``record`` is
+    ``None``: a corpus's indexes are written by its builds; save elsewhere), one loaded before
+    another writer changed the corpus, or while one was at work (load the corpus again).
 
     Raises
     ------
     longctx.persist.PersistError
-        Naming ``root``, the writer and what to do.
+        Naming the target, the corpus, the writer and what to do.
     """
     mark = read_mark_at(root)
     now = mark_key(mark)
     if record is not None and record[:2] == now and (now[1] != "writing" or record[2]):
         return
+    target, corpus = (name or str(root)), str(root.parent)
+    if record is None:
+        raise PersistError(
+            f"{target!r}: this index was not loaded from the corpus at {corpus!r}; a corpus's "
+            "indexes are written by `longctx index` / `build_indexes`; save elsewhere (nothing "
+            "was written)"
+        )
     who = mark or {}
     writer = (
         f"{who.get('what', 'another writer')} (process {who.get('pid', '?')} on "
         f"{who.get('host', '?')!r}, started {who.get('started', '?')})"
     )
     todo = "load the corpus again and repeat the changes, or save to another folder"
-    if record is None:
-        change = "holds a corpus this index was not read from"
-    elif record[:2] == now:  # read at "writing", another writer's, which stopped half way
+    if record[:2] == now:  # read at "writing", another writer's, which stopped half way
         change = f"was being written by {writer} when this index read it, which stopped half way"
         todo = f"run that write again, then {todo}"
     else:
         change = f"was written by {writer} after this index read it"
     raise PersistError(
-        f"{(name or str(root))!r} {change}: saving this index there would leave files that "
-        f"disagree with {CORPUS_MANIFEST} (a corpus that no longer loads); {todo}"
+        f"{target!r}: the corpus at {corpus!r} {change}: saving this index there would leave "
+        f"files that disagree with {CORPUS_MANIFEST} (a corpus that no longer loads); {todo}"
     )

@@ -25,6 +25,18 @@ WAITS = "waits for"
 TIMEOUT = 120
 
 
+def corpus_files(d: Path) -> dict:
+    """Every file under ``d`` (relative path -> bytes) but the build lock's (it holds its last
+    holder): what a refused save must leave as it was."""
+    from longctx.persist.marks import LOCK_FILE
+
+    return {
+        str(p.relative_to(d)): p.read_bytes()
+        for p in sorted(d.rglob("*"))
+        if p.is_file() and p.name != LOCK_FILE
+    }
+
+
 def doc_sets(seed: int = 0, n_words: int = 120) -> tuple[dict, dict, dict]:
     """``(base, set1, set2)``: ``{file name: text}`` of the first build, of build A (base plus
     ``e.txt``) and of build B (base less ``d.txt``, ``a.txt`` edited); documents of about

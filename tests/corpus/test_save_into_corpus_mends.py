@@ -40,13 +40,7 @@ def _corpus(tmp_path, shards=None):
     return out
 
 
-def _files(d):
-    """Every file under ``d`` but the build lock's (its last holder)."""
-    return {
-        str(p.relative_to(d)): p.read_bytes()
-        for p in sorted(d.rglob("*"))
-        if p.is_file() and p.name != marks.LOCK_FILE
-    }
+_files = race.corpus_files
 
 
 def _hold_corpus_lock(index_root):
@@ -224,11 +218,16 @@ def test_a_save_inside_a_corpus_index_folder_is_refused(tmp_path):
     out = _corpus(tmp_path)
     other = MixPRIndex.from_texts(["Sandra took the apple."])
     before = _files(out)
-    for where in ("indexes/mixpr/nested", "indexes/mixpr/nested/deeper", "indexes"):
-        with pytest.raises(SaveTargetError, match="is inside the index folder") as err:
+    for where, says in (
+        ("indexes/mixpr/nested", "is inside the index folder 'indexes/mixpr'"),
+        ("indexes/mixpr/nested/deeper", "is inside the index folder 'indexes/mixpr'"),
+        ("indexes", "is the indexes/ folder of the corpus"),
+        ("indexes/backup/nested", "a rebuild leaves 'indexes/backup' alone"),
+    ):
+        with pytest.raises(SaveTargetError, match=says) as err:
             other.save(out / where)
         assert repr(str(out / where)) in str(err.value) and "path " in str(err.value)
-    with pytest.raises(PersistError, match="not read from"):  # its own folder: the lock's path
+    with pytest.raises(PersistError, match="not loaded from"):  # its own folder: the lock's path
         other.save(out / "indexes" / "shard-0")
     assert _files(out) == before
     assert next(iter(load_corpus(out, use_ray=False).values())).doc_ids == ("a", "b")
@@ -239,8 +238,11 @@ def test_a_sharded_save_inside_a_corpus_index_root_is_refused(tmp_path):
     other = ShardedMixPRIndex.from_texts(["Sandra took the apple.", "Bob ran."], ids=["x", "y"])
     before = _files(out)
     try:
-        for where in ("indexes/sub", "indexes/shard-0/nested"):
-            with pytest.raises(SaveTargetError, match="out .* is inside the index folder"):
+        for where, says in (
+            ("indexes/sub", "out .*a rebuild leaves 'indexes/sub' alone.*only as the whole"),
+            ("indexes/shard-0/nested", "out .* is inside the index folder 'indexes/shard-0'"),
+        ):
+            with pytest.raises(SaveTargetError, match=says):
                 other.save(out / where)
     finally:
         other.close()

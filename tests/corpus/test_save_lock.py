@@ -113,8 +113,9 @@ def test_the_index_read_from_a_corpus_saves_back_into_it(tmp_path):
     with next(iter(corpus.values())) as loaded:
         assert "note2" not in loaded.doc_ids
     fresh = ShardedMixPRIndex.from_texts(["other texts entirely"] * 2, ids=["x", "y"], shards=2)
-    with pytest.raises(PersistError, match="not read from"):
+    with pytest.raises(PersistError, match="not loaded from the corpus at") as err:
         fresh.save(out / "indexes")  # would replace the corpus's documents
+    assert "load the corpus again" not in str(err.value)  # it never was
     fresh.save(tmp_path / "elsewhere")  # any other folder: as before
     assert corpus_state(out, "mixpr")[0] == "ok"
 

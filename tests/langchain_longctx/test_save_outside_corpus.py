@@ -33,11 +33,19 @@ def _files(d):
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("where", ["indexes/mine", "indexes/mixpr/nested", "indexes"])
-def test_save_inside_a_corpus_index_folder_is_refused(corpus, where):
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [
+        ("indexes/mine", "a rebuild leaves 'indexes/mine' alone.* a retriever's persist is not"),
+        ("indexes/mixpr/nested", "is inside the index folder 'indexes/mixpr'.* would delete"),
+        ("indexes", "is the indexes/ folder of the corpus"),
+    ],
+)
+def test_save_inside_a_corpus_index_folder_is_refused(corpus, where, says):
+    """One wording per case: only a folder a rebuild replaces is said to be deleted by it."""
     before = _files(corpus)
     target = corpus / where
-    with pytest.raises(SaveTargetError, match="is inside the index folder") as err:
+    with pytest.raises(SaveTargetError, match=says) as err:
         MixPRRetriever.from_documents(DOCS).save(target)
     assert repr(str(target)) in str(err.value) and "outside the corpus's indexes/" in str(err.value)
     assert _files(corpus) == before

@@ -48,8 +48,9 @@ def save_sharded(index, out, storage_options=None) -> None:
         The index holds no document.
     PersistError
         ``out`` is a corpus's index root that a build (or another save) changed since this
-        index read it, that another writer was writing when it read it, or that this index
-        was not read from; or this index's documents differ from ``corpus.json``'s (inserted,
+        index read it, or that another writer was writing when it read it (load the corpus
+        again); or that this index was not loaded from (a corpus's indexes are written by
+        ``longctx index`` / ``build_indexes``: save elsewhere); or this index's documents differ from ``corpus.json``'s (inserted,
         changed or deleted since the load: a corpus changes with ``longctx index`` /
         ``build_indexes``). Nothing is written then.
     longctx.persist.SaveTargetError
@@ -68,7 +69,7 @@ def save_sharded(index, out, storage_options=None) -> None:
 
     def check() -> None:  # under the lock, before the mark
         if root is not None:
-            check_saved_documents(root, index.digests(), None, str(local))
+            check_saved_documents(root, index.digests(), None, str(out))
 
     def stamp() -> tuple:  # the files a load reads, each replaced by a rename
         shards = [local / shard_dir(s) / MANIFEST for s in sorted(index._stats)]
@@ -79,6 +80,7 @@ def save_sharded(index, out, storage_options=None) -> None:
         storage,
         index._read_from,
         what,
+        name=str(out),  # as given, in messages (with the corpus's resolved folder)
         check=check,
         stamp=None if local is None else stamp,
         hold=index._lock,  # taken after the corpus's lock: changes never wait for a build
