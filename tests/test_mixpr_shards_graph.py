@@ -35,14 +35,17 @@ def test_sharded_corpus_refuses_the_thresholded_graph_before_any_work(tmp_path, 
     docs.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in
                             enumerate(TEXTS)))  # fmt: skip
     out = tmp_path / "corpus"
-    with pytest.raises(ValueError, match="graph='threshold'.*sharded"):
+    with pytest.raises(ValueError, match="graph='threshold'.*sharded") as info:
         build_indexes([str(docs)], "mixpr", str(out), shards=2, use_ray=False, **params)
+    # what to do, for a CLI user (no --graph flag) and from Python
+    assert "without --shards" in str(info.value) and "graph='factored'" in str(info.value)
     assert not out.exists()
     capsys.readouterr()
     argv = ["index", str(docs), "--method", "mixpr", "--preset", "paper", "--shards", "2"]
     assert main([*argv, "--out", str(out), "--sequential"]) != 0
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "graph='threshold'" in err
+    assert "build the corpus without --shards" in err
     assert "Traceback" not in err
     assert not out.exists()
 

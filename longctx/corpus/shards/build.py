@@ -73,7 +73,7 @@ def check_sharded_options(options: dict) -> None:
         raise ValueError(
             f"graph={config.graph!r} (which preset 'paper' sets) is not available on a sharded "
             "MixPR corpus, the thresholded graph linking units across shards: build the corpus "
-            "without shards (--shards), or with graph='factored'"
+            "without --shards (one index), or (from Python, build_indexes) with graph='factored'"
         )
     if config.walk == "multihop":  # ("auto", the default, keeps PageRank on shards)
         raise ValueError(
