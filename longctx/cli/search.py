@@ -43,7 +43,7 @@ def add_parser(sub, positive_int, add_output_options) -> None:
         choices=["text", "json"],
         default="text",
         help="text: a line '[DOC_ID] chars START-END  score=S' then the passage; json: passages "
-        "(with doc_id) plus method, mode, doc_ids, timings (load, search, total) and trace "
+        "(with doc_id) plus method, mode, doc_ids, timings (load, the search's stages, total) and trace "
         "(MixPR: the walk it chose and why)",
     )
     s.add_argument(
