@@ -245,7 +245,11 @@ def check_outside_corpus(
         from longctx.persist.writer import SaveTargetError
 
         given = str(path if name is None else name)
-        raise SaveTargetError(outside_corpus_message(argument, given, target, root, own_depth))
+        # the parts below the folder matched, not ``target.relative_to(root)``: ``root`` is that
+        # folder's real path again, which can differ from it (a link loop left unresolved in
+        # ``target``, a link changed meanwhile)
+        below = Path(*target.parts[len(folder.parts) :])
+        raise SaveTargetError(outside_corpus_message(argument, given, below, root, own_depth))
 
 
 #: The name of a folder that a build of a corpus writes directly in its index root (and
@@ -264,14 +268,15 @@ _OWN_PLACE = {
 
 
 def outside_corpus_message(
-    argument: str, given: str, target: Path, root: Path, own_depth: int | None = None
+    argument: str, given: str, below: Path, root: Path, own_depth: int | None = None
 ) -> str:
     """The message of :func:`check_outside_corpus` refusing ``argument`` (its value ``given``
-    as the caller named it; ``target``: its real path) inside the corpus's index root ``root``
-    (a real path), one wording per case: the index root itself, a folder a build writes or one
-    inside it (:data:`BUILT_FOLDER`: the next build deletes it), or another folder there."""
+    as the caller named it; ``below``: its path relative to the corpus's index root, empty for
+    the root itself) inside the corpus's index root ``root`` (a real path), one wording per
+    case: the index root itself, a folder a build writes or one inside it
+    (:data:`BUILT_FOLDER`: the next build deletes it), or another folder there."""
     corpus = f"the corpus at {str(root.parent)!r}"
-    parts = target.relative_to(root).parts
+    parts = Path(below).parts
     if not parts:
         why = (
             f"is the {INDEX_ROOT}/ folder of {corpus}, where its builds (`longctx index`) write "
@@ -280,8 +285,9 @@ def outside_corpus_message(
     elif BUILT_FOLDER.match(parts[0]):
         why = (
             f"{'is' if len(parts) == 1 else 'is inside'} the index folder "
-            f"'{INDEX_ROOT}/{parts[0]}' of {corpus}: a later `longctx index` of that corpus "
-            "replaces that folder whole and would delete what is saved there"
+            f"'{INDEX_ROOT}/{parts[0]}' of {corpus} (named as its builds name the folders they "
+            "write): a later `longctx index` of that corpus replaces such a folder whole and "
+            "would delete what is saved there"
         )
     else:
         why = (
