@@ -377,6 +377,26 @@ def _check_retrieve_args(args) -> None:
         raise CliError(f"--lambda must be in [0, 1], got {args.lambda_}")
     if args.walk is not None and args.method != "mixpr":
         raise CliError(f"--walk applies to --method mixpr only, not --method {args.method}")
+    youra_only = [
+        flag
+        for flag, given in (
+            ("--preset", args.preset != "default"),
+            ("--baseline", args.baseline is not None),
+            ("--layers", args.layers is not None),
+        )
+        if given
+    ]
+    if youra_only and args.method != "youra":
+        hint = (
+            " (MixPR's presets: `longctx index PATH --method mixpr --preset NAME`, then "
+            "`longctx search`)"
+            if args.method == "mixpr" and "--preset" in youra_only
+            else ""
+        )
+        raise CliError(
+            f"{', '.join(youra_only)} applies to --method youra only, not --method "
+            f"{args.method}{hint}"
+        )
     if getattr(args, "explain", False) and args.method not in EXPLAINED:
         raise CliError(
             f"--explain is not implemented for --method {args.method} yet (it is for "
