@@ -46,7 +46,8 @@ def restart_reaching_units(
     The paper restarts on the last query chunk (or the last two, sec. 4 "Personalization
     vector": "the last sentence or two consist of all or most of the query", so "the p vector
     treats the query node(s) as the start nodes ... biasing it toward items related to the
-    query"; Alonso and Millidge, arXiv:2412.06078, ``../shared/papers/003_66700b152cf6a0ed.txt``).
+    query"; Alonso and Millidge, "Mixture-of-PageRanks: Replacing Long-Context with Real-Time,
+    Sparse GraphRAG", 2024, arXiv:2412.06078).
     When no unit can be reached from those nodes (no edge of theirs to a unit, nor through
     query-query edges to a query node with one: a last sentence whose words the text does not
     hold), the walk's mass stays on them and the units' masses only decay from the uniform
