@@ -130,9 +130,10 @@ def save(index, path, mappable: bool) -> None:
         ``path`` is in a corpus's index root that a build (or another save) changed since this
         index read it, or that another writer was writing when it read it (load the corpus
         again); or this index was not loaded from that corpus (a corpus's indexes are written
-        by ``longctx index`` / ``build_indexes``: save elsewhere); or it is the corpus's index and this index's documents differ from
-        ``corpus.json``'s (inserted, changed or deleted since the load: a corpus changes with
-        ``longctx index`` / ``build_indexes``); nothing is written.
+        by ``longctx index`` / ``build_indexes``: save elsewhere); or it is the corpus's index
+        and this index's documents differ from ``corpus.json``'s (inserted, changed or deleted
+        since the load: a corpus changes with ``longctx index`` / ``build_indexes``); nothing
+        is written.
     longctx.persist.SaveTargetError
         ``path`` is a link, a file, or a folder of other files (nothing is written, the mark
         stays as it was); or it is a corpus's index root, or inside a folder of it
