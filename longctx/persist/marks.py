@@ -29,7 +29,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 
-from longctx.persist.format import PersistError
+from longctx.persist.format import PersistError, parse_json
 from longctx.persist.reader import read_json
 
 logger = logging.getLogger(__name__)
@@ -178,10 +178,11 @@ def marked(write: Callable[[dict], None], what: str) -> Iterator[dict]:
 def is_corpus_manifest(path: str | os.PathLike) -> bool:
     """Whether the local file ``path`` is a corpus's manifest: a regular file (a link to one
     counts) holding a JSON object whose ``"format"`` is :data:`CORPUS_FORMAT`, whatever its
-    version. At most :data:`MAX_MARKER_BYTES` are read (untrusted): a file that fits is parsed
-    whole (:func:`longctx.persist.reader.read_json`); a larger one must start with the format
-    key as a corpus's manifest is written (``{"format": "longctx.corpus", ...``). A user's own
-    ``corpus.json`` (another JSON, or not JSON) is not one; nothing raises."""
+    version. The file is opened once and at most :data:`MAX_MARKER_BYTES` are read (untrusted):
+    a file that fits is parsed whole (:func:`longctx.persist.format.parse_json`, strict as a
+    load reads it); a larger one must start with the format key as a corpus's manifest is
+    written (``{"format": "longctx.corpus", ...``). A user's own ``corpus.json`` (another
+    JSON, or not JSON) is not one; nothing raises."""
     p = Path(path)
     try:
         if not stat.S_ISREG(os.stat(p).st_mode):
@@ -193,9 +194,9 @@ def is_corpus_manifest(path: str | os.PathLike) -> bool:
     if len(head) > MAX_MARKER_BYTES:
         return _CORPUS_START.match(head) is not None
     try:
-        data = read_json(p, max_bytes=MAX_MARKER_BYTES)
-    except PersistError:  # replaced meanwhile by a larger one: its start tells
-        return _CORPUS_START.match(head) is not None
+        data = parse_json(head, str(p))
+    except PersistError:
+        return False
     return isinstance(data, dict) and data.get("format") == CORPUS_FORMAT
 
 
@@ -215,14 +216,16 @@ def check_outside_corpus(
     *,
     own_depth: int | None = None,
     name: str | os.PathLike | None = None,
-) -> None:
+    real: Path | None = None,
+) -> Path | None:
     """Refuse to save at the local folder ``path`` when its real path (links and ``..``
     resolved) is a corpus's index root or inside one (:func:`corpus_index_root`), at any depth,
     except at ``own_depth``: the depth of the caller's own folders of a corpus, which it saves
     under the corpus's lock (:func:`saving_into_corpus`): ``1`` for a MixPR index
     (``indexes/<name>``), ``0`` for a sharded index (``indexes``), ``None`` (none) for a
     retriever. ``argument``, ``name``: the caller's argument and its value as given (default
-    ``path``), for the message.
+    ``path``), for the message. ``real``: ``os.path.realpath(path)`` when the caller has it
+    (not resolved again).
 
     The message says which rule refuses the folder (:func:`outside_corpus_message`): inside one
     of the folders a build of the corpus writes (``indexes/mixpr``, ``indexes/shard-<i>``, a
@@ -231,15 +234,26 @@ def check_outside_corpus(
     rebuild leaves a folder such as ``indexes/backup`` alone), only the corpus's builds and the
     saves of an index loaded from it write, under its build lock.
 
+    Returns
+    -------
+    pathlib.Path or None
+        The corpus's index root (a real path) at ``own_depth``: the corpus the caller's save
+        writes into, under its lock (:func:`saving_into_corpus`); ``None`` when the folder
+        there is none (or ``own_depth`` is ``None``).
+
     Raises
     ------
     longctx.persist.SaveTargetError
         Naming ``argument`` and its value as given, the corpus's resolved folder, the rule and
         what to do; checked before anything is written.
     """
-    target = Path(os.path.realpath(path))
+    target = Path(os.path.realpath(path)) if real is None else Path(real)
+    own = None
     for depth, folder in enumerate((target, *target.parents)):
-        root = None if depth == own_depth else corpus_index_root(folder)
+        root = corpus_index_root(folder)
+        if depth == own_depth:
+            own = root
+            continue
         if root is None:
             continue
         from longctx.persist.writer import SaveTargetError
@@ -250,6 +264,7 @@ def check_outside_corpus(
         # ``target``, a link changed meanwhile)
         below = Path(*target.parts[len(folder.parts) :])
         raise SaveTargetError(outside_corpus_message(argument, given, below, root, own_depth))
+    return own
 
 
 #: The name of a folder that a build of a corpus writes directly in its index root (and
@@ -354,12 +369,15 @@ def saving_into_corpus(
     check: Callable[[], None] | None = None,
     stamp: Callable[[], object] | None = None,
     hold: AbstractContextManager | None = None,
+    in_corpus: bool | None = None,
 ) -> Iterator[dict]:
     """Write an index under the mark of the local folder ``root`` (a real path; ``None``: not a
     local folder, no record kept), holding the corpus's build lock (:func:`corpus_lock`) when
     ``root`` is a corpus's index root (:func:`corpus_index_root`). ``write(mark)`` stores the
     mark (:func:`marked`); the block is given the mark. ``name``: the folder as the caller
     named it, for messages (default ``root``); ``log``: the logger of the wait (:func:`corpus_lock`).
+    ``in_corpus``: whether ``root`` is a corpus's index root, when the caller has tested it
+    (:func:`corpus_index_root`, :func:`check_outside_corpus`); ``None``: tested here.
 
     A corpus's files must agree with its ``corpus.json`` (the text digest of each document):
     an index saved there while ``longctx index`` rebuilds the corpus would mix the two writers'
@@ -402,7 +420,9 @@ def saving_into_corpus(
         (:func:`check_unchanged`). And what ``check()`` raises (nothing
         is written then either).
     """
-    corpus = root is not None and corpus_index_root(root) is not None
+    if in_corpus is None:
+        in_corpus = root is not None and corpus_index_root(root) is not None
+    corpus = root is not None and in_corpus
     lock = (
         corpus_lock(root, "a save of this corpus's index", name, log) if corpus else nullcontext()
     )
