@@ -39,6 +39,8 @@ __all__ = [
     "CORPUS_MANIFEST",
     "INDEX_ROOT",
     "BUILT_FOLDER",
+    "MAX_BUILT_BYTES",
+    "built_by_corpus",
     "LOCK_FILE",
     "MAX_MARK_BYTES",
     "WRITER_FILE",
@@ -229,7 +231,7 @@ def check_outside_corpus(
 
     The message says which rule refuses the folder (:func:`outside_corpus_message`): inside one
     of the folders a build of the corpus writes (``indexes/mixpr``, ``indexes/shard-<i>``, a
-    document's ``indexes/<slug>-<digits>``: :data:`BUILT_FOLDER`), the next ``longctx index``
+    document's ``indexes/<slug>-<digits>``: :func:`built_by_corpus`), the next ``longctx index``
     replaces that folder whole and deletes what is saved there; elsewhere in ``indexes/`` (a
     rebuild leaves a folder such as ``indexes/backup`` alone), only the corpus's builds and the
     saves of an index loaded from it write, under its build lock.
@@ -270,8 +272,37 @@ def check_outside_corpus(
 #: The name of a folder that a build of a corpus writes directly in its index root (and
 #: replaces whole when it rebuilds it): a MixPR corpus's one index (``mixpr``), a sharded
 #: corpus's shards (``shard-<i>``), a document's index of a diversity or GARLIC corpus
-#: (``<slug>-<10 hex digits>``, :func:`longctx.corpus.documents.safe_component`).
+#: (``<slug>-<10 hex digits>``, :func:`longctx.corpus.documents.safe_component`). The rule of
+#: :func:`built_by_corpus` when the corpus's ``corpus.json`` cannot tell.
 BUILT_FOLDER = re.compile(r"\A(?:mixpr|shard-[0-9]+|.+-[0-9a-f]{10})\Z")
+#: The folders a build of a MixPR corpus writes: its one index or its shards (a rebuild may
+#: change from one to the other).
+_MIXPR_BUILT = re.compile(r"\A(?:mixpr|shard-[0-9]+)\Z")
+#: Largest ``corpus.json`` read to tell the folders its builds write (bytes, untrusted); a
+#: larger one is told by the names (:data:`BUILT_FOLDER`).
+MAX_BUILT_BYTES = 16 * 1024 * 1024
+
+
+def built_by_corpus(root: Path, name: str) -> bool:
+    """Whether a build of the corpus whose index root is the local folder ``root`` writes its
+    folder ``name`` (and replaces it whole), as its ``corpus.json`` says: a MixPR corpus
+    (``"method": "mixpr"``) writes ``mixpr`` or ``shard-<i>``, a corpus of one index per
+    document the folders its entries list (``"path": "indexes/<name>"``). A ``corpus.json``
+    that cannot be read (over :data:`MAX_BUILT_BYTES`, not JSON, another shape: untrusted,
+    nothing raises) leaves the decision to the name (:data:`BUILT_FOLDER`)."""
+    try:
+        data = read_json(root.parent / CORPUS_MANIFEST, max_bytes=MAX_BUILT_BYTES)
+    except PersistError:
+        data = None
+    method = data.get("method") if isinstance(data, dict) else None
+    docs = data.get("documents") if isinstance(data, dict) else None
+    if method == "mixpr":
+        return _MIXPR_BUILT.match(name) is not None
+    if not isinstance(method, str) or not isinstance(docs, list):
+        return BUILT_FOLDER.match(name) is not None
+    path = f"{INDEX_ROOT}/{name}"
+    return any(isinstance(d, dict) and d.get("path") == path for d in docs)
+
 
 #: Where a save of each kind of index may go in a corpus's index root (by ``own_depth`` of
 #: :func:`check_outside_corpus`), for the message refusing another folder there.
@@ -289,7 +320,7 @@ def outside_corpus_message(
     as the caller named it; ``below``: its path relative to the corpus's index root, empty for
     the root itself) inside the corpus's index root ``root`` (a real path), one wording per
     case: the index root itself, a folder a build writes or one inside it
-    (:data:`BUILT_FOLDER`: the next build deletes it), or another folder there."""
+    (:func:`built_by_corpus`: the next build deletes it), or another folder there."""
     corpus = f"the corpus at {str(root.parent)!r}"
     parts = Path(below).parts
     if not parts:
@@ -297,12 +328,12 @@ def outside_corpus_message(
             f"is the {INDEX_ROOT}/ folder of {corpus}, where its builds (`longctx index`) write "
             "its index folders"
         )
-    elif BUILT_FOLDER.match(parts[0]):
+    elif built_by_corpus(root, parts[0]):
         why = (
             f"{'is' if len(parts) == 1 else 'is inside'} the index folder "
-            f"'{INDEX_ROOT}/{parts[0]}' of {corpus} (named as its builds name the folders they "
-            "write): a later `longctx index` of that corpus replaces such a folder whole and "
-            "would delete what is saved there"
+            f"'{INDEX_ROOT}/{parts[0]}' of {corpus} (a folder its builds write): a later "
+            "`longctx index` of that corpus replaces such a folder whole and would delete what "
+            "is saved there"
         )
     else:
         why = (
