@@ -193,10 +193,16 @@ def is_corpus_manifest(path: str | os.PathLike) -> bool:
             head = f.read(MAX_MARKER_BYTES + 1)
     except OSError:
         return False
+    return _is_manifest_head(head, str(p))
+
+
+def _is_manifest_head(head: bytes, where: str) -> bool:
+    """Whether ``head`` (the first ``MAX_MARKER_BYTES + 1`` bytes of a file read at ``where``)
+    is a corpus's manifest (:func:`is_corpus_manifest`)."""
     if len(head) > MAX_MARKER_BYTES:
         return _CORPUS_START.match(head) is not None
     try:
-        data = parse_json(head, str(p))
+        data = parse_json(head, where)
     except PersistError:
         return False
     return isinstance(data, dict) and data.get("format") == CORPUS_FORMAT
@@ -219,6 +225,7 @@ def check_outside_corpus(
     own_depth: int | None = None,
     name: str | os.PathLike | None = None,
     real: Path | None = None,
+    url_ok: bool = False,
 ) -> Path | None:
     """Refuse to save at the local folder ``path`` when its real path (links and ``..``
     resolved) is a corpus's index root or inside one (:func:`corpus_index_root`), at any depth,
@@ -228,6 +235,15 @@ def check_outside_corpus(
     retriever. ``argument``, ``name``: the caller's argument and its value as given (default
     ``path``), for the message. ``real``: ``os.path.realpath(path)`` when the caller has it
     (not resolved again).
+
+    ``path`` may be an fsspec URL (a ``str`` with ``://``): inside a corpus's index root at
+    that URL (a folder ``indexes`` beside a corpus's ``corpus.json``, read through fsspec,
+    bounded) it is refused as a local folder is, except at ``own_depth`` (such a corpus has no
+    build lock: :func:`saving_into_corpus` keeps no record for it); a ``file://`` URL is
+    checked as its local path. ``url_ok``: whether the caller writes to URLs (a sharded index,
+    through fsspec); a caller that writes local folders only (a core index, a retriever) has
+    every URL refused, which it would have made a local folder named after the scheme
+    (``memory:``).
 
     The message says which rule refuses the folder (:func:`outside_corpus_message`): inside one
     of the folders a build of the corpus writes (``indexes/mixpr``, ``indexes/shard-<i>``, a
@@ -247,8 +263,25 @@ def check_outside_corpus(
     ------
     longctx.persist.SaveTargetError
         Naming ``argument`` and its value as given, the corpus's resolved folder, the rule and
-        what to do; checked before anything is written.
+        what to do; checked before anything is written. Or ``path`` is a URL and ``url_ok`` is
+        false.
     """
+    if isinstance(path, str) and "://" in path:
+        given = str(path if name is None else name)
+        if path[:7].lower() == "file://":
+            check_outside_corpus(path[7:], argument, own_depth=own_depth, name=given)
+        else:
+            _check_url_outside_corpus(path, argument, given, own_depth)
+        if not url_ok:
+            from longctx.persist.writer import SaveTargetError
+
+            scheme = path.split("://", 1)[0]
+            raise SaveTargetError(
+                f"{argument} {given!r} is a URL: this save writes a local folder (it would make "
+                f"a folder named '{scheme}:' here); give a local path (a sharded index, "
+                "ShardedMixPRIndex.save, writes to fsspec URLs)"
+            )
+        return None
     target = Path(os.path.realpath(path)) if real is None else Path(real)
     own = None
     for depth, folder in enumerate((target, *target.parents)):
@@ -283,6 +316,56 @@ _MIXPR_BUILT = re.compile(r"\A(?:mixpr|shard-[0-9]+)\Z")
 MAX_BUILT_BYTES = 16 * 1024 * 1024
 
 
+def _check_url_outside_corpus(url: str, argument: str, given: str, own_depth) -> None:
+    """:func:`check_outside_corpus` for the fsspec URL ``url``: each folder ``indexes`` on its
+    way up (but at ``own_depth``) beside a ``corpus.json`` that is a corpus's manifest (its
+    first :data:`MAX_MARKER_BYTES` + 1 bytes read through fsspec, untrusted) refuses it, with
+    the message of a local folder. Nothing is checked without fsspec or for a URL it cannot
+    open (nothing could be written there either)."""
+    from pathlib import PurePosixPath
+
+    try:
+        import fsspec
+
+        fs, where = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError):
+        return
+    scheme = url.split("://", 1)[0]
+    target = PurePosixPath(where)
+    for depth, folder in enumerate((target, *target.parents)):
+        if folder.name != INDEX_ROOT or depth == own_depth:
+            continue
+        manifest = f"{folder.parent}/{CORPUS_MANIFEST}"
+        head = _url_bytes(fs, manifest, MAX_MARKER_BYTES)
+        if head is None or not _is_manifest_head(head, manifest):
+            continue
+        from longctx.persist.writer import SaveTargetError
+
+        below = Path(*target.parts[len(folder.parts) :])
+        corpus = f"{scheme}://{str(folder.parent).lstrip('/')}"
+        data = _url_bytes(fs, manifest, MAX_BUILT_BYTES)
+        try:
+            data = None if data is None or len(data) > MAX_BUILT_BYTES else parse_json(data, url)
+        except PersistError:
+            data = None
+        built = bool(below.parts) and _built_in(data, below.parts[0])
+        raise SaveTargetError(
+            outside_corpus_message(
+                argument, given, below, Path(folder), own_depth, corpus=corpus, built=built
+            )
+        )
+
+
+def _url_bytes(fs, path: str, limit: int) -> bytes | None:
+    """The first ``limit + 1`` bytes of the file ``path`` of the fsspec file system ``fs``, or
+    ``None`` when it cannot be read (missing, a folder, an error of the store)."""
+    try:
+        with fs.open(path, "rb") as f:
+            return f.read(limit + 1)
+    except Exception:  # noqa: BLE001 - each store raises its own errors; none is a corpus
+        return None
+
+
 def built_by_corpus(root: Path, name: str) -> bool:
     """Whether a build of the corpus whose index root is the local folder ``root`` writes its
     folder ``name`` (and replaces it whole), as its ``corpus.json`` says: a MixPR corpus
@@ -294,6 +377,12 @@ def built_by_corpus(root: Path, name: str) -> bool:
         data = read_json(root.parent / CORPUS_MANIFEST, max_bytes=MAX_BUILT_BYTES)
     except PersistError:
         data = None
+    return _built_in(data, name)
+
+
+def _built_in(data, name: str) -> bool:
+    """:func:`built_by_corpus` given the corpus's ``corpus.json`` as parsed (``None``: not
+    read)."""
     method = data.get("method") if isinstance(data, dict) else None
     docs = data.get("documents") if isinstance(data, dict) else None
     if method == "mixpr":
@@ -314,21 +403,30 @@ _OWN_PLACE = {
 
 
 def outside_corpus_message(
-    argument: str, given: str, below: Path, root: Path, own_depth: int | None = None
+    argument: str,
+    given: str,
+    below: Path,
+    root: Path,
+    own_depth: int | None = None,
+    *,
+    corpus: str | None = None,
+    built: bool | None = None,
 ) -> str:
     """The message of :func:`check_outside_corpus` refusing ``argument`` (its value ``given``
     as the caller named it; ``below``: its path relative to the corpus's index root, empty for
     the root itself) inside the corpus's index root ``root`` (a real path), one wording per
     case: the index root itself, a folder a build writes or one inside it
-    (:func:`built_by_corpus`: the next build deletes it), or another folder there."""
-    corpus = f"the corpus at {str(root.parent)!r}"
+    (:func:`built_by_corpus`: the next build deletes it), or another folder there. ``corpus``
+    names the corpus (default: ``root``'s parent; a URL's corpus), ``built`` says whether its
+    builds write the folder (default: :func:`built_by_corpus`)."""
+    corpus = f"the corpus at {corpus or str(root.parent)!r}"
     parts = Path(below).parts
     if not parts:
         why = (
             f"is the {INDEX_ROOT}/ folder of {corpus}, where its builds (`longctx index`) write "
             "its index folders"
         )
-    elif built_by_corpus(root, parts[0]):
+    elif built_by_corpus(root, parts[0]) if built is None else built:
         why = (
             f"{'is' if len(parts) == 1 else 'is inside'} the index folder "
             f"'{INDEX_ROOT}/{parts[0]}' of {corpus} (a folder its builds write): a later "

@@ -63,8 +63,10 @@ def save_sharded(index, out, storage_options=None) -> None:
     from longctx.corpus.writers import saving_into_corpus
 
     local = storage.local
-    # the corpus index root the save writes into (tested by the check, at its own depth)
-    root = None if local is None else check_outside_corpus(local, "out", own_depth=0, name=out)
+    # the corpus index root the save writes into (tested by the check, at its own depth); a
+    # URL inside a corpus's index root at that URL is refused too (its indexes/ is not)
+    given = local if local is not None else storage.url
+    root = check_outside_corpus(given, "out", own_depth=0, name=out, url_ok=True)
 
     def check() -> None:  # under the lock, before the mark
         if root is not None:
