@@ -703,9 +703,16 @@ def _check_persist_dir(persist_dir: str | os.PathLike) -> None:
     loaded from it, under its build lock, which a retriever's persist does not take. The
     message says which case applies.
 
+    A URL (``memory://...``) is refused: the retriever is written to a local folder (inside a
+    corpus at that URL, with the message of a local corpus).
+
     Raises
     ------
     longctx.persist.SaveTargetError
         Naming ``persist_dir``, the corpus and what to do instead; nothing is written.
     """
-    check_outside_corpus(Path(persist_dir) / PERSIST_SUBDIR, "persist_dir", name=persist_dir)
+    if isinstance(persist_dir, str) and "://" in persist_dir:  # a URL: checked as one
+        folder = f"{persist_dir.rstrip('/')}/{PERSIST_SUBDIR}"
+    else:
+        folder = Path(persist_dir) / PERSIST_SUBDIR
+    check_outside_corpus(folder, "persist_dir", name=persist_dir)

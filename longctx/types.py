@@ -96,7 +96,8 @@ class SearchResult:
         The variant actually used (MixPR: ``"local"``, ``"global"`` or ``"global-fallback"`` when
         the query reaches no chunk; diversity: ``"query"`` or ``"summary"``).
     timings : mapping str -> float
-        Seconds per stage of this query (``{"embed_query": ..., "rank": ..., "select": ...}``).
+        Seconds per stage of this query (``{"embed_query": ..., "rank": ..., "select": ...}``);
+        a stage that did not run is absent (MixPR without an encoder: no ``"embed_query"``).
     budget : mapping
         The size asked for: ``{"k": int}`` or ``{"token_budget": int, "unit": "<counter>"}``.
     trace : tuple of mappings

@@ -166,6 +166,76 @@ def run_beside(
     return {**counts, "errors": errors}
 
 
+def run_counted(
+    write: Callable[[], None],
+    search: Callable[[int], None],
+    *,
+    writes: int,
+    n_search: int = 4,
+    deadline: float = 60.0,
+) -> dict:
+    """Exactly ``writes`` calls of ``write()`` in one thread beside ``n_search`` threads calling
+    ``search(i)`` while the writes run: every thread starts at one barrier, and after each
+    write the writer waits until a search has ended since that write began (so each write
+    meets searches however busy the machine: at least ``writes`` searches overlap the writes,
+    where a time-boxed loop counted what a busy machine left). The searches stop with the last
+    write. Past ``deadline`` seconds every thread stops at its next call and the result says
+    ``"timed_out": True`` (the caller fails, rather than waiting).
+    Returns ``{"searches", "writes", "errors", "timed_out", "seconds"}``."""
+    done, searched = threading.Event(), threading.Event()
+    start = threading.Barrier(n_search + 1)
+    errors: list = []
+    counts = {"searches": 0, "writes": 0}
+    lock = threading.Lock()
+    end = time.monotonic() + deadline
+
+    def late() -> bool:
+        return time.monotonic() > end
+
+    def writer():
+        try:
+            start.wait(timeout=deadline)
+            for _ in range(writes):
+                if late() or errors:
+                    break
+                searched.clear()
+                write()
+                with lock:
+                    counts["writes"] += 1
+                while not searched.wait(0.05) and not late() and not errors:
+                    pass
+        except Exception as exc:  # noqa: BLE001 (reported by the test)
+            errors.append(exc)
+        finally:
+            done.set()
+
+    def searcher(i):
+        try:
+            start.wait(timeout=deadline)
+            while not done.is_set() and not late():
+                search(i)
+                with lock:
+                    counts["searches"] += 1
+                searched.set()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer)]
+    threads += [threading.Thread(target=searcher, args=(i,)) for i in range(n_search)]
+    t0 = time.monotonic()
+    with fine_switching():
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(max(end - time.monotonic(), 0.0) + 30.0)  # a call under way may finish
+    return {
+        **counts,
+        "errors": errors,
+        "timed_out": late() or any(th.is_alive() for th in threads),
+        "seconds": time.monotonic() - t0,
+    }
+
+
 def same_table(a, b) -> None:
     """The same terms, counts, document frequencies and TF-IDF rows (bit for bit)."""
     assert a.terms() == b.terms()

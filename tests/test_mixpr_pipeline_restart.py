@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from longctx.io import sample_text
 from longctx.mixpr import MixPR, MixPRIndex
+from longctx.mixpr.graph import column_normalize, personalized_pagerank, similarity_graph
 from longctx.mixpr.query import restart_reaching_units
 
 SENTENCE = "The White Rabbit took a watch out of its waistcoat-pocket."
@@ -86,3 +87,55 @@ def test_restart_reaching_units_takes_a_sparse_query_block():
     chain = sp.csr_array(([0.4, 0.4, 0.4, 0.4], ([0, 1, 1, 2], [1, 0, 2, 1])), shape=(3, 3))
     assert restart_reaching_units(p, chain, bcol, 0.27) is p
     assert restart_reaching_units(p, chain.toarray(), bcol, 0.27) is p
+
+
+@pytest.fixture
+def at_threshold():
+    """A chunk and two query nodes whose graph (:func:`similarity_graph`, float32 products
+    compared with the threshold in float32) keeps the query-query edge at ``float32(0.7)``,
+    just below ``0.7`` in float64: ``(E, threshold)``. The last query node (the restart) has no
+    edge to the chunk; the first has one."""
+    thr = 0.7
+    assert float(np.float32(thr)) < thr  # a threshold that float32 rounds down
+    E = sp.csr_array(np.array([[0.0, 1.0, 0.0], [0.7, np.sqrt(0.51), 0.0], [1.0, 0.0, 0.0]]))
+    S = similarity_graph(E, thr)
+    assert 0 < S[1, 2] < thr  # kept by the graph, below the threshold in float64
+    return E, thr
+
+
+def test_a_query_edge_kept_at_the_threshold_in_float32_joins_the_restart(at_threshold, caplog):
+    """The pipeline's graph keeps the query-query edge at ``float32(0.7)``; the restart node
+    reaches the chunk through it, so the paper's restart stays. Before, the pipeline compared
+    the graph's float64 copies with ``0.7`` again: the edge was no edge there, and the restart
+    moved to the other query node (a float32/float64 window)."""
+    E, thr = at_threshold
+    paper = MixPR(preset="paper", threshold=thr)
+    paper.embed = lambda texts: E  # the chunk, then the two query nodes
+    paper.query_chunks = lambda q: ["the first query node", "the last query node"]
+    with caplog.at_level(logging.INFO, logger="longctx.mixpr.pipeline"):
+        scores, mode = paper.rank_with_mode(["the chunk"], "a query", "local")
+    assert mode == "local" and not _moved(caplog)
+    cfg = paper.config
+    A = column_normalize(similarity_graph(E, thr))
+    want = personalized_pagerank(
+        A, np.array([0.0, 0.0, 1.0]), cfg.alpha_local, cfg.max_iter, cfg.tol
+    )
+    np.testing.assert_allclose(scores, want[:1], rtol=1e-12)  # the walk of the paper's restart
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_restart_reaching_units_at_the_threshold_keeps_the_walks_edges(dtype):
+    """The built index's bordered walk keeps a query-query cosine ``>= thr`` (float64 ``Q``
+    compared with the float ``thr``: ``np.where(Q >= thr, Q, 0)``), and so does
+    :func:`restart_reaching_units` given the same ``Q``, at the threshold and one ulp below it,
+    in float64 and float32 ``Q`` (compared in ``Q``'s dtype by both)."""
+    p = np.array([0.0, 1.0])
+    bcol = np.array([0.3, 0.0])
+    thr = 0.27
+    at = dtype(thr)
+    below = np.nextafter(at, dtype(0))
+    for v in (at, below):
+        Q = np.array([[1.0, v], [v, 1.0]], dtype)
+        walk_edge = bool(np.where(Q >= thr, Q, 0.0)[1, 0] > 0)
+        kept = restart_reaching_units(p, Q, bcol, thr) is p
+        assert kept == walk_edge == (v == at), (dtype, v)

@@ -23,22 +23,43 @@ part is the hit's row of ``S``; restarting on the query nodes (``personalization
 bordered graph ``[[S, B], [B^T, Q]]``) the restart is replaced by what those nodes sent
 (:func:`query_node_flow`). The multi-hop walk (HippoRAG,
 arXiv:2405.14831; :mod:`longctx.mixpr.multihop`) is split the same way over its phrase nodes.
+
+The parts live in four modules, all re-exported here: this one (the entry points and the
+PageRank walk's inflow and composition, as a sharded index runs them block by block),
+:mod:`longctx.mixpr.explain_bordered` (the bordered walk's query nodes),
+:mod:`longctx.mixpr.explain_multihop` (the multi-hop walk's paths) and
+:mod:`longctx.mixpr.explain_items` (the evidence items: units, term names, the top ``n``).
 """
 
 from __future__ import annotations
 
 import time
-import weakref
 from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from longctx.explain import evidence, make_explanation, with_explanations
+from longctx.mixpr.explain_bordered import (
+    is_bordered,
+    out_weights,
+    query_columns,
+    query_node_flow,
+)
+from longctx.mixpr.explain_items import (
+    TOP_PATHS,
+    TOP_SEEDS,
+    TOP_TERMS,
+    TOP_UNITS,
+    by_top,
+    term_namer,
+    top_positions,
+    unit_fields,
+    units_fields,
+)
+from longctx.mixpr.explain_multihop import explain_multihop
 from longctx.mixpr.hits import document_units, values_at
-from longctx.mixpr.persist_mapped import MappedVocabulary
 from longctx.mixpr.push import is_count_rows, spans, take_rows
-from longctx.mixpr.query import MAX_QUERY_CHUNKS, query_weights
 from longctx.selection import SparseScores
 
 __all__ = [
@@ -65,54 +86,6 @@ __all__ = [
     "TOP_PATHS",
     "TOP_UNITS",
 ]
-
-#: Evidence items kept per hit.
-TOP_TERMS = 5
-TOP_SEEDS = 3
-TOP_PATHS = 5
-#: Units named per document hit (``whole_documents=True``).
-TOP_UNITS = 5
-
-_TERM_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _term_names(table) -> list[str]:
-    """The terms of ``table`` by column, built once per table (a table never changes)."""
-    names = _TERM_NAMES.get(table)
-    if names is None:
-        names = _TERM_NAMES[table] = table.terms()
-    return names
-
-
-def unit_fields(st, j: int) -> dict:
-    """Unit ``j`` of the state ``st`` as an evidence item names it: ``unit`` (``j``),
-    ``doc_id``, ``index`` (its position among its document's units), ``start``, ``end``."""
-    d = int(st.unit_source[j])
-    return {
-        "unit": int(j),
-        "doc_id": st.doc_ids[d],
-        "index": int(st.unit_positions(j)),
-        "start": int(st.starts[j]),
-        "end": int(st.ends[j]),
-    }
-
-
-def units_fields(st, units) -> list[dict]:
-    """:func:`unit_fields` of each of ``units`` (``(m,)`` int), read as arrays at once."""
-    units = np.asarray(units, np.int64)
-    if not len(units):
-        return []
-    cols = zip(
-        units.tolist(),
-        np.asarray(st.unit_source[units]).tolist(),
-        np.asarray(st.unit_positions(units)).tolist(),
-        np.asarray(st.starts[units]).tolist(),
-        np.asarray(st.ends[units]).tolist(),
-    )
-    names = st.doc_ids
-    return [
-        {"unit": j, "doc_id": names[d], "index": i, "start": a, "end": b} for j, d, i, a, b in cols
-    ]
 
 
 def _restart(s: dict) -> tuple[np.ndarray, np.ndarray, float]:
@@ -206,7 +179,7 @@ def explain_documents(st, result, keep: dict, used: str, walk: dict, scores, mas
     for h, b, e in zip(hits, best.tolist(), explain_hits(st, keep, used, walk, best, scores)):
         units, vals = document_units(starts, h.source, scores, mask)
         units, vals = units[vals > 0], vals[vals > 0]
-        top = _top(vals, TOP_UNITS)
+        top = top_positions(vals, TOP_UNITS)
         listed = [
             evidence(h.score, vals[o], **f) for o, f in zip(top, units_fields(st, units[top]))
         ]
@@ -287,85 +260,12 @@ def explain_walk(st, s: dict, hits: np.ndarray, scores: np.ndarray, query=None) 
     return compose_walk(st.config, facts, terms, u, d, wt, seeds, names, score_of)
 
 
-def _bordered(s: dict) -> bool:
-    """Whether session ``s`` walked the bordered graph (``personalization="query"``: the
-    restart on the query nodes): only that walk makes the full query edges ``B``
-    (:meth:`~longctx.mixpr.edges.QueryEdgesBlock._full_B`; a new query's edges drop them)."""
-    return "B" in s
-
-
-def _out_weights(block, s: dict) -> np.ndarray:
-    """``(n,)``: each unit's out-weight in the walk of session ``s``, the ``D`` its mass is
-    divided by: ``S``'s column sum, plus its query edges in a bordered walk (once a session)."""
-    col = s.get("explain_out")
-    if col is None:
-        col = block.colsum
-        if _bordered(s):
-            col = col + np.asarray(s["B"].sum(axis=1)).ravel()
-        s["explain_out"] = col
-    return col
-
-
 def _senders(block, s: dict) -> np.ndarray:
     """``(m,) int64`` ascending: the units a hit's ``seeds`` are chosen among: the restart
     units, or in a bordered walk the units with a query edge."""
-    if _bordered(s):
+    if is_bordered(s):
         return np.flatnonzero(np.diff(s["B"].indptr)).astype(np.int64)
     return _restart(s)[0]
-
-
-def query_columns(block, s: dict) -> np.ndarray:
-    """``(2 m,)``: the block's part of a bordered walk's reductions at its query nodes (session
-    ``s``; ``(0,)`` for another walk): ``B^T (x / D)`` (the units' mass sent to each query node)
-    and ``B^T 1`` (the query nodes' column sums over the units), summed over the blocks as the
-    term columns are (:func:`walk_inflow` appends them to its ``u``)."""
-    if not _bordered(s):
-        return np.zeros(0)
-    B = s["B"]
-    col = _out_weights(block, s)
-    x = s["x"].dense() if isinstance(s["x"], SparseScores) else np.asarray(s["x"], np.float64)
-    v = np.divide(x, col, out=np.zeros(len(x)), where=col > 0)
-    return np.concatenate([B.T @ v, np.asarray(B.sum(axis=0)).ravel()])
-
-
-def query_node_flow(cfg, table, query, facts: dict, u: np.ndarray) -> np.ndarray:
-    """``u`` (the walk's inflow, summed over the blocks) without its query columns
-    (:func:`query_columns`); for a bordered walk (``personalization="query"``), sets
-    ``facts["question"]`` ``(k,)``: the mass the query nodes sent each hit,
-    ``(1 - alpha) sum_q B_hq x_q / D_q``.
-
-    The walk never keeps the query nodes' masses ``x_q``; they are those of its fixed point
-    given the units' masses ``x`` (Alonso and Millidge, arXiv:2412.06078, sec. 4 eq. 2 on the
-    bordered graph ``[[S, B], [B^T, Q]]``): ``x_q = (1 - alpha) (B^T (x / D) + Q (x_q / D_q)
-    + d p_q) + alpha p_q``, ``d`` the mass of the query nodes without an edge (a unit without
-    one holds none: the restart is on the query nodes), a linear system of the ``m <=``
-    :data:`~longctx.mixpr.query.MAX_QUERY_CHUNKS` query nodes; ``Q`` (the query chunks'
-    cosines) is made again from ``query`` as :meth:`~longctx.mixpr.scoring.Scorer.score`
-    made it, with ``table``'s statistics. A walk stopped at its tolerance leaves ``x`` off the
-    fixed point; the difference is the part ``"unsettled"``.
-
-    Raises
-    ------
-    ValueError
-        A bordered walk without its ``query``.
-    """
-    if facts.get("p_query") is None:
-        return u
-    if query is None:
-        raise ValueError("a bordered walk (personalization='query') is explained with its query")
-    a = float(cfg.alpha_local)
-    p_q = np.asarray(facts["p_query"], np.float64)
-    m = len(p_q)
-    u, c, bcol = u[: len(u) - 2 * m], u[len(u) - 2 * m : len(u) - m], u[len(u) - m :]
-    chunks = [query[i:j] for i, j in cfg.chunk(query)] or [query]
-    Q = query_weights(table, chunks[-MAX_QUERY_CHUNKS:], with_q=True)[1]
-    Q = np.where(Q >= cfg.effective_query_threshold, Q, 0.0)
-    col_q = bcol + Q.sum(axis=0)
-    inv_q = np.divide(1.0, col_q, out=np.zeros(m), where=col_q > 0)
-    M = np.eye(m) - (1.0 - a) * (Q * inv_q) - (1.0 - a) * np.outer(p_q, col_q <= 0)
-    x_q = np.linalg.solve(M, (1.0 - a) * c + a * p_q)
-    facts["question"] = (1.0 - a) * (facts["brows"] @ (x_q * inv_q))
-    return u
 
 
 def _explicit_inflow(block, s: dict, hits: np.ndarray):
@@ -373,7 +273,7 @@ def _explicit_inflow(block, s: dict, hits: np.ndarray):
     ``(k,)`` each hit's inflow ``sum_j S_hj x_j / D_j`` (its row of ``S``), the dangling mass
     and each hit's best seeds ``(mass, unit, unit)``."""
     x = s["x"]
-    col = _out_weights(block, s)
+    col = out_weights(block, s)
     S = block.graph.S
     lo, hi = S.indptr[hits], S.indptr[hits + 1]
     u = np.zeros(len(hits))
@@ -388,7 +288,11 @@ def _explicit_inflow(block, s: dict, hits: np.ndarray):
         on = np.isin(nb, senders) & (nb != i)
         nb, send = nb[on], (1.0 - a) * send[on]
         found.append(
-            [(float(send[o]), int(nb[o]), int(nb[o])) for o in _top(send, TOP_SEEDS) if send[o] > 0]
+            [
+                (float(send[o]), int(nb[o]), int(nb[o]))
+                for o in top_positions(send, TOP_SEEDS)
+                if send[o] > 0
+            ]
         )
     return u, _dangling(block, s, senders), found
 
@@ -396,7 +300,7 @@ def _explicit_inflow(block, s: dict, hits: np.ndarray):
 def _dangling(block, s: dict, senders: np.ndarray) -> float:
     """The walk's mass on units without an out-edge: a restart unit's (nothing reaches a unit
     without an edge but its restart; a bordered walk's senders all have a query edge)."""
-    col = _out_weights(block, s)
+    col = out_weights(block, s)
     return float(values_at(s["x"], senders[col[senders] <= 0]).sum()) if len(senders) else 0.0
 
 
@@ -421,7 +325,7 @@ def walk_hit_facts(block, s: dict, hits: np.ndarray) -> dict:
     Costs the hits' entries, never a pass over the block's units."""
     hits = np.asarray(hits, np.int64)
     no_restart = np.zeros(0, np.int64), np.zeros(0), 1.0  # bordered: none on the units
-    seeds, p, scale = no_restart if _bordered(s) else _restart(s)
+    seeds, p, scale = no_restart if is_bordered(s) else _restart(s)
     at = np.minimum(np.searchsorted(seeds, hits), max(len(seeds) - 1, 0))
     on = seeds[at] == hits if len(seeds) else np.zeros(len(hits), bool)
     pi = np.where(on, p[at] if len(p) else 0.0, 0.0)
@@ -446,8 +350,8 @@ def walk_hit_facts(block, s: dict, hits: np.ndarray) -> dict:
         "dense_restart": dense_w is not None,
         "seeds_only": "seed_tops" in s and s["seed_tops"][0] is None,
         # a bordered walk: the restart over the query nodes and the hits' query edges
-        "p_query": s["p_query"] if _bordered(s) else None,
-        "brows": s["B"][hits].toarray() if _bordered(s) else None,
+        "p_query": s["p_query"] if is_bordered(s) else None,
+        "brows": s["B"][hits].toarray() if is_bordered(s) else None,
     }
 
 
@@ -511,7 +415,7 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
         it in one step, ``(1 - alpha) x_j / D_j sum_t E_jt W_t E_ht``, as ``(mass, key,
         unit)``, best first (ties: the smaller key).
     """
-    x, colsum = s["x"], _out_weights(block, s)
+    x, colsum = s["x"], out_weights(block, s)
     E = block._cols()
     idx, vals, lens = take_rows(E.indptr, E.indices, E.data, terms)
     if not isinstance(x, SparseScores) and len(idx) > block.n:
@@ -550,7 +454,7 @@ def walk_inflow(block, s: dict, terms: np.ndarray, rows: tuple, keys: np.ndarray
         col[skeys[r] == keys[h]] = 0.0  # its own restart comes back to it: not a seed of it
         found[h] = [
             (float(col[o]), int(skeys[r[o]]), int(seeds[r[o]]))
-            for o in _top(col, TOP_SEEDS)
+            for o in top_positions(col, TOP_SEEDS)
             if col[o] > 0
         ]
     return u, d, found
@@ -619,14 +523,14 @@ def compose_walk(cfg, facts, terms, u, d, wt, seeds, names, scores) -> list[dict
         parts["unsettled"] = (float(facts["x"][h]) - asked - walk) / pi_top
         parts["lexical"] = parts["dense"] = 0.0
         if scaled and lex is not None:
-            parts["lexical"] = f * cfg.lexical_weight * _by_top(float(lex[h]), tops[1])
+            parts["lexical"] = f * cfg.lexical_weight * by_top(float(lex[h]), tops[1])
         if scaled and dense is not None and cfg.dense_weight:
-            parts["dense"] = f * cfg.dense_weight * _by_top(max(float(dense[h]), 0.0), tops[2])
+            parts["dense"] = f * cfg.dense_weight * by_top(max(float(dense[h]), 0.0), tops[2])
         if seed_top is not None:
             parts["seeds_walk"] = float(facts["seed_x"][h]) / seed_top
         top_terms = [
             evidence(score, contrib[o] / pi_top, term=names(int(facts["indices"][lo + o])))
-            for o in _top(contrib, TOP_TERMS)
+            for o in top_positions(contrib, TOP_TERMS)
             if contrib[o] > 0
         ]
         top_seeds = [evidence(score, v / pi_top, **unit) for v, unit in seeds[h]]
@@ -656,128 +560,3 @@ def seeds_only(scores) -> list[dict]:
 def global_explanations(scores) -> list[dict]:
     """Explanations of a global query: the score is the unit's PageRank (part ``"pagerank"``)."""
     return [make_explanation("mixpr", "global", v, {"pagerank": v}) for v in scores]
-
-
-def term_namer(table):
-    """Term column -> term of ``table`` (a :class:`~longctx.mixpr.tfidf.TermTable` or
-    :class:`~longctx.mixpr.tfidf.TermStats`): read from a mapped vocabulary one term at a
-    time, else from the terms listed once per table."""
-    vocab = table.vocabulary
-    if isinstance(vocab, MappedVocabulary):
-        return vocab.term
-    return _term_names(table).__getitem__
-
-
-def explain_multihop(st, mh: dict, hits: np.ndarray, scores: np.ndarray) -> list[dict]:
-    """Explanations of the multi-hop walk (:class:`~longctx.mixpr.multihop.MultiHopRanker`)
-    for the units ``hits``.
-
-    Parameters
-    ----------
-    st : the index's state (``_State``)
-    mh : dict
-        The ranker's values kept by :meth:`MultiHopRanker.scores` (``keep=``): ``mass``,
-        ``arrived``, ``r_u``, ``r_p``, ``d_u``, ``phrase_weights``, ``first_hop``, ``dense``.
-    hits : (k,) int
-    scores : (n_units,) float64 or SparseScores
-        The returned scores.
-
-    Returns
-    -------
-    list of dict
-        Parts ``walk_phrases`` (mass that arrived through phrases shared with other
-        passages), ``walk_question_phrases`` (through a phrase of the question that only this
-        passage holds), ``unsettled`` (the rest of the arrived mass: the walk's residual, and
-        the index terms with ``term_share``), ``restart`` (``score="mass"`` only),
-        ``first_hop`` (``lexical_weight`` times the first hop's score), ``dense``; ``paths``:
-        ``["question", passage, {"phrase"}, "hit"]`` (the passage's ``"seed"``: whether the
-        question's restart reached it, else the walk did; in hybrid mode its
-        ``"seed_dense_share"``: the part of that restart from the dense cosines) or ``["question", {"phrase"},
-        "hit"]`` (a phrase of the question), with their score and share (best first): the
-        mass the last step carried along that path.
-    """
-    ranker = st.ranker()
-    w = ranker.walk
-    a = float(w.alpha)
-    fwd, back = ranker._phr[0].rows, ranker._phr[1].rows  # (n, n_link), (n_link, n)
-    back_c = sp.csc_array(back)
-    fwd_c = sp.csc_array(fwd)
-    x, arrived = mh["mass"], mh["arrived"]
-    r_u, r_p, d_u = mh["r_u"], mh["r_p"], mh["d_u"]
-    r_dense = mh.get("r_u_dense")
-    restart_total = a + (1.0 - a) * float((x * ranker._stuck).sum())
-    top = float((arrived if w.score == "propagated" else x).max()) if len(x) else 0.0
-    top = top if top > 0 else 1.0
-    vocab = ranker.graph.vocabulary
-    pw = mh.get("phrase_weights")
-    first, dense = mh.get("first_hop"), mh.get("dense")
-    f_top = float(first.max()) if first is not None and len(first) else 0.0
-    d_top = float(dense.max()) if dense is not None and len(dense) else 0.0
-    out = []
-    hits = np.asarray(hits, np.int64)
-    for i, score in zip(hits.tolist(), values_at(scores, hits).tolist()):
-        lo, hi = back_c.indptr[i], back_c.indptr[i + 1]
-        phrases, b = back_c.indices[lo:hi], back_c.data[lo:hi]
-        paths = []
-        via_total = 0.0
-        for p, bp in zip(phrases.tolist(), b.tolist()):
-            plo, phi = fwd_c.indptr[p], fwd_c.indptr[p + 1]
-            units, f = fwd_c.indices[plo:phi], fwd_c.data[plo:phi]
-            from_u = (1.0 - a) * bp * (1.0 - a) * f * ranker._to_p[units] * x[units]
-            from_q = (1.0 - a) * bp * restart_total * float(r_p[p])
-            via_total += float(from_u.sum()) + from_q
-            name = {"phrase": vocab[int(ranker._cols[p])]}
-            if from_q > 0:
-                paths.append((from_q, ["question", name, "hit"]))
-            for o in _top(from_u, TOP_PATHS):
-                if from_u[o] > 0 and units[o] != i:
-                    j = int(units[o])
-                    node = {**unit_fields(st, j), "seed": bool(r_u[j] > 0)}
-                    if r_dense is not None and r_u[j] > 0:  # hybrid: how much of it dense
-                        node["seed_dense_share"] = float(r_dense[j] / r_u[j])
-                    paths.append((float(from_u[o]), ["question", node, name, "hit"]))
-        single = (1.0 - a) * restart_total * float(d_u[i])
-        if single > 0 and pw is not None:
-            mine = np.flatnonzero((ranker._single_unit == i) & (pw > 0))
-            for c in mine.tolist():
-                paths.append(
-                    (single * pw[c] / pw[mine].sum(), ["question", {"phrase": vocab[c]}, "hit"])
-                )
-        parts = {
-            "walk_phrases": via_total / top,
-            "walk_question_phrases": single / top,
-            "unsettled": (float(arrived[i]) - via_total - single) / top,
-        }
-        if w.score != "propagated":
-            parts["restart"] = (float(x[i]) - float(arrived[i])) / top
-        parts["first_hop"] = parts["dense"] = 0.0
-        if first is not None and w.lexical_weight:
-            parts["first_hop"] = w.lexical_weight * _by_top(max(float(first[i]), 0.0), f_top)
-        if dense is not None and w.dense_weight:
-            parts["dense"] = w.dense_weight * _by_top(max(float(dense[i]), 0.0), d_top)
-        paths.sort(key=lambda t: -t[0])
-        out.append(
-            make_explanation(
-                "mixpr",
-                "multihop",
-                score,
-                parts,
-                paths=[evidence(score, v / top, path=pth) for v, pth in paths[:TOP_PATHS]],
-            )
-        )
-    return out
-
-
-def _top(values: np.ndarray, n: int) -> list[int]:
-    """Positions of the ``n`` largest ``values``, largest first (ties: the earlier first);
-    linear in ``len(values)`` (a partition, then a sort of ``n``)."""
-    if len(values) > n:
-        part = np.argpartition(-values, n - 1)[:n]
-        part.sort()
-        return part[np.argsort(-values[part], kind="stable")].tolist()
-    return np.argsort(-values, kind="stable").tolist()
-
-
-def _by_top(v: float, top: float) -> float:
-    """``v / top``, as :func:`~longctx.mixpr.query.divide_by_top` scales a whole vector."""
-    return v / top if top > 0 else v

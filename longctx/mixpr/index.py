@@ -539,8 +539,6 @@ class MixPRIndex(RetrievalIndex):
                 )
         finally:
             st.block.close(sid)
-        if "embed_query" in timings and "embed_query" in more:
-            more["embed_query"] += timings.pop("embed_query")
         timings.update(more)
         return scores, used, timings, walk
 
@@ -645,8 +643,11 @@ class MixPRIndex(RetrievalIndex):
             ``hits``: :class:`Passage` with ``score`` the unit's score (:meth:`score`), ``index`` the
             unit's position among its document's chunks, ``source`` the document's position in
             :attr:`texts` / :attr:`doc_ids`; ``mode``: ``"local"``, ``"global"`` or
-            ``"global-fallback"``; ``timings`` in seconds; ``info["doc_ids"]``: the ids of the
-            hits' documents, in hit order.
+            ``"global-fallback"``; ``timings`` in seconds per stage that ran: ``route``
+            (``mode="auto"``), ``seeds``, ``embed_query`` (hybrid: the query's dense vector;
+            absent without an encoder), ``query_edges`` (the query's TF-IDF rows and edges,
+            local), ``rank``, ``route_walk`` (multi-hop), ``select``, ``explain``;
+            ``info["doc_ids"]``: the ids of the hits' documents, in hit order.
 
         Raises
         ------

@@ -290,9 +290,11 @@ class MixPR:
             mode = "global-fallback"
         if mode == "local" and cfg.personalization == "query":
             # the restart on query nodes that reach no chunk moves to those with an edge, as
-            # MixPRIndex's bordered walk does (its Scorer.score)
+            # MixPRIndex's bordered walk does (its Scorer.score). S is thresholded already
+            # (similarity_graph compares its float32 products in float32): its entries are the
+            # walk's edges, none dropped again (thr=0: float32(0.7) kept there is < 0.7 here)
             bcol = np.asarray(S[:n, n:].sum(axis=0)).ravel()
-            p_reach = restart_reaching_units(p_query, S[n:, n:], bcol, cfg.threshold)
+            p_reach = restart_reaching_units(p_query, S[n:, n:], bcol, 0.0)
             if p_reach is not p_query:
                 logger.info("MixPR: restart moved to the query nodes with edges (%.80r)", query)
                 p_query = p_reach

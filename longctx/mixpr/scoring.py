@@ -675,7 +675,9 @@ class Scorer:
         p_query = personalization(len(qchunks), qchunks)
         edges = backend.map("query_edges", sid, terms, Eqt, p_query, thr, bordered, qvec, seeds)
         nnz = sum(e["nnz"] for e in edges)
-        timings["embed_query"] = time.perf_counter() - t0
+        # the query's TF-IDF rows and its edges to the units: no model runs here (a hybrid
+        # query's dense vector, embedded by the caller, is its "embed_query")
+        timings["query_edges"] = time.perf_counter() - t0
         dense_w = False
         # (walk="multihop": the dense cosines and the seeds seed the multi-hop walk, not this
         # first hop)

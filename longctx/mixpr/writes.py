@@ -140,14 +140,15 @@ def save(index, path, mappable: bool) -> None:
         (``indexes/mixpr/sub``, ``indexes/backup/sub``: nothing is written).
     """
     write = save_mapped if mappable else save_index
-    marks.check_outside_corpus(path, "path", own_depth=1)
-    root = _corpus_root(path)
+    real = Path(os.path.realpath(path))  # resolved once: the checks below are given it
+    # the corpus index root holding the folder (its corpus.json tested once, passed down)
+    root = marks.check_outside_corpus(path, "path", own_depth=1, real=real)
     if root is None:
         write(index, path)
         return
     logger.debug("%s is in the corpus at %s: saved under its build lock", path, root.parent)
     mark = lambda m: marks.write_json_atomic(root / marks.WRITER_FILE, m)  # noqa: E731
-    folder = Path(os.path.realpath(path)).name
+    folder = real.name
     stamp = lambda: marks.file_stamp(Path(path) / MANIFEST)  # noqa: E731
 
     def check() -> None:  # the index's write lock held: the state checked is the state written
@@ -166,6 +167,7 @@ def save(index, path, mappable: bool) -> None:
         check=check,
         stamp=stamp,
         hold=index._write_lock,
+        in_corpus=True,
     ):
         write(index, path)
 

@@ -29,7 +29,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 
-from longctx.persist.format import PersistError
+from longctx.persist.format import PersistError, parse_json
 from longctx.persist.reader import read_json
 
 logger = logging.getLogger(__name__)
@@ -39,6 +39,8 @@ __all__ = [
     "CORPUS_MANIFEST",
     "INDEX_ROOT",
     "BUILT_FOLDER",
+    "MAX_BUILT_BYTES",
+    "built_by_corpus",
     "LOCK_FILE",
     "MAX_MARK_BYTES",
     "WRITER_FILE",
@@ -178,10 +180,11 @@ def marked(write: Callable[[dict], None], what: str) -> Iterator[dict]:
 def is_corpus_manifest(path: str | os.PathLike) -> bool:
     """Whether the local file ``path`` is a corpus's manifest: a regular file (a link to one
     counts) holding a JSON object whose ``"format"`` is :data:`CORPUS_FORMAT`, whatever its
-    version. At most :data:`MAX_MARKER_BYTES` are read (untrusted): a file that fits is parsed
-    whole (:func:`longctx.persist.reader.read_json`); a larger one must start with the format
-    key as a corpus's manifest is written (``{"format": "longctx.corpus", ...``). A user's own
-    ``corpus.json`` (another JSON, or not JSON) is not one; nothing raises."""
+    version. The file is opened once and at most :data:`MAX_MARKER_BYTES` are read (untrusted):
+    a file that fits is parsed whole (:func:`longctx.persist.format.parse_json`, strict as a
+    load reads it); a larger one must start with the format key as a corpus's manifest is
+    written (``{"format": "longctx.corpus", ...``). A user's own ``corpus.json`` (another
+    JSON, or not JSON) is not one; nothing raises."""
     p = Path(path)
     try:
         if not stat.S_ISREG(os.stat(p).st_mode):
@@ -190,12 +193,18 @@ def is_corpus_manifest(path: str | os.PathLike) -> bool:
             head = f.read(MAX_MARKER_BYTES + 1)
     except OSError:
         return False
+    return _is_manifest_head(head, str(p))
+
+
+def _is_manifest_head(head: bytes, where: str) -> bool:
+    """Whether ``head`` (the first ``MAX_MARKER_BYTES + 1`` bytes of a file read at ``where``)
+    is a corpus's manifest (:func:`is_corpus_manifest`)."""
     if len(head) > MAX_MARKER_BYTES:
         return _CORPUS_START.match(head) is not None
     try:
-        data = read_json(p, max_bytes=MAX_MARKER_BYTES)
-    except PersistError:  # replaced meanwhile by a larger one: its start tells
-        return _CORPUS_START.match(head) is not None
+        data = parse_json(head, where)
+    except PersistError:
+        return False
     return isinstance(data, dict) and data.get("format") == CORPUS_FORMAT
 
 
@@ -215,31 +224,71 @@ def check_outside_corpus(
     *,
     own_depth: int | None = None,
     name: str | os.PathLike | None = None,
-) -> None:
+    real: Path | None = None,
+    url_ok: bool = False,
+) -> Path | None:
     """Refuse to save at the local folder ``path`` when its real path (links and ``..``
     resolved) is a corpus's index root or inside one (:func:`corpus_index_root`), at any depth,
     except at ``own_depth``: the depth of the caller's own folders of a corpus, which it saves
     under the corpus's lock (:func:`saving_into_corpus`): ``1`` for a MixPR index
     (``indexes/<name>``), ``0`` for a sharded index (``indexes``), ``None`` (none) for a
     retriever. ``argument``, ``name``: the caller's argument and its value as given (default
-    ``path``), for the message.
+    ``path``), for the message. ``real``: ``os.path.realpath(path)`` when the caller has it
+    (not resolved again).
+
+    ``path`` may be an fsspec URL (a ``str`` with ``://``): inside a corpus's index root at
+    that URL (a folder ``indexes`` beside a corpus's ``corpus.json``, read through fsspec,
+    bounded) it is refused as a local folder is, except at ``own_depth`` (such a corpus has no
+    build lock: :func:`saving_into_corpus` keeps no record for it); a ``file://`` URL is
+    checked as its local path. ``url_ok``: whether the caller writes to URLs (a sharded index,
+    through fsspec); a caller that writes local folders only (a core index, a retriever) has
+    every URL refused, which it would have made a local folder named after the scheme
+    (``memory:``).
 
     The message says which rule refuses the folder (:func:`outside_corpus_message`): inside one
     of the folders a build of the corpus writes (``indexes/mixpr``, ``indexes/shard-<i>``, a
-    document's ``indexes/<slug>-<digits>``: :data:`BUILT_FOLDER`), the next ``longctx index``
+    document's ``indexes/<slug>-<digits>``: :func:`built_by_corpus`), the next ``longctx index``
     replaces that folder whole and deletes what is saved there; elsewhere in ``indexes/`` (a
     rebuild leaves a folder such as ``indexes/backup`` alone), only the corpus's builds and the
     saves of an index loaded from it write, under its build lock.
+
+    Returns
+    -------
+    pathlib.Path or None
+        The corpus's index root (a real path) at ``own_depth``: the corpus the caller's save
+        writes into, under its lock (:func:`saving_into_corpus`); ``None`` when the folder
+        there is none (or ``own_depth`` is ``None``).
 
     Raises
     ------
     longctx.persist.SaveTargetError
         Naming ``argument`` and its value as given, the corpus's resolved folder, the rule and
-        what to do; checked before anything is written.
+        what to do; checked before anything is written. Or ``path`` is a URL and ``url_ok`` is
+        false.
     """
-    target = Path(os.path.realpath(path))
+    if isinstance(path, str) and "://" in path:
+        given = str(path if name is None else name)
+        if path[:7].lower() == "file://":
+            check_outside_corpus(path[7:], argument, own_depth=own_depth, name=given)
+        else:
+            _check_url_outside_corpus(path, argument, given, own_depth)
+        if not url_ok:
+            from longctx.persist.writer import SaveTargetError
+
+            scheme = path.split("://", 1)[0]
+            raise SaveTargetError(
+                f"{argument} {given!r} is a URL: this save writes a local folder (it would make "
+                f"a folder named '{scheme}:' here); give a local path (a sharded index, "
+                "ShardedMixPRIndex.save, writes to fsspec URLs)"
+            )
+        return None
+    target = Path(os.path.realpath(path)) if real is None else Path(real)
+    own = None
     for depth, folder in enumerate((target, *target.parents)):
-        root = None if depth == own_depth else corpus_index_root(folder)
+        root = corpus_index_root(folder)
+        if depth == own_depth:
+            own = root
+            continue
         if root is None:
             continue
         from longctx.persist.writer import SaveTargetError
@@ -250,13 +299,99 @@ def check_outside_corpus(
         # ``target``, a link changed meanwhile)
         below = Path(*target.parts[len(folder.parts) :])
         raise SaveTargetError(outside_corpus_message(argument, given, below, root, own_depth))
+    return own
 
 
 #: The name of a folder that a build of a corpus writes directly in its index root (and
 #: replaces whole when it rebuilds it): a MixPR corpus's one index (``mixpr``), a sharded
 #: corpus's shards (``shard-<i>``), a document's index of a diversity or GARLIC corpus
-#: (``<slug>-<10 hex digits>``, :func:`longctx.corpus.documents.safe_component`).
+#: (``<slug>-<10 hex digits>``, :func:`longctx.corpus.documents.safe_component`). The rule of
+#: :func:`built_by_corpus` when the corpus's ``corpus.json`` cannot tell.
 BUILT_FOLDER = re.compile(r"\A(?:mixpr|shard-[0-9]+|.+-[0-9a-f]{10})\Z")
+#: The folders a build of a MixPR corpus writes: its one index or its shards (a rebuild may
+#: change from one to the other).
+_MIXPR_BUILT = re.compile(r"\A(?:mixpr|shard-[0-9]+)\Z")
+#: Largest ``corpus.json`` read to tell the folders its builds write (bytes, untrusted); a
+#: larger one is told by the names (:data:`BUILT_FOLDER`).
+MAX_BUILT_BYTES = 16 * 1024 * 1024
+
+
+def _check_url_outside_corpus(url: str, argument: str, given: str, own_depth) -> None:
+    """:func:`check_outside_corpus` for the fsspec URL ``url``: each folder ``indexes`` on its
+    way up (but at ``own_depth``) beside a ``corpus.json`` that is a corpus's manifest (its
+    first :data:`MAX_MARKER_BYTES` + 1 bytes read through fsspec, untrusted) refuses it, with
+    the message of a local folder. Nothing is checked without fsspec or for a URL it cannot
+    open (nothing could be written there either)."""
+    from pathlib import PurePosixPath
+
+    try:
+        import fsspec
+
+        fs, where = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError):
+        return
+    scheme = url.split("://", 1)[0]
+    target = PurePosixPath(where)
+    for depth, folder in enumerate((target, *target.parents)):
+        if folder.name != INDEX_ROOT or depth == own_depth:
+            continue
+        manifest = f"{folder.parent}/{CORPUS_MANIFEST}"
+        head = _url_bytes(fs, manifest, MAX_MARKER_BYTES)
+        if head is None or not _is_manifest_head(head, manifest):
+            continue
+        from longctx.persist.writer import SaveTargetError
+
+        below = Path(*target.parts[len(folder.parts) :])
+        corpus = f"{scheme}://{str(folder.parent).lstrip('/')}"
+        data = _url_bytes(fs, manifest, MAX_BUILT_BYTES)
+        try:
+            data = None if data is None or len(data) > MAX_BUILT_BYTES else parse_json(data, url)
+        except PersistError:
+            data = None
+        built = bool(below.parts) and _built_in(data, below.parts[0])
+        raise SaveTargetError(
+            outside_corpus_message(
+                argument, given, below, Path(folder), own_depth, corpus=corpus, built=built
+            )
+        )
+
+
+def _url_bytes(fs, path: str, limit: int) -> bytes | None:
+    """The first ``limit + 1`` bytes of the file ``path`` of the fsspec file system ``fs``, or
+    ``None`` when it cannot be read (missing, a folder, an error of the store)."""
+    try:
+        with fs.open(path, "rb") as f:
+            return f.read(limit + 1)
+    except Exception:  # noqa: BLE001 - each store raises its own errors; none is a corpus
+        return None
+
+
+def built_by_corpus(root: Path, name: str) -> bool:
+    """Whether a build of the corpus whose index root is the local folder ``root`` writes its
+    folder ``name`` (and replaces it whole), as its ``corpus.json`` says: a MixPR corpus
+    (``"method": "mixpr"``) writes ``mixpr`` or ``shard-<i>``, a corpus of one index per
+    document the folders its entries list (``"path": "indexes/<name>"``). A ``corpus.json``
+    that cannot be read (over :data:`MAX_BUILT_BYTES`, not JSON, another shape: untrusted,
+    nothing raises) leaves the decision to the name (:data:`BUILT_FOLDER`)."""
+    try:
+        data = read_json(root.parent / CORPUS_MANIFEST, max_bytes=MAX_BUILT_BYTES)
+    except PersistError:
+        data = None
+    return _built_in(data, name)
+
+
+def _built_in(data, name: str) -> bool:
+    """:func:`built_by_corpus` given the corpus's ``corpus.json`` as parsed (``None``: not
+    read)."""
+    method = data.get("method") if isinstance(data, dict) else None
+    docs = data.get("documents") if isinstance(data, dict) else None
+    if method == "mixpr":
+        return _MIXPR_BUILT.match(name) is not None
+    if not isinstance(method, str) or not isinstance(docs, list):
+        return BUILT_FOLDER.match(name) is not None
+    path = f"{INDEX_ROOT}/{name}"
+    return any(isinstance(d, dict) and d.get("path") == path for d in docs)
+
 
 #: Where a save of each kind of index may go in a corpus's index root (by ``own_depth`` of
 #: :func:`check_outside_corpus`), for the message refusing another folder there.
@@ -268,26 +403,35 @@ _OWN_PLACE = {
 
 
 def outside_corpus_message(
-    argument: str, given: str, below: Path, root: Path, own_depth: int | None = None
+    argument: str,
+    given: str,
+    below: Path,
+    root: Path,
+    own_depth: int | None = None,
+    *,
+    corpus: str | None = None,
+    built: bool | None = None,
 ) -> str:
     """The message of :func:`check_outside_corpus` refusing ``argument`` (its value ``given``
     as the caller named it; ``below``: its path relative to the corpus's index root, empty for
     the root itself) inside the corpus's index root ``root`` (a real path), one wording per
     case: the index root itself, a folder a build writes or one inside it
-    (:data:`BUILT_FOLDER`: the next build deletes it), or another folder there."""
-    corpus = f"the corpus at {str(root.parent)!r}"
+    (:func:`built_by_corpus`: the next build deletes it), or another folder there. ``corpus``
+    names the corpus (default: ``root``'s parent; a URL's corpus), ``built`` says whether its
+    builds write the folder (default: :func:`built_by_corpus`)."""
+    corpus = f"the corpus at {corpus or str(root.parent)!r}"
     parts = Path(below).parts
     if not parts:
         why = (
             f"is the {INDEX_ROOT}/ folder of {corpus}, where its builds (`longctx index`) write "
             "its index folders"
         )
-    elif BUILT_FOLDER.match(parts[0]):
+    elif built_by_corpus(root, parts[0]) if built is None else built:
         why = (
             f"{'is' if len(parts) == 1 else 'is inside'} the index folder "
-            f"'{INDEX_ROOT}/{parts[0]}' of {corpus} (named as its builds name the folders they "
-            "write): a later `longctx index` of that corpus replaces such a folder whole and "
-            "would delete what is saved there"
+            f"'{INDEX_ROOT}/{parts[0]}' of {corpus} (a folder its builds write): a later "
+            "`longctx index` of that corpus replaces such a folder whole and would delete what "
+            "is saved there"
         )
     else:
         why = (
@@ -354,12 +498,15 @@ def saving_into_corpus(
     check: Callable[[], None] | None = None,
     stamp: Callable[[], object] | None = None,
     hold: AbstractContextManager | None = None,
+    in_corpus: bool | None = None,
 ) -> Iterator[dict]:
     """Write an index under the mark of the local folder ``root`` (a real path; ``None``: not a
     local folder, no record kept), holding the corpus's build lock (:func:`corpus_lock`) when
     ``root`` is a corpus's index root (:func:`corpus_index_root`). ``write(mark)`` stores the
     mark (:func:`marked`); the block is given the mark. ``name``: the folder as the caller
     named it, for messages (default ``root``); ``log``: the logger of the wait (:func:`corpus_lock`).
+    ``in_corpus``: whether ``root`` is a corpus's index root, when the caller has tested it
+    (:func:`corpus_index_root`, :func:`check_outside_corpus`); ``None``: tested here.
 
     A corpus's files must agree with its ``corpus.json`` (the text digest of each document):
     an index saved there while ``longctx index`` rebuilds the corpus would mix the two writers'
@@ -402,7 +549,9 @@ def saving_into_corpus(
         (:func:`check_unchanged`). And what ``check()`` raises (nothing
         is written then either).
     """
-    corpus = root is not None and corpus_index_root(root) is not None
+    if in_corpus is None:
+        in_corpus = root is not None and corpus_index_root(root) is not None
+    corpus = root is not None and in_corpus
     lock = (
         corpus_lock(root, "a save of this corpus's index", name, log) if corpus else nullcontext()
     )

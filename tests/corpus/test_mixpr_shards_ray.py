@@ -147,3 +147,24 @@ def test_more_shards_than_cpus_load_on_a_cluster_without_waiting(local_ray, tmp_
         ShardedMixPRIndex.load(tmp_path / "ix", ray_address="auto", cpus_per_shard=1)
     msg = str(err.value)
     assert "\n" not in msg and "cpus_per_shard=1 does not fit" in msg and "<= 0.5" in msg
+
+
+def test_bordered_walk_explained_through_actors_as_sequential_shards(local_ray, docs):
+    """``personalization="query"`` (the paper preset's bordered walk) explained on Ray: each
+    actor sends its hits' facts and its part of the inflow and of the query nodes' columns
+    (``longctx.corpus.shards.explain``); the parts, terms and seeds equal those of the same
+    shards searched in this process within 1e-9, for a query of one and of two query nodes."""
+    from tests.test_explain_bordered import QUERY
+
+    texts, ids = [t for _, t, _ in docs], [d for d, _, _ in docs]
+    seq = ShardedMixPRIndex.from_texts(texts, ids=ids, shards=3, personalization="query")
+    on_ray = ShardedMixPRIndex.from_texts(
+        texts, ids=ids, shards=3, personalization="query", use_ray=True
+    )
+    with seq, on_ray:
+        assert on_ray.backend == "ray-local" and seq.backend != "ray-local"
+        queries = [*QUERIES[:2], QUERY]
+        walked = same_explanations(seq, on_ray, queries, ({"k": 5},), filters_list=(None,))
+        assert walked >= 5
+        e = on_ray.search(QUERY, k=3, mode="local", explain=True).hits[0].explanation
+        assert e["parts"]["question"] > 0 and "restart_lexical" not in e["parts"]

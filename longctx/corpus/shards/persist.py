@@ -11,7 +11,7 @@ import logging
 from longctx.corpus.shards.shard import ASSIGNMENT, shard_dir
 from longctx.persist import MANIFEST, PersistError, check_format
 from longctx.persist.corpus_manifest import check_saved_documents
-from longctx.persist.marks import check_outside_corpus, corpus_index_root, file_stamp
+from longctx.persist.marks import check_outside_corpus, file_stamp
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +63,10 @@ def save_sharded(index, out, storage_options=None) -> None:
     from longctx.corpus.writers import saving_into_corpus
 
     local = storage.local
-    if local is not None:
-        check_outside_corpus(local, "out", own_depth=0, name=out)
-    root = None if local is None else corpus_index_root(local)
+    # the corpus index root the save writes into (tested by the check, at its own depth); a
+    # URL inside a corpus's index root at that URL is refused too (its indexes/ is not)
+    given = local if local is not None else storage.url
+    root = check_outside_corpus(given, "out", own_depth=0, name=out, url_ok=True)
 
     def check() -> None:  # under the lock, before the mark
         if root is not None:

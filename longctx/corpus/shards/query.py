@@ -114,7 +114,9 @@ def prepare_query(owner, query, mode, query_vector, filters, seeds=None, kept=Fa
         return mode, None, timings, keys
     qvec = None
     if mode == "local" and g.get("dim") is not None and g["n_units"]:
+        t0 = time.perf_counter()
         qvec = query_vector_of(owner, query, query_vector)
+        timings["embed_query"] = time.perf_counter() - t0
     return mode, qvec, timings, None
 
 
