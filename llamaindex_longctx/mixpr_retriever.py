@@ -33,7 +33,7 @@ from longctx.filters_persist import filter_from_json, filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
 from longctx.persist import PersistError, check_json_metadata, write_dir
 from longctx.persist.fs import MANIFEST
-from longctx.persist.marks import check_outside_corpus
+from longctx.persist.marks import check_outside_corpus, is_url
 from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
@@ -711,7 +711,7 @@ def _check_persist_dir(persist_dir: str | os.PathLike) -> None:
     longctx.persist.SaveTargetError
         Naming ``persist_dir``, the corpus and what to do instead; nothing is written.
     """
-    if isinstance(persist_dir, str) and "://" in persist_dir:  # a URL: checked as one
+    if is_url(persist_dir):  # a URL: checked as one
         folder = f"{persist_dir.rstrip('/')}/{PERSIST_SUBDIR}"
     else:
         folder = Path(persist_dir) / PERSIST_SUBDIR

@@ -146,8 +146,10 @@ def run_beside(
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer)]
-    threads += [threading.Thread(target=searcher, args=(i,)) for i in range(n_search)]
+    # daemon threads: a call that never returns (the deadlock this catches) fails the test at
+    # the deadline and cannot keep the test process from exiting
+    threads = [threading.Thread(target=writer, daemon=True)]
+    threads += [threading.Thread(target=searcher, args=(i,), daemon=True) for i in range(n_search)]
     with fine_switching():
         for t in threads:
             t.start()
@@ -173,6 +175,7 @@ def run_counted(
     writes: int,
     n_search: int = 4,
     deadline: float = 60.0,
+    grace: float = 30.0,
 ) -> dict:
     """Exactly ``writes`` calls of ``write()`` in one thread beside ``n_search`` threads calling
     ``search(i)`` while the writes run: every thread starts at one barrier, and after each
@@ -180,7 +183,9 @@ def run_counted(
     meets searches however busy the machine: at least ``writes`` searches overlap the writes,
     where a time-boxed loop counted what a busy machine left). The searches stop with the last
     write. Past ``deadline`` seconds every thread stops at its next call and the result says
-    ``"timed_out": True`` (the caller fails, rather than waiting).
+    ``"timed_out": True`` (the caller fails, rather than waiting); a call under way then has
+    ``grace`` more seconds (all threads together) and a call that never returns is left behind
+    (the threads are daemons: they cannot keep the process from exiting).
     Returns ``{"searches", "writes", "errors", "timed_out", "seconds"}``."""
     done, searched = threading.Event(), threading.Event()
     start = threading.Barrier(n_search + 1)
@@ -220,14 +225,17 @@ def run_counted(
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer)]
-    threads += [threading.Thread(target=searcher, args=(i,)) for i in range(n_search)]
+    # daemon threads: a call that never returns (the deadlock this catches) fails the test at
+    # the deadline and cannot keep the test process from exiting
+    threads = [threading.Thread(target=writer, daemon=True)]
+    threads += [threading.Thread(target=searcher, args=(i,), daemon=True) for i in range(n_search)]
     t0 = time.monotonic()
     with fine_switching():
         for th in threads:
             th.start()
+        limit = end + grace  # one budget for all threads
         for th in threads:
-            th.join(max(end - time.monotonic(), 0.0) + 30.0)  # a call under way may finish
+            th.join(max(limit - time.monotonic(), 0.0))
     return {
         **counts,
         "errors": errors,

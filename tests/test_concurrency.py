@@ -207,3 +207,26 @@ def test_sharded_saves_beside_writes_each_load_as_one_version(tmp_path):
     single = MixPRIndex.from_texts([got.text(d) for d in got.doc_ids], ids=got.doc_ids)
     for q in QUERIES:
         np.testing.assert_allclose(got.score(q)[0], single.score(q)[0], rtol=0, atol=1e-12)
+
+
+def test_run_counted_fails_a_write_that_never_returns_at_its_deadline():
+    """A deadlock (the defect these tests catch) fails at the deadline plus one grace for all
+    threads, and its threads, daemons, cannot keep the test process from exiting (review of
+    session 20: each thread had 30 s more, and they were not daemons)."""
+    import threading
+    import time
+
+    stuck = threading.Event()  # never set
+
+    def write():
+        stuck.wait()
+
+    def search(i):
+        time.sleep(0.001)
+
+    t0 = time.monotonic()
+    out = run_counted(write, search, writes=3, n_search=2, deadline=0.5, grace=0.5)
+    assert out["timed_out"] is True
+    assert out["writes"] == 0
+    assert time.monotonic() - t0 < 5.0
+    assert all(th.daemon for th in threading.enumerate() if th.name.endswith("(writer)"))

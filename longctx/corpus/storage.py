@@ -22,15 +22,11 @@ import uuid
 from pathlib import Path
 
 from longctx.persist.corpus_manifest import MAX_MANIFEST_BYTES  # the largest JSON read back
-from longctx.persist.marks import write_json_atomic
+from longctx.persist.marks import is_url, write_json_atomic
 
 __all__ = ["Storage", "open_storage"]
 
 _INDEX_MANIFEST = "manifest.json"
-
-
-def _is_url(s: str) -> bool:
-    return "://" in s
 
 
 class Storage:
@@ -63,7 +59,7 @@ class Storage:
         self.url = s
         self.storage_options = dict(storage_options or {})
         self.local: Path | None = None
-        if not _is_url(s):
+        if not is_url(s):
             self.local = Path(s).absolute()
         elif s.startswith("file://"):
             self.local = Path(s[len("file://") :]).absolute()

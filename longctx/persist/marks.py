@@ -47,6 +47,7 @@ __all__ = [
     "check_outside_corpus",
     "check_unchanged",
     "corpus_index_root",
+    "is_url",
     "is_corpus_manifest",
     "corpus_lock",
     "file_stamp",
@@ -203,9 +204,20 @@ def _is_manifest_head(head: bytes, where: str) -> bool:
         return _CORPUS_START.match(head) is not None
     try:
         data = parse_json(head, where)
-    except PersistError:
-        return False
+    except PersistError:  # damaged (cut short, not strict JSON): told by how it starts
+        return _CORPUS_START.match(head) is not None
     return isinstance(data, dict) and data.get("format") == CORPUS_FORMAT
+
+
+def is_url(path) -> bool:
+    """Whether ``path`` is an fsspec URL: a ``str`` ``<scheme>://...`` whose scheme (or chain,
+    ``simplecache::s3``) has two characters or more and no path separator, as fsspec reads a
+    protocol; so ``C://data`` (a drive) and ``runs/a://b`` (a folder named ``a:``) are local
+    paths."""
+    if not isinstance(path, str) or "://" not in path:
+        return False
+    scheme = path.split("://", 1)[0]
+    return len(scheme) > 1 and "/" not in scheme and "\\" not in scheme
 
 
 def corpus_index_root(folder: str | os.PathLike) -> Path | None:
@@ -266,11 +278,13 @@ def check_outside_corpus(
         what to do; checked before anything is written. Or ``path`` is a URL and ``url_ok`` is
         false.
     """
-    if isinstance(path, str) and "://" in path:
+    if is_url(path):
         given = str(path if name is None else name)
-        if path[:7].lower() == "file://":
+        scheme = path.split("://", 1)[0].lower()
+        if scheme == "file":
             check_outside_corpus(path[7:], argument, own_depth=own_depth, name=given)
-        else:
+        elif url_ok or scheme == "memory":
+            # a store that may connect (ftp, s3, http) is not probed for a save refused anyway
             _check_url_outside_corpus(path, argument, given, own_depth)
         if not url_ok:
             from longctx.persist.writer import SaveTargetError
@@ -328,7 +342,7 @@ def _check_url_outside_corpus(url: str, argument: str, given: str, own_depth) ->
         import fsspec
 
         fs, where = fsspec.core.url_to_fs(url)
-    except (ImportError, ValueError):
+    except Exception:  # noqa: BLE001 - no fsspec, or a URL no store opens: nothing to check
         return
     scheme = url.split("://", 1)[0]
     target = PurePosixPath(where)
