@@ -4,7 +4,7 @@ bm25s) and rank_bm25 (LangChain's ``BM25Retriever`` engine), over the same units
 Usage::
 
     python benchmarks/bench_vs_bm25.py [--data ../shared/data] [--words 1,10] [--k 10]
-        [--systems mixpr,bm25s,llamaindex,rank_bm25] [--mmap] [--opens 5] [--json out.json]
+        [--systems mixpr,bm25s,llamaindex,rank_bm25] [--mmap] [--opens 10] [--json out.json]
 
 Corpus: the growth table's Gutenberg books (``bench_mixpr_growth.corpus``: every book once, in
 ``INDEX.tsv`` order, then again as new documents, cut at the word budget). MixPR builds from
@@ -26,19 +26,20 @@ Each system runs in its own processes, one after the other, so their memory is t
   one warm-up query, the query's own analysis included; wall time and, in brackets, CPU time
   (on a loaded machine a long query waits for the CPU more than a short one: compare CPU);
 - *save* (time, bytes on disk) and *open*, in ``--opens`` fresh processes per system and form
-  (``MixPRIndex.load``; bm25s ``BM25.load`` with and without ``mmap=True``; LlamaIndex
-  ``from_persist_dir``; the forms of a system alternate open by open): resident memory above
-  that process's base (imports done) after the open, then the questions, open ``i`` asking
-  question ``i`` (mod ``--questions``) first, then the others in order, then question ``i``
-  again. Per open: *first* the first query, *next* the median of the others (each once),
-  *again* the first question asked again, warm; the ratios *first / next* (the goal "the first
-  query after an open within 2x of the next ones") and *first / again* (the cost of being
-  first alone, the question's own weight taken out), each within its open. The table and the
-  goal lines give the medians over the opens; ``q0 first / next`` is the open that asked
-  question 0 first alone: this bench's measure before session 20 (one open, always question
-  0 first, so it mixed the cost of being first with question 0's weight). The JSON keeps
-  every open (``"each"``) and that one (``"single_open"``). rank_bm25 has no save format
-  (LangChain pickles it): ``-``.
+  (by default as many as the questions, so that each is asked first once: with fewer, the
+  figure depends on which questions are first; ``MixPRIndex.load``; bm25s ``BM25.load`` with
+  and without ``mmap=True``; LlamaIndex ``from_persist_dir``; the forms of a system alternate
+  open by open): resident memory above that process's base (imports done) after the open,
+  then the questions, open ``i`` asking question ``i`` (mod ``--questions``) first, then the
+  others in order, then question ``i`` again. Per open: *first* the first query, *next* the
+  median of the others (each once), *again* the first question asked again, warm; the ratios
+  *first / next* (the goal "the first query after an open within 2x of the next ones") and
+  *first / again* (the cost of being first alone, the question's own weight taken out), each
+  within its open. The table and the goal lines give the medians over the opens; ``q0 first /
+  next`` is the open that asked question 0 first alone: this bench's measure before session
+  20 (one open, always question 0 first, so it mixed the cost of being first with question
+  0's weight). The JSON keeps every open (``"each"``) and that one (``"single_open"``).
+  rank_bm25 has no save format (LangChain pickles it): ``-``.
 
 ``--mmap`` passes the memory-mapping option of ``MixPRIndex.load`` (a keyword named ``mmap``
 or ``mmap_mode``, found with :func:`inspect.signature`) when it has one; the table says when it
@@ -576,8 +577,8 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--opens",
         type=int,
-        default=5,
-        help="fresh-process opens of each saved index, open i asking question i first (5)",
+        help="fresh-process opens of each saved index, open i asking question i first "
+        "(default: --questions, every question first once)",
     )
     ap.add_argument("--json", type=Path, help="write every figure to this file")
     ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -601,6 +602,12 @@ def main(argv=None) -> None:
         ap.error(
             f"--questions must be at least 2 (a first one and a next one), got {args.questions}"
         )
+    if args.questions > len(_questions(args.questions)):
+        ap.error(
+            f"--questions must be at most {len(_questions(args.questions))}, the questions known"
+        )
+    if args.opens is None:
+        args.opens = args.questions
     if args.opens < 1:
         ap.error(f"--opens must be at least 1, got {args.opens}")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
