@@ -4,7 +4,7 @@ bm25s) and rank_bm25 (LangChain's ``BM25Retriever`` engine), over the same units
 Usage::
 
     python benchmarks/bench_vs_bm25.py [--data ../shared/data] [--words 1,10] [--k 10]
-        [--systems mixpr,bm25s,llamaindex,rank_bm25] [--mmap] [--json out.json]
+        [--systems mixpr,bm25s,llamaindex,rank_bm25] [--mmap] [--opens 10] [--json out.json]
 
 Corpus: the growth table's Gutenberg books (``bench_mixpr_growth.corpus``: every book once, in
 ``INDEX.tsv`` order, then again as new documents, cut at the word budget). MixPR builds from
@@ -25,10 +25,21 @@ Each system runs in its own processes, one after the other, so their memory is t
 - *query*: median over the questions (``--questions``, the growth table's, k = ``--k``) after
   one warm-up query, the query's own analysis included; wall time and, in brackets, CPU time
   (on a loaded machine a long query waits for the CPU more than a short one: compare CPU);
-- *save* (time, bytes on disk) and, in a fresh process, *open* (``MixPRIndex.load``; bm25s
-  ``BM25.load`` with and without ``mmap=True``; LlamaIndex ``from_persist_dir``), resident
-  memory above that process's base (imports done) after the open, the *first* query and the
-  median of the *next* ones. rank_bm25 has no save format (LangChain pickles it): ``-``.
+- *save* (time, bytes on disk) and *open*, in ``--opens`` fresh processes per system and form
+  (by default as many as the questions, so that each is asked first once: with fewer, the
+  figure depends on which questions are first; ``MixPRIndex.load``; bm25s ``BM25.load`` with
+  and without ``mmap=True``; LlamaIndex ``from_persist_dir``; the forms of a system alternate
+  open by open): resident memory above that process's base (imports done) after the open,
+  then the questions, open ``i`` asking question ``i`` (mod ``--questions``) first, then the
+  others in order, then question ``i`` again. Per open: *first* the first query, *next* the
+  median of the others (each once), *again* the first question asked again, warm; the ratios
+  *first / next* (the goal "the first query after an open within 2x of the next ones") and
+  *first / again* (the cost of being first alone, the question's own weight taken out), each
+  within its open. The table and the goal lines give the medians over the opens; ``q0 first /
+  next`` is the open that asked question 0 first alone: this bench's measure before session
+  20 (one open, always question 0 first, so it mixed the cost of being first with question
+  0's weight). The JSON keeps every open (``"each"``) and that one (``"single_open"``).
+  rank_bm25 has no save format (LangChain pickles it): ``-``.
 
 ``--mmap`` passes the memory-mapping option of ``MixPRIndex.load`` (a keyword named ``mmap``
 or ``mmap_mode``, found with :func:`inspect.signature`) when it has one; the table says when it
@@ -293,9 +304,108 @@ def run_build(system: str, work: Path, k: int, n_q: int) -> dict:
     return out
 
 
-def run_open(system: str, work: Path, k: int, n_q: int, mmap: bool) -> dict:
+def rotated(n: int, first: int) -> list[int]:
+    """The order in which an open asks ``n`` questions when it asks question ``first`` first:
+    ``first, first + 1, ..., n - 1, 0, ..., first - 1``, then ``first`` again (warm).
+
+    Parameters
+    ----------
+    n : int
+        Number of questions (>= 2: a first one and at least one next one).
+    first : int
+        The question asked first, ``0 <= first < n``.
+
+    Returns
+    -------
+    list of int
+        ``n + 1`` question numbers: each question once, the first one again at the end.
+
+    Raises
+    ------
+    ValueError
+        ``n < 2`` or ``first`` outside ``[0, n)``.
+    """
+    if n < 2:
+        raise ValueError(f"n must be at least 2 (a first question and a next one), got {n}")
+    if not 0 <= first < n:
+        raise ValueError(f"first must be in [0, {n}), got {first}")
+    return [(first + j) % n for j in range(n)] + [first]
+
+
+def first_query_figures(wall: list, cpu: list) -> dict:
+    """One open's first-query figures from the seconds of the queries asked in
+    :func:`rotated` order (``n + 1`` values, the last one the first question again).
+
+    *first* is the first query, *next* the median of the ``n - 1`` queries after it (the
+    others, each once), *again* the first question asked again at the end, warm. The ratios
+    ``first / next`` (issue 46's measure: the cost of being first and of the first question's
+    own weight together) and ``first / again`` (the cost of being first alone: the same
+    question, same work, with the process warm); in ms, wall and CPU.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 3 timings, or wall and CPU timings of different lengths.
+    """
+    if len(wall) < 3 or len(wall) != len(cpu):
+        raise ValueError(
+            f"wall and cpu must hold the same n + 1 >= 3 timings, got {len(wall)} and {len(cpu)}"
+        )
+    out = {}
+    for tag, t in (("", wall), ("_cpu", cpu)):
+        first, nxt, again = t[0], statistics.median(t[1:-1]), t[-1]
+        out[f"first{tag}_ms"] = 1000 * first
+        out[f"next{tag}_ms"] = 1000 * nxt
+        out[f"again{tag}_ms"] = 1000 * again
+        out[f"first_over_next{tag}"] = first / nxt if nxt > 0 else None
+        out[f"first_over_again{tag}"] = first / again if again > 0 else None
+    return out
+
+
+#: The figures of one open summarised over the opens, by their median.
+OPEN_FIGURES = (
+    "open_s",
+    "open_rss_gb",
+    *(f"{a}{t}_ms" for a in ("first", "next", "again") for t in ("", "_cpu")),
+    *(f"first_over_{b}{t}" for b in ("next", "again") for t in ("", "_cpu")),
+)
+
+
+def summarize_opens(opens: list[dict]) -> dict:
+    """The opens of one system and form, each asking another question first, summarised.
+
+    Returns the median over the opens of every :data:`OPEN_FIGURES` figure (each ratio taken
+    within its own open, then the median of the ratios), ``"opens"`` (how many) and
+    ``"first_questions"``; plus ``"single_open"``: the open that asked question 0 first, alone
+    (the measure of this bench before session 20: one open, question 0 first, against the
+    median of questions 1 to n - 1), ``None`` when no open asked question 0 first. Failed
+    opens (``"error"``) are left out and counted in ``"failed"``; ``{"error": ...}`` when all
+    failed.
+    """
+    ok = [o for o in opens if "error" not in o]
+    if not ok:
+        return {"error": opens[0]["error"] if opens else "no open"}
+    out = {"opens": len(ok), "failed": len(opens) - len(ok)}
+    out["first_questions"] = [o.get("first_question") for o in ok]
+    for key in OPEN_FIGURES:
+        vals = [o[key] for o in ok if o.get(key) is not None]
+        out[key] = statistics.median(vals) if vals else None
+    single = next((o for o in ok if o.get("first_question") == 0), None)
+    out["single_open"] = None if single is None else {
+        key: single.get(key)
+        for key in ("first_ms", "next_ms", "first_cpu_ms", "next_cpu_ms", "first_over_next",
+                    "first_over_next_cpu")
+    }  # fmt: skip
+    return out
+
+
+def run_open(system: str, work: Path, k: int, n_q: int, mmap: bool, first: int = 0) -> dict:
+    """Open the saved index in this (fresh) process and ask the questions in :func:`rotated`
+    order from question ``first``: the open's time and resident memory, and
+    :func:`first_query_figures`."""
     _imports(system)
     qs = _questions(n_q)
+    order = rotated(len(qs), first)
     gc.collect()
     base = rss_bytes()
     sys_ = CLASSES[system]()
@@ -303,14 +413,12 @@ def run_open(system: str, work: Path, k: int, n_q: int, mmap: bool) -> dict:
     sys_.open(work / f"saved-{system}", mmap)
     open_s = time.perf_counter() - t0
     resident = rss_bytes() - base
-    times, cpu = _timed_queries(sys_, qs, k)
+    wall, cpu = _timed_queries(sys_, [qs[i] for i in order], k)
     return {
+        "first_question": first,
         "open_s": open_s,
         "open_rss_gb": resident / 2**30,
-        "first_ms": 1000 * times[0],
-        "next_ms": 1000 * statistics.median(times[1:]) if len(times) > 1 else None,
-        "first_cpu_ms": 1000 * cpu[0],
-        "next_cpu_ms": 1000 * statistics.median(cpu[1:]) if len(cpu) > 1 else None,
+        **first_query_figures(wall, cpu),
     }
 
 
@@ -340,6 +448,23 @@ def prepare(data: Path, words: float, work: Path) -> dict:
     return {"documents": len(docs), "units": len(units)}
 
 
+def _opens(args, system: str, base: list) -> dict:
+    """``--opens`` fresh-process opens of each form of ``system`` (read; memory-mapped for
+    bm25s, and for MixPR with ``--mmap``), open ``i`` asking question ``i mod --questions``
+    first; the forms alternate open by open, so a change of the machine's load falls on each
+    alike. Returns ``{label: summarize_opens(...) plus "each": the opens' own figures}``."""
+    forms = {"": []}
+    if system == "bm25s" or (system == "mixpr" and args.mmap and mmap_keyword()):
+        forms[", mmap"] = []
+    for i in range(args.opens):
+        first = str(i % args.questions)
+        for label, got in forms.items():
+            extra = ["--map"] if label else []
+            cmd = ["--phase", "open", "--system", system, "--first", first, *extra, *base]
+            got.append(_child(args, *cmd))
+    return {label: {**summarize_opens(got), "each": got} for label, got in forms.items()}
+
+
 def _child(args, *extra) -> dict:
     cmd = [sys.executable, __file__, "--data", str(args.data), "--k", str(args.k)]
     cmd += ["--questions", str(args.questions), *extra]
@@ -354,6 +479,13 @@ def _child(args, *extra) -> dict:
 # -- the table --------------------------------------------------------------------------------
 def _fmt(v, fmt) -> str:
     return "-" if v is None else fmt.format(v)
+
+
+def _pair(o: dict, key: str, fmt: str, cpu_label: str = "") -> str:
+    """``o[key]`` and, in brackets, its CPU-time twin (``first_ms`` -> ``first_cpu_ms``,
+    ``first_over_next`` -> ``first_over_next_cpu``), ``-`` for a missing one."""
+    cpu = key.replace("_ms", "_cpu_ms") if key.endswith("_ms") else f"{key}_cpu"
+    return f"{_fmt(o.get(key), fmt)} ({cpu_label}{_fmt(o.get(cpu), fmt)})"
 
 
 def print_tables(size: float, info: dict, rows: dict) -> None:
@@ -376,24 +508,37 @@ def print_tables(size: float, info: dict, rows: dict) -> None:
         "the caller: MixPR's index refers to them, bm25s keeps its scores and vocabulary); "
         "both count what their allocator kept of the queries' temporaries."
     )
-    print("\n| system | save s | on disk MB | open s | resident after open GB | first query ms "
-          "(CPU) | then ms (CPU) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    n_opens = max((o.get("opens", 0) for r in rows.values() for o in r.get("open", {}).values()),
+                  default=0)  # fmt: skip
+    print(
+        f"\nOpened in fresh processes ({n_opens} opens a row, open i asking question i first, "
+        "then the others in order, then question i again): medians over the opens. *open s*, "
+        "*resident after open*: the open; *first*: the first query; *then*: the median of the "
+        "next ones (each other question once); *first / next*: the first query over the median "
+        "of the next ones, within each open (the goal's measure, wall and CPU); *first / "
+        "again*: the first query over the same question asked again at the end of that open "
+        "(the cost of being first alone); *q0 first / next*: one open asking question 0 first "
+        "(this bench's measure before session 20: it also holds question 0's own weight)."
+    )
+    print("\n| system | save s | on disk MB | open s | resident after open GB | first ms (CPU) "
+          "| then ms (CPU) | first / next (CPU) | first / again (CPU) | q0 first / next (CPU) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         b = r.get("build", {})
         for label, o in r.get("open", {}).items():
             if "error" in o:
-                print(f"| {name}{label} | | | failed: {o['error']} | | | |")
+                print(f"| {name}{label} | | | failed: {o['error']} | | | | | | |")
                 continue
             mapped = "mmap" in label and "save_mapped_s" in b  # format 3, saved beside
             save_s = b.get("save_mapped_s" if mapped else "save_s")
             disk = b.get("disk_mapped_mb" if mapped else "disk_mb")
+            q0 = o.get("single_open") or {}
             print(
-                f"| {name}{label} | {_fmt(save_s, '{:.2f}')} | "
-                f"{_fmt(disk, '{:.0f}')} | {o['open_s']:.2f} | "
-                f"{o['open_rss_gb']:+.3f} | {o['first_ms']:.1f} "
-                f"({_fmt(o.get('first_cpu_ms'), '{:.1f}')}) | {_fmt(o['next_ms'], '{:.1f}')} "
-                f"({_fmt(o.get('next_cpu_ms'), '{:.1f}')}) |"
+                f"| {name}{label} | {_fmt(save_s, '{:.2f}')} | {_fmt(disk, '{:.0f}')} | "
+                f"{o['open_s']:.2f} | {o['open_rss_gb']:+.3f} | {_pair(o, 'first_ms', '{:.1f}')} "
+                f"| {_pair(o, 'next_ms', '{:.1f}')} | {_pair(o, 'first_over_next', '{:.2f}')} | "
+                f"{_pair(o, 'first_over_again', '{:.2f}')} | "
+                f"{_pair(q0, 'first_over_next', '{:.2f}')} |"
             )
     m, b = rows.get("mixpr", {}).get("build", {}), rows.get("bm25s", {}).get("build", {})
     if "query_ms" in m and "query_ms" in b:
@@ -406,10 +551,18 @@ def print_tables(size: float, info: dict, rows: dict) -> None:
             f"{m['peak_gb'] / max(b['peak_gb'], 1e-9):.2f}x (goal <= 2), held "
             f"{m['held_gb'] / max(b['held_gb'], 1e-9):.2f}x (goal <= 2)"
         )
-    for label, o in rows.get("mixpr", {}).get("open", {}).items():
-        if o.get("next_ms"):
+    for key, name in (("mixpr", "MixPR"), ("bm25s", "bm25s")):
+        for label, o in rows.get(key, {}).get("open", {}).items():
+            if o.get("first_over_next") is None:
+                continue
+            q0 = o.get("single_open") or {}
+            nxt = _pair(o, "first_over_next", "{:.2f}x", "CPU ")
+            again = _pair(o, "first_over_again", "{:.2f}x", "CPU ")
+            one = _pair(q0, "first_over_next", "{:.2f}x", "CPU ")
             print(
-                f"MixPR{label}: first query / next {o['first_ms'] / o['next_ms']:.2f}x (goal <= 2)"
+                f"{name}{label}: first query / next {nxt} (goal <= 2; median of {o['opens']} "
+                f"opens, each asking another question first), first / the same question again "
+                f"{again}; question 0 first, one open: {one}"
             )
 
 
@@ -421,12 +574,19 @@ def main(argv=None) -> None:
     ap.add_argument("--questions", type=int, default=10)
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--mmap", action="store_true", help="also open MixPR memory-mapped")
+    ap.add_argument(
+        "--opens",
+        type=int,
+        help="fresh-process opens of each saved index, open i asking question i first "
+        "(default: --questions, every question first once)",
+    )
     ap.add_argument("--json", type=Path, help="write every figure to this file")
     ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--phase", choices=("prepare", "build", "open"), help=argparse.SUPPRESS)
     ap.add_argument("--system", choices=SYSTEMS, help=argparse.SUPPRESS)
     ap.add_argument("--size", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--map", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.phase == "prepare":
         print(json.dumps(prepare(args.data, args.size, args.work)))
@@ -435,8 +595,21 @@ def main(argv=None) -> None:
         print(json.dumps(run_build(args.system, args.work, args.k, args.questions)))
         return
     if args.phase == "open":
-        print(json.dumps(run_open(args.system, args.work, args.k, args.questions, args.map)))
+        opened = run_open(args.system, args.work, args.k, args.questions, args.map, args.first)
+        print(json.dumps(opened))
         return
+    if args.questions < 2:
+        ap.error(
+            f"--questions must be at least 2 (a first one and a next one), got {args.questions}"
+        )
+    if args.questions > len(_questions(args.questions)):
+        ap.error(
+            f"--questions must be at most {len(_questions(args.questions))}, the questions known"
+        )
+    if args.opens is None:
+        args.opens = args.questions
+    if args.opens < 1:
+        ap.error(f"--opens must be at least 1, got {args.opens}")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     for s in systems:
         if s not in SYSTEMS:
@@ -455,14 +628,9 @@ def main(argv=None) -> None:
             for s in systems:
                 row = {"build": _child(args, "--phase", "build", "--system", s, *base)}
                 print(f"# {size:g}M words, {s}: {row['build']}", file=sys.stderr, flush=True)
-                opens = {}
+                row["open"] = {}
                 if s != "rank_bm25" and "error" not in row["build"]:
-                    opens[""] = _child(args, "--phase", "open", "--system", s, *base)
-                    if s == "bm25s" or (s == "mixpr" and args.mmap and mmap_keyword()):
-                        opens[", mmap"] = _child(
-                            args, "--phase", "open", "--system", s, "--map", *base
-                        )
-                row["open"] = opens
+                    row["open"] = _opens(args, s, base)
                 rows[s] = row
             print_tables(size, info, rows)
             results[str(size)] = {"info": info, "rows": rows}
