@@ -267,24 +267,35 @@ def read_text_file(
     p = Path(path)
     name = repr(str(p))
     try:
-        st = os.stat(p)
+        # opened first, without blocking, and the descriptor's own file checked: a check of the
+        # path before the open let a FIFO put there meanwhile block the open (session 20)
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise InputError(f"PATH {name} does not exist") from None
+    except IsADirectoryError:
+        raise InputError(f"PATH {name} is a directory, not a text file") from None
     except OSError as exc:
         raise InputError(f"PATH {name} cannot be read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"PATH {name} is a directory, not a text file")
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(
-            f"PATH {name} is not a regular file (a device, FIFO or socket): give a text file"
-        )
-    if st.st_size > max_bytes:
-        raise InputError(
-            f"PATH {name} is {st.st_size:,} bytes, over the limit of {max_bytes:,} bytes "
-            "(max_bytes, --max-bytes)"
-        )
-    with open(p, "rb") as f:
-        data = f.read(max_bytes + 1)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(f"PATH {name} is a directory, not a text file")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(
+                f"PATH {name} is not a regular file (a device, FIFO or socket): give a text file"
+            )
+        if st.st_size > max_bytes:
+            raise InputError(
+                f"PATH {name} is {st.st_size:,} bytes, over the limit of {max_bytes:,} bytes "
+                "(max_bytes, --max-bytes)"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(st.st_size + 1)  # what it holds (+1 to see it grow), never max_bytes
+        if len(data) > st.st_size:  # it grew (or is a /proc file of size 0): the rest, bounded
+            data += f.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:
         raise InputError(f"PATH {name} grew over the limit of {max_bytes:,} bytes while read")
     if not data.strip():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from pathlib import Path
@@ -31,6 +32,69 @@ _INDEX_MANIFEST = "manifest.json"
 
 def _is_url(s: str) -> bool:
     return "://" in s
+
+
+def _regular_size(fd: int, where: str, limit: int) -> int:
+    """The size of the open descriptor ``fd`` when it is a regular file of at most ``limit``
+    bytes; else it is closed and a :class:`~longctx.persist.PersistError` names ``where``."""
+    from longctx.persist import PersistError
+
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "is not a regular file (a folder, a FIFO or a device)"
+    elif st.st_size > limit:
+        why = f"is larger than {limit} bytes"
+    if why is not None:
+        os.close(fd)
+        raise PersistError(f"{where!r} {why}")
+    return st.st_size
+
+
+def _read_local_file(root: Path, rel: str, limit: int, where: str) -> bytes | None:
+    """The bytes of the file ``root / rel`` (at most ``limit``), or ``None`` when it is missing;
+    read as a member of an index folder is (:class:`longctx.persist.IndexDir`): no component
+    below ``root`` followed through a symbolic link (``O_NOFOLLOW`` on the file), opened
+    without blocking and refused unless a regular file, read once, bounded.
+
+    Session 20 (2026-11-29): ``corpus.json`` and ``indexes/shards.json`` were read with
+    ``is_file()`` / ``read_bytes()``, which follow links: a corpus whose ``corpus.json`` linked
+    to a file outside it loaded that file.
+
+    Raises
+    ------
+    longctx.persist.PersistError
+        A link, a file that is not regular (a folder, a FIFO, a device), larger than
+        ``limit``, unreadable.
+    """
+    from longctx.persist import PersistError
+    from longctx.persist.fs import is_link_error
+
+    link = (
+        f"{where!r} is reached through a symbolic link: the files of a corpus are read from "
+        "inside its folder, never through a link (refused)"
+    )
+    parts = Path(rel).parts
+    p = root
+    for part in parts[:-1]:
+        p = p / part
+        if p.is_symlink():
+            raise PersistError(link)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(root / rel, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if is_link_error(exc):
+            raise PersistError(link) from None
+        raise PersistError(f"{where!r} cannot be read: {exc.strerror or exc}") from None
+    size = _regular_size(fd, where, limit)
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(size + 1)  # what it holds (+1 to see it grow), never ``limit``
+    if len(data) > limit:
+        raise PersistError(f"{where!r} is larger than {limit} bytes")
+    return data
 
 
 class Storage:
@@ -112,18 +176,17 @@ class Storage:
         ------
         longctx.persist.PersistError
             It is larger than ``limit`` bytes, not JSON, or nested deeper than
-            :data:`longctx.persist.MAX_JSON_DEPTH`.
+            :data:`longctx.persist.MAX_JSON_DEPTH`; in a local folder also when it, or a
+            folder on its way below the root, is a symbolic link, or it is not a regular file
+            (a folder, a FIFO: :func:`_read_local_file`).
         """
         from longctx.persist import PersistError, parse_json
 
         where = self.location(rel)
         if self.local is not None:
-            p = self.local / rel
-            if not p.is_file():
+            data = _read_local_file(self.local, rel, limit, where)
+            if data is None:
                 return None
-            if p.stat().st_size > limit:
-                raise PersistError(f"{where!r} is larger than {limit} bytes")
-            data = p.read_bytes()
         else:
             path = self._remote(rel)
             if not self.fs.isfile(path):
