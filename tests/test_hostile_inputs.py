@@ -281,3 +281,35 @@ def test_a_corpus_member_replaced_by_another_array_is_refused(tmp_path, forge, s
     restamp(d)
     with pytest.raises(PersistError, match=r"starts\.npy"):
         load_corpus(out)
+
+
+# -- a remote corpus ------------------------------------------------------------------------------
+def test_a_remote_index_file_over_the_limit_is_refused_before_it_is_read(monkeypatch):
+    """``Storage.fetch_index`` read every remote file whole into memory (``cat_file``),
+    whatever its size; now a file larger than ``MAX_FETCH_BYTES`` is refused before it is
+    read, and the others are copied in blocks."""
+    import fsspec
+
+    import longctx.corpus.storage as storage
+
+    out = "memory://longctx-hostile-fetch"
+    fs = fsspec.filesystem("memory")
+    if fs.exists(out):
+        fs.rm(out, recursive=True)
+    build_indexes(DOCS, "mixpr", out, use_ray=False, progress=False)
+    assert len(load_corpus(out)) == 3
+    big = f"{out}/indexes/mixpr/starts.npy"
+    fs.pipe_file(big, b"\0" * 5000)
+    monkeypatch.setattr(storage, "MAX_FETCH_BYTES", 4096, raising=False)
+    cat_file = type(fs).cat_file
+
+    def whole(self, path, *a, **k):
+        assert not str(path).endswith("starts.npy"), "read whole before its size was checked"
+        return cat_file(self, path, *a, **k)
+
+    monkeypatch.setattr(type(fs), "cat_file", whole)
+    try:
+        with pytest.raises(PersistError, match=r"starts\.npy' is 5000 bytes, more than the limit"):
+            load_corpus(out)
+    finally:
+        fs.rm(out, recursive=True)

@@ -24,10 +24,14 @@ from pathlib import Path
 
 from longctx.persist.corpus_manifest import MAX_MANIFEST_BYTES  # the largest JSON read back
 from longctx.persist.marks import write_json_atomic
+from longctx.persist.reader import MAX_NPZ_BYTES
 
 __all__ = ["Storage", "open_storage"]
 
 _INDEX_MANIFEST = "manifest.json"
+#: Largest file :meth:`Storage.fetch_index` copies from a remote corpus (bytes): the largest
+#: member an index load reads (:data:`longctx.persist.reader.MAX_NPZ_BYTES`, 16 GiB).
+MAX_FETCH_BYTES = MAX_NPZ_BYTES
 
 
 def _is_url(s: str) -> bool:
@@ -315,17 +319,35 @@ class Storage:
     def fetch_index(self, rel: str, into: str | os.PathLike) -> Path:
         """A local folder holding the index ``rel``: the folder itself for local roots (never
         through a link: :meth:`local_index`), else a copy in ``into`` (a folder the caller owns
-        and removes)."""
+        and removes), each file copied in blocks.
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            A remote file larger than :data:`MAX_FETCH_BYTES` (or of no known size), before
+            anything of it is read.
+        """
         if self.local is not None:
             return self.local_index(rel)
+        from longctx.persist import PersistError
+
         dst = Path(into) / Path(rel).name
         dst.mkdir(parents=True, exist_ok=True)
         path = self._remote(rel)
-        for f in self.fs.ls(path, detail=False):
+        for info in self.fs.ls(path, detail=True):
+            f = info["name"]
             name = f.rstrip("/").rsplit("/", 1)[-1]
-            if name in ("", ".", "..") or self.fs.isdir(f):
+            if name in ("", ".", "..") or info.get("type") == "directory" or self.fs.isdir(f):
                 continue
-            (dst / name).write_bytes(self.fs.cat_file(f))
+            size = info.get("size")
+            if not isinstance(size, int) or size > MAX_FETCH_BYTES:
+                raise PersistError(
+                    f"{self.location(f'{rel}/{name}' if rel else name)!r} is {size} bytes, more "
+                    f"than the limit of {MAX_FETCH_BYTES} (damaged or forged)"
+                )
+            # copied in blocks, never held whole: the whole object was read into memory first
+            # (``cat_file``), whatever its size (session 20)
+            self.fs.get_file(f, str(dst / name))
         return dst
 
 
