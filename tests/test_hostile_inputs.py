@@ -313,3 +313,21 @@ def test_a_remote_index_file_over_the_limit_is_refused_before_it_is_read(monkeyp
             load_corpus(out)
     finally:
         fs.rm(out, recursive=True)
+
+
+# -- LlamaIndex persist_dir -----------------------------------------------------------------------
+def test_a_llamaindex_index_subfolder_that_is_a_link_is_refused(tmp_path):
+    """``persist_dir/longctx_mixpr`` linked to an index outside ``persist_dir`` was loaded
+    through the link (``persist`` refuses to write through one)."""
+    from llama_index.core.schema import Document
+
+    from llamaindex_longctx import MixPRRetriever
+
+    docs = [Document(text=t, id_=d) for d, t in DOCS]
+    MixPRRetriever.from_documents(docs, similarity_top_k=2).persist(tmp_path / "elsewhere")
+    persist_dir = tmp_path / "storage"
+    persist_dir.mkdir()
+    (persist_dir / "longctx_mixpr").symlink_to(tmp_path / "elsewhere" / "longctx_mixpr")
+    with pytest.raises(PersistError, match="longctx_mixpr' is a symbolic link"):
+        MixPRRetriever.from_persist_dir(persist_dir)
+    assert MixPRRetriever.from_persist_dir(tmp_path / "elsewhere").retrieve("cat")
