@@ -331,3 +331,51 @@ def test_a_llamaindex_index_subfolder_that_is_a_link_is_refused(tmp_path):
     with pytest.raises(PersistError, match="longctx_mixpr' is a symbolic link"):
         MixPRRetriever.from_persist_dir(persist_dir)
     assert MixPRRetriever.from_persist_dir(tmp_path / "elsewhere").retrieve("cat")
+
+
+# -- globs through links to folders ---------------------------------------------------------------
+def test_a_glob_never_walks_into_a_link_to_a_folder(tmp_path):
+    """``glob.glob(recursive=True)`` follows links under ``**``: a folder holding two links to
+    itself made ``DIR/**/*.txt`` walk 2**40 paths (it never finished), one such link read the
+    file 41 times. Run in a child process: the code before this change would hang this one."""
+    import subprocess
+    import sys
+
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "a.txt").write_text("The cat sat on the mat.", "utf-8")
+    (d / "l1").symlink_to(".")
+    (d / "l2").symlink_to(".")
+    code = (
+        "import sys; from longctx.corpus.documents import read_documents; "
+        "print([i for i, _ in read_documents(sys.argv[1])])"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(d / "**" / "*.txt")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    assert run.returncode == 0, run.stderr[-500:]
+    assert run.stdout.strip() == "['a.txt']"
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["**/*.txt", "*.txt", "**", "sub/**", "*/*.txt", ".*", "**/.*/*.txt", "s?b/*", "**/b*"],
+)
+def test_a_glob_without_links_matches_what_glob_glob_matches(tmp_path, pattern, monkeypatch):
+    """The glob of a corpus input finds the files ``glob.glob(recursive=True)`` finds (hidden
+    names only for a pattern naming them), absolute or relative to the working folder."""
+    import glob
+
+    from longctx.corpus.documents import _glob_files
+
+    for rel in ["a.txt", "sub/b.txt", "sub/deep/b2.txt", "sub/.hid/c.txt", ".h/d.txt", ".e.txt"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x", "utf-8")
+    for pat in (str(tmp_path / pattern), pattern):
+        monkeypatch.chdir(tmp_path)
+        want = sorted(f for f in glob.glob(pat, recursive=True) if os.path.isfile(f))
+        assert want and _glob_files(pat) == want

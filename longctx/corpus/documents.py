@@ -9,7 +9,6 @@ case-insensitive file system).
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import io
 import logging
@@ -138,6 +137,31 @@ def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[st
         yield doc_id, text
 
 
+def _glob_files(pattern: str) -> list[str]:
+    """The files ``pattern`` matches, sorted, as ``glob.glob(pattern, recursive=True)`` finds
+    them (a ``*`` matches no name starting with ``.`` unless the pattern has a part starting
+    with one) except that ``**`` never enters a link to a folder, as a folder input never
+    does: ``glob.glob`` follows them, so a folder holding two links to itself made
+    ``DIR/**/*.txt`` walk 2**40 paths (session 20: it never finished; one such link read each
+    file 41 times). The part of ``pattern`` before its first wildcard is the root searched
+    (:meth:`pathlib.Path.glob`, which does not follow links under ``**``)."""
+    parts = Path(pattern).parts
+    k = next((i for i, part in enumerate(parts) if _is_glob(part)), len(parts))
+    root = Path(*parts[:k]) if k else Path(".")
+    rest = parts[k:]
+    if not rest:
+        return [pattern] if os.path.isfile(pattern) else []
+    if rest[-1] == "**":  # glob's ``DIR/**`` matches files too; pathlib's folders only
+        rest = (*rest, "*")
+    dotted = any(part.startswith(".") for part in rest)
+    out = []
+    for f in root.glob("/".join(rest)):
+        rel = f.relative_to(root).parts
+        if (dotted or not any(x.startswith(".") for x in rel)) and f.is_file():
+            out.append(str(f))
+    return sorted(out)
+
+
 def _source_key(path: str) -> str | None:
     """The key a corpus records for a folder, glob or JSONL file named on the command line (its
     absolute path, or the absolute pattern), so that the next build over the same source knows
@@ -191,7 +215,7 @@ def _from_path(
         else:
             yield p.name, read_text_file(p)
     elif _is_glob(s):
-        files = sorted(f for f in glob.glob(s, recursive=True) if os.path.isfile(f))
+        files = _glob_files(s)
         if not files:
             raise InputError(f"glob {s!r} matches no file")
         ids = [Path(f).name for f in files]
