@@ -134,6 +134,29 @@ def test_a_corpus_json_that_is_not_a_regular_file_is_named(tmp_path, kind):
 
 
 # -- text files: a FIFO put in place after the check ----------------------------------------------
+def _refused_without_blocking(read, fifo: Path) -> InputError:
+    """The error ``read()`` raises at once on ``fifo``; fails the test when it blocks (and
+    releases it by opening the FIFO for writing)."""
+    box: dict = {}
+
+    def run():
+        try:
+            read()
+        except Exception as exc:  # noqa: BLE001 - checked by the caller
+            box["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(5)
+    if t.is_alive():  # blocked in open(): release it (a writer opens the FIFO) and fail
+        with open(fifo, "wb"):
+            pass
+        t.join(5)
+        pytest.fail(f"blocked on the FIFO {fifo}")
+    assert isinstance(box.get("error"), InputError), box
+    return box["error"]
+
+
 def test_read_text_file_checks_the_file_it_opened_not_the_path(tmp_path, monkeypatch):
     """``read_text_file`` checked ``os.stat(path)`` and then opened the path: a FIFO put there
     in between blocked the open for ever. Here ``os.stat`` is made to answer for a regular file
@@ -148,24 +171,19 @@ def test_read_text_file_checks_the_file_it_opened_not_the_path(tmp_path, monkeyp
     monkeypatch.setattr(
         io_mod.os, "stat", lambda p, *a, **k: real_stat(regular if Path(p) == fifo else p)
     )
-    box: dict = {}
+    error = _refused_without_blocking(lambda: read_text_file(fifo), fifo)
+    assert "not a regular file" in str(error)
 
-    def read():
-        try:
-            read_text_file(fifo)
-        except Exception as exc:  # noqa: BLE001 - checked below
-            box["error"] = exc
 
-    t = threading.Thread(target=read, daemon=True)
-    t.start()
-    t.join(5)
-    if t.is_alive():  # blocked in open(): release it (a writer opens the FIFO) and fail
-        with open(fifo, "wb"):
-            pass
-        t.join(5)
-        pytest.fail("read_text_file blocked on a FIFO that replaced a checked file")
-    assert isinstance(box.get("error"), InputError)
-    assert "not a regular file" in str(box["error"])
+def test_a_jsonl_file_swapped_for_a_fifo_after_the_check_is_refused(tmp_path):
+    """A ``.jsonl`` input is checked with ``is_file()`` and then read: the read opened the path
+    again, so a FIFO put there in between blocked it."""
+    from longctx.corpus.documents import _read_jsonl
+
+    fifo = tmp_path / "docs.jsonl"
+    os.mkfifo(fifo)
+    error = _refused_without_blocking(lambda: list(_read_jsonl(fifo, "id", "text")), fifo)
+    assert "not a regular file" in str(error)
 
 
 # -- JSONL corpus inputs --------------------------------------------------------------------------

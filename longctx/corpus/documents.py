@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from longctx.corpus.manifest import _CONTROL, MAX_SOURCE_CHARS
-from longctx.io import MAX_FILE_BYTES, InputError, read_text_file
+from longctx.io import MAX_FILE_BYTES, InputError, open_regular_file, read_text_file
 from longctx.persist import PersistError, parse_json
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ def _jsonl_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
     ends at ``\\n``, ``\\r\\n`` or ``\\r``), each read as bytes (at most
     :data:`MAX_JSONL_LINE_BYTES` up to its ``\\n``) and decoded on its own."""
     n = 0
-    with open(path, "rb") as f:
+    with open_regular_file(path)[0] as f:  # a FIFO put there since the check: refused
         for raw in iter(lambda: f.readline(MAX_JSONL_LINE_BYTES + 1), b""):
             if len(raw) > MAX_JSONL_LINE_BYTES:
                 raise InputError(
