@@ -397,3 +397,29 @@ def test_a_glob_without_links_matches_what_glob_glob_matches(tmp_path, pattern, 
         monkeypatch.chdir(tmp_path)
         want = sorted(f for f in glob.glob(pat, recursive=True) if os.path.isfile(f))
         assert want and _glob_files(pat) == want
+
+
+def test_a_remote_json_file_of_unknown_size_is_read_bounded(monkeypatch):
+    """A store that gives no size (``size`` is ``None``) had its ``corpus.json`` read whole
+    (``cat_file``) before the limit was checked; now at most the limit + 1 bytes are read."""
+    import fsspec
+
+    from longctx.corpus.storage import Storage
+
+    fs = fsspec.filesystem("memory")
+    root = "memory://longctx-hostile-size"
+    fs.pipe_file(f"{root}/big.json", b"[" + b"0," * 5000 + b"0]")
+    monkeypatch.setattr(type(fs), "size", lambda self, path: None)
+    cat_file = type(fs).cat_file
+
+    def whole(self, path, *a, **k):
+        assert not str(path).endswith("big.json"), "read whole before its size was known"
+        return cat_file(self, path, *a, **k)
+
+    monkeypatch.setattr(type(fs), "cat_file", whole)
+    try:
+        with pytest.raises(PersistError, match=r"big\.json' is larger than 100 bytes"):
+            Storage(root).read_json("big.json", limit=100)
+        assert Storage(root).read_json("big.json", limit=1 << 20)[:2] == [0, 0]
+    finally:
+        fs.rm(root, recursive=True)
