@@ -302,6 +302,17 @@ def test_a_corpus_member_replaced_by_another_array_is_refused(tmp_path, forge, s
 
 
 # -- a remote corpus ------------------------------------------------------------------------------
+def _no_whole_read(monkeypatch, fs, suffix: str) -> None:
+    """Make ``fs.cat_file`` (a whole read) of a path ending in ``suffix`` fail the test."""
+    cat_file = type(fs).cat_file
+
+    def whole(self, path, *a, **k):
+        assert not str(path).endswith(suffix), f"{path} read whole before its size was checked"
+        return cat_file(self, path, *a, **k)
+
+    monkeypatch.setattr(type(fs), "cat_file", whole)
+
+
 def test_a_remote_index_file_over_the_limit_is_refused_before_it_is_read(monkeypatch):
     """``Storage.fetch_index`` read every remote file whole into memory (``cat_file``),
     whatever its size; now a file larger than ``MAX_FETCH_BYTES`` is refused before it is
@@ -319,13 +330,7 @@ def test_a_remote_index_file_over_the_limit_is_refused_before_it_is_read(monkeyp
     big = f"{out}/indexes/mixpr/starts.npy"
     fs.pipe_file(big, b"\0" * 5000)
     monkeypatch.setattr(storage, "MAX_FETCH_BYTES", 4096, raising=False)
-    cat_file = type(fs).cat_file
-
-    def whole(self, path, *a, **k):
-        assert not str(path).endswith("starts.npy"), "read whole before its size was checked"
-        return cat_file(self, path, *a, **k)
-
-    monkeypatch.setattr(type(fs), "cat_file", whole)
+    _no_whole_read(monkeypatch, fs, "starts.npy")
     try:
         with pytest.raises(PersistError, match=r"starts\.npy' is 5000 bytes, more than the limit"):
             load_corpus(out)
@@ -410,13 +415,7 @@ def test_a_remote_json_file_of_unknown_size_is_read_bounded(monkeypatch):
     root = "memory://longctx-hostile-size"
     fs.pipe_file(f"{root}/big.json", b"[" + b"0," * 5000 + b"0]")
     monkeypatch.setattr(type(fs), "size", lambda self, path: None)
-    cat_file = type(fs).cat_file
-
-    def whole(self, path, *a, **k):
-        assert not str(path).endswith("big.json"), "read whole before its size was known"
-        return cat_file(self, path, *a, **k)
-
-    monkeypatch.setattr(type(fs), "cat_file", whole)
+    _no_whole_read(monkeypatch, fs, "big.json")
     try:
         with pytest.raises(PersistError, match=r"big\.json' is larger than 100 bytes"):
             Storage(root).read_json("big.json", limit=100)
