@@ -332,7 +332,7 @@ def test_a_remote_index_file_over_the_limit_is_refused_before_it_is_read(monkeyp
     monkeypatch.setattr(storage, "MAX_FETCH_BYTES", 4096, raising=False)
     _no_whole_read(monkeypatch, fs, "starts.npy")
     try:
-        with pytest.raises(PersistError, match=r"starts\.npy' is 5000 bytes, more than the limit"):
+        with pytest.raises(PersistError, match=r"starts\.npy. is 5000 bytes, more than the limit"):
             load_corpus(out)
     finally:
         fs.rm(out, recursive=True)

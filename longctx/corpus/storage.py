@@ -346,9 +346,10 @@ class Storage:
                 continue
             size = info.get("size")
             if not isinstance(size, int) or size > MAX_FETCH_BYTES:
+                what = f"is {size} bytes, more than" if isinstance(size, int) else "has no size:"
                 raise PersistError(
-                    f"{self.location(f'{rel}/{name}' if rel else name)!r} is {size} bytes, more "
-                    f"than the limit of {MAX_FETCH_BYTES} (damaged or forged)"
+                    f"{self.location(f'{rel}/{name}' if rel else name)!r} {what} the limit of "
+                    f"{MAX_FETCH_BYTES} bytes for a file of an index (damaged or forged)"
                 )
             # copied in blocks, never held whole: the whole object was read into memory first
             # (``cat_file``), whatever its size (session 20)
