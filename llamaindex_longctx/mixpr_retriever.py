@@ -581,7 +581,8 @@ class MixPRRetriever(BaseRetriever):
         Raises
         ------
         PersistError
-            A missing, damaged, foreign or inconsistent file, named.
+            A missing, damaged, foreign or inconsistent file, named; a ``longctx_mixpr``
+            sub-folder that is a symbolic link.
         ValueError
             A hybrid index and no model to embed queries (neither ``embed_model`` nor
             ``Settings.embed_model``, and not the packaged default), or a model of another
@@ -594,6 +595,11 @@ class MixPRRetriever(BaseRetriever):
         d = Path(persist_dir)
         if not (d / MANIFEST).is_file():  # a persist_dir (the usual case): the index is in its
             d = d / PERSIST_SUBDIR  # subfolder, absent only while a save swaps it (retried)
+            if d.is_symlink():  # followed out of persist_dir before session 20 (persist refuses)
+                raise PersistError(
+                    f"{str(d)!r} is a symbolic link: the index of a persist_dir is read from "
+                    "inside it, never through a link (refused)"
+                )
         r = open_index_dir(d, kind=_PERSIST_KIND, versions=(1,))
         rpath, npath = d / "retriever.json", d / "nodes.json"
         settings = r.json("retriever.json")

@@ -218,6 +218,46 @@ def _mostly_utf8(data: bytes, name: str) -> str | None:
     return data.decode("utf-8", "replace")
 
 
+def open_regular_file(path: str | os.PathLike, *, max_bytes: int | None = None):
+    """``(binary file, size in bytes)`` of the regular file ``path``, opened first, without
+    blocking, and its descriptor's own file checked (``fstat``): a check of the path before the
+    open let a FIFO put there meanwhile block the open for ever (session 20).
+
+    Raises
+    ------
+    InputError
+        Missing, a directory, not a regular file (a device, a FIFO, a socket), unreadable, or
+        larger than ``max_bytes`` (when given); the message names ``path``.
+    """
+    name = repr(str(path))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(f"PATH {name} does not exist") from None
+    except IsADirectoryError:
+        raise InputError(f"PATH {name} is a directory, not a text file") from None
+    except OSError as exc:
+        raise InputError(f"PATH {name} cannot be read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(f"PATH {name} is a directory, not a text file")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(
+                f"PATH {name} is not a regular file (a device, FIFO or socket): give a text file"
+            )
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise InputError(
+                f"PATH {name} is {st.st_size:,} bytes, over the limit of {max_bytes:,} bytes "
+                "(max_bytes, --max-bytes)"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb"), st.st_size
+
+
 def read_text_file(
     path: str | os.PathLike, *, return_encoding: bool = False, max_bytes: int = MAX_FILE_BYTES
 ):
@@ -266,25 +306,11 @@ def read_text_file(
     max_bytes = check_int(max_bytes, "max_bytes", minimum=1)
     p = Path(path)
     name = repr(str(p))
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise InputError(f"PATH {name} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"PATH {name} cannot be read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"PATH {name} is a directory, not a text file")
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(
-            f"PATH {name} is not a regular file (a device, FIFO or socket): give a text file"
-        )
-    if st.st_size > max_bytes:
-        raise InputError(
-            f"PATH {name} is {st.st_size:,} bytes, over the limit of {max_bytes:,} bytes "
-            "(max_bytes, --max-bytes)"
-        )
-    with open(p, "rb") as f:
-        data = f.read(max_bytes + 1)
+    f, size = open_regular_file(p, max_bytes=max_bytes)
+    with f:
+        data = f.read(size + 1)  # what it holds (+1 to see it grow), never max_bytes
+        if len(data) > size:  # it grew (or is a /proc file of size 0): the rest, bounded
+            data += f.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:
         raise InputError(f"PATH {name} grew over the limit of {max_bytes:,} bytes while read")
     if not data.strip():

@@ -9,8 +9,8 @@ case-insensitive file system).
 
 from __future__ import annotations
 
-import glob
 import hashlib
+import io
 import logging
 import os
 import re
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from longctx.corpus.manifest import _CONTROL, MAX_SOURCE_CHARS
-from longctx.io import InputError, read_text_file
+from longctx.io import MAX_FILE_BYTES, InputError, open_regular_file, read_text_file
 from longctx.persist import PersistError, parse_json
 
 logger = logging.getLogger(__name__)
@@ -35,8 +35,10 @@ __all__ = [
 
 #: Longest document id accepted (characters).
 MAX_ID_CHARS = 512
-#: Largest JSONL line read (characters); a longer one is an error naming the line.
-MAX_JSONL_LINE_CHARS = 200_000_000
+#: Largest JSONL line read (bytes of UTF-8), as large as a text file may be
+#: (:data:`longctx.io.MAX_FILE_BYTES`, 200 MiB): one record is one document. A longer line is an
+#: error naming the line, after at most this many bytes were read.
+MAX_JSONL_LINE_BYTES = MAX_FILE_BYTES
 
 _UNSAFE_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 _GLOB_CHARS = set("*?[")
@@ -76,26 +78,88 @@ def _is_glob(s: str) -> bool:
     return any(c in _GLOB_CHARS for c in s)
 
 
-def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[str, str]]:
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(iter(lambda: f.readline(MAX_JSONL_LINE_CHARS + 1), ""), 1):
-            if len(line) > MAX_JSONL_LINE_CHARS:
-                raise InputError(f"{str(path)!r} line {n} is longer than the limit")
-            if not line.strip():
-                continue
-            try:
-                rec = parse_json(line, f"{path} line {n}")
-            except PersistError as exc:  # not JSON, or nested too deeply
-                raise InputError(str(exc)) from None
-            if not isinstance(rec, dict) or id_field not in rec or text_field not in rec:
+def _jsonl_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
+    """``(number, line)`` of each line of the file ``path``, as text mode numbers them (a line
+    ends at ``\\n``, ``\\r\\n`` or ``\\r``), each read as bytes (at most
+    :data:`MAX_JSONL_LINE_BYTES` up to its ``\\n``) and decoded on its own."""
+    n = 0
+    with open_regular_file(path)[0] as f:  # a FIFO put there since the check: refused
+        for raw in iter(lambda: f.readline(MAX_JSONL_LINE_BYTES + 1), b""):
+            if len(raw) > MAX_JSONL_LINE_BYTES:
                 raise InputError(
-                    f"{str(path)!r} line {n}: expected an object with {id_field!r} and "
-                    f"{text_field!r} fields"
+                    f"{where} line {n + 1} is longer than the limit of "
+                    f"{MAX_JSONL_LINE_BYTES:,} bytes"
                 )
-            doc_id = rec[id_field]
-            if isinstance(doc_id, int) and not isinstance(doc_id, bool):
-                doc_id = str(doc_id)
-            yield doc_id, rec[text_field]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"{where} line {n + 1} is not UTF-8 (byte {exc.start} of the line: "
+                    f"{raw[exc.start : exc.start + 1]!r}): a JSONL file is UTF-8"
+                ) from None
+            raw = b""  # not held while the line is parsed (a 100 MB line: 244 MB peak, not 336)
+            for line in io.StringIO(text, newline=None) if "\r" in text else (text,):
+                n += 1
+                yield n, line
+
+
+def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[str, str]]:
+    """The ``(id, text)`` records of a JSONL file (:func:`_jsonl_lines`), a bad line named by
+    its number: longer than :data:`MAX_JSONL_LINE_BYTES`, not UTF-8 (the text codec said only
+    "can't decode byte 0xff in position 42", naming neither the file nor the line), not a JSON
+    object, a key twice, a text that is not a ``str``, an id that is neither a ``str`` nor an
+    ``int`` (an :class:`InputError`)."""
+    where = repr(str(path))
+    for n, line in _jsonl_lines(path, where):
+        if not line.strip():
+            continue
+        try:
+            rec = parse_json(line, f"{path} line {n}")
+        except PersistError as exc:  # not JSON, nested too deeply, a key twice
+            raise InputError(str(exc)) from None
+        if not isinstance(rec, dict) or id_field not in rec or text_field not in rec:
+            raise InputError(
+                f"{where} line {n}: expected an object with {id_field!r} and {text_field!r} fields"
+            )
+        doc_id, text = rec[id_field], rec[text_field]
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        if not isinstance(doc_id, str):
+            raise InputError(
+                f"{where} line {n}: field {id_field!r} must be a string or an integer, got "
+                f"{type(doc_id).__name__}"
+            )
+        if not isinstance(text, str):
+            raise InputError(
+                f"{where} line {n}: field {text_field!r} must be a string, got "
+                f"{type(text).__name__}"
+            )
+        yield doc_id, text
+
+
+def _glob_files(pattern: str) -> list[str]:
+    """The files ``pattern`` matches, sorted, as ``glob.glob(pattern, recursive=True)`` finds
+    them (a ``*`` matches no name starting with ``.`` unless the pattern has a part starting
+    with one) except that ``**`` never enters a link to a folder, as a folder input never
+    does: ``glob.glob`` follows them, so a folder holding two links to itself made
+    ``DIR/**/*.txt`` walk 2**40 paths (session 20: it never finished; one such link read each
+    file 41 times). The part of ``pattern`` before its first wildcard is the root searched
+    (:meth:`pathlib.Path.glob`, which does not follow links under ``**``)."""
+    parts = Path(pattern).parts
+    k = next((i for i, part in enumerate(parts) if _is_glob(part)), len(parts))
+    root = Path(*parts[:k]) if k else Path(".")
+    rest = parts[k:]
+    if not rest:
+        return [pattern] if os.path.isfile(pattern) else []
+    if rest[-1] == "**":  # glob's ``DIR/**`` matches files too; pathlib's folders only
+        rest = (*rest, "*")
+    dotted = any(part.startswith(".") for part in rest)
+    out = []
+    for f in root.glob("/".join(rest)):
+        rel = f.relative_to(root).parts
+        if (dotted or not any(x.startswith(".") for x in rel)) and f.is_file():
+            out.append(str(f))
+    return sorted(out)
 
 
 def _source_key(path: str) -> str | None:
@@ -151,7 +215,7 @@ def _from_path(
         else:
             yield p.name, read_text_file(p)
     elif _is_glob(s):
-        files = sorted(f for f in glob.glob(s, recursive=True) if os.path.isfile(f))
+        files = _glob_files(s)
         if not files:
             raise InputError(f"glob {s!r} matches no file")
         ids = [Path(f).name for f in files]

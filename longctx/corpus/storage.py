@@ -17,16 +17,84 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from pathlib import Path
 
 from longctx.persist.corpus_manifest import MAX_MANIFEST_BYTES  # the largest JSON read back
 from longctx.persist.marks import is_url, write_json_atomic
+from longctx.persist.reader import MAX_NPZ_BYTES
 
 __all__ = ["Storage", "open_storage"]
 
 _INDEX_MANIFEST = "manifest.json"
+#: Largest file :meth:`Storage.fetch_index` copies from a remote corpus (bytes): the largest
+#: member an index load reads (:data:`longctx.persist.reader.MAX_NPZ_BYTES`, 16 GiB).
+MAX_FETCH_BYTES = MAX_NPZ_BYTES
+
+
+def _regular_size(fd: int, where: str, limit: int) -> int:
+    """The size of the open descriptor ``fd`` when it is a regular file of at most ``limit``
+    bytes; else it is closed and a :class:`~longctx.persist.PersistError` names ``where``."""
+    from longctx.persist import PersistError
+
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "is not a regular file (a folder, a FIFO or a device)"
+    elif st.st_size > limit:
+        why = f"is larger than {limit} bytes"
+    if why is not None:
+        os.close(fd)
+        raise PersistError(f"{where!r} {why}")
+    return st.st_size
+
+
+def _read_local_file(root: Path, rel: str, limit: int, where: str) -> bytes | None:
+    """The bytes of the file ``root / rel`` (at most ``limit``), or ``None`` when it is missing;
+    read as a member of an index folder is (:class:`longctx.persist.IndexDir`): no component
+    below ``root`` followed through a symbolic link (``O_NOFOLLOW`` on the file), opened
+    without blocking and refused unless a regular file, read once, bounded.
+
+    Session 20 (2026-11-29): ``corpus.json`` and ``indexes/shards.json`` were read with
+    ``is_file()`` / ``read_bytes()``, which follow links: a corpus whose ``corpus.json`` linked
+    to a file outside it loaded that file.
+
+    Raises
+    ------
+    longctx.persist.PersistError
+        A link, a file that is not regular (a folder, a FIFO, a device), larger than
+        ``limit``, unreadable.
+    """
+    from longctx.persist import PersistError
+    from longctx.persist.fs import is_link_error
+
+    link = (
+        f"{where!r} is reached through a symbolic link: the files of a corpus are read from "
+        "inside its folder, never through a link (refused)"
+    )
+    parts = Path(rel).parts
+    p = root
+    for part in parts[:-1]:
+        p = p / part
+        if p.is_symlink():
+            raise PersistError(link)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(root / rel, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if is_link_error(exc):
+            raise PersistError(link) from None
+        raise PersistError(f"{where!r} cannot be read: {exc.strerror or exc}") from None
+    size = _regular_size(fd, where, limit)
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(size + 1)  # what it holds (+1 to see it grow), never ``limit``
+    if len(data) > limit:
+        raise PersistError(f"{where!r} is larger than {limit} bytes")
+    return data
 
 
 class Storage:
@@ -108,25 +176,29 @@ class Storage:
         ------
         longctx.persist.PersistError
             It is larger than ``limit`` bytes, not JSON, or nested deeper than
-            :data:`longctx.persist.MAX_JSON_DEPTH`.
+            :data:`longctx.persist.MAX_JSON_DEPTH`; in a local folder also when it, or a
+            folder on its way below the root, is a symbolic link, or it is not a regular file
+            (a folder, a FIFO: :func:`_read_local_file`).
         """
         from longctx.persist import PersistError, parse_json
 
         where = self.location(rel)
         if self.local is not None:
-            p = self.local / rel
-            if not p.is_file():
+            data = _read_local_file(self.local, rel, limit, where)
+            if data is None:
                 return None
-            if p.stat().st_size > limit:
-                raise PersistError(f"{where!r} is larger than {limit} bytes")
-            data = p.read_bytes()
         else:
             path = self._remote(rel)
             if not self.fs.isfile(path):
                 return None
-            if (self.fs.size(path) or 0) > limit:
+            size = self.fs.size(path)
+            if size is not None and size > limit:
                 raise PersistError(f"{where!r} is larger than {limit} bytes")
-            data = self.fs.cat_file(path)
+            if size is None:  # a store that does not say (HTTP without a length): read bounded
+                with self.fs.open(path, "rb") as fh:  # (it was read whole: session 20)
+                    data = fh.read(limit + 1)
+            else:
+                data = self.fs.cat_file(path)
         if len(data) > limit:
             raise PersistError(f"{where!r} is larger than {limit} bytes")
         return parse_json(data, where)
@@ -248,17 +320,36 @@ class Storage:
     def fetch_index(self, rel: str, into: str | os.PathLike) -> Path:
         """A local folder holding the index ``rel``: the folder itself for local roots (never
         through a link: :meth:`local_index`), else a copy in ``into`` (a folder the caller owns
-        and removes)."""
+        and removes), each file copied in blocks.
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            A remote file larger than :data:`MAX_FETCH_BYTES` (or of no known size), before
+            anything of it is read.
+        """
         if self.local is not None:
             return self.local_index(rel)
+        from longctx.persist import PersistError
+
         dst = Path(into) / Path(rel).name
         dst.mkdir(parents=True, exist_ok=True)
         path = self._remote(rel)
-        for f in self.fs.ls(path, detail=False):
+        for info in self.fs.ls(path, detail=True):
+            f = info["name"]
             name = f.rstrip("/").rsplit("/", 1)[-1]
-            if name in ("", ".", "..") or self.fs.isdir(f):
+            if name in ("", ".", "..") or info.get("type") == "directory" or self.fs.isdir(f):
                 continue
-            (dst / name).write_bytes(self.fs.cat_file(f))
+            size = info.get("size")
+            if not isinstance(size, int) or size > MAX_FETCH_BYTES:
+                what = f"is {size} bytes, more than" if isinstance(size, int) else "has no size:"
+                raise PersistError(
+                    f"{self.location(f'{rel}/{name}' if rel else name)!r} {what} the limit of "
+                    f"{MAX_FETCH_BYTES} bytes for a file of an index (damaged or forged)"
+                )
+            # copied in blocks, never held whole: the whole object was read into memory first
+            # (``cat_file``), whatever its size (session 20)
+            self.fs.get_file(f, str(dst / name))
         return dst
 
 

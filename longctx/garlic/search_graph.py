@@ -123,7 +123,8 @@ class SearchGraph:
         """
         if not isinstance(d, Mapping):
             raise ValueError("a GARLIC graph dict must be a mapping")
-        if d.get("format_version") != 1:
+        fv = d.get("format_version")
+        if isinstance(fv, bool) or not isinstance(fv, int) or fv != 1:  # 1.0 / true: not saved
             raise ValueError(
                 f"unknown GARLIC graph format_version {str(d.get('format_version'))[:40]!r}"
             )

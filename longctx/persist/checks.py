@@ -27,7 +27,9 @@ def check_format(raw, where: str, fmt: str, version: int, *, what: str, rebuild:
     found (its first 40 characters) and ``rebuild``, what the user should do."""
     if not isinstance(raw, dict) or raw.get("format") != fmt:
         raise PersistError(f"{where!r} is not a {what}")
-    if raw.get("format_version") != version:
+    found = raw.get("format_version")
+    # an int, as saves write it: 1.0 == 1 and true == 1 in Python (session 20)
+    if isinstance(found, bool) or not isinstance(found, int) or found != version:
         raise PersistError(
             f"{where!r} has format version {str(raw.get('format_version'))[:40]!r}; this "
             f"longctx reads {version}: {rebuild}"

@@ -273,7 +273,8 @@ class IndexDir(os.PathLike):
             )
         versions = tuple(versions or ())
         fv = m.get("format_version")
-        if isinstance(fv, bool) or fv not in versions:
+        # an int, as saves write it: 3.0 == 3 and true == 1 in Python (session 20)
+        if isinstance(fv, bool) or not isinstance(fv, int) or fv not in versions:
             raise PersistError(
                 f"{str(f)!r} was written with format version {repr(fv)[:40]} "
                 f"(longctx {str(m.get('longctx_version', '?'))[:40]}); this longctx reads "

@@ -361,6 +361,8 @@ def load_sharded_corpus(storage, manifest, *, use_ray=None, ray_address=None, wo
     from longctx.corpus.shards.index import ShardedMixPRIndex
     from longctx.corpus.shards.persist import load_sharded_once
 
+    if storage.local is not None:  # ``indexes`` a link out of the corpus: refused, as for
+        storage.local_index(INDEX_ROOT)  # one index (it was followed: session 20)
     # (load_corpus tries again while a rebuild is in progress: not this load on its own)
     index = load_sharded_once(
         ShardedMixPRIndex, index_storage(storage), use_ray=use_ray, ray_address=ray_address,
