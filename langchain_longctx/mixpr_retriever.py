@@ -146,7 +146,8 @@ class MixPRRetriever(BaseRetriever):
     ``longctx_source_id``.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # an unknown argument (a typo, LangChain's ``search_kwargs``) is an error, not ignored
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     documents: list[Document] = Field(
         default_factory=list, repr=False, description="Documents to search"
