@@ -381,6 +381,21 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"longctx {longctx.__version__}"
 
 
+def test_python_m_longctx_runs_the_cli():
+    # `python -m longctx` failed: "No module named longctx.__main__"
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    res = subprocess.run(
+        [sys.executable, "-m", "longctx", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"longctx {longctx.__version__}"
+
+
 def _retrieve_parser():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.choices and "retrieve" in a.choices)
