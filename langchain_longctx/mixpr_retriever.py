@@ -348,6 +348,14 @@ class MixPRRetriever(BaseRetriever):
             self._sources = None
         return True
 
+    async def aadd_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
+        """:meth:`add_documents` in a worker thread (LangChain's ``VectorStore`` async name)."""
+        return await run_in_executor(None, partial(self.add_documents, documents, **kwargs))
+
+    async def adelete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
+        """:meth:`delete` in a worker thread (LangChain's ``VectorStore`` async name)."""
+        return await run_in_executor(None, partial(self.delete, ids, **kwargs))
+
     @property
     def index(self) -> MixPRIndex | None:
         """The core :class:`longctx.MixPRIndex` (``None`` when no document has text)."""

@@ -101,3 +101,20 @@ def test_saved_keys_checked(bad):
     assert check_saved_keys(["a", None], 2, "keys.json") == ["a", None]
     with pytest.raises(PersistError, match="keys.json"):
         check_saved_keys(bad, 2, "keys.json")
+
+
+def test_async_add_and_delete():
+    # LangChain's VectorStore has aadd_documents / adelete: an async app calls them
+    import asyncio
+
+    r = MixPRRetriever.from_documents(book_docs([0, 1]), k=3)
+
+    async def go():
+        ids = await r.aadd_documents([Document(page_content="A note on the moor.")], ids=["note"])
+        found = await r.ainvoke("moor", k=1)
+        gone = await r.adelete(ids=["note"])
+        return ids, found, gone
+
+    ids, found, gone = asyncio.run(go())
+    assert ids == ["note"] and found[0].metadata["longctx_source_id"] == "note" and gone is True
+    assert all(d.metadata["longctx_source_id"] != "note" for d in r.invoke("moor"))
