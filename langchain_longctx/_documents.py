@@ -52,7 +52,7 @@ def added_document_keys(documents, keys, added) -> list[str | None]:
     :func:`document_keys` over all of them, except that a key one of ``keys`` holds already
     takes primes until it is free, as :func:`longctx.index.source_keys` names a taken one. A
     document without id is ``"source{position}"``, and a delete moves the positions, so the
-    name of a new one can be the key of an older one (issue s20: ``add_documents`` then raised
+    name of a new one can be the key of an older one (``add_documents`` raised
     that the id was already in the index)."""
     documents, added = list(documents), list(added)
     out = document_keys(documents + added)[len(documents) :]
