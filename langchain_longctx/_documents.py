@@ -47,6 +47,26 @@ def document_keys(documents) -> list[str]:
     )
 
 
+def added_document_keys(documents, keys, added) -> list[str | None]:
+    """Keys of the documents ``added`` after ``documents`` (held under ``keys``): those of
+    :func:`document_keys` over all of them, except that a key one of ``keys`` holds already
+    takes primes until it is free, as :func:`longctx.index.source_keys` names a taken one. A
+    document without id is ``"source{position}"``, and a delete moves the positions, so the
+    name of a new one can be the key of an older one (``add_documents`` raised
+    that the id was already in the index)."""
+    documents, added = list(documents), list(added)
+    out = document_keys(documents + added)[len(documents) :]
+    used = {k for k in keys if k is not None}
+    for j, k in enumerate(out):
+        if k is None:
+            continue
+        while k in used:
+            k += "'"
+        used.add(k)
+        out[j] = k
+    return out
+
+
 def with_unique_ids(docs: list[Document]) -> list[Document]:
     """``docs`` with repeated ids renamed (:func:`longctx.index.unique_ids`)."""
     named = [d for d in docs if d.id is not None]

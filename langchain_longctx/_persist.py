@@ -58,6 +58,27 @@ def documents_from_json(obj: Any, where: str) -> list[Document]:
     return out
 
 
+def check_saved_keys(obj: Any, n_documents: int, where: str) -> list[str | None]:
+    """The documents' keys saved beside them (``keys.json``: one ``str`` or ``null`` per
+    document, the ``str`` ones unique), checked: a document without id is named by its position
+    when it is added, and a delete moves the positions, so the names are saved, not recomputed.
+
+    Raises
+    ------
+    PersistError
+        Not a list of ``n_documents`` entries, an entry neither a str nor null, or a key twice.
+    """
+    ok = isinstance(obj, list) and len(obj) == n_documents
+    if not ok or not all(k is None or isinstance(k, str) for k in obj):
+        raise PersistError(
+            f"{where!r} must hold one str or null per saved document ({n_documents})"
+        )
+    named = [k for k in obj if k is not None]
+    if len(set(named)) != len(named):
+        raise PersistError(f"{where!r} holds a key twice")
+    return list(obj)
+
+
 def save_retriever(
     path: str | os.PathLike,
     kind: str,

@@ -79,7 +79,8 @@ class CorpusRetriever(BaseRetriever):
     per-document PageRank probabilities compare).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # an unknown argument (a typo, LangChain's ``search_kwargs``) is an error, not ignored
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     corpus: Any = Field(description="longctx.corpus.CorpusIndex")
     k: int = Field(default=10, ge=1, description="Number of hits returned")

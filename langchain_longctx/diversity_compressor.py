@@ -91,7 +91,8 @@ class DiversityCompressor(BaseDocumentCompressor):
     similarity, or the ``reward_key`` value), in the ``order`` asked for.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # an unknown argument (a typo, LangChain's ``search_kwargs``) is an error, not ignored
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     method: str = Field(default="mmr", description="'mmr' (cosine, eq. 1) or 'fps' (eq. 2).")
     lambda_: float = Field(

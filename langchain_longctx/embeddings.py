@@ -50,7 +50,7 @@ class LongctxEmbeddings(BaseModel, Embeddings):
     the default reloads without passing it again.
     """
 
-    model_config = ConfigDict(protected_namespaces=())
+    model_config = ConfigDict(protected_namespaces=(), extra="forbid")  # a typo is an error
 
     model_name: str = Field(
         default=DEFAULT_MODEL_NAME,

@@ -84,7 +84,8 @@ class GarlicRetriever(BaseRetriever):
     ``GarlicSearcher.search(explain=True)`` gives it (:func:`longctx.garlic.explain.explain_nodes`).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # an unknown argument (a typo, LangChain's ``search_kwargs``) is an error, not ignored
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     documents: list[Document] = Field(default_factory=list, repr=False)
     graphs: list | None = Field(default=None, repr=False, description="One HWDAG per document")

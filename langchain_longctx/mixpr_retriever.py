@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_longctx._documents import (
     add_to_source_map,
+    added_document_keys,
     ask_vector_retriever,
     check_vector_retriever,
     document_keys,
@@ -31,6 +32,7 @@ from langchain_longctx._documents import (
     with_unique_ids,
 )
 from langchain_longctx._persist import (
+    check_saved_keys,
     load_retriever,
     loaded_parts,
     loading,
@@ -144,7 +146,8 @@ class MixPRRetriever(BaseRetriever):
     ``longctx_source_id``.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # an unknown argument (a typo, LangChain's ``search_kwargs``) is an error, not ignored
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     documents: list[Document] = Field(
         default_factory=list, repr=False, description="Documents to search"
@@ -220,9 +223,9 @@ class MixPRRetriever(BaseRetriever):
         check_order(self.order)
         compile_filter(self.filter)  # a bad filter raises now, before the build
         check_vector_retriever(self.vector_retriever)
-        self._keys = document_keys(self.documents)
-        self._by_key = {k: d for k, d in zip(self._keys, self.documents) if k is not None}
         loaded = loaded_parts()
+        self._keys = loaded.get("keys") or document_keys(self.documents)
+        self._by_key = {k: d for k, d in zip(self._keys, self.documents) if k is not None}
         if "mixpr_index" in loaded:  # from load(): built
             self._index = loaded["mixpr_index"]
         else:
@@ -255,7 +258,8 @@ class MixPRRetriever(BaseRetriever):
         Returns
         -------
         list of str
-            The documents' ids (``"source{position}"`` for a document without one).
+            The documents' ids (``"source{position}"`` for a document without one, primed
+            (``"source2'"``) when an older document holds that name; ``save`` keeps them).
 
         Raises
         ------
@@ -282,7 +286,7 @@ class MixPRRetriever(BaseRetriever):
             dup = [i for i in given if i in held]
             if dup:  # upsert, as LangChain's vector stores: the old documents go, the new come
                 self.delete(dup)
-            keys = document_keys(self.documents + docs)[len(self.documents) :]
+            keys = added_document_keys(self.documents, self._keys, docs)
             texts, kids, metas = _indexed(docs, keys)
             if texts:
                 if self._index is None:
@@ -344,6 +348,14 @@ class MixPRRetriever(BaseRetriever):
             self._sources = None
         return True
 
+    async def aadd_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
+        """:meth:`add_documents` in a worker thread (LangChain's ``VectorStore`` async name)."""
+        return await run_in_executor(None, partial(self.add_documents, documents, **kwargs))
+
+    async def adelete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
+        """:meth:`delete` in a worker thread (LangChain's ``VectorStore`` async name)."""
+        return await run_in_executor(None, partial(self.delete, ids, **kwargs))
+
     @property
     def index(self) -> MixPRIndex | None:
         """The core :class:`longctx.MixPRIndex` (``None`` when no document has text)."""
@@ -398,6 +410,7 @@ class MixPRRetriever(BaseRetriever):
             )
         with self._lock:  # one version: the documents and the index as they are now, together
             documents = list(self.documents)
+            keys = list(self._keys)
             index = self._index.snapshot() if self._index is not None else None
         save_retriever(
             path,
@@ -406,6 +419,7 @@ class MixPRRetriever(BaseRetriever):
              "max_words": self.max_words, "chunk_documents": self.chunk_documents,
              "order": self.order, "filter": saved_filter},
             documents,
+            json_files={"keys": keys},
             subdirs={"index": index.save} if index is not None else None,
         )  # fmt: skip
 
@@ -439,7 +453,10 @@ class MixPRRetriever(BaseRetriever):
                 index.encoder_identity, embeddings, where=str(d.path), argument="embeddings"
             )
         data = {**settings, **kwargs, "documents": docs}
-        with loading(mixpr_index=index):
+        keys = None  # a save before keys.json: the documents' positions name them
+        if d.has("keys.json"):
+            keys = check_saved_keys(d.json("keys.json"), len(docs), str(d.file("keys.json")))
+        with loading(mixpr_index=index, keys=keys):
             retriever = cls(**data)
         texts, ids, _ = _indexed(docs, retriever._keys)
         have = list(zip(index.doc_ids, index.texts)) if index is not None else []

@@ -81,7 +81,8 @@ class YouraCompressor(BaseDocumentCompressor):
     ``YouraIndex.search(explain=True)`` gives them.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # an unknown argument (a typo, LangChain's ``search_kwargs``) is an error, not ignored
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     k: int | None = Field(
         default=None, description=f"Sentences kept (default {DEFAULT_K} without token_budget)."

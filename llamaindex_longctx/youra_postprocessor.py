@@ -7,7 +7,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator, model_validator
+from llama_index.core.bridge.pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
@@ -49,6 +55,9 @@ class YouraPostprocessor(BaseNodePostprocessor):
     >>> pp = YouraPostprocessor(token_budget=300)  # SmolLM2 by default, loaded lazily
     >>> pp.postprocess_nodes(retrieved, query_str="What colour ...?")  # doctest: +SKIP
     """
+
+    # an unknown argument (a typo, another component's size name) is an error, not ignored
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     top_n: int | None = Field(
         default=None,

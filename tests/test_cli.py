@@ -477,29 +477,34 @@ def test_guide_cli_examples_parse_and_the_mixpr_ones_do_what_they_say(capsys, al
 
 
 # -------------------------------------------------------------------------------- script
-def test_console_script_subprocess(doc):
-    cmd = [sys.executable, "-m", "longctx.cli", "retrieve", str(doc), "-q", "Where is the milk?"]
+def _module(*args: str, module: str = "longctx.cli") -> subprocess.CompletedProcess:
+    """``python -m module args`` in a clean environment (the repository on the path)."""
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
-    res = subprocess.run(
-        cmd + ["--k", "1", "--format", "json"],
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         cwd=REPO,
         env=env,
         timeout=120,
     )
+
+
+def test_python_m_longctx_runs_the_cli():
+    # `python -m longctx` failed: "No module named longctx.__main__"
+    res = _module("--version", module="longctx")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"longctx {longctx.__version__}"
+
+
+def test_console_script_subprocess(doc):
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    res = _module("retrieve", str(doc), "-q", "Where is the milk?", "--k", "1", "--format", "json")
     assert res.returncode == 0, res.stderr
     assert res.stderr == ""  # stderr is a pipe: no progress bar, no warning
     data = json.loads(res.stdout)
     assert [p["text"] for p in data["passages"]] == ["Mary got the milk there."]
-    bad = subprocess.run(
-        [sys.executable, "-m", "longctx.cli", "retrieve", str(doc.parent / "nope.txt"), "-q", "x"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=120,
-    )
+    bad = _module("retrieve", str(doc.parent / "nope.txt"), "-q", "x")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     # `longctx ... | head -1`: the reader goes away, no "Broken pipe" traceback
     head = subprocess.Popen(

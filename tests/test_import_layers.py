@@ -76,6 +76,7 @@ FLOORS = {
     # 4: what users run: evaluation, the CLI, the framework adapters
     "longctx.eval": 4,
     "longctx.cli": 4,
+    "longctx.__main__": 4,  # python -m longctx: the CLI
     "llamaindex_longctx": 4,
     "langchain_longctx": 4,
 }

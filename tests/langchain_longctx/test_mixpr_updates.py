@@ -69,3 +69,52 @@ def test_whole_passages_and_the_multihop_walk():
     assert {d.id for d in got} == {"Kiss and Tell", "Shirley Temple"}
     assert all(d.page_content in {p.page_content for p in passages} for d in got)
     assert r.index.config.walk == "multihop" and r.index.n_units == len(passages)
+
+
+def test_documents_without_id_after_a_delete_add_save_and_load(tmp_path):
+    # a document without id is keyed by its position ("source1"); a delete moves the positions:
+    # the next one added without id was named "source2" again (ValueError: already in the
+    # index), and a save after the delete could not be loaded (PersistError: "damaged")
+    r = MixPRRetriever.from_documents(
+        [Document(page_content="Sir Henry lost a boot.", id="hound"),
+         Document(page_content="Elizabeth walked in the mud.")], k=5,
+    )  # fmt: skip
+    assert r.add_documents([Document(page_content="Holmes found the gem.")]) == ["source2"]
+    r.delete(ids=["hound"])
+    added = r.add_documents([Document(page_content="Watson wrote about the moor.")])
+    assert added == ["source2'"]
+    assert {d.id.split("#")[0] for d in r.invoke("mud gem moor")} == {
+        "source1", "source2", "source2'"
+    }  # fmt: skip
+    r.save(tmp_path / "r")
+    loaded = MixPRRetriever.load(tmp_path / "r")
+    assert _view(loaded, "mud gem moor") == _view(r, "mud gem moor")
+    loaded.delete(ids=added)
+    assert "moor" not in " ".join(d.page_content for d in loaded.invoke("mud gem moor"))
+
+
+@pytest.mark.parametrize("bad", [{"a": 1}, ["a"], ["a", 3], ["a", "a"]])
+def test_saved_keys_checked(bad):
+    from langchain_longctx._persist import check_saved_keys
+    from longctx.persist import PersistError
+
+    assert check_saved_keys(["a", None], 2, "keys.json") == ["a", None]
+    with pytest.raises(PersistError, match="keys.json"):
+        check_saved_keys(bad, 2, "keys.json")
+
+
+def test_async_add_and_delete():
+    # LangChain's VectorStore has aadd_documents / adelete: an async app calls them
+    import asyncio
+
+    r = MixPRRetriever.from_documents(book_docs([0, 1]), k=3)
+
+    async def go():
+        ids = await r.aadd_documents([Document(page_content="A note on the moor.")], ids=["note"])
+        found = await r.ainvoke("moor", k=1)
+        gone = await r.adelete(ids=["note"])
+        return ids, found, gone
+
+    ids, found, gone = asyncio.run(go())
+    assert ids == ["note"] and found[0].metadata["longctx_source_id"] == "note" and gone is True
+    assert all(d.metadata["longctx_source_id"] != "note" for d in r.invoke("moor"))
