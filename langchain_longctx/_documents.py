@@ -85,12 +85,28 @@ def hit_to_document(
     compressor), offsets and ids refer to the original document
     (:func:`longctx.types.resolve_hit`). ``key`` (from :func:`document_keys`) stands for the
     source's id in the hit's id: the source's position for a document without id, a
-    disambiguated id for one repeating another's."""
-    key = source.id if key is None else key
-    hit, source_id, chained = resolve_hit(hit, source.id, source.metadata)
-    meta = {**source.metadata, **hit_metadata(hit, method, source_id)}
-    id_base = source_id if chained else key
-    doc_id = (source.id if source.id is None else key) if whole else hit_id(id_base, hit)
+    disambiguated id for one repeating another's. Only the source's ``id`` and ``metadata``
+    are read (:func:`hit_document`)."""
+    return hit_document(hit, source.id, source.metadata, method, whole=whole, key=key)
+
+
+def hit_document(
+    hit: Passage,
+    source_id: str | None,
+    metadata: dict,
+    method: str,
+    *,
+    whole: bool = False,
+    key: str | None = None,
+) -> Document:
+    """:func:`hit_to_document` of a source given by its id and metadata (its text is not needed:
+    the hit holds its own), for a caller that would otherwise build the source's ``Document``
+    from a stored text (``CorpusRetriever``)."""
+    key = source_id if key is None else key
+    hit, resolved_id, chained = resolve_hit(hit, source_id, metadata)
+    meta = {**metadata, **hit_metadata(hit, method, resolved_id)}
+    id_base = resolved_id if chained else key
+    doc_id = (source_id if source_id is None else key) if whole else hit_id(id_base, hit)
     return Document(page_content=hit.text, metadata=meta, id=doc_id)
 
 

@@ -25,7 +25,7 @@ from langchain_longctx._documents import (
     ask_vector_retriever,
     check_vector_retriever,
     documents_to_seeds,
-    hit_to_document,
+    hit_document,
 )
 from longctx.checks import check_text
 from longctx.explain import check_explain
@@ -183,19 +183,12 @@ class CorpusRetriever(BaseRetriever):
             kwargs["seeds"] = seeds
             kwargs.setdefault("keep_firsts", self.keep_firsts)
         result = self.corpus.search(query, k=k or self.k, **kwargs)
-        sources, out = {}, []
+        metas, out = {}, []  # each document's metadata, read once (its text is not needed)
         for hit in (result.hits[j] for j in result.positions(order)):
             doc_id = self.corpus.doc_ids[hit.source]
-            if doc_id not in sources:
-                sources[doc_id] = Document(
-                    page_content=self.corpus.text(doc_id),
-                    id=doc_id,
-                    metadata={
-                        **self.corpus.metadata(doc_id),
-                        **self.metadatas.get(doc_id, {}),
-                    },
-                )
-            out.append(hit_to_document(hit, sources[doc_id], result.method))
+            if doc_id not in metas:
+                metas[doc_id] = {**self.corpus.metadata(doc_id), **self.metadatas.get(doc_id, {})}
+            out.append(hit_document(hit, doc_id, metas[doc_id], result.method))
         return out
 
     async def _aget_relevant_documents(

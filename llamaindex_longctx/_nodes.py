@@ -8,9 +8,12 @@ from collections.abc import Sequence
 from llama_index.core.schema import (
     BaseNode,
     Document,
+    MediaResource,
     MetadataMode,
+    Node,
     NodeRelationship,
     NodeWithScore,
+    RelatedNodeInfo,
     TextNode,
 )
 
@@ -49,6 +52,54 @@ def with_unique_ids(out: list[NodeWithScore]) -> list[NodeWithScore]:
     return out
 
 
+def _hash_inputs(node: BaseNode):
+    """Everything ``node.hash`` reads, as a value to compare (``==``; the texts by reference
+    first, so an unchanged node costs no pass over its text), for the node types whose hash
+    LlamaIndex computes from their own fields: a ``TextNode`` (``str(text) + str(metadata)``)
+    and a ``Node`` / ``Document`` whose only resource is a plain text resource
+    (``get_metadata_str(ALL)`` and the resource's ``text``, ``data``, ``path``, ``url``).
+    ``None`` for any other node (a subclass with a hash of its own, an image or audio
+    resource): its hash is not memoised."""
+    cls = type(node)
+    if cls.hash is TextNode.hash:
+        return (cls, node.text, str(node.metadata))
+    if cls.hash is not Node.hash:
+        return None
+    if not (node.image_resource is None and node.audio_resource is None):
+        return None
+    tr = node.text_resource
+    if node.video_resource is not None or (tr is not None and type(tr) is not MediaResource):
+        return None
+    parts = None if tr is None else (tr.text, tr.data, tr.path, tr.url)
+    return (cls, node.get_metadata_str(mode=MetadataMode.ALL), parts)
+
+
+def related_info(source: BaseNode, memo: dict | None = None, key=None) -> RelatedNodeInfo:
+    """``source.as_related_node_info()`` (id, type, metadata and hash of ``source``), the same
+    value, with the hash (a SHA-256 over the source's whole text and metadata) taken from
+    ``memo[key]`` while what it reads is the same (:func:`_hash_inputs`, compared by value: an
+    edited text or metadata is hashed again). ``memo``: a dict the caller keeps across hits
+    and queries (``None``: no memo); ``key``: the source's key in it (default its
+    ``node_id``). A retriever's hits of one document then cost one hash of its text, not one
+    per hit per query (a cost that grew with the document: 0.3 ms a hit for a 500 KB book).
+    """
+    if memo is None or type(source).as_related_node_info is not BaseNode.as_related_node_info:
+        return source.as_related_node_info()
+    inputs = _hash_inputs(source)
+    if inputs is None:
+        return source.as_related_node_info()
+    key = source.node_id if key is None else key
+    held = memo.get(key)
+    if held is not None and held[0] == inputs:
+        digest = held[1]
+    else:
+        digest = source.hash
+        memo[key] = (inputs, digest)
+    return RelatedNodeInfo(
+        node_id=source.node_id, node_type=source.get_type(), metadata=source.metadata, hash=digest
+    )
+
+
 def hit_to_node(
     hit: Passage,
     source: BaseNode,
@@ -56,6 +107,7 @@ def hit_to_node(
     *,
     whole: bool = False,
     key: str | None = None,
+    memo: dict | None = None,
 ) -> NodeWithScore:
     """One hit of ``source`` as a ``NodeWithScore``.
 
@@ -75,6 +127,10 @@ def hit_to_node(
 
     ``key`` (from :func:`node_keys`) replaces the source's id in the hit's id (and, with
     ``whole``, is the copy's id) when the source repeats another node's id.
+
+    ``memo``: a dict kept by the caller across hits (and queries), where the SOURCE
+    relationship's hash of ``source`` is kept while ``source`` is unchanged
+    (:func:`related_info`); the node is the same with or without it.
     """
     key = source.node_id if key is None else key
     hit, source_id, chained = resolve_hit(hit, source.node_id, source.metadata)
@@ -107,7 +163,7 @@ def hit_to_node(
             end_char_idx=hit.end + shift,
             excluded_llm_metadata_keys=llm_excluded,
             excluded_embed_metadata_keys=embed_excluded,
-            relationships={NodeRelationship.SOURCE: origin or source.as_related_node_info()},
+            relationships={NodeRelationship.SOURCE: origin or related_info(source, memo, key)},
         )
     return NodeWithScore(node=node, score=float(hit.score))
 
@@ -150,22 +206,41 @@ def documents_from_texts(
     return [Document(text=t, metadata=m, id_=i) for t, m, i in zip(texts, metadatas, ids)]
 
 
-def docstore_hashes(docstore) -> dict[str, str | None]:
-    """``{node_id: hash}`` of every node a LlamaIndex docstore holds, in insertion order, without
-    deserializing the nodes where the docstore is a key-value one (the hashes it records on
-    ``add_documents``); ``None`` where it recorded none. Other docstores: from ``docs``."""
+def docstore_collections(docstore):
+    """``(nodes, metadata)``: shallow copies of a key-value docstore's node and metadata
+    collections (``{node_id: dict}``), or ``None`` for another docstore or when they cannot be
+    read."""
     kv = getattr(docstore, "_kvstore", None)
     node_coll = getattr(docstore, "_node_collection", None)
     meta_coll = getattr(docstore, "_metadata_collection", None)
-    if kv is not None and node_coll is not None and meta_coll is not None:
-        try:
-            nodes = kv.get_all(collection=node_coll)
-            meta = kv.get_all(collection=meta_coll)
-        except Exception:  # noqa: BLE001 - fall back to the public (slower) API
-            nodes = None
-        if nodes is not None:
-            return {i: (meta.get(i) or {}).get("doc_hash") for i in nodes}
+    if kv is None or node_coll is None or meta_coll is None:
+        return None
+    try:
+        return kv.get_all(collection=node_coll), kv.get_all(collection=meta_coll)
+    except Exception:  # noqa: BLE001 - fall back to the public (slower) API
+        return None
+
+
+def docstore_hashes(docstore, raw=None) -> dict[str, str | None]:
+    """``{node_id: hash}`` of every node a LlamaIndex docstore holds, in insertion order, without
+    deserializing the nodes where the docstore is a key-value one (the hashes it records on
+    ``add_documents``); ``None`` where it recorded none. Other docstores: from ``docs``.
+    ``raw``: :func:`docstore_collections` of the docstore, read by the caller (else read)."""
+    raw = docstore_collections(docstore) if raw is None else raw
+    if raw is not None:
+        nodes, meta = raw
+        return {i: (meta.get(i) or {}).get("doc_hash") for i in nodes}
     return {i: n.hash for i, n in docstore.docs.items()}
+
+
+def docstore_state(raw):
+    """A value equal (``==``) between two reads of a key-value docstore whenever
+    :func:`docstore_hashes` would return the same: its node ids and its metadata records, from
+    ``raw`` (:func:`docstore_collections`; ``None``: ``None``), compared in C, the records by
+    reference first: no Python loop over the nodes. A changed record (a node updated, its hash
+    recorded again) compares unequal: LlamaIndex's key-value stores copy a record on ``put``
+    and ``get`` and never change a stored one in place."""
+    return None if raw is None else (raw[0].keys(), raw[1])
 
 
 def nodes_to_seeds(found, index) -> list:

@@ -106,6 +106,7 @@ class CorpusRetriever(BaseRetriever):
         self.vector_retriever = vector_retriever
         self.keep_firsts = check_keep_firsts(keep_firsts)
         self._holds = frozenset(corpus.doc_ids).__contains__  # the corpus's ids, for seeds
+        self._hashes: dict = {}  # the documents' hashes (SOURCE relationships), while the same
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -183,7 +184,7 @@ class CorpusRetriever(BaseRetriever):
                     id_=doc_id,
                     metadata=self.corpus.metadata(doc_id),
                 )
-            out.append(hit_to_node(hit, sources[doc_id], result.method))
+            out.append(hit_to_node(hit, sources[doc_id], result.method, memo=self._hashes))
         return out
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

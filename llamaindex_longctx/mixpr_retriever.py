@@ -17,7 +17,9 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, Query
 
 from llamaindex_longctx._embed import app_embed_model
 from llamaindex_longctx._nodes import (
+    docstore_collections,
     docstore_hashes,
+    docstore_state,
     documents_from_texts,
     hit_to_node,
     node_keys,
@@ -190,6 +192,12 @@ class MixPRRetriever(BaseRetriever):
         self._docstore = docstore
         self._seen: dict[str, str | None] = {}  # docstore node id -> hash, when following one
         self._pending_warned = False  # the search warned of nodes waiting for refresh()
+        # the SOURCE relationships' hashes of the nodes, kept while a node is unchanged
+        # (_nodes.related_info): a hit no longer hashes its whole document on every query
+        self._hashes: dict = {}
+        # (docstore_state, _seen) of the last follow that found nothing to do: a search that
+        # finds the docstore as it was skips the per-node comparison (_sync_docstore)
+        self._synced: tuple | None = None
         self._lock = threading.RLock()
         self._keys = node_keys(self._nodes)  # unique even when two nodes share an id
         self._by_key = {k: n for k, n in zip(self._keys, self._nodes) if k is not None}
@@ -369,6 +377,8 @@ class MixPRRetriever(BaseRetriever):
             self._index.delete(held)
         gone = set(keys)
         self._by_key = {k: n for k, n in self._by_key.items() if k not in gone}
+        for k in keys:  # the removed nodes' hashes go (the memo holds their texts)
+            self._hashes.pop(k, None)
         self._nodes = [n for j, n in enumerate(self._nodes) if j not in drop]
         self._keys = [k for j, k in enumerate(self._keys) if j not in drop]
 
@@ -406,13 +416,21 @@ class MixPRRetriever(BaseRetriever):
         store = self._docstore
         if store is None:
             return
-        now = docstore_hashes(store)
+        raw = docstore_collections(store)
+        state = docstore_state(raw)
+        with self._lock:
+            synced = self._synced
+            if state is not None and synced is not None and synced[1] is self._seen:
+                if synced[0] == state:  # the docstore as the last follow found it, unchanged
+                    return
+        now = docstore_hashes(store, raw)
         with self._lock:
             seen = self._seen
             gone = [i for i in seen if i not in now]
             changed = [i for i, h in now.items() if i in seen and h is not None and h != seen[i]]
             new = [i for i in now if i not in seen]
             if not (gone or changed or new):
+                self._synced = None if state is None else (state, seen)
                 return
             if in_search and self._embeds():
                 self._defer(gone, changed, new)
@@ -470,12 +488,11 @@ class MixPRRetriever(BaseRetriever):
             explain=self.explain,
             keep_firsts=self.keep_firsts,
         )
-        hits, keys = result.hits, result.info["doc_ids"]
+        hits, keys, memo = result.hits, result.info["doc_ids"], self._hashes
+        whole = not self.chunk_nodes
         return with_unique_ids(
             [
-                hit_to_node(
-                    hits[j], by_key[keys[j]], "mixpr", whole=not self.chunk_nodes, key=keys[j]
-                )
+                hit_to_node(hits[j], by_key[keys[j]], "mixpr", whole=whole, key=keys[j], memo=memo)
                 for j in result.positions(self.order)
                 if keys[j] in by_key
             ]

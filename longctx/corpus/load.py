@@ -215,6 +215,7 @@ class CorpusIndex:
             if isinstance(values[0], one) and all(v is values[0] for v in values):
                 indexes = values[0]
         self.index = None
+        self._positions = None  # (the index's doc_ids, {doc_id: position}): _position
         self.sharded = isinstance(indexes, ShardedMixPRIndex)
         if isinstance(indexes, one):
             self.index = indexes
@@ -273,9 +274,18 @@ class CorpusIndex:
         if self.index is not None:
             if self.sharded:
                 return self.index.text(doc_id)
-            pos = {d: i for i, d in enumerate(self.index.doc_ids)}
-            return self.index.texts[pos[doc_id]]
+            return self.index.texts[self._position(doc_id)]
         return self.indexes[doc_id].texts[0]
+
+    def _position(self, doc_id: str) -> int:
+        """The position of ``doc_id`` in the one index's documents (``KeyError`` when absent),
+        from a map made once per version of its ids (an insert or delete gives new ones), not
+        once per call: a retriever asks for each hit's document."""
+        ids = self.index.doc_ids
+        held = self._positions
+        if held is None or held[0] is not ids:
+            held = self._positions = (ids, {d: i for i, d in enumerate(ids)})
+        return held[1][doc_id]
 
     def metadata(self, doc_id: str) -> dict:
         """The metadata the corpus's index holds for ``doc_id`` (``{}`` for per-document
@@ -285,8 +295,7 @@ class CorpusIndex:
             return {}
         if self.sharded:
             return self.index.metadata(doc_id)
-        pos = {d: i for i, d in enumerate(self.index.doc_ids)}
-        return dict(self.index.metadatas[pos[doc_id]])
+        return dict(self.index.metadatas[self._position(doc_id)])
 
     def close(self) -> None:
         """Stop a sharded corpus's shard actors (nothing for other corpora)."""

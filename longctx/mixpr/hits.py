@@ -26,6 +26,7 @@ __all__ = [
     "select_units",
     "text_slice",
     "unit_hit",
+    "unit_hits",
     "unit_text_key",
     "values_at",
     "document_hits",
@@ -57,6 +58,23 @@ def unit_hit(st, i: int, score: float) -> Passage:
     """Unit ``i`` of the state ``st`` as a hit of score ``score``."""
     d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
     return Passage(a, b, text_slice(st.texts, d, a, b), score, int(st.unit_positions(i)), d)
+
+
+def unit_hits(st, idx, vals) -> tuple[Passage, ...]:
+    """Units ``idx`` (``(h,) int``) of the state ``st`` as hits of scores ``vals`` (``(h,)
+    float``): :func:`unit_hit` of each, the same values, with the units' documents, offsets and
+    positions read by one gather for all of them rather than one per hit (a token budget's
+    selection returns hundreds)."""
+    idx = np.asarray(idx, dtype=np.int64)
+    if not len(idx):
+        return ()
+    texts = st.texts
+    src, a, b = st.unit_source[idx].tolist(), st.starts[idx].tolist(), st.ends[idx].tolist()
+    pos = np.asarray(st.unit_positions(idx)).tolist()
+    return tuple(
+        Passage(int(x), int(y), text_slice(texts, d, x, y), float(v), int(p), int(d))
+        for d, x, y, v, p in zip(src, a, b, np.asarray(vals).tolist(), pos)
+    )
 
 
 def unit_text_key(st, allowed):

@@ -24,7 +24,14 @@ from longctx.mixpr import writes
 from longctx.mixpr.build import build_state
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.explain import explain_documents, explain_hits
-from longctx.mixpr.hits import dense_scores, document_hits, select_units, unit_hit, values_at
+from longctx.mixpr.hits import (
+    dense_scores,
+    document_hits,
+    select_units,
+    unit_hit,
+    unit_hits,
+    values_at,
+)
 
 # ``X as X``: also importable from ``longctx.mixpr.index`` as before the split.
 from longctx.mixpr.persist import LOADABLE_VECTORIZER_KWARGS as LOADABLE_VECTORIZER_KWARGS
@@ -705,7 +712,7 @@ class MixPRIndex(RetrievalIndex):
             budget = {"token_budget": token_budget, "unit": self.token_counter_name}
         else:
             budget = {"k": k}
-        hits = tuple(unit_hit(st, int(i), float(v)) for i, v in zip(idx.tolist(), vals.tolist()))
+        hits = unit_hits(st, idx, vals)
         timings["select"] = time.perf_counter() - t0
         if keep is not None:  # explain=True: after the selection, for the hits only
             t0 = time.perf_counter()
