@@ -9,23 +9,14 @@ import pytest
 pytest.importorskip("langchain_core")
 
 from langchain_longctx import CorpusRetriever  # noqa: E402
-from longctx.corpus import CorpusIndex, build_indexes  # noqa: E402
-from longctx.corpus.shards.index import ShardedMixPRIndex  # noqa: E402
-from longctx.io import sample_text  # noqa: E402
-from longctx.mixpr import MixPRIndex  # noqa: E402
-
-_T = sample_text("alice")
-TEXTS = [_T[5_000:12_000], _T[60_000:67_000], _T[90_000:97_000]]
-IDS = ["a", "b", "c"]
-METAS = [{"lang": "en", "part": 1}, {"lang": "fr", "part": 2}, {"lang": "en", "part": 3}]
-Q = "Who sits at the tea party with the Hatter?"
+from longctx.corpus import build_indexes  # noqa: E402
+from tests._corpus_filter import IDS, TEXTS, metadata_corpus, per_document_corpus  # noqa: E402
+from tests._corpus_filter import QUERY as Q  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=["one", "sharded"])
 def corpus(request):
-    if request.param == "one":
-        return CorpusIndex(MixPRIndex.from_texts(TEXTS, ids=IDS, metadatas=METAS))
-    return CorpusIndex(ShardedMixPRIndex.from_texts(TEXTS, shards=2, ids=IDS, metadatas=METAS))
+    return metadata_corpus(request.param)
 
 
 def _sources(docs):
@@ -74,17 +65,8 @@ def test_a_corpus_built_from_files_holds_no_metadata(tmp_path):
     }  # fmt: skip
 
 
-class _PerDocument:
-    """A stand-in of one document's diversity index (``search`` and ``texts``)."""
-
-    texts = ("x",)
-
-    def search(self, query, **kw):  # pragma: no cover - never reached: refused before
-        raise AssertionError("searched")
-
-
 def test_a_diversity_corpus_refuses_a_filter_naming_it():
-    corpus = CorpusIndex({"d": _PerDocument()})
+    corpus = per_document_corpus()
     with pytest.raises(ValueError, match="filter: a per-document"):
         CorpusRetriever(corpus=corpus, filter={"lang": "en"})
     with pytest.raises(ValueError, match="filter: a per-document"):
