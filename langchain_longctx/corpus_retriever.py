@@ -62,6 +62,13 @@ class CorpusRetriever(BaseRetriever):
     - `keep_firsts` (`bool`): With `vector_retriever`: MixPR's own best unit and the app's
       first hit chosen first, then the seeded order (``MixPRIndex.search(keep_firsts=True)``,
       over shards too).
+    - `filter` (`dict | callable | None`): MixPR corpora (one index or sharded): a metadata
+      filter as ``MixPRRetriever`` takes it (``{"lang": "en"}``, ``{"year": {"$gte": 1800}}``,
+      a callable ``metadata -> bool``); ``invoke(..., filter=...)`` overrides it. It sees the
+      metadata the corpus's index holds for each document (``CorpusIndex.metadata(doc_id)``),
+      not ``metadatas``: a corpus built by ``longctx index`` / ``build_indexes`` holds none
+      (``{}``), so there only ``$ne`` / ``$nin`` keep anything. A diversity corpus cannot filter
+      (``ValueError`` naming ``filter``).
 
     **Usage**
 
@@ -109,6 +116,12 @@ class CorpusRetriever(BaseRetriever):
     seed_source_key: str = Field(
         default="source", description="Metadata key naming a vector hit's corpus document"
     )
+    filter: Any = Field(
+        default=None,
+        repr=False,
+        description="MixPR corpora: metadata filter, a dict ({'lang': 'en'}) or a callable "
+        "metadata -> bool, on the corpus index's metadata; invoke(..., filter=...) overrides it",
+    )
 
     _holds: Any = PrivateAttr(default=None)  # the corpus's ids (set at construction)
 
@@ -116,6 +129,7 @@ class CorpusRetriever(BaseRetriever):
         from longctx.corpus.load import check_corpus
 
         check_corpus(self.corpus, "CorpusRetriever")
+        self.corpus.check_filters(self.filter, "filter")  # before any search
         vr = self.vector_retriever
         check_vector_retriever(vr)
         if vr is not None and self.corpus.index is None:
@@ -169,6 +183,12 @@ class CorpusRetriever(BaseRetriever):
     ) -> list[Document]:
         check_text(query, "query")
         order = check_order(kwargs.pop("order", None) or self.order)
+        flt = kwargs.pop("filter", None)  # MixPRRetriever's name; the core's is filters
+        flt = self.corpus.check_filters(self.filter if flt is None else flt, "filter")
+        if flt is not None:
+            if kwargs.get("filters") is not None:
+                raise TypeError("give filter= (the retriever's name) or filters=, not both")
+            kwargs["filters"] = flt
         kwargs.setdefault("unique_texts", None)  # one slot per text where the corpus can
         explain = kwargs.pop("explain", None)
         kwargs["explain"] = check_explain(self.explain if explain is None else explain)

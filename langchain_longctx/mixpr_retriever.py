@@ -3,6 +3,7 @@ Long-Context with Real-Time, Sparse GraphRAG", 2024, arXiv:2412.06078)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import warnings
@@ -48,6 +49,8 @@ from longctx.persist import PersistError
 from longctx.persist.reader import retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
+
+logger = logging.getLogger(__name__)
 
 
 class MixPRRetriever(BaseRetriever):
@@ -309,19 +312,23 @@ class MixPRRetriever(BaseRetriever):
         return [k if k is not None else d.id for k, d in zip(keys, docs)]
 
     def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
-        """Remove documents by id (LangChain's ``VectorStore.delete`` name).
+        """Remove documents by id (LangChain's ``VectorStore.delete`` name and contract).
+
+        An id the retriever does not hold is skipped, as LangChain's ``InMemoryVectorStore``
+        skips it (logged, and the result is ``False``); the held ones are removed. (Before
+        longctx 0.2 an unknown id raised ``KeyError`` and removed nothing.)
 
         Returns
         -------
         bool
-            True (every id was found and removed).
+            ``True`` when every id was held and removed, ``False`` when some were not held (the
+            others were removed), as ``VectorStore.delete`` documents: "True if deletion is
+            successful, False otherwise".
 
         Raises
         ------
         ValueError
-            ``ids`` is missing or empty.
-        KeyError
-            An id the retriever does not hold (nothing is removed).
+            ``ids`` is missing or empty (LangChain's "delete all" is not supported).
         """
         if not ids:
             raise ValueError("delete() needs ids=[...]")
@@ -335,7 +342,7 @@ class MixPRRetriever(BaseRetriever):
             found = {self._keys[j] for j in drop} | {self.documents[j].id for j in drop}
             missing = [i for i in ids if i not in found]
             if missing:
-                raise KeyError(f"ids {missing[:5]} are not in the retriever")
+                logger.info("delete: ids %s are not in the retriever; skipped", missing[:5])
             held = set(self._index.doc_ids) if self._index is not None else set()
             gone = [self._keys[j] for j in drop if self._keys[j] in held]
             if gone:
@@ -346,7 +353,7 @@ class MixPRRetriever(BaseRetriever):
             self.documents[:] = [d for j, d in enumerate(self.documents) if j not in dropped]
             self._keys = [k for j, k in enumerate(self._keys) if j not in dropped]
             self._sources = None
-        return True
+        return not missing
 
     async def aadd_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
         """:meth:`add_documents` in a worker thread (LangChain's ``VectorStore`` async name)."""

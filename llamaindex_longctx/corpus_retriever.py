@@ -47,7 +47,12 @@ class CorpusRetriever(BaseRetriever):
     mode : {"auto", "local", "global"}
         MixPR corpora: ``"auto"`` asks the router.
     filters : optional
-        MixPR corpora: metadata filters (LlamaIndex ``MetadataFilters``, a dict or a callable).
+        MixPR corpora (one index or sharded): metadata filters as
+        :class:`~llamaindex_longctx.MixPRRetriever` takes them (LlamaIndex ``MetadataFilters``,
+        a dict or a callable ``metadata -> bool``), on the metadata the corpus's index holds
+        for each document (``CorpusIndex.metadata(doc_id)``): a corpus built by ``longctx
+        index`` / ``build_indexes`` holds none (``{}``), so there only ``!=`` / ``nin`` keep
+        anything. A diversity corpus cannot filter: ``ValueError`` naming ``filters``.
     order : {"score", "document"}, default "score"
         Best first, or corpus order (:meth:`longctx.types.SearchResult.positions`).
     explain : bool, default False
@@ -93,7 +98,7 @@ class CorpusRetriever(BaseRetriever):
         self.similarity_top_k = check_int(similarity_top_k, "similarity_top_k", minimum=1)
         self.token_budget = check_int(token_budget, "token_budget", minimum=1, allow_none=True)
         self.mode = check_choice(mode, "mode", MODES)
-        self.filters = filters
+        self.filters = self.corpus.check_filters(filters, "filters")  # before any search
         self.order = check_order(order)
         self.explain = check_explain(explain)
         if vector_retriever is not None and not isinstance(vector_retriever, BaseRetriever):

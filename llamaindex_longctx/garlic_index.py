@@ -85,6 +85,23 @@ GARLIC_STRUCT_TYPE = (
 )
 #: The struct type of stores persisted before the name above (still loaded).
 GARLIC_STRUCT_TYPE_V0 = "longctx_garlic"
+#: Version of the struct's ``search_settings`` object (a store persisted before it has none).
+SEARCH_SETTINGS_VERSION = 1
+#: The search settings a GarlicIndex persists, with their defaults (``GarlicSearcher``'s).
+SEARCH_DEFAULTS = {"alpha": 0.5, "stop_patience": 1, "max_context_tokens": None,
+                   "max_new_tokens": 64}  # fmt: skip
+
+
+class _Saved:
+    """The default of a search setting: the saved value of a loaded index, else the default."""
+
+    def __repr__(self) -> str:
+        return "<saved or default>"
+
+
+_SAVED = _Saved()
+#: Largest saved values accepted at load (a store is untrusted: no search of a billion tokens).
+_SAVED_MAX = {"stop_patience": 1_000_000, "max_context_tokens": 2**31 - 1, "max_new_tokens": 2**20}
 META_LEVEL = "longctx_level"
 META_POSITION = "longctx_visit_position"
 META_EDGE_WEIGHT = "longctx_edge_weight"
@@ -107,6 +124,9 @@ class GarlicIndexStruct(IndexStruct):
     graphs: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: name of the embedding model the graphs' node embeddings were made with (``Encoder.name``)
     encoder: str | None = None
+    #: ``{"format_version": 1, "alpha", "stop_patience", "max_context_tokens",
+    #: "max_new_tokens"}``: the index's search settings (``None`` in stores persisted before)
+    search_settings: dict[str, Any] | None = None
 
     @classmethod
     def get_type(cls):  # a str key works in the registries (IndexStructType is a str enum)
@@ -160,7 +180,11 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         Passed to the builder (``batch_tokens``, ``max_levels``, ``batch_size``,
         ``force_bullets``...).
     alpha, stop_patience, max_context_tokens, max_new_tokens :
-        Search settings, see :class:`longctx.garlic.search.GarlicSearcher`.
+        Search settings, see :class:`longctx.garlic.search.GarlicSearcher` (defaults 0.5, 1,
+        ``None``, 64). Persisted with the index (its struct's ``search_settings``): a loaded
+        index (``load_index_from_storage``, :func:`load_garlic_index`) takes the saved ones,
+        except those given again, which win; a store persisted before they were saved loads
+        with the defaults.
     explain : bool, default False
         The default of :meth:`as_retriever` and :meth:`as_query_engine`: give every returned
         node ``metadata["longctx_explanation"]`` (see the module doc).
@@ -179,16 +203,18 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         embed_model=None,
         graph_builder=None,
         build_kwargs: dict | None = None,
-        alpha: float = 0.5,
-        stop_patience: int = 1,
-        max_context_tokens: int | None = None,
-        max_new_tokens: int = 64,
+        alpha: float = _SAVED,
+        stop_patience: int = _SAVED,
+        max_context_tokens: int | None = _SAVED,
+        max_new_tokens: int = _SAVED,
         explain: bool = False,
         **kwargs: Any,
     ) -> None:
         from llamaindex_longctx._embed import app_encoder
-        from longctx.checks import check_float, check_int
 
+        given = {"alpha": alpha, "stop_patience": stop_patience,
+                 "max_context_tokens": max_context_tokens, "max_new_tokens": max_new_tokens}  # fmt: skip
+        given = _check_search_settings({k: v for k, v in given.items() if v is not _SAVED})
         if encoder is not None and embed_model is not None:
             raise ValueError("give embed_model or encoder (its older name), not both")
         self._model = model
@@ -196,14 +222,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         self._encoder = app_encoder(embed_model if embed_model is not None else encoder)
         self._graph_builder = graph_builder  # None: longctx.garlic.build.build_each's default
         self._build_kwargs = dict(build_kwargs or {})
-        self._search_kwargs = {
-            "alpha": check_float(alpha, "alpha", low=0.0, high=1.0),
-            "stop_patience": check_int(stop_patience, "stop_patience", minimum=1),
-            "max_context_tokens": check_int(
-                max_context_tokens, "max_context_tokens", minimum=1, allow_none=True
-            ),
-            "max_new_tokens": check_int(max_new_tokens, "max_new_tokens", minimum=1),
-        }
+        self._search_kwargs = {**SEARCH_DEFAULTS, **given}  # the saved ones join at load
         self.explain = check_explain(explain)
         self._searcher = None
         self._searcher_lock = threading.Lock()
@@ -213,6 +232,54 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         super().__init__(nodes=nodes, index_struct=index_struct, **kwargs)
         if index_struct is not None:
             self._check_loaded_struct()
+            self._search_kwargs = {**SEARCH_DEFAULTS, **self._saved_settings(), **given}
+        # the settings in force go with the struct, so that a persist keeps them
+        self._index_struct.search_settings = {
+            "format_version": SEARCH_SETTINGS_VERSION,
+            **self._search_kwargs,
+        }
+        self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    def _saved_settings(self) -> dict:
+        """The loaded struct's search settings (``{}`` for a store persisted before they were
+        saved), each checked as the constructor checks it.
+
+        Raises
+        ------
+        longctx.persist.PersistError
+            Naming the index store entry and the field: not an object, another format version,
+            an unknown setting or a value out of range.
+        """
+        from longctx.persist import PersistError
+
+        raw = self._index_struct.search_settings
+        if raw is None:  # a store persisted before they were saved, or from_corpus
+            logger.info("GarlicIndex %s: no saved search settings: the defaults", self.index_id)
+            return {}
+        where = (
+            f"the GARLIC index {str(self.index_id)[:80]!r} of the index store (index_store.json):"
+            " field 'search_settings'"
+        )
+        if not isinstance(raw, dict):
+            raise PersistError(f"{where} must be an object")
+        version = raw.get("format_version")
+        if isinstance(version, bool) or version != SEARCH_SETTINGS_VERSION:
+            raise PersistError(
+                f"{where} has format version {str(version)[:40]!r}; this longctx reads "
+                f"{SEARCH_SETTINGS_VERSION}: upgrade longctx, or build the index again"
+            )
+        settings = {k: v for k, v in raw.items() if k != "format_version"}
+        unknown = sorted(str(k)[:40] for k in set(settings) - set(SEARCH_DEFAULTS))
+        if unknown:
+            raise PersistError(f"{where} holds unknown settings {unknown[:5]}")
+        try:
+            settings = _check_search_settings(settings)
+        except (TypeError, ValueError) as exc:
+            raise PersistError(f"{where}: {exc}") from None
+        for name, most in _SAVED_MAX.items():  # read from disk: bounded
+            if (settings.get(name) or 0) > most:
+                raise PersistError(f"{where}: {name} is over {most}")
+        return settings
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], **kwargs: Any) -> GarlicIndex:
@@ -545,6 +612,25 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         engine_kw = {k: v for k, v in kwargs.items() if k in engine_args}
         search_kw = {k: v for k, v in kwargs.items() if k not in engine_args}
         return RetrieverQueryEngine.from_args(self.as_retriever(**search_kw), llm=llm, **engine_kw)
+
+
+def _check_search_settings(settings: dict) -> dict:
+    """``settings`` (a subset of :data:`SEARCH_DEFAULTS`' keys) checked: ``TypeError`` /
+    ``ValueError`` naming the setting."""
+    from longctx.checks import check_float, check_int
+
+    out = dict(settings)
+    if "alpha" in out:
+        out["alpha"] = check_float(out["alpha"], "alpha", low=0.0, high=1.0)
+    if "stop_patience" in out:
+        out["stop_patience"] = check_int(out["stop_patience"], "stop_patience", minimum=1)
+    if "max_context_tokens" in out:
+        out["max_context_tokens"] = check_int(
+            out["max_context_tokens"], "max_context_tokens", minimum=1, allow_none=True
+        )
+    if "max_new_tokens" in out:
+        out["max_new_tokens"] = check_int(out["max_new_tokens"], "max_new_tokens", minimum=1)
+    return out
 
 
 def _span(g, p) -> Passage:

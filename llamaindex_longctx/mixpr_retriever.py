@@ -339,26 +339,33 @@ class MixPRRetriever(BaseRetriever):
         """Add one document (see :meth:`insert_nodes`)."""
         self.insert_nodes([document])
 
-    def delete_ref_doc(self, ref_doc_id: str, raise_error: bool = True) -> None:
+    def delete_ref_doc(self, ref_doc_id: str, raise_error: bool = False) -> None:
         """Remove every node of document ``ref_doc_id`` (nodes whose ``ref_doc_id`` or own id it
-        is), as LlamaIndex's ``BaseIndex.delete_ref_doc``.
+        is), as LlamaIndex's ``BaseIndex.delete_ref_doc``: a document the retriever does not
+        hold is logged (a ``logging`` warning, LlamaIndex's own words) and nothing is deleted.
+        ``raise_error=True`` raises instead (the default before longctx 0.2).
 
         Raises
         ------
         KeyError
-            No node belongs to ``ref_doc_id`` (unless ``raise_error=False``).
+            ``raise_error=True`` and no node belongs to ``ref_doc_id``.
         """
         with self._lock:
-            gone = [
-                j
-                for j, n in enumerate(self._nodes)
-                if n.ref_doc_id == ref_doc_id or n.node_id == ref_doc_id
-            ]
+            gone = self._doc_positions(ref_doc_id)
             if not gone:
                 if raise_error:
                     raise KeyError(f"no node of document {ref_doc_id!r} in the retriever")
+                logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
                 return
             self._remove(gone)
+
+    def _doc_positions(self, ref_doc_id: str) -> list[int]:
+        """Positions of the nodes of document ``ref_doc_id`` (its own or its nodes')."""
+        return [
+            j
+            for j, n in enumerate(self._nodes)
+            if n.ref_doc_id == ref_doc_id or n.node_id == ref_doc_id
+        ]
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
         """Remove nodes by their own id (unknown ids are ignored)."""
@@ -389,7 +396,7 @@ class MixPRRetriever(BaseRetriever):
         """Replace document ``document.node_id``: its nodes are deleted and ``document`` is
         inserted (LlamaIndex's ``BaseIndex.update_ref_doc``)."""
         with self._lock:
-            self.delete_ref_doc(document.node_id, raise_error=False)
+            self._remove(self._doc_positions(document.node_id))  # a new one: nothing, no log
             self.insert_nodes([document])
 
     def refresh(self) -> None:

@@ -297,6 +297,34 @@ class CorpusIndex:
             return self.index.metadata(doc_id)
         return dict(self.index.metadatas[self._position(doc_id)])
 
+    def check_filters(self, filters, name: str = "filters"):
+        """``filters`` when this corpus can filter by them, checked before any search work.
+
+        A MixPR corpus (one index or sharded) filters on the metadata its index holds for each
+        document (:func:`longctx.filters.compile_filter`: LlamaIndex ``MetadataFilters``, a
+        LangChain-style dict or a callable ``metadata -> bool``). A corpus built by
+        :func:`longctx.corpus.build_indexes` (``longctx index``) stores no metadata: every
+        document's is ``{}``. A per-document (diversity) corpus cannot filter.
+
+        Raises
+        ------
+        ValueError
+            A per-document corpus given a filter (``name`` named), or a bad filter.
+        TypeError
+            A filter of a wrong type.
+        """
+        from longctx.filters import compile_filter
+
+        if filters is None:
+            return None
+        if self.index is None:
+            raise ValueError(
+                f"{name}: a per-document (diversity) corpus cannot filter by metadata; filters "
+                "apply to MixPR corpora (one index or sharded)"
+            )
+        compile_filter(filters)  # a bad filter raises now, naming its key or operator
+        return filters
+
     def close(self) -> None:
         """Stop a sharded corpus's shard actors (nothing for other corpora)."""
         if self.sharded:
@@ -337,7 +365,8 @@ class CorpusIndex:
         Raises
         ------
         ValueError
-            ``k`` < 1 or a bad keyword for the indexes (raised by the first index).
+            ``k`` < 1, a bad keyword for the indexes (raised by the first index), ``filters``
+            on a per-document corpus (:meth:`check_filters`).
         NotImplementedError
             ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus.
         """
@@ -355,6 +384,7 @@ class CorpusIndex:
             kwargs["unique_texts"] = True
         if check_explain(explain):
             kwargs["explain"] = True
+        self.check_filters(kwargs.get("filters"))
         if self.index is not None:
             if kwargs.get("token_budget") is not None:
                 r = self.index.search(query, **kwargs)

@@ -22,8 +22,7 @@ def test_add_and_delete_equal_a_fresh_build(tmp_path):
     fresh = MixPRRetriever.from_documents(book_docs([0, 2, 3]), k=3)
     for q in BOOK_QUERIES:
         assert _view(r, q) == _view(fresh, q)
-    with pytest.raises(KeyError, match="pride"):
-        r.delete(ids=["pride"])
+    assert r.delete(ids=["pride"]) is False  # not held: skipped, as VectorStore.delete
     with pytest.raises(ValueError, match="given twice"):
         r.add_documents(book_docs([0, 0]))  # an id held is an upsert (test_mixpr_newcomer.py)
     with pytest.raises(ValueError, match="ids"):
@@ -118,3 +117,24 @@ def test_async_add_and_delete():
     ids, found, gone = asyncio.run(go())
     assert ids == ["note"] and found[0].metadata["longctx_source_id"] == "note" and gone is True
     assert all(d.metadata["longctx_source_id"] != "note" for d in r.invoke("moor"))
+
+
+def test_delete_skips_unknown_ids_as_langchains_stores_do():
+    """``VectorStore.delete``: "True if deletion is successful, False otherwise";
+    ``InMemoryVectorStore.delete`` skips unknown ids. Ours raised ``KeyError`` and removed
+    nothing."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from tests.langchain_longctx._fixtures import HashEmbeddings
+
+    r = MixPRRetriever.from_documents(book_docs([0, 1, 2]), k=3)
+    assert r.delete(ids=["pride", "nobody"]) is False  # "pride" removed, "nobody" skipped
+    assert [d.id for d in r.documents] == ["hound", "whale"]
+    fresh = MixPRRetriever.from_documents(book_docs([0, 2]), k=3)
+    for q in BOOK_QUERIES:
+        assert _view(r, q) == _view(fresh, q)
+    assert r.delete(ids=["nobody"]) is False and len(r.documents) == 2
+    assert r.delete(ids=["whale"]) is True
+    store = InMemoryVectorStore(HashEmbeddings())
+    store.add_documents(book_docs([0]))
+    store.delete(ids=["nobody"])  # the framework's own: no error either

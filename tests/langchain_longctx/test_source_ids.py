@@ -74,3 +74,22 @@ def test_k_checked_by_the_core_rule(bad):
         YouraCompressor(scorer=tiny_scorer(), k=bad)
     with pytest.raises((TypeError, ValueError), match="k"):
         YouraRetriever(documents=docs, scorer=tiny_scorer(), k=bad)
+
+
+def test_longctx_source_id_is_there_exactly_when_the_document_has_an_id():
+    """What README.md and the guide say: ``longctx_source_id`` is the source's id, absent for a
+    ``Document`` without id (its hits' ids name it ``source{position}``, which ``add_documents``
+    returns and ``delete`` takes)."""
+    docs = [Document(page_content=A, id="cat"), Document(page_content=B)]
+    r = MixPRRetriever(documents=docs, k=10)
+    out = r.invoke("What did the cat and the dog do?")
+    assert {d.id.split("#")[0] for d in out} == {"cat", "source1"}
+    for d in out:
+        assert d.metadata.get("longctx_source_id") == ("cat" if d.id.startswith("cat#") else None)
+        assert ("longctx_source_id" in d.metadata) == d.id.startswith("cat#")
+    assert r.add_documents([Document(page_content="The bird sang.")]) == ["source2"]
+    assert r.delete(["source1"]) is True
+    assert {d.id.split("#")[0] for d in r.invoke("What did the dog do?")} <= {"cat", "source2"}
+    for d in DiversityCompressor(top_n=4).compress_documents(docs, "What did the dog do?"):
+        of_cat = d.id is not None and d.id.split("#")[0] == "cat"  # a whole document: its id
+        assert d.metadata.get("longctx_source_id") == ("cat" if of_cat else None)

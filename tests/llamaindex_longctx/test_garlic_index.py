@@ -243,3 +243,82 @@ def test_from_corpus_checks_graphs_and_keeps_nodes(kit, tmp_path, monkeypatch):
     index = GarlicIndex.from_corpus(tmp_path, storage_context=sc, **run)
     assert index.storage_context is sc and sc.docstore.get_node("d").get_content() == text
     assert index.searcher().graph.texts == (text[:23], text[24:])
+
+
+def _settings_store(kit, tmp_path, **settings):
+    """A one-document GarlicIndex built with ``settings``, persisted in ``tmp_path``."""
+    from llamaindex_longctx import GarlicIndex
+
+    sc = StorageContext.from_defaults()
+    build = {k: v for k, v in kit.items() if k != "max_new_tokens"}
+    index = GarlicIndex.from_documents(_docs()[:1], storage_context=sc, **build, **settings)
+    sc.persist(str(tmp_path))
+    return index
+
+
+def _load(kit, tmp_path, **kw):
+    run = {k: kit[k] for k in ("model", "tokenizer", "encoder")}
+    return load_index_from_storage(
+        StorageContext.from_defaults(persist_dir=str(tmp_path)), **run, **kw
+    )
+
+
+def test_search_settings_persist_with_the_index(kit, tmp_path):
+    """Built with stop_patience=2, alpha=0.3, reloaded: those (they came back 1 and 0.5)."""
+    from llamaindex_longctx.garlic_index import load_garlic_index
+
+    built = _settings_store(kit, tmp_path, stop_patience=2, alpha=0.3, max_context_tokens=300,
+                            max_new_tokens=3)  # fmt: skip
+    want = {"alpha": 0.3, "stop_patience": 2, "max_context_tokens": 300, "max_new_tokens": 3}
+    assert built.searcher().alpha == 0.3
+    for loaded in (
+        _load(kit, tmp_path),
+        load_garlic_index(
+            StorageContext.from_defaults(persist_dir=str(tmp_path)),
+            **{k: kit[k] for k in ("model", "tokenizer", "encoder")},
+        ),
+    ):
+        assert loaded._search_kwargs == want
+        s = loaded.searcher()
+        assert (s.alpha, s.stop_patience, s.max_context_tokens) == (0.3, 2, 300)
+
+
+def test_explicit_settings_at_load_win_and_are_persisted_next(kit, tmp_path):
+    _settings_store(kit, tmp_path, stop_patience=2, alpha=0.3)
+    loaded = _load(kit, tmp_path, stop_patience=4, max_context_tokens=None)
+    assert loaded._search_kwargs["stop_patience"] == 4  # given: wins
+    assert loaded._search_kwargs["alpha"] == 0.3  # not given: the saved one
+    loaded.storage_context.persist(str(tmp_path / "again"))
+    again = _load(kit, tmp_path / "again")
+    assert (again._search_kwargs["stop_patience"], again._search_kwargs["alpha"]) == (4, 0.3)
+
+
+def test_a_store_persisted_before_the_settings_loads_with_the_defaults(kit, tmp_path):
+    _settings_store(kit, tmp_path, stop_patience=2, alpha=0.3)
+    _edit_struct(tmp_path / "index_store.json", lambda struct: struct.pop("search_settings"))
+    old = _load(kit, tmp_path)
+    assert old._search_kwargs == {
+        "alpha": 0.5, "stop_patience": 1, "max_context_tokens": None, "max_new_tokens": 64,
+    }  # fmt: skip
+    assert _load(kit, tmp_path, alpha=0.2)._search_kwargs["alpha"] == 0.2
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        ({"format_version": 2}, "format version '2'"),
+        ({"alpha": 7}, "alpha"),
+        ({"stop_patience": "many"}, "stop_patience"),
+        ({"max_new_tokens": 10**9}, "max_new_tokens is over"),
+        ({"temperature": 1.0}, "unknown settings"),
+    ],
+)
+def test_damaged_saved_settings_are_a_persist_error_naming_the_field(kit, tmp_path, edit, match):
+    from longctx.persist import PersistError
+
+    _settings_store(kit, tmp_path, stop_patience=2)
+    _edit_struct(
+        tmp_path / "index_store.json", lambda struct: struct["search_settings"].update(edit)
+    )
+    with pytest.raises(PersistError, match=rf"search_settings.*{match}"):
+        _load(kit, tmp_path)

@@ -32,8 +32,7 @@ def test_insert_and_delete_equal_a_fresh_build():
         assert _view(r, q) == _view(fresh, q)
     assert [n.node_id for n in r.nodes] == ["hound", "whale", "gem"]
     with pytest.raises(KeyError, match="pride"):
-        r.delete_ref_doc("pride")
-    r.delete_ref_doc("pride", raise_error=False)
+        r.delete_ref_doc("pride", raise_error=True)
     with pytest.raises(ValueError, match="already"):
         r.insert_nodes(book_docs([0]))
     r.update_ref_doc(Document(text="Sir Henry found his boot again.", id_="hound"))
@@ -91,3 +90,30 @@ def test_metadata_filters_exclude_the_best_document():
         assert n.node.metadata["author"] == "Doyle"  # the user's metadata kept
     with pytest.raises(TypeError, match="filters must be"):
         MixPRRetriever.from_documents(book_docs(), filters=3)
+
+
+def test_delete_ref_doc_of_an_unknown_document_logs_as_llamaindex_does(caplog):
+    """LlamaIndex's ``BaseIndex.delete_ref_doc`` logs "ref_doc_id X not found, nothing
+    deleted." and returns (``VectorStoreIndex``'s returns silently); ours raised ``KeyError`` by
+    default."""
+    import logging
+
+    r = MixPRRetriever.from_documents(book_docs([0, 1]), similarity_top_k=3)
+    before = [n.node_id for n in r.nodes]
+    with caplog.at_level(logging.WARNING):
+        assert r.delete_ref_doc("nobody") is None
+    assert [n.node_id for n in r.nodes] == before  # nothing deleted
+    ours = [m for m in caplog.messages if "nobody" in m]
+    caplog.clear()
+    from llama_index.core import SummaryIndex
+
+    vec = VectorStoreIndex.from_documents(book_docs([0]), embed_model=MockEmbedding(embed_dim=4))
+    vec.delete_ref_doc("nobody")  # the framework's vector index: no raise (and no log)
+    with caplog.at_level(logging.WARNING):
+        SummaryIndex.from_documents(book_docs([0])).delete_ref_doc("nobody")  # BaseIndex's
+    assert ours and ours == [m for m in caplog.messages if "nobody" in m]
+    with caplog.at_level(logging.WARNING):
+        caplog.clear()
+        r.update_ref_doc(Document(text="A new note about the moor.", id_="note"))  # new: no log
+    assert not [m for m in caplog.messages if "not found" in m]
+    assert "note" in [n.node_id for n in r.nodes]

@@ -72,3 +72,17 @@ def test_sizes_checked_by_the_core_rule(bad):
         DiversityPostprocessor(token_budget=bad, embed_model=HashEmbedding())
     with pytest.raises((TypeError, ValueError), match="top_n"):
         YouraPostprocessor(scorer=tiny_scorer(), top_n=bad)
+
+
+def test_longctx_source_id_is_always_the_nodes_id():
+    """What README.md and the guide say: every LlamaIndex node has an id (given or generated),
+    so every hit carries ``longctx_source_id``, that id."""
+    from llama_index.core.schema import TextNode
+
+    from llamaindex_longctx import MixPRRetriever
+
+    nodes = [TextNode(text="The cat sat on the mat. The cat slept."), TextNode(text="A dog ran.")]
+    out = MixPRRetriever(nodes, similarity_top_k=5).retrieve("What did the cat do?")
+    assert out
+    ids = {n.node_id for n in nodes}
+    assert all(n.node.metadata["longctx_source_id"] in ids for n in out)
