@@ -98,6 +98,19 @@ __all__ = [
 DENSE_SHARE = 4
 #: Sums of more than ``1 / COUNT_SHARE`` of the vector's size are made by a dense count.
 COUNT_SHARE = 16
+#: The walk's result (its settled mass summed by unit in :meth:`PushBlock.push_finish`, then
+#: the scores, :meth:`~longctx.mixpr.scoring.UnitBlock.scores_local`) stays sparse, summed by a
+#: sort, while its entries are at most ``1 / RESULT_SHARE`` of the units; a level's units
+#: (:meth:`PushBlock.push_step`) likewise up to ``1 / STEP_SHARE``. Both sums add each unit's
+#: entries in their order from 0, so the scores are the same bit for bit either way. At 16
+#: (``COUNT_SHARE``) the growth table's heavy questions at 10M words (537,133 units) made
+#: three ``(n_units,)`` float64 vectors a query (4.3 MB each: the count, the scores, their
+#: division) and chose over all units: question 3's arrays peaked at 10.5 MB, 7.5 with the
+#: result sparse and 4.7 with the level's units too; questions 3, 8 and 17 took 9.6 / 6.6 /
+#: 5.5 ms warm (k = 10) and 27 / 25 / 22 ms with a 3,000-token budget, then 8.8 / 6.4 / 5.2
+#: and 13-14 / 11 / 8-8.5 ms (issue 46, session 20). At 1M words (51,262 units) the same.
+RESULT_SHARE = 4
+STEP_SHARE = 4
 #: A level's gather of its units' terms, when summed by a dense count, is done in blocks of
 #: rows holding about this many entries on average (:func:`gather_summed`; 94 KB of float64),
 #: so that its temporaries stay below glibc's first ``mmap`` threshold (128 KiB) and are reused
@@ -464,7 +477,8 @@ class PushBlock:
                 units = np.concatenate([units, pidx])
                 vals = np.concatenate([vals, dangling * pval])
             # the units in E's index dtype (int32): half the frontier's bytes (issue 46)
-            idx, r = sum_sparse(units, vals, self.n, wide=False)
+            size = self.n if len(units) * STEP_SHARE > self.n else None
+            idx, r = sum_sparse(units, vals, size, wide=False)
             del units, vals  # freed before the next level's gather (its peak): issue 46
         out = self._push_emit(s, idx, r, own=True)
         return (*out[:4], out[4] + read)
@@ -473,7 +487,7 @@ class PushBlock:
         """The walk's scores are the settled mass: ``x`` of the session (each unit's levels
         summed in order, as a dense accumulation would): a
         :class:`~longctx.selection.SparseScores` over the units the walk reached, or the
-        ``(n,)`` vector when it settled on more than ``1 / COUNT_SHARE`` of the units (sorting
+        ``(n,)`` vector when its levels hold more than ``1 / RESULT_SHARE`` of the units (sorting
         that many would cost more than one pass). Returns its maximum over the block (or None
         for an empty block)."""
         s = self._s(sid)
@@ -493,7 +507,7 @@ class PushBlock:
             return float(x.max()) if self.n else None
         idx = np.concatenate(idx) if idx else np.zeros(0, np.int64)
         vals = np.concatenate(vals) if vals else np.zeros(0)
-        if len(idx) * COUNT_SHARE > self.n:
+        if len(idx) * RESULT_SHARE > self.n:
             s["x"] = np.bincount(idx, weights=vals, minlength=self.n)
             return float(s["x"].max()) if self.n else None
         idx, vals = sum_sparse(idx, vals)
