@@ -249,3 +249,59 @@ def test_the_walk_leaves_its_restart_as_it_was(alice_index, monkeypatch):
         alice_index.search(q, k=10)
         assert len(seen["r"]) and np.array_equal(seen["r"], seen["end"])
         assert seen["edges"] is False
+
+
+def test_sparse_result_and_level_sums_give_the_same_bits(alice_index, monkeypatch):
+    """The walk's result and a level's units summed by a sort (``RESULT_SHARE``,
+    ``STEP_SHARE``: every share) or by a dense count (none): the same hits, scores and walk
+    records to the last bit, at k = 10, k = 100 and with a token budget; both paths ran (every
+    level gathered: a level over the whole block would keep its dense vector)."""
+    import longctx.mixpr.scoring as scoring
+    from longctx.selection import SparseScores
+
+    kinds = []
+    real = scoring.UnitBlock.scores_local
+
+    def seen(self, sid, *a):
+        real(self, sid, *a)
+        kinds.append(isinstance(self._s(sid)["scores"], SparseScores))
+
+    monkeypatch.setattr(scoring.UnitBlock, "scores_local", seen)
+    sizes = ({"k": 10}, {"k": 100}, {"token_budget": 600})
+    monkeypatch.setattr(push, "DENSE_SHARE", 1e-9)  # no level over the whole block
+    runs = []
+    for share in (1 << 60, push.RESULT_SHARE, 1e-9):  # dense, the default, always sparse
+        for name in ("RESULT_SHARE", "STEP_SHARE"):
+            monkeypatch.setattr(push, name, share)
+        monkeypatch.setattr(scoring, "RESULT_SHARE", share)
+        kinds.clear()
+        runs.append([_results(alice_index, q, **kw) for q in QUESTIONS for kw in sizes])
+        runs[-1].append(set(kinds))
+    assert runs[0][-1] == {False} and runs[2][-1] == {True}
+    assert runs[0][:-1] == runs[1][:-1] == runs[2][:-1]
+
+
+def test_spans_and_parked_sums_as_before():
+    """``spans`` (gathers by ``take``, ends without ``sel + 1``) and ``_add_parts`` (one gather
+    for one block) give what fancy indexing gave, for int32 and int64 rows."""
+    rng = np.random.default_rng(7)
+    indptr = np.concatenate([[0], np.cumsum(rng.integers(0, 9, 500))]).astype(np.int32)
+    for dtype in (np.int32, np.int64):
+        sel = np.sort(rng.choice(500, 120, replace=False)).astype(dtype)
+        starts, lens, total = push.spans(indptr, sel)
+        assert np.array_equal(starts, indptr[sel])
+        assert np.array_equal(lens, indptr[sel + 1] - indptr[sel])
+        assert total == int((indptr[sel + 1] - indptr[sel]).sum())
+    park = rng.random(300) * (rng.random(300) < 0.5)
+    terms = np.sort(rng.choice(300, 80, replace=False))
+    mass = rng.random(80)
+    want = park.copy()
+    want[terms] += mass
+    got = park.copy()
+    t_terms, t = push._add_parts(got, [(terms, mass)])
+    assert np.array_equal(got, want) and np.array_equal(t_terms, terms)
+    assert np.array_equal(t, want[terms])
+    parts = [(terms[::2], mass[::2]), (terms[1::2], mass[1::2])]
+    got = park.copy()
+    t_terms, t = push._add_parts(got, parts)
+    assert np.array_equal(got, want) and np.array_equal(t, want[t_terms])

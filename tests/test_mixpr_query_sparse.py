@@ -65,14 +65,15 @@ def test_war_and_peace_results_equal_the_dense_path(shared_data, monkeypatch, pa
 def _force(monkeypatch, path: str):
     """Make the query's vectors ``"dense"`` (as before they were kept sparse: the walk's
     settled mass and the scores are ``(n_units,)`` arrays) or ``"sparse"`` whatever share of
-    the units the walk reached (by default a walk that reaches more than 1/16 of them goes
-    dense, as most of Alice's do)."""
+    the units the walk reached (by default a walk whose result holds more than 1/4 of them
+    goes dense, as most of Alice's do)."""
     import longctx.mixpr.push as push
     import longctx.mixpr.scoring as scoring
 
     share = 1 << 60 if path == "dense" else 1e-9
-    monkeypatch.setattr(push, "COUNT_SHARE", share)
-    monkeypatch.setattr(scoring, "COUNT_SHARE", share)
+    for name in ("COUNT_SHARE", "RESULT_SHARE", "STEP_SHARE"):
+        monkeypatch.setattr(push, name, share)
+    monkeypatch.setattr(scoring, "RESULT_SHARE", share)
 
 
 CASES = [

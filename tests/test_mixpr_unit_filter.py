@@ -131,7 +131,8 @@ def test_whole_documents_search_equals_the_dense_path(index, monkeypatch):
     from longctx.mixpr.hits import document_hits
 
     for mod in (push, scoring):  # keep the walk's scores sparse whatever it reaches
-        monkeypatch.setattr(mod, "COUNT_SHARE", 1e-9)
+        monkeypatch.setattr(mod, "RESULT_SHARE", 1e-9)
+    monkeypatch.setattr(push, "COUNT_SHARE", 1e-9)
     seen = []
     real = hits._best_documents
     monkeypatch.setattr(hits, "_best_documents", lambda *a: seen.append(1) or real(*a))

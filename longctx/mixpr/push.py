@@ -98,6 +98,19 @@ __all__ = [
 DENSE_SHARE = 4
 #: Sums of more than ``1 / COUNT_SHARE`` of the vector's size are made by a dense count.
 COUNT_SHARE = 16
+#: The walk's result (its settled mass summed by unit in :meth:`PushBlock.push_finish`, then
+#: the scores, :meth:`~longctx.mixpr.scoring.UnitBlock.scores_local`) stays sparse, summed by a
+#: sort, while its entries are at most ``1 / RESULT_SHARE`` of the units; a level's units
+#: (:meth:`PushBlock.push_step`) likewise up to ``1 / STEP_SHARE``. Both sums add each unit's
+#: entries in their order from 0, so the scores are the same bit for bit either way. At 16
+#: (``COUNT_SHARE``) the growth table's heavy questions at 10M words (537,133 units) made
+#: three ``(n_units,)`` float64 vectors a query (4.3 MB each: the count, the scores, their
+#: division) and chose over all units: question 3's arrays peaked at 10.5 MB, 7.5 with the
+#: result sparse and 4.7 with the level's units too; questions 3, 8 and 17 took 9.6 / 6.6 /
+#: 5.5 ms warm (k = 10) and 27 / 25 / 22 ms with a 3,000-token budget, then 8.8 / 6.4 / 5.2
+#: and 13-14 / 11 / 8-8.5 ms (issue 46, session 20). At 1M words (51,262 units) the same.
+RESULT_SHARE = 4
+STEP_SHARE = 4
 #: A level's gather of its units' terms, when summed by a dense count, is done in blocks of
 #: rows holding about this many entries on average (:func:`gather_summed`; 94 KB of float64),
 #: so that its temporaries stay below glibc's first ``mmap`` threshold (128 KiB) and are reused
@@ -109,12 +122,21 @@ GATHER_BLOCK = 12_000
 # a bool array without a branch per element, 5-8x faster than ``np.flatnonzero(x)`` on float64
 # (51,262 units, a third of them reached: 22 against 188 us); the same indices (-0.0 and 0.0
 # are zeros both ways, NaN is not).
+#
+# A gather by an index array is ``a.take(idx)``, the same values as ``a[idx]``: numpy's
+# fancy indexing casts int32 indices (the walk's units, ``E``'s index dtype) a buffer at a
+# time, ``take`` does not, and skips the indexing machinery (20,000 of 51,262 float64: 10.6
+# against 23.2 us with int32 indices, 8.2 against 11.6 with int64; 100: 0.4 against 0.7 and
+# 0.22 against 0.15, issue 46, session 20). A scatter is the other way round: ``a[idx] = v``
+# with int64 indices is 2x faster than with int32 ones (13 against 28 us for 20,000) and than
+# ``a.put`` (48 us), so int32 units are cast before a large scatter.
 
 
 def spans(indptr, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """``(starts, lengths, their sum)`` of the compressed rows (or columns) ``sel``."""
-    starts = indptr[sel]
-    lens = indptr[sel + 1] - starts
+    starts = indptr.take(sel)
+    lens = indptr[1:].take(sel)
+    lens -= starts  # in place: one (k,) temporary less (a view's take is a new array)
     return starts, lens, int(lens.sum())
 
 
@@ -209,7 +231,7 @@ def _unique_sorted(idx: np.ndarray, order, wide: bool = True) -> tuple[np.ndarra
     """``np.unique(idx, return_inverse=True)`` from a sorting ``order`` of ``idx`` (``None``:
     ``idx`` is ascending already), the unique indices as int64 (``wide=False``: in ``idx``'s
     own dtype)."""
-    s = idx if order is None else idx[order]
+    s = idx if order is None else idx.take(order)
     if not len(s):
         return np.empty(0, np.int64), np.empty(0, np.int64)
     first = np.empty(len(s), bool)
@@ -281,7 +303,7 @@ def gather_summed(rows, sel: np.ndarray, weights: np.ndarray, where, size: int, 
         csc_matvec(size, k, ptr[: k + 1], buf_i[:m], buf_d[:m], weights[a : a + k], total)
     del buf_i, buf_r, buf_d, ptr  # freed before the sums' indices (the level's peak, issue 46)
     u = np.flatnonzero(total != 0)
-    sums = total[u]
+    sums = total.take(u)
     total[u] = 0.0  # zeros again for the query's next level
     return u, sums
 
@@ -307,7 +329,7 @@ def sum_sparse(idx: np.ndarray, val: np.ndarray, size: int | None = None, *, wid
     if size is not None and len(idx) * COUNT_SHARE > size:
         total = np.bincount(idx, weights=val, minlength=size)
         u = np.flatnonzero(total != 0)
-        return u, total[u]
+        return u, total.take(u)
     u, inv = _unique_sorted(idx, sort_order(idx), wide)
     return u, np.bincount(inv, weights=val, minlength=len(u))
 
@@ -384,7 +406,7 @@ class PushBlock:
         moving = np.multiply(r, 1.0 - alpha, out=r) if own else (1.0 - alpha) * r
         del r
         mass = float(moving.sum())
-        col = self.colsum[idx]
+        col = self.colsum.take(idx)
         live = col > 0
         if live.all():  # no unit without terms (the common case): no masks
             dang, rows = 0.0, idx
@@ -399,10 +421,10 @@ class PushBlock:
         nnz = int(E.indptr[-1])  # E.nnz without scipy's checks (a call a level)
         if read * DENSE_SHARE > nnz:  # most of the block: one product over E
             dense = np.zeros(self.n)
-            dense[rows] = v
+            dense[rows.astype(np.intp, copy=False)] = v  # an int64 scatter (see take above)
             t = self._ET @ dense
             terms = np.flatnonzero(t != 0)
-            return terms, t[terms], dang, mass, nnz
+            return terms, t.take(terms), dang, mass, nnz
         counted = is_count_rows(E)  # values made from the counts (CountRows): the same
         if read * COUNT_SHARE > n_terms and (read > GATHER_BLOCK or counted) and csc_matvec:
             if s.get("term_sums") is None:  # one count for the query's levels (issue 46)
@@ -464,7 +486,8 @@ class PushBlock:
                 units = np.concatenate([units, pidx])
                 vals = np.concatenate([vals, dangling * pval])
             # the units in E's index dtype (int32): half the frontier's bytes (issue 46)
-            idx, r = sum_sparse(units, vals, self.n, wide=False)
+            size = self.n if len(units) * STEP_SHARE > self.n else None
+            idx, r = sum_sparse(units, vals, size, wide=False)
             del units, vals  # freed before the next level's gather (its peak): issue 46
         out = self._push_emit(s, idx, r, own=True)
         return (*out[:4], out[4] + read)
@@ -473,7 +496,7 @@ class PushBlock:
         """The walk's scores are the settled mass: ``x`` of the session (each unit's levels
         summed in order, as a dense accumulation would): a
         :class:`~longctx.selection.SparseScores` over the units the walk reached, or the
-        ``(n,)`` vector when it settled on more than ``1 / COUNT_SHARE`` of the units (sorting
+        ``(n,)`` vector when its levels hold more than ``1 / RESULT_SHARE`` of the units (sorting
         that many would cost more than one pass). Returns its maximum over the block (or None
         for an empty block)."""
         s = self._s(sid)
@@ -493,7 +516,7 @@ class PushBlock:
             return float(x.max()) if self.n else None
         idx = np.concatenate(idx) if idx else np.zeros(0, np.int64)
         vals = np.concatenate(vals) if vals else np.zeros(0)
-        if len(idx) * COUNT_SHARE > self.n:
+        if len(idx) * RESULT_SHARE > self.n:
             s["x"] = np.bincount(idx, weights=vals, minlength=self.n)
             return float(s["x"].max()) if self.n else None
         idx, vals = sum_sparse(idx, vals)
@@ -524,17 +547,20 @@ def strict_limits(scorer) -> np.ndarray | None:
     return cached[1]
 
 
-def _add_parts(park: np.ndarray, parts) -> np.ndarray:
+def _add_parts(park: np.ndarray, parts) -> tuple[np.ndarray, np.ndarray]:
     """Add the blocks' term mass (``parts``: each ``(terms ascending, mass)``) to the dense
     ``park`` in block order (each term's values added in the order a sum of the concatenation
-    adds them); returns the terms that got mass, ascending."""
-    if len(parts) == 1:
+    adds them); returns the terms that got mass, ascending, and their sums (a copy)."""
+    if len(parts) == 1:  # park[terms] += mass, then park[terms]: one gather less
         terms = parts[0][0]
-        park[terms] += parts[0][1]
-        return terms
+        t = park.take(terms)
+        t += parts[0][1]
+        park[terms] = t
+        return terms, t
     for p in parts:
         park[p[0]] += p[1]
-    return np.unique(np.concatenate([p[0] for p in parts]))
+    terms = np.unique(np.concatenate([p[0] for p in parts]))
+    return terms, park.take(terms)
 
 
 def push_walk(
@@ -586,25 +612,24 @@ def push_walk(
                 len(s_j),
             )
         else:
-            terms = _add_parts(park, parts)
-            t = park[terms]
+            terms, t = _add_parts(park, parts)
         dangling = sum(p[2] for p in parts)
         parts = None  # read: its sums freed before the level's rule (issue 46: the peak)
         if w is None:
             u = t
         elif park is None:  # t is parked below
-            u = t * w[terms]
+            u = t * w.take(terms)
         else:  # t is read no more: w_j t_j made in it (t_j w_j, a product commutes)
             u = t
-            u *= w[terms]
+            u *= w.take(terms)
         if strict is not None and (steps or query_terms is not None):
-            limit = strict[terms]
+            limit = strict.take(terms)
             if not steps:  # the first level: the query's own terms keep the plain rule
                 own = _members(terms, query_terms)
                 limit[own] = eps * df_j[terms[own]]
         else:
-            limit = eps * df_j[terms]
-        mass = s_j[terms]
+            limit = eps * df_j.take(terms)
+        mass = s_j.take(terms)
         mass *= u  # u_j s_j in place (a temporary less at the level's peak, issue 46)
         push = mass >= limit
         del mass

@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from longctx.filters import compile_filter, filter_digest
 from longctx.mixpr.edges import QueryEdgesBlock
-from longctx.mixpr.push import COUNT_SHARE, PushBlock, push_walk
+from longctx.mixpr.push import RESULT_SHARE, PushBlock, push_walk
 from longctx.mixpr.push_graph import GraphPushBlock, graph_push_walk
 from longctx.mixpr.query import (
     MAX_QUERY_CHUNKS,
@@ -375,7 +375,7 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
         the lexical cosine and ``dense_weight`` times the dense one (each divided by its
         corpus-wide maximum); with both weights 0, the walk's probabilities. A push walk's
         scores stay sparse (:class:`~longctx.selection.SparseScores` over the units it reached
-        and those holding a query term) while those are at most ``1 / COUNT_SHARE`` of the
+        and those holding a query term) while those are at most ``1 / RESULT_SHARE`` of the
         units; more of them, or the dense cosines (``dense_weight``), make them dense."""
         s = self._s(sid)
         cfg = self.config
@@ -383,7 +383,7 @@ class UnitBlock(QueryEdgesBlock, PushBlock, GraphPushBlock):
         s["tops"] = (pi_top, lex_top, dense_top)  # for explain=True (longctx.mixpr.explain)
         dense_w = dense is not None and cfg.dense_weight
         size = len(x.idx) + (0 if lexical is None else len(lexical.idx)) if _is_sparse(x) else 0
-        if _is_sparse(x) and not dense_w and size * COUNT_SHARE <= self.n:
+        if _is_sparse(x) and not dense_w and size * RESULT_SHARE <= self.n:
             if lexical is None:
                 idx, scores = x.idx, x.vals.copy()
             else:
