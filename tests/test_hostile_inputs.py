@@ -386,22 +386,29 @@ def test_a_glob_never_walks_into_a_link_to_a_folder(tmp_path):
 
 @pytest.mark.parametrize(
     "pattern",
-    ["**/*.txt", "*.txt", "**", "sub/**", "*/*.txt", ".*", "**/.*/*.txt", "s?b/*", "**/b*"],
+    ["**/*.txt", "*.txt", "**", "sub/**", "*/*.txt", ".*", "**/.*/*.txt", "s?b/*", "**/b*"]
+    # session 20 review: a hidden name only where that one part starts with "." (every part
+    # could match one once any part did); ``a**`` is ``a*``; a trailing "/" matches folders only
+    + ["*/.hid/*.txt", "*/../a.txt", "**/.hid/*", "sub/*/../*.txt", "**/.*"]
+    + ["s**/*.txt", "**/de**/*", "sub/*/", "**/", "sub/**/"],
 )
 def test_a_glob_without_links_matches_what_glob_glob_matches(tmp_path, pattern, monkeypatch):
     """The glob of a corpus input finds the files ``glob.glob(recursive=True)`` finds (hidden
-    names only for a pattern naming them), absolute or relative to the working folder."""
+    names only where the pattern's part naming them starts with "."), absolute or relative to
+    the working folder."""
     import glob
 
     from longctx.corpus.documents import _glob_files
 
-    for rel in ["a.txt", "sub/b.txt", "sub/deep/b2.txt", "sub/.hid/c.txt", ".h/d.txt", ".e.txt"]:
+    hidden = ["sub/.hid/c.txt", "sub/.hid/.secret.txt", ".h/d.txt", ".h/.hid/w.txt", ".e.txt"]
+    for rel in ["a.txt", "sub/b.txt", "sub/deep/b2.txt", *hidden]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x", "utf-8")
     for pat in (str(tmp_path / pattern), pattern):
         monkeypatch.chdir(tmp_path)
-        want = sorted(f for f in glob.glob(pat, recursive=True) if os.path.isfile(f))
-        assert want and _glob_files(pat) == want
+        want = sorted({f for f in glob.glob(pat, recursive=True) if os.path.isfile(f)})
+        assert want or pattern.endswith("/")
+        assert _glob_files(pat) == want
 
 
 def test_a_remote_json_file_of_unknown_size_is_read_bounded(monkeypatch):
