@@ -356,6 +356,32 @@ def test_a_llamaindex_index_subfolder_that_is_a_link_is_refused(tmp_path):
     assert MixPRRetriever.from_persist_dir(tmp_path / "elsewhere").retrieve("cat")
 
 
+def test_a_llamaindex_index_subfolder_linked_after_the_check_is_refused(tmp_path, monkeypatch):
+    """Session 20 review (time of check, time of use): ``is_symlink()`` was checked, then the
+    folder opened by path, following a link put there in between. The race is simulated: the
+    link is swapped in just before the folder is opened; it is opened without following one."""
+    from llama_index.core.schema import Document
+
+    import llamaindex_longctx.mixpr_retriever as mod
+    from llamaindex_longctx import MixPRRetriever
+
+    docs = [Document(text=t, id_=d) for d, t in DOCS]
+    MixPRRetriever.from_documents(docs, similarity_top_k=2).persist(tmp_path / "elsewhere")
+    MixPRRetriever.from_documents(docs[:1], similarity_top_k=2).persist(tmp_path / "storage")
+    sub = tmp_path / "storage" / "longctx_mixpr"
+    real_open = mod.open_index_dir
+
+    def racing(d, **kw):
+        if Path(d) == sub and not sub.is_symlink():
+            sub.rename(tmp_path / "moved")
+            sub.symlink_to(tmp_path / "elsewhere" / "longctx_mixpr")
+        return real_open(d, **kw)
+
+    monkeypatch.setattr(mod, "open_index_dir", racing)
+    with pytest.raises(PersistError, match="longctx_mixpr' is a symbolic link"):
+        MixPRRetriever.from_persist_dir(tmp_path / "storage")
+
+
 # -- globs through links to folders ---------------------------------------------------------------
 def test_a_glob_never_walks_into_a_link_to_a_folder(tmp_path):
     """``glob.glob(recursive=True)`` follows links under ``**``: a folder holding two links to
