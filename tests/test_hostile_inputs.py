@@ -120,6 +120,35 @@ def test_a_corpus_file_below_a_linked_folder_is_refused(tmp_path):
         load_corpus(out)
 
 
+def test_a_corpus_folder_linked_after_the_check_is_never_read_through(tmp_path, monkeypatch):
+    """Session 20 review (time of check, time of use): each folder on the way to a corpus file
+    was checked with ``is_symlink()``, then the file opened by its whole path, following a link
+    put there in between. The race is simulated: ``indexes`` is swapped for a link to a copy
+    outside just before the file's open; the file read is the one inside (or refused)."""
+    from longctx.corpus.storage import Storage
+
+    (tmp_path / "c" / "indexes").mkdir(parents=True)
+    (tmp_path / "c" / "indexes" / "shards.json").write_text('{"inside": 1}', "utf-8")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "shards.json").write_text('{"outside": 1}', "utf-8")
+    real_open = os.open
+
+    def racing(path, *a, **kw):
+        if os.fspath(path).endswith("shards.json") and not (tmp_path / "moved").exists():
+            (tmp_path / "c" / "indexes").rename(tmp_path / "moved")
+            (tmp_path / "c" / "indexes").symlink_to(tmp_path / "outside")
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(os, "open", racing)
+    try:
+        got = Storage(tmp_path / "c").read_json("indexes/shards.json")
+    except PersistError as exc:
+        assert "symbolic link" in str(exc)
+    else:
+        assert got == {"inside": 1}
+    assert (tmp_path / "moved").exists()  # the race did happen
+
+
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
 def test_a_corpus_json_that_is_not_a_regular_file_is_named(tmp_path, kind):
     """A FIFO never blocks the load; a folder is named as such (it read as "no corpus")."""
