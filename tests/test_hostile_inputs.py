@@ -120,6 +120,47 @@ def test_a_corpus_file_below_a_linked_folder_is_refused(tmp_path):
         load_corpus(out)
 
 
+@pytest.mark.parametrize("when", ["after the check", "during the load"])
+def test_a_sharded_index_root_linked_after_the_check_is_refused(tmp_path, monkeypatch, when):
+    """Session 20 review (time of check, time of use): ``indexes`` was checked not to be a link,
+    then ``shards.json`` and the shards were opened by path below it, following a link put
+    there in between. The race is simulated (the link to a copy outside swapped in just after
+    the check, or once the load has begun); the folder's identity is compared before and after
+    the load, so either is refused (this narrows the window, it does not close it)."""
+    import longctx.corpus.shards.persist as shards_persist
+    from longctx.corpus.storage import Storage
+
+    out = _corpus(tmp_path, shards=2)
+    shutil.copytree(out / "indexes", tmp_path / "outside")
+
+    def swap():
+        if not (out / "indexes").is_symlink():
+            (out / "indexes").rename(tmp_path / "moved")
+            (out / "indexes").symlink_to(tmp_path / "outside")
+
+    if when == "after the check":
+        real_check = Storage.local_index
+
+        def racing(self, rel):
+            p = real_check(self, rel)
+            if rel == "indexes":
+                swap()
+            return p
+
+        monkeypatch.setattr(Storage, "local_index", racing)
+    else:
+        real_load = shards_persist.load_sharded_once
+
+        def racing(*a, **kw):
+            swap()
+            return real_load(*a, **kw)
+
+        monkeypatch.setattr(shards_persist, "load_sharded_once", racing)
+    with pytest.raises(PersistError, match="indexes'"):
+        load_corpus(out)
+    assert (out / "indexes").is_symlink()  # the race did happen
+
+
 def test_a_corpus_folder_linked_after_the_check_is_never_read_through(tmp_path, monkeypatch):
     """Session 20 review (time of check, time of use): each folder on the way to a corpus file
     was checked with ``is_symlink()``, then the file opened by its whole path, following a link
