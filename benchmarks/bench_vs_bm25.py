@@ -60,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -488,6 +489,42 @@ def _pair(o: dict, key: str, fmt: str, cpu_label: str = "") -> str:
     return f"{_fmt(o.get(key), fmt)} ({cpu_label}{_fmt(o.get(cpu), fmt)})"
 
 
+#: The open table's cells of the queries' medians over the opens: (figure, format).
+_QUERY_CELLS = (
+    ("first_ms", "{:.1f}"),
+    ("next_ms", "{:.1f}"),
+    ("first_over_next", "{:.2f}"),
+    ("first_over_again", "{:.2f}"),
+)
+
+
+def first_questions_apart(rows: dict) -> dict:
+    """``{(system, form label): why}`` for each open row whose opens asked other questions
+    first than most rows' (a failed open leaves its question out; of rows as common, the one
+    with the most opens is the reference): its medians would be over other questions, so they
+    are not printed (session 20 review: such a row showed them beside a header counting the
+    most opens of any row)."""
+    asked = {
+        (name, label): tuple(sorted(o.get("first_questions") or []))
+        for name, r in rows.items()
+        for label, o in r.get("open", {}).items()
+        if "error" not in o
+    }
+    if not asked:
+        return {}
+    counts = Counter(asked.values())
+    ref = max(counts, key=lambda t: (counts[t], len(t)))
+    out = {}
+    for key, t in asked.items():
+        without = sorted((Counter(ref) - Counter(t)).elements())
+        more = sorted((Counter(t) - Counter(ref)).elements())
+        why = [f"without question {', '.join(map(str, without))} first"] if without else []
+        why += [f"question {', '.join(map(str, more))} first more often"] if more else []
+        if why:
+            out[key] = "; ".join(why) + " (an open failed)" * bool(without)
+    return out
+
+
 def print_tables(size: float, info: dict, rows: dict) -> None:
     print(f"\n## {size:g}M words, {info['units']:,} units ({info['documents']} documents)\n")
     print("| system | build s (CPU s) | query ms (CPU ms) | peak GB over base | held GB |")
@@ -508,37 +545,42 @@ def print_tables(size: float, info: dict, rows: dict) -> None:
         "the caller: MixPR's index refers to them, bm25s keeps its scores and vocabulary); "
         "both count what their allocator kept of the queries' temporaries."
     )
-    n_opens = max((o.get("opens", 0) for r in rows.values() for o in r.get("open", {}).values()),
-                  default=0)  # fmt: skip
+    apart = first_questions_apart(rows)
     print(
-        f"\nOpened in fresh processes ({n_opens} opens a row, open i asking question i first, "
-        "then the others in order, then question i again): medians over the opens. *open s*, "
+        "\nOpened in fresh processes (open i asking question i first, then the others in "
+        "order, then question i again; *opens*: the row's opens, and those that failed, left "
+        "out): medians over the opens. *open s*, "
         "*resident after open*: the open; *first*: the first query; *then*: the median of the "
         "next ones (each other question once); *first / next*: the first query over the median "
         "of the next ones, within each open (the goal's measure, wall and CPU); *first / "
         "again*: the first query over the same question asked again at the end of that open "
         "(the cost of being first alone); *q0 first / next*: one open asking question 0 first "
-        "(this bench's measure before session 20: it also holds question 0's own weight)."
+        "(this bench's measure before session 20: it also holds question 0's own weight). A "
+        "row whose opens asked other questions first than the other rows' (an open failed) "
+        "shows no median of its queries: it would be over other questions."
     )
     print("\n| system | save s | on disk MB | open s | resident after open GB | first ms (CPU) "
-          "| then ms (CPU) | first / next (CPU) | first / again (CPU) | q0 first / next (CPU) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| then ms (CPU) | first / next (CPU) | first / again (CPU) | q0 first / next (CPU) "
+          "| opens |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         b = r.get("build", {})
         for label, o in r.get("open", {}).items():
             if "error" in o:
-                print(f"| {name}{label} | | | failed: {o['error']} | | | | | | |")
+                print(f"| {name}{label} | | | failed: {o['error']} | | | | | | | 0 |")
                 continue
             mapped = "mmap" in label and "save_mapped_s" in b  # format 3, saved beside
             save_s = b.get("save_mapped_s" if mapped else "save_s")
             disk = b.get("disk_mapped_mb" if mapped else "disk_mb")
             q0 = o.get("single_open") or {}
+            queries = [_pair(o, key, form) for key, form in _QUERY_CELLS]
+            if (name, label) in apart:
+                queries = ["-", "-", f"no median: {apart[name, label]}", "-"]
+            failed = f" ({o['failed']} failed)" if o.get("failed") else ""
             print(
                 f"| {name}{label} | {_fmt(save_s, '{:.2f}')} | {_fmt(disk, '{:.0f}')} | "
-                f"{o['open_s']:.2f} | {o['open_rss_gb']:+.3f} | {_pair(o, 'first_ms', '{:.1f}')} "
-                f"| {_pair(o, 'next_ms', '{:.1f}')} | {_pair(o, 'first_over_next', '{:.2f}')} | "
-                f"{_pair(o, 'first_over_again', '{:.2f}')} | "
-                f"{_pair(q0, 'first_over_next', '{:.2f}')} |"
+                f"{o['open_s']:.2f} | {o['open_rss_gb']:+.3f} | {' | '.join(queries)} | "
+                f"{_pair(q0, 'first_over_next', '{:.2f}')} | {o.get('opens', 0)}{failed} |"
             )
     m, b = rows.get("mixpr", {}).get("build", {}), rows.get("bm25s", {}).get("build", {})
     if "query_ms" in m and "query_ms" in b:
@@ -553,6 +595,9 @@ def print_tables(size: float, info: dict, rows: dict) -> None:
         )
     for key, name in (("mixpr", "MixPR"), ("bm25s", "bm25s")):
         for label, o in rows.get(key, {}).get("open", {}).items():
+            if (key, label) in apart:
+                print(f"{name}{label}: first query / next: no median: {apart[key, label]}")
+                continue
             if o.get("first_over_next") is None:
                 continue
             q0 = o.get("single_open") or {}

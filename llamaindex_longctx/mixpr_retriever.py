@@ -617,14 +617,12 @@ class MixPRRetriever(BaseRetriever):
         from longctx.persist import text_digest
 
         d = Path(persist_dir)
-        if not (d / MANIFEST).is_file():  # a persist_dir (the usual case): the index is in its
-            d = d / PERSIST_SUBDIR  # subfolder, absent only while a save swaps it (retried)
-            if d.is_symlink():  # followed out of persist_dir before session 20 (persist refuses)
-                raise PersistError(
-                    f"{str(d)!r} is a symbolic link: the index of a persist_dir is read from "
-                    "inside it, never through a link (refused)"
-                )
-        r = open_index_dir(d, kind=_PERSIST_KIND, versions=(1,))
+        inside = not (d / MANIFEST).is_file()  # a persist_dir (the usual case): the index is
+        if inside:  # in its subfolder, absent only while a save swaps it (retried)
+            d = d / PERSIST_SUBDIR
+        # the subfolder never through a link (followed before session 20; persist refuses),
+        # refused in its one open: a check before it let a link put there in between through
+        r = open_index_dir(d, kind=_PERSIST_KIND, versions=(1,), follow=not inside)
         rpath, npath = d / "retriever.json", d / "nodes.json"
         settings = r.json("retriever.json")
         if not isinstance(settings, dict):

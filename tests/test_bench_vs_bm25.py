@@ -98,3 +98,30 @@ def test_goal_line_is_the_rotated_measure(bench, capsys):
     )
     assert "MixPR: first query / next 2.00x (CPU 2.00x) (goal <= 2; median of 3 opens" in out
     assert "question 0 first, one open: 3.00x (CPU 3.00x)" in out
+
+
+def test_a_row_with_a_failed_open_shows_its_opens_and_no_rotated_median(bench, capsys):
+    """Session 20 review: a row whose open failed showed a median over fewer opens (so over
+    other first questions) while the header printed the largest count of opens."""
+    full = [
+        _open(bench, 0, [0.009, 0.003, 0.003, 0.003, 0.006]),
+        _open(bench, 1, [0.004, 0.002, 0.002, 0.002, 0.002]),
+        _open(bench, 2, [0.003, 0.002, 0.002, 0.002, 0.002]),
+    ]
+    part = [full[0], {"error": "killed"}, full[2]]  # question 1 never asked first
+    build = {"build_s": 1.0, "query_ms": 2.0, "peak_gb": 0.1, "held_gb": 0.1}
+    rows = {
+        "mixpr": {"build": build, "open": {"": bench.summarize_opens(full)}},
+        "bm25s": {"build": build, "open": {"": bench.summarize_opens(part)}},
+    }
+    bench.print_tables(1, {"units": 10, "documents": 1}, rows)
+    out = capsys.readouterr().out
+    table = {ln.split(" | ")[0][2:]: ln for ln in out.splitlines() if ln.startswith("| ")}
+    assert table["mixpr"].endswith("| 3 |") and "2.00 (2.00)" in table["mixpr"]
+    bm = table["bm25s"]
+    assert bm.endswith("| 2 (1 failed) |")
+    assert "no median: without question 1 first" in bm
+    assert "2.25" not in bm  # the median of the two opens' ratios, over other questions
+    assert "3 opens a row" not in out
+    assert "MixPR: first query / next 2.00x" in out
+    assert "bm25s: first query / next: no median: without question 1 first" in out

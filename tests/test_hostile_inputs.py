@@ -120,6 +120,76 @@ def test_a_corpus_file_below_a_linked_folder_is_refused(tmp_path):
         load_corpus(out)
 
 
+@pytest.mark.parametrize("when", ["after the check", "during the load"])
+def test_a_sharded_index_root_linked_after_the_check_is_refused(tmp_path, monkeypatch, when):
+    """Session 20 review (time of check, time of use): ``indexes`` was checked not to be a link,
+    then ``shards.json`` and the shards were opened by path below it, following a link put
+    there in between. The race is simulated (the link to a copy outside swapped in just after
+    the check, or once the load has begun); the folder's identity is compared before and after
+    the load, so either is refused (this narrows the window, it does not close it)."""
+    import longctx.corpus.shards.persist as shards_persist
+    from longctx.corpus.storage import Storage
+
+    out = _corpus(tmp_path, shards=2)
+    shutil.copytree(out / "indexes", tmp_path / "outside")
+
+    def swap():
+        if not (out / "indexes").is_symlink():
+            (out / "indexes").rename(tmp_path / "moved")
+            (out / "indexes").symlink_to(tmp_path / "outside")
+
+    if when == "after the check":
+        real_check = Storage.local_index
+
+        def racing(self, rel):
+            p = real_check(self, rel)
+            if rel == "indexes":
+                swap()
+            return p
+
+        monkeypatch.setattr(Storage, "local_index", racing)
+    else:
+        real_load = shards_persist.load_sharded_once
+
+        def racing(*a, **kw):
+            swap()
+            return real_load(*a, **kw)
+
+        monkeypatch.setattr(shards_persist, "load_sharded_once", racing)
+    with pytest.raises(PersistError, match="indexes'"):
+        load_corpus(out)
+    assert (out / "indexes").is_symlink()  # the race did happen
+
+
+def test_a_corpus_folder_linked_after_the_check_is_never_read_through(tmp_path, monkeypatch):
+    """Session 20 review (time of check, time of use): each folder on the way to a corpus file
+    was checked with ``is_symlink()``, then the file opened by its whole path, following a link
+    put there in between. The race is simulated: ``indexes`` is swapped for a link to a copy
+    outside just before the file's open; the file read is the one inside (or refused)."""
+    from longctx.corpus.storage import Storage
+
+    (tmp_path / "c" / "indexes").mkdir(parents=True)
+    (tmp_path / "c" / "indexes" / "shards.json").write_text('{"inside": 1}', "utf-8")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "shards.json").write_text('{"outside": 1}', "utf-8")
+    real_open = os.open
+
+    def racing(path, *a, **kw):
+        if os.fspath(path).endswith("shards.json") and not (tmp_path / "moved").exists():
+            (tmp_path / "c" / "indexes").rename(tmp_path / "moved")
+            (tmp_path / "c" / "indexes").symlink_to(tmp_path / "outside")
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(os, "open", racing)
+    try:
+        got = Storage(tmp_path / "c").read_json("indexes/shards.json")
+    except PersistError as exc:
+        assert "symbolic link" in str(exc)
+    else:
+        assert got == {"inside": 1}
+    assert (tmp_path / "moved").exists()  # the race did happen
+
+
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
 def test_a_corpus_json_that_is_not_a_regular_file_is_named(tmp_path, kind):
     """A FIFO never blocks the load; a folder is named as such (it read as "no corpus")."""
@@ -356,6 +426,32 @@ def test_a_llamaindex_index_subfolder_that_is_a_link_is_refused(tmp_path):
     assert MixPRRetriever.from_persist_dir(tmp_path / "elsewhere").retrieve("cat")
 
 
+def test_a_llamaindex_index_subfolder_linked_after_the_check_is_refused(tmp_path, monkeypatch):
+    """Session 20 review (time of check, time of use): ``is_symlink()`` was checked, then the
+    folder opened by path, following a link put there in between. The race is simulated: the
+    link is swapped in just before the folder is opened; it is opened without following one."""
+    from llama_index.core.schema import Document
+
+    import llamaindex_longctx.mixpr_retriever as mod
+    from llamaindex_longctx import MixPRRetriever
+
+    docs = [Document(text=t, id_=d) for d, t in DOCS]
+    MixPRRetriever.from_documents(docs, similarity_top_k=2).persist(tmp_path / "elsewhere")
+    MixPRRetriever.from_documents(docs[:1], similarity_top_k=2).persist(tmp_path / "storage")
+    sub = tmp_path / "storage" / "longctx_mixpr"
+    real_open = mod.open_index_dir
+
+    def racing(d, **kw):
+        if Path(d) == sub and not sub.is_symlink():
+            sub.rename(tmp_path / "moved")
+            sub.symlink_to(tmp_path / "elsewhere" / "longctx_mixpr")
+        return real_open(d, **kw)
+
+    monkeypatch.setattr(mod, "open_index_dir", racing)
+    with pytest.raises(PersistError, match="longctx_mixpr' is a symbolic link"):
+        MixPRRetriever.from_persist_dir(tmp_path / "storage")
+
+
 # -- globs through links to folders ---------------------------------------------------------------
 def test_a_glob_never_walks_into_a_link_to_a_folder(tmp_path):
     """``glob.glob(recursive=True)`` follows links under ``**``: a folder holding two links to
@@ -386,22 +482,29 @@ def test_a_glob_never_walks_into_a_link_to_a_folder(tmp_path):
 
 @pytest.mark.parametrize(
     "pattern",
-    ["**/*.txt", "*.txt", "**", "sub/**", "*/*.txt", ".*", "**/.*/*.txt", "s?b/*", "**/b*"],
+    ["**/*.txt", "*.txt", "**", "sub/**", "*/*.txt", ".*", "**/.*/*.txt", "s?b/*", "**/b*"]
+    # session 20 review: a hidden name only where that one part starts with "." (every part
+    # could match one once any part did); ``a**`` is ``a*``; a trailing "/" matches folders only
+    + ["*/.hid/*.txt", "*/../a.txt", "**/.hid/*", "sub/*/../*.txt", "**/.*"]
+    + ["s**/*.txt", "**/de**/*", "sub/*/", "**/", "sub/**/"],
 )
 def test_a_glob_without_links_matches_what_glob_glob_matches(tmp_path, pattern, monkeypatch):
     """The glob of a corpus input finds the files ``glob.glob(recursive=True)`` finds (hidden
-    names only for a pattern naming them), absolute or relative to the working folder."""
+    names only where the pattern's part naming them starts with "."), absolute or relative to
+    the working folder."""
     import glob
 
     from longctx.corpus.documents import _glob_files
 
-    for rel in ["a.txt", "sub/b.txt", "sub/deep/b2.txt", "sub/.hid/c.txt", ".h/d.txt", ".e.txt"]:
+    hidden = ["sub/.hid/c.txt", "sub/.hid/.secret.txt", ".h/d.txt", ".h/.hid/w.txt", ".e.txt"]
+    for rel in ["a.txt", "sub/b.txt", "sub/deep/b2.txt", *hidden]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x", "utf-8")
     for pat in (str(tmp_path / pattern), pattern):
         monkeypatch.chdir(tmp_path)
-        want = sorted(f for f in glob.glob(pat, recursive=True) if os.path.isfile(f))
-        assert want and _glob_files(pat) == want
+        want = sorted({f for f in glob.glob(pat, recursive=True) if os.path.isfile(f)})
+        assert want or pattern.endswith("/")
+        assert _glob_files(pat) == want
 
 
 def test_a_remote_json_file_of_unknown_size_is_read_bounded(monkeypatch):

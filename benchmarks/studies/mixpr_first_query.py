@@ -16,7 +16,9 @@ per checkout, the medians over the trials of: the first query's CPU ms and fault
 median of the next ones, their ratio (``bench_vs_bm25.py``'s measure, in CPU time), the
 first question asked again and the first query over it (the cost of being first alone).
 Each trial asks question 0 first, or with ``--rotate`` trial ``i`` asks question ``i mod 10``
-first and the others in order after it (``bench_vs_bm25.rotated``, as that bench's opens).
+first and the others in order after it (:func:`rotated`, as ``bench_vs_bm25.py``'s opens; its
+``--trials`` then defaults to 10, one per question, and a count that is no multiple of 10 is
+said on stderr: some questions would be first more often than others).
 """
 
 from __future__ import annotations
@@ -31,18 +33,43 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+#: Questions asked per trial (``bench_vs_bm25.py``'s first ten).
+N_QUESTIONS = 10
+
+
+def rotated(n: int, first: int) -> list[int]:
+    """``first, first + 1, ..., n - 1, 0, ..., first - 1``, then ``first`` again: the order of
+    ``bench_vs_bm25.rotated``, kept here because a trial runs in the checkout it measures, and
+    a checkout from before session 20 has no such function."""
+    return [(first + j) % n for j in range(n)] + [first]
+
+
+def trial_count(trials: int | None, rotate: bool) -> int:
+    """``--trials``, by default one per question with ``--rotate`` (else 6); with ``--rotate``
+    a count that is no multiple of :data:`N_QUESTIONS` is said on stderr."""
+    if trials is None:
+        return N_QUESTIONS if rotate else 6
+    extra = trials % N_QUESTIONS
+    if rotate and extra:
+        which = "question 0" if extra == 1 else f"questions 0-{extra - 1}"
+        print(
+            f"# note: {trials} trials with --rotate ask {which} first once more than the "
+            f"others (use a multiple of {N_QUESTIONS})",
+            file=sys.stderr,
+        )
+    return trials
 
 
 def _trial(work: Path, mmap: bool, first: int = 0) -> dict:
     """In this (fresh) process: open the saved index, ask the questions from question
-    ``first`` on (``bench_vs_bm25.rotated``), then the first again."""
+    ``first`` on (:func:`rotated`), then the first again."""
     sys.path.insert(0, str(Path.cwd() / "benchmarks"))
     import bench_vs_bm25 as bench
 
     bench._imports("mixpr")
     from longctx.mixpr import MixPRIndex
 
-    qs = bench._questions(10)
+    qs = bench._questions(N_QUESTIONS)
 
     def faults() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -51,7 +78,7 @@ def _trial(work: Path, mmap: bool, first: int = 0) -> dict:
     index = MixPRIndex.load(work / "saved", mmap=mmap)
     open_ms = 1000 * (time.process_time() - c0)
     rows = []
-    for q in [qs[i] for i in bench.rotated(len(qs), first)]:
+    for q in [qs[i] for i in rotated(len(qs), first)]:
         f0, c0 = faults(), time.process_time()
         index.search(q, k=10)
         rows.append((1000 * (time.process_time() - c0), faults() - f0))
@@ -86,7 +113,9 @@ def main(argv=None) -> None:
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--words", type=float, default=10)
     ap.add_argument("--work", type=Path, default=Path("/tmp/longctx-first-query"))
-    ap.add_argument("--trials", type=int, default=6)
+    ap.add_argument(
+        "--trials", type=int, default=None, help="default 6, or 10 (one per question) with --rotate"
+    )
     ap.add_argument("--mmap", action="store_true", help="open memory-mapped")
     ap.add_argument(
         "--rotate",
@@ -101,13 +130,14 @@ def main(argv=None) -> None:
     if args.trial:
         print(json.dumps(_trial(work, args.mmap, args.first)))
         return
+    trials = trial_count(args.trials, args.rotate)
     if not (work / "saved").is_dir():
         _build(args.data, args.words, work)
     runs: dict = {str(c): [] for c in args.checkouts}
-    for t in range(args.trials):
+    for t in range(trials):
         for c in args.checkouts:
             cmd = [sys.executable, __file__, "--trial", "--words", f"{args.words:g}"]
-            cmd += ["--first", str(t % 10 if args.rotate else 0)]
+            cmd += ["--first", str(t % N_QUESTIONS if args.rotate else 0)]
             cmd += ["--work", str(args.work)] + (["--mmap"] if args.mmap else [])
             out = subprocess.run(
                 cmd, cwd=c, capture_output=True, text=True, env={"PYTHONPATH": str(c)}

@@ -9,6 +9,7 @@ case-insensitive file system).
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import logging
@@ -42,6 +43,9 @@ MAX_JSONL_LINE_BYTES = MAX_FILE_BYTES
 
 _UNSAFE_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 _GLOB_CHARS = set("*?[")
+#: The path separators of this system (``/``; ``\\`` too on Windows).
+_SEPS = tuple({"/", os.sep, os.altsep or "/"})
+_SEP_RE = re.compile("|".join(re.escape(c) for c in _SEPS))
 
 
 def check_doc_id(doc_id, where: str = "documents") -> str:
@@ -139,27 +143,59 @@ def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[st
 
 def _glob_files(pattern: str) -> list[str]:
     """The files ``pattern`` matches, sorted, as ``glob.glob(pattern, recursive=True)`` finds
-    them (a ``*`` matches no name starting with ``.`` unless the pattern has a part starting
-    with one) except that ``**`` never enters a link to a folder, as a folder input never
-    does: ``glob.glob`` follows them, so a folder holding two links to itself made
-    ``DIR/**/*.txt`` walk 2**40 paths (session 20: it never finished; one such link read each
-    file 41 times). The part of ``pattern`` before its first wildcard is the root searched
-    (:meth:`pathlib.Path.glob`, which does not follow links under ``**``)."""
-    parts = Path(pattern).parts
-    k = next((i for i, part in enumerate(parts) if _is_glob(part)), len(parts))
-    root = Path(*parts[:k]) if k else Path(".")
-    rest = parts[k:]
-    if not rest:
-        return [pattern] if os.path.isfile(pattern) else []
-    if rest[-1] == "**":  # glob's ``DIR/**`` matches files too; pathlib's folders only
-        rest = (*rest, "*")
-    dotted = any(part.startswith(".") for part in rest)
-    out = []
-    for f in root.glob("/".join(rest)):
-        rel = f.relative_to(root).parts
-        if (dotted or not any(x.startswith(".") for x in rel)) and f.is_file():
-            out.append(str(f))
-    return sorted(out)
+    them, except that ``**`` never enters a link to a folder, as a folder input never does:
+    ``glob.glob`` follows them, so a folder holding two links to itself made ``DIR/**/*.txt``
+    walk 2**40 paths (session 20: it never finished; one such link read each file 41 times).
+
+    As ``glob.glob``: a part that does not start with "." matches no name starting with one,
+    and the folders ``**`` matches never do; a ``**`` inside a name is a ``*`` (``a**``); a
+    pattern ending in a separator matches folders only, so no file. Each stretch of the pattern
+    between ``**`` parts is matched by ``glob.glob`` itself (no recursion there), below each
+    folder :func:`_dirs_below` gives for the ``**`` before it.
+
+    Session 20 review: the pathlib version let every part match hidden names once any part
+    started with "." (``d/*/.hid/*.txt`` read ``d/.h/.hid/w.txt`` and ``.secret.txt``,
+    ``d/*/../x.txt`` read ``x.txt`` twice), refused ``a**`` and read files for ``d/*/``."""
+    if pattern.endswith(_SEPS):
+        return []
+    comps = _SEP_RE.split(pattern)
+    comps = [c for n, c in enumerate(comps) if c != "**" or not n or comps[n - 1] != "**"]
+    if "**" not in comps:
+        return sorted({f for f in glob.glob(pattern) if os.path.isfile(f)})
+    i = comps.index("**")
+    dirs = [""]  # prefixes: "" (the working folder) or a path ending in a separator
+    if i:
+        found = glob.glob("/".join(comps[:i]) or "/")
+        dirs = [d if d.endswith(_SEPS) else d + "/" for d in found if os.path.isdir(d)]
+    rest = comps[i:]  # starts with "**"
+    while True:
+        dirs = [sub for d in dirs for sub in _dirs_below(d)]
+        j = rest.index("**", 1) if "**" in rest[1:] else len(rest)
+        stretch, rest = "/".join(rest[1:j]) or "*", rest[j:]  # a last ``**``: files too
+        found = [d + f for d in dirs for f in glob.glob(stretch, root_dir=d or None)]
+        if not rest:
+            return sorted({f for f in found if os.path.isfile(f)})
+        dirs = [f + "/" for f in found if os.path.isdir(f)]
+
+
+def _dirs_below(top: str) -> Iterator[str]:
+    """``top`` (``""`` or a path ending in a separator) and every folder below it that ``**``
+    matches: none whose name starts with ".", none reached through a link to a folder (a walk
+    of its own, not :func:`os.walk`, which recurses on Python 3.11: a deep tree would overflow)."""
+    stack = [top]
+    while stack:
+        d = stack.pop()
+        yield d
+        try:
+            with os.scandir(d or ".") as entries:
+                subs = [
+                    d + e.name + "/"
+                    for e in entries
+                    if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
+                ]
+        except OSError:  # unreadable or gone: glob.glob skips it too
+            continue
+        stack.extend(reversed(subs))
 
 
 def _source_key(path: str) -> str | None:

@@ -14,6 +14,7 @@ only the index folder being replaced (inside the corpus) is removed.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -54,40 +55,37 @@ def _regular_size(fd: int, where: str, limit: int) -> int:
 def _read_local_file(root: Path, rel: str, limit: int, where: str) -> bytes | None:
     """The bytes of the file ``root / rel`` (at most ``limit``), or ``None`` when it is missing;
     read as a member of an index folder is (:class:`longctx.persist.IndexDir`): no component
-    below ``root`` followed through a symbolic link (``O_NOFOLLOW`` on the file), opened
-    without blocking and refused unless a regular file, read once, bounded.
+    below ``root`` followed through a symbolic link (:func:`_open_below`), opened without
+    blocking and refused unless a regular file, read once, bounded.
 
     Session 20 (2026-11-29): ``corpus.json`` and ``indexes/shards.json`` were read with
     ``is_file()`` / ``read_bytes()``, which follow links: a corpus whose ``corpus.json`` linked
-    to a file outside it loaded that file.
+    to a file outside it loaded that file. Session 20 review: each folder on the way was then
+    checked with ``is_symlink()`` and the file opened by its whole path, which followed a link
+    swapped in between; now each folder is opened relative to the one above it.
 
     Raises
     ------
     longctx.persist.PersistError
         A link, a file that is not regular (a folder, a FIFO, a device), larger than
-        ``limit``, unreadable.
+        ``limit``, unreadable; ``rel`` not a plain relative path.
     """
     from longctx.persist import PersistError
-    from longctx.persist.fs import is_link_error
+    from longctx.persist.fs import is_link_error, member_name_problem
 
-    link = (
-        f"{where!r} is reached through a symbolic link: the files of a corpus are read from "
-        "inside its folder, never through a link (refused)"
-    )
     parts = Path(rel).parts
-    p = root
-    for part in parts[:-1]:
-        p = p / part
-        if p.is_symlink():
-            raise PersistError(link)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    if not parts or any(member_name_problem(part) for part in parts):
+        raise PersistError(f"{where!r}: {rel!r} is not a plain relative path")
     try:
-        fd = os.open(root / rel, flags)
+        fd = _open_below(root, parts)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         if is_link_error(exc):
-            raise PersistError(link) from None
+            raise PersistError(
+                f"{where!r} is reached through a symbolic link: the files of a corpus are read "
+                "from inside its folder, never through a link (refused)"
+            ) from None
         raise PersistError(f"{where!r} cannot be read: {exc.strerror or exc}") from None
     size = _regular_size(fd, where, limit)
     with os.fdopen(fd, "rb") as fh:
@@ -95,6 +93,45 @@ def _read_local_file(root: Path, rel: str, limit: int, where: str) -> bytes | No
     if len(data) > limit:
         raise PersistError(f"{where!r} is larger than {limit} bytes")
     return data
+
+
+def _open_below(root: Path, parts: tuple[str, ...]) -> int:
+    """A descriptor of the file ``root/parts...`` (``O_NOFOLLOW``, ``O_NONBLOCK``): where the
+    platform opens relative to a folder's descriptor (:data:`longctx.persist.fs.HAVE_DIR_FD`),
+    ``root`` as named, then each folder below it relative to the one above without following a
+    link (:func:`longctx.persist.fs.open_member`), then the file relative to the last; elsewhere
+    each folder is checked not to be a link, then the file opened by path.
+
+    Raises
+    ------
+    OSError
+        ``errno.ELOOP`` for a link; ``FileNotFoundError`` / ``NotADirectoryError`` when a
+        folder or the file is missing or a folder on the way is not one.
+    """
+    from longctx.persist import fs
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    if not fs.HAVE_DIR_FD:
+        p = root
+        for part in parts[:-1]:
+            p = p / part
+            if p.is_symlink():
+                raise OSError(errno.ELOOP, "a symbolic link")
+        return os.open(root.joinpath(*parts), flags)
+    dir_fd = fs.open_dir(root)  # the root as the caller named it
+    try:
+        for part in parts[:-1]:
+            try:
+                sub = fs.open_member(dir_fd, root, part, directory=True)
+            except OSError as exc:
+                if exc.errno == errno.EINVAL:  # a file on the way: nothing there, as ENOTDIR
+                    raise NotADirectoryError(errno.ENOTDIR, exc.strerror) from None
+                raise
+            os.close(dir_fd)
+            dir_fd = sub
+        return os.open(parts[-1], flags, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 class Storage:

@@ -34,6 +34,7 @@ What it guarantees:
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import inspect
@@ -459,7 +460,11 @@ def _sibling_save_running(d: Path) -> bool:
 
 
 def open_index_dir(
-    path: str | os.PathLike | IndexDir, *, kind: str | None, versions: Iterable[int] | None = None
+    path: str | os.PathLike | IndexDir,
+    *,
+    kind: str | None,
+    versions: Iterable[int] | None = None,
+    follow: bool = True,
 ) -> IndexDir:
     """Open the index folder ``path`` for reading as one save (see the module's docstring).
 
@@ -472,6 +477,11 @@ def open_index_dir(
         The index kind (``"mixpr"`` checks ``"format": "longctx.mixpr"``); ``None``: any.
     versions : iterable of int
         The format versions this loader reads.
+    follow : bool
+        ``False``: refuse ``path`` itself when it is a symbolic link, in the one ``open`` of
+        the folder (``O_NOFOLLOW``; by an ``lstat`` first where members are not opened
+        relative to the folder): a folder read from inside another (a ``persist_dir``'s
+        index) is never reached through a link, even one put there after a check.
 
     Returns
     -------
@@ -483,7 +493,8 @@ def open_index_dir(
     ------
     PersistError
         No folder or no manifest there, a damaged or foreign manifest, a name that is not a
-        plain child name, a member that is a link or not a regular file.
+        plain child name, a member that is a link or not a regular file; ``path`` a link
+        (``follow=False``).
     """
     if isinstance(path, IndexDir):
         path.check_kind(kind, versions)
@@ -492,11 +503,18 @@ def open_index_dir(
     fs.clean_stale_siblings(d)
     fd = None
     try:
+        if not follow and not fs.HAVE_DIR_FD and d.is_symlink():
+            raise OSError(errno.ELOOP, "a symbolic link")
         if fs.HAVE_DIR_FD:
-            fd = fs.open_dir(d)
+            fd = fs.open_dir(d, follow=follow)
         elif not d.is_dir():
             raise NotADirectoryError(str(d))
-    except OSError:
+    except OSError as exc:
+        if not follow and (fs.is_link_error(exc) or d.is_symlink()):
+            raise PersistError(
+                f"{str(d)!r} is a symbolic link: this index is read from inside its folder, "
+                "never through a link (refused)"
+            ) from None
         message = f"{str(d)!r} is not a directory holding a saved longctx index"
         if _sibling_save_running(d):
             raise ConcurrentSaveError(f"{message} (a save to it is under way)") from None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import stat
 import time
 
 from longctx._ray import use_ray_for
@@ -356,19 +357,24 @@ def load_sharded_corpus(storage, manifest, *, use_ray=None, ray_address=None, wo
     Raises
     ------
     PersistError
-        A missing or damaged ``shards.json`` or shard (named), or an entry that does not match.
+        A missing or damaged ``shards.json`` or shard (named), or an entry that does not match;
+        a local ``indexes`` folder that is a link, or was replaced while it was read.
     """
     from longctx.corpus.shards.index import ShardedMixPRIndex
     from longctx.corpus.shards.persist import load_sharded_once
 
-    if storage.local is not None:  # ``indexes`` a link out of the corpus: refused, as for
-        storage.local_index(INDEX_ROOT)  # one index (it was followed: session 20)
+    before = _index_root_identity(storage)  # a link: refused (it was followed: session 20)
     # (load_corpus tries again while a rebuild is in progress: not this load on its own)
     index = load_sharded_once(
         ShardedMixPRIndex, index_storage(storage), use_ray=use_ray, ray_address=ray_address,
         workers=workers, **load_kwargs,
     )  # fmt: skip
     try:
+        if _index_root_identity(storage) != before:
+            raise PersistError(
+                f"{storage.location(INDEX_ROOT)!r} was replaced while the sharded index was read "
+                "from it (another folder or a link put in its place): refused; load again"
+            )
         where = storage.location(CORPUS_MANIFEST)
         digests = index.digests()
         for doc_id, e in manifest.entries.items():
@@ -387,3 +393,32 @@ def load_sharded_corpus(storage, manifest, *, use_ray=None, ray_address=None, wo
         index.close()
         raise
     return index
+
+
+def _index_root_identity(storage) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of a local corpus's ``indexes`` folder (``None``: a remote corpus,
+    or no such folder), taken before and after a sharded load, which opens ``shards.json`` and
+    the shard folders by path below it: a link or another folder swapped in after the check
+    (a time-of-check / time-of-use race, session 20 review) is seen unless it was swapped back
+    before the second look. This narrows the window, it does not close it (that would need
+    every file of the load opened relative to one descriptor of the folder).
+
+    Raises
+    ------
+    PersistError
+        ``indexes`` is a symbolic link (:meth:`~longctx.corpus.storage.Storage.local_index`,
+        then an ``lstat``, which never follows one).
+    """
+    if storage.local is None:
+        return None
+    p = storage.local_index(INDEX_ROOT)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise PersistError(
+            f"{str(p)!r} is a symbolic link: the indexes of a corpus are read from inside its "
+            "folder, never through a link (refused)"
+        )
+    return st.st_dev, st.st_ino
