@@ -125,8 +125,10 @@ class GarlicIndexStruct(IndexStruct):
     #: name of the embedding model the graphs' node embeddings were made with (``Encoder.name``)
     encoder: str | None = None
     #: ``{"format_version": 1, "alpha", "stop_patience", "max_context_tokens",
-    #: "max_new_tokens"}``: the index's search settings (``None`` in stores persisted before)
-    search_settings: dict[str, Any] | None = None
+    #: "max_new_tokens"}``: the index's search settings (``None`` in stores persisted before).
+    #: Typed ``Any`` so that a damaged value reaches the index's check (a ``PersistError``), not
+    #: the struct's decoding (an ``AttributeError``).
+    search_settings: Any = None
 
     @classmethod
     def get_type(cls):  # a str key works in the registries (IndexStructType is a str enum)

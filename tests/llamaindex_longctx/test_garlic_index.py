@@ -322,3 +322,16 @@ def test_damaged_saved_settings_are_a_persist_error_naming_the_field(kit, tmp_pa
     )
     with pytest.raises(PersistError, match=rf"search_settings.*{match}"):
         _load(kit, tmp_path)
+
+
+@pytest.mark.parametrize("damaged", [[1], "x", 1])
+def test_saved_settings_that_are_not_an_object_are_a_persist_error(kit, tmp_path, damaged):
+    """Not a raw AttributeError from the struct's decoding: the field check names it."""
+    from longctx.persist import PersistError
+
+    _settings_store(kit, tmp_path)
+    _edit_struct(
+        tmp_path / "index_store.json", lambda struct: struct.__setitem__("search_settings", damaged)
+    )
+    with pytest.raises(PersistError, match="field 'search_settings' must be an object"):
+        _load(kit, tmp_path)
