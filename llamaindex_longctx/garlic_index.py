@@ -100,8 +100,13 @@ class _Saved:
 
 
 _SAVED = _Saved()
-#: Largest saved values accepted at load (a store is untrusted: no search of a billion tokens).
-_SAVED_MAX = {"stop_patience": 1_000_000, "max_context_tokens": 2**31 - 1, "max_new_tokens": 2**20}
+#: Largest search settings accepted, given to the constructor or saved in a store (a store is
+#: untrusted: no search of a billion tokens; what the constructor takes, a load takes back).
+SETTINGS_MAX = {
+    "stop_patience": 1_000_000,
+    "max_context_tokens": 2**31 - 1,
+    "max_new_tokens": 2**20,
+}
 META_LEVEL = "longctx_level"
 META_POSITION = "longctx_visit_position"
 META_EDGE_WEIGHT = "longctx_edge_weight"
@@ -234,7 +239,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         super().__init__(nodes=nodes, index_struct=index_struct, **kwargs)
         if index_struct is not None:
             self._check_loaded_struct()
-            self._search_kwargs = {**SEARCH_DEFAULTS, **self._saved_settings(), **given}
+            saved = self._saved_settings(skip=given)
+            self._search_kwargs = {**SEARCH_DEFAULTS, **saved, **given}
         # the settings in force go with the struct, so that a persist keeps them
         self._index_struct.search_settings = {
             "format_version": SEARCH_SETTINGS_VERSION,
@@ -242,9 +248,10 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         }
         self._storage_context.index_store.add_index_struct(self._index_struct)
 
-    def _saved_settings(self) -> dict:
+    def _saved_settings(self, skip=()) -> dict:
         """The loaded struct's search settings (``{}`` for a store persisted before they were
-        saved), each checked as the constructor checks it.
+        saved), each checked as the constructor checks it, except those in ``skip`` (given
+        again: their saved values are never used, so never checked).
 
         Raises
         ------
@@ -274,14 +281,10 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         unknown = sorted(str(k)[:40] for k in set(settings) - set(SEARCH_DEFAULTS))
         if unknown:
             raise PersistError(f"{where} holds unknown settings {unknown[:5]}")
-        try:
-            settings = _check_search_settings(settings)
+        try:  # read from disk: bounded (SETTINGS_MAX)
+            return _check_search_settings({k: v for k, v in settings.items() if k not in skip})
         except (TypeError, ValueError) as exc:
             raise PersistError(f"{where}: {exc}") from None
-        for name, most in _SAVED_MAX.items():  # read from disk: bounded
-            if (settings.get(name) or 0) > most:
-                raise PersistError(f"{where}: {name} is over {most}")
-        return settings
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], **kwargs: Any) -> GarlicIndex:
@@ -617,21 +620,17 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
 
 
 def _check_search_settings(settings: dict) -> dict:
-    """``settings`` (a subset of :data:`SEARCH_DEFAULTS`' keys) checked: ``TypeError`` /
-    ``ValueError`` naming the setting."""
+    """``settings`` (a subset of :data:`SEARCH_DEFAULTS`' keys) checked, the integers within
+    ``[1, SETTINGS_MAX[name]]``: ``TypeError`` / ``ValueError`` naming the setting."""
     from longctx.checks import check_float, check_int
 
     out = dict(settings)
     if "alpha" in out:
         out["alpha"] = check_float(out["alpha"], "alpha", low=0.0, high=1.0)
-    if "stop_patience" in out:
-        out["stop_patience"] = check_int(out["stop_patience"], "stop_patience", minimum=1)
-    if "max_context_tokens" in out:
-        out["max_context_tokens"] = check_int(
-            out["max_context_tokens"], "max_context_tokens", minimum=1, allow_none=True
-        )
-    if "max_new_tokens" in out:
-        out["max_new_tokens"] = check_int(out["max_new_tokens"], "max_new_tokens", minimum=1)
+    for name in ("stop_patience", "max_context_tokens", "max_new_tokens"):
+        if name in out:
+            out[name] = check_int(out[name], name, minimum=1, maximum=SETTINGS_MAX[name],
+                                  allow_none=name == "max_context_tokens")  # fmt: skip
     return out
 
 
