@@ -92,14 +92,17 @@ SEARCH_DEFAULTS = {"alpha": 0.5, "stop_patience": 1, "max_context_tokens": None,
                    "max_new_tokens": 64}  # fmt: skip
 
 
-class _Saved:
-    """The default of a search setting: the saved value of a loaded index, else the default."""
+class _SavedOrDefault:
+    """The type of :data:`SAVED_OR_DEFAULT` (one instance)."""
 
     def __repr__(self) -> str:
         return "<saved or default>"
 
 
-_SAVED = _Saved()
+SAVED_OR_DEFAULT = _SavedOrDefault()
+"""The default of :class:`GarlicIndex`'s search settings (``alpha``, ``stop_patience``,
+``max_context_tokens``, ``max_new_tokens``): the value saved with a loaded index, else the
+setting's default in :data:`SEARCH_DEFAULTS`. Not meant to be passed: leave the argument out."""
 #: Largest search settings accepted, given to the constructor or saved in a store (a store is
 #: untrusted: no search of a billion tokens; what the constructor takes, a load takes back).
 SETTINGS_MAX = {
@@ -113,6 +116,7 @@ META_EDGE_WEIGHT = "longctx_edge_weight"
 
 __all__ = [
     "GARLIC_STRUCT_TYPE",
+    "SAVED_OR_DEFAULT",
     "GarlicIndex",
     "GarlicIndexStruct",
     "GarlicGraphRetriever",
@@ -186,12 +190,24 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
     build_kwargs : dict, optional
         Passed to the builder (``batch_tokens``, ``max_levels``, ``batch_size``,
         ``force_bullets``...).
-    alpha, stop_patience, max_context_tokens, max_new_tokens :
-        Search settings, see :class:`longctx.garlic.search.GarlicSearcher` (defaults 0.5, 1,
-        ``None``, 64). Persisted with the index (its struct's ``search_settings``): a loaded
+    alpha : float in [0, 1], default :data:`SAVED_OR_DEFAULT`
+        Weight of the embedding similarity in a node's score (``1 - alpha`` for the attention
+        score), see :class:`longctx.garlic.search.GarlicSearcher`; default: the saved value of
+        a loaded index, else 0.5.
+    stop_patience : int in [1, 1_000_000], default :data:`SAVED_OR_DEFAULT`
+        Number of "Yes" decisions before the search stops; default: the saved value, else 1.
+    max_context_tokens : int in [1, 2**31 - 1] or None, default :data:`SAVED_OR_DEFAULT`
+        Largest first-turn prompt, in model tokens (``None``: the model window minus the answer
+        and second-turn tokens); default: the saved value, else ``None``.
+    max_new_tokens : int in [1, 2**20], default :data:`SAVED_OR_DEFAULT`
+        Answer length cap, in tokens; default: the saved value, else 64.
+
+        The four are persisted with the index (its struct's ``search_settings``): a loaded
         index (``load_index_from_storage``, :func:`load_garlic_index`) takes the saved ones,
-        except those given again, which win; a store persisted before they were saved loads
-        with the defaults.
+        except those given again, which win (their saved values are not read); a store
+        persisted before they were saved loads with the defaults. The bounds
+        (:data:`SETTINGS_MAX`) are the same at construction and at load, so a store persisted
+        by longctx always loads.
     explain : bool, default False
         The default of :meth:`as_retriever` and :meth:`as_query_engine`: give every returned
         node ``metadata["longctx_explanation"]`` (see the module doc).
@@ -210,10 +226,10 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         embed_model=None,
         graph_builder=None,
         build_kwargs: dict | None = None,
-        alpha: float = _SAVED,
-        stop_patience: int = _SAVED,
-        max_context_tokens: int | None = _SAVED,
-        max_new_tokens: int = _SAVED,
+        alpha: float = SAVED_OR_DEFAULT,
+        stop_patience: int = SAVED_OR_DEFAULT,
+        max_context_tokens: int | None = SAVED_OR_DEFAULT,
+        max_new_tokens: int = SAVED_OR_DEFAULT,
         explain: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -221,7 +237,9 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
 
         given = {"alpha": alpha, "stop_patience": stop_patience,
                  "max_context_tokens": max_context_tokens, "max_new_tokens": max_new_tokens}  # fmt: skip
-        given = _check_search_settings({k: v for k, v in given.items() if v is not _SAVED})
+        given = _check_search_settings(
+            {k: v for k, v in given.items() if v is not SAVED_OR_DEFAULT}
+        )
         if encoder is not None and embed_model is not None:
             raise ValueError("give embed_model or encoder (its older name), not both")
         self._model = model

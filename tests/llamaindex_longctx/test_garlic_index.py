@@ -365,3 +365,22 @@ def test_a_setting_given_at_load_replaces_a_damaged_saved_one(kit, tmp_path, dam
         _load(kit, tmp_path)
     loaded = _load(kit, tmp_path, max_new_tokens=8)
     assert (loaded._search_kwargs["max_new_tokens"], loaded._search_kwargs["alpha"]) == (8, 0.3)
+
+
+def test_the_settings_default_is_a_public_documented_name():
+    """The rendered API docs show the default by name (statically): a public, documented one."""
+    import inspect
+
+    from llamaindex_longctx import garlic_index
+    from llamaindex_longctx.garlic_index import SAVED_OR_DEFAULT, GarlicIndex
+
+    params = inspect.signature(GarlicIndex.__init__).parameters
+    for name in ("alpha", "stop_patience", "max_context_tokens", "max_new_tokens"):
+        assert params[name].default is SAVED_OR_DEFAULT
+        assert f"{name} : " in GarlicIndex.__doc__
+    assert repr(SAVED_OR_DEFAULT) == "<saved or default>"
+    assert "SAVED_OR_DEFAULT" in garlic_index.__all__
+    source = inspect.getsource(garlic_index)
+    assert 'SAVED_OR_DEFAULT = _SavedOrDefault()\n"""The default of' in source  # its docstring
+    for default in ("else 0.5", "else 1.", "else ``None``", "else 64"):
+        assert default in GarlicIndex.__doc__
