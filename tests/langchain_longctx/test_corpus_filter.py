@@ -65,6 +65,11 @@ def test_a_corpus_built_from_files_holds_no_metadata(tmp_path):
     }  # fmt: skip
 
 
+def test_a_corpus_of_one_mixpr_index_per_document_filters():
+    r = CorpusRetriever(corpus=metadata_corpus("per_document"), k=6, filter={"lang": "en"})
+    assert {d.metadata["longctx_source_id"] for d in r.invoke(Q)} == {"a", "c"}
+
+
 def test_a_diversity_corpus_refuses_a_filter_naming_it():
     corpus = per_document_corpus()
     with pytest.raises(ValueError, match="filter: a per-document"):

@@ -62,7 +62,18 @@ def test_a_corpus_built_from_files_holds_no_metadata(tmp_path):
     assert not [k for k in n.node.metadata if not k.startswith("longctx_")]
 
 
+def test_a_corpus_of_one_mixpr_index_per_document_filters():
+    """Each document's own MixPRIndex filters on its metadata (refused by mistake once)."""
+    corpus = metadata_corpus("per_document")
+    assert corpus.index is None
+    hits = corpus.search(Q, k=6, filters={"lang": "en"}).hits
+    assert {corpus.doc_ids[h.source] for h in hits} == {"a", "c"}
+    assert "b" in {corpus.doc_ids[h.source] for h in corpus.search(Q, k=6).hits}  # unfiltered
+    r = CorpusRetriever(corpus, similarity_top_k=6, filters={"lang": "fr"})
+    assert _sources(r.retrieve(Q)) == {"b"}
+
+
 def test_a_diversity_corpus_refuses_filters_naming_them():
     corpus = per_document_corpus()
-    with pytest.raises(ValueError, match="filters: a per-document"):
+    with pytest.raises(ValueError, match="filters: a per-document corpus of _PerDocument indexes"):
         CorpusRetriever(corpus, filters={"lang": "en"})
