@@ -332,7 +332,7 @@ class CorpusIndex:
                     "filter by metadata; filters apply to MixPR corpora (one index, sharded, or "
                     "one MixPRIndex per document)"
                 )
-        compile_filter(filters)  # a bad filter raises now, naming its key or operator
+        compile_filter(filters, name=name)  # a bad filter raises now, naming its key or operator
         return filters
 
     def close(self) -> None:

@@ -76,3 +76,37 @@ def test_a_diversity_corpus_refuses_a_filter_naming_it():
         CorpusRetriever(corpus=corpus, filter={"lang": "en"})
     with pytest.raises(ValueError, match="filter: a per-document"):
         CorpusRetriever(corpus=corpus).invoke(Q, filter={"lang": "en"})
+
+
+def test_a_bad_filter_is_named_as_the_user_gave_it():
+    """``filter`` (not the core's ``filters``) in the type error, at build and per call."""
+    from langchain_longctx import MixPRRetriever
+
+    corpus = metadata_corpus("one")
+    for bad in (42, "lang=en"):
+        with pytest.raises(TypeError, match="^filter must be"):
+            CorpusRetriever(corpus=corpus, filter=bad)
+        with pytest.raises(TypeError, match="^filter must be"):
+            CorpusRetriever(corpus=corpus).invoke(Q, filter=bad)
+        with pytest.raises(TypeError, match="^filters must be"):
+            CorpusRetriever(corpus=corpus).invoke(Q, filters=bad)
+        with pytest.raises(TypeError, match="^filter must be"):
+            MixPRRetriever.from_texts(TEXTS, filter=bad)
+        with pytest.raises(TypeError, match="^filter must be"):
+            MixPRRetriever.from_texts(TEXTS).invoke(Q, filter=bad)
+
+
+def test_a_per_call_filters_replaces_the_retrievers_filter():
+    """As ``filter=`` does (it used to say "give filter= or filters=, not both")."""
+    r = CorpusRetriever(corpus=metadata_corpus("one"), k=4, filter={"lang": "fr"})
+    assert {d.metadata["longctx_source_id"] for d in r.invoke(Q)} == {"b"}
+    assert {d.metadata["longctx_source_id"] for d in r.invoke(Q, filters={"lang": "en"})} <= {
+        "a",
+        "c",
+    }
+    assert {d.metadata["longctx_source_id"] for d in r.invoke(Q, filter={"lang": "en"})} <= {
+        "a",
+        "c",
+    }
+    with pytest.raises(TypeError, match="not both"):
+        r.invoke(Q, filter={"lang": "en"}, filters={"lang": "en"})
