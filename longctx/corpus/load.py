@@ -376,7 +376,7 @@ class CorpusIndex:
         ------
         ValueError
             ``k`` < 1, a bad keyword for the indexes (raised by the first index), ``filters``
-            on a per-document corpus (:meth:`check_filters`).
+            on a per-document corpus of indexes that cannot filter (:meth:`check_filters`).
         NotImplementedError
             ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus.
         """

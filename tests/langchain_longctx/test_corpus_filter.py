@@ -58,6 +58,7 @@ def test_a_corpus_built_from_files_holds_no_metadata(tmp_path):
     assert all(r.corpus.metadata(d) == {} for d in IDS)
     assert r.invoke(Q, filter={"source": "a"}) == []
     assert len(r.invoke(Q, filter={"lang": {"$ne": "de"}})) == 4
+    assert len(r.invoke(Q, filter={"$not": {"source": "a"}})) == 4  # the filter sees {}
     d = r.invoke(Q)[0]
     assert set(d.metadata) == {
         "longctx_start_char_idx", "longctx_end_char_idx", "longctx_unit_index",

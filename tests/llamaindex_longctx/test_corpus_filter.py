@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("llama_index.core")
 
 from llama_index.core.vector_stores.types import (  # noqa: E402
+    FilterCondition,
     FilterOperator,
     MetadataFilter,
     MetadataFilters,
@@ -57,6 +58,11 @@ def test_a_corpus_built_from_files_holds_no_metadata(tmp_path):
     build_indexes(list(zip(IDS, TEXTS)), "mixpr", out, use_ray=False, progress=False)
     by_source = MetadataFilters(filters=[MetadataFilter(key="source", value="a")])
     assert CorpusRetriever.from_corpus(out, filters=by_source).retrieve(Q) == []
+    # the rule the guide states: the filter sees {} (all or none), not a list of operators
+    empty = MetadataFilter(key="source", value=None, operator=FilterOperator.IS_EMPTY)
+    negated = MetadataFilters(filters=[by_source.filters[0]], condition=FilterCondition.NOT)
+    for keeps_all in (MetadataFilters(filters=[empty]), negated):
+        assert len(CorpusRetriever.from_corpus(out, filters=keeps_all).retrieve(Q)) == 10
     n = CorpusRetriever.from_corpus(out, similarity_top_k=1).retrieve(Q)[0]
     assert n.node.metadata["longctx_source_id"] in IDS
     assert not [k for k in n.node.metadata if not k.startswith("longctx_")]
