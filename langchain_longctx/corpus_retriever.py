@@ -64,11 +64,13 @@ class CorpusRetriever(BaseRetriever):
       over shards too).
     - `filter` (`dict | callable | None`): MixPR corpora (one index or sharded): a metadata
       filter as ``MixPRRetriever`` takes it (``{"lang": "en"}``, ``{"year": {"$gte": 1800}}``,
-      a callable ``metadata -> bool``); ``invoke(..., filter=...)`` overrides it. It sees the
-      metadata the corpus's index holds for each document (``CorpusIndex.metadata(doc_id)``),
-      not ``metadatas``: a corpus built by ``longctx index`` / ``build_indexes`` holds none
-      (``{}``), so there only ``$ne`` / ``$nin`` keep anything. A diversity corpus cannot filter
-      (``ValueError`` naming ``filter``).
+      a callable ``metadata -> bool``); ``invoke(..., filter=...)`` (or ``filters=``) replaces
+      it. It sees the metadata the corpus's index holds for each document, not ``metadatas``:
+      a corpus built by ``longctx index`` / ``build_indexes`` holds none, so the filter sees
+      ``{}`` for every document and keeps all of them or none (a condition on a key keeps
+      none; one that an empty dict meets, such as ``$ne``, ``$nin`` or ``$not`` of a key's
+      condition, keeps all). A corpus of one MixPR index per document filters each on its
+      own; a diversity corpus cannot filter (``ValueError`` naming ``filter``).
 
     **Usage**
 
@@ -120,7 +122,7 @@ class CorpusRetriever(BaseRetriever):
         default=None,
         repr=False,
         description="MixPR corpora: metadata filter, a dict ({'lang': 'en'}) or a callable "
-        "metadata -> bool, on the corpus index's metadata; invoke(..., filter=...) overrides it",
+        "metadata -> bool, on the corpus index's metadata; invoke(..., filter=...) replaces it",
     )
 
     _holds: Any = PrivateAttr(default=None)  # the corpus's ids (set at construction)
@@ -183,11 +185,13 @@ class CorpusRetriever(BaseRetriever):
     ) -> list[Document]:
         check_text(query, "query")
         order = check_order(kwargs.pop("order", None) or self.order)
-        flt = kwargs.pop("filter", None)  # MixPRRetriever's name; the core's is filters
-        flt = self.corpus.check_filters(self.filter if flt is None else flt, "filter")
-        if flt is not None:
-            if kwargs.get("filters") is not None:
+        flt, name = kwargs.pop("filter", None), "filter"  # MixPRRetriever's; the core's: filters
+        if kwargs.get("filters") is not None:  # per call: replaces the retriever's, as filter=
+            if flt is not None:
                 raise TypeError("give filter= (the retriever's name) or filters=, not both")
+            flt, name = kwargs.pop("filters"), "filters"
+        flt = self.corpus.check_filters(self.filter if flt is None else flt, name)
+        if flt is not None:
             kwargs["filters"] = flt
         kwargs.setdefault("unique_texts", None)  # one slot per text where the corpus can
         explain = kwargs.pop("explain", None)

@@ -320,9 +320,10 @@ class GarlicRetriever(BaseRetriever):
                 META_POSITION: v["position"],
                 META_SCORE: float(v["score"]),
                 META_METHOD: "garlic",
-                META_SOURCE_ID: src.id,
-                META_CHILDREN: children,
             }
+            if src.id is not None:  # as hit_metadata: a source without id, no key
+                meta[META_SOURCE_ID] = src.id
+            meta[META_CHILDREN] = children
             if v["id"] in why:
                 meta[META_EXPLANATION] = why[v["id"]]
             out.append(

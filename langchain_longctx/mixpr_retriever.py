@@ -224,7 +224,7 @@ class MixPRRetriever(BaseRetriever):
     def model_post_init(self, context: Any) -> None:
         check_choice(self.mode, "mode", MODES)
         check_order(self.order)
-        compile_filter(self.filter)  # a bad filter raises now, before the build
+        compile_filter(self.filter, name="filter")  # a bad filter raises now, before the build
         check_vector_retriever(self.vector_retriever)
         loaded = loaded_parts()
         self._keys = loaded.get("keys") or document_keys(self.documents)
@@ -490,6 +490,8 @@ class MixPRRetriever(BaseRetriever):
         order = check_order(order or self.order)
         explain = check_explain(self.explain if explain is None else explain)
         mode = check_choice(mode or self.mode, "mode", MODES)
+        if filter is not None:
+            compile_filter(filter, name="filter")  # named as the caller gave it
         if k is None and token_budget is None:
             k, token_budget = (None, self.token_budget) if self.token_budget else (self.k, None)
         k, token_budget = check_size(k, token_budget)

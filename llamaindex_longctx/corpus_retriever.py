@@ -47,12 +47,14 @@ class CorpusRetriever(BaseRetriever):
     mode : {"auto", "local", "global"}
         MixPR corpora: ``"auto"`` asks the router.
     filters : optional
-        MixPR corpora (one index or sharded): metadata filters as
-        :class:`~llamaindex_longctx.MixPRRetriever` takes them (LlamaIndex ``MetadataFilters``,
-        a dict or a callable ``metadata -> bool``), on the metadata the corpus's index holds
-        for each document (``CorpusIndex.metadata(doc_id)``): a corpus built by ``longctx
-        index`` / ``build_indexes`` holds none (``{}``), so there only ``!=`` / ``nin`` keep
-        anything. A diversity corpus cannot filter: ``ValueError`` naming ``filters``.
+        MixPR corpora (one index, sharded, or one MixPR index per document): metadata filters
+        as :class:`~llamaindex_longctx.MixPRRetriever` takes them (LlamaIndex
+        ``MetadataFilters``, a dict or a callable ``metadata -> bool``), on the metadata the
+        corpus's index holds for each document: a corpus built by ``longctx index`` /
+        ``build_indexes`` holds none, so the filter sees ``{}`` for every document and keeps
+        all of them or none (a condition on a key keeps none; one that an empty dict meets,
+        such as ``!=``, ``nin``, ``IS_EMPTY`` or a ``NOT`` group of a key's condition, keeps
+        all). A diversity corpus cannot filter: ``ValueError`` naming ``filters``.
     order : {"score", "document"}, default "score"
         Best first, or corpus order (:meth:`longctx.types.SearchResult.positions`).
     explain : bool, default False

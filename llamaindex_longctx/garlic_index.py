@@ -92,22 +92,31 @@ SEARCH_DEFAULTS = {"alpha": 0.5, "stop_patience": 1, "max_context_tokens": None,
                    "max_new_tokens": 64}  # fmt: skip
 
 
-class _Saved:
-    """The default of a search setting: the saved value of a loaded index, else the default."""
+class _SavedOrDefault:
+    """The type of :data:`SAVED_OR_DEFAULT` (one instance)."""
 
     def __repr__(self) -> str:
         return "<saved or default>"
 
 
-_SAVED = _Saved()
-#: Largest saved values accepted at load (a store is untrusted: no search of a billion tokens).
-_SAVED_MAX = {"stop_patience": 1_000_000, "max_context_tokens": 2**31 - 1, "max_new_tokens": 2**20}
+SAVED_OR_DEFAULT = _SavedOrDefault()
+"""The default of :class:`GarlicIndex`'s search settings (``alpha``, ``stop_patience``,
+``max_context_tokens``, ``max_new_tokens``): the value saved with a loaded index, else the
+setting's default in :data:`SEARCH_DEFAULTS`. Not meant to be passed: leave the argument out."""
+#: Largest search settings accepted, given to the constructor or saved in a store (a store is
+#: untrusted: no search of a billion tokens; what the constructor takes, a load takes back).
+SETTINGS_MAX = {
+    "stop_patience": 1_000_000,
+    "max_context_tokens": 2**31 - 1,
+    "max_new_tokens": 2**20,
+}
 META_LEVEL = "longctx_level"
 META_POSITION = "longctx_visit_position"
 META_EDGE_WEIGHT = "longctx_edge_weight"
 
 __all__ = [
     "GARLIC_STRUCT_TYPE",
+    "SAVED_OR_DEFAULT",
     "GarlicIndex",
     "GarlicIndexStruct",
     "GarlicGraphRetriever",
@@ -125,8 +134,10 @@ class GarlicIndexStruct(IndexStruct):
     #: name of the embedding model the graphs' node embeddings were made with (``Encoder.name``)
     encoder: str | None = None
     #: ``{"format_version": 1, "alpha", "stop_patience", "max_context_tokens",
-    #: "max_new_tokens"}``: the index's search settings (``None`` in stores persisted before)
-    search_settings: dict[str, Any] | None = None
+    #: "max_new_tokens"}``: the index's search settings (``None`` in stores persisted before).
+    #: Typed ``Any`` so that a damaged value reaches the index's check (a ``PersistError``), not
+    #: the struct's decoding (an ``AttributeError``).
+    search_settings: Any = None
 
     @classmethod
     def get_type(cls):  # a str key works in the registries (IndexStructType is a str enum)
@@ -179,12 +190,24 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
     build_kwargs : dict, optional
         Passed to the builder (``batch_tokens``, ``max_levels``, ``batch_size``,
         ``force_bullets``...).
-    alpha, stop_patience, max_context_tokens, max_new_tokens :
-        Search settings, see :class:`longctx.garlic.search.GarlicSearcher` (defaults 0.5, 1,
-        ``None``, 64). Persisted with the index (its struct's ``search_settings``): a loaded
+    alpha : float in [0, 1], default :data:`SAVED_OR_DEFAULT`
+        Weight of the embedding similarity in a node's score (``1 - alpha`` for the attention
+        score), see :class:`longctx.garlic.search.GarlicSearcher`; default: the saved value of
+        a loaded index, else 0.5.
+    stop_patience : int in [1, 1_000_000], default :data:`SAVED_OR_DEFAULT`
+        Number of "Yes" decisions before the search stops; default: the saved value, else 1.
+    max_context_tokens : int in [1, 2**31 - 1] or None, default :data:`SAVED_OR_DEFAULT`
+        Largest first-turn prompt, in model tokens (``None``: the model window minus the answer
+        and second-turn tokens); default: the saved value, else ``None``.
+    max_new_tokens : int in [1, 2**20], default :data:`SAVED_OR_DEFAULT`
+        Answer length cap, in tokens; default: the saved value, else 64.
+
+        The four are persisted with the index (its struct's ``search_settings``): a loaded
         index (``load_index_from_storage``, :func:`load_garlic_index`) takes the saved ones,
-        except those given again, which win; a store persisted before they were saved loads
-        with the defaults.
+        except those given again, which win (their saved values are not read); a store
+        persisted before they were saved loads with the defaults. The bounds
+        (:data:`SETTINGS_MAX`) are the same at construction and at load, so a store persisted
+        by longctx always loads.
     explain : bool, default False
         The default of :meth:`as_retriever` and :meth:`as_query_engine`: give every returned
         node ``metadata["longctx_explanation"]`` (see the module doc).
@@ -203,10 +226,10 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         embed_model=None,
         graph_builder=None,
         build_kwargs: dict | None = None,
-        alpha: float = _SAVED,
-        stop_patience: int = _SAVED,
-        max_context_tokens: int | None = _SAVED,
-        max_new_tokens: int = _SAVED,
+        alpha: float = SAVED_OR_DEFAULT,
+        stop_patience: int = SAVED_OR_DEFAULT,
+        max_context_tokens: int | None = SAVED_OR_DEFAULT,
+        max_new_tokens: int = SAVED_OR_DEFAULT,
         explain: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -214,7 +237,9 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
 
         given = {"alpha": alpha, "stop_patience": stop_patience,
                  "max_context_tokens": max_context_tokens, "max_new_tokens": max_new_tokens}  # fmt: skip
-        given = _check_search_settings({k: v for k, v in given.items() if v is not _SAVED})
+        given = _check_search_settings(
+            {k: v for k, v in given.items() if v is not SAVED_OR_DEFAULT}
+        )
         if encoder is not None and embed_model is not None:
             raise ValueError("give embed_model or encoder (its older name), not both")
         self._model = model
@@ -232,7 +257,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         super().__init__(nodes=nodes, index_struct=index_struct, **kwargs)
         if index_struct is not None:
             self._check_loaded_struct()
-            self._search_kwargs = {**SEARCH_DEFAULTS, **self._saved_settings(), **given}
+            saved = self._saved_settings(skip=given)
+            self._search_kwargs = {**SEARCH_DEFAULTS, **saved, **given}
         # the settings in force go with the struct, so that a persist keeps them
         self._index_struct.search_settings = {
             "format_version": SEARCH_SETTINGS_VERSION,
@@ -240,9 +266,10 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         }
         self._storage_context.index_store.add_index_struct(self._index_struct)
 
-    def _saved_settings(self) -> dict:
+    def _saved_settings(self, skip=()) -> dict:
         """The loaded struct's search settings (``{}`` for a store persisted before they were
-        saved), each checked as the constructor checks it.
+        saved), each checked as the constructor checks it, except those in ``skip`` (given
+        again: their saved values are never used, so never checked).
 
         Raises
         ------
@@ -272,14 +299,10 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         unknown = sorted(str(k)[:40] for k in set(settings) - set(SEARCH_DEFAULTS))
         if unknown:
             raise PersistError(f"{where} holds unknown settings {unknown[:5]}")
-        try:
-            settings = _check_search_settings(settings)
+        try:  # read from disk: bounded (SETTINGS_MAX)
+            return _check_search_settings({k: v for k, v in settings.items() if k not in skip})
         except (TypeError, ValueError) as exc:
             raise PersistError(f"{where}: {exc}") from None
-        for name, most in _SAVED_MAX.items():  # read from disk: bounded
-            if (settings.get(name) or 0) > most:
-                raise PersistError(f"{where}: {name} is over {most}")
-        return settings
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], **kwargs: Any) -> GarlicIndex:
@@ -615,21 +638,17 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
 
 
 def _check_search_settings(settings: dict) -> dict:
-    """``settings`` (a subset of :data:`SEARCH_DEFAULTS`' keys) checked: ``TypeError`` /
-    ``ValueError`` naming the setting."""
+    """``settings`` (a subset of :data:`SEARCH_DEFAULTS`' keys) checked, the integers within
+    ``[1, SETTINGS_MAX[name]]``: ``TypeError`` / ``ValueError`` naming the setting."""
     from longctx.checks import check_float, check_int
 
     out = dict(settings)
     if "alpha" in out:
         out["alpha"] = check_float(out["alpha"], "alpha", low=0.0, high=1.0)
-    if "stop_patience" in out:
-        out["stop_patience"] = check_int(out["stop_patience"], "stop_patience", minimum=1)
-    if "max_context_tokens" in out:
-        out["max_context_tokens"] = check_int(
-            out["max_context_tokens"], "max_context_tokens", minimum=1, allow_none=True
-        )
-    if "max_new_tokens" in out:
-        out["max_new_tokens"] = check_int(out["max_new_tokens"], "max_new_tokens", minimum=1)
+    for name in ("stop_patience", "max_context_tokens", "max_new_tokens"):
+        if name in out:
+            out[name] = check_int(out[name], name, minimum=1, maximum=SETTINGS_MAX[name],
+                                  allow_none=name == "max_context_tokens")  # fmt: skip
     return out
 
 

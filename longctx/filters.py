@@ -285,7 +285,7 @@ def _compile(f, level: int) -> Callable[[Mapping], bool]:
     return lambda md: not any(p(md) for p in parts)
 
 
-def compile_filter(filters) -> Callable[[Mapping], bool] | None:
+def compile_filter(filters, *, name: str = "filters") -> Callable[[Mapping], bool] | None:
     """One predicate ``metadata (dict) -> bool`` from ``filters``.
 
     Parameters
@@ -294,6 +294,9 @@ def compile_filter(filters) -> Callable[[Mapping], bool] | None:
         ``None`` (or an empty group): no filter, returns ``None``. A dict is read by
         :func:`filter_from_dict`; a LlamaIndex ``MetadataFilters`` / ``MetadataFilter`` (any
         object with the same fields) is converted; a callable is used as it is.
+    name : str, default "filters"
+        The caller's name of the argument, in the error for an object of another type (a
+        LangChain retriever's ``filter``).
 
     Raises
     ------
@@ -303,7 +306,7 @@ def compile_filter(filters) -> Callable[[Mapping], bool] | None:
     """
     if filters is None:
         return None
-    f = _coerce(filters, 1)
+    f = _coerce(filters, 1, name)
     if f is None:
         return None
     if callable(f) and not isinstance(f, (MetadataFilter, MetadataFilters)):
@@ -345,7 +348,7 @@ def filter_digest(filters) -> bytes | None:
     return h.digest()
 
 
-def _coerce(f, level: int):
+def _coerce(f, level: int, name: str = "filters"):
     if isinstance(f, (MetadataFilter, MetadataFilters)):
         return f
     if isinstance(f, Mapping):
@@ -361,7 +364,7 @@ def _coerce(f, level: int):
     if callable(f):
         return f
     raise TypeError(
-        "filters must be a MetadataFilters, a MetadataFilter, a dict or a callable "
+        f"{name} must be a MetadataFilters, a MetadataFilter, a dict or a callable "
         f"metadata -> bool, got {type(f).__name__}"
     )
 

@@ -1,5 +1,6 @@
 """Shared corpora of the adapters' ``CorpusRetriever`` filter tests: three documents with
-metadata, as one MixPR index or two shards, and a stand-in per-document (diversity) corpus."""
+metadata, as one MixPR index, two shards or one MixPR index per document, and a stand-in
+per-document (diversity) corpus."""
 
 from __future__ import annotations
 
@@ -16,9 +17,17 @@ QUERY = "Who sits at the tea party with the Hatter?"
 
 
 def metadata_corpus(kind: str) -> CorpusIndex:
-    """The three documents as one MixPR index (``"one"``) or two shards (``"sharded"``)."""
+    """The three documents as one MixPR index (``"one"``), two shards (``"sharded"``) or one
+    MixPR index each (``"per_document"``)."""
     if kind == "one":
         return CorpusIndex(MixPRIndex.from_texts(TEXTS, ids=IDS, metadatas=METAS))
+    if kind == "per_document":
+        return CorpusIndex(
+            {
+                i: MixPRIndex.from_texts([t], ids=[i], metadatas=[m])
+                for t, i, m in zip(TEXTS, IDS, METAS, strict=True)
+            }
+        )
     return CorpusIndex(ShardedMixPRIndex.from_texts(TEXTS, shards=2, ids=IDS, metadatas=METAS))
 
 

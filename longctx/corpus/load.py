@@ -304,12 +304,15 @@ class CorpusIndex:
         document (:func:`longctx.filters.compile_filter`: LlamaIndex ``MetadataFilters``, a
         LangChain-style dict or a callable ``metadata -> bool``). A corpus built by
         :func:`longctx.corpus.build_indexes` (``longctx index``) stores no metadata: every
-        document's is ``{}``. A per-document (diversity) corpus cannot filter.
+        document's is ``{}``. A per-document corpus filters when every document's index is a
+        :class:`longctx.MixPRIndex` (each on its own metadata); one holding another kind
+        (a diversity corpus: ``DiversityIndex``) cannot filter.
 
         Raises
         ------
         ValueError
-            A per-document corpus given a filter (``name`` named), or a bad filter.
+            A per-document corpus holding an index that cannot filter given a filter (``name``
+            and the index's kind named), or a bad filter.
         TypeError
             A filter of a wrong type.
         """
@@ -318,11 +321,18 @@ class CorpusIndex:
         if filters is None:
             return None
         if self.index is None:
-            raise ValueError(
-                f"{name}: a per-document (diversity) corpus cannot filter by metadata; filters "
-                "apply to MixPR corpora (one index or sharded)"
+            from longctx.mixpr import MixPRIndex
+
+            other = next(
+                (ix for ix in self.indexes.values() if not isinstance(ix, MixPRIndex)), None
             )
-        compile_filter(filters)  # a bad filter raises now, naming its key or operator
+            if other is not None:
+                raise ValueError(
+                    f"{name}: a per-document corpus of {type(other).__name__} indexes cannot "
+                    "filter by metadata; filters apply to MixPR corpora (one index, sharded, or "
+                    "one MixPRIndex per document)"
+                )
+        compile_filter(filters, name=name)  # a bad filter raises now, naming its key or operator
         return filters
 
     def close(self) -> None:
@@ -366,7 +376,7 @@ class CorpusIndex:
         ------
         ValueError
             ``k`` < 1, a bad keyword for the indexes (raised by the first index), ``filters``
-            on a per-document corpus (:meth:`check_filters`).
+            on a per-document corpus of indexes that cannot filter (:meth:`check_filters`).
         NotImplementedError
             ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus.
         """

@@ -71,7 +71,8 @@ def test_inputs_folder_glob_jsonl(tmp_path):
     assert [d for d, _ in read_documents(str(tmp_path / "in" / "**" / "*.txt"))] == [
         "a.txt",
         "b.txt",
-    ]
+    ]  # a glob, as a single file: the file's name (the guides say so)
+    assert read_documents(tmp_path / "in" / "sub" / "b.txt") == [("b.txt", "Beta text here.")]
     jl = tmp_path / "c.jsonl"
     jl.write_text(
         json.dumps({"id": 7, "text": "Seven."}) + "\n\n" + json.dumps({"id": "x", "text": "X."}),

@@ -58,11 +58,17 @@ def test_a_corpus_built_from_files_holds_no_metadata(tmp_path):
     assert all(r.corpus.metadata(d) == {} for d in IDS)
     assert r.invoke(Q, filter={"source": "a"}) == []
     assert len(r.invoke(Q, filter={"lang": {"$ne": "de"}})) == 4
+    assert len(r.invoke(Q, filter={"$not": {"source": "a"}})) == 4  # the filter sees {}
     d = r.invoke(Q)[0]
     assert set(d.metadata) == {
         "longctx_start_char_idx", "longctx_end_char_idx", "longctx_unit_index",
         "longctx_score", "longctx_method", "longctx_source_id",
     }  # fmt: skip
+
+
+def test_a_corpus_of_one_mixpr_index_per_document_filters():
+    r = CorpusRetriever(corpus=metadata_corpus("per_document"), k=6, filter={"lang": "en"})
+    assert {d.metadata["longctx_source_id"] for d in r.invoke(Q)} == {"a", "c"}
 
 
 def test_a_diversity_corpus_refuses_a_filter_naming_it():
@@ -71,3 +77,37 @@ def test_a_diversity_corpus_refuses_a_filter_naming_it():
         CorpusRetriever(corpus=corpus, filter={"lang": "en"})
     with pytest.raises(ValueError, match="filter: a per-document"):
         CorpusRetriever(corpus=corpus).invoke(Q, filter={"lang": "en"})
+
+
+def test_a_bad_filter_is_named_as_the_user_gave_it():
+    """``filter`` (not the core's ``filters``) in the type error, at build and per call."""
+    from langchain_longctx import MixPRRetriever
+
+    corpus = metadata_corpus("one")
+    for bad in (42, "lang=en"):
+        with pytest.raises(TypeError, match="^filter must be"):
+            CorpusRetriever(corpus=corpus, filter=bad)
+        with pytest.raises(TypeError, match="^filter must be"):
+            CorpusRetriever(corpus=corpus).invoke(Q, filter=bad)
+        with pytest.raises(TypeError, match="^filters must be"):
+            CorpusRetriever(corpus=corpus).invoke(Q, filters=bad)
+        with pytest.raises(TypeError, match="^filter must be"):
+            MixPRRetriever.from_texts(TEXTS, filter=bad)
+        with pytest.raises(TypeError, match="^filter must be"):
+            MixPRRetriever.from_texts(TEXTS).invoke(Q, filter=bad)
+
+
+def test_a_per_call_filters_replaces_the_retrievers_filter():
+    """As ``filter=`` does (it used to say "give filter= or filters=, not both")."""
+    r = CorpusRetriever(corpus=metadata_corpus("one"), k=4, filter={"lang": "fr"})
+    assert {d.metadata["longctx_source_id"] for d in r.invoke(Q)} == {"b"}
+    assert {d.metadata["longctx_source_id"] for d in r.invoke(Q, filters={"lang": "en"})} <= {
+        "a",
+        "c",
+    }
+    assert {d.metadata["longctx_source_id"] for d in r.invoke(Q, filter={"lang": "en"})} <= {
+        "a",
+        "c",
+    }
+    with pytest.raises(TypeError, match="not both"):
+        r.invoke(Q, filter={"lang": "en"}, filters={"lang": "en"})

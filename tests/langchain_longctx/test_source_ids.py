@@ -93,3 +93,21 @@ def test_longctx_source_id_is_there_exactly_when_the_document_has_an_id():
     for d in DiversityCompressor(top_n=4).compress_documents(docs, "What did the dog do?"):
         of_cat = d.id is not None and d.id.split("#")[0] == "cat"  # a whole document: its id
         assert d.metadata.get("longctx_source_id") == ("cat" if of_cat else None)
+
+
+def test_garlic_summaries_of_a_document_without_id_have_no_source_id():
+    """Level-2 summary documents too (they used to carry ``longctx_source_id: None``)."""
+    from langchain_longctx.garlic_retriever import GarlicRetriever
+    from tests._fixtures import garlic_parts
+    from tests._tiny_models import smollm2_tokenizer, tiny_llama
+    from tests.garlic._graphs import STORY
+
+    tok = smollm2_tokenizer()
+    docs = [Document(page_content=STORY), Document(page_content=A, id="cat")]
+    r = GarlicRetriever(documents=docs, **garlic_parts(tiny_llama(len(tok)), tok))
+    out = r.invoke("Where did Tom Kitten lose his clothes?")
+    levels = {(d.id.split("#")[0], d.metadata["longctx_level"]) for d in out}
+    assert {("source0", 1), ("source0", 2), ("cat", 2)} <= levels
+    for d in out:
+        assert d.metadata.get("longctx_source_id") == ("cat" if d.id.startswith("cat#") else None)
+        assert ("longctx_source_id" in d.metadata) == d.id.startswith("cat#")

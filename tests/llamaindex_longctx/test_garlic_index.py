@@ -309,7 +309,7 @@ def test_a_store_persisted_before_the_settings_loads_with_the_defaults(kit, tmp_
         ({"format_version": 2}, "format version '2'"),
         ({"alpha": 7}, "alpha"),
         ({"stop_patience": "many"}, "stop_patience"),
-        ({"max_new_tokens": 10**9}, "max_new_tokens is over"),
+        ({"max_new_tokens": 10**9}, "max_new_tokens must be <="),
         ({"temperature": 1.0}, "unknown settings"),
     ],
 )
@@ -322,3 +322,65 @@ def test_damaged_saved_settings_are_a_persist_error_naming_the_field(kit, tmp_pa
     )
     with pytest.raises(PersistError, match=rf"search_settings.*{match}"):
         _load(kit, tmp_path)
+
+
+@pytest.mark.parametrize("damaged", [[1], "x", 1])
+def test_saved_settings_that_are_not_an_object_are_a_persist_error(kit, tmp_path, damaged):
+    """Not a raw AttributeError from the struct's decoding: the field check names it."""
+    from longctx.persist import PersistError
+
+    _settings_store(kit, tmp_path)
+    _edit_struct(
+        tmp_path / "index_store.json", lambda struct: struct.__setitem__("search_settings", damaged)
+    )
+    with pytest.raises(PersistError, match="field 'search_settings' must be an object"):
+        _load(kit, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [{"max_new_tokens": 2**21}, {"stop_patience": 2_000_000}, {"max_context_tokens": 2**31}],
+)
+def test_the_constructor_refuses_what_a_load_would_refuse(kit, setting):
+    """A store persisted by longctx itself always loads: the load's bounds apply at build."""
+    from llamaindex_longctx import GarlicIndex
+
+    (name,) = setting
+    build = {k: v for k, v in kit.items() if k != "max_new_tokens"}
+    with pytest.raises(ValueError, match=rf"^{name} must be <="):
+        GarlicIndex.from_documents(_docs()[:1], **build, **setting)
+
+
+@pytest.mark.parametrize("damaged", [10**9, "many", None])
+def test_a_setting_given_at_load_replaces_a_damaged_saved_one(kit, tmp_path, damaged):
+    """The saved value is never used, so it never fails the load; the others are still read."""
+    from longctx.persist import PersistError
+
+    _settings_store(kit, tmp_path, alpha=0.3)
+    _edit_struct(
+        tmp_path / "index_store.json",
+        lambda struct: struct["search_settings"].update(max_new_tokens=damaged),
+    )
+    with pytest.raises(PersistError, match="max_new_tokens"):
+        _load(kit, tmp_path)
+    loaded = _load(kit, tmp_path, max_new_tokens=8)
+    assert (loaded._search_kwargs["max_new_tokens"], loaded._search_kwargs["alpha"]) == (8, 0.3)
+
+
+def test_the_settings_default_is_a_public_documented_name():
+    """The rendered API docs show the default by name (statically): a public, documented one."""
+    import inspect
+
+    from llamaindex_longctx import garlic_index
+    from llamaindex_longctx.garlic_index import SAVED_OR_DEFAULT, GarlicIndex
+
+    params = inspect.signature(GarlicIndex.__init__).parameters
+    for name in ("alpha", "stop_patience", "max_context_tokens", "max_new_tokens"):
+        assert params[name].default is SAVED_OR_DEFAULT
+        assert f"{name} : " in GarlicIndex.__doc__
+    assert repr(SAVED_OR_DEFAULT) == "<saved or default>"
+    assert "SAVED_OR_DEFAULT" in garlic_index.__all__
+    source = inspect.getsource(garlic_index)
+    assert 'SAVED_OR_DEFAULT = _SavedOrDefault()\n"""The default of' in source  # its docstring
+    for default in ("else 0.5", "else 1.", "else ``None``", "else 64"):
+        assert default in GarlicIndex.__doc__
