@@ -111,7 +111,9 @@ class CorpusRetriever(BaseRetriever):
         self.vector_retriever = vector_retriever
         self.keep_firsts = check_keep_firsts(keep_firsts)
         self._holds = frozenset(corpus.doc_ids).__contains__  # the corpus's ids, for seeds
-        self._hashes: dict = {}  # the documents' hashes (SOURCE relationships), while the same
+        # the documents' hashes (SOURCE relationships) by doc id, with their metadata, never
+        # their texts: a loaded corpus's text under one id does not change
+        self._hashes: dict = {}
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -189,7 +191,9 @@ class CorpusRetriever(BaseRetriever):
                     id_=doc_id,
                     metadata=self.corpus.metadata(doc_id),
                 )
-            out.append(hit_to_node(hit, sources[doc_id], result.method, memo=self._hashes))
+            out.append(
+                hit_to_node(hit, sources[doc_id], result.method, memo=self._hashes, fixed_text=True)
+            )
         return out
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
