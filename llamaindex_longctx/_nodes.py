@@ -246,12 +246,15 @@ def docstore_hashes(docstore, raw=None) -> dict[str, str | None]:
 
 def docstore_state(raw):
     """A value equal (``==``) between two reads of a key-value docstore whenever
-    :func:`docstore_hashes` would return the same: its node ids and its metadata records, from
-    ``raw`` (:func:`docstore_collections`; ``None``: ``None``), compared in C, the records by
-    reference first: no Python loop over the nodes. A changed record (a node updated, its hash
-    recorded again) compares unequal: LlamaIndex's key-value stores copy a record on ``put``
-    and ``get`` and never change a stored one in place."""
-    return None if raw is None else (raw[0].keys(), raw[1])
+    :func:`docstore_hashes` would return the same: copies of its node ids and of its metadata
+    collection, from ``raw`` (:func:`docstore_collections`; ``None``: ``None``), made and
+    compared in C, the records by reference first: no Python loop over the nodes. A changed
+    record (a node updated, its hash recorded again) compares unequal: LlamaIndex's key-value
+    stores copy a record on ``put`` and never change a stored one in place. Copies, so the
+    value neither keeps the node collection alive (a store whose ``get_all`` deserializes
+    gives a new one per read) nor changes with a store whose ``get_all`` returns its own
+    mapping (it would compare equal to every later read)."""
+    return None if raw is None else (tuple(raw[0]), dict(raw[1]))
 
 
 def nodes_to_seeds(found, index) -> list:

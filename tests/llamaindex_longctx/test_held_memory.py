@@ -4,11 +4,17 @@ ever returned), nor entries of nodes deleted while a query ran."""
 
 from __future__ import annotations
 
-from llama_index.core import Document
-from llama_index.core.schema import NodeRelationship
+import gc
+import json
 
-from llamaindex_longctx import CorpusRetriever
-from tests._fixtures import BOOK_QUERIES
+import pytest
+from llama_index.core import Document
+from llama_index.core.schema import NodeRelationship, TextNode
+from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
+
+from llamaindex_longctx import CorpusRetriever, MixPRRetriever
+from tests._fixtures import BOOK_QUERIES, book_rows
 from tests.llamaindex_longctx._fixtures import book_docs
 
 
@@ -60,3 +66,64 @@ def test_a_fixed_text_memo_follows_the_metadata():
     edited = Document(text=doc.text, id_="d", metadata={"a": 2})
     assert related_info(edited, memo, fixed_text=True) == edited.as_related_node_info()
     assert related_info(doc, memo, fixed_text=True) == doc.as_related_node_info()
+
+
+class _LiveKV(SimpleKVStore):
+    """A key-value store whose ``get_all`` gives its own mapping, not a copy."""
+
+    def get_all(self, collection: str = "data") -> dict:
+        return self._get_collection_mapping(collection)
+
+
+class _RemoteLikeKV(SimpleKVStore):
+    """A key-value store whose ``get_all`` deserializes every record afresh (Redis, Mongo,
+    Postgres...)."""
+
+    def get_all(self, collection: str = "data") -> dict:
+        return json.loads(json.dumps(self._get_collection_mapping(collection)))
+
+
+def _reaches(obj, text: str) -> bool:
+    """Whether ``text`` is reachable from ``obj`` through containers (dicts, their views,
+    lists, tuples, sets)."""
+    views = (type({}.keys()), type({}.values()), type({}.items()))
+    seen, todo = set(), [obj]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, str):
+            if text in x:
+                return True
+            continue
+        if id(x) in seen or not isinstance(x, (dict, list, tuple, set, frozenset, *views)):
+            continue
+        seen.add(id(x))
+        todo.extend(gc.get_referents(x))
+    return False
+
+
+def test_the_docstore_snapshot_keeps_no_node():
+    store = SimpleDocumentStore(simple_kvstore=_RemoteLikeKV())
+    store.add_documents(
+        [TextNode(text=f"{t} marker{i}", id_=f"n{i}") for i, (_, t, _) in enumerate(book_rows())]
+    )
+    r = MixPRRetriever.from_defaults(docstore=store, similarity_top_k=3)
+    assert r.retrieve("Who lost a boot?") and r._synced is not None
+    # before: the state held the read's node collection (every node's JSON, a second copy)
+    assert not _reaches(r._synced, "marker0")
+    assert r.retrieve("marker2")[0].node.ref_doc_id == "n2"
+
+
+@pytest.mark.parametrize("kv", [SimpleKVStore, _LiveKV, _RemoteLikeKV])
+def test_the_docstore_is_followed_whatever_get_all_gives(kv):
+    store = SimpleDocumentStore(simple_kvstore=kv())
+    store.add_documents([TextNode(text=t, id_=i) for i, t, _ in book_rows()])
+    r = MixPRRetriever.from_defaults(docstore=store, similarity_top_k=3)
+    assert r.retrieve("Who lost a boot?")
+    store.add_documents([TextNode(text="The Cheshire Cat grinned at the zebra.", id_="z")])
+    # before, with _LiveKV: the state was the store's own mapping, equal to every later read
+    assert "z" in [n.node.ref_doc_id for n in r.retrieve("zebra")]
+    store.add_documents([TextNode(text="The walrus ate a pineapple.", id_="z")], allow_update=True)
+    assert "pineapple" in r.retrieve("pineapple")[0].node.text
+    store.delete_document("z")
+    assert "z" not in [n.node.ref_doc_id for n in r.retrieve("pineapple")]
+    assert "z" not in [n.node_id for n in r.nodes]
