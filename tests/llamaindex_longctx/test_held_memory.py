@@ -127,3 +127,27 @@ def test_the_docstore_is_followed_whatever_get_all_gives(kv):
     store.delete_document("z")
     assert "z" not in [n.node.ref_doc_id for n in r.retrieve("pineapple")]
     assert "z" not in [n.node_id for n in r.nodes]
+
+
+def test_a_delete_during_a_query_leaves_no_memo_entry(monkeypatch):
+    import llamaindex_longctx.mixpr_retriever as mixpr_module
+
+    docs = book_docs()
+    r = MixPRRetriever.from_documents(docs, similarity_top_k=4)
+    assert r.retrieve(BOOK_QUERIES[0]) and r._hashes  # a query remembers its sources' hashes
+    r = MixPRRetriever.from_documents(docs, similarity_top_k=4)
+    real, fired = mixpr_module.hit_to_node, []
+
+    def deleting(*args, **kwargs):  # another thread deletes every node while hits are built
+        if not fired:
+            fired.append(1)
+            r.delete_nodes([d.node_id for d in docs])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mixpr_module, "hit_to_node", deleting)
+    assert r.retrieve(BOOK_QUERIES[0]) and not r.nodes
+    # before: the query wrote its hashes (and their texts) after the delete had dropped them
+    assert r._hashes == {}
+    monkeypatch.setattr(mixpr_module, "hit_to_node", real)
+    r.insert_nodes(docs[:1])
+    assert r.retrieve(BOOK_QUERIES[0]) and set(r._hashes) == {docs[0].node_id}
