@@ -140,11 +140,22 @@ class CorpusRetriever(BaseRetriever):
 
         Raises
         ------
+        TypeError
+            A keyword argument the constructor does not take (named), before the corpus loads.
         longctx.persist.PersistError
             No corpus, a damaged file, a shard that cannot be loaded (named).
+        ValueError
+            A bad value of a constructor argument (``TypeError`` for a bad type); the corpus,
+            loaded, is closed again.
         """
+        import inspect
+
         from longctx.corpus import CorpusIndex
 
+        takes = set(inspect.signature(cls.__init__).parameters) - {"self", "corpus"}
+        unknown = sorted(set(kwargs) - takes)
+        if unknown:  # before the load (minutes for a large corpus; actors started on Ray)
+            raise TypeError(f"from_corpus() got unexpected keyword arguments {unknown}")
         corpus = CorpusIndex.from_corpus(
             out,
             storage_options=storage_options,
@@ -153,7 +164,11 @@ class CorpusRetriever(BaseRetriever):
             workers=workers,
             **dict(load_kwargs or {}),
         )
-        return cls(corpus, **kwargs)
+        try:
+            return cls(corpus, **kwargs)
+        except BaseException:  # a bad value: stop the shard actors the load started
+            corpus.close()
+            raise
 
     def close(self) -> None:
         """Stop a sharded corpus's shard actors."""
