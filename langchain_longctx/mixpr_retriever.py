@@ -36,6 +36,7 @@ from langchain_longctx._documents import (
 )
 from langchain_longctx._persist import (
     check_saved_keys,
+    keys_from_index,
     load_retriever,
     loaded_parts,
     loading,
@@ -465,9 +466,11 @@ class MixPRRetriever(BaseRetriever):
                 index.encoder_identity, embeddings, where=str(d.path), argument="embeddings"
             )
         data = {**settings, **kwargs, "documents": docs}
-        keys = None  # a save before keys.json: the documents' positions name them
+        keys = None  # no index: the documents' positions name them
         if d.has("keys.json"):
             keys = check_saved_keys(d.json("keys.json"), len(docs), str(d.file("keys.json")))
+        elif index is not None:  # a save before keys.json: the names its index holds
+            keys = keys_from_index(docs, index.doc_ids, str(d.file("index")))
         with loading(mixpr_index=index, keys=keys):
             retriever = cls(**data)
         texts, ids, _ = _indexed(docs, retriever._keys)
