@@ -1,6 +1,7 @@
 """What a LlamaIndex retriever keeps between queries: its memo of the sources' hashes holds no
 document text a loaded corpus gives it afresh (a long-running app held every document it had
-ever returned), nor entries of nodes deleted while a query ran."""
+ever returned: ``test_query_overhead.py``'s corpus test), nor entries of nodes deleted while a
+query ran; its docstore snapshot holds copies of ids and hash records, not the nodes."""
 
 from __future__ import annotations
 
@@ -9,51 +10,13 @@ import json
 
 import pytest
 from llama_index.core import Document
-from llama_index.core.schema import NodeRelationship, TextNode
+from llama_index.core.schema import TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
 
-from llamaindex_longctx import CorpusRetriever, MixPRRetriever
+from llamaindex_longctx import MixPRRetriever
 from tests._fixtures import BOOK_QUERIES, book_rows
-from tests.llamaindex_longctx._fixtures import book_docs
-
-
-def _strings(obj):
-    """Every ``str`` inside ``obj`` (nested tuples, lists and dicts, keys too)."""
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _strings(k)
-            yield from _strings(v)
-    elif isinstance(obj, (tuple, list)):
-        for v in obj:
-            yield from _strings(v)
-
-
-def test_corpus_retriever_memo_holds_no_text(tmp_path):
-    from longctx.corpus import build_indexes
-
-    (tmp_path / "books").mkdir()
-    for d in book_docs():
-        (tmp_path / "books" / f"{d.node_id}.txt").write_text(d.text, encoding="utf-8")
-    build_indexes(str(tmp_path / "books"), "mixpr", str(tmp_path / "corpus"), progress=False)
-    r = CorpusRetriever.from_corpus(tmp_path / "corpus", similarity_top_k=4)
-    nodes = [n for q in BOOK_QUERIES for n in r.retrieve(q)]
-    sources = {n.node.ref_doc_id for n in nodes}
-    assert len(sources) > 1 and set(r._hashes) == sources  # one entry per document, by id
-    # before: each entry held its document's whole text (a4.py: 9.78 MB after 16 queries)
-    texts = {r.corpus.text(i) for i in sources}
-    assert not texts & set(_strings(r._hashes))
-    again = [n for q in BOOK_QUERIES for n in r.retrieve(q)]
-    assert [n.node.relationships for n in again] == [n.node.relationships for n in nodes]
-    for n in again:
-        doc = Document(
-            text=r.corpus.text(n.node.ref_doc_id),
-            id_=n.node.ref_doc_id,
-            metadata=r.corpus.metadata(n.node.ref_doc_id),
-        )
-        assert n.node.relationships[NodeRelationship.SOURCE] == doc.as_related_node_info()
+from tests.llamaindex_longctx._fixtures import book_docs, strings_in
 
 
 def test_a_fixed_text_memo_follows_the_metadata():
@@ -62,7 +25,7 @@ def test_a_fixed_text_memo_follows_the_metadata():
     memo: dict = {}
     doc = Document(text="The hound ran across the moor.", id_="d", metadata={"a": 1})
     assert related_info(doc, memo, fixed_text=True) == doc.as_related_node_info()
-    assert doc.text not in list(_strings(memo))
+    assert doc.text not in list(strings_in(memo))
     edited = Document(text=doc.text, id_="d", metadata={"a": 2})
     assert related_info(edited, memo, fixed_text=True) == edited.as_related_node_info()
     assert related_info(doc, memo, fixed_text=True) == doc.as_related_node_info()
