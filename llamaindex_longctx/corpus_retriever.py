@@ -152,8 +152,10 @@ class CorpusRetriever(BaseRetriever):
 
         from longctx.corpus import CorpusIndex
 
-        takes = set(inspect.signature(cls.__init__).parameters) - {"self", "corpus"}
-        unknown = sorted(set(kwargs) - takes)
+        params = inspect.signature(cls.__init__).parameters.values()
+        takes = {p.name for p in params} - {"self", "corpus"}
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in params)  # a subclass's **kwargs
+        unknown = [] if open_ended else sorted(set(kwargs) - takes)
         if unknown:  # before the load (minutes for a large corpus; actors started on Ray)
             raise TypeError(f"from_corpus() got unexpected keyword arguments {unknown}")
         corpus = CorpusIndex.from_corpus(
