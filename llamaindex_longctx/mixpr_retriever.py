@@ -8,7 +8,6 @@ import logging
 import os
 import threading
 import warnings
-from collections import ChainMap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, Query
 
 from llamaindex_longctx._embed import app_embed_model
 from llamaindex_longctx._nodes import (
+    QueryMemo,
     docstore_collections,
     docstore_hashes,
     docstore_state,
@@ -500,18 +500,19 @@ class MixPRRetriever(BaseRetriever):
         # hashes read from the retriever's memo, new ones written into this call's own dict and
         # merged under the lock for the nodes still held: a delete meanwhile (which drops its
         # nodes' entries under the lock) leaves no entry, and no text, behind
-        fresh: dict = {}
-        memo = ChainMap(fresh, self._hashes)
+        memo = QueryMemo(self._hashes)
         whole = not self.chunk_nodes
         out = [
             hit_to_node(hits[j], by_key[keys[j]], "mixpr", whole=whole, key=keys[j], memo=memo)
             for j in result.positions(self.order)
             if keys[j] in by_key
         ]
-        if fresh:
+        if memo.fresh:
             with self._lock:
                 now = self._by_key
-                self._hashes.update({k: v for k, v in fresh.items() if now.get(k) is by_key[k]})
+                self._hashes.update(
+                    {k: v for k, v in memo.fresh.items() if now.get(k) is by_key[k]}
+                )
         return with_unique_ids(out)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
