@@ -47,24 +47,71 @@ def document_keys(documents) -> list[str]:
     )
 
 
+def generated_keys(documents, keys) -> set[str]:
+    """The keys in ``keys`` that are not their document's own id: a document's without id
+    (``"source{position}"``, maybe primed) or repeating another's (``"{id}@{position}"``)."""
+    return {k for d, k in zip(documents, keys) if k is not None and k != d.id}
+
+
+def check_new_ids(documents, keys, ids) -> None:
+    """Refuse an id (of a document to add) that is the key another document holds without
+    being its own id (:func:`generated_keys`): the two would answer to one id, and a delete
+    by it would remove both.
+
+    Raises
+    ------
+    ValueError
+        Naming the first such id.
+    """
+    taken = generated_keys(documents, keys)
+    clash = [i for i in ids if i in taken]
+    if clash:
+        raise ValueError(
+            f"id {clash[0]!r} is the key of a document the retriever holds without that id (a "
+            "document without id is named source{position}): give another id, or delete "
+            f"{clash[0]!r} first"
+        )
+
+
 def added_document_keys(documents, keys, added) -> list[str | None]:
     """Keys of the documents ``added`` after ``documents`` (held under ``keys``): those of
-    :func:`document_keys` over all of them, except that a key one of ``keys`` holds already
-    takes primes until it is free, as :func:`longctx.index.source_keys` names a taken one. A
-    document without id is ``"source{position}"``, and a delete moves the positions, so the
-    name of a new one can be the key of an older one (``add_documents`` raised
-    that the id was already in the index)."""
+    :func:`document_keys` over all of them, except that a generated key (a document without
+    id, ``"source{position}"``) that is taken, by one of ``keys`` or by a document's own id,
+    held or added, takes primes until it is free, as :func:`longctx.index.source_keys` names
+    a taken one: a delete moves the positions, so the name of a new one can be the key of an
+    older one (``add_documents`` raised that the id was already in the index). An added
+    document keeps its own id (:func:`check_new_ids` refused one that is a held key)."""
     documents, added = list(documents), list(added)
     out = document_keys(documents + added)[len(documents) :]
     used = {k for k in keys if k is not None}
+    used |= {d.id for d in documents + added if d.id is not None}
     for j, k in enumerate(out):
-        if k is None:
+        if k is None or k == added[j].id:
             continue
         while k in used:
             k += "'"
         used.add(k)
         out[j] = k
     return out
+
+
+def positions_of_ids(documents, keys, ids) -> list[int]:
+    """Positions of the documents ``ids`` name, in order: an id names the documents whose own
+    id it is (several when the documents were given with one id and different texts), else the
+    document whose generated key it is (:func:`generated_keys`), never both: one id never
+    removes a document named by its own id and another named by a generated key."""
+    own: dict[str, list[int]] = {}
+    for j, d in enumerate(documents):
+        if d.id is not None:
+            own.setdefault(d.id, []).append(j)
+    by_key = {k: j for j, k in enumerate(keys) if k is not None}
+    out: set[int] = set()
+    for i in ids:
+        if i in own:
+            out.update(own[i])
+        elif i in by_key:
+            out.add(by_key[i])
+    return sorted(out)
 
 
 def with_unique_ids(docs: list[Document]) -> list[Document]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -12,6 +13,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from langchain_longctx._documents import document_keys
 from longctx.persist import PersistError, check_json_metadata, write_dir
 from longctx.persist.marks import check_outside_corpus
 from longctx.persist.reader import IndexDir, open_index_dir
@@ -77,6 +79,56 @@ def check_saved_keys(obj: Any, n_documents: int, where: str) -> list[str | None]
     if len(set(named)) != len(named):
         raise PersistError(f"{where!r} holds a key twice")
     return list(obj)
+
+
+def keys_from_index(documents: Sequence[Document], doc_ids: Sequence[str], where: str) -> list:
+    """The documents' keys of a folder saved before ``keys.json`` existed (longctx 0.1): those
+    the saved index holds (``doc_ids``, in the documents' order: inserts append, deletes keep
+    the order), matched in order against the documents it indexes, not recomputed from their
+    positions (a delete moved them: a save after deleting a document without id named the
+    next one by its old position, ``"source2"`` at position 1). A document with its own id
+    must be held under it (or under ``"{id}@{n}"`` when it repeats an earlier document's id),
+    one without id under a ``"source{n}"`` name that is no document's own id; the rest keep
+    the names of :func:`~langchain_longctx._documents.document_keys` (primed where the index
+    took them). The caller checks the texts against the index.
+
+    Raises
+    ------
+    PersistError
+        The index holds another number of documents, or a key a document cannot have (named,
+        with ``where``).
+    """
+    keys = document_keys(documents)  # the layout's own rule, right until a delete
+    indexed = [j for j, k in enumerate(keys) if k is not None and documents[j].page_content.strip()]
+    if len(indexed) != len(doc_ids):
+        raise PersistError(
+            f"{where!r} holds {len(doc_ids)} documents for {len(indexed)} saved documents with "
+            "text: the folder is damaged or mixes two saves"
+        )
+    own = {d.id for d in documents if d.id is not None}
+    for j, key in zip(indexed, doc_ids):
+        mine = documents[j].id
+        ok = (
+            key == mine
+            or (mine is not None and re.fullmatch(re.escape(mine) + r"@\d+'*", key) is not None)
+            or (mine is None and re.fullmatch(r"source\d+'*", key) is not None)
+        )
+        if not ok or (key != mine and key in own):
+            raise PersistError(
+                f"{where!r} holds document {key!r} where saved document {j} (id {mine!r}) is: "
+                "the folder is damaged or mixes two saves"
+            )
+        keys[j] = key
+    used = set(doc_ids) | own
+    taken = set(indexed)
+    for j, key in enumerate(keys):
+        if j in taken or key is None or key == documents[j].id:
+            continue
+        while key in used:  # a document without text, its position's name taken meanwhile
+            key += "'"
+        used.add(key)
+        keys[j] = key
+    return keys
 
 
 def save_retriever(

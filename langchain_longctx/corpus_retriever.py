@@ -158,9 +158,27 @@ class CorpusRetriever(BaseRetriever):
         """Load the corpus at ``out`` (folder or fsspec URL; see
         :meth:`longctx.corpus.CorpusIndex.from_corpus`). A sharded MixPR corpus is searched in this
         process by default (no Ray started), its shards in Ray actors on the cluster at
-        ``ray_address`` or with ``use_ray=True`` (a local Ray); :meth:`close` stops the actors."""
+        ``ray_address`` or with ``use_ray=True`` (a local Ray); :meth:`close` stops the actors.
+
+        Raises
+        ------
+        pydantic.ValidationError
+            A keyword argument the retriever does not take (named, as the constructor names
+            it), before the corpus loads; a bad value of a field (the corpus, loaded, is
+            closed again).
+        longctx.persist.PersistError
+            No corpus, a damaged file, a shard that cannot be loaded (named).
+        """
+        from pydantic_core import ValidationError
+
         from longctx.corpus import CorpusIndex
 
+        unknown = sorted(set(kw) - (set(cls.model_fields) - {"corpus"}))
+        if unknown:  # before the load (minutes for a large corpus; actors started on Ray)
+            raise ValidationError.from_exception_data(
+                cls.__name__,
+                [{"type": "extra_forbidden", "loc": (k,), "input": kw[k]} for k in unknown],
+            )
         corpus = CorpusIndex.from_corpus(
             out,
             storage_options=storage_options,
@@ -169,7 +187,11 @@ class CorpusRetriever(BaseRetriever):
             workers=workers,
             **dict(load_kwargs or {}),
         )
-        return cls(corpus=corpus, **kw)
+        try:
+            return cls(corpus=corpus, **kw)
+        except BaseException:  # a bad value: stop the shard actors the load started
+            corpus.close()
+            raise
 
     def close(self) -> None:
         """Stop a sharded corpus's shard actors."""

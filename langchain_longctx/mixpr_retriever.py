@@ -24,16 +24,19 @@ from langchain_longctx._documents import (
     add_to_source_map,
     added_document_keys,
     ask_vector_retriever,
+    check_new_ids,
     check_vector_retriever,
     document_keys,
     documents_from_texts,
     documents_to_seeds,
     hit_to_document,
+    positions_of_ids,
     source_map,
     with_unique_ids,
 )
 from langchain_longctx._persist import (
     check_saved_keys,
+    keys_from_index,
     load_retriever,
     loaded_parts,
     loading,
@@ -267,7 +270,9 @@ class MixPRRetriever(BaseRetriever):
         Raises
         ------
         TypeError, ValueError
-            A non-``Document``, ``ids`` of another length, or one id given twice in the call.
+            A non-``Document``, ``ids`` of another length, one id given twice in the call, or
+            an id that is the key of a held document without that id (``"source2'"`` of a
+            document without id): refused before anything changes.
         """
         docs = list(documents)
         for i, d in enumerate(docs):
@@ -285,6 +290,7 @@ class MixPRRetriever(BaseRetriever):
         if len(set(given)) != len(given):
             raise ValueError("add_documents: an id is given twice in one call")
         with self._lock:
+            check_new_ids(self.documents, self._keys, given)  # before anything changes
             held = {d.id for d in self.documents if d.id is not None}
             dup = [i for i in given if i in held]
             if dup:  # upsert, as LangChain's vector stores: the old documents go, the new come
@@ -314,9 +320,12 @@ class MixPRRetriever(BaseRetriever):
     def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
         """Remove documents by id (LangChain's ``VectorStore.delete`` name and contract).
 
-        An id the retriever does not hold is skipped, as LangChain's ``InMemoryVectorStore``
-        skips it (logged, and the result is ``False``); the held ones are removed. (Before
-        longctx 0.2 an unknown id raised ``KeyError`` and removed nothing.)
+        An id names the documents that carry it as their own id, else the document without id
+        (or repeating another's id) that ``add_documents`` or the constructor named so, never
+        both. An id the retriever does not hold is skipped, as LangChain's
+        ``InMemoryVectorStore`` skips it (logged, and the result is ``False``); the held ones
+        are removed. (Before longctx 0.2 an unknown id raised ``KeyError`` and removed
+        nothing.)
 
         Returns
         -------
@@ -335,10 +344,7 @@ class MixPRRetriever(BaseRetriever):
         if isinstance(ids, str):
             ids = [ids]
         with self._lock:
-            want = set(ids)
-            drop = [
-                j for j, k in enumerate(self._keys) if k in want or self.documents[j].id in want
-            ]
+            drop = positions_of_ids(self.documents, self._keys, ids)
             found = {self._keys[j] for j in drop} | {self.documents[j].id for j in drop}
             missing = [i for i in ids if i not in found]
             if missing:
@@ -460,9 +466,11 @@ class MixPRRetriever(BaseRetriever):
                 index.encoder_identity, embeddings, where=str(d.path), argument="embeddings"
             )
         data = {**settings, **kwargs, "documents": docs}
-        keys = None  # a save before keys.json: the documents' positions name them
+        keys = None  # no index: the documents' positions name them
         if d.has("keys.json"):
             keys = check_saved_keys(d.json("keys.json"), len(docs), str(d.file("keys.json")))
+        elif index is not None:  # a save before keys.json: the names its index holds
+            keys = keys_from_index(docs, index.doc_ids, str(d.file("index")))
         with loading(mixpr_index=index, keys=keys):
             retriever = cls(**data)
         texts, ids, _ = _indexed(docs, retriever._keys)

@@ -52,17 +52,18 @@ def with_unique_ids(out: list[NodeWithScore]) -> list[NodeWithScore]:
     return out
 
 
-def _hash_inputs(node: BaseNode):
+def _hash_inputs(node: BaseNode, with_text: bool = True):
     """Everything ``node.hash`` reads, as a value to compare (``==``; the texts by reference
     first, so an unchanged node costs no pass over its text), for the node types whose hash
     LlamaIndex computes from their own fields: a ``TextNode`` (``str(text) + str(metadata)``)
     and a ``Node`` / ``Document`` whose only resource is a plain text resource
     (``get_metadata_str(ALL)`` and the resource's ``text``, ``data``, ``path``, ``url``).
     ``None`` for any other node (a subclass with a hash of its own, an image or audio
-    resource): its hash is not memoised."""
+    resource): its hash is not memoised. ``with_text=False``: the same without the text (the
+    caller knows it is fixed under the key), so a memo of it holds no text."""
     cls = type(node)
     if cls.hash is TextNode.hash:
-        return (cls, node.text, str(node.metadata))
+        return (cls, node.text if with_text else None, str(node.metadata))
     if cls.hash is not Node.hash:
         return None
     if not (node.image_resource is None and node.audio_resource is None):
@@ -70,22 +71,48 @@ def _hash_inputs(node: BaseNode):
     tr = node.text_resource
     if node.video_resource is not None or (tr is not None and type(tr) is not MediaResource):
         return None
-    parts = None if tr is None else (tr.text, tr.data, tr.path, tr.url)
+    parts = None if tr is None else (tr.text if with_text else None, tr.data, tr.path, tr.url)
     return (cls, node.get_metadata_str(mode=MetadataMode.ALL), parts)
 
 
-def related_info(source: BaseNode, memo: dict | None = None, key=None) -> RelatedNodeInfo:
+class QueryMemo:
+    """A memo for :func:`related_info` over a retriever's shared one, for one query: reads its
+    own entries, then the shared memo's; writes only its own (``fresh``), which the retriever
+    merges under its lock for the sources it still holds (a delete during the query then
+    leaves no entry behind). Reading costs a dict lookup or two (a ``ChainMap`` cost ten times
+    that a hit)."""
+
+    __slots__ = ("fresh", "_shared")
+
+    def __init__(self, shared: dict) -> None:
+        self.fresh: dict = {}
+        self._shared = shared.get
+
+    def get(self, key):
+        held = self.fresh.get(key)
+        return self._shared(key) if held is None else held
+
+    def __setitem__(self, key, value) -> None:
+        self.fresh[key] = value
+
+
+def related_info(
+    source: BaseNode, memo: dict | None = None, key=None, *, fixed_text: bool = False
+) -> RelatedNodeInfo:
     """``source.as_related_node_info()`` (id, type, metadata and hash of ``source``), the same
     value, with the hash (a SHA-256 over the source's whole text and metadata) taken from
     ``memo[key]`` while what it reads is the same (:func:`_hash_inputs`, compared by value: an
     edited text or metadata is hashed again). ``memo``: a dict the caller keeps across hits
-    and queries (``None``: no memo); ``key``: the source's key in it (default its
+    and queries, or a :class:`QueryMemo` over one (``None``: no memo); ``key``: the source's key in it (default its
     ``node_id``). A retriever's hits of one document then cost one hash of its text, not one
     per hit per query (a cost that grew with the document: 0.3 ms a hit for a 500 KB book).
+    ``fixed_text=True``: the caller vouches that the text under ``key`` never changes (a
+    loaded corpus's document): the memo keeps the metadata and the hash, never the text
+    (a memo holding each text by reference would keep every document ever returned alive).
     """
     if memo is None or type(source).as_related_node_info is not BaseNode.as_related_node_info:
         return source.as_related_node_info()
-    inputs = _hash_inputs(source)
+    inputs = _hash_inputs(source, with_text=not fixed_text)
     if inputs is None:
         return source.as_related_node_info()
     key = source.node_id if key is None else key
@@ -108,6 +135,7 @@ def hit_to_node(
     whole: bool = False,
     key: str | None = None,
     memo: dict | None = None,
+    fixed_text: bool = False,
 ) -> NodeWithScore:
     """One hit of ``source`` as a ``NodeWithScore``.
 
@@ -130,7 +158,8 @@ def hit_to_node(
 
     ``memo``: a dict kept by the caller across hits (and queries), where the SOURCE
     relationship's hash of ``source`` is kept while ``source`` is unchanged
-    (:func:`related_info`); the node is the same with or without it.
+    (:func:`related_info`; ``fixed_text``: the text under ``key`` never changes, the memo
+    keeps no text); the node is the same with or without it.
     """
     key = source.node_id if key is None else key
     hit, source_id, chained = resolve_hit(hit, source.node_id, source.metadata)
@@ -163,7 +192,10 @@ def hit_to_node(
             end_char_idx=hit.end + shift,
             excluded_llm_metadata_keys=llm_excluded,
             excluded_embed_metadata_keys=embed_excluded,
-            relationships={NodeRelationship.SOURCE: origin or related_info(source, memo, key)},
+            relationships={
+                NodeRelationship.SOURCE: origin
+                or related_info(source, memo, key, fixed_text=fixed_text)
+            },
         )
     return NodeWithScore(node=node, score=float(hit.score))
 
@@ -235,12 +267,15 @@ def docstore_hashes(docstore, raw=None) -> dict[str, str | None]:
 
 def docstore_state(raw):
     """A value equal (``==``) between two reads of a key-value docstore whenever
-    :func:`docstore_hashes` would return the same: its node ids and its metadata records, from
-    ``raw`` (:func:`docstore_collections`; ``None``: ``None``), compared in C, the records by
-    reference first: no Python loop over the nodes. A changed record (a node updated, its hash
-    recorded again) compares unequal: LlamaIndex's key-value stores copy a record on ``put``
-    and ``get`` and never change a stored one in place."""
-    return None if raw is None else (raw[0].keys(), raw[1])
+    :func:`docstore_hashes` would return the same: copies of its node ids and of its metadata
+    collection, from ``raw`` (:func:`docstore_collections`; ``None``: ``None``), made and
+    compared in C, the records by reference first: no Python loop over the nodes. A changed
+    record (a node updated, its hash recorded again) compares unequal: LlamaIndex's key-value
+    stores copy a record on ``put`` and never change a stored one in place. Copies, so the
+    value neither keeps the node collection alive (a store whose ``get_all`` deserializes
+    gives a new one per read) nor changes with a store whose ``get_all`` returns its own
+    mapping (it would compare equal to every later read)."""
+    return None if raw is None else (tuple(raw[0]), dict(raw[1]))
 
 
 def nodes_to_seeds(found, index) -> list:

@@ -113,7 +113,9 @@ class CorpusRetriever(BaseRetriever):
         self.vector_retriever = vector_retriever
         self.keep_firsts = check_keep_firsts(keep_firsts)
         self._holds = frozenset(corpus.doc_ids).__contains__  # the corpus's ids, for seeds
-        self._hashes: dict = {}  # the documents' hashes (SOURCE relationships), while the same
+        # the documents' hashes (SOURCE relationships) by doc id, with their metadata, never
+        # their texts: a loaded corpus's text under one id does not change
+        self._hashes: dict = {}
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -140,11 +142,24 @@ class CorpusRetriever(BaseRetriever):
 
         Raises
         ------
+        TypeError
+            A keyword argument the constructor does not take (named), before the corpus loads.
         longctx.persist.PersistError
             No corpus, a damaged file, a shard that cannot be loaded (named).
+        ValueError
+            A bad value of a constructor argument (``TypeError`` for a bad type); the corpus,
+            loaded, is closed again.
         """
+        import inspect
+
         from longctx.corpus import CorpusIndex
 
+        params = inspect.signature(cls.__init__).parameters.values()
+        takes = {p.name for p in params} - {"self", "corpus"}
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in params)  # a subclass's **kwargs
+        unknown = [] if open_ended else sorted(set(kwargs) - takes)
+        if unknown:  # before the load (minutes for a large corpus; actors started on Ray)
+            raise TypeError(f"from_corpus() got unexpected keyword arguments {unknown}")
         corpus = CorpusIndex.from_corpus(
             out,
             storage_options=storage_options,
@@ -153,7 +168,11 @@ class CorpusRetriever(BaseRetriever):
             workers=workers,
             **dict(load_kwargs or {}),
         )
-        return cls(corpus, **kwargs)
+        try:
+            return cls(corpus, **kwargs)
+        except BaseException:  # a bad value: stop the shard actors the load started
+            corpus.close()
+            raise
 
     def close(self) -> None:
         """Stop a sharded corpus's shard actors."""
@@ -191,7 +210,9 @@ class CorpusRetriever(BaseRetriever):
                     id_=doc_id,
                     metadata=self.corpus.metadata(doc_id),
                 )
-            out.append(hit_to_node(hit, sources[doc_id], result.method, memo=self._hashes))
+            out.append(
+                hit_to_node(hit, sources[doc_id], result.method, memo=self._hashes, fixed_text=True)
+            )
         return out
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -17,6 +17,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, Query
 
 from llamaindex_longctx._embed import app_embed_model
 from llamaindex_longctx._nodes import (
+    QueryMemo,
     docstore_collections,
     docstore_hashes,
     docstore_state,
@@ -495,15 +496,24 @@ class MixPRRetriever(BaseRetriever):
             explain=self.explain,
             keep_firsts=self.keep_firsts,
         )
-        hits, keys, memo = result.hits, result.info["doc_ids"], self._hashes
+        hits, keys = result.hits, result.info["doc_ids"]
+        # hashes read from the retriever's memo, new ones written into this call's own dict and
+        # merged under the lock for the nodes still held: a delete meanwhile (which drops its
+        # nodes' entries under the lock) leaves no entry, and no text, behind
+        memo = QueryMemo(self._hashes)
         whole = not self.chunk_nodes
-        return with_unique_ids(
-            [
-                hit_to_node(hits[j], by_key[keys[j]], "mixpr", whole=whole, key=keys[j], memo=memo)
-                for j in result.positions(self.order)
-                if keys[j] in by_key
-            ]
-        )
+        out = [
+            hit_to_node(hits[j], by_key[keys[j]], "mixpr", whole=whole, key=keys[j], memo=memo)
+            for j in result.positions(self.order)
+            if keys[j] in by_key
+        ]
+        if memo.fresh:
+            with self._lock:
+                now = self._by_key
+                self._hashes.update(
+                    {k: v for k, v in memo.fresh.items() if now.get(k) is by_key[k]}
+                )
+        return with_unique_ids(out)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # CPU-bound sparse work: run it in a thread so the event loop stays free

@@ -33,3 +33,16 @@ def book_docs(which=None) -> list[Document]:
 def versioned_doc(i: int, v: int) -> Document:
     """Document ``d<i>`` at version ``v`` (``tests._fixtures.search_while_updating``)."""
     return Document(text=versioned_text(i, v), id_=f"d{i}", metadata={"v": v, "doc": i})
+
+
+def strings_in(obj):
+    """Every ``str`` inside ``obj`` (nested tuples, lists and dicts, keys too)."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from strings_in(k)
+            yield from strings_in(v)
+    elif isinstance(obj, (tuple, list)):
+        for v in obj:
+            yield from strings_in(v)
