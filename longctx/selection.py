@@ -189,7 +189,10 @@ def select_top(
     scores : (n,) array of float, or SparseScores
         A :class:`SparseScores` is selected from without a pass over every unit (with ``k``:
         ``O(m log m + k)`` for its ``m`` entries; with ``token_budget`` the units scoring 0 are
-        read only while the budget is not spent).
+        read only while the budget is not spent). An array with ``token_budget`` is not sorted
+        whole: its best units a block at a time (``np.partition``), the next block only while
+        the budget is not spent and among the units that still fit, in the order of
+        ``np.argsort(-scores, kind="stable")`` (NaN last), with the same result.
     k : int >= 1, optional
     token_budget : int >= 1, optional
         In tokens, as counted in ``token_counts``.
@@ -224,9 +227,9 @@ def select_top(
         above = at[vals > kth]
         ties = at[vals == kth][: k - len(above)]
         return np.sort(np.concatenate([above, ties])).astype(np.int64)
-    order = np.argsort(-scores, kind="stable")
     token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
-    return _greedy([order], token_counts, token_budget)
+    left = _Left(token_budget)
+    return _greedy(_dense_blocks(scores, token_counts, token_budget, left), token_counts, left)
 
 
 def _kth_largest(scores: np.ndarray, k: int) -> tuple[float, np.ndarray, np.ndarray]:
@@ -246,27 +249,87 @@ def _kth_largest(scores: np.ndarray, k: int) -> tuple[float, np.ndarray, np.ndar
     return np.partition(vals, len(vals) - k)[len(vals) - k], at, vals
 
 
-def _greedy(orders, token_counts: np.ndarray, token_budget: int) -> np.ndarray:
-    """Units taken greedily in the order of the blocks ``orders`` (index arrays, best first)
-    while they fit in ``token_budget``; a unit that does not fit is skipped. Sorted."""
-    chosen: list = []
-    used = 0
-    for order in orders:
-        if used >= token_budget:
-            break
-        counts = token_counts[order]
-        # Fast path: the prefix that fits; then a greedy pass for smaller units after it.
-        csum = used + np.cumsum(counts)
-        n_prefix = int(np.searchsorted(csum, token_budget, side="right"))
-        chosen.extend(order[:n_prefix].tolist())
-        used = int(csum[n_prefix - 1]) if n_prefix else used
-        for idx, c in zip(order[n_prefix:].tolist(), counts[n_prefix:].tolist()):
-            if used >= token_budget:
+class _Left:
+    """The state of a greedy selection by budget: tokens ``left``, and whether it is past its
+    first prefix (``loop``: a unit that does not fit was met; units are then taken one by one,
+    and the order's blocks may leave out those larger than ``left``)."""
+
+    __slots__ = ("left", "loop")
+
+    def __init__(self, token_budget: int):
+        self.left = int(token_budget)
+        self.loop = False
+
+
+def _dense_blocks(scores: np.ndarray, token_counts: np.ndarray, token_budget: int, left):
+    """The order ``np.argsort(-scores, kind="stable")`` (score descending, then unit index
+    ascending, NaN last) a block at a time, the best ``m`` first (``np.partition``; every unit
+    tied with the block's last score in it), ``m`` doubled for each next block: read only as
+    far as the consumer goes. With ``left`` (a :class:`_Left`) past its prefix, each next
+    block is taken among the units that still fit (``token_counts <= left.left``); ``None``:
+    among every unit.
+
+    ``m`` starts at twice the units of mean size the budget holds (at least 64), so a budget
+    query over 51,262 dense scores sorts a few hundred units instead of all of them.
+    """
+    n = len(scores)
+    if not n:
+        return
+    nan = np.isnan(scores)
+    cand = np.flatnonzero(~nan) if nan.any() else np.arange(n)
+    m = max(64, int(2 * token_budget / max(1.0, float(token_counts.mean()))))
+    while len(cand):
+        if left is not None and left.loop:
+            cand = cand[token_counts[cand] <= left.left]
+            if not len(cand):
                 break
-            if used + c <= token_budget:
-                chosen.append(idx)
-                used += c
-    return np.sort(np.asarray(chosen, dtype=np.int64))
+        vals = scores[cand]
+        if len(cand) > m:
+            t = np.partition(vals, len(vals) - m)[len(vals) - m]
+            top = vals >= t
+            block, bvals, cand = cand[top], vals[top], cand[~top]
+        else:
+            block, bvals, cand = cand, vals, cand[:0]
+        yield block[np.argsort(-bvals, kind="stable")]
+        m *= 2
+    yield np.flatnonzero(nan)
+
+
+def _greedy(orders, token_counts: np.ndarray, left: _Left, reset: bool = False) -> np.ndarray:
+    """Units taken greedily in the order of the blocks ``orders`` (index arrays, best first)
+    while they fit in ``left.left`` tokens; a unit that does not fit is skipped. Sorted.
+
+    Each block's prefix that fits is taken at once (a cumulative sum); past the first unit
+    that does not fit only the units of at most ``left.left`` tokens are read (one vectorised
+    filter), one by one, until the budget is spent exactly. ``reset``: each block starts with
+    its own prefix (the sparse path's blocks, as before); otherwise the blocks are one order
+    cut in pieces. Both read units of 0 tokens as the one full sort did: those right after a
+    prefix that spends the budget exactly are taken, none once the budget is spent past it.
+    """
+    chosen: list = []  # index arrays (prefixes) and, last, the units taken one by one
+    one_by_one: list = []
+    for order in orders:
+        if left.left <= 0 and (reset or left.loop):
+            break  # (a prefix goes on through units of 0 tokens)
+        counts = token_counts[order]
+        if reset or not left.loop:
+            csum = np.cumsum(counts)
+            n_prefix = int(np.searchsorted(csum, left.left, side="right"))
+            chosen.append(order[:n_prefix])
+            left.left -= int(csum[n_prefix - 1]) if n_prefix else 0
+            if n_prefix == len(order):
+                continue
+            left.loop = True
+            order, counts = order[n_prefix:], counts[n_prefix:]
+        fits = counts <= left.left
+        for idx, c in zip(order[fits].tolist(), counts[fits].tolist()):
+            if left.left <= 0:
+                break
+            if c <= left.left:
+                one_by_one.append(idx)
+                left.left -= c
+    chosen.append(np.asarray(one_by_one, dtype=np.int64))
+    return np.sort(np.concatenate(chosen).astype(np.int64))
 
 
 def _select_budget_sparse(scores: SparseScores, token_budget, token_counts) -> np.ndarray:
@@ -291,7 +354,7 @@ def _select_budget_sparse(scores: SparseScores, token_budget, token_counts) -> n
             lo, hi = np.searchsorted(pidx, [start, start + size])
             yield block[~np.isin(block, pidx[lo:hi], assume_unique=True)]
 
-    return _greedy(itertools.chain([best], zeros()), token_counts, token_budget)
+    return _greedy(itertools.chain([best], zeros()), token_counts, _Left(token_budget), reset=True)
 
 
 def check_size(
@@ -417,7 +480,9 @@ def select_distinct(
     key of a better-scoring (or, on a tie, earlier) one is removed. With ``k``, the top ``m``
     units (``m = k``, doubled while fewer than ``k`` distinct keys are among them) are read:
     ``O(n)`` per round, ``key`` called on at most ``m`` units; with ``token_budget`` one greedy
-    pass in score order, as :func:`select_top`.
+    pass in score order, as :func:`select_top` (read a block at a time, not sorted whole), that
+    ends once the shortest unit cannot fit; ``key`` is read for a unit passed over (too long
+    for what is left) only when a later unit is about to be taken.
 
     Parameters
     ----------
@@ -462,18 +527,56 @@ def select_distinct(
                 return np.sort(np.asarray(kept, dtype=np.int64))
             m *= 2
     token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
-    order = np.argsort(-scores, kind="stable")
-    seen, chosen, used = set(), [], 0
+    return _distinct_budget(scores, key, token_budget, token_counts)
+
+
+def _distinct_budget(scores: np.ndarray, key, token_budget: int, token_counts: np.ndarray):
+    """:func:`select_distinct` by budget: the units in score order (:func:`_dense_blocks`,
+    read as far as needed), a unit taken when it fits and no better unit has its key; the
+    selection ends once the shortest unit cannot fit any more.
+
+    A better unit with the same key stands for a unit whether it was taken or was too long, so
+    the keys of the units passed over matter; but they are read only when a later unit that
+    fits is about to be taken with a key not seen yet (every unit passed over before it in one
+    go), not for each unit passed over: the passed-over units after the last one taken are
+    never read. ``key`` is called on at most the units the full pass called it on.
+    """
+    n = len(scores)
     smallest = int(token_counts.min()) if n else 0
-    for i in order.tolist():
+    seen: set = set()
+    chosen: list = []
+    used = 0
+    passed: list = []  # units passed over whose keys are not read yet (arrays)
+
+    def read_passed():
+        for part in passed:
+            seen.update(key(i) for i in part.tolist())
+        passed.clear()
+
+    for block in _dense_blocks(scores, token_counts, token_budget, None):
         if used + smallest > token_budget:
             break
-        kk = key(i)
-        if kk in seen:
-            continue
-        seen.add(kk)  # a better unit with this key, taken or too long, stands for the rest
-        c = int(token_counts[i])
-        if used + c <= token_budget:
+        counts = token_counts[block]
+        done = np.zeros(len(block), bool)  # key read (or the unit taken)
+        start = 0  # units before it are read or in ``passed``
+        for p in np.flatnonzero(counts <= token_budget - used).tolist():
+            if used + smallest > token_budget:
+                break
+            c = int(counts[p])
+            if used + c > token_budget:
+                continue  # passed over: its key waits
+            i = int(block[p])
+            kk = key(i)
+            done[p] = True
+            if kk in seen:
+                continue
+            passed.append(block[start:p][~done[start:p]])
+            start = p + 1
+            read_passed()
+            if kk in seen:
+                continue
+            seen.add(kk)
             chosen.append(i)
             used += c
+        passed.append(block[start:][~done[start:]])
     return np.sort(np.asarray(chosen, dtype=np.int64))
