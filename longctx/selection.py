@@ -261,37 +261,51 @@ class _Left:
         self.loop = False
 
 
-def _dense_blocks(scores: np.ndarray, token_counts: np.ndarray, token_budget: int, left):
+def _dense_blocks(scores: np.ndarray, token_counts: np.ndarray, token_budget: int, left, grow=2):
     """The order ``np.argsort(-scores, kind="stable")`` (score descending, then unit index
     ascending, NaN last) a block at a time, the best ``m`` first (``np.partition``; every unit
-    tied with the block's last score in it), ``m`` doubled for each next block: read only as
-    far as the consumer goes. With ``left`` (a :class:`_Left`) past its prefix, each next
+    tied with the block's last score in it), ``m`` times ``grow`` for each next block: read
+    only as far as the consumer goes. With ``left`` (a :class:`_Left`) past its prefix, each next
     block is taken among the units that still fit (``token_counts <= left.left``); ``None``:
     among every unit.
 
-    ``m`` starts at twice the units of mean size the budget holds (at least 64), so a budget
-    query over 51,262 dense scores sorts a few hundred units instead of all of them.
+    ``m`` starts at ``grow`` times the units of mean size the budget holds (at least 64), so a
+    budget query over 51,262 dense scores sorts a few hundred units instead of all of them.
+    The first block costs one partition of every unit; when a second is asked for, one
+    partition of the units left gives the lowest scores of all the next blocks at once (the
+    ``m grow``-th, ``m grow**2``-th... largest), and each block is then cut from the units
+    left by comparisons alone.
     """
     n = len(scores)
     if not n:
         return
     nan = np.isnan(scores)
     cand = np.flatnonzero(~nan) if nan.any() else np.arange(n)
-    m = max(64, int(2 * token_budget / max(1.0, float(token_counts.mean()))))
-    while len(cand):
+    vals = scores[cand]
+    m = max(64, int(grow * token_budget / max(1.0, float(token_counts.mean()))))
+    ranks = [m]  # the first block's size; once it is read, those of all the next ones at once
+    lows: list = []
+    while True:
         if left is not None and left.loop:
-            cand = cand[token_counts[cand] <= left.left]
-            if not len(cand):
-                break
-        vals = scores[cand]
-        if len(cand) > m:
-            t = np.partition(vals, len(vals) - m)[len(vals) - m]
-            top = vals >= t
-            block, bvals, cand = cand[top], vals[top], cand[~top]
-        else:
-            block, bvals, cand = cand, vals, cand[:0]
-        yield block[np.argsort(-bvals, kind="stable")]
-        m *= 2
+            keep = token_counts[cand] <= left.left
+            cand, vals = cand[keep], vals[keep]
+        if not len(cand):
+            break
+        if ranks is not None:  # the blocks' lowest scores: the r-th largest for r in ranks
+            ranks = [r for r in ranks if r < len(vals)]
+            part = np.partition(vals, [len(vals) - r for r in ranks]) if ranks else vals
+            lows = [part[len(vals) - r] for r in ranks]
+            ranks = [m * grow**j for j in range(1, 64)] if ranks == [m] else None
+        if not lows:
+            yield cand[np.argsort(-vals, kind="stable")]
+            break
+        t = lows.pop(0)
+        above, tied = vals > t, vals == t
+        # the units tied at t are in index order already: after the others, unsorted (a walk's
+        # many zeros are one such run)
+        yield np.concatenate([cand[above][np.argsort(-vals[above], kind="stable")], cand[tied]])
+        rest = vals < t
+        cand, vals = cand[rest], vals[rest]
     yield np.flatnonzero(nan)
 
 
@@ -309,17 +323,13 @@ def _greedy(orders, token_counts: np.ndarray, left: _Left, reset: bool = False) 
     chosen: list = []  # index arrays (prefixes) and, last, the units taken one by one
     one_by_one: list = []
     for order in orders:
-        if left.left <= 0 and (reset or left.loop):
-            break  # (a prefix goes on through units of 0 tokens)
         counts = token_counts[order]
         if reset or not left.loop:
             csum = np.cumsum(counts)
             n_prefix = int(np.searchsorted(csum, left.left, side="right"))
             chosen.append(order[:n_prefix])
             left.left -= int(csum[n_prefix - 1]) if n_prefix else 0
-            if n_prefix == len(order):
-                continue
-            left.loop = True
+            left.loop = left.loop or n_prefix < len(order)
             order, counts = order[n_prefix:], counts[n_prefix:]
         fits = counts <= left.left
         for idx, c in zip(order[fits].tolist(), counts[fits].tolist()):
@@ -328,6 +338,8 @@ def _greedy(orders, token_counts: np.ndarray, left: _Left, reset: bool = False) 
             if c <= left.left:
                 one_by_one.append(idx)
                 left.left -= c
+        if left.left <= 0 and (reset or left.loop):
+            break  # before the next block is read (a prefix goes on through units of 0 tokens)
     chosen.append(np.asarray(one_by_one, dtype=np.int64))
     return np.sort(np.concatenate(chosen).astype(np.int64))
 
@@ -553,9 +565,9 @@ def _distinct_budget(scores: np.ndarray, key, token_budget: int, token_counts: n
             seen.update(key(i) for i in part.tolist())
         passed.clear()
 
-    for block in _dense_blocks(scores, token_counts, token_budget, None):
-        if used + smallest > token_budget:
-            break
+    # grow 4: the units passed over are read too (none leaves the candidates), 4,280 units for
+    # 1,000 tokens at 1M words (median of 20 questions): 0.93x the time of grow 2 there
+    for block in _dense_blocks(scores, token_counts, token_budget, None, grow=4):
         counts = token_counts[block]
         done = np.zeros(len(block), bool)  # key read (or the unit taken)
         start = 0  # units before it are read or in ``passed``
@@ -579,4 +591,6 @@ def _distinct_budget(scores: np.ndarray, key, token_budget: int, token_counts: n
             chosen.append(i)
             used += c
         passed.append(block[start:][~done[start:]])
+        if used + smallest > token_budget:
+            break  # before the next block is read
     return np.sort(np.asarray(chosen, dtype=np.int64))

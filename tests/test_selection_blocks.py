@@ -52,11 +52,10 @@ def _reference_sparse(scores: SparseScores, token_budget, token_counts):
     pidx = scores.idx[pos]
     best = pidx[np.argsort(-scores.vals[pos], kind="stable")]
 
-    def zeros(size: int = 4096):
+    def zeros(size: int = 4096):  # the same blocks: the units not in pidx, 4096 indices apart
+        rest = np.setdiff1d(np.arange(scores.n, dtype=np.int64), pidx)
         for start in range(0, scores.n, size):
-            block = np.arange(start, min(scores.n, start + size), dtype=np.int64)
-            lo, hi = np.searchsorted(pidx, [start, start + size])
-            yield block[~np.isin(block, pidx[lo:hi], assume_unique=True)]
+            yield rest[(rest >= start) & (rest < start + size)]
 
     return _reference_greedy(itertools.chain([best], zeros()), token_counts, token_budget)
 
