@@ -109,13 +109,27 @@ def _units(draw, min_count=0):
     return scores, counts, keys, budget
 
 
-@settings(max_examples=400, deadline=None)
-@given(_units())
-def test_select_top_budget_as_the_full_sort(u):
-    scores, counts, _, budget = u
+def _assert_as_before(scores, counts, keys, budget):
+    """select_top and select_distinct by budget over ``scores`` and over them as SparseScores
+    (NaN and negatives made 0) choose what the implementation before chose."""
     got = select_top(scores, token_budget=budget, token_counts=counts)
     assert got.tolist() == _reference_top(scores, budget, counts).tolist()
     assert int(counts[got].sum()) <= budget
+    got = select_distinct(scores, keys.__getitem__, token_budget=budget, token_counts=counts)
+    assert got.tolist() == _reference_distinct(scores, keys.__getitem__, budget, counts).tolist()
+    clean = np.where(np.isnan(scores) | (scores < 0), 0.0, scores)
+    at = np.flatnonzero(clean)
+    sp = SparseScores(len(clean), at, clean[at])
+    got = select_top(sp, token_budget=budget, token_counts=counts)
+    assert got.tolist() == _reference_sparse(sp, budget, counts).tolist()
+    got = select_distinct(sp, keys.__getitem__, token_budget=budget, token_counts=counts)
+    assert got.tolist() == _reference_distinct(sp, keys.__getitem__, budget, counts).tolist()
+
+
+@settings(max_examples=400, deadline=None)
+@given(_units())
+def test_small_arrays_as_before(u):
+    _assert_as_before(*u)
 
 
 @settings(max_examples=400, deadline=None)
@@ -150,6 +164,31 @@ def test_select_distinct_budget_as_before(u):
     sp = SparseScores(len(scores), at, scores[at])
     got = select_distinct(sp, keys.__getitem__, token_budget=budget, token_counts=counts)
     assert got.tolist() == want.tolist()
+
+
+@st.composite
+def _many(draw):
+    """Hundreds of units (several blocks of at least 64): scores from a few levels (ties across
+    block edges) or continuous, with zeros, NaN and negatives; counts from 0 to 300."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = draw(st.integers(65, 1500))
+    levels = draw(st.sampled_from([2, 5, 40, 0]))
+    scores = rng.integers(0, levels, n).astype(float) if levels else rng.random(n)
+    for value, share in ((0.0, 0.4), (float("nan"), 0.05), (-1.0, 0.05), (-0.0, 0.05)):
+        if draw(st.booleans()):
+            scores[rng.random(n) < share] = value
+    hi = draw(st.sampled_from([3, 30, 300]))
+    counts = rng.integers(draw(st.integers(0, 1)), hi + 1, n)
+    keys = rng.integers(0, draw(st.sampled_from([5, 50, 10**6])), n).tolist()
+    budget = draw(st.integers(1, max(1, int(counts.sum()))))
+    return scores, counts, keys, budget
+
+
+@settings(max_examples=300, deadline=None)
+@given(_many())
+def test_several_blocks_as_before(u):
+    """Arrays larger than one block (the small ones above are read in one)."""
+    _assert_as_before(*u)
 
 
 def test_a_duplicate_of_a_unit_too_long_is_not_taken():
