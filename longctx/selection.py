@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from longctx.checks import check_int
@@ -151,8 +149,9 @@ def _select_top_sparse(scores: SparseScores, k: int) -> np.ndarray:
     return np.union1d(pidx, head).astype(np.int64)
 
 
-def _check_budget(scores: np.ndarray, token_budget, token_counts) -> tuple[int, np.ndarray]:
-    """``(token_budget, token_counts as (n,) int64)`` checked for a selection by budget.
+def _check_budget(shape: tuple, token_budget, token_counts) -> tuple[int, np.ndarray]:
+    """``(token_budget, token_counts as (n,) int64)`` checked for a selection by budget over
+    scores of ``shape``.
 
     Raises
     ------
@@ -163,10 +162,8 @@ def _check_budget(scores: np.ndarray, token_budget, token_counts) -> tuple[int, 
     if token_counts is None:
         raise ValueError("token_counts is required with token_budget")
     token_counts = np.asarray(token_counts, dtype=np.int64)
-    if token_counts.shape != scores.shape:
-        raise ValueError(
-            f"token_counts has shape {token_counts.shape}, scores has shape {scores.shape}"
-        )
+    if token_counts.shape != shape:
+        raise ValueError(f"token_counts has shape {token_counts.shape}, scores has shape {shape}")
     return token_budget, token_counts
 
 
@@ -189,7 +186,10 @@ def select_top(
     scores : (n,) array of float, or SparseScores
         A :class:`SparseScores` is selected from without a pass over every unit (with ``k``:
         ``O(m log m + k)`` for its ``m`` entries; with ``token_budget`` the units scoring 0 are
-        read only while the budget is not spent).
+        read only while the budget is not spent). An array with ``token_budget`` is not sorted
+        whole: its best units a block at a time (``np.partition``), the next block only while
+        the budget is not spent and among the units that still fit, in the order of
+        ``np.argsort(-scores, kind="stable")`` (NaN last), with the same result.
     k : int >= 1, optional
     token_budget : int >= 1, optional
         In tokens, as counted in ``token_counts``.
@@ -224,9 +224,9 @@ def select_top(
         above = at[vals > kth]
         ties = at[vals == kth][: k - len(above)]
         return np.sort(np.concatenate([above, ties])).astype(np.int64)
-    order = np.argsort(-scores, kind="stable")
-    token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
-    return _greedy([order], token_counts, token_budget)
+    token_budget, token_counts = _check_budget(scores.shape, token_budget, token_counts)
+    left = _Left(token_budget)
+    return _greedy(_dense_blocks(scores, token_counts, token_budget, left), token_counts, left)
 
 
 def _kth_largest(scores: np.ndarray, k: int) -> tuple[float, np.ndarray, np.ndarray]:
@@ -246,52 +246,120 @@ def _kth_largest(scores: np.ndarray, k: int) -> tuple[float, np.ndarray, np.ndar
     return np.partition(vals, len(vals) - k)[len(vals) - k], at, vals
 
 
-def _greedy(orders, token_counts: np.ndarray, token_budget: int) -> np.ndarray:
-    """Units taken greedily in the order of the blocks ``orders`` (index arrays, best first)
-    while they fit in ``token_budget``; a unit that does not fit is skipped. Sorted."""
-    chosen: list = []
-    used = 0
-    for order in orders:
-        if used >= token_budget:
+class _Left:
+    """The state of a greedy selection by budget: tokens ``left``, and whether it is past its
+    first prefix (``loop``: a unit that does not fit was met; units are then taken one by one,
+    and the order's blocks may leave out those larger than ``left``)."""
+
+    __slots__ = ("left", "loop")
+
+    def __init__(self, token_budget: int):
+        self.left = int(token_budget)
+        self.loop = False
+
+
+def _dense_blocks(scores: np.ndarray, token_counts: np.ndarray, token_budget: int, left, grow=2):
+    """The order ``np.argsort(-scores, kind="stable")`` (score descending, then unit index
+    ascending, NaN last) a block at a time, the best ``m`` first (``np.partition``; every unit
+    tied with the block's last score in it), ``m`` times ``grow`` for each next block: read
+    only as far as the consumer goes. With ``left`` (a :class:`_Left`) past its prefix, each next
+    block is taken among the units that still fit (``token_counts <= left.left``); ``None``:
+    among every unit.
+
+    ``m`` starts at ``grow`` times the units of mean size the budget holds (at least 64), so a
+    budget query over 51,262 dense scores sorts a few hundred units instead of all of them.
+    The first block costs one partition of every unit; when a second is asked for, one
+    partition of the units left gives the lowest scores of all the next blocks at once (the
+    ``m grow``-th, ``m grow**2``-th... largest), and each block is then cut from the units
+    left by comparisons alone.
+    """
+    n = len(scores)
+    if not n:
+        return
+    nan = np.isnan(scores)
+    cand = np.flatnonzero(~nan) if nan.any() else np.arange(n)
+    vals = scores[cand]
+    m = max(64, int(grow * token_budget / max(1.0, float(token_counts.mean()))))
+    ranks = [m]  # the first block's size; once it is read, those of all the next ones at once
+    lows: list = []
+    while True:
+        if left is not None and left.loop:
+            keep = token_counts[cand] <= left.left
+            cand, vals = cand[keep], vals[keep]
+        if not len(cand):
             break
+        if ranks is not None:  # the blocks' lowest scores: the r-th largest for r in ranks
+            ranks = [r for r in ranks if r < len(vals)]
+            part = np.partition(vals, [len(vals) - r for r in ranks]) if ranks else vals
+            lows = [part[len(vals) - r] for r in ranks]
+            ranks = [m * grow**j for j in range(1, 64)] if ranks == [m] else None
+        if not lows:
+            yield cand[np.argsort(-vals, kind="stable")]
+            break
+        t = lows.pop(0)
+        above, tied = vals > t, vals == t
+        # the units tied at t are in index order already: after the others, unsorted (a walk's
+        # many zeros are one such run)
+        yield np.concatenate([cand[above][np.argsort(-vals[above], kind="stable")], cand[tied]])
+        rest = vals < t
+        cand, vals = cand[rest], vals[rest]
+    yield np.flatnonzero(nan)
+
+
+def _greedy(orders, token_counts: np.ndarray, left: _Left, reset: bool = False) -> np.ndarray:
+    """Units taken greedily in the order of the blocks ``orders`` (index arrays, best first)
+    while they fit in ``left.left`` tokens; a unit that does not fit is skipped. Sorted.
+
+    Each block's prefix that fits is taken at once (a cumulative sum); past the first unit
+    that does not fit only the units of at most ``left.left`` tokens are read (one vectorised
+    filter), one by one, until the budget is spent exactly. ``reset``: each block starts with
+    its own prefix (the sparse path's blocks, as before); otherwise the blocks are one order
+    cut in pieces. Both read units of 0 tokens as the one full sort did: those right after a
+    prefix that spends the budget exactly are taken, none once the budget is spent past it.
+    """
+    chosen: list = []  # index arrays (prefixes) and, last, the units taken one by one
+    one_by_one: list = []
+    for order in orders:
         counts = token_counts[order]
-        # Fast path: the prefix that fits; then a greedy pass for smaller units after it.
-        csum = used + np.cumsum(counts)
-        n_prefix = int(np.searchsorted(csum, token_budget, side="right"))
-        chosen.extend(order[:n_prefix].tolist())
-        used = int(csum[n_prefix - 1]) if n_prefix else used
-        for idx, c in zip(order[n_prefix:].tolist(), counts[n_prefix:].tolist()):
-            if used >= token_budget:
+        if reset or not left.loop:
+            csum = np.cumsum(counts)
+            n_prefix = int(np.searchsorted(csum, left.left, side="right"))
+            chosen.append(order[:n_prefix])
+            left.left -= int(csum[n_prefix - 1]) if n_prefix else 0
+            left.loop = left.loop or n_prefix < len(order)
+            order, counts = order[n_prefix:], counts[n_prefix:]
+        fits = counts <= left.left
+        for idx, c in zip(order[fits].tolist(), counts[fits].tolist()):
+            if left.left <= 0:
                 break
-            if used + c <= token_budget:
-                chosen.append(idx)
-                used += c
-    return np.sort(np.asarray(chosen, dtype=np.int64))
+            if c <= left.left:
+                one_by_one.append(idx)
+                left.left -= c
+        if left.left <= 0 and (reset or left.loop):
+            break  # before the next block is read (a prefix goes on through units of 0 tokens)
+    chosen.append(np.asarray(one_by_one, dtype=np.int64))
+    return np.sort(np.concatenate(chosen).astype(np.int64))
 
 
 def _select_budget_sparse(scores: SparseScores, token_budget, token_counts) -> np.ndarray:
     """:func:`select_top` with ``token_budget`` on sparse scores that are all ``>= 0`` and not
     NaN: the positive ones best first (ties to the earlier unit), then the units scoring 0 in
     their order, read a block at a time only while the budget is not spent."""
-    token_budget = check_int(token_budget, "token_budget", minimum=1)
-    if token_counts is None:
-        raise ValueError("token_counts is required with token_budget")
-    token_counts = np.asarray(token_counts, dtype=np.int64)
-    if token_counts.shape != (scores.n,):
-        raise ValueError(
-            f"token_counts has shape {token_counts.shape}, scores has shape {(scores.n,)}"
-        )
+    token_budget, token_counts = _check_budget((scores.n,), token_budget, token_counts)
+    return _greedy(_sparse_blocks(scores), token_counts, _Left(token_budget), reset=True)
+
+
+def _sparse_blocks(scores: SparseScores, size: int = 4096):
+    """The order ``np.argsort(-scores.dense(), kind="stable")`` of sparse scores all ``>= 0``
+    and not NaN, a block at a time: the positive ones best first (ties to the earlier unit),
+    then the units scoring 0 in index order, ``size`` indices at a time."""
     pos = scores.vals > 0
     pidx = scores.idx[pos]
-    best = pidx[np.argsort(-scores.vals[pos], kind="stable")]
-
-    def zeros(size: int = 4096):
-        for start in range(0, scores.n, size):
-            block = np.arange(start, min(scores.n, start + size), dtype=np.int64)
-            lo, hi = np.searchsorted(pidx, [start, start + size])
-            yield block[~np.isin(block, pidx[lo:hi], assume_unique=True)]
-
-    return _greedy(itertools.chain([best], zeros()), token_counts, token_budget)
+    yield pidx[np.argsort(-scores.vals[pos], kind="stable")]
+    for start in range(0, scores.n, size):
+        block = np.arange(start, min(scores.n, start + size), dtype=np.int64)
+        lo, hi = np.searchsorted(pidx, [start, start + size])
+        yield block[~np.isin(block, pidx[lo:hi], assume_unique=True)]
 
 
 def check_size(
@@ -417,7 +485,9 @@ def select_distinct(
     key of a better-scoring (or, on a tie, earlier) one is removed. With ``k``, the top ``m``
     units (``m = k``, doubled while fewer than ``k`` distinct keys are among them) are read:
     ``O(n)`` per round, ``key`` called on at most ``m`` units; with ``token_budget`` one greedy
-    pass in score order, as :func:`select_top`.
+    pass in score order, as :func:`select_top` (read a block at a time, not sorted whole), that
+    ends once the shortest unit cannot fit; ``key`` is read for a unit passed over (too long
+    for what is left) only when a later unit is about to be taken.
 
     Parameters
     ----------
@@ -439,6 +509,10 @@ def select_distinct(
     if (k is None) == (token_budget is None):
         raise ValueError("give exactly one of k and token_budget")
     if isinstance(scores, SparseScores) and k is None:
+        v = scores.vals
+        if not ((v < 0).any() or np.isnan(v).any()):  # the order a block at a time
+            token_budget, token_counts = _check_budget((scores.n,), token_budget, token_counts)
+            return _distinct_budget(_sparse_blocks(scores), key, token_budget, token_counts)
         scores = scores.dense()
     if not isinstance(scores, SparseScores):
         scores = np.asarray(scores, dtype=np.float64)
@@ -461,19 +535,60 @@ def select_distinct(
             if len(kept) == k or m >= n:
                 return np.sort(np.asarray(kept, dtype=np.int64))
             m *= 2
-    token_budget, token_counts = _check_budget(scores, token_budget, token_counts)
-    order = np.argsort(-scores, kind="stable")
-    seen, chosen, used = set(), [], 0
-    smallest = int(token_counts.min()) if n else 0
-    for i in order.tolist():
-        if used + smallest > token_budget:
-            break
-        kk = key(i)
-        if kk in seen:
-            continue
-        seen.add(kk)  # a better unit with this key, taken or too long, stands for the rest
-        c = int(token_counts[i])
-        if used + c <= token_budget:
+    token_budget, token_counts = _check_budget(scores.shape, token_budget, token_counts)
+    # grow 4: the units passed over are read too (none leaves the candidates), 4,280 units for
+    # 1,000 tokens at 1M words (median of 20 questions): 0.93x the time of grow 2 there
+    blocks = _dense_blocks(scores, token_counts, token_budget, None, grow=4)
+    return _distinct_budget(blocks, key, token_budget, token_counts)
+
+
+def _distinct_budget(blocks, key, token_budget: int, token_counts: np.ndarray):
+    """:func:`select_distinct` by budget: the units in score order (``blocks``, index arrays
+    best first: :func:`_dense_blocks` or :func:`_sparse_blocks`, read as far as needed), a unit
+    taken when it fits and no better unit has its key; the selection ends once the shortest
+    unit cannot fit any more.
+
+    A better unit with the same key stands for a unit whether it was taken or was too long, so
+    the keys of the units passed over matter; but they are read only when a later unit that
+    fits is about to be taken with a key not seen yet (every unit passed over before it in one
+    go), not for each unit passed over: the passed-over units after the last one taken are
+    never read. ``key`` is called on at most the units the full pass called it on.
+    """
+    smallest = int(token_counts.min()) if len(token_counts) else 0
+    seen: set = set()
+    chosen: list = []
+    used = 0
+    passed: list = []  # units passed over whose keys are not read yet (arrays)
+
+    def read_passed():
+        for part in passed:
+            seen.update(key(i) for i in part.tolist())
+        passed.clear()
+
+    for block in blocks:
+        counts = token_counts[block]
+        done = np.zeros(len(block), bool)  # key read (or the unit taken)
+        start = 0  # units before it are read or in ``passed``
+        for p in np.flatnonzero(counts <= token_budget - used).tolist():
+            if used + smallest > token_budget:
+                break
+            c = int(counts[p])
+            if used + c > token_budget:
+                continue  # passed over: its key waits
+            i = int(block[p])
+            kk = key(i)
+            done[p] = True
+            if kk in seen:
+                continue
+            passed.append(block[start:p][~done[start:p]])
+            start = p + 1
+            read_passed()
+            if kk in seen:
+                continue
+            seen.add(kk)
             chosen.append(i)
             used += c
+        passed.append(block[start:][~done[start:]])
+        if used + smallest > token_budget:
+            break  # before the next block is read
     return np.sort(np.asarray(chosen, dtype=np.int64))
