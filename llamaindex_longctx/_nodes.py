@@ -59,11 +59,11 @@ def _hash_inputs(node: BaseNode, with_text: bool = True):
     and a ``Node`` / ``Document`` whose only resource is a plain text resource
     (``get_metadata_str(ALL)`` and the resource's ``text``, ``data``, ``path``, ``url``).
     ``None`` for any other node (a subclass with a hash of its own, an image or audio
-    resource): its hash is not memoised. ``with_text=False``: the same without the text (the
-    caller knows it is fixed under the key), so a memo of it holds no text."""
+    resource): its hash is not memoised. ``with_text=False``: the text's fingerprint in its
+    place (:func:`_fingerprint`), so a memo of it holds no text."""
     cls = type(node)
     if cls.hash is TextNode.hash:
-        return (cls, node.text if with_text else None, str(node.metadata))
+        return (cls, node.text if with_text else _fingerprint(node.text), str(node.metadata))
     if cls.hash is not Node.hash:
         return None
     if not (node.image_resource is None and node.audio_resource is None):
@@ -71,8 +71,17 @@ def _hash_inputs(node: BaseNode, with_text: bool = True):
     tr = node.text_resource
     if node.video_resource is not None or (tr is not None and type(tr) is not MediaResource):
         return None
-    parts = None if tr is None else (tr.text if with_text else None, tr.data, tr.path, tr.url)
+    text = None if tr is None else tr.text if with_text else _fingerprint(tr.text)
+    parts = None if tr is None else (text, tr.data, tr.path, tr.url)
     return (cls, node.get_metadata_str(mode=MetadataMode.ALL), parts)
+
+
+def _fingerprint(text):
+    """``(len(text), hash(text))`` of a ``str`` (``None`` stays ``None``): what a memo keeps
+    of a text it must not hold. A changed text is told from the one hashed before (a
+    document updated under the same id) but for a 64-bit hash collision; one pass over a
+    text that is a new object (a corpus's texts are read afresh), cached by Python on it."""
+    return None if text is None else (len(text), hash(text))
 
 
 class QueryMemo:
@@ -106,9 +115,10 @@ def related_info(
     and queries, or a :class:`QueryMemo` over one (``None``: no memo); ``key``: the source's key in it (default its
     ``node_id``). A retriever's hits of one document then cost one hash of its text, not one
     per hit per query (a cost that grew with the document: 0.3 ms a hit for a 500 KB book).
-    ``fixed_text=True``: the caller vouches that the text under ``key`` never changes (a
-    loaded corpus's document): the memo keeps the metadata and the hash, never the text
-    (a memo holding each text by reference would keep every document ever returned alive).
+    ``fixed_text=True``: the memo keeps the metadata, the text's fingerprint (its length and
+    Python hash, :func:`_fingerprint`) and the hash, never the text (a loaded corpus's texts
+    are read afresh: a memo holding each by reference would keep every document ever returned
+    alive); a document updated under the same id is hashed again.
     """
     if memo is None or type(source).as_related_node_info is not BaseNode.as_related_node_info:
         return source.as_related_node_info()
@@ -158,8 +168,8 @@ def hit_to_node(
 
     ``memo``: a dict kept by the caller across hits (and queries), where the SOURCE
     relationship's hash of ``source`` is kept while ``source`` is unchanged
-    (:func:`related_info`; ``fixed_text``: the text under ``key`` never changes, the memo
-    keeps no text); the node is the same with or without it.
+    (:func:`related_info`; ``fixed_text``: the memo keeps a fingerprint of the text, not the
+    text); the node is the same with or without it.
     """
     key = source.node_id if key is None else key
     hit, source_id, chained = resolve_hit(hit, source.node_id, source.metadata)

@@ -113,8 +113,8 @@ class CorpusRetriever(BaseRetriever):
         self.vector_retriever = vector_retriever
         self.keep_firsts = check_keep_firsts(keep_firsts)
         self._holds = frozenset(corpus.doc_ids).__contains__  # the corpus's ids, for seeds
-        # the documents' hashes (SOURCE relationships) by doc id, with their metadata, never
-        # their texts: a loaded corpus's text under one id does not change
+        # the documents' hashes (SOURCE relationships) by doc id, with their metadata and a
+        # fingerprint of their texts, never the texts (read afresh from the corpus)
         self._hashes: dict = {}
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 

@@ -114,3 +114,46 @@ def test_a_delete_during_a_query_leaves_no_memo_entry(monkeypatch):
     monkeypatch.setattr(mixpr_module, "hit_to_node", real)
     r.insert_nodes(docs[:1])
     assert r.retrieve(BOOK_QUERIES[0]) and set(r._hashes) == {docs[0].node_id}
+
+
+def test_a_fixed_text_memo_hashes_a_changed_text_again():
+    """A corpus's document updated under the same id and metadata: its SOURCE hash is the new
+    text's (review of session 20: the memo kept no sign of the text, so the old hash came
+    back)."""
+    from llamaindex_longctx._nodes import related_info
+
+    memo: dict = {}
+    doc = Document(text="The white rabbit was late.", id_="a")
+    assert related_info(doc, memo, fixed_text=True) == doc.as_related_node_info()
+    changed = Document(text="The white rabbit was late again.", id_="a")
+    assert related_info(changed, memo, fixed_text=True).hash == changed.hash != doc.hash
+    assert changed.text not in list(strings_in(memo))
+
+
+def test_a_corpus_retrievers_source_hash_follows_an_update(tmp_path):
+    from llama_index.core.schema import NodeRelationship
+
+    from llamaindex_longctx import CorpusRetriever
+    from longctx.corpus import build_indexes
+
+    out = tmp_path / "corpus"
+    docs = [
+        ("a", "Alice went down the rabbit hole. The white rabbit was late."),
+        ("b", "Scrooge hated Christmas. Marley was dead."),
+    ]
+    build_indexes(docs, "mixpr", out, use_ray=False, progress=False)
+    r = CorpusRetriever.from_corpus(out, similarity_top_k=2)
+
+    def source_hashes_right() -> bool:
+        hits = r.retrieve("Who was late?")
+        assert hits
+        for n in hits:
+            d = n.node.ref_doc_id
+            truth = Document(text=r.corpus.text(d), id_=d, metadata=r.corpus.metadata(d)).hash
+            if n.node.relationships[NodeRelationship.SOURCE].hash != truth:
+                return False
+        return True
+
+    assert source_hashes_right()
+    r.corpus.index.update(["The white rabbit was late again, very late."], ids=["a"])
+    assert source_hashes_right()
