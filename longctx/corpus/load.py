@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import tempfile
 import time
@@ -297,6 +298,24 @@ class CorpusIndex:
             return self.index.metadata(doc_id)
         return dict(self.index.metadatas[self._position(doc_id)])
 
+    def _check_keywords(self, kwargs: dict) -> None:
+        """A keyword the indexes' ``search`` does not take is a ``TypeError`` naming it and
+        the ones it takes, raised here before any search work (the frameworks' retrievers pass
+        their per-call keywords through: the error named the index's own method)."""
+        indexes = [self.index] if self.index is not None else list(self.indexes.values())[:1]
+        for ix in indexes:
+            params = inspect.signature(type(ix).search).parameters
+            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+                continue
+            taken = {n for n in params if n not in ("self", "query")}
+            unknown = sorted(set(kwargs) - taken)
+            if unknown:
+                raise TypeError(
+                    f"unexpected keyword argument{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(map(repr, unknown))} for a search of this corpus (its "
+                    f"{type(ix).__name__} takes: {', '.join(sorted(taken))})"
+                )
+
     def check_filters(self, filters, name: str = "filters"):
         """``filters`` when this corpus can filter by them, checked before any search work.
 
@@ -379,6 +398,8 @@ class CorpusIndex:
             on a per-document corpus of indexes that cannot filter (:meth:`check_filters`).
         NotImplementedError
             ``unique_texts=True`` on a sharded MixPR corpus or a diversity corpus.
+        TypeError
+            A keyword the indexes' ``search`` does not take (named, with the ones it takes).
         """
         from longctx.checks import check_int
         from longctx.explain import check_explain
@@ -395,6 +416,7 @@ class CorpusIndex:
         if check_explain(explain):
             kwargs["explain"] = True
         self.check_filters(kwargs.get("filters"))
+        self._check_keywords(kwargs)
         if self.index is not None:
             if kwargs.get("token_budget") is not None:
                 r = self.index.search(query, **kwargs)
