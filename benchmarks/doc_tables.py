@@ -197,7 +197,7 @@ def mixpr_growth_query() -> str:
 
 def mixpr_growth_source() -> str:
     g = _figure("mixpr-growth")
-    return f"`{g['script'].split()[0]}`, {g['date']}, quiet machine"
+    return f"`{g['script']}`, {g['date']}, quiet machine"
 
 
 def mixpr_growth_short() -> str:
