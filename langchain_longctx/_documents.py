@@ -10,7 +10,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from longctx.checks import check_texts_metadatas_ids
-from longctx.index import source_keys, unique_ids
+from longctx.index import free_key, source_keys, unique_ids
 from longctx.types import Passage, hit_id, hit_metadata, resolve_hit
 
 
@@ -88,10 +88,7 @@ def added_document_keys(documents, keys, added) -> list[str | None]:
     for j, k in enumerate(out):
         if k is None or k == added[j].id:
             continue
-        while k in used:
-            k += "'"
-        used.add(k)
-        out[j] = k
+        out[j] = free_key(k, used)
     return out
 
 

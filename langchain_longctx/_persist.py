@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langchain_longctx._documents import document_keys
+from longctx.index import free_key
 from longctx.persist import PersistError, check_json_metadata, write_dir
 from longctx.persist.marks import check_outside_corpus
 from longctx.persist.reader import IndexDir, open_index_dir
@@ -124,10 +125,8 @@ def keys_from_index(documents: Sequence[Document], doc_ids: Sequence[str], where
     for j, key in enumerate(keys):
         if j in taken or key is None or key == documents[j].id:
             continue
-        while key in used:  # a document without text, its position's name taken meanwhile
-            key += "'"
-        used.add(key)
-        keys[j] = key
+        # a document without text, its position's name taken meanwhile
+        keys[j] = free_key(key, used)
     return keys
 
 

@@ -212,7 +212,8 @@ class CorpusRetriever(BaseRetriever):
             if flt is not None:
                 raise TypeError("give filter= (the retriever's name) or filters=, not both")
             flt, name = kwargs.pop("filters"), "filters"
-        flt = self.corpus.check_filters(self.filter if flt is None else flt, name)
+        # the retriever's own filter was checked when it was built; a per-call one is here
+        flt = self.filter if flt is None else self.corpus.check_filters(flt, name)
         if flt is not None:
             kwargs["filters"] = flt
         kwargs.setdefault("unique_texts", None)  # one slot per text where the corpus can

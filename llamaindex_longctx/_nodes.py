@@ -263,12 +263,12 @@ def docstore_collections(docstore):
         return None
 
 
-def docstore_hashes(docstore, raw=None) -> dict[str, str | None]:
+def docstore_hashes(docstore, raw) -> dict[str, str | None]:
     """``{node_id: hash}`` of every node a LlamaIndex docstore holds, in insertion order, without
     deserializing the nodes where the docstore is a key-value one (the hashes it records on
     ``add_documents``); ``None`` where it recorded none. Other docstores: from ``docs``.
-    ``raw``: :func:`docstore_collections` of the docstore, read by the caller (else read)."""
-    raw = docstore_collections(docstore) if raw is None else raw
+    ``raw``: :func:`docstore_collections` of the docstore, read by the caller (``None``: not
+    a key-value docstore, or one that could not be read that way)."""
     if raw is not None:
         nodes, meta = raw
         return {i: (meta.get(i) or {}).get("doc_hash") for i in nodes}

@@ -84,12 +84,17 @@ def source_keys(ids, name: str = "ids", texts=None) -> list[str | None]:
         if v is not None and texts is not None and texts[i] == texts[first[v]]:
             keys.append(None)  # the same source given twice
             continue
-        key = f"source{i}" if v is None else f"{v}@{i}"
-        while key in used:
-            key += "'"
-        used.add(key)
-        keys.append(key)
+        keys.append(free_key(f"source{i}" if v is None else f"{v}@{i}", used))
     return keys
+
+
+def free_key(key: str, used: set) -> str:
+    """``key``, primed (``key'``, ``key''``...) until it is not in ``used``; added to
+    ``used``."""
+    while key in used:
+        key += "'"
+    used.add(key)
+    return key
 
 
 def unique_ids(ids) -> list[str]:
@@ -100,11 +105,7 @@ def unique_ids(ids) -> list[str]:
     out = []
     for n, v in enumerate(ids):
         if v in seen:
-            key = f"{v}@{n}"
-            while key in used:
-                key += "'"
-            used.add(key)
-            v = key
+            v = free_key(f"{v}@{n}", used)
         seen.add(v)
         out.append(v)
     return out
@@ -146,4 +147,4 @@ class RetrievalIndex(ABC):
         """Read an index written by :meth:`save`; raises ``PersistError`` naming a bad file."""
 
 
-__all__ = ["RetrievalIndex", "check_texts", "source_keys", "unique_ids"]
+__all__ = ["RetrievalIndex", "check_texts", "free_key", "source_keys", "unique_ids"]

@@ -73,6 +73,12 @@ class SparseScores:
         out[self.idx] = self.vals
         return out
 
+    def in_order(self) -> bool:
+        """Whether the units can be ordered from these entries alone: none below 0 (under the
+        units scoring 0) and none NaN."""
+        v = self.vals
+        return not ((v < 0).any() or np.isnan(v).any())
+
     def at(self, positions) -> np.ndarray:
         """``(len(positions),) float64``: the scores of the units at ``positions``."""
         positions = np.asarray(positions, dtype=np.int64)
@@ -207,8 +213,7 @@ def select_top(
     if (k is None) == (token_budget is None):
         raise ValueError("give exactly one of k and token_budget")
     if isinstance(scores, SparseScores):
-        v = scores.vals
-        if (v < 0).any() or np.isnan(v).any():
+        if not scores.in_order():
             scores = scores.dense()
         elif k is not None:
             return _select_top_sparse(scores, check_int(k, "k", minimum=1))
@@ -509,8 +514,7 @@ def select_distinct(
     if (k is None) == (token_budget is None):
         raise ValueError("give exactly one of k and token_budget")
     if isinstance(scores, SparseScores) and k is None:
-        v = scores.vals
-        if not ((v < 0).any() or np.isnan(v).any()):  # the order a block at a time
+        if scores.in_order():  # the order a block at a time
             token_budget, token_counts = _check_budget((scores.n,), token_budget, token_counts)
             return _distinct_budget(_sparse_blocks(scores), key, token_budget, token_counts)
         scores = scores.dense()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import logging
 import tempfile
@@ -187,6 +188,15 @@ def check_corpus(corpus, owner: str) -> CorpusIndex:
     return corpus
 
 
+@functools.cache
+def _search_keywords(cls) -> frozenset | None:
+    """The keywords ``cls.search`` takes (``None``: any, it takes ``**kwargs``)."""
+    params = inspect.signature(cls.search).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return frozenset(n for n in params if n not in ("self", "query"))
+
+
 class CorpusIndex:
     """One search over a corpus: a MixPR corpus is one :class:`longctx.MixPRIndex` over every
     document (one walk, corpus-wide term statistics: scores comparable across documents), or
@@ -302,12 +312,9 @@ class CorpusIndex:
         """A keyword the indexes' ``search`` does not take is a ``TypeError`` naming it and
         the ones it takes, raised here before any search work (the frameworks' retrievers pass
         their per-call keywords through: the error named the index's own method)."""
-        indexes = [self.index] if self.index is not None else list(self.indexes.values())[:1]
-        for ix in indexes:
-            params = inspect.signature(type(ix).search).parameters
-            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-                continue
-            taken = {n for n in params if n not in ("self", "query")}
+        ix = self.index if self.index is not None else next(iter(self.indexes.values()), None)
+        taken = None if ix is None else _search_keywords(type(ix))
+        if taken is not None:
             unknown = sorted(set(kwargs) - taken)
             if unknown:
                 raise TypeError(

@@ -100,7 +100,15 @@ def building(storage, root: str, what: str = "a build of this corpus") -> Iterat
 
 
 def saving_into_corpus(
-    storage, read_from: dict, what: str, *, name=None, check=None, stamp=None, hold=None
+    storage,
+    read_from: dict,
+    what: str,
+    *,
+    name=None,
+    check=None,
+    stamp=None,
+    hold=None,
+    in_corpus: bool | None = None,
 ):
     """Write into ``storage`` under the mark (:func:`writing`, ``what``: "a save of this
     sharded index"), holding the corpus's build lock when ``storage`` is a corpus's index root:
@@ -112,7 +120,8 @@ def saving_into_corpus(
     files it replaces (a local folder's mark is put back when a failed write left them as they
     were); ``hold``: the index's change lock, taken after the corpus's lock and held to the
     end of the block; ``name``: the target as the caller named it, for messages (default: the
-    local folder). The rules: :func:`longctx.persist.marks.saving_into_corpus`. The block is
+    local folder); ``in_corpus``: whether ``storage`` is a corpus's index root, when the
+    caller has tested it (else tested here). The rules: :func:`longctx.persist.marks.saving_into_corpus`. The block is
     given the mark.
 
     Raises
@@ -125,7 +134,7 @@ def saving_into_corpus(
     write = lambda mark: storage.write_json(WRITER_FILE, mark)  # noqa: E731
     return _saving_into(
         root, read_from, what, write, str(name or storage.local), logger, check=check, stamp=stamp,
-        hold=hold,
+        hold=hold, in_corpus=in_corpus,
     )  # fmt: skip
 
 

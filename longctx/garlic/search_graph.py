@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from longctx.persist.format import is_saved_version
+
 __all__ = ["SearchGraph", "as_search_graph", "check_chunk_texts", "merge_graphs"]
 
 
@@ -124,7 +126,7 @@ class SearchGraph:
         if not isinstance(d, Mapping):
             raise ValueError("a GARLIC graph dict must be a mapping")
         fv = d.get("format_version")
-        if isinstance(fv, bool) or not isinstance(fv, int) or fv != 1:  # 1.0 / true: not saved
+        if not is_saved_version(fv, (1,)):
             raise ValueError(
                 f"unknown GARLIC graph format_version {str(d.get('format_version'))[:40]!r}"
             )

@@ -189,7 +189,11 @@ class MixPR:
 
     def graph(self, texts: Sequence[str]) -> sp.csr_array:
         """``A = normalize(E E^T)`` thresholded (eq. 3): column-stochastic ``(n, n)`` CSR."""
-        return column_normalize(similarity_graph(self.embed(texts), self.config.threshold))
+        return column_normalize(self._similarity(texts))
+
+    def _similarity(self, texts: Sequence[str]) -> sp.csr_array:
+        """``S``, the thresholded ``E E^T`` of :meth:`graph` before its normalization."""
+        return similarity_graph(self.embed(texts), self.config.threshold)
 
     # -- scoring ------------------------------------------------------------------------------
     def rank(self, chunks: Sequence[str], query: str, mode: str = "auto") -> np.ndarray:
@@ -276,7 +280,7 @@ class MixPR:
         q = self.query_chunks(query) or [query]
         texts = chunks + q
         cfg = self.config
-        S = similarity_graph(self.embed(texts), cfg.threshold)
+        S = self._similarity(texts)
         A = column_normalize(S)  # :meth:`graph`
         N = len(texts)
         p = np.zeros(N)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from longctx.persist.format import MAX_METADATA_DEPTH, PersistError
+from longctx.persist.format import MAX_METADATA_DEPTH, PersistError, is_saved_version
 from longctx.tokens import MAX_TOKENS_PER_CHAR, TOKEN_SLACK
 
 
@@ -28,8 +28,7 @@ def check_format(raw, where: str, fmt: str, version: int, *, what: str, rebuild:
     if not isinstance(raw, dict) or raw.get("format") != fmt:
         raise PersistError(f"{where!r} is not a {what}")
     found = raw.get("format_version")
-    # an int, as saves write it: 1.0 == 1 and true == 1 in Python (session 20)
-    if isinstance(found, bool) or not isinstance(found, int) or found != version:
+    if not is_saved_version(found, (version,)):
         raise PersistError(
             f"{where!r} has format version {str(raw.get('format_version'))[:40]!r}; this "
             f"longctx reads {version}: {rebuild}"

@@ -502,6 +502,7 @@ def _sparse_from_bytes(raw: bytes, p: Path, shape: tuple[int, int] | None = None
 
 
 __all__ = [
+    "is_saved_version",
     "MANIFEST",
     "NPY_HEADER_ERRORS",
     "MAX_NPY_HEADER_BYTES",
@@ -516,3 +517,9 @@ __all__ = [
     "SPARSE_ROW_SLACK",
     "parse_json",
 ]
+
+
+def is_saved_version(found, versions) -> bool:
+    """Whether ``found`` (a file's ``format_version``, untrusted) is one of ``versions`` as the
+    saves write it: an ``int`` (``1.0 == 1`` and ``true == 1`` in Python are not)."""
+    return not isinstance(found, bool) and isinstance(found, int) and found in versions

@@ -61,6 +61,7 @@ from longctx.persist.format import (
     _dir,
     _parse_json_bytes,
     _sparse_from_bytes,
+    is_saved_version,
 )
 from longctx.persist.npy import map_npy, npy_from_bytes
 
@@ -274,8 +275,7 @@ class IndexDir(os.PathLike):
             )
         versions = tuple(versions or ())
         fv = m.get("format_version")
-        # an int, as saves write it: 3.0 == 3 and true == 1 in Python (session 20)
-        if isinstance(fv, bool) or not isinstance(fv, int) or fv not in versions:
+        if not is_saved_version(fv, versions):
             raise PersistError(
                 f"{str(f)!r} was written with format version {repr(fv)[:40]} "
                 f"(longctx {str(m.get('longctx_version', '?'))[:40]}); this longctx reads "

@@ -85,6 +85,7 @@ def save_sharded(index, out, storage_options=None) -> None:
         check=check,
         stamp=None if local is None else stamp,
         hold=index._lock,  # taken after the corpus's lock: changes never wait for a build
+        in_corpus=root is not None,  # tested by check_outside_corpus above
     ):
         _save_shards(index, storage)
 
