@@ -410,3 +410,57 @@ def test_cli_search_with_a_bogus_ray_address(tmp_path):
     )
     assert r.returncode == 0 and "Shirley Temple" in r.stdout
     assert "longctx: warning: ray_address / use_ray apply to corpora built with shards" in r.stderr
+
+
+# -- JSON values: the byte limit alone let ``[{},{},...]`` parse to 24x its size -----------------
+def _values(obj) -> int:
+    """Values of parsed JSON ``obj``: containers and scalars, not keys."""
+    if isinstance(obj, dict):
+        return 1 + sum(_values(v) for v in obj.values())
+    if isinstance(obj, list):
+        return 1 + sum(_values(v) for v in obj)
+    return 1
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda kids: (
+        st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=4), kids, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_the_counted_values_bound_every_parsed_value(obj):
+    from longctx.persist.format import json_values_problem
+
+    n = _values(obj)
+    for raw in (json.dumps(obj), json.dumps(obj, ensure_ascii=False).encode()):
+        assert len(raw) >= n  # so the free path under the limit in bytes skips no real excess
+        if n >= 2:  # a file of n values is refused at any limit under n
+            assert json_values_problem(raw, limit=n - 1) is not None
+
+
+def test_a_json_file_of_too_many_values_is_refused_before_parsing(tmp_path, monkeypatch):
+    from longctx.persist import format as fmt
+
+    monkeypatch.setattr(fmt, "MAX_JSON_VALUES", 1_000)
+    raw = ("[" + ",".join(["{}"] * 1_000) + "]").encode()
+    with pytest.raises(
+        PersistError, match=r"'f.json' holds up to 2,001 JSON values.*LONGCTX_MAX_JSON_VALUES"
+    ):
+        parse_json(raw, "f.json")
+    assert parse_json(b'["' + b"x" * 5_000 + b'"]', "prose") == ["x" * 5_000]  # bytes, not values
+    assert len(parse_json(("[" + ",".join(["{}"] * 499) + "]").encode(), "f.json")) == 499
+    d = tmp_path / "x"
+    write_dir(d, kind="test.limits", version=1, json_files={"a": [1]})
+    with pytest.raises(ValueError, match="cannot save 'a.json': it holds up to .*a load refuses"):
+        write_dir(d, kind="test.limits", version=1, json_files={"a": [{}] * 1_000})
+    assert open_index_dir(d, kind="test.limits", versions=(1,)).json("a.json") == [1]
+    (d / "b.json").write_bytes(raw)  # a file put there by hand: the load path refuses it too
+    from longctx.persist.reader import read_json
+
+    with pytest.raises(PersistError, match="JSON values, over the limit of 1,000"):
+        read_json(d / "b.json")

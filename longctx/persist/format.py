@@ -64,6 +64,14 @@ logger = logging.getLogger(__name__)
 
 #: Largest JSON file read (bytes); ``LONGCTX_MAX_JSON_BYTES`` overrides it.
 MAX_JSON_BYTES = int(os.environ.get("LONGCTX_MAX_JSON_BYTES", 1 << 30))
+#: Most JSON values one file (or one JSONL line) may hold, counted from its bytes as one more
+#: than its ``,``, ``[`` and ``{`` (an upper bound: a comma inside a string counts too);
+#: ``LONGCTX_MAX_JSON_VALUES`` overrides it. Parsed, a value takes 8-200 bytes of Python memory
+#: where the file may spend 2-3 (``[{},{},...]`` parses to 24x its size), so the byte limit
+#: alone let a 1 GiB file take about 22 GB; with this bound a parse's peak stays under about
+#: 5 GB (at most ~140 bytes a counted value, measured), while a 1 GiB file of prose (about one
+#: comma in 60 bytes) stays well inside it.
+MAX_JSON_VALUES = int(os.environ.get("LONGCTX_MAX_JSON_VALUES", 1 << 25))
 #: Deepest nesting of a document's metadata (its dicts and lists; the dict itself is level 1)
 #: that an index accepts at insert and at save (issue 35).
 MAX_METADATA_DEPTH = 56
@@ -154,6 +162,23 @@ def _object_without_repeats(pairs: list) -> dict:
     return obj
 
 
+def json_values_problem(raw: bytes | str, limit: int | None = None) -> str | None:
+    """Why the JSON ``raw`` holds too many values to parse (see :data:`MAX_JSON_VALUES`), or
+    ``None``. Costs nothing under ``limit`` bytes (a file cannot hold more values than bytes)
+    and three C passes over the bytes above it (about 1 s a GiB, a tenth of parsing them)."""
+    limit = MAX_JSON_VALUES if limit is None else limit
+    if len(raw) < limit:
+        return None
+    marks = (b",", b"[", b"{") if isinstance(raw, (bytes, bytearray)) else (",", "[", "{")
+    n = sum(raw.count(m) for m in marks) + 1
+    if n <= limit:
+        return None
+    return (
+        f"holds up to {n:,} JSON values, over the limit of {limit:,} "
+        "(LONGCTX_MAX_JSON_VALUES: each takes 8-200 bytes of memory once parsed)"
+    )
+
+
 def _parse_json_bytes(raw: bytes, p: Path, max_depth: int | None) -> Any:
     """``json.loads`` of the bytes of file ``p`` (strict, depth-bounded): :func:`parse_json`
     naming the file."""
@@ -179,8 +204,12 @@ def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) ->
     PersistError
         Not UTF-8, not JSON, nested too deep, or holding ``NaN`` / ``Infinity``, a number
         beyond the float range (``1e400``), an integer of more than 4300 digits or an object
-        with a key twice (the message names ``where``).
+        with a key twice, or holding more than :data:`MAX_JSON_VALUES` values, refused before
+        parsing (the message names ``where``).
     """
+    too_many = json_values_problem(raw)
+    if too_many:
+        raise PersistError(f"{where!r} {too_many}")
     try:
         text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
         data = json.loads(
@@ -510,6 +539,7 @@ __all__ = [
     "PersistError",
     "ConcurrentSaveError",
     "MAX_JSON_BYTES",
+    "MAX_JSON_VALUES",
     "MAX_JSON_DEPTH",
     "MAX_METADATA_DEPTH",
     "SAVED_FILTER_DEPTH",

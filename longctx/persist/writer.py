@@ -30,6 +30,7 @@ from longctx.persist.format import (
     PersistError,
     _check_depth,
     _dir,
+    json_values_problem,
 )
 from longctx.persist.npy import write_npy
 from longctx.persist.reader import MAX_MANIFEST_BYTES, MAX_NPZ_BYTES
@@ -337,6 +338,11 @@ def _loadable_json(name: str, obj: Any) -> bytes:
         raise ValueError(
             f"cannot save {name!r}: {len(raw):,} bytes, over the limit of {MAX_JSON_BYTES:,} that "
             "a load accepts (LONGCTX_MAX_JSON_BYTES); nothing was replaced"
+        )
+    too_many = json_values_problem(raw)
+    if too_many:
+        raise ValueError(
+            f"cannot save {name!r}: it {too_many}, which a load refuses; nothing was replaced"
         )
     return raw
 
