@@ -195,11 +195,6 @@ def mixpr_growth_query() -> str:
     return " / ".join(f"{_g(v)} ms" for v in _figure("mixpr-growth")["query_ms_median"])
 
 
-def mixpr_growth_source() -> str:
-    g = _figure("mixpr-growth")
-    return f"`{g['script']}`, {g['date']}, quiet machine"
-
-
 def mixpr_growth_short() -> str:
     g = _figure("mixpr-growth")
     words = " / ".join(f"{w}M" for w in g["words_millions"])
@@ -214,11 +209,6 @@ def mixpr_growth_short() -> str:
 def mixpr_insert() -> str:
     f = _figure("mixpr-insert")
     return f"{_g(f['insert_s'])} s / {_g(f['delete_s'])} s"
-
-
-def mixpr_insert_build() -> str:
-    f = _figure("mixpr-insert")
-    return f"its fresh build in that run, {f['date']}: {_g(f['build_s'])} s"
 
 
 def bench_date() -> str:
@@ -244,6 +234,177 @@ def mmr_squad_query() -> str:
     return f"{_squad_costs('mmr')[1]:.3f} s"
 
 
+def mixpr_hybrid_squad_build() -> str:
+    return f"{_squad_costs('mixpr-hybrid')[0]:.3f} s"
+
+
+def mixpr_hybrid_squad_query() -> str:
+    return f"{_squad_costs('mixpr-hybrid')[1]:.3f} s"
+
+
+def bench_source() -> str:
+    """The command and date of ``docs/bench.json``: a Speed row's source."""
+    return f"`longctx bench` (`docs/bench.json`), {bench_date()}"
+
+
+def _spread(runs, unit: str, fmt=_g) -> str:
+    """``runs`` (one list a run, one value a size) as ``lo-hi unit`` a size (``fmt`` each; one
+    value where the runs agree), ``" / "`` between sizes."""
+    out = []
+    for vals in zip(*runs):
+        lo, hi = fmt(min(vals)), fmt(max(vals))
+        out.append(f"{lo} {unit}" if lo == hi else f"{lo}-{hi} {unit}")
+    return " / ".join(out)
+
+
+def _cents(v) -> str:
+    return f"{v:.2f}"
+
+
+def _tenths(v) -> str:
+    return f"{v:.1f}"
+
+
+def mixpr_vs_bm25_build() -> str:
+    f = _figure("mixpr-vs-bm25")
+    mixpr = _spread(f["mixpr_build_s"], "s", _cents)
+    return f"{mixpr} (bm25s {_spread(f['bm25s_build_s'], 's', _cents)})"
+
+
+def mixpr_vs_bm25_query() -> str:
+    f = _figure("mixpr-vs-bm25")
+    mixpr = _spread(f["mixpr_query_ms_median"], "ms")
+    return f"{mixpr} (bm25s {_spread(f['bm25s_query_ms_median'], 'ms')})"
+
+
+def _per_run(values) -> list:
+    """One value a run (a single size) as :func:`_spread`'s runs."""
+    return [[v] for v in values]
+
+
+def mixpr_mmap_open() -> str:
+    f = _figure("mixpr-mmap")
+    mb = _spread(_per_run(f["open_resident_mb"]), "MB")
+    return f"open {_spread(_per_run(f['open_s']), 's')}, {mb} resident"
+
+
+def mixpr_mmap_query() -> str:
+    f = _figure("mixpr-mmap")
+    first = _spread(_per_run(f["first_query_ms"]), "ms")
+    return f"first {first}, then {_spread(_per_run(f['next_query_ms']), 'ms')}"
+
+
+def mixpr_paragraphs_build() -> str:
+    return _spread(_per_run(_figure("mixpr-paragraphs")["build_s"]), "s", _cents)
+
+
+def mixpr_paragraphs_query() -> str:
+    return _spread(_per_run(_figure("mixpr-paragraphs")["query_ms_median"]), "ms", _tenths)
+
+
+def _source(command: str, date: str, conditions: str | None = None) -> str:
+    """A Speed row's source: the script of ``command`` (``longctx bench`` for the CLI's), the
+    date and the conditions; the exact command stays in its JSON file."""
+    words = command.split()
+    script = " ".join(words[:2]) if words[0] == "longctx" else words[0]
+    return f"`{script}`, {date}" + (f", {conditions}" if conditions else "")
+
+
+# -- figures of docs/figures.json by template, and every entry's source ----------------------------
+def figure_span(name: str) -> str:
+    """The span ``NAME-PART`` of the ``docs/figures.json`` entry ``NAME``: ``PART`` ``source``
+    renders its script, date and conditions (:func:`_source`); any other ``PART`` the entry's
+    ``show[PART]`` template (:meth:`str.format` over the entry's fields). ``KeyError`` for an
+    unknown span."""
+    figures = load("figures.json")["figures"]
+    for key in sorted(figures, key=len, reverse=True):
+        if name.startswith(key + "-"):
+            f, part = figures[key], name[len(key) + 1 :]
+            if part == "source":
+                return _source(f["script"], f["date"], f.get("conditions"))
+            return f["show"][part].format(**f)
+    raise KeyError(name)
+
+
+def inline_names() -> set[str]:
+    """Every span name this script renders."""
+    figures = load("figures.json")["figures"]
+    names = set(INLINE_RENDER)
+    for key, f in figures.items():
+        names.add(f"{key}-source")
+        names.update(f"{key}-{part}" for part in f.get("show", {}))
+    apps = load("bench-apps.json")["results"]
+    names.update(f"apps-{app}-{part}" for app in apps for part in [*APPS, "source"])
+    return names
+
+
+def render_inline(name: str) -> str:
+    """The text of the span ``name`` (``KeyError`` for a name this script does not render)."""
+    if name in INLINE_RENDER:
+        return INLINE_RENDER[name]()
+    if name.startswith("apps-"):
+        return apps_span(name)
+    return figure_span(name)
+
+
+# -- the guides' two apps: docs/bench-apps.json (benchmarks/bench_apps.py --out) -------------------
+HYBRID_AT_TOKENS = "hybrid @ app's tokens"
+MIXPR_AT_TOKENS = "mixpr @ app's tokens"
+HYBRID_CHUNKS = "hybrid (app's chunks)"
+MIXPR_CHUNKS = "mixpr (app's chunks)"
+
+
+def _found(r: dict, row: str) -> str:
+    """``found/asked`` of ``row`` of an app's results."""
+    v = r["retrievers"][row]
+    return f"{v['found']}/{len(v['per_question'])}"
+
+
+def _app_hybrid(r: dict) -> str:
+    rows = r["retrievers"]
+    return (
+        f"the hybrid builds in {rows['hybrid']['build_s']:.2f} s (plain MixPR "
+        f"{rows['mixpr']['build_s']:.2f} s) and answers in "
+        f"{rows[HYBRID_AT_TOKENS]['ms_per_query']} ms (MixPR "
+        f"{rows[MIXPR_AT_TOKENS]['ms_per_query']} ms, both asked for the app's tokens; the app "
+        f"{rows['app']['ms_per_query']} ms, whose retrieval the hybrid's includes)"
+    )
+
+
+#: ``part`` of an ``apps-<app>-<part>`` span -> its text from that app's results.
+APPS = {
+    "embed": lambda r: (
+        f"{r['chunks']:,} chunks embedded in {r['retrievers']['app']['build_s']:.0f} s"
+    ),
+    "hybrid": _app_hybrid,
+    "tokens": lambda r: (
+        f"{_found(r, HYBRID_AT_TOKENS)} (the app {_found(r, 'app')}, MixPR "
+        f"{_found(r, MIXPR_AT_TOKENS)})"
+    ),
+    "units": lambda r: f"{_found(r, 'hybrid')}, where MixPR finds {_found(r, 'mixpr')}",
+    "grain": lambda r: (
+        f"{_found(r, HYBRID_CHUNKS)} in a top 5 (the app {_found(r, 'app')}; MixPR over the "
+        f"same chunks {_found(r, MIXPR_CHUNKS)}), built in "
+        f"{r['retrievers'][HYBRID_CHUNKS]['build_s']:.2f} s over the {r['chunks']:,} chunks"
+    ),
+    "fusion": lambda r: (
+        f"{_found(r, 'fusion (recipe)')}, where the app's top 5 finds {_found(r, 'app')} and "
+        f"the framework's fusion at its defaults (top 5) {_found(r, 'fusion (defaults)')}"
+    ),
+}
+
+
+def apps_span(name: str) -> str:
+    """The span ``apps-<app>-<part>`` (:data:`APPS`) from ``docs/bench-apps.json``;
+    ``apps-<app>-source`` names the command and the date of the run (``KeyError`` for an
+    unknown part or app)."""
+    bench = load("bench-apps.json")
+    app, _, part = name[len("apps-") :].partition("-")
+    if part == "source":
+        return _source(bench["settings"]["command"], bench["settings"]["date"])
+    return APPS[part](bench["results"][app])
+
+
 INLINE_RENDER = {
     "bench-date": bench_date,
     "mixpr-squad-build": mixpr_squad_build,
@@ -254,10 +415,17 @@ INLINE_RENDER = {
     "mixpr-10m": mixpr_10m,
     "mixpr-growth-build": mixpr_growth_build,
     "mixpr-growth-query": mixpr_growth_query,
-    "mixpr-growth-source": mixpr_growth_source,
     "mixpr-growth-short": mixpr_growth_short,
     "mixpr-insert": mixpr_insert,
-    "mixpr-insert-build": mixpr_insert_build,
+    "mixpr-hybrid-squad-build": mixpr_hybrid_squad_build,
+    "mixpr-hybrid-squad-query": mixpr_hybrid_squad_query,
+    "bench-source": bench_source,
+    "mixpr-vs-bm25-build": mixpr_vs_bm25_build,
+    "mixpr-vs-bm25-query": mixpr_vs_bm25_query,
+    "mixpr-mmap-open": mixpr_mmap_open,
+    "mixpr-mmap-query": mixpr_mmap_query,
+    "mixpr-paragraphs-build": mixpr_paragraphs_build,
+    "mixpr-paragraphs-query": mixpr_paragraphs_query,
 }
 
 
@@ -294,7 +462,7 @@ def rewrite(text: str) -> str:
     """``text`` with every generated block and figure span rendered again (``KeyError`` for a
     name this script does not render)."""
     text = BLOCK.sub(lambda m: m.group(1) + RENDER[m["name"]]() + m.group(4), text)
-    return INLINE.sub(lambda m: m.group(1) + INLINE_RENDER[m["name"]]() + m.group(4), text)
+    return INLINE.sub(lambda m: m.group(1) + render_inline(m["name"]) + m.group(4), text)
 
 
 def main(argv: list[str]) -> int:
