@@ -31,6 +31,9 @@ PAGES = (
     (ROOT / "README.md", "recall-summary"),
     (DOCS / "index.md", "recall-summary"),
     (DOCS / "benchmarks.md", "bench-main"),
+    (DOCS / "benchmarks.md", "bench-costs"),
+    (DOCS / "benchmarks.md", "bench-sizes"),
+    (DOCS / "benchmarks.md", "bench-babi-rss"),
     (DOCS / "guide" / "install.md", "test-suite"),
 )
 
@@ -114,19 +117,22 @@ def recall_summary() -> str:
     return "\n".join(out) + "\n"
 
 
-def bench_main() -> str:
-    """The Benchmarks page's table: every task x budget x method of ``docs/bench.json``
-    (:func:`longctx.eval.harness.markdown`'s first table)."""
+def _harness_table(header: str) -> str:
+    """The table of :func:`longctx.eval.harness.markdown` (``docs/bench.json``) whose header row
+    starts with ``header``."""
     sys.path.insert(0, str(ROOT))
     from longctx.eval.harness import markdown
 
     lines = markdown(load("bench.json")).splitlines()
-    table = []
-    for line in lines:
-        if not line.startswith("|"):
-            break
-        table.append(line)
-    return "\n".join(table) + "\n"
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end]) + "\n"
+
+
+def bench_main() -> str:
+    """The Benchmarks page's table: every task x budget x method of ``docs/bench.json``
+    (:func:`longctx.eval.harness.markdown`'s first table)."""
+    return _harness_table("| task | budget |")
 
 
 def test_suite() -> str:
@@ -141,7 +147,72 @@ def test_suite() -> str:
     )
 
 
-RENDER = {"recall-summary": recall_summary, "bench-main": bench_main, "test-suite": test_suite}
+def bench_costs() -> str:
+    """The Benchmarks page's cost per method: build seconds a document, query seconds a question
+    and peak RSS, the harness's own table of ``docs/bench.json``."""
+    return _harness_table("| method | build s / doc")
+
+
+#: the methods of the Benchmarks page's per-size table
+SIZE_METHODS = ("mixpr", "mixpr-hybrid", "mixpr-paper", "mixpr-multihop", "bm25", "minilm", "mmr")
+
+
+def _mean(rows, key: str) -> float:
+    return sum(r[key] for r in rows) / len(rows)
+
+
+def bench_sizes() -> str:
+    """The Benchmarks page's seconds per document size (``docs/bench.json``): a SQuAD article
+    (its 5% budget: one build, 12 questions) and a 128k-token bAbI haystack (the mean over
+    qa1, qa2 and qa3 at 5%: each question its own document), mean seconds."""
+    rows = load("bench.json")["results"]
+    out = [
+        "| method | SQuAD article: build | SQuAD: per query | bAbI 128k: build "
+        "| bAbI 128k: per query |",
+        "|---|---|---|---|---|",
+    ]
+    for m in SIZE_METHODS:
+        squad = [r for r in rows if (r["task"], r["budget"], r["method"]) == ("squad", 0.05, m)]
+        babi = [
+            r for r in rows
+            if r["method"] == m and r["budget"] == 0.05 and re.fullmatch(r"babilong-qa[123]@128k", r["task"])
+        ]  # fmt: skip
+        out.append(
+            f"| {m} | {_mean(squad, 'build_s'):.3f} | {_mean(squad, 'query_s'):.3f} | "
+            f"{_mean(babi, 'build_s'):.2f} | {_mean(babi, 'query_s'):.3f} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def bench_babi_rss() -> str:
+    """The Benchmarks page's peak RSS per method on bAbI's haystacks (``docs/bench.json``): the
+    most over qa1-qa3 at each size, MB."""
+    bench = load("bench.json")
+    rows = [r for r in bench["results"] if r["task"].startswith("babilong-") and "peak_rss_mb" in r]
+    methods = [m for m in bench["settings"]["methods"] if any(r["method"] == m for r in rows)]
+    out = ["| method | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    for tokens in sorted(bench["settings"]["babilong_tokens"], reverse=True):
+        size = f"@{tokens // 1000}k"
+        peaks = [
+            max(r["peak_rss_mb"] for r in rows if r["method"] == m and r["task"].endswith(size))
+            for m in methods
+        ]
+        out.append(
+            f"| peak RSS MB, bAbI {tokens // 1000}k | "
+            + " | ".join(f"{p:.0f}" for p in peaks)
+            + " |"
+        )
+    return "\n".join(out) + "\n"
+
+
+RENDER = {
+    "recall-summary": recall_summary,
+    "bench-main": bench_main,
+    "test-suite": test_suite,
+    "bench-costs": bench_costs,
+    "bench-sizes": bench_sizes,
+    "bench-babi-rss": bench_babi_rss,
+}
 
 
 # -- figures inside sentences and table cells ------------------------------------------------------
@@ -163,6 +234,46 @@ def squad_5pct() -> str:
     r = {m: cells[("squad", 0.05, m)]["recall"] for m in ("mixpr", "bm25", "minilm")}
     return (
         f"SQuAD at 5%: {r['mixpr']:.2f} against BM25 {r['bm25']:.2f} and MiniLM {r['minilm']:.2f}"
+    )
+
+
+def _cell(task: str, budget, method: str) -> str:
+    """The recall of one ``docs/bench.json`` cell, 2 decimals."""
+    return f"{_cells(load('bench.json')['results'])[(task, budget, method)]['recall']:.2f}"
+
+
+def _at(task: str, budgets, method: str) -> str:
+    return " / ".join(_cell(task, b, method) for b in budgets)
+
+
+def hotpot_pooled() -> str:
+    """MixPR's, BM25's and MiniLM's R@2 / R@5 on the pooled HotpotQA passages."""
+    t, ks = "hotpotqa-corpus", (2, 5)
+    return (
+        f"R@2 / R@5 {_at(t, ks, 'mixpr')} without a model, where BM25 has {_at(t, ks, 'bm25')} "
+        f"and MiniLM {_at(t, ks, 'minilm')}"
+    )
+
+
+def hotpot_untitled() -> str:
+    """The same without the passages' title lines: MixPR against MiniLM."""
+    t, ks = "hotpotqa-corpus-untitled", (2, 5)
+    return f"{_at(t, ks, 'mixpr')} against MiniLM's {_at(t, ks, 'minilm')}"
+
+
+def hybrid_narrativeqa() -> str:
+    """The hybrid that embeds its units against MiniLM on NarrativeQA at 20%."""
+    hybrid, minilm = (_cell("narrativeqa", 0.2, m) for m in ("mixpr-hybrid", "minilm"))
+    return f"NarrativeQA at 20%: {hybrid} against {minilm}"
+
+
+def multilexsum() -> str:
+    """Multi-LexSum's ROUGE-L at 20%: the lead (BM25's column: no query), truncation, MixPR's
+    PageRank and MMR."""
+    r = {m: _cell("multilexsum", 0.2, m) for m in ("bm25", "truncate", "mixpr-pagerank", "mmr")}
+    return (
+        f"Multi-LexSum ROUGE-L at 20%: lead (BM25 column, no query) {r['bm25']}, truncation "
+        f"{r['truncate']}, MixPR PageRank {r['mixpr-pagerank']}, MMR {r['mmr']}"
     )
 
 
@@ -412,6 +523,10 @@ INLINE_RENDER = {
     "mmr-squad-query": mmr_squad_query,
     "squad-5pct": squad_5pct,
     "babi-multihop": babi_multihop,
+    "hotpot-pooled": hotpot_pooled,
+    "hotpot-untitled": hotpot_untitled,
+    "hybrid-narrativeqa": hybrid_narrativeqa,
+    "multilexsum": multilexsum,
     "mixpr-10m": mixpr_10m,
     "mixpr-growth-build": mixpr_growth_build,
     "mixpr-growth-query": mixpr_growth_query,
