@@ -1,7 +1,14 @@
 """The figures of the README and of docs/, generated from one source each: ``docs/bench.json``
 (the last full ``longctx bench`` run), ``docs/bench-garlic.json`` (GARLIC's NarrativeQA run),
-``docs/figures.json`` (figures no bench run holds, each with its date and script) and
-``docs/test-suite.json`` (the size of the test suite and its last timed run).
+``docs/figures.json`` (figures no bench run holds, each with its date, exact command and
+conditions), ``docs/bench-apps.json`` (the guides' two apps: ``benchmarks/bench_apps.py --out``)
+and ``docs/test-suite.json`` (the size of the test suite and its last timed run).
+
+Spans of ``docs/figures.json`` need no code: ``<!-- fig: ENTRY-source -->`` renders an entry's
+script, date and conditions, ``<!-- fig: ENTRY-PART -->`` its ``show[PART]`` template
+(:meth:`str.format` over the entry's fields). ``<!-- fig: apps-APP-PART -->`` renders a row of
+``docs/bench-apps.json`` (:data:`APPS`). Every row of the README's "Speed" table names its source
+this way or in its text (``tests/test_docs_figures.py``).
 
 A table or paragraph sits between ``<!-- generated: NAME ... -->`` and ``<!-- /generated -->``;
 a figure inside a sentence or a table cell between ``<!-- fig: NAME -->`` and ``<!-- /fig -->``
@@ -16,6 +23,7 @@ script renders (a stale page).
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import re
@@ -333,24 +341,19 @@ def _squad_costs(method: str) -> tuple[float, float]:
     return r["build_s"], r["query_s"]
 
 
-def mixpr_squad_build() -> str:
-    return f"{_squad_costs('mixpr')[0]:.3f} s"
+def _squad_cost(method: str, which: int) -> str:
+    """``method``'s build (``which`` 0) or query (1) seconds on SQuAD at 5%, 3 decimals."""
+    return f"{_squad_costs(method)[which]:.3f} s"
 
 
-def mixpr_squad_query() -> str:
-    return f"{_squad_costs('mixpr')[1]:.3f} s"
-
-
-def mmr_squad_query() -> str:
-    return f"{_squad_costs('mmr')[1]:.3f} s"
-
-
-def mixpr_hybrid_squad_build() -> str:
-    return f"{_squad_costs('mixpr-hybrid')[0]:.3f} s"
-
-
-def mixpr_hybrid_squad_query() -> str:
-    return f"{_squad_costs('mixpr-hybrid')[1]:.3f} s"
+#: span -> ``(method, 0 build | 1 query)`` of :func:`_squad_cost`
+SQUAD_COSTS = {
+    "mixpr-squad-build": ("mixpr", 0),
+    "mixpr-squad-query": ("mixpr", 1),
+    "mmr-squad-query": ("mmr", 1),
+    "mixpr-hybrid-squad-build": ("mixpr-hybrid", 0),
+    "mixpr-hybrid-squad-query": ("mixpr-hybrid", 1),
+}
 
 
 def bench_source() -> str:
@@ -517,10 +520,8 @@ def apps_span(name: str) -> str:
 
 
 INLINE_RENDER = {
+    **{name: functools.partial(_squad_cost, *how) for name, how in SQUAD_COSTS.items()},
     "bench-date": bench_date,
-    "mixpr-squad-build": mixpr_squad_build,
-    "mixpr-squad-query": mixpr_squad_query,
-    "mmr-squad-query": mmr_squad_query,
     "squad-5pct": squad_5pct,
     "babi-multihop": babi_multihop,
     "hotpot-pooled": hotpot_pooled,
@@ -532,8 +533,6 @@ INLINE_RENDER = {
     "mixpr-growth-query": mixpr_growth_query,
     "mixpr-growth-short": mixpr_growth_short,
     "mixpr-insert": mixpr_insert,
-    "mixpr-hybrid-squad-build": mixpr_hybrid_squad_build,
-    "mixpr-hybrid-squad-query": mixpr_hybrid_squad_query,
     "bench-source": bench_source,
     "mixpr-vs-bm25-build": mixpr_vs_bm25_build,
     "mixpr-vs-bm25-query": mixpr_vs_bm25_query,
