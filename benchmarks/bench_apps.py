@@ -34,16 +34,20 @@ times are the mean of ``--repeat`` passes over the six questions, the retrievers
 within a pass; they are noisy on a shared machine.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_apps.py [--apps llamaindex langchain]
-[--old-hybrid] [--out results.json]``.
+[--old-hybrid] [--out results.json]``; ``--out`` writes ``{"settings": {date, command, repeat,
+questions, k}, "results": {app: ...}}`` (``docs/bench-apps.json`` is the guides' source, rendered
+by ``benchmarks/doc_tables.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import json
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -392,7 +396,16 @@ def main(argv=None) -> dict:
                 f"{v['distinct_texts']}"
             )
     if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+        settings = {
+            "date": datetime.date.today().isoformat(),
+            "command": "benchmarks/bench_apps.py "
+            + " ".join(argv if argv is not None else sys.argv[1:]),
+            "repeat": args.repeat,
+            "questions": len(QUESTIONS),
+            "k": K,
+        }
+        out = {"settings": settings, "results": results}
+        args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     return results
 
 

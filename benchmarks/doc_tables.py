@@ -1,7 +1,14 @@
 """The figures of the README and of docs/, generated from one source each: ``docs/bench.json``
 (the last full ``longctx bench`` run), ``docs/bench-garlic.json`` (GARLIC's NarrativeQA run),
-``docs/figures.json`` (figures no bench run holds, each with its date and script) and
-``docs/test-suite.json`` (the size of the test suite and its last timed run).
+``docs/figures.json`` (figures no bench run holds, each with its date, exact command and
+conditions), ``docs/bench-apps.json`` (the guides' two apps: ``benchmarks/bench_apps.py --out``)
+and ``docs/test-suite.json`` (the size of the test suite and its last timed run).
+
+Spans of ``docs/figures.json`` need no code: ``<!-- fig: ENTRY-source -->`` renders an entry's
+script, date and conditions, ``<!-- fig: ENTRY-PART -->`` its ``show[PART]`` template
+(:meth:`str.format` over the entry's fields). ``<!-- fig: apps-APP-PART -->`` renders a row of
+``docs/bench-apps.json`` (:data:`APPS`). Every row of the README's "Speed" table names its source
+this way or in its text (``tests/test_docs_figures.py``).
 
 A table or paragraph sits between ``<!-- generated: NAME ... -->`` and ``<!-- /generated -->``;
 a figure inside a sentence or a table cell between ``<!-- fig: NAME -->`` and ``<!-- /fig -->``
@@ -16,6 +23,7 @@ script renders (a stale page).
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import re
@@ -31,6 +39,9 @@ PAGES = (
     (ROOT / "README.md", "recall-summary"),
     (DOCS / "index.md", "recall-summary"),
     (DOCS / "benchmarks.md", "bench-main"),
+    (DOCS / "benchmarks.md", "bench-costs"),
+    (DOCS / "benchmarks.md", "bench-sizes"),
+    (DOCS / "benchmarks.md", "bench-babi-rss"),
     (DOCS / "guide" / "install.md", "test-suite"),
 )
 
@@ -114,19 +125,22 @@ def recall_summary() -> str:
     return "\n".join(out) + "\n"
 
 
-def bench_main() -> str:
-    """The Benchmarks page's table: every task x budget x method of ``docs/bench.json``
-    (:func:`longctx.eval.harness.markdown`'s first table)."""
+def _harness_table(header: str) -> str:
+    """The table of :func:`longctx.eval.harness.markdown` (``docs/bench.json``) whose header row
+    starts with ``header``."""
     sys.path.insert(0, str(ROOT))
     from longctx.eval.harness import markdown
 
     lines = markdown(load("bench.json")).splitlines()
-    table = []
-    for line in lines:
-        if not line.startswith("|"):
-            break
-        table.append(line)
-    return "\n".join(table) + "\n"
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end]) + "\n"
+
+
+def bench_main() -> str:
+    """The Benchmarks page's table: every task x budget x method of ``docs/bench.json``
+    (:func:`longctx.eval.harness.markdown`'s first table)."""
+    return _harness_table("| task | budget |")
 
 
 def test_suite() -> str:
@@ -141,7 +155,72 @@ def test_suite() -> str:
     )
 
 
-RENDER = {"recall-summary": recall_summary, "bench-main": bench_main, "test-suite": test_suite}
+def bench_costs() -> str:
+    """The Benchmarks page's cost per method: build seconds a document, query seconds a question
+    and peak RSS, the harness's own table of ``docs/bench.json``."""
+    return _harness_table("| method | build s / doc")
+
+
+#: the methods of the Benchmarks page's per-size table
+SIZE_METHODS = ("mixpr", "mixpr-hybrid", "mixpr-paper", "mixpr-multihop", "bm25", "minilm", "mmr")
+
+
+def _mean(rows, key: str) -> float:
+    return sum(r[key] for r in rows) / len(rows)
+
+
+def bench_sizes() -> str:
+    """The Benchmarks page's seconds per document size (``docs/bench.json``): a SQuAD article
+    (its 5% budget: one build, 12 questions) and a 128k-token bAbI haystack (the mean over
+    qa1, qa2 and qa3 at 5%: each question its own document), mean seconds."""
+    rows = load("bench.json")["results"]
+    out = [
+        "| method | SQuAD article: build | SQuAD: per query | bAbI 128k: build "
+        "| bAbI 128k: per query |",
+        "|---|---|---|---|---|",
+    ]
+    for m in SIZE_METHODS:
+        squad = [r for r in rows if (r["task"], r["budget"], r["method"]) == ("squad", 0.05, m)]
+        babi = [
+            r for r in rows
+            if r["method"] == m and r["budget"] == 0.05 and re.fullmatch(r"babilong-qa[123]@128k", r["task"])
+        ]  # fmt: skip
+        out.append(
+            f"| {m} | {_mean(squad, 'build_s'):.3f} | {_mean(squad, 'query_s'):.3f} | "
+            f"{_mean(babi, 'build_s'):.2f} | {_mean(babi, 'query_s'):.3f} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def bench_babi_rss() -> str:
+    """The Benchmarks page's peak RSS per method on bAbI's haystacks (``docs/bench.json``): the
+    most over qa1-qa3 at each size, MB."""
+    bench = load("bench.json")
+    rows = [r for r in bench["results"] if r["task"].startswith("babilong-") and "peak_rss_mb" in r]
+    methods = [m for m in bench["settings"]["methods"] if any(r["method"] == m for r in rows)]
+    out = ["| method | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    for tokens in sorted(bench["settings"]["babilong_tokens"], reverse=True):
+        size = f"@{tokens // 1000}k"
+        peaks = [
+            max(r["peak_rss_mb"] for r in rows if r["method"] == m and r["task"].endswith(size))
+            for m in methods
+        ]
+        out.append(
+            f"| peak RSS MB, bAbI {tokens // 1000}k | "
+            + " | ".join(f"{p:.0f}" for p in peaks)
+            + " |"
+        )
+    return "\n".join(out) + "\n"
+
+
+RENDER = {
+    "recall-summary": recall_summary,
+    "bench-main": bench_main,
+    "test-suite": test_suite,
+    "bench-costs": bench_costs,
+    "bench-sizes": bench_sizes,
+    "bench-babi-rss": bench_babi_rss,
+}
 
 
 # -- figures inside sentences and table cells ------------------------------------------------------
@@ -163,6 +242,46 @@ def squad_5pct() -> str:
     r = {m: cells[("squad", 0.05, m)]["recall"] for m in ("mixpr", "bm25", "minilm")}
     return (
         f"SQuAD at 5%: {r['mixpr']:.2f} against BM25 {r['bm25']:.2f} and MiniLM {r['minilm']:.2f}"
+    )
+
+
+def _cell(task: str, budget, method: str) -> str:
+    """The recall of one ``docs/bench.json`` cell, 2 decimals."""
+    return f"{_cells(load('bench.json')['results'])[(task, budget, method)]['recall']:.2f}"
+
+
+def _at(task: str, budgets, method: str) -> str:
+    return " / ".join(_cell(task, b, method) for b in budgets)
+
+
+def hotpot_pooled() -> str:
+    """MixPR's, BM25's and MiniLM's R@2 / R@5 on the pooled HotpotQA passages."""
+    t, ks = "hotpotqa-corpus", (2, 5)
+    return (
+        f"R@2 / R@5 {_at(t, ks, 'mixpr')} without a model, where BM25 has {_at(t, ks, 'bm25')} "
+        f"and MiniLM {_at(t, ks, 'minilm')}"
+    )
+
+
+def hotpot_untitled() -> str:
+    """The same without the passages' title lines: MixPR against MiniLM."""
+    t, ks = "hotpotqa-corpus-untitled", (2, 5)
+    return f"{_at(t, ks, 'mixpr')} against MiniLM's {_at(t, ks, 'minilm')}"
+
+
+def hybrid_narrativeqa() -> str:
+    """The hybrid that embeds its units against MiniLM on NarrativeQA at 20%."""
+    hybrid, minilm = (_cell("narrativeqa", 0.2, m) for m in ("mixpr-hybrid", "minilm"))
+    return f"NarrativeQA at 20%: {hybrid} against {minilm}"
+
+
+def multilexsum() -> str:
+    """Multi-LexSum's ROUGE-L at 20%: the lead (BM25's column: no query), truncation, MixPR's
+    PageRank and MMR."""
+    r = {m: _cell("multilexsum", 0.2, m) for m in ("bm25", "truncate", "mixpr-pagerank", "mmr")}
+    return (
+        f"Multi-LexSum ROUGE-L at 20%: lead (BM25 column, no query) {r['bm25']}, truncation "
+        f"{r['truncate']}, MixPR PageRank {r['mixpr-pagerank']}, MMR {r['mmr']}"
     )
 
 
@@ -195,11 +314,6 @@ def mixpr_growth_query() -> str:
     return " / ".join(f"{_g(v)} ms" for v in _figure("mixpr-growth")["query_ms_median"])
 
 
-def mixpr_growth_source() -> str:
-    g = _figure("mixpr-growth")
-    return f"`{g['script']}`, {g['date']}, quiet machine"
-
-
 def mixpr_growth_short() -> str:
     g = _figure("mixpr-growth")
     words = " / ".join(f"{w}M" for w in g["words_millions"])
@@ -216,11 +330,6 @@ def mixpr_insert() -> str:
     return f"{_g(f['insert_s'])} s / {_g(f['delete_s'])} s"
 
 
-def mixpr_insert_build() -> str:
-    f = _figure("mixpr-insert")
-    return f"its fresh build in that run, {f['date']}: {_g(f['build_s'])} s"
-
-
 def bench_date() -> str:
     """The date of the ``longctx bench`` run in ``docs/bench.json``."""
     return load("bench.json")["settings"]["date"]
@@ -232,32 +341,205 @@ def _squad_costs(method: str) -> tuple[float, float]:
     return r["build_s"], r["query_s"]
 
 
-def mixpr_squad_build() -> str:
-    return f"{_squad_costs('mixpr')[0]:.3f} s"
+def _squad_cost(method: str, which: int) -> str:
+    """``method``'s build (``which`` 0) or query (1) seconds on SQuAD at 5%, 3 decimals."""
+    return f"{_squad_costs(method)[which]:.3f} s"
 
 
-def mixpr_squad_query() -> str:
-    return f"{_squad_costs('mixpr')[1]:.3f} s"
+#: span -> ``(method, 0 build | 1 query)`` of :func:`_squad_cost`
+SQUAD_COSTS = {
+    "mixpr-squad-build": ("mixpr", 0),
+    "mixpr-squad-query": ("mixpr", 1),
+    "mmr-squad-query": ("mmr", 1),
+    "mixpr-hybrid-squad-build": ("mixpr-hybrid", 0),
+    "mixpr-hybrid-squad-query": ("mixpr-hybrid", 1),
+}
 
 
-def mmr_squad_query() -> str:
-    return f"{_squad_costs('mmr')[1]:.3f} s"
+def bench_source() -> str:
+    """The command and date of ``docs/bench.json``: a Speed row's source."""
+    return f"`longctx bench` (`docs/bench.json`), {bench_date()}"
+
+
+def _spread(runs, unit: str, fmt=_g) -> str:
+    """``runs`` (one list a run, one value a size) as ``lo-hi unit`` a size (``fmt`` each; one
+    value where the runs agree), ``" / "`` between sizes."""
+    out = []
+    for vals in zip(*runs):
+        lo, hi = fmt(min(vals)), fmt(max(vals))
+        out.append(f"{lo} {unit}" if lo == hi else f"{lo}-{hi} {unit}")
+    return " / ".join(out)
+
+
+def _cents(v) -> str:
+    return f"{v:.2f}"
+
+
+def _tenths(v) -> str:
+    return f"{v:.1f}"
+
+
+def mixpr_vs_bm25_build() -> str:
+    f = _figure("mixpr-vs-bm25")
+    mixpr = _spread(f["mixpr_build_s"], "s", _cents)
+    return f"{mixpr} (bm25s {_spread(f['bm25s_build_s'], 's', _cents)})"
+
+
+def mixpr_vs_bm25_query() -> str:
+    f = _figure("mixpr-vs-bm25")
+    mixpr = _spread(f["mixpr_query_ms_median"], "ms")
+    return f"{mixpr} (bm25s {_spread(f['bm25s_query_ms_median'], 'ms')})"
+
+
+def _per_run(values) -> list:
+    """One value a run (a single size) as :func:`_spread`'s runs."""
+    return [[v] for v in values]
+
+
+def mixpr_mmap_open() -> str:
+    f = _figure("mixpr-mmap")
+    mb = _spread(_per_run(f["open_resident_mb"]), "MB")
+    return f"open {_spread(_per_run(f['open_s']), 's')}, {mb} resident"
+
+
+def mixpr_mmap_query() -> str:
+    f = _figure("mixpr-mmap")
+    first = _spread(_per_run(f["first_query_ms"]), "ms")
+    return f"first {first}, then {_spread(_per_run(f['next_query_ms']), 'ms')}"
+
+
+def mixpr_paragraphs_build() -> str:
+    return _spread(_per_run(_figure("mixpr-paragraphs")["build_s"]), "s", _cents)
+
+
+def mixpr_paragraphs_query() -> str:
+    return _spread(_per_run(_figure("mixpr-paragraphs")["query_ms_median"]), "ms", _tenths)
+
+
+def _source(command: str, date: str, conditions: str | None = None) -> str:
+    """A Speed row's source: the script of ``command`` (``longctx bench`` for the CLI's), the
+    date and the conditions; the exact command stays in its JSON file."""
+    words = command.split()
+    script = " ".join(words[:2]) if words[0] == "longctx" else words[0]
+    return f"`{script}`, {date}" + (f", {conditions}" if conditions else "")
+
+
+# -- figures of docs/figures.json by template, and every entry's source ----------------------------
+def figure_span(name: str) -> str:
+    """The span ``NAME-PART`` of the ``docs/figures.json`` entry ``NAME``: ``PART`` ``source``
+    renders its script, date and conditions (:func:`_source`); any other ``PART`` the entry's
+    ``show[PART]`` template (:meth:`str.format` over the entry's fields). ``KeyError`` for an
+    unknown span."""
+    figures = load("figures.json")["figures"]
+    for key in sorted(figures, key=len, reverse=True):
+        if name.startswith(key + "-"):
+            f, part = figures[key], name[len(key) + 1 :]
+            if part == "source":
+                return _source(f["script"], f["date"], f.get("conditions"))
+            return f["show"][part].format(**f)
+    raise KeyError(name)
+
+
+def inline_names() -> set[str]:
+    """Every span name this script renders."""
+    figures = load("figures.json")["figures"]
+    names = set(INLINE_RENDER)
+    for key, f in figures.items():
+        names.add(f"{key}-source")
+        names.update(f"{key}-{part}" for part in f.get("show", {}))
+    apps = load("bench-apps.json")["results"]
+    names.update(f"apps-{app}-{part}" for app in apps for part in [*APPS, "source"])
+    return names
+
+
+def render_inline(name: str) -> str:
+    """The text of the span ``name`` (``KeyError`` for a name this script does not render)."""
+    if name in INLINE_RENDER:
+        return INLINE_RENDER[name]()
+    if name.startswith("apps-"):
+        return apps_span(name)
+    return figure_span(name)
+
+
+# -- the guides' two apps: docs/bench-apps.json (benchmarks/bench_apps.py --out) -------------------
+HYBRID_AT_TOKENS = "hybrid @ app's tokens"
+MIXPR_AT_TOKENS = "mixpr @ app's tokens"
+HYBRID_CHUNKS = "hybrid (app's chunks)"
+MIXPR_CHUNKS = "mixpr (app's chunks)"
+
+
+def _found(r: dict, row: str) -> str:
+    """``found/asked`` of ``row`` of an app's results."""
+    v = r["retrievers"][row]
+    return f"{v['found']}/{len(v['per_question'])}"
+
+
+def _app_hybrid(r: dict) -> str:
+    rows = r["retrievers"]
+    return (
+        f"the hybrid builds in {rows['hybrid']['build_s']:.2f} s (plain MixPR "
+        f"{rows['mixpr']['build_s']:.2f} s) and answers in "
+        f"{rows[HYBRID_AT_TOKENS]['ms_per_query']} ms (MixPR "
+        f"{rows[MIXPR_AT_TOKENS]['ms_per_query']} ms, both asked for the app's tokens; the app "
+        f"{rows['app']['ms_per_query']} ms, whose retrieval the hybrid's includes)"
+    )
+
+
+#: ``part`` of an ``apps-<app>-<part>`` span -> its text from that app's results.
+APPS = {
+    "embed": lambda r: (
+        f"{r['chunks']:,} chunks embedded in {r['retrievers']['app']['build_s']:.0f} s"
+    ),
+    "hybrid": _app_hybrid,
+    "tokens": lambda r: (
+        f"{_found(r, HYBRID_AT_TOKENS)} (the app {_found(r, 'app')}, MixPR "
+        f"{_found(r, MIXPR_AT_TOKENS)})"
+    ),
+    "units": lambda r: f"{_found(r, 'hybrid')}, where MixPR finds {_found(r, 'mixpr')}",
+    "grain": lambda r: (
+        f"{_found(r, HYBRID_CHUNKS)} in a top 5 (the app {_found(r, 'app')}; MixPR over the "
+        f"same chunks {_found(r, MIXPR_CHUNKS)}), built in "
+        f"{r['retrievers'][HYBRID_CHUNKS]['build_s']:.2f} s over the {r['chunks']:,} chunks"
+    ),
+    "fusion": lambda r: (
+        f"{_found(r, 'fusion (recipe)')}, where the app's top 5 finds {_found(r, 'app')} and "
+        f"the framework's fusion at its defaults (top 5) {_found(r, 'fusion (defaults)')}"
+    ),
+}
+
+
+def apps_span(name: str) -> str:
+    """The span ``apps-<app>-<part>`` (:data:`APPS`) from ``docs/bench-apps.json``;
+    ``apps-<app>-source`` names the command and the date of the run (``KeyError`` for an
+    unknown part or app)."""
+    bench = load("bench-apps.json")
+    app, _, part = name[len("apps-") :].partition("-")
+    if part == "source":
+        return _source(bench["settings"]["command"], bench["settings"]["date"])
+    return APPS[part](bench["results"][app])
 
 
 INLINE_RENDER = {
+    **{name: functools.partial(_squad_cost, *how) for name, how in SQUAD_COSTS.items()},
     "bench-date": bench_date,
-    "mixpr-squad-build": mixpr_squad_build,
-    "mixpr-squad-query": mixpr_squad_query,
-    "mmr-squad-query": mmr_squad_query,
     "squad-5pct": squad_5pct,
     "babi-multihop": babi_multihop,
+    "hotpot-pooled": hotpot_pooled,
+    "hotpot-untitled": hotpot_untitled,
+    "hybrid-narrativeqa": hybrid_narrativeqa,
+    "multilexsum": multilexsum,
     "mixpr-10m": mixpr_10m,
     "mixpr-growth-build": mixpr_growth_build,
     "mixpr-growth-query": mixpr_growth_query,
-    "mixpr-growth-source": mixpr_growth_source,
     "mixpr-growth-short": mixpr_growth_short,
     "mixpr-insert": mixpr_insert,
-    "mixpr-insert-build": mixpr_insert_build,
+    "bench-source": bench_source,
+    "mixpr-vs-bm25-build": mixpr_vs_bm25_build,
+    "mixpr-vs-bm25-query": mixpr_vs_bm25_query,
+    "mixpr-mmap-open": mixpr_mmap_open,
+    "mixpr-mmap-query": mixpr_mmap_query,
+    "mixpr-paragraphs-build": mixpr_paragraphs_build,
+    "mixpr-paragraphs-query": mixpr_paragraphs_query,
 }
 
 
@@ -294,7 +576,7 @@ def rewrite(text: str) -> str:
     """``text`` with every generated block and figure span rendered again (``KeyError`` for a
     name this script does not render)."""
     text = BLOCK.sub(lambda m: m.group(1) + RENDER[m["name"]]() + m.group(4), text)
-    return INLINE.sub(lambda m: m.group(1) + INLINE_RENDER[m["name"]]() + m.group(4), text)
+    return INLINE.sub(lambda m: m.group(1) + render_inline(m["name"]) + m.group(4), text)
 
 
 def main(argv: list[str]) -> int:

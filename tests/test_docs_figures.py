@@ -32,9 +32,9 @@ def _doc_tables():
 def test_generated_tables_are_what_their_source_renders():
     tables = _doc_tables()
     for page, name in tables.PAGES:
-        found = tables.blocks(page.read_text(encoding="utf-8"))
-        assert [n for n, _ in found] == [name], f"{page.name}: no generated {name} table"
-        assert found[0][1] == tables.RENDER[name](), (
+        found = dict(tables.blocks(page.read_text(encoding="utf-8")))
+        assert name in found, f"{page.name}: no generated {name} table"
+        assert found[name] == tables.RENDER[name](), (
             f"{page.name}: the {name} table differs from docs/bench*.json: run "
             "python benchmarks/doc_tables.py --write"
         )
@@ -54,12 +54,29 @@ def _json_figures(rows, out: set) -> None:
                     out.add(f"{v * 1000:.1f}")  # a query in ms
 
 
+def _dated_figures(value, out: set) -> None:
+    """The decimals of ``docs/figures.json`` (each entry dated, naming its script), as a page
+    may write them: as stored, at one and at two decimals."""
+    if isinstance(value, dict):
+        for v in value.values():
+            _dated_figures(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _dated_figures(v, out)
+    elif isinstance(value, float):
+        out.update((str(value), f"{value:.1f}", f"{value:.2f}"))
+
+
 def source_figures() -> set[str]:
     """Every figure a page may state: the bench JSON files' recalls (2 decimals) and seconds
-    (:data:`JSON_FIELDS`) and the figures written in the notes and studies."""
+    (:data:`JSON_FIELDS`), the dated figures of ``docs/figures.json`` and the figures written in
+    the notes and studies."""
     out: set[str] = set()
     for f in DOCS.glob("bench*.json"):
-        _json_figures(json.loads(f.read_text(encoding="utf-8"))["results"], out)
+        rows = json.loads(f.read_text(encoding="utf-8"))["results"]
+        if isinstance(rows, list):  # bench-apps.json holds the apps' rows by name
+            _json_figures(rows, out)
+    _dated_figures(json.loads((DOCS / "figures.json").read_text(encoding="utf-8")), out)
     notes = [
         *DOCS.glob("notes/*.md"),
         *DOCS.glob("studies/*.md"),
@@ -132,7 +149,7 @@ def test_every_block_and_span_of_every_page_is_fresh():
     for page in tables.all_pages():
         text = page.read_text(encoding="utf-8")
         for name, _ in tables.spans(text):
-            assert name in tables.INLINE_RENDER, f"{page.name}: unknown figure span {name!r}"
+            assert name in tables.inline_names(), f"{page.name}: unknown figure span {name!r}"
         for name, _ in tables.blocks(text):
             assert name in tables.RENDER, f"{page.name}: unknown generated block {name!r}"
         n_spans += len(tables.spans(text))
@@ -156,7 +173,18 @@ def test_figures_files_are_dated_and_name_their_script():
     for name, fig in figures.items():
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", fig["date"]), name
         script = fig["script"].split()[0]
-        assert (ROOT / script).is_file(), f"{name}: {script} is not in the repository"
+        if script == "longctx":  # the CLI: a command it has
+            from longctx.cli import build_parser
+
+            command = fig["script"].split()[1]
+            assert command in build_parser()._subparsers._group_actions[0].choices, name
+        else:
+            assert (ROOT / script).is_file(), f"{name}: {script} is not in the repository"
+        for part, template in fig.get("show", {}).items():
+            assert template.format(**fig), f"{name}: show[{part}] renders nothing"
+    apps = json.loads((DOCS / "bench-apps.json").read_text(encoding="utf-8"))["settings"]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", apps["date"])
+    assert (ROOT / apps["command"].split()[0]).is_file()
     suite = json.loads((DOCS / "test-suite.json").read_text(encoding="utf-8"))
     assert suite["tests"] > 0 and re.fullmatch(r"\d{4}-\d{2}-\d{2}", suite["counted"])
 
@@ -214,3 +242,50 @@ def test_install_guide_demo_claim_matches_the_demo(capsys):
     assert len(passages) == 5 and len(naming) == 1
     guide = " ".join((DOCS / "guide" / "install.md").read_text(encoding="utf-8").split())
     assert "prints five passages" in guide and "one of them naming it" in guide
+
+
+# -- every Speed row names its source (issue 45) --------------------------------------------------
+DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+SCRIPT = re.compile(r"`(?:benchmarks/[\w/]+\.py|longctx \w+)")
+
+
+def unsourced_speed_rows(readme: str) -> list[str]:
+    """The rows of README's "Speed" table with a figure in their build or query cell that is
+    neither a ``<!-- fig -->`` span (docs/figures.json or docs/bench*.json, dated, naming the
+    script) nor in a row that names a date and a script (`` `benchmarks/....py` `` or
+    `` `longctx bench` ``) or says "source not found"."""
+    tables = _doc_tables()
+    bad = []
+    for row in _section(readme, "Speed").splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if not row.startswith("| ") or len(cells) < 3 or cells[0] == "method":
+            continue
+        measured = tables.INLINE.sub("", " | ".join(cells[1:3]))  # build, per query
+        if not re.search(r"\d", re.sub(r"\]\([^)]*\)", "]", measured)):
+            continue  # every figure of the two cells is a span (or there is none)
+        if (DATE.search(row) and SCRIPT.search(row)) or "source not found" in row:
+            continue
+        bad.append(row)
+    return bad
+
+
+def test_every_speed_row_names_its_source():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = [r for r in _section(readme, "Speed").splitlines() if r.startswith("| ")]
+    assert len(rows) >= 15  # the check reads the table's rows
+    assert unsourced_speed_rows(readme) == []
+
+
+def test_a_speed_row_without_its_source_is_caught():
+    head = "## Speed\n\n| method | build | per query | document | source |\n|---|---|---|---|---|\n"
+    bare = "| MixPR hybrid | 1.7 s (MiniLM embeds the units) | 0.017 s | a SQuAD article | |"
+    dated = bare.replace("| |", "| `benchmarks/bench_x.py`, 2026-11-29 |")
+    span = (
+        "| MixPR | <!-- fig: mixpr-squad-build -->0.006 s<!-- /fig --> | "
+        "<!-- fig: mixpr-squad-query -->0.002 s<!-- /fig --> | a SQuAD article (4-7k tokens) | |"
+    )
+    mixed = span.replace("0.002 s<!-- /fig -->", "0.002 s<!-- /fig --> (0.017 s before)")
+    undated = bare.replace("| |", "| `benchmarks/bench_x.py` |")
+    found = unsourced_speed_rows(head + "\n".join([bare, dated, span, mixed, undated]) + "\n")
+    assert found == [bare, mixed, undated]
+    assert unsourced_speed_rows(head + bare.replace("| |", "| (undated, source not found) |")) == []
