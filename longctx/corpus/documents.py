@@ -409,9 +409,9 @@ def read_documents(
         folder, ``/``-separated; a file that cannot be read as text is skipped with one
         warning; hidden files and folders and links to folders are passed over, counted in
         :attr:`CorpusInput.passed_over`); a ``.jsonl`` file (one JSON object per line with
-        ``id_field`` and ``text_field``); any other file (one document, id = its file name); a glob pattern
-        (each matching file, id = its file name, skipped as in a folder); or a list of such
-        paths (the CLI's ``PATH...``).
+        ``id_field`` and ``text_field``); any other file (one document, id = its file name); a
+        glob pattern (each matching file, id = its file name, skipped as in a folder); or a list
+        of such paths (the CLI's ``PATH...``).
     id_field, text_field : str
         JSONL field names.
 
