@@ -21,7 +21,7 @@ from pathlib import Path
 
 from longctx.corpus.manifest import _CONTROL, MAX_SOURCE_CHARS
 from longctx.io import MAX_FILE_BYTES, InputError, open_regular_file, read_text_file
-from longctx.persist import PersistError, parse_json
+from longctx.persist import JSONTextError, loads_strict
 
 logger = logging.getLogger(__name__)
 
@@ -92,14 +92,13 @@ def _jsonl_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
         for raw in iter(lambda: f.readline(MAX_JSONL_LINE_BYTES + 1), b""):
             if len(raw) > MAX_JSONL_LINE_BYTES:
                 raise InputError(
-                    f"{where} line {n + 1} is longer than the limit of "
-                    f"{MAX_JSONL_LINE_BYTES:,} bytes"
+                    f"{where} line {n + 1}: longer than the limit of {MAX_JSONL_LINE_BYTES:,} bytes"
                 )
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(
-                    f"{where} line {n + 1} is not UTF-8 (byte {exc.start} of the line: "
+                    f"{where} line {n + 1}: not UTF-8 (byte {exc.start} of the line: "
                     f"{raw[exc.start : exc.start + 1]!r}): a JSONL file is UTF-8"
                 ) from None
             raw = b""  # not held while the line is parsed (a 100 MB line: 244 MB peak, not 336)
@@ -110,18 +109,21 @@ def _jsonl_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
 
 def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[str, str]]:
     """The ``(id, text)`` records of a JSONL file (:func:`_jsonl_lines`), a bad line named by
-    its number: longer than :data:`MAX_JSONL_LINE_BYTES`, not UTF-8 (the text codec said only
-    "can't decode byte 0xff in position 42", naming neither the file nor the line), not a JSON
-    object, a key twice, a text that is not a ``str``, an id that is neither a ``str`` nor an
-    ``int`` (an :class:`InputError`)."""
+    its number, every error in one form, ``'<file>' line <n>: <what is wrong>``: longer than
+    :data:`MAX_JSONL_LINE_BYTES`, not UTF-8 (the text codec said only "can't decode byte 0xff
+    in position 42", naming neither the file nor the line), not a JSON object, a key twice, a
+    text that is not a ``str`` or is empty, an id that is neither a ``str`` nor an ``int``
+    (an :class:`InputError`), an id that is unsafe (:func:`check_doc_id`: ``ValueError`` /
+    ``TypeError``) or given on an earlier line (an :class:`InputError`)."""
     where = repr(str(path))
+    first_line: dict[str, int] = {}
     for n, line in _jsonl_lines(path, where):
         if not line.strip():
             continue
         try:
-            rec = parse_json(line, f"{path} line {n}")
-        except PersistError as exc:  # not JSON, nested too deeply, a key twice
-            raise InputError(str(exc)) from None
+            rec = loads_strict(line)
+        except JSONTextError as exc:  # not JSON, nested too deeply, a key twice
+            raise InputError(f"{where} line {n}: {exc}") from None
         if not isinstance(rec, dict) or id_field not in rec or text_field not in rec:
             raise InputError(
                 f"{where} line {n}: expected an object with {id_field!r} and {text_field!r} fields"
@@ -139,6 +141,15 @@ def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[st
                 f"{where} line {n}: field {text_field!r} must be a string, got "
                 f"{type(text).__name__}"
             )
+        check_doc_id(doc_id, f"{where} line {n}")
+        if doc_id in first_line:
+            raise InputError(
+                f"{where} line {n}: document id {doc_id!r} is given twice (first on line "
+                f"{first_line[doc_id]})"
+            )
+        first_line[doc_id] = n
+        if not text.strip():
+            raise InputError(f"{where} line {n}: field {text_field!r} is empty")
         yield doc_id, text
 
 
