@@ -254,21 +254,24 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         #: index node id -> its graph as a SearchGraph, checked against the node's text
         self._graphs: dict[str, Any] = {}
         kwargs.setdefault("transformations", [_WholeDocuments()])
-        super().__init__(nodes=nodes, index_struct=index_struct, **kwargs)
-        if index_struct is not None:
-            self._check_loaded_struct()
-            saved = self._saved_settings(skip=given)
+        if index_struct is not None:  # checked, and its settings set, before BaseIndex stores it
+            storage_context = kwargs.get("storage_context") or StorageContext.from_defaults()
+            kwargs["storage_context"] = storage_context
+            self._check_loaded_struct(index_struct, storage_context.docstore)
+            saved = self._saved_settings(index_struct, skip=given)
             self._search_kwargs = {**SEARCH_DEFAULTS, **saved, **given}
-        # the settings in force go with the struct, so that a persist keeps them
-        self._index_struct.search_settings = {
-            "format_version": SEARCH_SETTINGS_VERSION,
-            **self._search_kwargs,
-        }
-        self._storage_context.index_store.add_index_struct(self._index_struct)
+            index_struct.search_settings = self._settings_to_save()
+        # BaseIndex stores the struct in the index store once (a serialization of every graph):
+        # a built one carries its settings from _build_index_from_nodes
+        super().__init__(nodes=nodes, index_struct=index_struct, **kwargs)
 
-    def _saved_settings(self, skip=()) -> dict:
-        """The loaded struct's search settings (``{}`` for a store persisted before they were
-        saved), each checked as the constructor checks it, except those in ``skip`` (given
+    def _settings_to_save(self) -> dict:
+        """The search settings in force, as the struct persists them (so a persist keeps them)."""
+        return {"format_version": SEARCH_SETTINGS_VERSION, **self._search_kwargs}
+
+    def _saved_settings(self, struct: GarlicIndexStruct, skip=()) -> dict:
+        """The loaded ``struct``'s search settings (``{}`` for a store persisted before they
+        were saved), each checked as the constructor checks it, except those in ``skip`` (given
         again: their saved values are never used, so never checked).
 
         Raises
@@ -279,13 +282,13 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         """
         from longctx.persist import PersistError
 
-        raw = self._index_struct.search_settings
+        raw = struct.search_settings
         if raw is None:  # a store persisted before they were saved, or from_corpus
-            logger.info("GarlicIndex %s: no saved search settings: the defaults", self.index_id)
+            logger.info("GarlicIndex %s: no saved search settings: the defaults", struct.index_id)
             return {}
         where = (
-            f"the GARLIC index {str(self.index_id)[:80]!r} of the index store (index_store.json):"
-            " field 'search_settings'"
+            f"the GARLIC index {str(struct.index_id)[:80]!r} of the index store "
+            "(index_store.json): field 'search_settings'"
         )
         if not isinstance(raw, dict):
             raise PersistError(f"{where} must be an object")
@@ -404,16 +407,18 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             self._model, self._tokenizer = load_causal_lm()
 
     def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **kw: Any) -> GarlicIndexStruct:
-        struct = GarlicIndexStruct(encoder=self._encoder.name)
+        struct = GarlicIndexStruct(
+            encoder=self._encoder.name, search_settings=self._settings_to_save()
+        )
         for node, graph in zip(nodes, self._search_graphs(nodes)):
             struct.graphs[node.node_id] = graph.to_dict()
             self._graphs[node.node_id] = graph
         return struct
 
-    def _check_loaded_struct(self) -> None:
+    def _check_loaded_struct(self, struct: GarlicIndexStruct, docstore) -> None:
         """Check a struct given to the constructor (``load_index_from_storage``,
         :func:`load_garlic_index`, :meth:`from_corpus`): every graph parsed field by field and
-        its level-1 chunks compared with its document node's text in the docstore, so a forged
+        its level-1 chunks compared with its document node's text in ``docstore``, so a forged
         chunk is a ``PersistError`` here, at load, never a retrieved node.
 
         Raises
@@ -426,7 +431,6 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         from longctx.garlic.search import SearchGraph
         from longctx.persist import PersistError
 
-        struct = self._index_struct
         where = (
             f"the GARLIC index {str(struct.index_id)[:80]!r} of the index store (index_store.json)"
         )
@@ -436,7 +440,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             raise PersistError(f"{where}: field 'encoder' must be a str or null")
         for node_id, d in struct.graphs.items():
             field = f"graphs[{str(node_id)[:80]!r}]"
-            node = self.docstore.get_node(node_id, raise_error=False)
+            node = docstore.get_node(node_id, raise_error=False)
             if node is None:
                 raise PersistError(
                     f"{where}: field {field!r}: the docstore (docstore.json) lacks its document "
