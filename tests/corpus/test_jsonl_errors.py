@@ -37,3 +37,21 @@ def test_every_jsonl_error_is_file_line_what(tmp_path, line, what):
     msg = str(info.value)
     assert msg.startswith(f"{str(path)!r} line 2: {what}"), msg
     assert not re.search(r"damaged|forged|truncated|documents\[", msg)
+
+
+def test_benchmark_jsonl_errors_take_the_same_form(tmp_path):
+    """``longctx bench``'s JSONL data (``--data``) named the line as ``'file line 2' is damaged
+    or truncated``, the wording of saved files."""
+    from longctx.eval.tasks import _read_jsonl
+    from longctx.io import InputError
+
+    path = tmp_path / "test.jsonl"
+    path.write_text('{"a": 1}\n\n{"a": 1, "a": 2}\n', "utf-8")
+    with pytest.raises(InputError) as info:
+        _read_jsonl(path)
+    assert str(info.value) == f"{str(path)!r} line 3: the key 'a' appears twice in one object"
+    path.write_text('{"a": 1}\n[1, 2\n', "utf-8")
+    with pytest.raises(InputError, match=rf"^{re.escape(repr(str(path)))} line 2: not JSON: "):
+        _read_jsonl(path)
+    path.write_text('{"a": 1}\n\n[2]\n', "utf-8")
+    assert _read_jsonl(path) == [{"a": 1}, [2]]
