@@ -15,7 +15,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from langchain_longctx._documents import (
     hit_to_document,
@@ -61,7 +61,9 @@ class GarlicRetriever(BaseRetriever):
       encoder :func:`longctx.embeddings.get_encoder` takes); give at most one.
     - `k` (`int | None`): Cap on the documents returned (``None``: every visited node).
     - `stop_patience, alpha, max_context_tokens`: Search settings (see
-      ``longctx.garlic.search.GarlicSearcher``).
+      ``longctx.garlic.search.GarlicSearcher``), within the bounds of LlamaIndex's
+      ``GarlicIndex`` (``longctx.garlic.options.SEARCH_SETTINGS_MAX``: ``stop_patience`` up to
+      1,000,000, ``max_context_tokens`` up to 2**31 - 1).
 
     **Usage**
 
@@ -111,6 +113,16 @@ class GarlicRetriever(BaseRetriever):
     _encoder: Any = PrivateAttr(default=None)
     _sources: list[int] = PrivateAttr(default_factory=list)
     _check_sizes = field_validator("k", mode="before")(check_size_field)
+
+    @field_validator("stop_patience", "alpha", "max_context_tokens", mode="before")
+    @classmethod
+    def _check_search_setting(cls, value: Any, info: ValidationInfo) -> Any:
+        """The core's bounds (:func:`longctx.garlic.options.check_search_settings`), the ones
+        LlamaIndex's ``GarlicIndex`` applies, with its message naming the setting; ``True`` and
+        ``"3"`` refused where pydantic would coerce them."""
+        from longctx.garlic.options import check_search_settings
+
+        return check_search_settings({info.field_name: value})[info.field_name]
 
     def model_post_init(self, context: Any) -> None:
         from longctx.embeddings import get_encoder

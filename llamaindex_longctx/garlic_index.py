@@ -87,9 +87,6 @@ GARLIC_STRUCT_TYPE = (
 GARLIC_STRUCT_TYPE_V0 = "longctx_garlic"
 #: Version of the struct's ``search_settings`` object (a store persisted before it has none).
 SEARCH_SETTINGS_VERSION = 1
-#: The search settings a GarlicIndex persists, with their defaults (``GarlicSearcher``'s).
-SEARCH_DEFAULTS = {"alpha": 0.5, "stop_patience": 1, "max_context_tokens": None,
-                   "max_new_tokens": 64}  # fmt: skip
 
 
 class _SavedOrDefault:
@@ -102,14 +99,8 @@ class _SavedOrDefault:
 SAVED_OR_DEFAULT = _SavedOrDefault()
 """The default of :class:`GarlicIndex`'s search settings (``alpha``, ``stop_patience``,
 ``max_context_tokens``, ``max_new_tokens``): the value saved with a loaded index, else the
-setting's default in :data:`SEARCH_DEFAULTS`. Not meant to be passed: leave the argument out."""
-#: Largest search settings accepted, given to the constructor or saved in a store (a store is
-#: untrusted: no search of a billion tokens; what the constructor takes, a load takes back).
-SETTINGS_MAX = {
-    "stop_patience": 1_000_000,
-    "max_context_tokens": 2**31 - 1,
-    "max_new_tokens": 2**20,
-}
+setting's default in :data:`longctx.garlic.options.SEARCH_DEFAULTS`. Not meant to be passed:
+leave the argument out."""
 META_LEVEL = "longctx_level"
 META_POSITION = "longctx_visit_position"
 META_EDGE_WEIGHT = "longctx_edge_weight"
@@ -206,8 +197,9 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         index (``load_index_from_storage``, :func:`load_garlic_index`) takes the saved ones,
         except those given again, which win (their saved values are not read); a store
         persisted before they were saved loads with the defaults. The bounds
-        (:data:`SETTINGS_MAX`) are the same at construction and at load, so a store persisted
-        by longctx always loads.
+        (:data:`longctx.garlic.options.SEARCH_SETTINGS_MAX`, LangChain's ``GarlicRetriever``'s
+        too) are the same at construction and at load, so a store persisted by longctx always
+        loads.
     explain : bool, default False
         The default of :meth:`as_retriever` and :meth:`as_query_engine`: give every returned
         node ``metadata["longctx_explanation"]`` (see the module doc).
@@ -234,12 +226,11 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         **kwargs: Any,
     ) -> None:
         from llamaindex_longctx._embed import app_encoder
+        from longctx.garlic.options import SEARCH_DEFAULTS, check_search_settings
 
         given = {"alpha": alpha, "stop_patience": stop_patience,
                  "max_context_tokens": max_context_tokens, "max_new_tokens": max_new_tokens}  # fmt: skip
-        given = _check_search_settings(
-            {k: v for k, v in given.items() if v is not SAVED_OR_DEFAULT}
-        )
+        given = check_search_settings({k: v for k, v in given.items() if v is not SAVED_OR_DEFAULT})
         if encoder is not None and embed_model is not None:
             raise ValueError("give embed_model or encoder (its older name), not both")
         self._model = model
@@ -254,21 +245,24 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         #: index node id -> its graph as a SearchGraph, checked against the node's text
         self._graphs: dict[str, Any] = {}
         kwargs.setdefault("transformations", [_WholeDocuments()])
-        super().__init__(nodes=nodes, index_struct=index_struct, **kwargs)
-        if index_struct is not None:
-            self._check_loaded_struct()
-            saved = self._saved_settings(skip=given)
+        if index_struct is not None:  # checked, and its settings set, before BaseIndex stores it
+            storage_context = kwargs.get("storage_context") or StorageContext.from_defaults()
+            kwargs["storage_context"] = storage_context
+            self._check_loaded_struct(index_struct, storage_context.docstore)
+            saved = self._saved_settings(index_struct, skip=given)
             self._search_kwargs = {**SEARCH_DEFAULTS, **saved, **given}
-        # the settings in force go with the struct, so that a persist keeps them
-        self._index_struct.search_settings = {
-            "format_version": SEARCH_SETTINGS_VERSION,
-            **self._search_kwargs,
-        }
-        self._storage_context.index_store.add_index_struct(self._index_struct)
+            index_struct.search_settings = self._settings_to_save()
+        # BaseIndex stores the struct in the index store once (a serialization of every graph):
+        # a built one carries its settings from _build_index_from_nodes
+        super().__init__(nodes=nodes, index_struct=index_struct, **kwargs)
 
-    def _saved_settings(self, skip=()) -> dict:
-        """The loaded struct's search settings (``{}`` for a store persisted before they were
-        saved), each checked as the constructor checks it, except those in ``skip`` (given
+    def _settings_to_save(self) -> dict:
+        """The search settings in force, as the struct persists them (so a persist keeps them)."""
+        return {"format_version": SEARCH_SETTINGS_VERSION, **self._search_kwargs}
+
+    def _saved_settings(self, struct: GarlicIndexStruct, skip=()) -> dict:
+        """The loaded ``struct``'s search settings (``{}`` for a store persisted before they
+        were saved), each checked as the constructor checks it, except those in ``skip`` (given
         again: their saved values are never used, so never checked).
 
         Raises
@@ -277,15 +271,16 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             Naming the index store entry and the field: not an object, another format version,
             an unknown setting or a value out of range.
         """
+        from longctx.garlic.options import SEARCH_DEFAULTS, check_search_settings
         from longctx.persist import PersistError
 
-        raw = self._index_struct.search_settings
+        raw = struct.search_settings
         if raw is None:  # a store persisted before they were saved, or from_corpus
-            logger.info("GarlicIndex %s: no saved search settings: the defaults", self.index_id)
+            logger.info("GarlicIndex %s: no saved search settings: the defaults", struct.index_id)
             return {}
         where = (
-            f"the GARLIC index {str(self.index_id)[:80]!r} of the index store (index_store.json):"
-            " field 'search_settings'"
+            f"the GARLIC index {str(struct.index_id)[:80]!r} of the index store "
+            "(index_store.json): field 'search_settings'"
         )
         if not isinstance(raw, dict):
             raise PersistError(f"{where} must be an object")
@@ -299,8 +294,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         unknown = sorted(str(k)[:40] for k in set(settings) - set(SEARCH_DEFAULTS))
         if unknown:
             raise PersistError(f"{where} holds unknown settings {unknown[:5]}")
-        try:  # read from disk: bounded (SETTINGS_MAX)
-            return _check_search_settings({k: v for k, v in settings.items() if k not in skip})
+        try:  # read from disk: bounded (SEARCH_SETTINGS_MAX)
+            return check_search_settings({k: v for k, v in settings.items() if k not in skip})
         except (TypeError, ValueError) as exc:
             raise PersistError(f"{where}: {exc}") from None
 
@@ -404,16 +399,18 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             self._model, self._tokenizer = load_causal_lm()
 
     def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **kw: Any) -> GarlicIndexStruct:
-        struct = GarlicIndexStruct(encoder=self._encoder.name)
+        struct = GarlicIndexStruct(
+            encoder=self._encoder.name, search_settings=self._settings_to_save()
+        )
         for node, graph in zip(nodes, self._search_graphs(nodes)):
             struct.graphs[node.node_id] = graph.to_dict()
             self._graphs[node.node_id] = graph
         return struct
 
-    def _check_loaded_struct(self) -> None:
+    def _check_loaded_struct(self, struct: GarlicIndexStruct, docstore) -> None:
         """Check a struct given to the constructor (``load_index_from_storage``,
         :func:`load_garlic_index`, :meth:`from_corpus`): every graph parsed field by field and
-        its level-1 chunks compared with its document node's text in the docstore, so a forged
+        its level-1 chunks compared with its document node's text in ``docstore``, so a forged
         chunk is a ``PersistError`` here, at load, never a retrieved node.
 
         Raises
@@ -426,7 +423,6 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         from longctx.garlic.search import SearchGraph
         from longctx.persist import PersistError
 
-        struct = self._index_struct
         where = (
             f"the GARLIC index {str(struct.index_id)[:80]!r} of the index store (index_store.json)"
         )
@@ -436,7 +432,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             raise PersistError(f"{where}: field 'encoder' must be a str or null")
         for node_id, d in struct.graphs.items():
             field = f"graphs[{str(node_id)[:80]!r}]"
-            node = self.docstore.get_node(node_id, raise_error=False)
+            node = docstore.get_node(node_id, raise_error=False)
             if node is None:
                 raise PersistError(
                     f"{where}: field {field!r}: the docstore (docstore.json) lacks its document "
@@ -635,21 +631,6 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         engine_kw = {k: v for k, v in kwargs.items() if k in engine_args}
         search_kw = {k: v for k, v in kwargs.items() if k not in engine_args}
         return RetrieverQueryEngine.from_args(self.as_retriever(**search_kw), llm=llm, **engine_kw)
-
-
-def _check_search_settings(settings: dict) -> dict:
-    """``settings`` (a subset of :data:`SEARCH_DEFAULTS`' keys) checked, the integers within
-    ``[1, SETTINGS_MAX[name]]``: ``TypeError`` / ``ValueError`` naming the setting."""
-    from longctx.checks import check_float, check_int
-
-    out = dict(settings)
-    if "alpha" in out:
-        out["alpha"] = check_float(out["alpha"], "alpha", low=0.0, high=1.0)
-    for name in ("stop_patience", "max_context_tokens", "max_new_tokens"):
-        if name in out:
-            out[name] = check_int(out[name], name, minimum=1, maximum=SETTINGS_MAX[name],
-                                  allow_none=name == "max_context_tokens")  # fmt: skip
-    return out
 
 
 def _span(g, p) -> Passage:

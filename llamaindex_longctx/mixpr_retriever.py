@@ -340,17 +340,38 @@ class MixPRRetriever(BaseRetriever):
         """Add one document (see :meth:`insert_nodes`)."""
         self.insert_nodes([document])
 
-    def delete_ref_doc(self, ref_doc_id: str, raise_error: bool = False) -> None:
+    def delete_ref_doc(
+        self, ref_doc_id: str, delete_from_docstore: bool = False, *, raise_error: bool = False
+    ) -> None:
         """Remove every node of document ``ref_doc_id`` (nodes whose ``ref_doc_id`` or own id it
-        is), as LlamaIndex's ``BaseIndex.delete_ref_doc``: a document the retriever does not
-        hold is logged (a ``logging`` warning, LlamaIndex's own words) and nothing is deleted.
-        ``raise_error=True`` raises instead (the default before longctx 0.2).
+        is), as LlamaIndex's ``BaseIndex.delete_ref_doc(ref_doc_id, delete_from_docstore=False)``
+        (its signature: the second positional argument is ``delete_from_docstore``): a document
+        the retriever does not hold is logged (a ``logging`` warning, LlamaIndex's own words) and
+        nothing is deleted.
+
+        Parameters
+        ----------
+        ref_doc_id : str
+            The document.
+        delete_from_docstore : bool, default False
+            Also delete the document and its nodes from the docstore the retriever follows
+            (:meth:`from_defaults` with ``index=`` / ``docstore=``); without one the retriever's
+            nodes are its only store and this changes nothing.
+        raise_error : bool, default False
+            Keyword only: raise ``KeyError`` for a document the retriever does not hold (the
+            default before longctx 0.2, when it was the second positional argument).
 
         Raises
         ------
         KeyError
             ``raise_error=True`` and no node belongs to ``ref_doc_id``.
+        TypeError
+            ``delete_from_docstore`` or ``raise_error`` is not a bool.
         """
+        for name, flag in (("delete_from_docstore", delete_from_docstore),
+                           ("raise_error", raise_error)):  # fmt: skip
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
         with self._lock:
             gone = self._doc_positions(ref_doc_id)
             if not gone:
@@ -358,7 +379,15 @@ class MixPRRetriever(BaseRetriever):
                     raise KeyError(f"no node of document {ref_doc_id!r} in the retriever")
                 logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
                 return
+            ids = [self._nodes[j].node_id for j in gone]
             self._remove(gone)
+            store = self._docstore
+            if delete_from_docstore and store is not None:
+                store.delete_ref_doc(ref_doc_id, raise_error=False)
+                for node_id in ids:  # nodes without that ref_doc_id (the document itself)
+                    store.delete_document(node_id, raise_error=False)
+                drop = set(ids)
+                self._seen = {i: h for i, h in self._seen.items() if i not in drop}
 
     def _doc_positions(self, ref_doc_id: str) -> list[int]:
         """Positions of the nodes of document ``ref_doc_id`` (its own or its nodes')."""

@@ -276,3 +276,37 @@ def test_the_0700_of_an_index_saved_before_digests_is_not_kept(tmp_path, umask):
     os.chmod(d, 0o700)  # chosen by the user on a folder of this release: kept
     mixpr_index().save(d)
     assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+
+
+def test_open_below_opens_a_regular_file_never_through_a_link(tmp_path):
+    """The one walk below a root (the corpus storage's reads use it; it rewrote part of
+    ``open_member`` before): a link on the way or at the end, a file that is not regular, a
+    missing one and a file on the way each get their own error."""
+    import errno as errno_mod
+
+    from longctx.persist.fs import open_below
+
+    root = tmp_path / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "f.json").write_text("{}", "utf-8")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "f.json").write_text("outside", "utf-8")
+    (root / "link").symlink_to(tmp_path / "outside")
+    (root / "a" / "flink.json").symlink_to(root / "a" / "b" / "f.json")
+    os.mkfifo(root / "a" / "fifo.json")
+    fd = open_below(root, ("a", "b", "f.json"))
+    with os.fdopen(fd, "rb") as fh:
+        assert fh.read() == b"{}"
+    for parts, err in [
+        (("link", "f.json"), errno_mod.ELOOP),
+        (("a", "flink.json"), errno_mod.ELOOP),
+        (("a", "fifo.json"), errno_mod.EINVAL),
+        (("a", "b"), errno_mod.EINVAL),
+    ]:
+        with pytest.raises(OSError) as info:
+            open_below(root, parts)
+        assert info.value.errno == err, parts
+    with pytest.raises(FileNotFoundError):
+        open_below(root, ("a", "nope", "f.json"))
+    with pytest.raises(NotADirectoryError):
+        open_below(root, ("a", "b", "f.json", "x"))

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -117,13 +118,46 @@ def _damage(d: Path, data) -> str:
     return name
 
 
+def _only_the_encoder_warning(seen, d: Path) -> None:
+    """A damage that leaves ``encoder.name`` another str (same dimension) makes the load warn
+    that queries are embedded with another encoder (the user must act): that warning is
+    expected, and only when the name changed; any other is a failure (CI printed it as a
+    stray ``UserWarning`` before)."""
+    for w in seen:
+        assert w.category is UserWarning, w
+        assert "was built with encoder" in str(w.message), w
+    if seen:
+        saved = json.loads((d / "config.json").read_text("utf-8"))["encoder"]["name"]
+        assert saved != hash_encoder().name
+
+
+def test_a_changed_encoder_name_warns_and_loads():
+    """The case the damage test meets at random, made on purpose."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp) / "diversity"
+        diversity_index().save(d)
+        config = json.loads((d / "config.json").read_text("utf-8"))
+        config["encoder"]["name"] = "another-encoder"
+        (d / "config.json").write_text(json.dumps(config), "utf-8")
+        restamp(d)
+        with pytest.warns(UserWarning, match="built with encoder 'another-encoder'") as seen:
+            DiversityIndex.load(d, encoder=hash_encoder())
+        assert len(seen) == 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the damage test's check expects it: none escapes
+            _check("diversity", d)
+
+
 def _check(kind: str, d: Path) -> None:
     if kind.startswith("mixpr"):
         index = MixPRIndex.load(d, mmap=kind == "mixpr_mapped")
         hits = index.search(QUERY, k=5).hits
         texts = list(index.texts)
     elif kind == "diversity":
-        index = DiversityIndex.load(d, encoder=hash_encoder())
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            index = DiversityIndex.load(d, encoder=hash_encoder())
+        _only_the_encoder_warning(seen, d)
         hits = index.search(QUERY, token_budget=40).hits
         texts = index.texts
     elif kind == "llamaindex":

@@ -217,6 +217,15 @@ def run_corpus(args: argparse.Namespace) -> int:
                 "skipped": list(result.skipped),
                 "removed": list(result.removed),
                 "unreadable": list(result.unreadable),
+                "passed_over": [
+                    {
+                        "folder": x.folder,
+                        "hidden_files": x.hidden_files,
+                        "hidden_folders": x.hidden_folders,
+                        "folder_links": x.folder_links,
+                    }
+                    for x in result.passed_over
+                ],
                 "failed": list(result.failed),
                 "errors": result.errors,
                 "seconds": result.seconds,
@@ -233,6 +242,8 @@ def run_corpus(args: argparse.Namespace) -> int:
             print(f"failed: {doc_id}: {result.errors[doc_id]}")
         if result.removed:
             print(f"removed (no longer in their folder or file): {_names(result.removed)}")
+        for passed in result.passed_over:  # counted by the core's walk of each folder
+            print(f"{passed} (see docs/guide/cli.md)")
         print(result.summary())
         print(f"corpus: {result.out}")
     return 1 if result.failed else 0

@@ -64,6 +64,9 @@ class CorpusBuildResult:
     peak_rss_mib : dict int -> float
         Peak resident memory (MiB) of each worker process that built a document, by process id
         (the driver's own when sequential).
+    passed_over : tuple of longctx.corpus.documents.SkippedInFolder
+        Per folder read, the hidden files and folders and the links to folders its walk passed
+        over (not read, by design); folders with none are left out.
     """
 
     built: tuple[str, ...]
@@ -77,6 +80,7 @@ class CorpusBuildResult:
     peak_rss_mib: dict = field(default_factory=dict)
     removed: tuple[str, ...] = ()
     unreadable: tuple[str, ...] = ()
+    passed_over: tuple = ()
 
     def summary(self) -> str:
         """One line: ``built N, unchanged N, [removed N, ][unreadable N, ]failed N in S s
@@ -418,7 +422,7 @@ def _build_locked(
             if _record_sources(manifest, inp) or changed:
                 manifest.reorder([d for d, _ in docs])
                 storage.write_json(CORPUS_MANIFEST, manifest.to_json())
-        result = replace(result, unreadable=inp.skipped)
+        result = replace(result, unreadable=inp.skipped, passed_over=inp.passed_over)
         logger.info("%s: %s", storage.url, result.summary())
         return result
 
@@ -514,6 +518,7 @@ def _build_locked(
         peak_rss_mib=peaks,
         removed=tuple(removed),
         unreadable=inp.skipped,
+        passed_over=inp.passed_over,
     )
     if _record_sources(manifest, inp):
         storage.write_json(CORPUS_MANIFEST, manifest.to_json())

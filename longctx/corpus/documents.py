@@ -21,13 +21,14 @@ from pathlib import Path
 
 from longctx.corpus.manifest import _CONTROL, MAX_SOURCE_CHARS
 from longctx.io import MAX_FILE_BYTES, InputError, open_regular_file, read_text_file
-from longctx.persist import PersistError, parse_json
+from longctx.persist import JSONTextError, loads_strict
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_ID_CHARS",
     "CorpusInput",
+    "SkippedInFolder",
     "check_doc_id",
     "read_corpus_input",
     "read_documents",
@@ -91,14 +92,13 @@ def _jsonl_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
         for raw in iter(lambda: f.readline(MAX_JSONL_LINE_BYTES + 1), b""):
             if len(raw) > MAX_JSONL_LINE_BYTES:
                 raise InputError(
-                    f"{where} line {n + 1} is longer than the limit of "
-                    f"{MAX_JSONL_LINE_BYTES:,} bytes"
+                    f"{where} line {n + 1}: longer than the limit of {MAX_JSONL_LINE_BYTES:,} bytes"
                 )
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(
-                    f"{where} line {n + 1} is not UTF-8 (byte {exc.start} of the line: "
+                    f"{where} line {n + 1}: not UTF-8 (byte {exc.start} of the line: "
                     f"{raw[exc.start : exc.start + 1]!r}): a JSONL file is UTF-8"
                 ) from None
             raw = b""  # not held while the line is parsed (a 100 MB line: 244 MB peak, not 336)
@@ -109,18 +109,21 @@ def _jsonl_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
 
 def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[str, str]]:
     """The ``(id, text)`` records of a JSONL file (:func:`_jsonl_lines`), a bad line named by
-    its number: longer than :data:`MAX_JSONL_LINE_BYTES`, not UTF-8 (the text codec said only
-    "can't decode byte 0xff in position 42", naming neither the file nor the line), not a JSON
-    object, a key twice, a text that is not a ``str``, an id that is neither a ``str`` nor an
-    ``int`` (an :class:`InputError`)."""
+    its number, every error in one form, ``'<file>' line <n>: <what is wrong>``: longer than
+    :data:`MAX_JSONL_LINE_BYTES`, not UTF-8 (the text codec said only "can't decode byte 0xff
+    in position 42", naming neither the file nor the line), not a JSON object, a key twice, a
+    text that is not a ``str`` or is empty, an id that is neither a ``str`` nor an ``int``
+    (an :class:`InputError`), an id that is unsafe (:func:`check_doc_id`: ``ValueError`` /
+    ``TypeError``) or given on an earlier line (an :class:`InputError`)."""
     where = repr(str(path))
+    first_line: dict[str, int] = {}
     for n, line in _jsonl_lines(path, where):
         if not line.strip():
             continue
         try:
-            rec = parse_json(line, f"{path} line {n}")
-        except PersistError as exc:  # not JSON, nested too deeply, a key twice
-            raise InputError(str(exc)) from None
+            rec = loads_strict(line)
+        except JSONTextError as exc:  # not JSON, nested too deeply, a key twice
+            raise InputError(f"{where} line {n}: {exc}") from None
         if not isinstance(rec, dict) or id_field not in rec or text_field not in rec:
             raise InputError(
                 f"{where} line {n}: expected an object with {id_field!r} and {text_field!r} fields"
@@ -138,6 +141,15 @@ def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[st
                 f"{where} line {n}: field {text_field!r} must be a string, got "
                 f"{type(text).__name__}"
             )
+        check_doc_id(doc_id, f"{where} line {n}")
+        if doc_id in first_line:
+            raise InputError(
+                f"{where} line {n}: document id {doc_id!r} is given twice (first on line "
+                f"{first_line[doc_id]})"
+            )
+        first_line[doc_id] = n
+        if not text.strip():
+            raise InputError(f"{where} line {n}: field {text_field!r} is empty")
         yield doc_id, text
 
 
@@ -238,9 +250,13 @@ def _from_path(
     p = Path(s)
     seen = _Sources() if seen is None else seen
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and not _hidden(f.relative_to(p)))
+        files, passed = _folder_files(p, s)
+        if passed.total:
+            logger.debug("%s", passed)
+            seen.passed_over.append(passed)
         if not files:
-            raise InputError(f"folder {s!r} holds no file")
+            extra = f" (skipped: {passed.counts()})" if passed.total else ""
+            raise InputError(f"folder {s!r} holds no file{extra}")
         ids = [f.relative_to(p).as_posix() for f in files]
         yield from seen.track(
             _source_key(s), _read_files(files, ids, f"folder {s!r}", seen.skipped)
@@ -268,6 +284,7 @@ class _Sources:
         self.of: dict[str, str] = {}
         self.named: set[str] = set()
         self.skipped: list[str] = []
+        self.passed_over: list[SkippedInFolder] = []
 
     def track(self, source: str | None, pairs) -> Iterator[tuple[str, str]]:
         if source is not None:
@@ -278,8 +295,87 @@ class _Sources:
             yield doc_id, text
 
 
-def _hidden(rel: Path) -> bool:
-    return any(part.startswith(".") for part in rel.parts)
+@dataclass(frozen=True)
+class SkippedInFolder:
+    """What the walk of a folder input passed over on purpose (never read, never an error).
+
+    Attributes
+    ----------
+    folder : str
+        The folder as it was named (a path given to :func:`read_corpus_input`).
+    hidden_files : int
+        Files (or links to files) whose name starts with ".", anywhere under the folder outside
+        hidden folders.
+    hidden_folders : int
+        Folders whose name starts with "." (each counted once; nothing under it is walked).
+    folder_links : int
+        Links to a folder (never walked into: a link to a parent would loop).
+    """
+
+    folder: str
+    hidden_files: int = 0
+    hidden_folders: int = 0
+    folder_links: int = 0
+
+    @property
+    def total(self) -> int:
+        """Entries passed over (hidden files and folders, links to folders)."""
+        return self.hidden_files + self.hidden_folders + self.folder_links
+
+    def counts(self) -> str:
+        """``3 hidden files, 1 hidden folder and 1 link to a folder`` (counts of zero left
+        out; ``""`` when nothing was passed over)."""
+        parts = [
+            _plural(n, one, many)
+            for n, one, many in (
+                (self.hidden_files, "hidden file", "hidden files"),
+                (self.hidden_folders, "hidden folder", "hidden folders"),
+                (self.folder_links, "link to a folder", "links to folders"),
+            )
+            if n
+        ]
+        return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
+
+    def __str__(self) -> str:
+        under = self.folder if self.folder.endswith(_SEPS) else self.folder + "/"
+        return f"skipped {self.counts()} under {under}"
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _folder_files(top: Path, name: str) -> tuple[list[Path], SkippedInFolder]:
+    """The files under the folder ``top`` (named ``name`` by the caller), sorted by path, and
+    what was passed over: hidden entries (a name starting with "."; a hidden folder is not
+    walked) and links to folders (not walked). A link to a file is a file; anything else that
+    is not a file (a FIFO, a device, a broken link) is left out, uncounted; a folder that
+    cannot be listed is left out. A walk of its own (a stack, no recursion: a deep tree cannot
+    overflow), which :class:`pathlib.Path.rglob` would do without the counts."""
+    files: list[Path] = []
+    hidden_files = hidden_folders = links = 0
+    stack = [top]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:  # unreadable or gone: rglob skipped it too
+            continue
+        for e in entries:
+            is_dir = e.is_dir()  # through a link too
+            if e.name.startswith("."):
+                if is_dir:
+                    hidden_folders += 1
+                elif e.is_file():
+                    hidden_files += 1
+            elif is_dir and e.is_symlink():
+                links += 1
+            elif is_dir:
+                stack.append(Path(e.path))
+            elif e.is_file():
+                files.append(Path(e.path))
+    return sorted(files), SkippedInFolder(name, hidden_files, hidden_folders, links)
 
 
 @dataclass(frozen=True)
@@ -299,12 +395,16 @@ class CorpusInput:
     skipped : tuple of str
         Ids of files of a folder or glob skipped because they cannot be read as text (binary,
         unreadable, empty, too large), each logged as one warning.
+    passed_over : tuple of SkippedInFolder
+        For each folder whose walk passed over hidden files or folders or links to folders:
+        their counts (a folder with none has no entry).
     """
 
     docs: list
     sources: dict = field(default_factory=dict)
     named: frozenset = frozenset()
     skipped: tuple = ()
+    passed_over: tuple = ()
 
 
 def read_documents(
@@ -318,10 +418,11 @@ def read_documents(
         An iterable of ``(doc_id, text)`` pairs; a folder (every non-hidden file under it,
         recursively, read by :func:`longctx.io.read_text_file`; id = the path relative to the
         folder, ``/``-separated; a file that cannot be read as text is skipped with one
-        warning); a ``.jsonl`` file (one JSON object per line with ``id_field`` and
-        ``text_field``); any other file (one document, id = its file name); a glob pattern
-        (each matching file, id = its file name, skipped as in a folder); or a list of such
-        paths (the CLI's ``PATH...``).
+        warning; hidden files and folders and links to folders are passed over, counted in
+        :attr:`CorpusInput.passed_over`); a ``.jsonl`` file (one JSON object per line with
+        ``id_field`` and ``text_field``); any other file (one document, id = its file name); a
+        glob pattern (each matching file, id = its file name, skipped as in a folder); or a list
+        of such paths (the CLI's ``PATH...``).
     id_field, text_field : str
         JSONL field names.
 
@@ -394,4 +495,5 @@ def read_corpus_input(documents, *, id_field: str = "id", text_field: str = "tex
         sources={d: found.of[d] for d, _ in out if d in found.of},
         named=frozenset(found.named),
         skipped=tuple(found.skipped),
+        passed_over=tuple(found.passed_over),
     )

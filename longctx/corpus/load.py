@@ -299,11 +299,14 @@ class CorpusIndex:
         return held[1][doc_id]
 
     def metadata(self, doc_id: str) -> dict:
-        """The metadata the corpus's index holds for ``doc_id`` (``{}`` for per-document
-        indexes; ``KeyError`` when there is no such document)."""
+        """The metadata the corpus's index holds for ``doc_id``, the metadata a ``filters=``
+        search reads: on a per-document corpus, that of the document's own index when it is a
+        :class:`longctx.MixPRIndex` (of its first text, the one :meth:`text` returns), ``{}`` for
+        an index without metadata (``DiversityIndex``); ``KeyError`` when there is no such
+        document."""
         if self.index is None:
-            self.indexes[doc_id]
-            return {}
+            metadatas = getattr(self.indexes[doc_id], "metadatas", None)
+            return dict(metadatas[0]) if metadatas else {}
         if self.sharded:
             return self.index.metadata(doc_id)
         return dict(self.index.metadatas[self._position(doc_id)])

@@ -35,6 +35,9 @@ _INDEX_MANIFEST = "manifest.json"
 MAX_FETCH_BYTES = MAX_NPZ_BYTES
 
 
+_NOT_REGULAR = "is not a regular file (a folder, a FIFO or a device)"
+
+
 def _regular_size(fd: int, where: str, limit: int) -> int:
     """The size of the open descriptor ``fd`` when it is a regular file of at most ``limit``
     bytes; else it is closed and a :class:`~longctx.persist.PersistError` names ``where``."""
@@ -43,7 +46,7 @@ def _regular_size(fd: int, where: str, limit: int) -> int:
     st = os.fstat(fd)
     why = None
     if not stat.S_ISREG(st.st_mode):
-        why = "is not a regular file (a folder, a FIFO or a device)"
+        why = _NOT_REGULAR
     elif st.st_size > limit:
         why = f"is larger than {limit} bytes"
     if why is not None:
@@ -55,8 +58,8 @@ def _regular_size(fd: int, where: str, limit: int) -> int:
 def _read_local_file(root: Path, rel: str, limit: int, where: str) -> bytes | None:
     """The bytes of the file ``root / rel`` (at most ``limit``), or ``None`` when it is missing;
     read as a member of an index folder is (:class:`longctx.persist.IndexDir`): no component
-    below ``root`` followed through a symbolic link (:func:`_open_below`), opened without
-    blocking and refused unless a regular file, read once, bounded.
+    below ``root`` followed through a symbolic link (:func:`longctx.persist.fs.open_below`),
+    opened without blocking and refused unless a regular file, read once, bounded.
 
     Session 20 (2026-11-29): ``corpus.json`` and ``indexes/shards.json`` were read with
     ``is_file()`` / ``read_bytes()``, which follow links: a corpus whose ``corpus.json`` linked
@@ -71,13 +74,13 @@ def _read_local_file(root: Path, rel: str, limit: int, where: str) -> bytes | No
         ``limit``, unreadable; ``rel`` not a plain relative path.
     """
     from longctx.persist import PersistError
-    from longctx.persist.fs import is_link_error, member_name_problem
+    from longctx.persist.fs import is_link_error, member_name_problem, open_below
 
     parts = Path(rel).parts
     if not parts or any(member_name_problem(part) for part in parts):
         raise PersistError(f"{where!r}: {rel!r} is not a plain relative path")
     try:
-        fd = _open_below(root, parts)
+        fd = open_below(root, parts)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
@@ -86,6 +89,8 @@ def _read_local_file(root: Path, rel: str, limit: int, where: str) -> bytes | No
                 f"{where!r} is reached through a symbolic link: the files of a corpus are read "
                 "from inside its folder, never through a link (refused)"
             ) from None
+        if exc.errno == errno.EINVAL:  # open_member refuses anything but a regular file
+            raise PersistError(f"{where!r} {_NOT_REGULAR}") from None
         raise PersistError(f"{where!r} cannot be read: {exc.strerror or exc}") from None
     size = _regular_size(fd, where, limit)
     with os.fdopen(fd, "rb") as fh:
@@ -93,45 +98,6 @@ def _read_local_file(root: Path, rel: str, limit: int, where: str) -> bytes | No
     if len(data) > limit:
         raise PersistError(f"{where!r} is larger than {limit} bytes")
     return data
-
-
-def _open_below(root: Path, parts: tuple[str, ...]) -> int:
-    """A descriptor of the file ``root/parts...`` (``O_NOFOLLOW``, ``O_NONBLOCK``): where the
-    platform opens relative to a folder's descriptor (:data:`longctx.persist.fs.HAVE_DIR_FD`),
-    ``root`` as named, then each folder below it relative to the one above without following a
-    link (:func:`longctx.persist.fs.open_member`), then the file relative to the last; elsewhere
-    each folder is checked not to be a link, then the file opened by path.
-
-    Raises
-    ------
-    OSError
-        ``errno.ELOOP`` for a link; ``FileNotFoundError`` / ``NotADirectoryError`` when a
-        folder or the file is missing or a folder on the way is not one.
-    """
-    from longctx.persist import fs
-
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    if not fs.HAVE_DIR_FD:
-        p = root
-        for part in parts[:-1]:
-            p = p / part
-            if p.is_symlink():
-                raise OSError(errno.ELOOP, "a symbolic link")
-        return os.open(root.joinpath(*parts), flags)
-    dir_fd = fs.open_dir(root)  # the root as the caller named it
-    try:
-        for part in parts[:-1]:
-            try:
-                sub = fs.open_member(dir_fd, root, part, directory=True)
-            except OSError as exc:
-                if exc.errno == errno.EINVAL:  # a file on the way: nothing there, as ENOTDIR
-                    raise NotADirectoryError(errno.ENOTDIR, exc.strerror) from None
-                raise
-            os.close(dir_fd)
-            dir_fd = sub
-        return os.open(parts[-1], flags, dir_fd=dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class Storage:

@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from longctx.persist import parse_json, read_json
+from longctx.io import InputError
+from longctx.persist import JSONTextError, loads_strict, read_json
 
 TASKS = (
     "babilong",
@@ -135,10 +136,17 @@ def check_data(data: Path) -> Path:
 
 
 def _read_jsonl(path: Path) -> list:
-    """The JSON value of every non-blank line, each depth-bounded (``PersistError`` naming the
-    line)."""
-    lines = path.read_text("utf-8").splitlines()
-    return [parse_json(x, f"{path} line {i}") for i, x in enumerate(lines, 1) if x.strip()]
+    """The JSON value of every non-blank line, each depth-bounded; a bad line is an
+    ``InputError`` in the one form of JSONL input errors, ``'<file>' line <n>: <what is
+    wrong>`` (as a corpus's JSONL, :mod:`longctx.corpus.documents`)."""
+    where, out = repr(str(path)), []
+    for i, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(loads_strict(line))
+            except JSONTextError as exc:
+                raise InputError(f"{where} line {i}: {exc}") from None
+    return out
 
 
 def _need(path: Path) -> Path:

@@ -55,9 +55,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from longctx.checks import check_float, check_int, check_query
+from longctx.checks import check_int, check_query
 from longctx.explain import check_explain
 from longctx.garlic.explain import explain_nodes, explain_reached, explain_visits
+from longctx.garlic.options import check_search_settings
 
 # The graph view lives in ``longctx.garlic.search_graph``; re-exported here (public names).
 from longctx.garlic.search_graph import (
@@ -156,12 +157,14 @@ class GarlicSearcher:
         self.graph = as_search_graph(graph)
         if (model is None) != (tokenizer is None):
             raise TypeError("give both model and tokenizer, or neither (default SmolLM2)")
-        self.alpha = check_float(alpha, "alpha", low=0.0, high=1.0)
-        self.stop_patience = check_int(stop_patience, "stop_patience", minimum=1)
-        self.max_context_tokens = check_int(
-            max_context_tokens, "max_context_tokens", minimum=1, allow_none=True
-        )
-        self.max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=1)
+        settings = check_search_settings(
+            {"alpha": alpha, "stop_patience": stop_patience,
+             "max_context_tokens": max_context_tokens, "max_new_tokens": max_new_tokens}
+        )  # fmt: skip
+        self.alpha = settings["alpha"]
+        self.stop_patience = settings["stop_patience"]
+        self.max_context_tokens = settings["max_context_tokens"]
+        self.max_new_tokens = settings["max_new_tokens"]
         check_layers_spec(layers)
         self.layers = layers
         self.model = model
@@ -378,23 +381,18 @@ class GarlicSearcher:
         """
         check_query(query, "query")
         check_explain(explain)
-        patience = check_int(
-            self.stop_patience if stop_patience is None else stop_patience,
-            "stop_patience",
-            minimum=1,
-        )
-        alpha = self.alpha if alpha is None else check_float(alpha, "alpha", low=0.0, high=1.0)
-        max_new = check_int(
-            self.max_new_tokens if max_new_tokens is None else max_new_tokens,
-            "max_new_tokens",
-            minimum=1,
-        )
+        given = {"stop_patience": stop_patience, "alpha": alpha,
+                 "max_context_tokens": max_context_tokens, "max_new_tokens": max_new_tokens}  # fmt: skip
+        given = check_search_settings({k: v for k, v in given.items() if v is not None})
+        patience = given.get("stop_patience", self.stop_patience)
+        alpha = given.get("alpha", self.alpha)
+        max_new = given.get("max_new_tokens", self.max_new_tokens)
         self._setup()
         t0 = time.perf_counter()
         g = self.graph
         prefix, (qs, qe), suffix = self.prompt_pieces(query)
         second = self._second_turn_ids("Yes")
-        limit = max_context_tokens if max_context_tokens is not None else self.max_context_tokens
+        limit = given.get("max_context_tokens", self.max_context_tokens)
         if limit is None:
             if self._window is None:
                 raise ValueError("max_context_tokens is required: the model config has no window")

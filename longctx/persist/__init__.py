@@ -44,9 +44,11 @@ from longctx.persist.format import (  # noqa: F401
     MAX_METADATA_DEPTH,
     SPARSE_ROW_SLACK,
     ConcurrentSaveError,
+    JSONTextError,
     PersistError,
     _check_sparse_arrays,
     _dir,
+    loads_strict,
     parse_json,
 )
 from longctx.persist.reader import (  # noqa: F401
@@ -80,6 +82,8 @@ __all__ = [
     "read_manifest",
     "read_json",
     "parse_json",
+    "loads_strict",
+    "JSONTextError",
     "read_arrays",
     "read_sparse",
     "check_int_value",

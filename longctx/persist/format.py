@@ -115,18 +115,25 @@ def _dir(path: str | os.PathLike) -> Path:
 def _check_depth(obj: Any, where: str, limit: int) -> None:
     """Raise :class:`PersistError` when the lists / dicts of ``obj`` nest deeper than ``limit``
     (``obj`` itself, if a list or dict, is level 1)."""
+    if _deeper_than(obj, limit):
+        raise PersistError(f"{where!r} is nested deeper than {limit} levels")
+
+
+def _deeper_than(obj: Any, limit: int) -> bool:
+    """Whether the lists / dicts of ``obj`` nest deeper than ``limit`` (a stack, no recursion)."""
     if not isinstance(obj, (list, dict)):
-        return
+        return False
     stack = [(obj, 1)]
     while stack:
         x, depth = stack.pop()
         if depth > limit:
-            raise PersistError(f"{where!r} is nested deeper than {limit} levels")
+            return True
         stack.extend(
             (y, depth + 1)
             for y in (x.values() if isinstance(x, dict) else x)
             if isinstance(y, (list, dict))
         )
+    return False
 
 
 def _refuse_constant(name: str):
@@ -212,6 +219,39 @@ def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) ->
         raise PersistError(f"{where!r} {too_many}")
     try:
         text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
+    except UnicodeDecodeError as exc:
+        raise PersistError(f"{where!r} is damaged or truncated: {str(exc)[:200]}") from None
+    try:
+        return loads_strict(text, max_depth=max_depth)
+    except JSONTextError as exc:
+        raise PersistError(f"{where!r}{exc.as_saved}") from None
+
+
+class JSONTextError(ValueError):
+    """What makes a JSON text unreadable, not naming where it came from: ``str(exc)`` is the
+    wording for the user's own input (``"not JSON: Expecting value: line 1 column 1 (char
+    0)"``, ``"the key 'id' appears twice in one object"``, ``"nested deeper than 64
+    levels"``), :attr:`as_saved` the wording that follows a saved file's name (``" is damaged
+    or truncated: ..."``, ``": the key ... (damaged or forged)"``)."""
+
+    def __init__(self, problem: str, as_saved: str):
+        super().__init__(problem)
+        self.as_saved = as_saved
+
+
+def loads_strict(text: str, *, max_depth: int | None = None) -> Any:
+    """``json.loads`` of a text, strict and depth-limited as :func:`parse_json` (which names a
+    saved file in its errors), for a caller that words the error itself (a line of the user's
+    JSONL file: ``'docs.jsonl' line 3: not JSON: ...``).
+
+    Raises
+    ------
+    JSONTextError
+        Not JSON, nested deeper than ``max_depth`` (default :data:`MAX_JSON_DEPTH`), ``NaN`` /
+        ``Infinity``, a number beyond the float range, an integer of more than 4300 digits or
+        an object with a key twice.
+    """
+    try:
         data = json.loads(
             text,
             parse_constant=_refuse_constant,
@@ -219,12 +259,16 @@ def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) ->
             object_pairs_hook=_object_without_repeats,
         )
     except RecursionError:
-        raise PersistError(f"{where!r} is nested too deeply") from None
+        raise JSONTextError("nested too deeply", " is nested too deeply") from None
     except _RepeatedKey as exc:
-        raise PersistError(f"{where!r}: {exc} (damaged or forged)") from None
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise PersistError(f"{where!r} is damaged or truncated: {str(exc)[:200]}") from None
-    _check_depth(data, where, MAX_JSON_DEPTH if max_depth is None else max_depth)
+        raise JSONTextError(str(exc), f": {exc} (damaged or forged)") from None
+    except ValueError as exc:  # JSONDecodeError, and the hooks' refusals
+        why = str(exc)[:200]
+        raise JSONTextError(f"not JSON: {why}", f" is damaged or truncated: {why}") from None
+    limit = MAX_JSON_DEPTH if max_depth is None else max_depth
+    if _deeper_than(data, limit):
+        deep = f"nested deeper than {limit} levels"
+        raise JSONTextError(deep, f" is {deep}")
     return data
 
 
@@ -546,6 +590,8 @@ __all__ = [
     "MAX_ARRAY_BYTES",
     "SPARSE_ROW_SLACK",
     "parse_json",
+    "loads_strict",
+    "JSONTextError",
 ]
 
 

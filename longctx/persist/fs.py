@@ -166,6 +166,48 @@ def open_member(dir_fd: int | None, dir_path: Path, name: str, *, directory: boo
     return fd
 
 
+def open_below(root: str | os.PathLike, parts) -> int:
+    """A read-only descriptor of the regular file ``root/parts[0]/.../parts[-1]``, no component
+    below ``root`` followed through a symbolic link (``root`` itself is opened as named): where
+    :data:`HAVE_DIR_FD`, each folder below ``root`` opened relative to the one above and the
+    file relative to the last (:func:`open_member`, so a link swapped in meanwhile is refused
+    at its open); elsewhere each folder checked (no link, a folder) and the file opened by
+    :func:`open_member`'s path check. ``parts`` are plain names (:func:`member_name_problem`).
+
+    Raises
+    ------
+    OSError
+        ``errno.ELOOP`` for a link; ``FileNotFoundError`` when a component is missing;
+        ``NotADirectoryError`` when one on the way is not a folder; ``errno.EINVAL`` when the
+        file is not a regular file (a folder, a FIFO, a device) or a part not a plain name.
+    """
+    *folders, name = parts
+    path = Path(root)
+    if not HAVE_DIR_FD:
+        for part in folders:
+            st = lstat_member(None, path, part)
+            if stat.S_ISLNK(st.st_mode):
+                raise OSError(errno.ELOOP, "a symbolic link")
+            if not stat.S_ISDIR(st.st_mode):
+                raise NotADirectoryError(errno.ENOTDIR, "not a folder")
+            path = path / part
+        return open_member(None, path, name)
+    dir_fd = open_dir(path)
+    try:
+        for part in folders:
+            try:
+                sub = open_member(dir_fd, path, part, directory=True)
+            except OSError as exc:
+                if exc.errno == errno.EINVAL:  # a file on the way: nothing there, as ENOTDIR
+                    raise NotADirectoryError(errno.ENOTDIR, exc.strerror) from None
+                raise
+            os.close(dir_fd)
+            dir_fd, path = sub, path / part
+        return open_member(dir_fd, path, name)
+    finally:
+        os.close(dir_fd)
+
+
 def is_link_error(exc: OSError) -> bool:
     """Whether ``exc`` came from refusing a symbolic link (``ELOOP``; ``EMLINK`` on BSDs)."""
     return exc.errno in (errno.ELOOP, errno.EMLINK)

@@ -384,3 +384,34 @@ def test_the_settings_default_is_a_public_documented_name():
     assert 'SAVED_OR_DEFAULT = _SavedOrDefault()\n"""The default of' in source  # its docstring
     for default in ("else 0.5", "else 1.", "else ``None``", "else 64"):
         assert default in GarlicIndex.__doc__
+
+
+def test_the_struct_is_serialized_once_at_build_and_at_load(kit, tmp_path, monkeypatch):
+    """BaseIndex stores the struct in the index store (every graph to a dict); the constructor
+    stored it a second time to add the search settings, at build and at load. Same store."""
+    from llamaindex_longctx.garlic_index import GarlicIndexStruct, load_garlic_index
+
+    calls = []
+    to_dict = GarlicIndexStruct.to_dict
+    monkeypatch.setattr(
+        GarlicIndexStruct,
+        "to_dict",
+        lambda self, *a, **k: calls.append(1) or to_dict(self, *a, **k),
+    )
+    built = _settings_store(kit, tmp_path, stop_patience=2, alpha=0.3)
+    assert len(calls) == 1  # the build (a persist writes the stored dict)
+    stored = built.storage_context.index_store.get_index_struct(built.index_id)
+    want = {"format_version": 1, "alpha": 0.3, "stop_patience": 2, "max_context_tokens": None,
+            "max_new_tokens": 64}  # fmt: skip
+    assert stored.search_settings == want and list(stored.graphs) == list(built._graphs)
+    calls.clear()
+    sc = StorageContext.from_defaults(persist_dir=str(tmp_path))
+    run = {k: kit[k] for k in ("model", "tokenizer", "encoder")}
+    loaded = load_garlic_index(sc, stop_patience=3, **run)
+    assert len(calls) == 1
+    assert sc.index_store.get_index_struct(loaded.index_id).search_settings == {
+        **want,
+        "stop_patience": 3,
+    }  # the settings in force, in the store
+    calls.clear()
+    assert type(load_index_from_storage(sc, **run)).__name__ == "GarlicIndex" and len(calls) == 1

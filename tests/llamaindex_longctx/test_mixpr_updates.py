@@ -117,3 +117,33 @@ def test_delete_ref_doc_of_an_unknown_document_logs_as_llamaindex_does(caplog):
         r.update_ref_doc(Document(text="A new note about the moor.", id_="note"))  # new: no log
     assert not [m for m in caplog.messages if "not found" in m]
     assert "note" in [n.node_id for n in r.nodes]
+
+
+def test_delete_ref_doc_takes_llamaindex_positional_arguments():
+    """``BaseIndex.delete_ref_doc(ref_doc_id, delete_from_docstore=False, **delete_kwargs)``:
+    ours took ``raise_error`` second, so ``delete_ref_doc(id, True)`` raised for an unknown
+    document and never touched the docstore; ``raise_error`` is a keyword now."""
+    import inspect
+
+    from llama_index.core.indices.base import BaseIndex
+
+    ours = list(inspect.signature(MixPRRetriever.delete_ref_doc).parameters)
+    theirs = list(inspect.signature(BaseIndex.delete_ref_doc).parameters)
+    assert ours[:3] == theirs[:3] == ["self", "ref_doc_id", "delete_from_docstore"]
+    index = VectorStoreIndex.from_documents(
+        book_docs([0, 1, 2]), embed_model=MockEmbedding(embed_dim=8)
+    )
+    r = MixPRRetriever.from_defaults(index=index, similarity_top_k=2)
+    r.delete_ref_doc("nobody", True)  # as LlamaIndex: logged, nothing deleted, no raise
+    r.delete_ref_doc("hound", True)  # positional delete_from_docstore
+    assert "hound" not in {n.ref_doc_id for n in r.nodes}
+    assert index.docstore.get_ref_doc_info("hound") is None  # gone from the docstore too
+    assert all(n.node.ref_doc_id != "hound" for n in r.retrieve("What did Sir Henry lose?"))
+    r.delete_ref_doc("pride", False)  # the retriever only: the docstore keeps it
+    assert index.docstore.get_ref_doc_info("pride") is not None
+    assert "pride" not in {n.ref_doc_id for n in r.nodes}
+    r.delete_ref_doc("whale", False, raise_error=True)  # held: deleted, no raise
+    with pytest.raises(KeyError, match="whale"):
+        r.delete_ref_doc("whale", raise_error=True)  # the keyword still taken
+    with pytest.raises(TypeError, match="delete_from_docstore must be True or False"):
+        r.delete_ref_doc("whale", "yes")

@@ -1,0 +1,57 @@
+"""Every error of a JSONL input names the file and the line in one form, ``'<file>' line <n>:
+<what is wrong>``: the JSON parse named them as one quoted string (``'docs.jsonl line 2' is
+damaged or truncated``) and a key given twice said "(damaged or forged)", the wording of saved
+files, not of the user's input."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from longctx.corpus import read_documents
+
+GOOD = '{"id": "a", "text": "The cat sat on the mat."}\n'
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ('{"id": "b", "text": ', "not JSON: "),
+        ('{"id": "b", "text": NaN}', "not JSON: NaN is not allowed"),
+        ('{"id": "b", "text": "x", "id": "c"}', "the key 'id' appears twice in one object"),
+        ('{"id": "b", "text": ' + "[" * 200 + "]" * 200 + "}", "nested deeper than"),
+        ("[1, 2]", "expected an object with 'id' and 'text' fields"),
+        ('{"id": "b", "text": 5}', "field 'text' must be a string, got int"),
+        ('{"id": true, "text": "x"}', "field 'id' must be a string or an integer, got bool"),
+        ('{"id": "../b", "text": "x"}', "document id '../b' holds a '.' or '..' path segment"),
+        ('{"id": "a", "text": "again"}', "document id 'a' is given twice (first on line 1)"),
+        ('{"id": "b", "text": "  "}', "field 'text' is empty"),
+    ],
+)
+def test_every_jsonl_error_is_file_line_what(tmp_path, line, what):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(GOOD + line + "\n", "utf-8")
+    with pytest.raises(ValueError) as info:
+        read_documents(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{str(path)!r} line 2: {what}"), msg
+    assert not re.search(r"damaged|forged|truncated|documents\[", msg)
+
+
+def test_benchmark_jsonl_errors_take_the_same_form(tmp_path):
+    """``longctx bench``'s JSONL data (``--data``) named the line as ``'file line 2' is damaged
+    or truncated``, the wording of saved files."""
+    from longctx.eval.tasks import _read_jsonl
+    from longctx.io import InputError
+
+    path = tmp_path / "test.jsonl"
+    path.write_text('{"a": 1}\n\n{"a": 1, "a": 2}\n', "utf-8")
+    with pytest.raises(InputError) as info:
+        _read_jsonl(path)
+    assert str(info.value) == f"{str(path)!r} line 3: the key 'a' appears twice in one object"
+    path.write_text('{"a": 1}\n[1, 2\n', "utf-8")
+    with pytest.raises(InputError, match=rf"^{re.escape(repr(str(path)))} line 2: not JSON: "):
+        _read_jsonl(path)
+    path.write_text('{"a": 1}\n\n[2]\n', "utf-8")
+    assert _read_jsonl(path) == [{"a": 1}, [2]]
