@@ -222,7 +222,7 @@ def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) ->
     except UnicodeDecodeError as exc:
         raise PersistError(f"{where!r} is damaged or truncated: {str(exc)[:200]}") from None
     try:
-        return loads_strict(text, max_depth=max_depth)
+        return loads_strict(text, max_depth=max_depth, _counted=True)
     except JSONTextError as exc:
         raise PersistError(f"{where!r}{exc.as_saved}") from None
 
@@ -239,7 +239,7 @@ class JSONTextError(ValueError):
         self.as_saved = as_saved
 
 
-def loads_strict(text: str, *, max_depth: int | None = None) -> Any:
+def loads_strict(text: str, *, max_depth: int | None = None, _counted: bool = False) -> Any:
     """``json.loads`` of a text, strict and depth-limited as :func:`parse_json` (which names a
     saved file in its errors), for a caller that words the error itself (a line of the user's
     JSONL file: ``'docs.jsonl' line 3: not JSON: ...``).
@@ -248,9 +248,13 @@ def loads_strict(text: str, *, max_depth: int | None = None) -> Any:
     ------
     JSONTextError
         Not JSON, nested deeper than ``max_depth`` (default :data:`MAX_JSON_DEPTH`), ``NaN`` /
-        ``Infinity``, a number beyond the float range, an integer of more than 4300 digits or
-        an object with a key twice.
+        ``Infinity``, a number beyond the float range, an integer of more than 4300 digits, an
+        object with a key twice, or more than :data:`MAX_JSON_VALUES` values (refused before
+        parsing).
     """
+    too_many = None if _counted else json_values_problem(text)
+    if too_many:
+        raise JSONTextError(too_many, f" {too_many}")
     try:
         data = json.loads(
             text,

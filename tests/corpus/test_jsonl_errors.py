@@ -55,3 +55,22 @@ def test_benchmark_jsonl_errors_take_the_same_form(tmp_path):
         _read_jsonl(path)
     path.write_text('{"a": 1}\n\n[2]\n', "utf-8")
     assert _read_jsonl(path) == [{"a": 1}, [2]]
+
+
+def test_a_jsonl_line_of_too_many_values_is_refused_before_parsing(tmp_path, monkeypatch):
+    """The values bound (``MAX_JSON_VALUES``) holds for a JSONL line as for a saved file: a line
+    parsed through ``loads_strict`` skipped it."""
+    from longctx.persist import format as fmt
+
+    monkeypatch.setattr(fmt, "MAX_JSON_VALUES", 100)
+    path = tmp_path / "docs.jsonl"
+    many = '{"id": "b", "text": "x", "tags": [' + ",".join(["{}"] * 100) + "]}"
+    path.write_text(GOOD + many + "\n", "utf-8")
+    with pytest.raises(ValueError) as info:
+        read_documents(path)
+    assert str(info.value).startswith(f"{str(path)!r} line 2: holds up to 204 JSON values"), (
+        info.value
+    )
+    prose = '{"id": "b", "text": "' + "word " * 100 + '"}'  # long, few values: read
+    path.write_text(GOOD + prose + "\n", "utf-8")
+    assert [d[0] for d in read_documents(path)] == ["a", "b"]
