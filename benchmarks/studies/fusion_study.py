@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections import Counter
 from functools import partial
 from pathlib import Path
 
@@ -100,16 +101,20 @@ def seed_count_variant(rule: str):
 #:   last slot);
 #: - ``firsts reached``: the app's first is kept only where MixPR's own walk reaches it (its
 #:   plain score above 0: lexical evidence), then the seeded order;
-#: - ``firsts majority``: the app's first is kept only where it is under half of the result
-#:   (three units or more: MixPR's walk orders the majority), then the seeded order.
+#: - ``firsts majority``: the app's first is kept, but never in the first two places (in
+#:   every prefix of the result the app's kept hit is under half: MixPR's best, then the
+#:   seeded order's next unit, then the app's first, then the seeded order). On a budget of
+#:   two units or a ranking cut at 2 (the pool's R@2: the harness ranks once for the largest
+#:   ``k``) the app's first is then not kept.
 FIRSTS_RULES = ("firsts plain", "firsts reached", "firsts majority")
 
 
-def firsts_order(rule, plain, seeded, app, slots) -> np.ndarray:
+def firsts_order(rule, plain, seeded, app) -> np.ndarray:
     """``(n,)`` scores ordering the units by a rule of :data:`FIRSTS_RULES` (``"firsts 21"``:
     the shipped ``keep_firsts``): ``plain`` / ``seeded``: MixPR's scores without / with the
-    seeds, ``app``: the app's list best first (its first is the unit the seeds weigh most),
-    ``slots``: the units the result holds (``k``, or the seeded selection's for a budget)."""
+    seeds, ``app``: the app's list best first (its first is the unit the seeds weigh
+    most)."""
+    from longctx.eval.methods import top_k
     from longctx.mixpr.seeds import best_unit
 
     best = best_unit(plain)
@@ -117,9 +122,28 @@ def firsts_order(rule, plain, seeded, app, slots) -> np.ndarray:
     first = app[:1]
     if rule == "firsts reached":
         first = [i for i in first if plain[i] > 0]
-    elif rule == "firsts majority" and slots < 3:
-        first = []
+    elif rule == "firsts majority" and first:  # the seeded order's next units before it
+        rest = (i for i in top_k(seeded, len(seeded)) if i not in (*own, *first))
+        own += [i for i, _ in zip(rest, range(2 - len(own)))]
     return kept_first(plain if rule == "firsts plain" else seeded, [*own, *first])
+
+
+#: Per ``(rule, what)``: how often a rule of :data:`FIRSTS_RULES` changed the shipped order
+#: (``"first 2"`` / ``"first 10"``: its first units differ from ``"firsts 21"``'s), and how
+#: often the app's first scored 0 in plain MixPR (``"app first unreached"``), over its calls.
+CHANGES: Counter = Counter()
+
+
+def count_change(rule, plain, seeded, app, order) -> None:
+    """Add one call of ``rule`` to :data:`CHANGES` (``order``: its :func:`firsts_order`)."""
+    from longctx.eval.methods import top_k
+
+    ship = top_k(firsts_order("firsts 21", plain, seeded, app), 10)
+    got = top_k(order, 10)
+    CHANGES[(rule, "calls")] += 1
+    CHANGES[(rule, "app first unreached")] += bool(app) and not plain[app[0]] > 0
+    CHANGES[(rule, "first 2")] += set(ship[:2]) != set(got[:2])
+    CHANGES[(rule, "first 10")] += ship != got
 
 
 def firsts_variant(rule: str):
@@ -143,17 +167,19 @@ def firsts_variant(rule: str):
             dense = doc.embeddings @ _query_embedding(doc, query)
             app = _asked(dense, doc.counts, token_budget)
             plain, seeded = walks(index, query, app)
-            kw = {"token_budget": token_budget, "token_counts": doc.counts}
-            slots = len(select_top(seeded, **kw))
-            order = firsts_order(rule, plain, seeded, app, slots)
-            return doc.spans(select_top(order, **kw).tolist())
+            order = firsts_order(rule, plain, seeded, app)
+            count_change(rule, plain, seeded, app, order)
+            idx = select_top(order, token_budget=token_budget, token_counts=doc.counts)
+            return doc.spans(idx.tolist())
 
         def rank(self, state, query, k):
             index, ctx, vectors = state
             dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
             app = top_k(dense, min(k, 10))
             plain, seeded = walks(index, query, app)
-            return top_k(firsts_order(rule, plain, seeded, app, k), k)
+            order = firsts_order(rule, plain, seeded, app)
+            count_change(rule, plain, seeded, app, order)
+            return top_k(order, k)
 
     m = Firsts()
     m.name = rule
@@ -381,6 +407,12 @@ def main(argv=None):
         print(
             f"| {r['rule']} | {r['under']} / {r['cells']} | {r['mean']:+.4f} | {r['worst']:+.3f} |"
         )
+    if CHANGES:
+        print("\n| rule | calls | app's first unreached | first 2 changed | first 10 changed |")
+        print("|---|---|---|---|---|")
+        for r in dict.fromkeys(rule for rule, _ in CHANGES):
+            n = [CHANGES[(r, w)] for w in ("calls", "app first unreached", "first 2", "first 10")]
+            print("| " + " | ".join([r, *map(str, n)]) + " |")
 
 
 if __name__ == "__main__":
