@@ -28,6 +28,10 @@ passages; ``x2``: MixPR for twice that), then:
   the core does it (``MixPRIndex.search(keep_firsts=True)``); equal to ``firsts`` to the digit
   on the development runs.
 
+- ``firsts plain``, ``firsts reached``, ``firsts majority`` (session 21,
+  :data:`FIRSTS_RULES`): the shipped ``mixpr-fused`` with its order changed (``firsts 21``:
+  the shipped order by the same code, a check that it equals ``mixpr-fused``).
+
 The earlier version of this study (grain variants of ``rrf``: MixPR's own units, whole rankings,
 ``c=10``) is at commit 7fdadca.
 
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections import Counter
 from functools import partial
 from pathlib import Path
 
@@ -84,6 +89,100 @@ def seed_count_variant(rule: str):
     keep, n = rule.split()
     m = MixPRFusedMethod()
     m.name, m.n_seeds, m.keep_firsts = rule, SEED_COUNTS[n], keep == "kf"
+    return m
+
+
+#: The rules of session 21 (issue 45, the four cells of ``docs/bench.json`` still under the
+#: better single retriever): each a change of the shipped ``mixpr-fused`` (each retriever's
+#: first hit kept, at most 10 seeds) in one sentence:
+#:
+#: - ``firsts plain``: MixPR's own best and the app's first come first, then plain MixPR's
+#:   order (the app's list changes nothing else: the loss against MixPR is bounded to the
+#:   last slot);
+#: - ``firsts reached``: the app's first is kept only where MixPR's own walk reaches it (its
+#:   plain score above 0: lexical evidence), then the seeded order;
+#: - ``firsts majority``: the app's first is kept, but never in the first two places (in
+#:   every prefix of the result the app's kept hit is under half: MixPR's best, then the
+#:   seeded order's next unit, then the app's first, then the seeded order). On a budget of
+#:   two units or a ranking cut at 2 (the pool's R@2: the harness ranks once for the largest
+#:   ``k``) the app's first is then not kept.
+FIRSTS_RULES = ("firsts plain", "firsts reached", "firsts majority")
+
+
+def firsts_order(rule, plain, seeded, app) -> np.ndarray:
+    """``(n,)`` scores ordering the units by a rule of :data:`FIRSTS_RULES` (``"firsts 21"``:
+    the shipped ``keep_firsts``): ``plain`` / ``seeded``: MixPR's scores without / with the
+    seeds, ``app``: the app's list best first (its first is the unit the seeds weigh
+    most)."""
+    from longctx.eval.methods import top_k
+    from longctx.mixpr.seeds import best_unit
+
+    best = best_unit(plain)
+    own = [] if best is None else [best[1]]
+    first = app[:1]
+    if rule == "firsts reached":
+        first = [i for i in first if plain[i] > 0]
+    elif rule == "firsts majority" and first:  # the seeded order's next units before it
+        rest = (i for i in top_k(seeded, len(seeded)) if i not in (*own, *first))
+        own += [i for i, _ in zip(rest, range(2 - len(own)))]
+    return kept_first(plain if rule == "firsts plain" else seeded, [*own, *first])
+
+
+#: Per ``(rule, what)``: how often a rule of :data:`FIRSTS_RULES` changed the shipped order
+#: (``"first 2"`` / ``"first 10"``: its first units differ from ``"firsts 21"``'s), and how
+#: often the app's first scored 0 in plain MixPR (``"app first unreached"``), over its calls.
+CHANGES: Counter = Counter()
+
+
+def count_change(rule, plain, seeded, app, order) -> None:
+    """Add one call of ``rule`` to :data:`CHANGES` (``order``: its :func:`firsts_order`)."""
+    from longctx.eval.methods import top_k
+
+    ship = top_k(firsts_order("firsts 21", plain, seeded, app), 10)
+    got = top_k(order, 10)
+    CHANGES[(rule, "calls")] += 1
+    CHANGES[(rule, "app first unreached")] += bool(app) and not plain[app[0]] > 0
+    CHANGES[(rule, "first 2")] += set(ship[:2]) != set(got[:2])
+    CHANGES[(rule, "first 10")] += ship != got
+
+
+def firsts_variant(rule: str):
+    """The shipped ``mixpr-fused`` (:class:`~longctx.eval.fused.MixPRFusedMethod`: the app
+    asked for what the result holds, at most 10 as seeds) ordered by ``rule`` of
+    :data:`FIRSTS_RULES` (``"firsts 21"``: as the core's ``keep_firsts``, a check)."""
+    from longctx.eval.fused import MixPRFusedMethod, _asked
+    from longctx.eval.methods import _query_embedding, passage_seeds, top_k
+    from longctx.selection import select_top
+
+    def walks(index, query, app):
+        plain = np.asarray(index.score(query, "auto")[0], dtype=np.float64)
+        seeds = passage_seeds(app[:10])
+        return plain, np.asarray(index.score(query, "auto", seeds=seeds)[0], dtype=np.float64)
+
+    class Firsts(MixPRFusedMethod):
+        def select(self, state, query, token_budget):
+            index, doc = state
+            if query is None:
+                return super().select(state, query, token_budget)
+            dense = doc.embeddings @ _query_embedding(doc, query)
+            app = _asked(dense, doc.counts, token_budget)
+            plain, seeded = walks(index, query, app)
+            order = firsts_order(rule, plain, seeded, app)
+            count_change(rule, plain, seeded, app, order)
+            idx = select_top(order, token_budget=token_budget, token_counts=doc.counts)
+            return doc.spans(idx.tolist())
+
+        def rank(self, state, query, k):
+            index, ctx, vectors = state
+            dense = vectors @ np.asarray(ctx.encoder.embed_query(query), dtype=np.float32)
+            app = top_k(dense, min(k, 10))
+            plain, seeded = walks(index, query, app)
+            order = firsts_order(rule, plain, seeded, app)
+            count_change(rule, plain, seeded, app, order)
+            return top_k(order, k)
+
+    m = Firsts()
+    m.name = rule
     return m
 
 
@@ -264,7 +363,12 @@ def main(argv=None):
     from longctx.eval import markdown, registry, run, tasks
 
     p = study_arguments(__doc__.split("\n")[0])
-    p.add_argument("--rules", nargs="+", default=list(RULES + SEEDED_RULES + SEED_COUNT_RULES))
+    p.add_argument(
+        "--rules",
+        nargs="+",
+        default=list(RULES + SEEDED_RULES + SEED_COUNT_RULES + FIRSTS_RULES),
+        help="also 'firsts 21': the shipped mixpr-fused by firsts_variant's code (a check)",
+    )
     p.add_argument(
         "--hotpot-offset",
         type=int,
@@ -276,13 +380,16 @@ def main(argv=None):
     if args.hotpot_offset:  # the development half: the loaders ask from there on
         tasks.hotpotqa = partial(tasks.hotpotqa, offset=args.hotpot_offset)
         tasks.hotpotqa_corpus = partial(tasks.hotpotqa_corpus, offset=args.hotpot_offset)
+
     # the rules join the fused methods of the registry, for this process only
-    registry._FUSED.update(
-        {
-            r: partial(seed_count_variant if r in SEED_COUNT_RULES else variant, r)
-            for r in args.rules
-        }
-    )
+    def maker(r):
+        if r in SEED_COUNT_RULES:
+            return seed_count_variant
+        return firsts_variant if r in FIRSTS_RULES or r == "firsts 21" else variant
+
+    made = {r: partial(maker(r), r) for r in args.rules}
+    registry._FUSED.update(made)
+    registry._OWN.update(made)  # get_methods' table (since garlic's module, 578b3bf)
     names = ["mixpr", "minilm", "mixpr-fused", *args.rules]
     kw = {
         "n_questions": args.questions,
@@ -300,6 +407,12 @@ def main(argv=None):
         print(
             f"| {r['rule']} | {r['under']} / {r['cells']} | {r['mean']:+.4f} | {r['worst']:+.3f} |"
         )
+    if CHANGES:
+        print("\n| rule | calls | app's first unreached | first 2 changed | first 10 changed |")
+        print("|---|---|---|---|---|")
+        for r in dict.fromkeys(rule for rule, _ in CHANGES):
+            n = [CHANGES[(r, w)] for w in ("calls", "app first unreached", "first 2", "first 10")]
+            print("| " + " | ".join([r, *map(str, n)]) + " |")
 
 
 if __name__ == "__main__":
