@@ -29,7 +29,8 @@ tokens (``longctx.tokens.count_tokens``) as the app's 5 chunks hold for the same
 
 The app's chunk vectors (and the old hybrid's unit vectors) are cached in ``--cache`` (a folder,
 ``/tmp/longctx_bench_apps`` by default) keyed by the text's SHA-256, so a rerun does not embed
-again; the first run's embedding time is printed and kept in the cache's ``seconds.json``. Query
+again; the first run's embedding time is printed and kept in the cache's ``seconds.json`` with its
+date (``embed_date`` of each app in ``--out``). Query
 times are the mean of ``--repeat`` passes over the six questions, the retrievers interleaved
 within a pass; they are noisy on a shared machine.
 
@@ -136,13 +137,20 @@ def _seconds_file(cache: Path) -> dict:
 
 
 def _remember_seconds(cache: Path, key: str, seconds: float) -> float:
-    """The first (uncached) embedding time of ``key``, kept in ``seconds.json``."""
+    """The first (uncached) embedding time of ``key``, kept in ``seconds.json`` with its date
+    (under ``"dates"``: :func:`_embed_date`)."""
     saved = _seconds_file(cache)
     if seconds > 1.0 or key not in saved:
         saved[key] = round(seconds, 1)
+        saved.setdefault("dates", {})[key] = datetime.date.today().isoformat()
         cache.mkdir(parents=True, exist_ok=True)
         (cache / "seconds.json").write_text(json.dumps(saved, indent=1))
     return saved[key]
+
+
+def _embed_date(cache: Path, key: str) -> str | None:
+    """The date ``key``'s embedding time was measured (``None``: a cache older than the dates)."""
+    return _seconds_file(cache).get("dates", {}).get(key)
 
 
 def _mixpr_rows(make, vector, units: VectorCache, old_hybrid_kw, cache: Path) -> dict:
@@ -204,7 +212,10 @@ def llamaindex_app(cache: Path, encoder, old_hybrid: bool) -> dict:
     )  # fmt: skip
     out[RANK_FUSION] = _timed_build(lambda: rank_fusion_llamaindex(vindex))
     out[RECIPE] = _timed_build(lambda: fusion_llamaindex(vindex))
-    return {"retrievers": out, "units": out["mixpr"][0].index.n_units, "chunks": len(nodes)}
+    return {
+        "retrievers": out, "units": out["mixpr"][0].index.n_units, "chunks": len(nodes),
+        "embed_date": _embed_date(cache, "llamaindex_chunks"),
+    }  # fmt: skip
 
 
 #: MixPR over the app's own chunks, one unit each (the recipe's MixPR)
@@ -314,7 +325,10 @@ def langchain_app(cache: Path, encoder, old_hybrid: bool) -> dict:
     out[HYBRID_CHUNKS] = _timed_build(lambda: fusion_langchain(store, splits, keep_firsts=False))
     out[RANK_FUSION] = _timed_build(lambda: rank_fusion_langchain(store, splits))
     out[RECIPE] = _timed_build(lambda: fusion_langchain(store, splits))
-    return {"retrievers": out, "units": mixpr.index.n_units, "chunks": len(splits)}
+    return {
+        "retrievers": out, "units": mixpr.index.n_units, "chunks": len(splits),
+        "embed_date": _embed_date(cache, "langchain_chunks"),
+    }  # fmt: skip
 
 
 def _ask(retriever, q: str, budget: int | None = None, k: int = K) -> list[str]:
@@ -387,7 +401,10 @@ def main(argv=None) -> dict:
         build = llamaindex_app if name == "llamaindex" else langchain_app
         app = build(args.cache, encoder, args.old_hybrid)
         res = run_app(app, args.repeat)
-        results[name] = {"units": app["units"], "chunks": app["chunks"], "retrievers": res}
+        results[name] = {
+            "units": app["units"], "chunks": app["chunks"], "embed_date": app["embed_date"],
+            "retrievers": res,
+        }  # fmt: skip
         print(f"\n{name}: {app['chunks']} app chunks, {app['units']} MixPR units")
         for r, v in res.items():
             print(

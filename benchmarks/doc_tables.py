@@ -12,16 +12,18 @@ this way or in its text (``tests/test_docs_figures.py``).
 
 A table or paragraph sits between ``<!-- generated: NAME ... -->`` and ``<!-- /generated -->``;
 a figure inside a sentence or a table cell between ``<!-- fig: NAME -->`` and ``<!-- /fig -->``
-(one line). ``tests/test_docs_figures.py`` fails when a page's block or span is not what this
-script renders (a stale page).
+(it may wrap onto more lines; ``--write`` renders it on one). ``tests/test_docs_figures.py``
+fails when a page's block or span is not what this script renders (a stale page).
 
     python benchmarks/doc_tables.py --write                 # after a new bench.json / figures.json
+    python benchmarks/doc_tables.py --check                 # exit 1 naming the stale pages
     python benchmarks/doc_tables.py --count-tests --write   # recount the tests (the lead, last)
     python benchmarks/doc_tables.py                         # print the blocks and spans
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import functools
 import json
@@ -60,7 +62,13 @@ SUMMARY_ROWS = (
 )
 
 
-INLINE = re.compile(r"(<!-- fig: (?P<name>[\w-]+) -->)(?P<body>[^\n]*?)(<!-- /fig -->)")
+#: a figure span; its body may wrap onto more lines but holds no other marker (``<!--``)
+INLINE = re.compile(
+    r"(<!-- fig: (?P<name>[\w-]+) -->)(?P<body>(?:(?!<!--).)*?)(<!-- /fig -->)", re.S
+)
+#: the opening and closing marker of a figure span, counted apart (a marker :data:`INLINE` does
+#: not pair is a span never checked: ``tests/test_docs_figures.py``)
+SPAN_OPEN, SPAN_CLOSE = "<!-- fig: ", "<!-- /fig -->"
 
 
 def load(name: str) -> dict:
@@ -161,34 +169,63 @@ def bench_costs() -> str:
     return _harness_table("| method | build s / doc")
 
 
-#: the methods of the Benchmarks page's per-size table
-SIZE_METHODS = ("mixpr", "mixpr-hybrid", "mixpr-paper", "mixpr-multihop", "bm25", "minilm", "mmr")
+#: the methods of the Benchmarks page's per-size table and their labels there (the methods that
+#: use MiniLM read its vectors from ``--cache`` when it holds them: ``settings.conditions``)
+SIZE_METHODS = {
+    "mixpr": "mixpr",
+    "mixpr-hybrid": "mixpr-hybrid (MiniLM embeds its units, or reads them from `--cache`)",
+    "mixpr-paper": "mixpr-paper",
+    "mixpr-multihop": "mixpr-multihop",
+    "bm25": "bm25",
+    "minilm": "minilm (its build embeds the sentences, or reads them from `--cache`)",
+    "mmr": "mmr (MiniLM's vectors, as minilm)",
+}
 
 
 def _mean(rows, key: str) -> float:
     return sum(r[key] for r in rows) / len(rows)
 
 
+def _babi_128k(rows, method: str) -> list[dict]:
+    """``method``'s rows of bAbI qa1, qa2 and qa3 at 128k tokens and 5%, in that order."""
+    task = re.compile(r"babilong-qa[123]@128k")
+    rows = [r for r in rows if r["method"] == method and r["budget"] == 0.05]
+    return sorted((r for r in rows if task.fullmatch(r["task"])), key=lambda r: r["task"])
+
+
 def bench_sizes() -> str:
     """The Benchmarks page's seconds per document size (``docs/bench.json``): a SQuAD article
     (its 5% budget: one build, 12 questions) and a 128k-token bAbI haystack (the mean over
-    qa1, qa2 and qa3 at 5%: each question its own document), mean seconds."""
-    rows = load("bench.json")["results"]
+    qa1, qa2 and qa3 at 5%: each question its own document), mean seconds; then the run's
+    conditions and the hybrid's three bAbI builds (the first embeds the haystack's units, the
+    later ones find most of them cached) and its cold SQuAD build (``mixpr-hybrid-cold`` of
+    ``docs/figures.json``)."""
+    bench = load("bench.json")
+    rows = bench["results"]
     out = [
         "| method | SQuAD article: build | SQuAD: per query | bAbI 128k: build "
         "| bAbI 128k: per query |",
         "|---|---|---|---|---|",
     ]
-    for m in SIZE_METHODS:
+    for m, label in SIZE_METHODS.items():
         squad = [r for r in rows if (r["task"], r["budget"], r["method"]) == ("squad", 0.05, m)]
-        babi = [
-            r for r in rows
-            if r["method"] == m and r["budget"] == 0.05 and re.fullmatch(r"babilong-qa[123]@128k", r["task"])
-        ]  # fmt: skip
+        babi = _babi_128k(rows, m)
         out.append(
-            f"| {m} | {_mean(squad, 'build_s'):.3f} | {_mean(squad, 'query_s'):.3f} | "
+            f"| {label} | {_mean(squad, 'build_s'):.3f} | {_mean(squad, 'query_s'):.3f} | "
             f"{_mean(babi, 'build_s'):.2f} | {_mean(babi, 'query_s'):.3f} |"
         )
+    hybrid = ", ".join(
+        f"{r['task'].split('@')[0].split('-')[1]} {r['build_s']:.2f} s"
+        for r in _babi_128k(rows, "mixpr-hybrid")
+    )
+    out += [
+        "",
+        f"Conditions of the run: {bench_conditions()}. The mixpr-hybrid builds on bAbI 128k: "
+        f"{hybrid} (the same Gutenberg haystack under each subtask's facts: the first build "
+        "embeds its units, the later ones find most of them cached); its SQuAD build with an "
+        f"empty `--cache`: {hybrid_cold_build()} a SQuAD article "
+        f"({figure_span('mixpr-hybrid-cold-source')}).",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -263,6 +300,27 @@ def hotpot_pooled() -> str:
     )
 
 
+def hotpot_walk() -> str:
+    """The multi-hop walk's R@2 / R@5 / R@10 on the pooled HotpotQA passages, without and with
+    MiniLM, beside BM25, MixPR (default and ``mixpr-pagerank``), MiniLM and the hybrid."""
+    t, ks = "hotpotqa-corpus", (2, 5, 10)
+    r = {m: _at(t, ks, m) for m in (
+        "mixpr-multihop", "bm25", "mixpr", "mixpr-pagerank", "mixpr-multihop-hybrid", "minilm",
+        "mixpr-hybrid",
+    )}  # fmt: skip
+    return (
+        f"{r['mixpr-multihop']} without embeddings (BM25 {r['bm25']}, MixPR's default "
+        f"{r['mixpr']}, `mixpr-pagerank` {r['mixpr-pagerank']}) and "
+        f"{r['mixpr-multihop-hybrid']} with MiniLM (MiniLM {r['minilm']}, the hybrid "
+        f"{r['mixpr-hybrid']})"
+    )
+
+
+def bench_conditions() -> str:
+    """The conditions of the ``longctx bench`` run in ``docs/bench.json``."""
+    return load("bench.json")["settings"]["conditions"]
+
+
 def hotpot_untitled() -> str:
     """The same without the passages' title lines: MixPR against MiniLM."""
     t, ks = "hotpotqa-corpus-untitled", (2, 5)
@@ -302,7 +360,8 @@ def babi_multihop() -> str:
 def mixpr_10m() -> str:
     g = _figure("mixpr-growth")
     i = g["words_millions"].index(10)
-    return f"10M words: {_g(g['build_s'][i])} s to build, {_g(g['query_ms_median'][i])} ms a query"
+    build, query = _g(g["build_s"][i]), _g(g["query_ms_median"][i])
+    return f"10M words: {build} s to build, {query} ms a query (median)"
 
 
 def mixpr_growth_build() -> str:
@@ -311,7 +370,9 @@ def mixpr_growth_build() -> str:
 
 
 def mixpr_growth_query() -> str:
-    return " / ".join(f"{_g(v)} ms" for v in _figure("mixpr-growth")["query_ms_median"])
+    return " / ".join(f"{_g(v)} ms" for v in _figure("mixpr-growth")["query_ms_median"]) + (
+        " (medians)"
+    )
 
 
 def mixpr_growth_short() -> str:
@@ -320,7 +381,7 @@ def mixpr_growth_short() -> str:
     build = " / ".join(_g(v) for v in g["build_s"])
     query = " / ".join(_g(v) for v in g["query_ms_median"])
     return (
-        f"{words} words: {build} s to build, {query} ms a query ({g['date']}, "
+        f"{words} words: {build} s to build, {query} ms a query (medians; {g['date']}, "
         f"`{g['script'].split()[0]}`)"
     )
 
@@ -351,14 +412,12 @@ SQUAD_COSTS = {
     "mixpr-squad-build": ("mixpr", 0),
     "mixpr-squad-query": ("mixpr", 1),
     "mmr-squad-query": ("mmr", 1),
-    "mixpr-hybrid-squad-build": ("mixpr-hybrid", 0),
-    "mixpr-hybrid-squad-query": ("mixpr-hybrid", 1),
 }
 
 
 def bench_source() -> str:
-    """The command and date of ``docs/bench.json``: a Speed row's source."""
-    return f"`longctx bench` (`docs/bench.json`), {bench_date()}"
+    """The command, date and conditions of ``docs/bench.json``: a Speed row's source."""
+    return f"`longctx bench` (`docs/bench.json`), {bench_date()}, {bench_conditions()}"
 
 
 def _spread(runs, unit: str, fmt=_g) -> str:
@@ -388,12 +447,18 @@ def mixpr_vs_bm25_build() -> str:
 def mixpr_vs_bm25_query() -> str:
     f = _figure("mixpr-vs-bm25")
     mixpr = _spread(f["mixpr_query_ms_median"], "ms")
-    return f"{mixpr} (bm25s {_spread(f['bm25s_query_ms_median'], 'ms')})"
+    return f"{mixpr} (bm25s {_spread(f['bm25s_query_ms_median'], 'ms')}; medians)"
 
 
 def _per_run(values) -> list:
     """One value a run (a single size) as :func:`_spread`'s runs."""
     return [[v] for v in values]
+
+
+def _runs(entry: str, field: str, unit: str, fmt=_g) -> str:
+    """``field`` of the ``docs/figures.json`` entry ``entry``, one value a run, as ``lo-hi
+    unit`` (:func:`_spread`)."""
+    return _spread(_per_run(_figure(entry)[field]), unit, fmt)
 
 
 def mixpr_mmap_open() -> str:
@@ -409,11 +474,24 @@ def mixpr_mmap_query() -> str:
 
 
 def mixpr_paragraphs_build() -> str:
-    return _spread(_per_run(_figure("mixpr-paragraphs")["build_s"]), "s", _cents)
+    return _runs("mixpr-paragraphs", "build_s", "s", _cents)
 
 
 def mixpr_paragraphs_query() -> str:
-    return _spread(_per_run(_figure("mixpr-paragraphs")["query_ms_median"]), "ms", _tenths)
+    return _runs("mixpr-paragraphs", "query_ms_median", "ms", _tenths) + " (medians)"
+
+
+def _thousandths(v) -> str:
+    return f"{v:.3f}"
+
+
+def hybrid_cold_build() -> str:
+    """The hybrid's SQuAD build with an empty ``--cache`` (``mixpr-hybrid-cold``), a run each."""
+    return _runs("mixpr-hybrid-cold", "build_s", "s", _cents)
+
+
+def hybrid_cold_query() -> str:
+    return _runs("mixpr-hybrid-cold", "query_s", "s", _thousandths)
 
 
 def _source(command: str, date: str, conditions: str | None = None) -> str:
@@ -425,19 +503,58 @@ def _source(command: str, date: str, conditions: str | None = None) -> str:
 
 
 # -- figures of docs/figures.json by template, and every entry's source ----------------------------
+#: fields computed from an entry's measured ones (never typed into ``docs/figures.json``):
+#: entry -> {field: function of the entry}
+DERIVED = {
+    "explain-bridges": {
+        "explain_on_ms_ratio": lambda f: f"{f['explain_on_ms'] / f['explain_off_ms']:.1f}",
+    },
+}
+
+
+def figure_fields(key: str) -> dict:
+    """The fields of the ``docs/figures.json`` entry ``key`` with its :data:`DERIVED` ones: what
+    its ``show`` templates format."""
+    f = load("figures.json")["figures"][key]
+    return {**f, **{k: fn(f) for k, fn in DERIVED.get(key, {}).items()}}
+
+
+def figure_entry(name: str) -> str | None:
+    """The ``docs/figures.json`` entry a span ``name`` renders from: the longest entry ``KEY``
+    with ``name`` ``KEY`` or ``KEY-...`` (``None`` for none)."""
+    figures = load("figures.json")["figures"]
+    return next(
+        (
+            k
+            for k in sorted(figures, key=len, reverse=True)
+            if name == k or name.startswith(k + "-")
+        ),
+        None,
+    )
+
+
+def source_span(name: str) -> str:
+    """The name of the span that renders the source of the figure span ``name``: its
+    ``docs/figures.json`` entry's ``KEY-source``, ``apps-APP-source`` for an app's span,
+    ``bench-source`` for the figures of ``docs/bench.json``."""
+    if name.startswith("apps-"):
+        return "apps-" + name[len("apps-") :].partition("-")[0] + "-source"
+    key = figure_entry(name)
+    return "bench-source" if key is None else f"{key}-source"
+
+
 def figure_span(name: str) -> str:
     """The span ``NAME-PART`` of the ``docs/figures.json`` entry ``NAME``: ``PART`` ``source``
     renders its script, date and conditions (:func:`_source`); any other ``PART`` the entry's
-    ``show[PART]`` template (:meth:`str.format` over the entry's fields). ``KeyError`` for an
+    ``show[PART]`` template (:meth:`str.format` over :func:`figure_fields`). ``KeyError`` for an
     unknown span."""
-    figures = load("figures.json")["figures"]
-    for key in sorted(figures, key=len, reverse=True):
-        if name.startswith(key + "-"):
-            f, part = figures[key], name[len(key) + 1 :]
-            if part == "source":
-                return _source(f["script"], f["date"], f.get("conditions"))
-            return f["show"][part].format(**f)
-    raise KeyError(name)
+    key = figure_entry(name)
+    if key is None or name == key:
+        raise KeyError(name)
+    f, part = figure_fields(key), name[len(key) + 1 :]
+    if part == "source":
+        return _source(f["script"], f["date"], f.get("conditions"))
+    return f["show"][part].format(**f)
 
 
 def inline_names() -> set[str]:
@@ -488,7 +605,8 @@ def _app_hybrid(r: dict) -> str:
 #: ``part`` of an ``apps-<app>-<part>`` span -> its text from that app's results.
 APPS = {
     "embed": lambda r: (
-        f"{r['chunks']:,} chunks embedded in {r['retrievers']['app']['build_s']:.0f} s"
+        f"{r['chunks']:,} chunks embedded in {r['retrievers']['app']['build_s']:.0f} s on the "
+        f"script's first run, {r.get('embed_date') or 'date not recorded'}"
     ),
     "hybrid": _app_hybrid,
     "tokens": lambda r: (
@@ -500,6 +618,10 @@ APPS = {
         f"{_found(r, HYBRID_CHUNKS)} in a top 5 (the app {_found(r, 'app')}; MixPR over the "
         f"same chunks {_found(r, MIXPR_CHUNKS)}), built in "
         f"{r['retrievers'][HYBRID_CHUNKS]['build_s']:.2f} s over the {r['chunks']:,} chunks"
+    ),
+    "fused": lambda r: (
+        f"{_found(r, 'fusion (recipe)')} questions in its top 5, where the app's top 5 finds "
+        f"{_found(r, 'app')}"
     ),
     "fusion": lambda r: (
         f"{_found(r, 'fusion (recipe)')}, where the app's top 5 finds {_found(r, 'app')} and "
@@ -526,9 +648,11 @@ INLINE_RENDER = {
     "babi-multihop": babi_multihop,
     "hotpot-pooled": hotpot_pooled,
     "hotpot-untitled": hotpot_untitled,
+    "hotpot-walk": hotpot_walk,
+    "bench-conditions": bench_conditions,
     "hybrid-narrativeqa": hybrid_narrativeqa,
     "multilexsum": multilexsum,
-    "mixpr-10m": mixpr_10m,
+    "mixpr-growth-10m": mixpr_10m,
     "mixpr-growth-build": mixpr_growth_build,
     "mixpr-growth-query": mixpr_growth_query,
     "mixpr-growth-short": mixpr_growth_short,
@@ -540,6 +664,8 @@ INLINE_RENDER = {
     "mixpr-mmap-query": mixpr_mmap_query,
     "mixpr-paragraphs-build": mixpr_paragraphs_build,
     "mixpr-paragraphs-query": mixpr_paragraphs_query,
+    "mixpr-hybrid-cold-build": hybrid_cold_build,
+    "mixpr-hybrid-cold-query": hybrid_cold_query,
 }
 
 
@@ -579,19 +705,58 @@ def rewrite(text: str) -> str:
     return INLINE.sub(lambda m: m.group(1) + render_inline(m["name"]) + m.group(4), text)
 
 
-def main(argv: list[str]) -> int:
-    if "--count-tests" in argv:
-        print(f"docs/test-suite.json: {count_tests()} tests")
-    if "--write" in argv:
-        for page in all_pages():
-            text = page.read_text(encoding="utf-8")
+def stale_pages() -> list[Path]:
+    """The pages (:func:`all_pages`) whose blocks or spans :func:`rewrite` would change;
+    ``SystemExit`` naming the page of a block or span this script does not render."""
+    stale = []
+    for page in all_pages():
+        text = page.read_text(encoding="utf-8")
+        try:
             new = rewrite(text)
-            if new != text:
-                page.write_text(new, encoding="utf-8")
-                print(f"rewrote {page.relative_to(ROOT)}")
-        return 0
-    for name, render in {**RENDER, **INLINE_RENDER}.items():
-        print(f"<!-- {name} -->\n{render()}")
+        except KeyError as e:
+            raise SystemExit(f"{page.relative_to(ROOT)}: no block or figure named {e}") from None
+        if new != text:
+            stale.append(page)
+    return stale
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description="Render the README's and docs' generated blocks and figure spans from "
+        "docs/bench*.json, docs/figures.json and docs/test-suite.json; without an option, "
+        "print them."
+    )
+    p.add_argument("--write", action="store_true", help="rewrite the stale pages in place")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 naming each stale page (a block or span not what its source renders)",
+    )
+    p.add_argument(
+        "--count-tests",
+        action="store_true",
+        help="collect the test suite and write the count into docs/test-suite.json (the lead, "
+        "last; with --write the install guide then states it)",
+    )
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.count_tests:
+        print(f"docs/test-suite.json: {count_tests()} tests")
+    if args.write:
+        for page in stale_pages():
+            page.write_text(rewrite(page.read_text(encoding="utf-8")), encoding="utf-8")
+            print(f"rewrote {page.relative_to(ROOT)}")
+    if args.check:
+        stale = stale_pages()
+        for page in stale:
+            print(f"stale: {page.relative_to(ROOT)} (run python benchmarks/doc_tables.py --write)")
+        return 1 if stale else 0
+    if not (args.write or args.count_tests):
+        for name, render in {**RENDER, **INLINE_RENDER}.items():
+            print(f"<!-- {name} -->\n{render()}")
     return 0
 
 

@@ -141,13 +141,23 @@ def _outside_generated(text: str) -> str:
     return tables.INLINE.sub("", text)
 
 
+def unpaired_span_markers(text: str) -> bool:
+    """Whether ``text`` holds a figure span's marker that no span pairs (a marker the freshness
+    check would never see: an opening one without its close, a name with other characters)."""
+    tables = _doc_tables()
+    n = len(tables.spans(text))
+    return text.count(tables.SPAN_OPEN) != n or text.count(tables.SPAN_CLOSE) != n
+
+
 def test_every_block_and_span_of_every_page_is_fresh():
     """README.md and every page of docs/: each generated block and each ``<!-- fig: NAME -->``
-    span is what ``benchmarks/doc_tables.py`` renders from the results files now."""
+    span is what ``benchmarks/doc_tables.py`` renders from the results files now, and every
+    span marker is part of a span (as many ``<!-- fig:`` and ``<!-- /fig -->`` as spans)."""
     tables = _doc_tables()
     n_spans = 0
     for page in tables.all_pages():
         text = page.read_text(encoding="utf-8")
+        assert not unpaired_span_markers(text), f"{page.name}: a figure span marker is unpaired"
         for name, _ in tables.spans(text):
             assert name in tables.inline_names(), f"{page.name}: unknown figure span {name!r}"
         for name, _ in tables.blocks(text):
@@ -162,10 +172,29 @@ def test_every_block_and_span_of_every_page_is_fresh():
 
 def test_a_stale_span_is_caught():
     tables = _doc_tables()
-    stale = "MixPR (<!-- fig: mixpr-10m -->10M words: 10 s to build, 39 ms a query<!-- /fig -->)"
+    stale = (
+        "MixPR (<!-- fig: mixpr-growth-10m -->10M words: 10 s to build, 39 ms a query<!-- /fig -->)"
+    )
     fresh = tables.rewrite(stale)
     assert fresh != stale and "10 s to build" not in fresh
     assert tables.rewrite(fresh) == fresh
+
+
+def test_a_wrapped_or_unpaired_span_is_caught():
+    tables = _doc_tables()
+    wrapped = (
+        "MixPR (<!-- fig: mixpr-growth-10m -->10M words: 10 s to build,\n"
+        "39 ms a query<!-- /fig -->)"
+    )
+    assert tables.spans(wrapped) and not unpaired_span_markers(wrapped)
+    fresh = tables.rewrite(wrapped)
+    assert fresh != wrapped and "10 s to build" not in fresh and tables.rewrite(fresh) == fresh
+    for bad in (
+        "a <!-- fig: mixpr-growth-10m -->10M words, never closed",
+        "a <!-- fig: mixpr growth -->x<!-- /fig -->",  # not a span name
+        "a <!-- fig: mixpr-growth-10m -->x <!-- fig: bench-date -->y<!-- /fig -->",
+    ):
+        assert unpaired_span_markers(bad), bad
 
 
 def test_figures_files_are_dated_and_name_their_script():
@@ -181,7 +210,8 @@ def test_figures_files_are_dated_and_name_their_script():
         else:
             assert (ROOT / script).is_file(), f"{name}: {script} is not in the repository"
         for part, template in fig.get("show", {}).items():
-            assert template.format(**fig), f"{name}: show[{part}] renders nothing"
+            fields = _doc_tables().figure_fields(name)
+            assert template.format(**fields), f"{name}: show[{part}] renders nothing"
     apps = json.loads((DOCS / "bench-apps.json").read_text(encoding="utf-8"))["settings"]
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", apps["date"])
     assert (ROOT / apps["command"].split()[0]).is_file()
@@ -245,47 +275,291 @@ def test_install_guide_demo_claim_matches_the_demo(capsys):
 
 
 # -- every Speed row names its source (issue 45) --------------------------------------------------
-DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
-SCRIPT = re.compile(r"`(?:benchmarks/[\w/]+\.py|longctx \w+)")
+DATE = r"\d{4}-\d{2}-\d{2}"
+#: a script of the repository (or a ``longctx`` command) and the date of its run
+SCRIPT_SOURCE = re.compile(rf"`(?P<script>benchmarks/[\w/]+\.py|longctx \w+)[^`]*`, {DATE}\b")
+#: a figure no script of the repository measured: the issue that states it and its date
+ISSUE_SOURCE = re.compile(rf"issue \d+, {DATE}\b")
+SOURCE_SPAN = re.compile(r"<!-- fig: (?P<name>[\w-]+-source) -->")
+#: a measured figure: every decimal number (both ends of a range: "1.2-1.5x", "9.37-9.99") and a
+#: whole number, or a range of them, with a unit ("955 s", "101-138 ms", "2x")
+MEASURED = re.compile(
+    r"\d[\d,]*\.\d+"
+    r"|\b\d[\d,]*(?:\s*-\s*\d[\d,]*)?\s*(?:ms|s|min|minutes|h|GB|MB|KB|x|%|tokens/s)(?![\w/])"
+)
+
+
+def _row_cells(row: str) -> list[str]:
+    """The cells of a Markdown table row (``|`` at both ends optional, ``\\|`` escaped)."""
+    body = row.strip()[1:]
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    return [c.strip() for c in re.split(r"(?<!\\)\|", body)]
+
+
+def speed_table(readme: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The header cells and the ``(line, cells)`` rows of the README's "Speed" table: every line
+    of the section that starts with ``|`` (spaces or none after it) after the header and its
+    ``|---|`` line."""
+    lines = [ln for ln in _section(readme, "Speed").splitlines() if ln.lstrip().startswith("|")]
+    header, rule, *rows = lines
+    assert re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", rule.strip()), rule
+    return _row_cells(header), [(r, _row_cells(r)) for r in rows]
+
+
+def _script_exists(script: str) -> bool:
+    if script.startswith("longctx "):
+        from longctx.cli import build_parser
+
+        commands = build_parser()._subparsers._group_actions[0].choices
+        return script.split()[1] in commands
+    return (ROOT / script).is_file()
+
+
+def source_cell_ok(cell: str, spans: list[str]) -> bool:
+    """Whether a Speed row's source cell names the source of the row's figures. The cell starts
+    with one of these forms:
+
+    - a ``<!-- fig: NAME-source -->`` span (the command, date and conditions of a
+      ``docs/figures.json`` entry, of ``docs/bench.json`` or of ``docs/bench-apps.json``);
+    - `` `benchmarks/SCRIPT.py ...`, YYYY-MM-DD `` or `` `longctx COMMAND ...`, YYYY-MM-DD ``:
+      a script of the repository (it must exist) or a ``longctx`` command, and the run's date;
+    - ``issue N, YYYY-MM-DD``: a figure no script of the repository measured, named by the issue
+      that states it and the figure's date (the README's app's-model row: issue 32's figure);
+
+    or it says "source not found". Every figure span of the row also needs its own source span
+    in the cell (``doc_tables.source_span``): a span of ``docs/figures.json`` entry ``E`` is
+    sourced by ``E-source`` only."""
+    tables = _doc_tables()
+    given = {m["name"] for m in SOURCE_SPAN.finditer(cell)}
+    if not {tables.source_span(n) for n in spans} <= given:
+        return False
+    if "source not found" in cell:
+        return True
+    if SOURCE_SPAN.match(cell):
+        return True
+    script = SCRIPT_SOURCE.match(cell)
+    return bool(script and _script_exists(script["script"])) or bool(ISSUE_SOURCE.match(cell))
 
 
 def unsourced_speed_rows(readme: str) -> list[str]:
-    """The rows of README's "Speed" table with a figure in their build or query cell that is
-    neither a ``<!-- fig -->`` span (docs/figures.json or docs/bench*.json, dated, naming the
-    script) nor in a row that names a date and a script (`` `benchmarks/....py` `` or
-    `` `longctx bench` ``) or says "source not found"."""
+    """The rows of README's "Speed" table that state a figure (a figure span or a bare
+    :data:`MEASURED` figure in any cell but the source, the "document" cell included) without a
+    source cell that names its source (:func:`source_cell_ok`)."""
     tables = _doc_tables()
+    header, rows = speed_table(readme)
+    src = header.index("source")
     bad = []
-    for row in _section(readme, "Speed").splitlines():
-        cells = [c.strip() for c in row.strip().strip("|").split("|")]
-        if not row.startswith("| ") or len(cells) < 3 or cells[0] == "method":
+    for line, cells in rows:
+        if len(cells) != len(header):
+            bad.append(line)
             continue
-        measured = tables.INLINE.sub("", " | ".join(cells[1:3]))  # build, per query
-        if not re.search(r"\d", re.sub(r"\]\([^)]*\)", "]", measured)):
-            continue  # every figure of the two cells is a span (or there is none)
-        if (DATE.search(row) and SCRIPT.search(row)) or "source not found" in row:
-            continue
-        bad.append(row)
+        others = [c for i, c in enumerate(cells) if i != src]
+        spans = [name for c in others for name, _ in tables.spans(c)]
+        plain = [re.sub(r"\]\([^)]*\)", "]", tables.INLINE.sub("", c)) for c in others]
+        bare = [f for c in plain for f in MEASURED.findall(c)]
+        if (spans or bare) and not source_cell_ok(cells[src], spans):
+            bad.append(line)
     return bad
 
 
 def test_every_speed_row_names_its_source():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    rows = [r for r in _section(readme, "Speed").splitlines() if r.startswith("| ")]
-    assert len(rows) >= 15  # the check reads the table's rows
+    header, rows = speed_table(readme)
+    assert "source" in header and len(rows) >= 15  # the check reads the table's rows
     assert unsourced_speed_rows(readme) == []
 
 
+HEAD = "## Speed\n\n| method | build | per query | document | source |\n|---|---|---|---|---|\n"
+
+
+def _unsourced(*rows: str) -> list[str]:
+    return unsourced_speed_rows(HEAD + "\n".join(rows) + "\n")
+
+
 def test_a_speed_row_without_its_source_is_caught():
-    head = "## Speed\n\n| method | build | per query | document | source |\n|---|---|---|---|---|\n"
-    bare = "| MixPR hybrid | 1.7 s (MiniLM embeds the units) | 0.017 s | a SQuAD article | |"
-    dated = bare.replace("| |", "| `benchmarks/bench_x.py`, 2026-11-29 |")
+    bare = "| MixPR hybrid | 1.7 s | 0.017 s | a SQuAD article | |"
+    dated = bare.replace("| |", "| `benchmarks/bench_apps.py`, 2026-11-29 |")
+    cli = bare.replace("| |", "| `longctx bench --tasks squad`, 2026-11-29, shared machine |")
+    issue = bare.replace("| |", "| issue 32, 2026-11-26 (11,233 units in 166 s) |")
     span = (
         "| MixPR | <!-- fig: mixpr-squad-build -->0.006 s<!-- /fig --> | "
         "<!-- fig: mixpr-squad-query -->0.002 s<!-- /fig --> | a SQuAD article (4-7k tokens) | |"
     )
-    mixed = span.replace("0.002 s<!-- /fig -->", "0.002 s<!-- /fig --> (0.017 s before)")
-    undated = bare.replace("| |", "| `benchmarks/bench_x.py` |")
-    found = unsourced_speed_rows(head + "\n".join([bare, dated, span, mixed, undated]) + "\n")
-    assert found == [bare, mixed, undated]
-    assert unsourced_speed_rows(head + bare.replace("| |", "| (undated, source not found) |")) == []
+    sourced = span.replace("| |", "| <!-- fig: bench-source -->x<!-- /fig --> |")
+    assert _unsourced(dated, cli, issue, sourced) == []
+    caught = [
+        bare,
+        span,
+        "|MixPR | 9.37 s | | a doc | |",  # no space after the pipe
+        "| MixPR | | | a 100k-word document, built in 955 s | |",  # the document cell
+        "| MixPR | 9.37-9.99 | | doc | |",  # a range without a unit
+        "| MixPR | 1.2-1.5x | | doc | |",
+        "| MixPR | | 101-138 ms | doc | |",  # whole numbers with a unit
+        "| MixPR | 955 s | | doc | |",
+        bare.replace("| |", "| `benchmarks/bench_nothing.py`, 2026-11-29 |"),  # no such script
+        bare.replace("| |", "| `benchmarks/bench_apps.py` |"),  # no date
+        bare.replace("| |", "| issue 32's figure, 2026-11-26; `benchmarks/bench_apps.py` |"),
+        bare.replace("| |", "| 2026-11-26 |"),
+        bare.replace("| 0.017 s | a SQuAD article | |", "| 0.017 s (source not found) | doc | |"),
+        # a span sourced by another entry's source, or by a script instead of its own
+        span.replace("| |", "| <!-- fig: mixpr-growth-source -->x<!-- /fig --> |"),
+        span.replace("| |", "| `benchmarks/bench_apps.py`, 2026-11-29 |"),
+        "| MixPR | 1.7 s | 0.017 s | doc |",  # a cell short
+    ]  # fmt: skip
+    assert _unsourced(*caught) == caught
+    assert _unsourced(bare.replace("| |", "| (undated, source not found) |")) == []
+    assert _unsourced("| MixPR | none | | 2048-token windows, k=100, 4-7k tokens | |") == []
+
+
+# -- the reviewer's findings on issue 45 ----------------------------------------------------------
+def _speed_sources(readme: str) -> list[str]:
+    """The source spans of the README's Speed table's rows."""
+    header, rows = speed_table(readme)
+    src = header.index("source")
+    return [m["name"] for _, cells in rows for m in SOURCE_SPAN.finditer(cells[src])]
+
+
+def test_every_speed_source_states_its_conditions():
+    """A Speed row's source renders the run's script, date and conditions (a loaded run of
+    ``longctx bench`` said so nowhere); ``docs/bench.json`` records its conditions."""
+    tables = _doc_tables()
+    names = _speed_sources((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert "bench-source" in names and len(names) >= 10
+    for name in set(names):
+        script_date, *conditions = tables.render_inline(name).split(f", {DATE_OF[name]}")
+        assert conditions and conditions[0].startswith(", ") and len(conditions[0]) > 4, name
+    settings = json.loads((DOCS / "bench.json").read_text(encoding="utf-8"))["settings"]
+    assert settings["conditions"] in tables.bench_source()
+
+
+class _Dates(dict):
+    """The date a source span renders: its entry's date (``docs/figures.json``) or its run's."""
+
+    def __missing__(self, name):
+        tables = _doc_tables()
+        if name == "bench-source":
+            return tables.bench_date()
+        if name.startswith("apps-"):
+            return json.loads((DOCS / "bench-apps.json").read_text("utf-8"))["settings"]["date"]
+        return tables.figure_fields(tables.figure_entry(name))["date"]
+
+
+DATE_OF = _Dates()
+
+
+def test_the_hybrid_speed_row_is_the_cold_build():
+    """The README's hybrid row on SQuAD is the run with an empty ``--cache`` (its own entry of
+    docs/figures.json), not the full run's build that read MiniLM's vectors from a warm cache;
+    the Benchmarks page says which of its builds were cold."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(ln for ln in readme.splitlines() if ln.startswith("| MixPR hybrid |"))
+    assert "fig: mixpr-hybrid-cold-build" in row and "fig: mixpr-hybrid-cold-source" in row
+    assert "(MiniLM embeds the units)" not in row
+    tables = _doc_tables()
+    cold = tables.figure_fields("mixpr-hybrid-cold")
+    assert "empty --cache" in cold["conditions"] and cold["script"].startswith("longctx bench")
+    assert min(cold["build_s"]) > 3 * tables._squad_costs("mixpr-hybrid")[0]  # not the warm one
+    sizes = tables.bench_sizes()
+    assert "warm --cache" in sizes and "empty `--cache`" in sizes and "qa1 13.65 s" in sizes
+
+
+def test_benchmarks_prose_figures_of_the_pooled_hotpotqa_are_spans():
+    """The Benchmarks page's bullet on the multi-hop walk quoted mixpr-pagerank's R@k as MixPR's
+    and a hybrid figure of no run: its figures are now a span of docs/bench.json."""
+    text = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
+    bullet = text[text.index("- **The multi-hop walk**") :].split("\n- ")[0]
+    head = _outside_generated(bullet).split("On single documents")[0]
+    assert "fig: hotpot-walk" in bullet and not re.search(r"\.\d\d", head), head
+    walk = _doc_tables().hotpot_walk()
+    assert "MixPR's default 0.75 / 0.92 / 0.99" in walk and "the hybrid 0.74 / 0.91 / 0.99" in walk
+
+
+def test_median_figures_say_median():
+    """A span that renders a ``*_median`` field of docs/figures.json says "median" (the Speed
+    table's rows are means unless they say so)."""
+    tables = _doc_tables()
+    figures = json.loads((DOCS / "figures.json").read_text(encoding="utf-8"))["figures"]
+    checked = 0
+    for name in sorted(tables.inline_names()):
+        key = tables.figure_entry(name)
+        if key is None or name.endswith("-source"):
+            continue
+        medians = [v for f, vals in figures[key].items() if "median" in f for v in _flat(vals)]
+        text = tables.render_inline(name)
+        shown = [v for v in medians if re.search(rf"(?<![\d.]){re.escape(f'{v:g}')}(?![\d])", text)]
+        if shown and " ms" in text:
+            checked += 1
+            assert "median" in text, f"{name}: {text}"
+    assert checked >= 5
+
+
+def _flat(v) -> list:
+    return [x for item in v for x in _flat(item)] if isinstance(v, list) else [v]
+
+
+def test_every_per_size_method_that_embeds_says_how():
+    """The Benchmarks page's per-size table labels each method that uses MiniLM's vectors with
+    where they came from (its build, or the ``--cache``)."""
+    from longctx.eval.registry import get_methods
+
+    tables = _doc_tables()
+    for method, label in tables.SIZE_METHODS.items():
+        (m,) = get_methods([method])
+        if m.needs_encoder:
+            assert label != method and ("--cache" in label or "minilm" in label), method
+    sizes = tables.bench_sizes()
+    assert "| mmr (MiniLM's vectors, as minilm) |" in sizes
+
+
+def test_doc_tables_command_line(capsys, monkeypatch, tmp_path):
+    tables = _doc_tables()
+    with pytest.raises(SystemExit) as exc:
+        tables.main(["--chek"])
+    assert exc.value.code == 2 and "--chek" in capsys.readouterr().err
+    assert tables.main(["--check"]) == 0
+    page = tmp_path / "page.md"
+    page.write_text("(<!-- fig: bench-date -->1999-01-01<!-- /fig -->)\n", encoding="utf-8")
+    monkeypatch.setattr(tables, "ROOT", tmp_path)
+    monkeypatch.setattr(tables, "all_pages", lambda: [page])
+    assert tables.main(["--check"]) == 1
+    assert "stale: page.md" in capsys.readouterr().out
+    assert tables.main(["--write"]) == 0 and tables.main(["--check"]) == 0
+    assert tables.bench_date() in page.read_text(encoding="utf-8")
+    page.write_text("<!-- fig: no-such-figure -->x<!-- /fig -->\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="page.md: no block or figure named 'no-such-figure'"):
+        tables.main(["--check"])
+
+
+def test_derived_figures_are_computed_not_typed():
+    tables = _doc_tables()
+    figures = json.loads((DOCS / "figures.json").read_text(encoding="utf-8"))["figures"]
+    for key, derived in tables.DERIVED.items():
+        assert not set(derived) & set(figures[key]), f"{key}: a derived field is typed in"
+    f = figures["explain-bridges"]
+    ratio = f"{f['explain_on_ms'] / f['explain_off_ms']:.1f}"
+    assert tables.render_inline("explain-bridges-cost").startswith(f"about {ratio} times")
+
+
+def test_the_apps_counts_and_embedding_dates_come_from_bench_apps():
+    """The README's fused counts are spans of docs/bench-apps.json; each app's embedding time
+    renders the date of the run that measured it (a field of the file), not the file's date."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = _outside_generated(_section(readme, "Which method when"))
+    assert not re.findall(r"\b\d+/\d+\b", section)
+    assert "fig: apps-llamaindex-fused" in readme and "fig: apps-langchain-fused" in readme
+    tables = _doc_tables()
+    apps = json.loads((DOCS / "bench-apps.json").read_text(encoding="utf-8"))["results"]
+    for app, r in apps.items():
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", r["embed_date"]), app
+        assert tables.render_inline(f"apps-{app}-embed").endswith(f"first run, {r['embed_date']}")
+
+
+def test_bench_apps_remembers_when_it_embedded(tmp_path):
+    from tests._fixtures import load_script
+
+    apps = load_script("benchmarks/bench_apps.py")
+    assert apps._embed_date(tmp_path, "langchain_chunks") is None
+    assert apps._remember_seconds(tmp_path, "langchain_chunks", 955.3) == 955.3
+    today = __import__("datetime").date.today().isoformat()
+    assert apps._embed_date(tmp_path, "langchain_chunks") == today
+    assert apps._remember_seconds(tmp_path, "langchain_chunks", 0.2) == 955.3  # cached since

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -97,6 +98,11 @@ def test_bench_quick_end_to_end(shared_data, tmp_path, capsys):
     assert (tmp_path / "out" / "recall.png").stat().st_size > 1000
     assert (tmp_path / "cache" / "sentence-embeddings-babilong-8k.npz").is_file()
     assert data["settings"]["babilong_tokens"] == [8000] and not data["settings"]["isolate"]
+    # the conditions it measured: the load average and the cache, empty at the start
+    assert re.fullmatch(
+        r"load average \d+\.\d at the start, \d+\.\d at the end, empty --cache",
+        data["settings"]["conditions"],
+    )
     assert all(r["peak_rss_mb"] >= r["base_rss_mb"] > 0 for r in rows)
 
 
@@ -189,6 +195,33 @@ def test_bench_needs_data(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--data" in err[0] and "required" in err[0]
     assert not (tmp_path / "shared" / "bench-results").exists()
+
+
+def test_bench_records_its_conditions(tmp_path, capsys):
+    """``longctx bench`` writes ``settings.conditions`` (docs/bench.json's Speed rows print it):
+    ``--conditions TEXT`` as given, else the load average and the state of ``--cache`` it
+    measured."""
+    from longctx.cli import bench
+
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    assert "--conditions TEXT" in capsys.readouterr().out
+    assert bench._cache_state(None) == "no --cache"
+    assert bench._cache_state(tmp_path / "missing") == "empty --cache"
+    (tmp_path / "c" / "sub").mkdir(parents=True)
+    assert bench._cache_state(tmp_path / "c") == "empty --cache"
+    (tmp_path / "c" / "sub" / "v.npz").write_bytes(b"x")
+    assert bench._cache_state(tmp_path / "c") == "warm --cache"
+    assert bench.measured_conditions(0.42, 5.17, "warm --cache") == (
+        "load average 0.4 at the start, 5.2 at the end, warm --cache"
+    )
+    assert bench.measured_conditions(None, 1.0, "no --cache") == (
+        "load average not measured, no --cache"
+    )
+    data = tmp_path / "data"
+    data.mkdir()
+    assert main(["bench", "--data", str(data), "--quick", "--conditions", " "]) == 2
+    assert "--conditions must not be empty" in capsys.readouterr().err
 
 
 def test_bench_bad_data_is_one_line(tmp_path, capsys):

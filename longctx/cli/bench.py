@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -12,6 +14,8 @@ from longctx.eval import METHOD_NAMES, TASKS
 
 # every method but the opt-in ones (fps; youra and garlic run an LLM over every document)
 DEFAULT_METHODS = tuple(m for m in METHOD_NAMES if m not in ("fps", "youra", "garlic"))
+
+logger = logging.getLogger(__name__)
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -110,6 +114,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.add_argument(
+        "--conditions",
+        metavar="TEXT",
+        help="the machine's conditions during the run, written into bench.json's "
+        "settings.conditions (the docs print it beside the run's seconds), e.g. 'shared "
+        "machine, load 5-9, warm --cache'; default: the 1-minute load average measured at the "
+        "start and at the end and whether --cache held files at the start",
+    )
+    b.add_argument(
         "--answer",
         nargs="?",
         const=True,
@@ -134,6 +146,33 @@ def _garlic_build_options(args: argparse.Namespace) -> dict:
     return out
 
 
+def _load_average() -> float | None:
+    """The 1-minute load average (``None`` where the platform has none, e.g. Windows)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def _cache_state(cache: Path | None) -> str:
+    """``"no --cache"``, ``"empty --cache"`` or ``"warm --cache"`` (the folder holds files)."""
+    if cache is None:
+        return "no --cache"
+    cache = Path(cache)
+    warm = cache.is_dir() and any(p.is_file() for p in cache.rglob("*"))
+    return "warm --cache" if warm else "empty --cache"
+
+
+def measured_conditions(load_start: float | None, load_end: float | None, cache: str) -> str:
+    """``settings.conditions`` when ``--conditions`` is not given: the 1-minute load average at
+    the start and at the end of the run and the state of ``--cache`` at its start
+    (:func:`_cache_state`), e.g. ``"load average 0.4 at the start, 5.2 at the end, empty
+    --cache"``."""
+    if load_start is None or load_end is None:
+        return f"load average not measured, {cache}"
+    return f"load average {load_start:.1f} at the start, {load_end:.1f} at the end, {cache}"
+
+
 def run(args: argparse.Namespace) -> int:
     from longctx.eval import markdown, plot, save
     from longctx.eval import run as run_bench
@@ -147,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--questions must be >= 1, got {args.questions}")
     if args.garlic_max_tokens < 1:
         raise ValueError(f"--garlic-max-tokens must be >= 1, got {args.garlic_max_tokens}")
+    if args.conditions is not None and not args.conditions.strip():
+        raise ValueError("--conditions must not be empty (leave it out to record the load)")
+    cache, load_start = _cache_state(args.cache), _load_average()
     t0 = time.perf_counter()
     result = run_bench(
         args.data,
@@ -168,6 +210,12 @@ def run(args: argparse.Namespace) -> int:
         },
     )
     result["settings"]["seconds"] = round(time.perf_counter() - t0, 1)
+    result["settings"]["conditions"] = (
+        args.conditions.strip()
+        if args.conditions is not None
+        else measured_conditions(load_start, _load_average(), cache)
+    )
+    logger.info("conditions of the run: %s", result["settings"]["conditions"])
     print(markdown(result))
     path = save(result, args.out)
     written = [path] + ([] if args.no_plots else plot(result, args.out))
