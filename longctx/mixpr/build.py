@@ -11,6 +11,7 @@ from longctx._rss import give_back_free_memory
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.persist import _check_unit_vectors
 from longctx.mixpr.state import _chunk, _LazyTexts, _State
+from longctx.mixpr.text_ids import kept_ids
 from longctx.mixpr.tfidf import TermTable, TfidfSettings
 from longctx.tokens import count_units
 
@@ -115,6 +116,9 @@ def without(st: _State, ids) -> _State:
     phrases = None
     if st.phrases is not None:
         phrases = st.phrases.without(np.flatnonzero(~keep))
+    text_ids = st._text_ids  # made: renumbered among the kept units, no text read
+    if text_ids is not None:
+        text_ids = kept_ids(text_ids, keep)
     return _State(
         config=st.config,
         doc_ids=tuple(d for j, d in enumerate(st.doc_ids) if keep_docs[j]),
@@ -127,6 +131,7 @@ def without(st: _State, ids) -> _State:
         unit_vectors=vectors,
         token_counts=counts,
         phrases=phrases,
+        text_ids=text_ids,
     )
 
 

@@ -1,0 +1,117 @@
+"""Each unit's text id: the identity :meth:`MixPRIndex.search(unique_texts=True)
+<longctx.mixpr.index.MixPRIndex.search>` compares (:func:`longctx.selection.select_distinct`).
+
+Two units have the same text when their texts are equal once every whitespace run is made one
+space and the ends are stripped (:func:`normalized`: a title page, a heading repeated in a
+book). A unit's id is the first unit with its text: ``ids[i] <= i``, ``ids[ids[i]] ==
+ids[i]``, and ``ids[i] == ids[j]`` exactly when units ``i`` and ``j`` have the same text. The
+ids are made once per index state (:meth:`~longctx.mixpr.state._State.text_ids`: one pass over
+the units' texts when first asked, or a load's saved array, or a delete's, renumbered without
+reading a text: :func:`kept_ids`), never per query: a query reads the ids of the units it
+reaches (issue: budget queries read thousands of unit texts, 12-17 ms at 1M words).
+
+Saved by a format-3 save as ``text_ids.npy`` (``(n_units,)`` int32 where it fits, else int64;
+optional: an index saved without it makes its ids at the first query that asks), checked on
+load as untrusted input (:func:`check_text_ids`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from longctx.persist import PersistError
+from longctx.persist.npy import release
+
+__all__ = ["check_text_ids", "ids_dtype", "kept_ids", "normalized", "unit_text_ids"]
+
+logger = logging.getLogger(__name__)
+
+#: Units checked at a time by :func:`check_text_ids` (a bounded temporary).
+CHECK_BLOCK = 1 << 20
+
+
+def normalized(text: str) -> str:
+    """``text`` with every whitespace run made one space and the ends stripped: the text two
+    units must share to take one slot."""
+    return " ".join(text.split())
+
+
+def ids_dtype(n: int):
+    """int32 for ``n`` units below ``2**31``, else int64."""
+    return np.int32 if n <= np.iinfo(np.int32).max else np.int64
+
+
+def unit_text_ids(texts, source, starts, ends) -> np.ndarray:
+    """``(n_units,)`` int32 (int64 past ``2**31 - 1`` units), read-only: each unit's text id
+    (the first unit whose :func:`normalized` text is its own).
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The documents (a format-3 index's :class:`~longctx.mixpr.persist_texts.MappedTexts`:
+        each document is decoded once).
+    source, starts, ends : (n_units,) int arrays
+        Each unit's document and its characters ``[start, end)`` in it; units in document
+        order.
+
+    Notes
+    -----
+    One pass over the units: ``O(total characters)`` time, and a dict of the distinct
+    normalised texts while it runs (about the size of the texts; freed at return).
+    """
+    t0 = time.perf_counter()
+    first: dict[str, int] = {}
+    out = []
+    doc, text = -1, ""
+    src, a, b = (np.asarray(x).tolist() for x in (source, starts, ends))
+    for i, (d, x, y) in enumerate(zip(src, a, b)):
+        if d != doc:
+            doc, text = d, texts[d]
+        out.append(first.setdefault(" ".join(text[x:y].split()), i))
+    ids = np.asarray(out, dtype=ids_dtype(len(out)))
+    ids.setflags(write=False)
+    logger.debug(
+        "text ids of %d units (%d distinct texts) made in %.3f s",
+        len(ids), len(first), time.perf_counter() - t0,
+    )  # fmt: skip
+    return ids
+
+
+def kept_ids(ids: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The text ids of the units ``keep`` (``(n_units,)`` bool) keeps, renumbered among them
+    (a delete's): units that shared an id share one again, now the first kept unit of the
+    group. ``(m,)`` of ``ids``' dtype, read-only; no text read, ``O(m log m)``."""
+    old = np.asarray(ids)[keep]
+    _, first, inverse = np.unique(old, return_index=True, return_inverse=True)
+    out = first[inverse].astype(ids_dtype(len(old)), copy=False)
+    out.setflags(write=False)
+    return out
+
+
+def check_text_ids(ids: np.ndarray, n_units: int, where: str) -> None:
+    """Check a loaded ``text_ids`` array (untrusted): ``(n_units,)`` of an integer dtype, and
+    every id the first unit of its group (``0 <= ids[i] <= i`` and ``ids[ids[i]] == ids[i]``).
+    Read in blocks of :data:`CHECK_BLOCK`; the pages are given back after.
+
+    A damaged array that passes (two different texts given one id) makes ``unique_texts``
+    keep one of them; it cannot fail a search.
+
+    Raises
+    ------
+    PersistError
+        Naming ``where`` and the first problem.
+    """
+    if ids.ndim != 1 or len(ids) != n_units:
+        raise PersistError(f"{where}: one text id per unit expected ({n_units}), got {ids.shape}")
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise PersistError(f"{where}: text ids must be integers, not {ids.dtype}")
+    for s in range(0, n_units, CHECK_BLOCK):
+        b = np.asarray(ids[s : s + CHECK_BLOCK], dtype=np.int64)
+        if b.min() < 0 or np.any(b > np.arange(s, s + len(b))):
+            raise PersistError(f"{where}: a text id outside [0, its unit]")
+        if np.any(np.asarray(ids[b]) != b):
+            raise PersistError(f"{where}: a text id that is not the first unit of its text")
+    release(ids)
