@@ -10,7 +10,7 @@ a one-index corpus (:class:`~longctx.corpus.load.CorpusIndex`) and the shards of
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import partial
 from unittest import mock
 
@@ -260,10 +260,11 @@ def test_insert_update_delete_keep_the_ids_right():
     index = MixPRIndex.from_texts([BOOK, "Jim Hawkins found the map."], ids=["book", "jim"])
     before = index._state.text_ids().tolist()
     _all_same(index)
-    # a duplicate of a unit (up to whitespace) inserted after the build
+    # a duplicate of a unit (up to whitespace) inserted after the build: the ids made at the
+    # insert from the old ones, the new units' texts and the candidates' first units
     index.insert(["TREASURE\tISLAND\n\nA parrot cried pieces of eight."], ids=["dup"])
     st_ = index._state
-    assert st_._text_ids is None  # made again when first asked, never per query
+    assert st_._text_ids is not None and st_._text_hashes is not None
     ids = st_.text_ids()
     dup = int(np.flatnonzero(st_.unit_source == 2)[0])
     assert ids[dup] == 0 and st_.unit_text(dup) == "TREASURE\tISLAND"
@@ -273,10 +274,12 @@ def test_insert_update_delete_keep_the_ids_right():
     assert sum(" ".join(h.text.split()) == "TREASURE ISLAND" for h in one.hits) == 1
     index.update(["Jim Hawkins found the map.\n\nTREASURE ISLAND"], ids=["jim"])
     _all_same(index)
+    assert index._state._text_ids is not None
     # deletes renumber the ids made (no text read), the first kept unit of each text
     index.delete(["book"])
     st_ = index._state
     assert st_._text_ids is not None and st_._text_ids.tolist() == _reference_ids(st_)
+    assert st_._text_hashes is not None
     _all_same(index)
     index.delete(["dup", "jim"])
     assert index._state.text_ids().tolist() == []
@@ -290,6 +293,38 @@ def test_insert_update_delete_keep_the_ids_right():
     _all_same(index)
 
 
+@settings(max_examples=25, deadline=None)
+@given(docs=documents, more=documents, data=st.data())
+def test_changes_keep_the_ids_those_of_a_fresh_pass(docs, more, data):
+    """Inserts, updates and deletes in any order: the ids each change makes from the old
+    state's equal one pass over the new state's texts, with hash collisions forced too."""
+    index = MixPRIndex.from_texts(docs)
+    index._state.text_ids()
+    if data.draw(st.booleans(), "collide"):  # every text one hash: candidates by text alone
+        st0 = index._state
+        st0._text_hashes = np.zeros_like(st0._text_hashes)
+        st0._text_hashes.setflags(write=False)
+        hashes = mock.patch("longctx.mixpr.text_ids.hash", lambda t: 0, create=True)
+    else:
+        hashes = nullcontext()
+    with hashes:
+        for j, text in enumerate(more):
+            ids = list(index.doc_ids)
+            op = data.draw(st.sampled_from(["insert", "update", "delete"]), "op")
+            if op == "update" or (op == "delete" and len(ids) > 1):
+                target = data.draw(st.sampled_from(ids), "id")
+                if op == "update":
+                    index.update([text], ids=[target])
+                else:
+                    index.delete([target])
+            else:
+                index.insert([text], ids=[f"new{j}"])
+            st_ = index._state
+            assert st_._text_ids is not None  # made by the change, not by a pass
+            assert st_._text_ids.tolist() == _reference_ids(st_)
+    _same_as_text_based(partial(index.search, "ship storm"), token_budget=20)
+
+
 def test_kept_ids_renumber_to_the_first_kept_unit():
     ids = np.array([0, 1, 0, 1, 4, 0], dtype=np.int32)
     keep = np.array([False, True, True, True, True, True])
@@ -299,9 +334,10 @@ def test_kept_ids_renumber_to_the_first_kept_unit():
 
 def test_unit_text_ids_group_by_normalised_text():
     texts = ["a  b\nc d", "a b c", "x"]
-    ids = unit_text_ids(texts, [0, 0, 1, 2], [0, 7, 0, 0], [6, 8, 5, 1])
+    ids, hashes = unit_text_ids(texts, [0, 0, 1, 2], [0, 7, 0, 0], [6, 8, 5, 1])
     assert ids.tolist() == [0, 1, 0, 3] and ids.dtype == np.int32
-    assert not ids.flags.writeable
+    assert hashes.tolist() == [hash("a b c"), hash("d"), hash("a b c"), hash("x")]
+    assert not ids.flags.writeable and not hashes.flags.writeable
 
 
 @pytest.mark.parametrize("mmap", [True, False], ids=["mapped", "read"])

@@ -103,6 +103,7 @@ class _State:
         term_sums=None,
         doc_starts=None,
         text_ids=None,
+        text_hashes=None,
     ):
         self.config = config
         self.doc_ids = doc_ids
@@ -142,7 +143,8 @@ class _State:
         self.phrases = phrases  # the unit x phrase graph of the multi-hop walk
         self._ranker = None
         self._is_head = None
-        self._text_ids = text_ids  # a load's (checked) or a delete's; else made when asked
+        # a load's (checked), a change's (from the old state's); else made when asked
+        self._text_ids, self._text_hashes = text_ids, text_hashes
 
     @property
     def n_units(self) -> int:
@@ -258,15 +260,16 @@ class _State:
     def text_ids(self) -> np.ndarray:
         """``(n_units,)`` int32 (int64 past ``2**31 - 1`` units), read-only: each unit's text
         id (:mod:`longctx.mixpr.text_ids`: units of the same normalised text share one), made
-        once for this snapshot (one pass over the units' texts) unless a load or a delete
-        gave them; what ``unique_texts`` compares."""
+        once for this snapshot (one pass over the units' texts, with each unit's normalised
+        text's hash, held for an insert's :func:`~longctx.mixpr.text_ids.spliced_ids`) unless
+        a load or a change gave them; what ``unique_texts`` compares."""
         ids = self._text_ids
         if ids is None:
             with self.lock:
                 if self._text_ids is None:
-                    self._text_ids = unit_text_ids(
-                        self.texts, self.unit_source, self.starts, self.ends
-                    )
+                    made = unit_text_ids(self.texts, self.unit_source, self.starts, self.ends)
+                    self._text_hashes = made[1]
+                    self._text_ids = made[0]
                 ids = self._text_ids
         return ids
 

@@ -7,8 +7,15 @@ book). A unit's id is the first unit with its text: ``ids[i] <= i``, ``ids[ids[i
 ids[i]``, and ``ids[i] == ids[j]`` exactly when units ``i`` and ``j`` have the same text. The
 ids are made once per index state (:meth:`~longctx.mixpr.state._State.text_ids`: one pass over
 the units' texts when first asked, or a load's saved array, or a delete's, renumbered without
-reading a text: :func:`kept_ids`), never per query: a query reads the ids of the units it
-reaches (issue: budget queries read thousands of unit texts, 12-17 ms at 1M words).
+reading a text: :func:`kept_ids`, or an insert's or update's, from the old state's ids and the
+new units' texts: :func:`spliced_ids`), never per query: a query reads the ids of the units it
+reaches (budget queries read thousands of unit texts before, 12-17 ms at 1M words).
+
+Beside the ids a state that made them holds each unit's normalised text's ``hash()``
+(``(n_units,) int64``, this process's string hash: never saved), so that an insert finds the
+old units that may share a new unit's text by one vectorised comparison and reads only those
+(the first unit of each candidate group, compared as text: a hash collision costs a read, never
+a wrong id).
 
 Saved by a format-3 save as ``text_ids.npy`` (``(n_units,)`` int32 where it fits, else int64;
 optional: an index saved without it makes its ids at the first query that asks), checked on
@@ -25,7 +32,14 @@ import numpy as np
 from longctx.persist import PersistError
 from longctx.persist.npy import release
 
-__all__ = ["check_text_ids", "ids_dtype", "kept_ids", "normalized", "unit_text_ids"]
+__all__ = [
+    "check_text_ids",
+    "ids_dtype",
+    "kept_ids",
+    "normalized",
+    "spliced_ids",
+    "unit_text_ids",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +58,11 @@ def ids_dtype(n: int):
     return np.int32 if n <= np.iinfo(np.int32).max else np.int64
 
 
-def unit_text_ids(texts, source, starts, ends) -> np.ndarray:
-    """``(n_units,)`` int32 (int64 past ``2**31 - 1`` units), read-only: each unit's text id
-    (the first unit whose :func:`normalized` text is its own).
+def unit_text_ids(texts, source, starts, ends) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, hashes)``: ``ids`` ``(n_units,)`` int32 (int64 past ``2**31 - 1`` units), each
+    unit's text id (the first unit whose :func:`normalized` text is its own); ``hashes``
+    ``(n_units,)`` int64, each unit's normalised text's ``hash()`` (for :func:`spliced_ids`).
+    Both read-only.
 
     Parameters
     ----------
@@ -64,20 +80,65 @@ def unit_text_ids(texts, source, starts, ends) -> np.ndarray:
     """
     t0 = time.perf_counter()
     first: dict[str, int] = {}
-    out = []
+    out, hashes = [], []
     doc, text = -1, ""
     src, a, b = (np.asarray(x).tolist() for x in (source, starts, ends))
     for i, (d, x, y) in enumerate(zip(src, a, b)):
         if d != doc:
             doc, text = d, texts[d]
-        out.append(first.setdefault(" ".join(text[x:y].split()), i))
+        t = " ".join(text[x:y].split())
+        out.append(first.setdefault(t, i))
+        hashes.append(hash(t))  # the dict's lookup computed it: cached on the string
     ids = np.asarray(out, dtype=ids_dtype(len(out)))
     ids.setflags(write=False)
     logger.debug(
         "text ids of %d units (%d distinct texts) made in %.3f s",
         len(ids), len(first), time.perf_counter() - t0,
     )  # fmt: skip
-    return ids
+    return ids, _frozen_hashes(hashes)
+
+
+def _frozen_hashes(hashes) -> np.ndarray:
+    out = np.asarray(hashes, dtype=np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def spliced_ids(st, lo: int, hi: int, unit_texts) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, hashes)`` of the state that replaces units ``lo .. hi`` of ``st`` (a
+    :class:`~longctx.mixpr.state._State` holding its ids and hashes) by units of texts
+    ``unit_texts``: an insert's or an update's, as :func:`unit_text_ids` of the new state
+    would make them.
+
+    Reads the new units' texts, the old units whose hash one of them has (one vectorised
+    comparison over the old hashes) and, per candidate group, its first unit's text; renumbers
+    in ``O(n log n)`` without a text read. Each old group keeps its identity (its old first
+    unit, even when an update removed it); a new unit joins the old group of its text, else the
+    first new unit of its text.
+    """
+    old_ids, old_hashes = st._text_ids, st._text_hashes
+    norm = [normalized(t) for t in unit_texts]
+    new_hashes = _frozen_hashes([hash(t) for t in norm])
+    groups: dict = {}  # hash -> {old group: its text (read when first compared)}
+    for i in np.flatnonzero(np.isin(old_hashes, new_hashes)).tolist():
+        groups.setdefault(int(old_hashes[i]), {}).setdefault(int(old_ids[i]), None)
+    n_old, labels, fresh = len(old_ids), [], {}
+    for j, (t, h) in enumerate(zip(norm, new_hashes.tolist())):
+        label = None
+        same = groups.get(h, {})
+        for g in same:
+            if same[g] is None:
+                same[g] = normalized(st.unit_text(g))
+            if same[g] == t:
+                label = g
+                break
+        labels.append(fresh.setdefault(t, n_old + j) if label is None else label)
+    labels = np.concatenate([old_ids[:lo], np.asarray(labels, np.int64), old_ids[hi:]])
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    ids = first[inverse].astype(ids_dtype(len(labels)), copy=False)
+    ids.setflags(write=False)
+    hashes = _frozen_hashes(np.concatenate([old_hashes[:lo], new_hashes, old_hashes[hi:]]))
+    return ids, hashes
 
 
 def kept_ids(ids: np.ndarray, keep: np.ndarray) -> np.ndarray:
