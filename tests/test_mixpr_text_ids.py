@@ -19,9 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import longctx.mixpr.index as mixpr_index
+import longctx.mixpr.hits as hits
 from longctx.mixpr import MixPRIndex
-from longctx.mixpr.hits import text_slice, values_at
 from longctx.mixpr.text_ids import check_text_ids, kept_ids, unit_text_ids
 from longctx.persist import PersistError
 from longctx.selection import (
@@ -115,34 +114,19 @@ def _old_unit_text_key(st_, allowed):
     def key(j):
         i = int(j if allowed is None else allowed[j])
         d, a, b = int(st_.unit_source[i]), int(st_.starts[i]), int(st_.ends[i])
-        return " ".join(text_slice(st_.texts, d, a, b).split())
+        return " ".join(hits.text_slice(st_.texts, d, a, b).split())
 
     return key
 
 
-def _old_select_units(st_, scores, allowed, *, k, token_budget, counts, unique_texts):
-    sparse = isinstance(scores, SparseScores)
-    sub = scores
-    if allowed is not None:
-        sub = scores.restrict(allowed) if sparse else scores[allowed]
-    pick = select_top
-    if unique_texts:
-        pick = partial(_old_select_distinct, key=_old_unit_text_key(st_, allowed))
-    if token_budget is not None:
-        sel = pick(
-            sub,
-            token_budget=token_budget,
-            token_counts=counts if allowed is None else counts[allowed],
-        )
-    else:
-        sel = pick(sub, k=k)
-    idx = sel if allowed is None else allowed[sel]
-    return idx, values_at(scores, idx)
-
-
 @contextmanager
 def _old_selection():
-    with mock.patch.object(mixpr_index, "select_units", _old_select_units):
+    """``MixPRIndex.search`` with the selection before the ids (``select_units`` itself is
+    unchanged but for the key it passes)."""
+    with (
+        mock.patch.object(hits, "unit_text_key", _old_unit_text_key),
+        mock.patch.object(hits, "select_distinct", _old_select_distinct),
+    ):
         yield
 
 
@@ -419,11 +403,15 @@ CORPUS = [
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from longctx.corpus import CorpusIndex, build_indexes, load_corpus
+    """A one-index MixPR corpus built by ``build_indexes`` (its save writes the ids) and
+    opened as the frameworks' corpus retrievers open it."""
+    from longctx.corpus import CorpusIndex, build_indexes
 
-    out = tmp_path_factory.mktemp("corpus") / "c"
-    assert not build_indexes(CORPUS, "mixpr", out, use_ray=False, progress=False).failed
-    return CorpusIndex(load_corpus(out))
+    built = build_indexes(
+        CORPUS, "mixpr", tmp_path_factory.mktemp("corpus") / "c", use_ray=False, progress=False
+    )
+    assert not built.failed
+    return CorpusIndex.from_corpus(built.out)
 
 
 @settings(max_examples=25, deadline=None)
