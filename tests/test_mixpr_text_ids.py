@@ -322,6 +322,9 @@ def test_unit_text_ids_group_by_normalised_text():
     assert ids.tolist() == [0, 1, 0, 3] and ids.dtype == np.int32
     assert hashes.tolist() == [hash("a b c"), hash("d"), hash("a b c"), hash("x")]
     assert not ids.flags.writeable and not hashes.flags.writeable
+    with mock.patch("longctx.mixpr.text_ids.hash", lambda t: 0, create=True):  # all collide
+        again, _ = unit_text_ids(texts, [0, 0, 1, 2, 2], [0, 7, 0, 0, 0], [6, 8, 5, 1, 1])
+    assert again.tolist() == [0, 1, 0, 3, 3]
 
 
 @pytest.mark.parametrize("mmap", [True, False], ids=["mapped", "read"])

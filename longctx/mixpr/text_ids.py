@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import logging
 import time
+from array import array
 
 import numpy as np
 
+from longctx.mixpr.hits import text_slice
 from longctx.persist import PersistError
 from longctx.persist.npy import release
 
@@ -45,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 #: Units checked at a time by :func:`check_text_ids` (a bounded temporary).
 CHECK_BLOCK = 1 << 20
+#: Units whose offsets :func:`unit_text_ids` reads as lists at a time (0.3 MB of them).
+READ_BLOCK = 1 << 13
 
 
 def normalized(text: str) -> str:
@@ -68,38 +72,51 @@ def unit_text_ids(texts, source, starts, ends) -> tuple[np.ndarray, np.ndarray]:
     ----------
     texts : sequence of str
         The documents (a format-3 index's :class:`~longctx.mixpr.persist_texts.MappedTexts`:
-        each document is decoded once).
+        each document is decoded once, and a repeated text's first unit around it).
     source, starts, ends : (n_units,) int arrays
         Each unit's document and its characters ``[start, end)`` in it; units in document
         order.
 
     Notes
     -----
-    One pass over the units: ``O(total characters)`` time, and a dict of the distinct
-    normalised texts while it runs (about the size of the texts; freed at return).
+    One pass over the units, ``O(total characters)``: each unit's text normalised and hashed,
+    looked up by its hash (a dict of ints, not of the texts: 8 MB at the peak at 1M words,
+    51,262 units, against 22 MB keyed by the texts); a unit whose hash an earlier unit has is
+    compared with that unit's text, read again (a repeated text costs two reads, a hash
+    collision a dict of the colliding texts).
     """
     t0 = time.perf_counter()
-    first: dict[str, int] = {}
-    out, hashes = [], []
+    by_hash: dict[int, int] = {}  # hash -> the first unit of the first text with it
+    collided: dict[str, int] = {}  # texts whose hash an earlier, other text holds
+    out, hashes = array("q"), array("q")
     doc, text = -1, ""
-    src, a, b = (np.asarray(x).tolist() for x in (source, starts, ends))
-    for i, (d, x, y) in enumerate(zip(src, a, b)):
-        if d != doc:
-            doc, text = d, texts[d]
-        t = " ".join(text[x:y].split())
-        out.append(first.setdefault(t, i))
-        hashes.append(hash(t))  # the dict's lookup computed it: cached on the string
-    ids = np.asarray(out, dtype=ids_dtype(len(out)))
+    for lo in range(0, len(starts), READ_BLOCK):  # the units' offsets as lists, by blocks
+        part = (np.asarray(x[lo : lo + READ_BLOCK]).tolist() for x in (source, starts, ends))
+        for i, (d, x, y) in enumerate(zip(*part), lo):
+            if d != doc:
+                doc, text = d, texts[d]
+            t = " ".join(text[x:y].split())
+            h = hash(t)
+            j = by_hash.setdefault(h, i)
+            if j != i and normalized(_unit_text(texts, source, starts, ends, j)) != t:
+                j = collided.setdefault(t, i)
+            out.append(j)
+            hashes.append(h)
+    ids = np.frombuffer(out, dtype=np.int64).astype(ids_dtype(len(out)))
     ids.setflags(write=False)
     logger.debug(
-        "text ids of %d units (%d distinct texts) made in %.3f s",
-        len(ids), len(first), time.perf_counter() - t0,
+        "text ids of %d units (%d distinct hashes) made in %.3f s",
+        len(ids), len(by_hash), time.perf_counter() - t0,
     )  # fmt: skip
     return ids, _frozen_hashes(hashes)
 
 
+def _unit_text(texts, source, starts, ends, i: int) -> str:
+    return text_slice(texts, int(source[i]), int(starts[i]), int(ends[i]))
+
+
 def _frozen_hashes(hashes) -> np.ndarray:
-    out = np.asarray(hashes, dtype=np.int64)
+    out = np.array(hashes, dtype=np.int64)  # a copy (of an array("q") too: no shared buffer)
     out.setflags(write=False)
     return out
 
