@@ -161,7 +161,8 @@ def spliced_ids(st, lo: int, hi: int, unit_texts) -> tuple[np.ndarray, np.ndarra
 def kept_ids(ids: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """The text ids of the units ``keep`` (``(n_units,)`` bool) keeps, renumbered among them
     (a delete's): units that shared an id share one again, now the first kept unit of the
-    group. ``(m,)`` of ``ids``' dtype, read-only; no text read, ``O(m log m)``."""
+    group. ``(m,)`` int32 (int64 past ``2**31 - 1`` units), read-only; no text read,
+    ``O(m log m)``."""
     old = np.asarray(ids)[keep]
     _, first, inverse = np.unique(old, return_index=True, return_inverse=True)
     out = first[inverse].astype(ids_dtype(len(old)), copy=False)
