@@ -489,7 +489,7 @@ def select_distinct(
     The result equals :func:`select_top` over the units left once every unit that repeats the
     key of a better-scoring (or, on a tie, earlier) one is removed. With ``k``, the top ``m``
     units (``m = k``, doubled while fewer than ``k`` distinct keys are among them) are read:
-    ``O(n)`` per round, ``key`` called on at most ``m`` units; with ``token_budget`` one greedy
+    ``O(n)`` per round, ``key`` read for at most ``m`` units; with ``token_budget`` one greedy
     pass in score order, as :func:`select_top` (read a block at a time, not sorted whole), that
     ends once the shortest unit cannot fit; ``key`` is read for a unit passed over (too long
     for what is left) only when a later unit is about to be taken.
@@ -497,8 +497,10 @@ def select_distinct(
     Parameters
     ----------
     scores : (n,) array of float, or SparseScores
-    key : callable int -> hashable
-        The identity of unit ``i`` (e.g. its text).
+    key : callable int -> hashable, or (n,) int array
+        The identity of unit ``i``: ``key(i)`` (e.g. its text), or ``key[i]`` (ids made once,
+        e.g. :meth:`MixPRIndex <longctx.mixpr.index.MixPRIndex>`'s text ids: a query then
+        reads one integer per unit it reaches, not a text).
     k, token_budget, token_counts :
         As :func:`select_top` (exactly one of ``k`` and ``token_budget``).
 
@@ -509,10 +511,11 @@ def select_distinct(
     Raises
     ------
     ValueError
-        As :func:`select_top`.
+        As :func:`select_top`; ``key`` an array of another length than the scores.
     """
     if (k is None) == (token_budget is None):
         raise ValueError("give exactly one of k and token_budget")
+    key = _key_reader(key, scores.n if isinstance(scores, SparseScores) else len(scores))
     if isinstance(scores, SparseScores) and k is None:
         if scores.in_order():  # the order a block at a time
             token_budget, token_counts = _check_budget((scores.n,), token_budget, token_counts)
@@ -529,8 +532,7 @@ def select_distinct(
             vals = scores.at(cand) if isinstance(scores, SparseScores) else scores[cand]
             order = cand[np.argsort(-vals, kind="stable")]  # best first, ties earliest
             seen, kept = set(), []
-            for i in order.tolist():
-                kk = key(i)
+            for i, kk in zip(order.tolist(), key.many(order)):
                 if kk not in seen:
                     seen.add(kk)
                     kept.append(i)
@@ -546,7 +548,31 @@ def select_distinct(
     return _distinct_budget(blocks, key, token_budget, token_counts)
 
 
-def _distinct_budget(blocks, key, token_budget: int, token_counts: np.ndarray):
+class _KeyReader:
+    """``select_distinct``'s ``key`` read one unit at a time (``one(i)``) or for an index
+    array (``many(idx)``, an iterable): a callable called per unit (lazily: a loop that stops
+    early calls it no further), or an ``(n,)`` int array read by one gather (its values as
+    Python ints)."""
+
+    __slots__ = ("many", "one")
+
+    def __init__(self, one, many):
+        self.one, self.many = one, many
+
+
+def _key_reader(key, n: int) -> _KeyReader:
+    if callable(key):
+        return _KeyReader(key, lambda idx: (key(i) for i in np.asarray(idx).tolist()))
+    ids = np.asarray(key)
+    if ids.shape != (n,) or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(
+            f"key must be a callable or an ({n},) int array (one id per unit), got "
+            f"{ids.dtype} {ids.shape}"
+        )
+    return _KeyReader(lambda i: int(ids[i]), lambda idx: ids[idx].tolist())
+
+
+def _distinct_budget(blocks, key: _KeyReader, token_budget: int, token_counts: np.ndarray):
     """:func:`select_distinct` by budget: the units in score order (``blocks``, index arrays
     best first: :func:`_dense_blocks` or :func:`_sparse_blocks`, read as far as needed), a unit
     taken when it fits and no better unit has its key; the selection ends once the shortest
@@ -566,7 +592,7 @@ def _distinct_budget(blocks, key, token_budget: int, token_counts: np.ndarray):
 
     def read_passed():
         for part in passed:
-            seen.update(key(i) for i in part.tolist())
+            seen.update(key.many(part))
         passed.clear()
 
     for block in blocks:
@@ -580,7 +606,7 @@ def _distinct_budget(blocks, key, token_budget: int, token_counts: np.ndarray):
             if used + c > token_budget:
                 continue  # passed over: its key waits
             i = int(block[p])
-            kk = key(i)
+            kk = key.one(i)
             done[p] = True
             if kk in seen:
                 continue

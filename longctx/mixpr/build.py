@@ -11,6 +11,7 @@ from longctx._rss import give_back_free_memory
 from longctx.mixpr.config import MixPRConfig
 from longctx.mixpr.persist import _check_unit_vectors
 from longctx.mixpr.state import _chunk, _LazyTexts, _State
+from longctx.mixpr.text_ids import kept_ids, spliced_ids
 from longctx.mixpr.tfidf import TermTable, TfidfSettings
 from longctx.tokens import count_units
 
@@ -80,6 +81,9 @@ def spliced(
 
         heads = _unit_heads(texts, src - at, starts, ends, ids, metadatas)
         phrases = st.phrases.splice(lo, hi, unit_texts, heads=heads)
+    text_ids = hashes = None  # made from the old ones and the new units' texts, if made
+    if st._text_ids is not None and st._text_hashes is not None:
+        text_ids, hashes = spliced_ids(st, lo, hi, unit_texts)
     positions = None
     if n_old == 0 and at == len(st.doc_ids):  # an append: the old ids keep their places
         positions = dict(st.positions)
@@ -97,6 +101,8 @@ def spliced(
         token_counts=counts,
         phrases=phrases,
         positions=positions,
+        text_ids=text_ids,
+        text_hashes=hashes,
     )
 
 
@@ -115,6 +121,10 @@ def without(st: _State, ids) -> _State:
     phrases = None
     if st.phrases is not None:
         phrases = st.phrases.without(np.flatnonzero(~keep))
+    text_ids, hashes = st._text_ids, st._text_hashes  # made: renumbered, no text read
+    if text_ids is not None:
+        text_ids = kept_ids(text_ids, keep)
+        hashes = None if hashes is None else hashes[keep]
     return _State(
         config=st.config,
         doc_ids=tuple(d for j, d in enumerate(st.doc_ids) if keep_docs[j]),
@@ -127,6 +137,8 @@ def without(st: _State, ids) -> _State:
         unit_vectors=vectors,
         token_counts=counts,
         phrases=phrases,
+        text_ids=text_ids,
+        text_hashes=hashes,
     )
 
 

@@ -1,6 +1,7 @@
 """The last stage of :meth:`longctx.mixpr.MixPRIndex.search`: from the units' scores to the
 hits. :func:`select_units` picks the units (``k`` or a token budget, among the units a filter
-keeps, one slot per distinct text with ``unique_texts``), :func:`unit_hit` makes a unit a
+keeps, one slot per distinct text with ``unique_texts``: the state's text ids compared,
+:mod:`longctx.mixpr.text_ids`), :func:`unit_hit` makes a unit a
 :class:`~longctx.types.Passage`, and :func:`document_hits` ranks the documents by their best
 unit instead (``whole_documents=True``).
 
@@ -77,16 +78,13 @@ def unit_hits(st, idx, vals) -> tuple[Passage, ...]:
     )
 
 
-def unit_text_key(st, allowed):
-    """``j -> text`` of the ``j``-th unit of the selection (of ``allowed`` when given), its
-    whitespace runs made one space: the identity :func:`select_distinct` compares."""
-
-    def key(j: int) -> str:
-        i = int(j if allowed is None else allowed[j])
-        d, a, b = int(st.unit_source[i]), int(st.starts[i]), int(st.ends[i])
-        return " ".join(text_slice(st.texts, d, a, b).split())
-
-    return key
+def unit_text_key(st, allowed) -> np.ndarray:
+    """``(m,)`` int: the text id (:meth:`~longctx.mixpr.state._State.text_ids`, made once per
+    state) of each unit of the selection (of ``allowed`` when given, ``m = len(allowed)``,
+    else every unit): the identity :func:`select_distinct` compares, units of the same
+    normalised text (whitespace runs made one space) sharing one."""
+    ids = st.text_ids()
+    return ids if allowed is None else ids[allowed]
 
 
 def select_units(st, scores, allowed, *, k, token_budget, counts, unique_texts: bool):
@@ -103,7 +101,8 @@ def select_units(st, scores, allowed, *, k, token_budget, counts, unique_texts: 
     counts : (n_units,) int64 or None
         The units' token counts (needed with ``token_budget``).
     unique_texts : bool
-        One slot per distinct text (:func:`~longctx.selection.select_distinct`).
+        One slot per distinct text (:func:`~longctx.selection.select_distinct` over the
+        state's text ids: :func:`unit_text_key`).
 
     Returns
     -------

@@ -624,8 +624,9 @@ class MixPRIndex(RetrievalIndex):
         unique_texts : bool, default False
             Units whose texts are the same (up to whitespace: a title page, a heading repeated)
             take one slot: the best-scoring of them stands for all and the next distinct unit
-            takes the freed slot (:func:`longctx.selection.select_distinct`). The frameworks'
-            retrievers turn it on.
+            takes the freed slot (:func:`longctx.selection.select_distinct` over the units'
+            text ids, made once per index state: :mod:`longctx.mixpr.text_ids`). The
+            frameworks' retrievers turn it on.
         seeds : sequence of :class:`~longctx.mixpr.seeds.Seed`, optional
             Another retriever's hits for this query (``Seed(doc_id, start, end, score)``: an
             app's vector retriever, with the vectors it already holds): they seed the walk's

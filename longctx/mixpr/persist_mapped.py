@@ -26,6 +26,9 @@ Layout (``DIR/``, beside ``manifest.json``, ``config.json`` and ``documents.json
     colsum.npy (n_units,) float64      graph="factored": the graph's column sums
     S_indptr.npy, S_indices.npy, S_data.npy    graph="threshold": the thresholded graph, CSR
     unit_vectors.npy (n_units, dim) float32    hybrid indexes
+    text_ids.npy (n_units,) *          each unit's text id, the first unit of its normalised
+                        text (what ``unique_texts`` compares; optional, saved since the text
+                        ids: :mod:`longctx.mixpr.text_ids`)
 
 What a load checks, before any search (each array scanned in blocks, its pages then given
 back, so a mapped index holds in memory what its queries read):
@@ -40,7 +43,9 @@ back, so a mapped index holds in memory what its queries read):
   column sums finite and ``>= 0``, ``df`` in ``[0, n_units]``, ``cf`` finite and ``>= 0``;
 - ``E`` by rows against ``E`` by columns, and the column sums against ``E``
   (:func:`_check_rows_and_colsum`: a product of each with a vector drawn at each open);
-- the unit vectors finite with unit (or zero) rows.
+- the unit vectors finite with unit (or zero) rows;
+- the text ids, when saved: one per unit, each the first unit of its group
+  (:func:`~longctx.mixpr.text_ids.check_text_ids`).
 
 Checked when first read instead (a :class:`~longctx.persist.PersistError` then): each text's
 UTF-8 and its length (when the text is decoded: a filter on it, an insert, a whole-document
@@ -88,6 +93,7 @@ from longctx.mixpr.persist_texts import (
     text_checkpoints,
 )
 from longctx.mixpr.state import table_weights
+from longctx.mixpr.text_ids import check_text_ids
 from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.unit_filter import document_starts
 from longctx.persist import PersistError, write_dir
@@ -167,6 +173,7 @@ def save_mapped(index, path) -> None:
         npy["colsum"] = np.asarray(graph.colsum, dtype=np.float64)
     if st.unit_vectors is not None:
         npy["unit_vectors"] = st.unit_vectors
+    npy["text_ids"] = st.text_ids()  # made once here (if not yet): a load reads them
     write_dir(
         path, kind="mixpr", version=FORMAT_VERSION, json_files=json_files, npy=npy,
         extra={"text_step": TEXT_STEP},
@@ -251,6 +258,7 @@ MEMBERS = {
     "cf": (_F64, 1),
     "colsum": (_F64, 1),
     "unit_vectors": ((np.float32,), 2),
+    "text_ids": (_INDEX_DTYPES, 1),
     **{
         f"{m}_{part}": ((_F64, 1) if part == "data" else (_INDEX_DTYPES, 1))
         for m in ("E", "E_rows", "counts", "S")
@@ -520,12 +528,16 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
         _check_mapped_vectors(vectors, ident, n, repr(str(d / "unit_vectors.npy")))
     if not mmap:
         counts.get()  # every check at load
+    text_ids = None
+    if m.has("text_ids"):  # saved since the text ids (older folders: made when first asked)
+        text_ids = m.get("text_ids")
+        check_text_ids(text_ids, n, repr(str(d / "text_ids.npy")))
     loaded = {"router": router, "encoder": encoder, "counter": counter, "ident": ident}
     return index_of(
         cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
         unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
         graph=graph, unit_vectors=vectors, token_counts=tcounts, e_rows=E_rows, chunk=chunk,
-        term_sums=term_sums, doc_starts=first,
+        term_sums=term_sums, doc_starts=first, text_ids=text_ids,
     )  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from longctx.mixpr.push import strict_limits
 from longctx.mixpr.router import plan_walk
 from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock
 from longctx.mixpr.scoring import term_weights as _term_weights
+from longctx.mixpr.text_ids import unit_text_ids
 from longctx.mixpr.tfidf import TermTable, text_lengths
 from longctx.mixpr.unit_filter import document_starts
 from longctx.persist.npy import mapped_base
@@ -101,6 +102,8 @@ class _State:
         e_rows=None,
         term_sums=None,
         doc_starts=None,
+        text_ids=None,
+        text_hashes=None,
     ):
         self.config = config
         self.doc_ids = doc_ids
@@ -140,6 +143,8 @@ class _State:
         self.phrases = phrases  # the unit x phrase graph of the multi-hop walk
         self._ranker = None
         self._is_head = None
+        # a load's (checked), a change's (from the old state's); else made when asked
+        self._text_ids, self._text_hashes = text_ids, text_hashes
 
     @property
     def n_units(self) -> int:
@@ -251,6 +256,22 @@ class _State:
         scorer = self.scorer()
         if self.config.solver == "push":
             strict_limits(scorer)
+
+    def text_ids(self) -> np.ndarray:
+        """``(n_units,)`` int32 (int64 past ``2**31 - 1`` units), read-only: each unit's text
+        id (:mod:`longctx.mixpr.text_ids`: units of the same normalised text share one), made
+        once for this snapshot (one pass over the units' texts, with each unit's normalised
+        text's hash, held for an insert's :func:`~longctx.mixpr.text_ids.spliced_ids`) unless
+        a load or a change gave them; what ``unique_texts`` compares."""
+        ids = self._text_ids
+        if ids is None:
+            with self.lock:
+                if self._text_ids is None:
+                    made = unit_text_ids(self.texts, self.unit_source, self.starts, self.ends)
+                    self._text_hashes = made[1]
+                    self._text_ids = made[0]
+                ids = self._text_ids
+        return ids
 
     def text_lengths(self) -> np.ndarray:
         """``(n_docs,) int64``: each document's length in characters (a mapped index knows
