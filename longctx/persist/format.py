@@ -224,6 +224,60 @@ def json_values_problem(raw: bytes | str, limit: int | None = None) -> str | Non
     )
 
 
+def loadable_json(
+    name: str,
+    obj: Any,
+    *,
+    limit: int | None = None,
+    indent: int | None = None,
+    after: str = "nothing was replaced",
+) -> bytes:
+    """The UTF-8 JSON bytes of ``obj``, to be written as ``name``, refused when a load would
+    refuse them (so a save never writes what its load cannot read, issue 44).
+
+    Parameters
+    ----------
+    name : str
+        What the error names (the file).
+    obj : JSON-serialisable
+        The value.
+    limit : int, optional
+        Largest file the load reads, bytes (default :data:`MAX_JSON_BYTES`).
+    indent : int, optional
+        ``json.dumps``'s indent, as the file is written.
+    after : str
+        The end of the message: what the failed save left alone.
+
+    Returns
+    -------
+    bytes
+        ``json.dumps(obj, ensure_ascii=False, allow_nan=False, indent=indent)`` as UTF-8.
+
+    Raises
+    ------
+    ValueError
+        ``obj`` nests deeper than :data:`MAX_JSON_DEPTH`, holds ``NaN`` / ``Infinity``, its
+        bytes are over ``limit`` or hold more values than :data:`MAX_JSON_VALUES`
+        (:func:`json_values_problem`); the message names ``name``.
+    """
+    try:
+        _check_depth(obj, name, MAX_JSON_DEPTH)
+    except PersistError as exc:
+        raise ValueError(f"cannot save: {exc}, which a load refuses; {after}") from None
+    raw = json.dumps(obj, ensure_ascii=False, allow_nan=False, indent=indent).encode("utf-8")
+    limit = MAX_JSON_BYTES if limit is None else limit
+    env = " (LONGCTX_MAX_JSON_BYTES)" if limit == MAX_JSON_BYTES else ""
+    if len(raw) > limit:
+        raise ValueError(
+            f"cannot save {name!r}: {len(raw):,} bytes, over the limit of {limit:,} that a load "
+            f"accepts{env}; {after}"
+        )
+    too_many = json_values_problem(raw)
+    if too_many:
+        raise ValueError(f"cannot save {name!r}: it {too_many}, which a load refuses; {after}")
+    return raw
+
+
 def _parse_json_bytes(raw: bytes, p: Path, max_depth: int | None) -> Any:
     """``json.loads`` of the bytes of file ``p`` (strict, depth-bounded): :func:`parse_json`
     naming the file."""
