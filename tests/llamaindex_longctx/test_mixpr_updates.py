@@ -151,7 +151,7 @@ def test_delete_ref_doc_takes_llamaindex_positional_arguments():
         r.delete_ref_doc("whale", "yes")
 
 
-def test_delete_from_docstore_through_a_followed_index_is_refused():
+def test_delete_from_docstore_through_a_followed_index_is_refused(tmp_path):
     """A retriever following a ``VectorStoreIndex`` does not own its docstore: deleting from it
     left the index's struct and vector store holding the nodes, and the app's own retriever
     then raised ``KeyError: 'Node ID ... not found in fetched nodes'``. Refused now, naming the
@@ -174,6 +174,10 @@ def test_delete_from_docstore_through_a_followed_index_is_refused():
     r.delete_ref_doc("pride")  # the retriever only: allowed, the index keeps it
     assert len(index.as_retriever(similarity_top_k=9).retrieve("x")) == 2
     assert "pride" not in {n.node.ref_doc_id for n in r.retrieve("Mr. Darcy and Elizabeth")}
+    r.persist(tmp_path / "r")  # reloaded following the index: refused the same way
+    again = MixPRRetriever.from_persist_dir(tmp_path / "r", index=index)
+    with pytest.raises(ValueError, match="delete_from_docstore=True"):
+        again.delete_ref_doc("whale", True)
 
 
 def test_delete_from_docstore_after_a_retriever_only_delete():
