@@ -107,7 +107,10 @@ class GarlicSearcher:
 
     Holds the graph, the causal LM, its tokenizer and the sentence encoder; :meth:`search` answers
     one question and returns a :class:`~longctx.types.SearchResult` (nothing about a query is kept
-    on the searcher; a lock serializes the model's use).
+    on the searcher; a lock serializes the model's use). The settings' defaults are
+    :data:`longctx.garlic.options.SEARCH_DEFAULTS` and their caps
+    :data:`longctx.garlic.options.SEARCH_SETTINGS_MAX`, shared with LlamaIndex's ``GarlicIndex``
+    and LangChain's ``GarlicRetriever``; :meth:`search` checks its overrides the same way.
 
     Parameters
     ----------
@@ -135,10 +138,6 @@ class GarlicSearcher:
         Layers whose attention gives ``a_i`` (the paper averages over all layers).
     device : str, optional
         Where to put a default-loaded model.
-
-    The defaults are :data:`longctx.garlic.options.SEARCH_DEFAULTS` and the caps
-    :data:`longctx.garlic.options.SEARCH_SETTINGS_MAX`, shared with LlamaIndex's ``GarlicIndex``
-    and LangChain's ``GarlicRetriever``; :meth:`search` checks its overrides the same way.
 
     Raises
     ------
