@@ -63,6 +63,7 @@ from pydantic import ConfigDict
 
 from llamaindex_longctx._nodes import hit_to_node, with_unique_ids
 from longctx.explain import check_explain
+from longctx.garlic.options import SEARCH_DEFAULTS, SEARCH_SETTINGS_MAX, check_search_settings
 from longctx.index import source_keys
 from longctx.types import (
     META_EXPLANATION,
@@ -87,6 +88,10 @@ GARLIC_STRUCT_TYPE = (
 GARLIC_STRUCT_TYPE_V0 = "longctx_garlic"
 #: Version of the struct's ``search_settings`` object (a store persisted before it has none).
 SEARCH_SETTINGS_VERSION = 1
+#: The search settings' defaults and caps, once this module's names (session 20): aliases of the
+#: core's :data:`longctx.garlic.options.SEARCH_DEFAULTS` and
+#: :data:`~longctx.garlic.options.SEARCH_SETTINGS_MAX` (the same objects).
+SETTINGS_MAX = SEARCH_SETTINGS_MAX
 
 
 class _SavedOrDefault:
@@ -226,7 +231,6 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         **kwargs: Any,
     ) -> None:
         from llamaindex_longctx._embed import app_encoder
-        from longctx.garlic.options import SEARCH_DEFAULTS, check_search_settings
 
         given = {"alpha": alpha, "stop_patience": stop_patience,
                  "max_context_tokens": max_context_tokens, "max_new_tokens": max_new_tokens}  # fmt: skip
@@ -271,7 +275,6 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             Naming the index store entry and the field: not an object, another format version,
             an unknown setting or a value out of range.
         """
-        from longctx.garlic.options import SEARCH_DEFAULTS, check_search_settings
         from longctx.persist import PersistError
 
         raw = struct.search_settings

@@ -160,6 +160,7 @@ class MixPRRetriever(BaseRetriever):
         keep_firsts: bool = False,
         explain: bool = False,
         _index: MixPRIndex | None = None,
+        _follows_index: bool = False,
     ) -> None:
         self._nodes = list(nodes)
         for i, node in enumerate(self._nodes):
@@ -191,6 +192,7 @@ class MixPRRetriever(BaseRetriever):
         self.keep_firsts = keep_firsts
         self._embed_model = embed_model
         self._docstore = docstore
+        self._follows_index = bool(_follows_index) and docstore is not None  # not its docstore
         self._seen: dict[str, str | None] = {}  # docstore node id -> hash, when following one
         self._pending_warned = False  # the search warned of nodes waiting for refresh()
         # the SOURCE relationships' hashes of the nodes, kept while a node is unchanged
@@ -269,6 +271,7 @@ class MixPRRetriever(BaseRetriever):
             nodes=nodes_from_defaults(index, nodes, docstore),
             similarity_top_k=similarity_top_k,
             docstore=store if nodes is None else None,
+            _follows_index=index is not None,
             **kwargs,
         )
 
@@ -345,47 +348,67 @@ class MixPRRetriever(BaseRetriever):
     ) -> None:
         """Remove every node of document ``ref_doc_id`` (nodes whose ``ref_doc_id`` or own id it
         is), as LlamaIndex's ``BaseIndex.delete_ref_doc(ref_doc_id, delete_from_docstore=False)``
-        (its signature: the second positional argument is ``delete_from_docstore``): a document
-        the retriever does not hold is logged (a ``logging`` warning, LlamaIndex's own words) and
-        nothing is deleted.
+        (its signature: the second positional argument is ``delete_from_docstore``; before
+        longctx 0.2 it was ``raise_error``): a document found neither in the retriever nor (with
+        ``delete_from_docstore=True``) in its docstore is logged (a ``logging`` warning,
+        LlamaIndex's own words) and nothing is deleted.
 
         Parameters
         ----------
         ref_doc_id : str
             The document.
         delete_from_docstore : bool, default False
-            Also delete the document and its nodes from the docstore the retriever follows
-            (:meth:`from_defaults` with ``index=`` / ``docstore=``); without one the retriever's
-            nodes are its only store and this changes nothing.
+            Also delete the document and its nodes from the docstore the retriever was given
+            (:meth:`from_defaults` with ``docstore=``), as LlamaIndex does: the document is
+            looked up in the docstore, so one deleted from the retriever alone before goes from
+            the docstore now. Refused for a retriever following an index
+            (``from_defaults(index=...)``): that docstore is the index's, whose vector store
+            and struct would keep the nodes; delete through the index
+            (``index.delete_ref_doc(ref_doc_id, delete_from_docstore=True)``) and the retriever
+            follows it on its next query. Without a docstore the retriever's nodes are its
+            only store and this changes nothing.
         raise_error : bool, default False
-            Keyword only: raise ``KeyError`` for a document the retriever does not hold (the
-            default before longctx 0.2, when it was the second positional argument).
+            Keyword only: raise ``KeyError`` for a document not found (the default before
+            longctx 0.2, when it was the second positional argument).
 
         Raises
         ------
         KeyError
-            ``raise_error=True`` and no node belongs to ``ref_doc_id``.
+            ``raise_error=True`` and the document is not found.
         TypeError
             ``delete_from_docstore`` or ``raise_error`` is not a bool.
+        ValueError
+            ``delete_from_docstore=True`` on a retriever following an index.
         """
         for name, flag in (("delete_from_docstore", delete_from_docstore),
                            ("raise_error", raise_error)):  # fmt: skip
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
+        if delete_from_docstore and self._follows_index:
+            raise ValueError(
+                "delete_from_docstore=True: this retriever follows an index "
+                "(from_defaults(index=...)), whose docstore it does not own; delete through "
+                f"the index: index.delete_ref_doc({ref_doc_id!r}, delete_from_docstore=True) "
+                "(the retriever follows it on its next query)"
+            )
+        store = self._docstore if delete_from_docstore else None
         with self._lock:
             gone = self._doc_positions(ref_doc_id)
-            if not gone:
+            ids = [self._nodes[j].node_id for j in gone]
+            info = store.get_ref_doc_info(ref_doc_id) if store is not None else None
+            if store is not None and store.document_exists(ref_doc_id):
+                ids.append(ref_doc_id)  # the document stored as a node (no ref_doc_info)
+            ids += list(info.node_ids) if info is not None else []
+            if not ids:
                 if raise_error:
                     raise KeyError(f"no node of document {ref_doc_id!r} in the retriever")
                 logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
                 return
-            ids = [self._nodes[j].node_id for j in gone]
             self._remove(gone)
-            store = self._docstore
-            if delete_from_docstore and store is not None:
-                store.delete_ref_doc(ref_doc_id, raise_error=False)
-                for node_id in ids:  # nodes without that ref_doc_id (the document itself)
+            if store is not None:
+                for node_id in dict.fromkeys(ids):
                     store.delete_document(node_id, raise_error=False)
+                store.delete_ref_doc(ref_doc_id, raise_error=False)
                 drop = set(ids)
                 self._seen = {i: h for i, h in self._seen.items() if i not in drop}
 
@@ -746,6 +769,7 @@ class MixPRRetriever(BaseRetriever):
         follow = index.docstore if index is not None else docstore
         if follow is not None:
             kwargs["docstore"] = follow
+            kwargs["_follows_index"] = index is not None
         try:
             return cls(nodes=nodes, **{**settings, **kwargs}, _index=mixpr_index)
         except (TypeError, ValueError) as exc:

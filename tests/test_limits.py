@@ -422,25 +422,67 @@ def _values(obj) -> int:
     return 1
 
 
+#: text holding the characters the values bound counts or must skip (``,[{"\\`` and escapes)
+_marky_text = st.text(
+    alphabet=st.sampled_from(list(',[{}]:"\\ a\n\u00e9\U0001f600')) | st.characters(),
+    max_size=8,
+)
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda kids: (
-        st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=4), kids, max_size=4)
-    ),
+    st.none() | st.booleans() | st.integers() | _marky_text,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_marky_text, kids, max_size=4),
     max_leaves=20,
 )
+
+
+def _hex_strings(obj):
+    """``obj`` with every string (keys too) as the hex of its UTF-8: one-to-one, no marks."""
+    if isinstance(obj, str):
+        return obj.encode("utf-8", "surrogatepass").hex()
+    if isinstance(obj, dict):
+        return {_hex_strings(k): _hex_strings(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_hex_strings(v) for v in obj]
+    return obj
 
 
 @settings(max_examples=300, deadline=None)
 @given(_json)
 def test_the_counted_values_bound_every_parsed_value(obj):
+    """The bound is an upper bound of the values, with strings holding ``,[{"\\`` too, and the
+    marks inside strings never count (the recount when the plain count is over)."""
     from longctx.persist.format import json_values_problem
 
     n = _values(obj)
-    for raw in (json.dumps(obj), json.dumps(obj, ensure_ascii=False).encode()):
+    outside = sum(json.dumps(_hex_strings(obj)).count(m) for m in ",[{") + 1
+    for raw in (
+        json.dumps(obj),
+        json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass"),
+    ):
         assert len(raw) >= n  # so the free path under the limit in bytes skips no real excess
         if n >= 2:  # a file of n values is refused at any limit under n
             assert json_values_problem(raw, limit=n - 1) is not None
+        assert json_values_problem(raw, limit=outside) is None  # the strings' marks not counted
+
+
+def test_a_text_full_of_commas_is_not_counted_as_values(tmp_path, monkeypatch):
+    """Marks inside strings counted: a file of CSV-like text (LangChain ``documents.json``,
+    ``texts.json``) was refused from ~334 MiB and a JSONL line of "0,1,2,..." at any size over
+    the limit; ``[{},{},...]`` is still refused."""
+    from longctx.corpus.documents import read_documents
+    from longctx.persist import format as fmt
+
+    monkeypatch.setattr(fmt, "MAX_JSON_VALUES", 1_000)
+    csv = "\n".join(",".join(str(i) for i in range(j, j + 20)) for j in range(200))
+    assert csv.count(",") > 3_000
+    raw = json.dumps({"texts": [csv, '[{"a": 1}, {"b": "\\"}]', csv]}).encode()
+    assert parse_json(raw, "texts.json")["texts"][0] == csv
+    assert parse_json(raw.decode(), "texts.json")["texts"][2] == csv  # str input too
+    (tmp_path / "d.jsonl").write_text(json.dumps({"id": "a", "text": csv}) + "\n", "utf-8")
+    assert [text for _, text in read_documents(tmp_path / "d.jsonl")] == [csv]
+    with pytest.raises(PersistError, match=r"'f.json' holds up to 1,001 JSON values"):
+        parse_json(("[" + ",".join(["{}"] * 500) + "]").encode(), "f.json")
+    with pytest.raises(PersistError, match="holds up to"):  # texts and 999 values outside them
+        parse_json(json.dumps([csv] + list(range(999))), "g.json")
 
 
 def test_a_json_file_of_too_many_values_is_refused_before_parsing(tmp_path, monkeypatch):

@@ -310,3 +310,25 @@ def test_open_below_opens_a_regular_file_never_through_a_link(tmp_path):
         open_below(root, ("a", "nope", "f.json"))
     with pytest.raises(NotADirectoryError):
         open_below(root, ("a", "b", "f.json", "x"))
+
+
+@pytest.mark.parametrize("dir_fd", [True, False], ids=["dir_fd", "by_path"])
+def test_open_below_refuses_a_part_that_is_not_a_plain_name(tmp_path, monkeypatch, dir_fd):
+    """The docstring promised ``EINVAL`` for a part that is not a plain name: a folder part got
+    ``NotADirectoryError`` where the platform has ``dir_fd``, and without it a ``..`` folder part
+    was walked (out of the root)."""
+    import errno as errno_mod
+
+    from longctx.persist import fs
+
+    monkeypatch.setattr(fs, "HAVE_DIR_FD", dir_fd and fs.HAVE_DIR_FD)
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    (tmp_path / "f.json").write_text("outside", "utf-8")
+    (root / "a" / "f.json").write_text("{}", "utf-8")
+    for parts in [("..", "f.json"), ("a/..", "a", "f.json"), ("a", "../f.json"), ("", "f.json")]:
+        with pytest.raises(OSError) as info:
+            fs.open_below(root, parts)
+        assert info.value.errno == errno_mod.EINVAL, parts
+        assert "not a plain name" in str(info.value)
+    os.close(fs.open_below(root, ("a", "f.json")))

@@ -15,7 +15,6 @@ only the index folder being replaced (inside the corpus) is removed.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import stat
@@ -24,6 +23,7 @@ import uuid
 from pathlib import Path
 
 from longctx.persist.corpus_manifest import MAX_MANIFEST_BYTES  # the largest JSON read back
+from longctx.persist.format import loadable_json
 from longctx.persist.marks import is_url, write_json_atomic
 from longctx.persist.reader import MAX_NPZ_BYTES
 
@@ -206,13 +206,23 @@ class Storage:
             raise PersistError(f"{where!r} is larger than {limit} bytes")
         return parse_json(data, where)
 
-    def write_json(self, rel: str, obj) -> None:
+    def write_json(self, rel: str, obj, limit: int = MAX_MANIFEST_BYTES) -> None:
         """Write ``obj`` at ``rel`` as a whole: local roots write a temporary sibling and
-        ``os.replace`` it; object stores replace the object in one put."""
+        ``os.replace`` it; object stores replace the object in one put.
+
+        Raises
+        ------
+        ValueError
+            What :meth:`read_json` would refuse (over ``limit`` bytes, its default's, nested
+            deeper than :data:`longctx.persist.MAX_JSON_DEPTH`, more values than
+            :data:`longctx.persist.MAX_JSON_VALUES`; :func:`longctx.persist.format.loadable_json`),
+            named; nothing is written then.
+        """
         if self.local is not None:
-            write_json_atomic(self.local / rel, obj)
+            write_json_atomic(self.local / rel, obj, limit=limit)
         else:
-            data = json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8")
+            data = loadable_json(self.location(rel), obj, limit=limit, indent=1,
+                                 after="nothing was written")  # fmt: skip
             path = self._remote(rel)
             self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
             self.fs.pipe_file(path, data)

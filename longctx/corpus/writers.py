@@ -70,7 +70,7 @@ def writing(storage, what: str):
     """Mark ``storage``'s root as being written (``what``: "a rebuild", "a save") for the
     duration of the block; the mark says ``"done"`` when the block ends without an error. The
     block is given the mark (``{"token", "what", "pid", ...}``; :func:`longctx.persist.marks.marked`)."""
-    return marked(lambda mark: storage.write_json(WRITER_FILE, mark), what)
+    return marked(lambda mark: storage.write_json(WRITER_FILE, mark, MAX_MARK_BYTES), what)
 
 
 @contextmanager
@@ -131,7 +131,7 @@ def saving_into_corpus(
         read it, or it was not loaded from it; nothing is written), and what ``check()`` raises.
     """
     root = None if storage.local is None else Path(os.path.realpath(storage.local))
-    write = lambda mark: storage.write_json(WRITER_FILE, mark)  # noqa: E731
+    write = lambda mark: storage.write_json(WRITER_FILE, mark, MAX_MARK_BYTES)  # noqa: E731
     return _saving_into(
         root, read_from, what, write, str(name or storage.local), logger, check=check, stamp=stamp,
         hold=hold, in_corpus=in_corpus,

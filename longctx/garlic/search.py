@@ -107,7 +107,10 @@ class GarlicSearcher:
 
     Holds the graph, the causal LM, its tokenizer and the sentence encoder; :meth:`search` answers
     one question and returns a :class:`~longctx.types.SearchResult` (nothing about a query is kept
-    on the searcher; a lock serializes the model's use).
+    on the searcher; a lock serializes the model's use). The settings' defaults are
+    :data:`longctx.garlic.options.SEARCH_DEFAULTS` and their caps
+    :data:`longctx.garlic.options.SEARCH_SETTINGS_MAX`, shared with LlamaIndex's ``GarlicIndex``
+    and LangChain's ``GarlicRetriever``; :meth:`search` checks its overrides the same way.
 
     Parameters
     ----------
@@ -122,18 +125,29 @@ class GarlicSearcher:
         Embeds the question for the similarity term; anything :func:`longctx.embeddings.get_encoder`
         takes. Must be the encoder that produced ``graph.embeddings``. Default all-MiniLM-L6-v2.
     alpha : float, default 0.5
-        Weight of the embedding similarity (``1 - alpha`` for the attention score ``z``).
+        Weight of the embedding similarity (``1 - alpha`` for the attention score ``z``), in
+        ``[0, 1]``.
     stop_patience : int, default 1
-        Number of "Yes" decisions before the search stops (sec. 4.3, ``p``).
+        Number of "Yes" decisions before the search stops (sec. 4.3, ``p``), 1 to 1,000,000.
     max_context_tokens : int, optional
-        Largest first-turn prompt, in model tokens (default: the model window minus
-        ``max_new_tokens`` minus the second-turn tokens).
+        Largest first-turn prompt, in model tokens, 1 to 2**31 - 1 (default: the model window
+        minus ``max_new_tokens`` minus the second-turn tokens).
     max_new_tokens : int, default 64
-        Answer length cap (tokens).
+        Answer length cap (tokens), 1 to 2**20.
     layers : {"all", "last"} or ints, default "all"
         Layers whose attention gives ``a_i`` (the paper averages over all layers).
     device : str, optional
         Where to put a default-loaded model.
+
+    Raises
+    ------
+    TypeError
+        ``model`` without ``tokenizer`` or the reverse; a setting of the wrong type (``True``,
+        ``"3"``), named; ``graph`` that is not a graph; ``layers`` of another type.
+    ValueError
+        A setting out of its range (``"stop_patience must be <= 1000000, got ..."``, NaN
+        ``alpha``), named; a graph without a top level; a bad ``layers``. Raised before any
+        model is loaded.
     """
 
     method = "garlic"

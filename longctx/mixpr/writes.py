@@ -147,7 +147,9 @@ def save(index, path, mappable: bool) -> None:
         write(index, path)
         return
     logger.debug("%s is in the corpus at %s: saved under its build lock", path, root.parent)
-    mark = lambda m: marks.write_json_atomic(root / marks.WRITER_FILE, m)  # noqa: E731
+    mark = lambda m: marks.write_json_atomic(  # noqa: E731
+        root / marks.WRITER_FILE, m, limit=marks.MAX_MARK_BYTES
+    )
     folder = real.name
     stamp = lambda: marks.file_stamp(Path(path) / MANIFEST)  # noqa: E731
 

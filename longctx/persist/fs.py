@@ -179,9 +179,13 @@ def open_below(root: str | os.PathLike, parts) -> int:
     OSError
         ``errno.ELOOP`` for a link; ``FileNotFoundError`` when a component is missing;
         ``NotADirectoryError`` when one on the way is not a folder; ``errno.EINVAL`` when the
-        file is not a regular file (a folder, a FIFO, a device) or a part not a plain name.
+        file is not a regular file (a folder, a FIFO, a device) or any part (a folder's too) is
+        not a plain name, checked before anything is opened.
     """
     *folders, name = parts
+    for part in parts:  # every part, before anything is opened (both paths below alike)
+        if member_name_problem(part):
+            raise OSError(errno.EINVAL, f"not a plain name: {str(part)[:80]!r}")
     path = Path(root)
     if not HAVE_DIR_FD:
         for part in folders:

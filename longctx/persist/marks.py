@@ -17,7 +17,6 @@ pieces both need are here and in :mod:`longctx.persist.corpus_manifest`, on floo
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -29,7 +28,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 
-from longctx.persist.format import PersistError, parse_json
+from longctx.persist.format import PersistError, loadable_json, parse_json
 from longctx.persist.reader import read_json
 
 logger = logging.getLogger(__name__)
@@ -83,9 +82,10 @@ MAX_MARK_BYTES = 4096
 
 
 def writer_record(what: str) -> dict:
-    """Who writes: ``{"what", "pid", "host", "started"}``."""
+    """Who writes: ``{"what", "pid", "host", "started"}`` (``what`` cut to 100 characters, as
+    :func:`parse_mark` reads it: a mark stays under :data:`MAX_MARK_BYTES`)."""
     return {
-        "what": what,
+        "what": what[:100],
         "pid": os.getpid(),
         "host": socket.gethostname()[:100],
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -118,10 +118,19 @@ def mark_key(mark: dict | None) -> tuple:
     return (None, None) if mark is None else (mark["token"], mark["state"])
 
 
-def write_json_atomic(path: str | os.PathLike, obj) -> None:
+def write_json_atomic(path: str | os.PathLike, obj, *, limit: int | None = None) -> None:
     """Write ``obj`` as JSON (UTF-8, indent 1) at the local ``path`` as a whole: a temporary
-    sibling, then ``os.replace`` (a reader sees the old file or the new one)."""
-    _write_bytes_atomic(Path(path), json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"))
+    sibling, then ``os.replace`` (a reader sees the old file or the new one).
+
+    Raises
+    ------
+    ValueError
+        What a load would refuse (:func:`longctx.persist.format.loadable_json`: over ``limit``
+        bytes, default :data:`~longctx.persist.format.MAX_JSON_BYTES`, too deep, too many
+        values); nothing is written then.
+    """
+    data = loadable_json(str(path), obj, limit=limit, indent=1, after="nothing was written")
+    _write_bytes_atomic(Path(path), data)
 
 
 def _write_bytes_atomic(p: Path, data: bytes) -> None:

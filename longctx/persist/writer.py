@@ -26,11 +26,9 @@ from longctx.persist.format import (
     MANIFEST,
     MAX_ARRAY_BYTES,
     MAX_JSON_BYTES,
-    MAX_JSON_DEPTH,
     PersistError,
-    _check_depth,
     _dir,
-    json_values_problem,
+    loadable_json,
 )
 from longctx.persist.npy import write_npy
 from longctx.persist.reader import MAX_MANIFEST_BYTES, MAX_NPZ_BYTES
@@ -322,31 +320,6 @@ def _plain(names: Iterable[str], what: str) -> None:
             raise ValueError(f"{what}: {why}")
 
 
-def _loadable_json(name: str, obj: Any) -> bytes:
-    """The UTF-8 bytes of ``name`` (a JSON member), refused when a load would refuse them:
-    nested deeper than :data:`~longctx.persist.format.MAX_JSON_DEPTH` or larger than
-    :data:`~longctx.persist.format.MAX_JSON_BYTES` (``ValueError``, raised before the index is
-    replaced), so a save never writes what its load cannot read (issue 44)."""
-    try:
-        _check_depth(obj, name, MAX_JSON_DEPTH)
-    except PersistError as exc:
-        raise ValueError(
-            f"cannot save: {exc}, which a load refuses; nothing was replaced"
-        ) from None
-    raw = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    if len(raw) > MAX_JSON_BYTES:
-        raise ValueError(
-            f"cannot save {name!r}: {len(raw):,} bytes, over the limit of {MAX_JSON_BYTES:,} that "
-            "a load accepts (LONGCTX_MAX_JSON_BYTES); nothing was replaced"
-        )
-    too_many = json_values_problem(raw)
-    if too_many:
-        raise ValueError(
-            f"cannot save {name!r}: it {too_many}, which a load refuses; nothing was replaced"
-        )
-    return raw
-
-
 def _check_loadable_size(name: str, size: int, limit: int, what: str) -> None:
     """A member's bytes within the limit its load reads (``ValueError`` otherwise)."""
     if size > limit:
@@ -435,7 +408,7 @@ def write_dir(
     try:
         files, dirs, digests = [], [], {}
         for name, obj in json_files.items():
-            raw = _loadable_json(f"{name}.json", obj)
+            raw = loadable_json(f"{name}.json", obj, limit=MAX_JSON_BYTES)
             (tmp / f"{name}.json").write_bytes(raw)
             files.append(f"{name}.json")
             digests[f"{name}.json"] = {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}

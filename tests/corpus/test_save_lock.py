@@ -176,10 +176,10 @@ def test_a_save_that_failed_half_way_can_be_retried(tmp_path, monkeypatch):
     _, out, _ = _corpus(tmp_path)
     real = Storage.write_json
 
-    def full(self, rel, obj):
+    def full(self, rel, obj, *args, **kwargs):
         if rel == "shards.json":
             raise OSError(28, "No space left on device (injected)")
-        return real(self, rel, obj)
+        return real(self, rel, obj, *args, **kwargs)
 
     with ShardedMixPRIndex.load(out / "indexes", use_ray=False) as index:
         monkeypatch.setattr(Storage, "write_json", full)

@@ -60,3 +60,24 @@ def test_the_bounds_themselves_are_taken_by_both():
     assert (r.stop_patience, r.alpha, r.max_context_tokens) == tuple(top.values())
     with pytest.raises(TypeError, match="unknown GARLIC search settings"):
         check_search_settings({"temperature": 1.0})
+
+
+def test_the_defaults_are_one_table():
+    """``SEARCH_DEFAULTS`` is the default of ``GarlicSearcher``'s arguments and of LangChain's
+    ``GarlicRetriever``'s fields (the two spelled them out, apart from the table); the
+    LlamaIndex module's former names are aliases of the core's (removed in session 20)."""
+    import inspect
+
+    from langchain_longctx import GarlicRetriever
+    from llamaindex_longctx import garlic_index
+    from longctx.garlic.options import SEARCH_DEFAULTS
+    from longctx.garlic.search import GarlicSearcher
+
+    params = inspect.signature(GarlicSearcher).parameters
+    assert {k: params[k].default for k in SEARCH_DEFAULTS} == SEARCH_DEFAULTS
+    fields = GarlicRetriever.model_fields
+    shared = [k for k in SEARCH_DEFAULTS if k in fields]
+    assert shared == ["alpha", "stop_patience", "max_context_tokens"]  # no answer: no max_new
+    assert {k: fields[k].default for k in shared} == {k: SEARCH_DEFAULTS[k] for k in shared}
+    assert garlic_index.SEARCH_DEFAULTS is SEARCH_DEFAULTS
+    assert garlic_index.SETTINGS_MAX is SEARCH_SETTINGS_MAX

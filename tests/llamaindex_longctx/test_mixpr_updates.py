@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.types import (
     FilterCondition,
     FilterOperator,
@@ -130,20 +131,77 @@ def test_delete_ref_doc_takes_llamaindex_positional_arguments():
     ours = list(inspect.signature(MixPRRetriever.delete_ref_doc).parameters)
     theirs = list(inspect.signature(BaseIndex.delete_ref_doc).parameters)
     assert ours[:3] == theirs[:3] == ["self", "ref_doc_id", "delete_from_docstore"]
-    index = VectorStoreIndex.from_documents(
-        book_docs([0, 1, 2]), embed_model=MockEmbedding(embed_dim=8)
-    )
-    r = MixPRRetriever.from_defaults(index=index, similarity_top_k=2)
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    store = SimpleDocumentStore()
+    store.add_documents(book_docs([0, 1, 2]))
+    r = MixPRRetriever.from_defaults(docstore=store, similarity_top_k=2)
     r.delete_ref_doc("nobody", True)  # as LlamaIndex: logged, nothing deleted, no raise
     r.delete_ref_doc("hound", True)  # positional delete_from_docstore
     assert "hound" not in {n.ref_doc_id for n in r.nodes}
-    assert index.docstore.get_ref_doc_info("hound") is None  # gone from the docstore too
+    assert not store.document_exists("hound")  # gone from the docstore too
     assert all(n.node.ref_doc_id != "hound" for n in r.retrieve("What did Sir Henry lose?"))
     r.delete_ref_doc("pride", False)  # the retriever only: the docstore keeps it
-    assert index.docstore.get_ref_doc_info("pride") is not None
+    assert store.document_exists("pride")
     assert "pride" not in {n.ref_doc_id for n in r.nodes}
     r.delete_ref_doc("whale", False, raise_error=True)  # held: deleted, no raise
     with pytest.raises(KeyError, match="whale"):
         r.delete_ref_doc("whale", raise_error=True)  # the keyword still taken
     with pytest.raises(TypeError, match="delete_from_docstore must be True or False"):
         r.delete_ref_doc("whale", "yes")
+
+
+def test_delete_from_docstore_through_a_followed_index_is_refused(tmp_path):
+    """A retriever following a ``VectorStoreIndex`` does not own its docstore: deleting from it
+    left the index's struct and vector store holding the nodes, and the app's own retriever
+    then raised ``KeyError: 'Node ID ... not found in fetched nodes'``. Refused now, naming the
+    argument and the index's own delete; that delete is followed on the next query."""
+    index = VectorStoreIndex.from_documents(
+        book_docs([0, 1, 2]), embed_model=MockEmbedding(embed_dim=8)
+    )
+    r = MixPRRetriever.from_defaults(index=index, similarity_top_k=2)
+    for args in (("hound", True), ("nobody", True)):
+        with pytest.raises(ValueError, match=r"delete_from_docstore=True.*index\.delete_ref_doc"):
+            r.delete_ref_doc(*args)
+    assert index.docstore.get_ref_doc_info("hound") is not None  # nothing deleted
+    assert len(index.as_retriever(similarity_top_k=9).retrieve("Sir Henry")) == 3
+    index.delete_ref_doc("hound", delete_from_docstore=True)  # the app's way
+    assert {n.node.ref_doc_id for n in index.as_retriever(similarity_top_k=9).retrieve("x")} == {
+        "pride",
+        "whale",
+    }
+    assert all(n.node.ref_doc_id != "hound" for n in r.retrieve("What did Sir Henry lose?"))
+    r.delete_ref_doc("pride")  # the retriever only: allowed, the index keeps it
+    assert len(index.as_retriever(similarity_top_k=9).retrieve("x")) == 2
+    assert "pride" not in {n.node.ref_doc_id for n in r.retrieve("Mr. Darcy and Elizabeth")}
+    r.persist(tmp_path / "r")  # reloaded following the index: refused the same way
+    again = MixPRRetriever.from_persist_dir(tmp_path / "r", index=index)
+    with pytest.raises(ValueError, match="delete_from_docstore=True"):
+        again.delete_ref_doc("whale", True)
+
+
+def test_delete_from_docstore_after_a_retriever_only_delete():
+    """LlamaIndex looks the document up in the docstore: deleted from the retriever first
+    (``False``), then with ``True``, it goes from the docstore (it returned "not found")."""
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    nodes = [
+        TextNode(text=f"Part {j} of the hound story.", id_=f"h{j}", metadata={"j": j})
+        for j in range(2)
+    ]
+    for n in nodes:
+        n.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id="hound")
+    store = SimpleDocumentStore()
+    store.add_documents([*nodes, *book_docs([1])], store_text=True)
+    store.set_document_hash("hound", "h")  # the document's ref_doc_info holds h0, h1
+    r = MixPRRetriever.from_defaults(docstore=store, similarity_top_k=2)
+    r.delete_ref_doc("hound")
+    assert store.get_ref_doc_info("hound") is not None  # the retriever only
+    assert "hound" not in {n.node.ref_doc_id for n in r.retrieve("the hound story")}
+    r.delete_ref_doc("hound", True, raise_error=True)  # found in the docstore: no raise
+    assert store.get_ref_doc_info("hound") is None
+    assert not store.document_exists("h0") and not store.document_exists("h1")
+    assert store.document_exists("pride")
+    with pytest.raises(KeyError, match="hound"):
+        r.delete_ref_doc("hound", True, raise_error=True)  # now gone everywhere
+    assert [n.node_id for n in r.nodes] == ["pride"]
