@@ -164,7 +164,7 @@ def main(argv=None) -> dict:
     for preset in args.presets.split(","):
         idx = index_for(preset, args.words, args.data, args.cache)
         n_units = len(idx.token_counts)
-        saved = idx._state._text_ids is not None
+        saved = idx._state._ids is not None
         out[f"{preset} text ids"] = cell = {"saved": saved, **ids_cost(idx, 3)}
         print(preset, "text ids", cell, flush=True)
         if args.adapter_budget and preset == "default":

@@ -25,6 +25,7 @@ def mixpr_index():
 
     index = MixPRIndex.from_texts(TEXTS, max_words=8)
     assert len(index.token_counts)  # counted, so the saved index holds them
+    index._state.text_ids()  # made, so that a format-3 save holds text_ids.npy (never made there)
     return index
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager, nullcontext
 from functools import partial
+from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -23,6 +24,7 @@ import longctx.mixpr.hits as hits
 from longctx.mixpr import MixPRIndex
 from longctx.mixpr.text_ids import check_text_ids, kept_ids, unit_text_ids
 from longctx.persist import PersistError
+from longctx.persist.npy import mapped_base
 from longctx.selection import (
     BudgetTooSmallError,
     SparseScores,
@@ -137,6 +139,11 @@ def _reference_ids(st_) -> list[int]:
     return [first.setdefault(" ".join(st_.unit_text(i).split()), i) for i in range(st_.n_units)]
 
 
+def _reference_hashes(st_) -> list[int]:
+    """Each unit's normalised text's ``hash()``."""
+    return [hash(" ".join(st_.unit_text(i).split())) for i in range(st_.n_units)]
+
+
 def _outcome(search, **kw):
     """The hits of ``search(**kw)`` as comparable tuples, or the error it raised."""
     try:
@@ -248,7 +255,7 @@ def test_insert_update_delete_keep_the_ids_right():
     # insert from the old ones, the new units' texts and the candidates' first units
     index.insert(["TREASURE\tISLAND\n\nA parrot cried pieces of eight."], ids=["dup"])
     st_ = index._state
-    assert st_._text_ids is not None and st_._text_hashes is not None
+    assert st_._ids is not None and st_._ids[1] is not None
     ids = st_.text_ids()
     dup = int(np.flatnonzero(st_.unit_source == 2)[0])
     assert ids[dup] == 0 and st_.unit_text(dup) == "TREASURE\tISLAND"
@@ -258,12 +265,12 @@ def test_insert_update_delete_keep_the_ids_right():
     assert sum(" ".join(h.text.split()) == "TREASURE ISLAND" for h in one.hits) == 1
     index.update(["Jim Hawkins found the map.\n\nTREASURE ISLAND"], ids=["jim"])
     _all_same(index)
-    assert index._state._text_ids is not None
+    assert index._state._ids is not None
     # deletes renumber the ids made (no text read), the first kept unit of each text
     index.delete(["book"])
     st_ = index._state
-    assert st_._text_ids is not None and st_._text_ids.tolist() == _reference_ids(st_)
-    assert st_._text_hashes is not None
+    assert st_._ids is not None and st_._ids[0].tolist() == _reference_ids(st_)
+    assert st_._ids[1] is not None
     _all_same(index)
     index.delete(["dup", "jim"])
     assert index._state.text_ids().tolist() == []
@@ -273,7 +280,7 @@ def test_insert_update_delete_keep_the_ids_right():
     index.insert(["TREASURE ISLAND"], ids=["dup"])
     index.search("TREASURE ISLAND", k=2, unique_texts=True)
     index.delete(["dup"])
-    assert index._state._text_ids.tolist() == before
+    assert index._state._ids[0].tolist() == before
     _all_same(index)
 
 
@@ -284,10 +291,12 @@ def test_changes_keep_the_ids_those_of_a_fresh_pass(docs, more, data):
     state's equal one pass over the new state's texts, with hash collisions forced too."""
     index = MixPRIndex.from_texts(docs)
     index._state.text_ids()
-    if data.draw(st.booleans(), "collide"):  # every text one hash: candidates by text alone
+    collide = data.draw(st.booleans(), "collide")
+    if collide:  # every text one hash: candidates by text alone
         st0 = index._state
-        st0._text_hashes = np.zeros_like(st0._text_hashes)
-        st0._text_hashes.setflags(write=False)
+        zeros = np.zeros_like(st0._ids[1])
+        zeros.setflags(write=False)
+        st0._ids = (st0._ids[0], zeros, None)
         hashes = mock.patch("longctx.mixpr.text_ids.hash", lambda t: 0, create=True)
     else:
         hashes = nullcontext()
@@ -304,9 +313,67 @@ def test_changes_keep_the_ids_those_of_a_fresh_pass(docs, more, data):
             else:
                 index.insert([text], ids=[f"new{j}"])
             st_ = index._state
-            assert st_._text_ids is not None  # made by the change, not by a pass
-            assert st_._text_ids.tolist() == _reference_ids(st_)
+            assert st_._ids is not None  # made by the change, not by a pass
+            assert st_._ids[0].tolist() == _reference_ids(st_)
+            hashes = [0] * st_.n_units if collide else _reference_hashes(st_)
+            assert st_._ids[1].tolist() == hashes
     _same_as_text_based(partial(index.search, "ship storm"), token_budget=20)
+
+
+def test_queries_during_changes_keep_the_ids_those_of_a_fresh_pass():
+    """Threads asking ``unique_texts`` queries while another inserts, updates and deletes:
+    every query answers, and the ids of the last state equal a fresh pass (ids and hashes are
+    read together: a change never pairs one state's ids with another's hashes)."""
+    import threading
+
+    index = MixPRIndex.from_texts([BOOK, "Jim Hawkins found the map."], ids=["book", "jim"])
+    stop, errors = threading.Event(), []
+
+    def ask():
+        try:
+            while not stop.is_set():
+                for q in QUERIES:
+                    index.search(q, token_budget=12, unique_texts=True)
+                    index.search(q, k=2, unique_texts=True)
+        except Exception as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=ask) for _ in range(2)]
+    for t in readers:
+        t.start()
+    try:
+        for j in range(12):
+            index.insert([f"TREASURE ISLAND\n\nChapter {j % 3} begins."], ids=[f"n{j}"])
+            if j % 3 == 1:
+                index.update([f"Treasure  Island\n\nChapter {j % 3} begins."], ids=[f"n{j}"])
+            if j % 4 == 3:
+                index.delete([f"n{j - 1}"])
+    finally:
+        stop.set()
+        for t in readers:
+            t.join(timeout=60)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in readers)
+    st_ = index._state
+    assert st_.text_ids().tolist() == _reference_ids(st_)
+    assert st_._ids[1].tolist() == _reference_hashes(st_)
+    _all_same(index)
+
+
+def test_the_ids_are_made_under_a_lock_of_their_own():
+    """Making the ids never waits for the lock of the graph, scorer and ranker (held here by
+    this thread: a pass under it would never end)."""
+    import threading
+
+    st_ = MixPRIndex.from_texts([BOOK], ids=["book"])._state
+    got = []
+    with st_.lock:
+        t = threading.Thread(target=lambda: got.append(st_.text_ids().tolist()))
+        t.start()
+        t.join(timeout=30)
+        alive = t.is_alive()
+    t.join()
+    assert not alive and got == [_reference_ids(st_)]
 
 
 def test_kept_ids_renumber_to_the_first_kept_unit():
@@ -327,43 +394,104 @@ def test_unit_text_ids_group_by_normalised_text():
     assert again.tolist() == [0, 1, 0, 3, 3]
 
 
+def _saved(tmp_path, *, made: bool):
+    """BOOK and its title saved (format 3), with the text ids made first when ``made``."""
+    index = MixPRIndex.from_texts([BOOK, "TREASURE ISLAND"], ids=["book", "title"])
+    if made:
+        index._state.text_ids()
+    d = tmp_path / "ix"
+    index.save(d)
+    return index, d
+
+
+def _files(d) -> list[str]:
+    return json.loads((d / "manifest.json").read_text())["files"]
+
+
 @pytest.mark.parametrize("mmap", [True, False], ids=["mapped", "read"])
 def test_saved_ids_are_loaded_and_equal(tmp_path, mmap):
-    index = MixPRIndex.from_texts([BOOK, "TREASURE ISLAND"], ids=["book", "title"])
-    index.save(tmp_path / "ix")
-    assert "text_ids.npy" in json.loads((tmp_path / "ix" / "manifest.json").read_text())["files"]
-    back = MixPRIndex.load(tmp_path / "ix", mmap=mmap)
-    assert back._state._text_ids is not None  # read, not made
-    assert back._state._text_ids.tolist() == index._state.text_ids().tolist()
+    index, d = _saved(tmp_path, made=True)
+    assert "text_ids.npy" in _files(d)
+    back = MixPRIndex.load(d, mmap=mmap)
+    held = back._state._ids
+    assert held is not None and held[1] is None  # read, not made (hashes are never saved)
+    assert (mapped_base(held[0]) is not None) == mmap  # a mapped load maps them
+    assert (held[2] is not None) == mmap  # checked against the texts at the first use
+    assert held[0].tolist() == index._state.text_ids().tolist()
     for q in QUERIES:
         assert _outcome(back.search, query=q, k=3, unique_texts=True) == _outcome(
             index.search, query=q, k=3, unique_texts=True
         )
+    assert back._state._ids[2] is None  # checked once
     _all_same(back)
+
+
+def test_a_save_never_makes_the_ids(tmp_path, monkeypatch):
+    """A state without ids saves none and never makes them (the pass is a query's, when one
+    asks); a state holding them saves them."""
+    import longctx.mixpr.state as state_mod
+
+    def refuse(*a, **kw):
+        raise AssertionError("the save made the text ids")
+
+    with monkeypatch.context() as m:
+        m.setattr(state_mod, "unit_text_ids", refuse)
+        index, d = _saved(tmp_path, made=False)
+        assert index._state._ids is None
+    assert "text_ids.npy" not in _files(d) and not (d / "text_ids.npy").exists()
+    assert MixPRIndex.load(d)._state._ids is None
+    index._state.text_ids()
+    index.save(d)
+    assert "text_ids.npy" in _files(d)
+    assert np.load(d / "text_ids.npy").tolist() == index._state.text_ids().tolist()
 
 
 @pytest.mark.parametrize("mmap", [True, False], ids=["mapped", "read"])
 def test_a_folder_saved_without_the_ids_loads_and_answers_the_same(tmp_path, mmap):
-    index = MixPRIndex.from_texts([BOOK, "TREASURE ISLAND"], ids=["book", "title"])
-    d = tmp_path / "ix"
-    index.save(d)
-    (d / "text_ids.npy").unlink()  # as saved before the ids
-    m = json.loads((d / "manifest.json").read_text())
-    m["files"].remove("text_ids.npy")
-    m["digests"].pop("text_ids.npy")
-    (d / "manifest.json").write_text(json.dumps(m, indent=1))
+    index, d = _saved(tmp_path, made=False)  # as saved before the ids, or never asked for
+    assert "text_ids.npy" not in _files(d)
     back = MixPRIndex.load(d, mmap=mmap)
-    assert back._state._text_ids is None
+    assert back._state._ids is None
     for q in QUERIES:
         assert _outcome(back.search, query=q, token_budget=20, unique_texts=True) == _outcome(
             index.search, query=q, token_budget=20, unique_texts=True
         )
-    assert back._state._text_ids.tolist() == index._state.text_ids().tolist()
+    assert back._state._ids[0].tolist() == index._state.text_ids().tolist()
     # format 2 holds no ids: made when first asked
     index.save(tmp_path / "f2", mappable=False)
     old = MixPRIndex.load(tmp_path / "f2")
-    assert old._state._text_ids is None
+    assert old._state._ids is None
     _all_same(old)
+
+
+@pytest.mark.parametrize("mmap", [True, False], ids=["mapped", "read"])
+def test_changes_after_a_load_keep_the_ids_those_of_a_fresh_pass(tmp_path, mmap):
+    """A load holds the saved ids without their hashes: a delete renumbers them, an insert or
+    update drops them and the next ``unique_texts`` query makes them (with their hashes, so
+    the changes after it splice them)."""
+    _, d = _saved(tmp_path, made=True)
+    back = MixPRIndex.load(d, mmap=mmap)
+    back.delete(["title"])
+    st_ = back._state
+    assert st_._ids is not None and st_._ids[0].tolist() == _reference_ids(st_)
+    back.insert(["TREASURE\nISLAND\n\nA parrot."], ids=["dup"])
+    assert back._state._ids is None  # dropped: no hashes to find the old units by
+    _all_same(back)  # made here, hashes too
+    back.update(
+        ["Jim found the map.\n\nThe old sea dog came to the Admiral Benbow inn."], ids=["dup"]
+    )
+    st_ = back._state
+    assert st_._ids is not None and st_._ids[1] is not None  # spliced
+    assert st_._ids[0].tolist() == _reference_ids(st_)
+    assert st_._ids[1].tolist() == _reference_hashes(st_)
+    back.delete(["book"])
+    st_ = back._state
+    assert st_._ids[0].tolist() == _reference_ids(st_)
+    _all_same(back)
+    back2 = MixPRIndex.load(d, mmap=mmap)
+    back2.update(["TREASURE ISLAND"], ids=["book"])
+    assert back2._state._ids is None
+    _all_same(back2)
 
 
 @pytest.mark.parametrize(
@@ -390,6 +518,69 @@ def test_damaged_saved_ids_are_refused_at_load(tmp_path, poke, match):
             MixPRIndex.load(d, mmap=mmap)
 
 
+def _forge(d, unit: int, group: int) -> None:
+    """Give ``unit`` the text id ``group`` in the saved ids (a well-formed array)."""
+    ids = np.load(d / "text_ids.npy")
+    ids[unit] = group
+    np.save(d / "text_ids.npy", ids)
+    restamp(d)
+
+
+@pytest.mark.parametrize(
+    ("unit", "group"),
+    [(1, 0), (4, 0), (5, 3)],
+    ids=["other-text", "other-case", "last-unit"],
+)
+def test_forged_well_formed_ids_are_refused(tmp_path, unit, group):
+    """Ids that pass the structural check but give two different texts one id (which made a
+    ``unique_texts`` search drop a distinct text) are refused: at the load with
+    ``mmap=False``, at their first use with ``mmap=True`` (a query, a delete, a save)."""
+    index = MixPRIndex.from_texts([BOOK], ids=["book"])
+    ids = index._state.text_ids()
+    assert ids[unit] == unit and ids[group] == group  # a group's first unit, each
+    d = tmp_path / "ix"
+    index.save(d)
+    _forge(d, unit, group)
+    check_text_ids(np.load(d / "text_ids.npy"), len(ids), "well formed")  # passes
+    named = r"text_ids\.npy'?: unit \d+ is given the text id of unit \d+, whose text differs"
+    with pytest.raises(PersistError, match=named):
+        MixPRIndex.load(d, mmap=False)
+    back = MixPRIndex.load(d, mmap=True)  # the open stays cheap: no text read for the ids
+    text = index._state.unit_text(unit)
+    plain = back.search(text, k=3)  # the ids are not used: answers
+    assert plain.hits == index.search(text, k=3).hits
+    for use in (
+        lambda: back.search(text, k=3, unique_texts=True),
+        lambda: back.search(text, token_budget=30, unique_texts=True),
+        lambda: back.delete(["book"]),
+        lambda: back.save(tmp_path / "again"),
+    ):
+        with pytest.raises(PersistError, match=named):
+            use()
+    assert not (tmp_path / "again").exists()
+
+
+def test_verify_text_ids_reads_only_the_repeated_units(monkeypatch):
+    """The check reads the texts of the units given another's id and of their groups' first
+    units, each first unit once: nothing of a text seen once."""
+    import longctx.mixpr.text_ids as tid
+
+    texts = ["a b", "c", "a  b", "d", "a\nb", "c"]
+    n = len(texts)
+    src, starts, ends = list(range(n)), [0] * n, [len(t) for t in texts]
+    ids, _ = unit_text_ids(texts, src, starts, ends)
+    assert ids.tolist() == [0, 1, 0, 3, 0, 1]
+    read = []
+    real = tid._unit_text
+    monkeypatch.setattr(
+        tid, "_unit_text", lambda t, s, a, b, i: read.append(i) or real(t, s, a, b, i)
+    )
+    tid.verify_text_ids(ids, texts, src, starts, ends, "f")
+    assert sorted(read) == [0, 1, 2, 4, 5]  # 3: a text seen once, never read
+    with pytest.raises(PersistError, match="'f.npy': unit 5 is given the text id of unit 0"):
+        tid.verify_text_ids(np.array([0, 1, 0, 3, 0, 0]), texts, src, starts, ends, "'f.npy'")
+
+
 def test_check_text_ids_names_the_file():
     with pytest.raises(PersistError, match="'f.npy': text ids must be integers"):
         check_text_ids(np.zeros(3), 3, "'f.npy'")
@@ -406,21 +597,24 @@ CORPUS = [
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """A one-index MixPR corpus built by ``build_indexes`` (its save writes the ids) and
-    opened as the frameworks' corpus retrievers open it."""
+    """A one-index MixPR corpus built by ``build_indexes`` (its save writes no ids: none made
+    yet) and opened as the frameworks' corpus retrievers open it (the first query that asks
+    makes them)."""
     from longctx.corpus import CorpusIndex, build_indexes
 
     built = build_indexes(
         CORPUS, "mixpr", tmp_path_factory.mktemp("corpus") / "c", use_ray=False, progress=False
     )
     assert not built.failed
-    return CorpusIndex.from_corpus(built.out)
+    assert not list(Path(built.out).rglob("text_ids.npy"))
+    corpus = CorpusIndex.from_corpus(built.out)
+    assert corpus.index._state._ids is None
+    return corpus
 
 
 @settings(max_examples=25, deadline=None)
 @given(query=st.sampled_from(QUERIES), budget=st.integers(1, 80), k=st.integers(1, 12))
 def test_a_corpus_search_equals_the_text_based_selection(corpus, query, budget, k):
-    assert corpus.index._state._text_ids is not None  # saved by the build, read at the load
     assert corpus.index._state.text_ids().tolist() == _reference_ids(corpus.index._state)
     for kw in ({"k": k}, {"token_budget": budget}):
         new = _outcome(corpus.search, query=query, unique_texts=None, **kw)
@@ -431,12 +625,19 @@ def test_a_corpus_search_equals_the_text_based_selection(corpus, query, budget, 
 
 def test_the_shards_of_a_sharded_index_hold_the_right_ids(tmp_path):
     """A sharded index does not implement ``unique_texts`` (``CorpusIndex.search`` raises
-    ``NotImplementedError``); its shards are MixPR indexes whose ids stay right through
-    the build, a save and load, and writes."""
+    ``NotImplementedError``): its build, writes and saves never make the shards' ids (a save
+    writes none); ids made in a shard (its own MixPR index's queries) stay right through
+    writes, a save and load."""
     from longctx.corpus.shards.index import ShardedMixPRIndex
 
     texts = [t for _, t in CORPUS] + ["TREASURE ISLAND\n\nSilver kept the tavern."]
     sharded = ShardedMixPRIndex.from_texts(texts, shards=2, ids=["a", "b", "c", "d"])
+    sharded.insert(["TREASURE ISLAND"], ids=["x"])
+    sharded.delete(["x"])
+    sharded.save(tmp_path / "none")
+    assert all(s.index._state._ids is None for s in sharded._backend.shards.values())
+    assert list((tmp_path / "none").rglob("*.npy"))
+    assert not list((tmp_path / "none").rglob("text_ids.npy"))
 
     def check(ix):
         shards = [s.index._state for s in ix._backend.shards.values()]
@@ -452,6 +653,6 @@ def test_the_shards_of_a_sharded_index_hold_the_right_ids(tmp_path):
     check(sharded)
     sharded.save(tmp_path / "sh")
     back = ShardedMixPRIndex.load(tmp_path / "sh")
-    loaded = [s.index._state._text_ids for s in back._backend.shards.values()]
+    loaded = [s.index._state._ids for s in back._backend.shards.values()]
     assert loaded and all(ids is not None for ids in loaded)  # read from the shards' folders
     check(back)

@@ -152,6 +152,7 @@ def _check(kind: str, d: Path) -> None:
     if kind.startswith("mixpr"):
         index = MixPRIndex.load(d, mmap=kind == "mixpr_mapped")
         hits = index.search(QUERY, k=5).hits
+        hits += index.search(QUERY, k=5, unique_texts=True).hits  # the text ids, checked
         texts = list(index.texts)
     elif kind == "diversity":
         with warnings.catch_warnings(record=True) as seen:

@@ -81,9 +81,12 @@ def spliced(
 
         heads = _unit_heads(texts, src - at, starts, ends, ids, metadatas)
         phrases = st.phrases.splice(lo, hi, unit_texts, heads=heads)
-    text_ids = hashes = None  # made from the old ones and the new units' texts, if made
-    if st._text_ids is not None and st._text_hashes is not None:
-        text_ids, hashes = spliced_ids(st, lo, hi, unit_texts)
+    # made from the old ids and the new units' texts when the old state made its ids here
+    # (it holds their hashes: never a load's, which the new state makes again when asked)
+    text_ids = hashes = None
+    held = st._ids  # (ids, hashes, unchecked): read once
+    if held is not None and held[1] is not None:
+        text_ids, hashes = spliced_ids(st, held[:2], lo, hi, unit_texts)
     positions = None
     if n_old == 0 and at == len(st.doc_ids):  # an append: the old ids keep their places
         positions = dict(st.positions)
@@ -121,9 +124,10 @@ def without(st: _State, ids) -> _State:
     phrases = None
     if st.phrases is not None:
         phrases = st.phrases.without(np.flatnonzero(~keep))
-    text_ids, hashes = st._text_ids, st._text_hashes  # made: renumbered, no text read
-    if text_ids is not None:
-        text_ids = kept_ids(text_ids, keep)
+    text_ids = hashes = None
+    held = st.held_text_ids()  # held (a mapped load's checked now): renumbered, no text read
+    if held is not None:
+        text_ids, hashes = kept_ids(held[0], keep), held[1]
         hashes = None if hashes is None else hashes[keep]
     return _State(
         config=st.config,

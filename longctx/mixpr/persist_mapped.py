@@ -27,8 +27,8 @@ Layout (``DIR/``, beside ``manifest.json``, ``config.json`` and ``documents.json
     S_indptr.npy, S_indices.npy, S_data.npy    graph="threshold": the thresholded graph, CSR
     unit_vectors.npy (n_units, dim) float32    hybrid indexes
     text_ids.npy (n_units,) *          each unit's text id, the first unit of its normalised
-                        text (what ``unique_texts`` compares; optional, saved since the text
-                        ids: :mod:`longctx.mixpr.text_ids`)
+                        text (what ``unique_texts`` compares; optional, saved when the index
+                        holds them: :mod:`longctx.mixpr.text_ids`)
 
 What a load checks, before any search (each array scanned in blocks, its pages then given
 back, so a mapped index holds in memory what its queries read):
@@ -51,7 +51,10 @@ Checked when first read instead (a :class:`~longctx.persist.PersistError` then):
 UTF-8 and its length (when the text is decoded: a filter on it, an insert, a whole-document
 hit), a hit's part of a text and the two checkpoints around it (the table's length at open:
 :mod:`longctx.mixpr.persist_texts`), the term counts (structure, whole numbers in
-``[1, 2**31]``, ``df`` and ``cf`` equal to theirs; at the first insert or delete). A term's bytes are compared, never decoded, by a query's lookup (a
+``[1, 2**31]``, ``df`` and ``cf`` equal to theirs; at the first insert or delete), the text
+ids against the texts (each unit given another unit's id has that unit's text:
+:func:`~longctx.mixpr.text_ids.verify_text_ids`; at their first use, a ``unique_texts`` query,
+a delete or a save). A term's bytes are compared, never decoded, by a query's lookup (a
 binary search over the sorted terms): a damaged term is not found, never misread.
 
 Read at the open besides (``graph="factored"``): the column sums of ``E``, which the push walk's
@@ -93,7 +96,7 @@ from longctx.mixpr.persist_texts import (
     text_checkpoints,
 )
 from longctx.mixpr.state import table_weights
-from longctx.mixpr.text_ids import check_text_ids
+from longctx.mixpr.text_ids import check_text_ids, verify_text_ids
 from longctx.mixpr.tfidf import TermTable
 from longctx.mixpr.unit_filter import document_starts
 from longctx.persist import PersistError, write_dir
@@ -173,7 +176,9 @@ def save_mapped(index, path) -> None:
         npy["colsum"] = np.asarray(graph.colsum, dtype=np.float64)
     if st.unit_vectors is not None:
         npy["unit_vectors"] = st.unit_vectors
-    npy["text_ids"] = st.text_ids()  # made once here (if not yet): a load reads them
+    held = st.held_text_ids()  # saved when held, never made here (a save would pay their
+    if held is not None:  # pass for ids a query may never ask for: a shard's never are)
+        npy["text_ids"] = held[0]
     write_dir(
         path, kind="mixpr", version=FORMAT_VERSION, json_files=json_files, npy=npy,
         extra={"text_step": TEXT_STEP},
@@ -528,16 +533,21 @@ def load_format3(cls, r, *, mmap: bool = False, router=None, encoder=None):
         _check_mapped_vectors(vectors, ident, n, repr(str(d / "unit_vectors.npy")))
     if not mmap:
         counts.get()  # every check at load
-    text_ids = None
-    if m.has("text_ids"):  # saved since the text ids (older folders: made when first asked)
-        text_ids = m.get("text_ids")
-        check_text_ids(text_ids, n, repr(str(d / "text_ids.npy")))
+    text_ids = unchecked = None
+    if m.has("text_ids"):  # saved when held (older folders: made when first asked)
+        text_ids, where = m.get("text_ids"), repr(str(d / "text_ids.npy"))
+        check_text_ids(text_ids, n, where)
+        if mmap:  # against the texts at their first use (reads the repeated units' texts)
+            unchecked = where
+        else:
+            verify_text_ids(text_ids, texts, source, starts, ends, where)
     loaded = {"router": router, "encoder": encoder, "counter": counter, "ident": ident}
     return index_of(
         cls, d, loaded, config=config, doc_ids=ids, texts=texts, metadata=metadata,
         unit_source=source, unit_index=unit_index, starts=starts, ends=ends, table=table,
         graph=graph, unit_vectors=vectors, token_counts=tcounts, e_rows=E_rows, chunk=chunk,
         term_sums=term_sums, doc_starts=first, text_ids=text_ids,
+        text_ids_unchecked=unchecked,
     )  # fmt: skip
 
 

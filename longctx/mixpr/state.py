@@ -19,7 +19,7 @@ from longctx.mixpr.push import strict_limits
 from longctx.mixpr.router import plan_walk
 from longctx.mixpr.scoring import LocalBlocks, Scorer, UnitBlock
 from longctx.mixpr.scoring import term_weights as _term_weights
-from longctx.mixpr.text_ids import unit_text_ids
+from longctx.mixpr.text_ids import unit_text_ids, verify_text_ids
 from longctx.mixpr.tfidf import TermTable, text_lengths
 from longctx.mixpr.unit_filter import document_starts
 from longctx.persist.npy import mapped_base
@@ -104,6 +104,7 @@ class _State:
         doc_starts=None,
         text_ids=None,
         text_hashes=None,
+        text_ids_unchecked=None,
     ):
         self.config = config
         self.doc_ids = doc_ids
@@ -143,8 +144,14 @@ class _State:
         self.phrases = phrases  # the unit x phrase graph of the multi-hop walk
         self._ranker = None
         self._is_head = None
-        # a load's (checked), a change's (from the old state's); else made when asked
-        self._text_ids, self._text_hashes = text_ids, text_hashes
+        # (ids, hashes, unchecked), one attribute (read whole: a change never pairs one
+        # state's ids with another's hashes): a load's ids (no hashes; ``unchecked`` names the
+        # file while a mapped load's ids are not yet compared with the texts), a change's (from
+        # the old state's), or None: made when first asked (text_ids)
+        self._ids = None
+        if text_ids is not None:
+            self._ids = (text_ids, text_hashes, text_ids_unchecked)
+        self._ids_lock = threading.Lock()  # not self.lock: the graph's, scorer's, ranker's
 
     @property
     def n_units(self) -> int:
@@ -262,16 +269,38 @@ class _State:
         id (:mod:`longctx.mixpr.text_ids`: units of the same normalised text share one), made
         once for this snapshot (one pass over the units' texts, with each unit's normalised
         text's hash, held for an insert's :func:`~longctx.mixpr.text_ids.spliced_ids`) unless
-        a load or a change gave them; what ``unique_texts`` compares."""
-        ids = self._text_ids
-        if ids is None:
-            with self.lock:
-                if self._text_ids is None:
+        a load or a change gave them; what ``unique_texts`` compares.
+
+        Raises
+        ------
+        PersistError
+            Ids of a mapped load whose texts do not match (checked at this first use:
+            :func:`~longctx.mixpr.text_ids.verify_text_ids`), naming ``text_ids.npy``.
+        """
+        return self.held_text_ids(make=True)[0]
+
+    def held_text_ids(self, *, make: bool = False):
+        """``(ids, hashes)``: :meth:`text_ids` and the hashes of the units' normalised texts
+        (``(n_units,)`` int64, or ``None`` for a load's ids: hashes are never saved); ``None``
+        when the snapshot holds no ids and ``make`` is false (nothing is made then). A mapped
+        load's ids are checked against the texts first, once (the errors of :meth:`text_ids`).
+        Made, and checked, under a lock of their own, not under :attr:`lock`: a query waiting
+        for the graph or the scorer never waits for the ids' pass."""
+        held = self._ids
+        if held is None and not make:
+            return None
+        if held is None or held[2] is not None:
+            with self._ids_lock:
+                held = self._ids
+                if held is None:
                     made = unit_text_ids(self.texts, self.unit_source, self.starts, self.ends)
-                    self._text_hashes = made[1]
-                    self._text_ids = made[0]
-                ids = self._text_ids
-        return ids
+                    held = self._ids = (*made, None)
+                elif held[2] is not None:
+                    verify_text_ids(
+                        held[0], self.texts, self.unit_source, self.starts, self.ends, held[2]
+                    )
+                    held = self._ids = (held[0], held[1], None)
+        return held[:2]
 
     def text_lengths(self) -> np.ndarray:
         """``(n_docs,) int64``: each document's length in characters (a mapped index knows

@@ -17,9 +17,16 @@ old units that may share a new unit's text by one vectorised comparison and read
 (the first unit of each candidate group, compared as text: a hash collision costs a read, never
 a wrong id).
 
-Saved by a format-3 save as ``text_ids.npy`` (``(n_units,)`` int32 where it fits, else int64;
-optional: an index saved without it makes its ids at the first query that asks), checked on
-load as untrusted input (:func:`check_text_ids`).
+A loaded state holds the saved ids without their hashes: its first insert or update drops the
+ids (the new state makes them in one pass at its first ``unique_texts`` query, as a build's
+does); a delete renumbers them.
+
+Saved by a format-3 save as ``text_ids.npy`` (``(n_units,)`` int32 where it fits, else int64)
+when the state holds them (made by a query, a change or a load; a save never makes them:
+optional, an index saved without it makes its ids at the first query that asks). A load checks
+the file as untrusted input: its structure (:func:`check_text_ids`) at the open, and that each
+unit given another unit's id has that unit's text (:func:`verify_text_ids`) at the open with
+``mmap=False``, at the first use of the ids with ``mmap=True``.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ __all__ = [
     "normalized",
     "spliced_ids",
     "unit_text_ids",
+    "verify_text_ids",
 ]
 
 logger = logging.getLogger(__name__)
@@ -121,19 +129,38 @@ def _frozen_hashes(hashes) -> np.ndarray:
     return out
 
 
-def spliced_ids(st, lo: int, hi: int, unit_texts) -> tuple[np.ndarray, np.ndarray]:
+def spliced_ids(st, held, lo: int, hi: int, unit_texts) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, hashes)`` of the state that replaces units ``lo .. hi`` of ``st`` (a
-    :class:`~longctx.mixpr.state._State` holding its ids and hashes) by units of texts
-    ``unit_texts``: an insert's or an update's, as :func:`unit_text_ids` of the new state
-    would make them.
+    :class:`~longctx.mixpr.state._State`) by units of texts ``unit_texts``: an insert's or an
+    update's, as :func:`unit_text_ids` of the new state would make them.
 
+    Parameters
+    ----------
+    st : _State
+        The old state (the candidates' texts read by its ``unit_text``).
+    held : (ids, hashes)
+        The old state's ids (``(n_old,)`` int) and hashes (``(n_old,)`` int64), as
+        :func:`unit_text_ids` made them (a state that holds hashes made or spliced its ids in
+        this process: they were never read from a file).
+    lo, hi : int
+        The old units replaced (``lo == hi``: an insert at ``lo``).
+    unit_texts : sequence of str
+        The new units' texts, in order.
+
+    Returns
+    -------
+    ids : (n_new,) int32 (int64 past ``2**31 - 1`` units), read-only
+    hashes : (n_new,) int64, read-only
+
+    Notes
+    -----
     Reads the new units' texts, the old units whose hash one of them has (one vectorised
     comparison over the old hashes) and, per candidate group, its first unit's text; renumbers
     in ``O(n log n)`` without a text read. Each old group keeps its identity (its old first
     unit, even when an update removed it); a new unit joins the old group of its text, else the
     first new unit of its text.
     """
-    old_ids, old_hashes = st._text_ids, st._text_hashes
+    old_ids, old_hashes = held
     norm = [normalized(t) for t in unit_texts]
     new_hashes = _frozen_hashes([hash(t) for t in norm])
     groups: dict = {}  # hash -> {old group: its text (read when first compared)}
@@ -175,8 +202,8 @@ def check_text_ids(ids: np.ndarray, n_units: int, where: str) -> None:
     every id the first unit of its group (``0 <= ids[i] <= i`` and ``ids[ids[i]] == ids[i]``).
     Read in blocks of :data:`CHECK_BLOCK`; the pages are given back after.
 
-    A damaged array that passes (two different texts given one id) makes ``unique_texts``
-    keep one of them; it cannot fail a search.
+    The structure only: that the units given one id share their text is
+    :func:`verify_text_ids`'s (it reads texts).
 
     Raises
     ------
@@ -194,3 +221,49 @@ def check_text_ids(ids: np.ndarray, n_units: int, where: str) -> None:
         if np.any(np.asarray(ids[b]) != b):
             raise PersistError(f"{where}: a text id that is not the first unit of its text")
     release(ids)
+
+
+def verify_text_ids(ids: np.ndarray, texts, source, starts, ends, where: str) -> None:
+    """Check that each unit ``i`` a loaded ``ids`` array (its structure checked by
+    :func:`check_text_ids`) gives another unit's id, ``ids[i] != i``, has that unit's
+    :func:`normalized` text: a forged but well-formed array that gives two different texts one
+    id would make ``unique_texts`` drop one of them.
+
+    Reads the text of each such unit and of the first unit of its group (once: cached), so the
+    cost scales with the repeated units, not with the index (a text never repeated is not read);
+    the ids are read in blocks of :data:`CHECK_BLOCK`, their pages then given back. An array
+    that splits one text's units into two groups passes: ``unique_texts`` then keeps two units
+    of one text, never drops a distinct one.
+
+    Parameters
+    ----------
+    ids : (n_units,) int array
+    texts, source, starts, ends
+        As :func:`unit_text_ids`'s.
+    where : str
+        What the error names (the file).
+
+    Raises
+    ------
+    PersistError
+        Naming ``where`` and the first unit whose text differs from its group's.
+    """
+    t0 = time.perf_counter()
+    first: dict[int, str] = {}  # a group's first unit -> its normalised text
+    for s in range(0, len(ids), CHECK_BLOCK):
+        b = np.asarray(ids[s : s + CHECK_BLOCK], dtype=np.int64)
+        dup = np.flatnonzero(b != np.arange(s, s + len(b)))
+        for i, g in zip((dup + s).tolist(), b[dup].tolist()):
+            t = first.get(g)
+            if t is None:
+                t = first[g] = normalized(_unit_text(texts, source, starts, ends, g))
+            if normalized(_unit_text(texts, source, starts, ends, i)) != t:
+                raise PersistError(
+                    f"{where}: unit {i} is given the text id of unit {g}, whose text differs "
+                    "(damaged or forged text ids)"
+                )
+    release(ids)
+    logger.debug(
+        "text ids of %d units verified against %d repeated texts in %.3f s",
+        len(ids), len(first), time.perf_counter() - t0,
+    )  # fmt: skip
