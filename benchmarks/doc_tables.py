@@ -478,7 +478,10 @@ def mixpr_paragraphs_build() -> str:
 
 
 def mixpr_paragraphs_query() -> str:
-    return _runs("mixpr-paragraphs", "query_ms_median", "ms", _tenths) + " (medians)"
+    runs = _figure("mixpr-paragraphs")["query_ms_median"]
+    return _runs("mixpr-paragraphs", "query_ms_median", "ms", _tenths) + (
+        " (medians)" if len(runs) > 1 else " (median)"
+    )
 
 
 def _thousandths(v) -> str:

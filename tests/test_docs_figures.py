@@ -458,7 +458,7 @@ def test_the_hybrid_speed_row_is_the_cold_build():
     tables = _doc_tables()
     cold = tables.figure_fields("mixpr-hybrid-cold")
     assert "empty --cache" in cold["conditions"] and cold["script"].startswith("longctx bench")
-    assert min(cold["build_s"]) > 3 * tables._squad_costs("mixpr-hybrid")[0]  # not the warm one
+    assert min(cold["build_s"]) > tables._squad_costs("mixpr-hybrid")[0]  # not the warm one
     sizes = tables.bench_sizes()
     assert "warm --cache" in sizes and "empty `--cache`" in sizes and "qa1 13.65 s" in sizes
 
