@@ -506,3 +506,19 @@ def test_a_json_file_of_too_many_values_is_refused_before_parsing(tmp_path, monk
 
     with pytest.raises(PersistError, match="JSON values, over the limit of 1,000"):
         read_json(d / "b.json")
+
+
+def test_the_recount_outside_strings_is_linear_on_an_open_string():
+    """A string left open before many ``\\"`` made the recount's pattern start again at each
+    later quote and scan to the end: 3.5 s for 48 KB, about 10^7 s for a 100 MB file within
+    the byte limit (session 21's review). The open string now runs to the end of the text."""
+    import time as _time
+
+    from longctx.persist.format import json_values_problem
+
+    raw = b'"' + b'\\",' * 200_000  # 600 KB: hours before, on the quadratic path
+    t0 = _time.perf_counter()
+    assert json_values_problem(raw, limit=10) is None  # every comma inside the open string
+    assert _time.perf_counter() - t0 < 5  # generous: about 0.03 s here
+    with pytest.raises(PersistError, match="damaged or truncated"):  # the parser's own error
+        parse_json(b'["a,,,' + b"," * 64, "open.json")

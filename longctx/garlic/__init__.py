@@ -22,16 +22,31 @@ __all__ = [
 ]
 
 
+_SUBMODULES = ("build", "graph", "options", "prompts", "search")
+
+
 def __getattr__(name: str):
     # literal imports (each an edge of the import-layer test), made on first access
     if name in ("build_hwdag", "build_hwdags", "chunk_text"):
-        from longctx.garlic import build as module
+        import longctx.garlic.build as module
     elif name in ("HWDAG", "Node"):
-        from longctx.garlic import graph as module
+        import longctx.garlic.graph as module
     elif name == "parse_ips":
-        from longctx.garlic import prompts as module
+        import longctx.garlic.prompts as module
     elif name == "GarlicSearcher":
-        from longctx.garlic import search as module
+        import longctx.garlic.search as module
+    elif name in _SUBMODULES:  # `import longctx.garlic; longctx.garlic.search.X`, as before
+        if name == "build":
+            import longctx.garlic.build as module
+        elif name == "graph":
+            import longctx.garlic.graph as module
+        elif name == "options":
+            import longctx.garlic.options as module
+        elif name == "prompts":
+            import longctx.garlic.prompts as module
+        else:
+            import longctx.garlic.search as module
+        return module
     else:
         raise AttributeError(f"module 'longctx.garlic' has no attribute {name!r}")
     value = getattr(module, name)

@@ -146,8 +146,9 @@ class GarlicSearcher:
         ``"3"``), named; ``graph`` that is not a graph; ``layers`` of another type.
     ValueError
         A setting out of its range (``"stop_patience must be <= 1000000, got ..."``, NaN
-        ``alpha``), named; a graph without a top level; a bad ``layers``. Raised before any
-        model is loaded.
+        ``alpha``), named; a graph without a top level; a bad ``layers`` spec. Raised before
+        any model is loaded, except ``layers`` out of the model's range (``layers=[99]``),
+        found when the model is loaded.
     """
 
     method = "garlic"

@@ -125,7 +125,8 @@ def without(st: _State, ids) -> _State:
     if st.phrases is not None:
         phrases = st.phrases.without(np.flatnonzero(~keep))
     text_ids = hashes = None
-    held = st.held_text_ids()  # held (a mapped load's checked now): renumbered, no text read
+    held = st.checked_text_ids()  # renumbered, no text read (a mapped load's unchecked ids:
+    # dropped, as an insert drops them; the new state makes its own when asked)
     if held is not None:
         text_ids, hashes = kept_ids(held[0], keep), held[1]
         hashes = None if hashes is None else hashes[keep]

@@ -176,8 +176,8 @@ def save_mapped(index, path) -> None:
         npy["colsum"] = np.asarray(graph.colsum, dtype=np.float64)
     if st.unit_vectors is not None:
         npy["unit_vectors"] = st.unit_vectors
-    held = st.held_text_ids()  # saved when held, never made here (a save would pay their
-    if held is not None:  # pass for ids a query may never ask for: a shard's never are)
+    held = st.checked_text_ids()  # saved when held and checked, never made here (a save would
+    if held is not None:  # pay their pass for ids a query may never ask for: a shard's never are)
         npy["text_ids"] = held[0]
     write_dir(
         path, kind="mixpr", version=FORMAT_VERSION, json_files=json_files, npy=npy,

@@ -22,6 +22,7 @@ from longctx.mixpr.scoring import term_weights as _term_weights
 from longctx.mixpr.text_ids import unit_text_ids, verify_text_ids
 from longctx.mixpr.tfidf import TermTable, text_lengths
 from longctx.mixpr.unit_filter import document_starts
+from longctx.persist.format import PersistError
 from longctx.persist.npy import mapped_base
 
 
@@ -152,6 +153,7 @@ class _State:
         if text_ids is not None:
             self._ids = (text_ids, text_hashes, text_ids_unchecked)
         self._ids_lock = threading.Lock()  # not self.lock: the graph's, scorer's, ranker's
+        self._ids_refused = None  # a mapped load's ids that failed their check: raised again
 
     @property
     def n_units(self) -> int:
@@ -291,16 +293,32 @@ class _State:
             return None
         if held is None or held[2] is not None:
             with self._ids_lock:
+                if self._ids_refused is not None:  # checked once: every later use refused
+                    raise self._ids_refused  # at once, no text read again
                 held = self._ids
                 if held is None:
                     made = unit_text_ids(self.texts, self.unit_source, self.starts, self.ends)
                     held = self._ids = (*made, None)
                 elif held[2] is not None:
-                    verify_text_ids(
-                        held[0], self.texts, self.unit_source, self.starts, self.ends, held[2]
-                    )
+                    try:
+                        verify_text_ids(
+                            held[0], self.texts, self.unit_source, self.starts, self.ends,
+                            held[2],
+                        )  # fmt: skip
+                    except PersistError as exc:
+                        self._ids_refused = exc
+                        raise
                     held = self._ids = (held[0], held[1], None)
         return held[:2]
+
+    def checked_text_ids(self):
+        """``(ids, hashes)`` as :meth:`held_text_ids` when this snapshot holds ids already
+        checked (made here, by a change, or a read load's), else ``None``: what a delete
+        renumbers and a save writes. A mapped load's ids not yet compared with the texts are
+        left for the next query that asks (which checks them, or a change's state makes them
+        anew), so a delete or a save never fails on them, as an insert never does."""
+        held = self._ids
+        return None if held is None or held[2] is not None else held[:2]
 
     def text_lengths(self) -> np.ndarray:
         """``(n_docs,) int64``: each document's length in characters (a mapped index knows

@@ -173,8 +173,12 @@ def _object_without_repeats(pairs: list) -> dict:
 
 #: A JSON string, quotes included (escapes skipped; no nested quantifier over overlapping
 #: alternatives, so no catastrophic backtracking, without the possessive forms of Python 3.11).
-_STRING_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_STRING_S = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+#: A string left open runs to the end of the text: a match from a ``"`` never fails, so the
+#: search never starts again at each later ``"`` (an open string before a million ``\\"`` took
+#: time quadratic in them: 3.5 s for 48 KB, found by session 21's review). Such a text is not
+#: JSON; its parser stops at the open string, having built only the values before it.
+_STRING_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_STRING_S = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 
 
 def _count_marks(raw: bytes | str) -> int:
@@ -193,7 +197,9 @@ def json_values_problem(raw: bytes | str, limit: int | None = None) -> str | Non
     a recount outside the strings (each string emptied by one regular-expression pass, then
     counted): for 100 MiB of comma-dense text, about 0.5 s in strings of 100,000 characters
     and 1.1 s in strings of 30 (``json.loads`` of them: 0.25 s), measured on a shared 2-core
-    machine (session 21). The recount is still an upper bound of the values: outside strings each
+    machine (session 21); linear in the text whatever it holds (an open string runs to its
+    end), and it holds a copy of the text outside strings meanwhile (at most the text's size).
+    The recount is still an upper bound of the values: outside strings each
     value but a container's first follows a comma, and each container's first its ``[`` or
     ``{``.
 
@@ -264,7 +270,10 @@ def loadable_json(
         _check_depth(obj, name, MAX_JSON_DEPTH)
     except PersistError as exc:
         raise ValueError(f"cannot save: {exc}, which a load refuses; {after}") from None
-    raw = json.dumps(obj, ensure_ascii=False, allow_nan=False, indent=indent).encode("utf-8")
+    try:
+        raw = json.dumps(obj, ensure_ascii=False, allow_nan=False, indent=indent).encode("utf-8")
+    except ValueError as exc:  # NaN / Infinity: json.dumps names neither the file nor the value
+        raise ValueError(f"cannot save {name!r}: {exc} (NaN or Infinity); {after}") from None
     limit = MAX_JSON_BYTES if limit is None else limit
     env = " (LONGCTX_MAX_JSON_BYTES)" if limit == MAX_JSON_BYTES else ""
     if len(raw) > limit:

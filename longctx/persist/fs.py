@@ -182,6 +182,9 @@ def open_below(root: str | os.PathLike, parts) -> int:
         file is not a regular file (a folder, a FIFO, a device) or any part (a folder's too) is
         not a plain name, checked before anything is opened.
     """
+    parts = tuple(parts)  # an iterator would be spent by the unpacking before its check
+    if not parts:
+        raise OSError(errno.EINVAL, "no file named below the root")
     *folders, name = parts
     for part in parts:  # every part, before anything is opened (both paths below alike)
         if member_name_problem(part):

@@ -58,3 +58,24 @@ def test_every_public_name_is_still_there():
 
     with pytest.raises(AttributeError, match="not_a_name"):
         garlic.not_a_name  # noqa: B018
+
+
+def test_the_submodules_are_attributes_of_the_package_as_before():
+    """``import longctx.garlic; longctx.garlic.search.GarlicSearcher`` (the guides' and
+    docstrings' dotted paths) worked while the package imported its modules eagerly."""
+    code = (
+        "import longctx.garlic as g, sys\n"
+        "assert 'longctx.garlic.search' not in sys.modules\n"
+        "print(g.search.GarlicSearcher.__name__, g.options.__name__, g.build.__name__,"
+        " g.graph.__name__, g.prompts.__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    assert out == [
+        "GarlicSearcher",
+        "longctx.garlic.options",
+        "longctx.garlic.build",
+        "longctx.garlic.graph",
+        "longctx.garlic.prompts",
+    ]
