@@ -242,7 +242,7 @@ def _same(a, b) -> list[str]:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--before", type=Path, help="a checkout to compare with (child processes)")
     p.add_argument("--repeat", type=int, default=3, help="child runs of each tree, alternated")
     p.add_argument("--passes", type=int, default=5, help="passes over the questions per run")

@@ -387,11 +387,38 @@ def run_app(app: dict, repeat: int) -> dict:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--apps", nargs="+", default=["llamaindex", "langchain"])
-    p.add_argument("--old-hybrid", action="store_true", help="also the hybrid that embeds units")
-    p.add_argument("--cache", type=Path, default=Path("/tmp/longctx_bench_apps"))
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--out", type=Path, default=None)
+    p.add_argument(
+        "--apps",
+        nargs="+",
+        default=["llamaindex", "langchain"],
+        choices=["llamaindex", "langchain"],
+        help="the apps to run (default: both)",
+    )
+    p.add_argument(
+        "--old-hybrid",
+        action="store_true",
+        help="also the hybrid that embeds every MixPR unit (embed_model= / embeddings=)",
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("/tmp/longctx_bench_apps"),
+        help="folder of the cached chunk and unit vectors, keyed by the text's SHA-256 "
+        "(default: /tmp/longctx_bench_apps)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="passes over the six questions; a query time is their mean (default: 3)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the settings and results as JSON there (default: print only; "
+        "docs/bench-apps.json is the guides' source)",
+    )
     args = p.parse_args(argv)
     from longctx.embeddings import get_encoder
 

@@ -101,7 +101,7 @@ def old_vs_new(index, old_path: Path, k: int, repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--words", type=float, default=1.0, help="million words")
     p.add_argument("--shards", type=int, default=4)
     p.add_argument("--repeats", type=int, default=5)

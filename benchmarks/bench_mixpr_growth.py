@@ -1,5 +1,5 @@
-"""MixPR cost and quality as a corpus grows: build, memory and query time at 0.5, 1, 2, 4 and 10M
-words, 100k one-paragraph documents, and inserting / deleting a 100k-word document in the
+"""MixPR cost and quality as a corpus grows: build, memory and query time at 0.5, 1, 2, 4 and 10
+million words (``--sizes``; the README's row ran ``--sizes 1,10,20``), 100k one-paragraph documents, and inserting / deleting a 100k-word document in the
 largest index; beside them the recall of needle facts planted in the haystack. Prints the growth
 table (issue 29's targets beside it).
 
@@ -267,15 +267,33 @@ def run_one(args) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
-    ap.add_argument("--sizes", default="0.5,1,2,4,10", help="million words, comma separated")
-    ap.add_argument("--graph", default="factored", choices=("factored", "threshold"))
-    ap.add_argument("--queries", type=int, default=20)
-    ap.add_argument("--paragraphs", type=int, default=100_000, help="0 to skip")
-    ap.add_argument("--skip-updates", action="store_true")
-    ap.add_argument("--needles", type=int, default=40, help="one-fact needles planted")
-    ap.add_argument("--chains", type=int, default=20, help="two-fact chains planted")
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    ap.add_argument(
+        "--data", type=Path, default=REPO.parent / "shared" / "data",
+        help="the benchmark data folder (default: ../shared/data beside the repository)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--sizes", default="0.5,1,2,4,10",
+        help="corpus sizes in million words, comma separated (default: 0.5,1,2,4,10; the "
+        "README's growth row ran --sizes 1,10,20)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--graph", default="factored", choices=("factored", "threshold"),
+        help="MixPR's graph (default: factored)",
+    )  # fmt: skip
+    ap.add_argument("--queries", type=int, default=20, help="queries timed per size (default: 20)")
+    ap.add_argument(
+        "--paragraphs", type=int, default=100_000,
+        help="one-paragraph documents of the paragraphs row (default: 100000; 0 skips it)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--skip-updates", action="store_true",
+        help="leave out inserting / deleting a 100k-word document in the largest index",
+    )  # fmt: skip
+    ap.add_argument(
+        "--needles", type=int, default=40, help="one-fact needles planted (default: 40)"
+    )
+    ap.add_argument("--chains", type=int, default=20, help="two-fact chains planted (default: 20)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--updates", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()

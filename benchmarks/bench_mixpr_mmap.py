@@ -152,7 +152,7 @@ def child(args, **extra) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--sizes", default="1,10", help="million words, comma separated")
     ap.add_argument("--queries", type=int, default=10)

@@ -31,7 +31,7 @@ def main() -> None:
 
     from longctx.mixpr import MixPRIndex
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--thresholds", default="1e-8", help="push_threshold values, comma separated")

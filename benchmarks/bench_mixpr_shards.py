@@ -290,7 +290,7 @@ def estimate(one: dict, ray_run: dict, local: dict) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--words", type=float, default=10.0, help="million words")
     ap.add_argument("--shards", type=int, default=4)

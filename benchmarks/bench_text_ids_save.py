@@ -102,7 +102,7 @@ def worker(cache: Path) -> dict:
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--before", type=Path, required=True)
     p.add_argument("--after", type=Path, default=Path("."))
     p.add_argument("--words", type=int, default=1_000_000)

@@ -36,6 +36,7 @@ document by :func:`longctx.garlic.build_hwdag`; queries run Dynamic Graph Search
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 from collections.abc import Sequence
@@ -61,6 +62,11 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 from pydantic import ConfigDict
 
+from llamaindex_longctx._garlic_keywords import (
+    FRAMEWORK_KEYWORDS,
+    checked_search_kwargs,
+    refuse_unknown,
+)
 from llamaindex_longctx._nodes import hit_to_node, with_unique_ids
 from longctx.explain import check_explain
 from longctx.garlic.options import SEARCH_DEFAULTS, SEARCH_SETTINGS_MAX, check_search_settings
@@ -232,6 +238,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
     ) -> None:
         from llamaindex_longctx._embed import app_encoder
 
+        refuse_unknown(kwargs, _CONSTRUCTOR_KEYWORDS, "GarlicIndex")
         given = {"alpha": alpha, "stop_patience": stop_patience,
                  "max_context_tokens": max_context_tokens, "max_new_tokens": max_new_tokens}  # fmt: skip
         given = check_search_settings({k: v for k, v in given.items() if v is not SAVED_OR_DEFAULT})
@@ -304,7 +311,16 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], **kwargs: Any) -> GarlicIndex:
-        """Build one graph per document (the documents are never split beforehand)."""
+        """Build one graph per document (the documents are never split beforehand).
+
+        Raises
+        ------
+        TypeError
+            A keyword neither the constructor's nor LlamaIndex's ``BaseIndex.from_documents``'s
+            (:data:`FRAMEWORK_KEYWORDS`), naming it, before any document is read or model
+            loaded.
+        """
+        refuse_unknown(kwargs, _CONSTRUCTOR_KEYWORDS, "GarlicIndex.from_documents")
         kwargs.setdefault("transformations", [_WholeDocuments()])
         return super().from_documents(documents, **kwargs)
 
@@ -602,8 +618,16 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         return with_unique_ids(out)
 
     def as_retriever(self, **kwargs: Any) -> GarlicGraphRetriever:
-        """A retriever returning the visited nodes (kwargs: search settings per query;
-        ``explain``: default the index's)."""
+        """A retriever returning the visited nodes (kwargs: search settings per query,
+        :data:`SEARCH_KEYWORDS`; ``explain``: default the index's; ``callback_manager``).
+
+        Raises
+        ------
+        TypeError
+            An unknown keyword (a misspelt setting), naming it and listing the accepted ones.
+        ValueError
+            A search setting out of its bounds.
+        """
         return GarlicGraphRetriever(self, **kwargs)
 
     def as_query_engine(self, llm=None, **kwargs: Any):
@@ -619,8 +643,10 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         ``text_qa_template``, ``streaming``...) go there, the others are search settings.
 
         ``explain`` (default the index's): the source nodes carry ``longctx_explanation``.
+        An unknown keyword (a misspelt setting) raises ``TypeError`` naming it.
         """
         if llm is None:
+            kwargs = checked_search_kwargs(kwargs, "GarlicIndex.as_query_engine")
             return GarlicQueryEngine(index=self, search_kwargs=kwargs)
         import inspect
 
@@ -634,6 +660,12 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         engine_kw = {k: v for k, v in kwargs.items() if k in engine_args}
         search_kw = {k: v for k, v in kwargs.items() if k not in engine_args}
         return RetrieverQueryEngine.from_args(self.as_retriever(**search_kw), llm=llm, **engine_kw)
+
+
+#: every keyword GarlicIndex's constructor and from_documents take
+_CONSTRUCTOR_KEYWORDS = FRAMEWORK_KEYWORDS | (
+    set(inspect.signature(GarlicIndex.__init__).parameters) - {"self", "kwargs"}
+)
 
 
 def _span(g, p) -> Passage:
@@ -652,9 +684,11 @@ class GarlicGraphRetriever(BaseRetriever):
         explain: bool | None = None,
         **search_kwargs: Any,
     ):
+        self._search_kwargs = checked_search_kwargs(
+            search_kwargs, "GarlicIndex.as_retriever", also=("callback_manager",)
+        )
         self._index = index
         self.explain = index.explain if explain is None else check_explain(explain)
-        self._search_kwargs = search_kwargs
         super().__init__(callback_manager=callback_manager)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

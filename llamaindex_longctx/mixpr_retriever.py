@@ -44,6 +44,17 @@ from longctx.types import check_order
 logger = logging.getLogger(__name__)
 
 
+def _following_refusal(what: str, ref_doc_id: str) -> ValueError:
+    """The error of a delete on a retriever following an index: the index's docstore is its
+    source of truth, so the delete goes through the index (the retriever follows it)."""
+    return ValueError(
+        f"{what}: this retriever follows an index (from_defaults(index=...)), whose docstore "
+        "is its source of truth and which it does not own; delete through the index: "
+        f"index.delete_ref_doc({ref_doc_id!r}, delete_from_docstore=True) "
+        "(the retriever follows it on its next query)"
+    )
+
+
 class MixPRRetriever(BaseRetriever):
     """Mixture-of-PageRanks retriever over given nodes or documents, built once.
 
@@ -256,10 +267,12 @@ class MixPRRetriever(BaseRetriever):
 
         Built from an ``index`` or a ``docstore``, the retriever follows it: before each query
         it compares the docstore's node ids and hashes with its own and inserts, updates or
-        deletes the nodes that changed (``index.insert(doc)``, ``index.delete_ref_doc(id)``),
-        so no rebuild is needed. With ``embed_model=`` a search never embeds: it drops the
-        deleted nodes and the new or changed ones wait for :meth:`refresh` (which embeds them,
-        with a progress bar on a terminal).
+        deletes the nodes that changed (``index.insert(doc)``,
+        ``index.delete_ref_doc(id, delete_from_docstore=True)``), so no rebuild is needed.
+        Following an ``index``, its docstore is the source of truth: the retriever's own
+        :meth:`delete_ref_doc` is refused (delete through the index). With ``embed_model=`` a
+        search never embeds: it drops the deleted nodes and the new or changed ones wait for
+        :meth:`refresh` (which embeds them, with a progress bar on a terminal).
 
         Raises
         ------
@@ -361,12 +374,8 @@ class MixPRRetriever(BaseRetriever):
             Also delete the document and its nodes from the docstore the retriever was given
             (:meth:`from_defaults` with ``docstore=``), as LlamaIndex does: the document is
             looked up in the docstore, so one deleted from the retriever alone before goes from
-            the docstore now. Refused for a retriever following an index
-            (``from_defaults(index=...)``): that docstore is the index's, whose vector store
-            and struct would keep the nodes; delete through the index
-            (``index.delete_ref_doc(ref_doc_id, delete_from_docstore=True)``) and the retriever
-            follows it on its next query. Without a docstore the retriever's nodes are its
-            only store and this changes nothing.
+            the docstore now. Without a docstore the retriever's nodes are its only store and
+            this changes nothing.
         raise_error : bool, default False
             Keyword only: raise ``KeyError`` for a document not found (the default before
             longctx 0.2, when it was the second positional argument).
@@ -378,18 +387,24 @@ class MixPRRetriever(BaseRetriever):
         TypeError
             ``delete_from_docstore`` or ``raise_error`` is not a bool.
         ValueError
-            ``delete_from_docstore=True`` on a retriever following an index.
+            On a retriever following an index (``from_defaults(index=...)`` or
+            ``from_persist_dir(..., index=...)``), with either value of
+            ``delete_from_docstore``: the index's docstore is its source of truth. Deleting
+            from the retriever alone hid the document from it for good (even after
+            ``index.insert``) while the index still returned it, and a reload brought it
+            back; deleting from the index's docstore left the index's vector store and struct
+            holding the nodes. Delete through the index
+            (``index.delete_ref_doc(ref_doc_id, delete_from_docstore=True)``): the retriever
+            follows it on its next query.
         """
         for name, flag in (("delete_from_docstore", delete_from_docstore),
                            ("raise_error", raise_error)):  # fmt: skip
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
-        if delete_from_docstore and self._follows_index:
-            raise ValueError(
-                "delete_from_docstore=True: this retriever follows an index "
-                "(from_defaults(index=...)), whose docstore it does not own; delete through "
-                f"the index: index.delete_ref_doc({ref_doc_id!r}, delete_from_docstore=True) "
-                "(the retriever follows it on its next query)"
+        if self._follows_index:
+            raise _following_refusal(
+                "delete_from_docstore=True" if delete_from_docstore else "delete_ref_doc",
+                ref_doc_id,
             )
         store = self._docstore if delete_from_docstore else None
         with self._lock:

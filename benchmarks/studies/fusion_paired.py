@@ -123,7 +123,7 @@ def main(argv=None):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from fusion_study import study_arguments
 
-    p = study_arguments(__doc__.split("\n")[0])
+    p = study_arguments(" ".join(__doc__.split("\n\n")[0].split()))
     args = p.parse_args(argv)
     recalls = per_question(args.data, args.tasks, args.questions, args.seed, args.cache)
     print(markdown(rows(recalls, args.seed)), flush=True)

@@ -362,7 +362,7 @@ def study_arguments(description: str) -> argparse.ArgumentParser:
 def main(argv=None):
     from longctx.eval import markdown, registry, run, tasks
 
-    p = study_arguments(__doc__.split("\n")[0])
+    p = study_arguments(" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument(
         "--rules",
         nargs="+",

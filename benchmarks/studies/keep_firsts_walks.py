@@ -48,7 +48,7 @@ def main(argv=None):
     from longctx.mixpr import MixPRIndex
     from longctx.mixpr.seeds import Seed, rank_weight
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--words", type=int, default=1_000_000)
     p.add_argument("--rounds", type=int, default=5)

@@ -113,7 +113,7 @@ def cli_rows(corpus, extra: list[str], whole: bool = False) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument(
         "--data", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data"
     )

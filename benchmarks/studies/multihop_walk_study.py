@@ -62,14 +62,28 @@ def fmt(rec: np.ndarray, tune: int) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
-    ap.add_argument("--cache", type=Path, default=None)
-    ap.add_argument("--questions", type=int, default=100)
-    ap.add_argument("--tune", type=int, default=50, help="the first N questions tune")
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    ap.add_argument(
+        "--data", type=Path, default=Path("../shared/data"),
+        help="the benchmark data folder (default: ../shared/data)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--cache", type=Path, default=None,
+        help="folder caching the --dense embeddings (default: none, embedded every run)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--questions", type=int, default=100, help="questions of the task used (default: 100)"
+    )
+    ap.add_argument(
+        "--tune", type=int, default=50,
+        help="the first N questions tune the settings, the rest are held out (default: 50)",
+    )  # fmt: skip
     ap.add_argument("--dense", action="store_true", help="MiniLM and the hybrid too")
     ap.add_argument("--grid", action="store_true", help="grid search on the tuning half")
-    ap.add_argument("--speed", type=int, default=0, help="time the walk on N passages")
+    ap.add_argument(
+        "--speed", type=int, default=0,
+        help="also time the walk on N Gutenberg passages (default: 0, not timed)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
 
     corpus = load_task("hotpotqa-corpus", args.data, args.questions)

@@ -71,14 +71,14 @@ def _add_ask(sub) -> None:
     from longctx.cli import ask
 
     ask.add_parser(sub, _positive_int)
-    sub.choices["ask"].set_defaults(handler=ask.main, quiet=False, verbose=False)
+    sub.choices["ask"].set_defaults(handler=ask.main, verbose=False)
 
 
 def _add_index(sub) -> None:
     from longctx.cli import index
 
     index.add_parser(sub, _positive_int)
-    sub.choices["index"].set_defaults(handler=index.run, quiet=False)
+    sub.choices["index"].set_defaults(handler=index.run)
 
 
 def _add_search(sub) -> None:

@@ -11,6 +11,7 @@ import json
 import sys
 from functools import lru_cache
 
+from longctx.cli.parsing import _add_quiet
 from longctx.types import Passage
 
 
@@ -27,6 +28,7 @@ def add_parser(sub, positive_int) -> None:
     a.add_argument("--graph", required=True, help="graph directory written by 'longctx index'")
     a.add_argument("--query", "-q", required=True, help="the question")
     a.add_argument("--format", choices=["text", "json"], default="text")
+    _add_quiet(a)
     add_search_args(a, positive_int)
 
 

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from longctx.cli.parsing import _HelpFormatter
 from longctx.eval import METHOD_NAMES, TASKS
 
 # every method but the opt-in ones (fps; youra and garlic run an LLM over every document)
@@ -34,9 +35,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     b = sub.add_parser(
         "bench",
         help="compare every method with BM25, MiniLM, truncation and random on real data",
-        description="Run every method and the usual baselines on the same real data under the "
+        description="Run every method and the usual baselines on the same real data under the\n"
         "same token budgets; prints a markdown table, writes bench.json and PNG plots.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     b.add_argument(
         "--data",

@@ -22,6 +22,7 @@ import os
 import sys
 import time
 
+from longctx.cli.parsing import _add_quiet
 from longctx.io import InputError, read_text_file
 
 
@@ -129,6 +130,7 @@ def add_parser(sub, positive_int) -> None:
     p.add_argument("--no-embeddings", action="store_true", help="store no node embeddings")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    _add_quiet(p)
     p.add_argument(
         "--verbose",
         "-v",
@@ -210,6 +212,10 @@ def run_corpus(args: argparse.Namespace) -> int:
         return _error(str(exc))
     finally:
         shown.setLevel(level)
+    if not args.quiet:  # a note (counted by the core's walk of each folder), in both formats
+        for passed in result.passed_over:
+            print(f"longctx: note: {passed} (see the CLI guide: hidden files and links)",
+                  file=sys.stderr)  # fmt: skip
     if args.format == "json":
         json.dump(
             {
@@ -242,8 +248,6 @@ def run_corpus(args: argparse.Namespace) -> int:
             print(f"failed: {doc_id}: {result.errors[doc_id]}")
         if result.removed:
             print(f"removed (no longer in their folder or file): {_names(result.removed)}")
-        for passed in result.passed_over:  # counted by the core's walk of each folder
-            print(f"{passed} (see docs/guide/cli.md)")
         print(result.summary())
         print(f"corpus: {result.out}")
     return 1 if result.failed else 0

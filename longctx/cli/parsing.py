@@ -44,12 +44,17 @@ def _positive_int(name: str):
     return parse
 
 
+def _add_quiet(parser) -> None:
+    """``--quiet``: the same option in every subcommand."""
+    parser.add_argument(
+        "--quiet", action="store_true", help="print no warnings or notes, only errors and results"
+    )
+
+
 def _add_output_options(parser: argparse.ArgumentParser) -> None:
     """Options every subcommand takes (warnings, log messages and progress bars)."""
     g = parser.add_argument_group("messages on stderr")
-    g.add_argument(
-        "--quiet", action="store_true", help="print no warnings or notes, only errors and results"
-    )
+    _add_quiet(g)
     g.add_argument(
         "--verbose",
         "-v",

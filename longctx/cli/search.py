@@ -1,4 +1,4 @@
-"""``longctx search CORPUS -q "..." [--k N] [--format json]``: one search over every document of a
+"""``longctx search CORPUS -q "..." [--k N | --budget T] [--format json]``: one search over every document of a
 corpus built by ``longctx index PATH... --method mixpr|diversity --out CORPUS``.
 
 Through the public API only: :meth:`longctx.corpus.CorpusIndex.from_corpus` then
@@ -12,38 +12,53 @@ import json
 import sys
 import time
 
-#: passages printed when ``--k`` is not given
+from longctx.cli.parsing import _HelpFormatter
+
+#: passages printed when neither ``--k`` nor ``--budget`` is given
 DEFAULT_K = 10
+#: the unit of ``--budget`` (a MixPR corpus counts its units' tokens with the default counter)
+BUDGET_UNIT = "longctx.tokens.count_tokens (SmolLM2 tokens)"
 
 
 def add_parser(sub, positive_int, add_output_options) -> None:
     """Register the ``search`` subcommand on ``sub`` (an argparse subparsers object)."""
     s = sub.add_parser(
         "search",
+        formatter_class=_HelpFormatter,
         help="search every document of a corpus built by 'longctx index --method'",
-        description="Search a corpus built by 'longctx index PATH... --method mixpr|diversity "
-        "--out CORPUS': every document's index answers the query, the best passages of all "
+        description="Search a corpus built by 'longctx index PATH... --method mixpr|diversity\n"
+        "--out CORPUS': every document's index answers the query, the best passages of all\n"
         "are printed in corpus order (document, then position), each with its document id.",
         epilog="examples:\n"
         "  longctx index books/ --method mixpr --out corpus\n"
         '  longctx search corpus -q "Who stole the tarts?" --k 5\n'
+        '  longctx search corpus -q "Who stole the tarts?" --budget 500\n'
         '  longctx search s3://bucket/corpus -q "Who stole the tarts?" --format json',
     )
     s.add_argument("corpus", help="corpus folder or fsspec URL written by 'longctx index --method'")
     s.add_argument("--query", "-q", required=True, help="the question (or task) to search for")
-    s.add_argument(
+    g = s.add_argument_group("size of the selection (one of)")
+    size = g.add_mutually_exclusive_group()
+    size.add_argument(
         "--k",
         "-k",
         type=positive_int("--k"),
-        default=DEFAULT_K,
-        help=f"passages over the whole corpus (default: {DEFAULT_K})",
+        help=f"passages over the whole corpus (default: {DEFAULT_K} when --budget is not given)",
+    )
+    size.add_argument(
+        "--budget",
+        type=positive_int("--budget"),
+        help="token budget for all selected passages together, SmolLM2's tokens counted without "
+        "a model (longctx.tokens.count_tokens), as 'longctx retrieve'; a MixPR corpus (one index "
+        "or shards) only; default: none",
     )
     s.add_argument(
         "--format",
         choices=["text", "json"],
         default="text",
         help="text: a line '[DOC_ID] chars START-END  score=S' then the passage; json: passages "
-        "(with doc_id) plus method, mode, doc_ids, timings (load, the search's stages, total) and trace "
+        "(with doc_id) plus method, mode, budget, doc_ids, timings (load, the search's stages, "
+        "total) and trace "
         "(MixPR: the walk it chose and why)",
     )
     s.add_argument(
@@ -70,6 +85,7 @@ def run(args) -> int:
     """Load the corpus, search it, print the passages (errors: :class:`longctx.cli.errors.CliError`)."""
     from longctx.cli.errors import CliError
     from longctx.persist import PersistError
+    from longctx.selection import BudgetTooSmallError
 
     if not args.query.strip():
         raise CliError("--query must not be empty")
@@ -90,8 +106,17 @@ def run(args) -> int:
     except (ValueError, TypeError, OSError) as exc:
         raise CliError(f"cannot search the corpus at {args.corpus!r}: {exc}") from None
     t1 = time.perf_counter()
+    budget = getattr(args, "budget", None)
+    size = {"k": args.k or DEFAULT_K} if budget is None else {"token_budget": budget}
     try:
-        result = index.search(args.query, k=args.k, explain=bool(getattr(args, "explain", False)))
+        if budget is not None and index.index is None:
+            raise CliError(
+                "--budget: a per-document corpus (--method diversity) selects by --k only; a "
+                "MixPR corpus takes a token budget"
+            )
+        result = index.search(args.query, explain=bool(getattr(args, "explain", False)), **size)
+    except BudgetTooSmallError as exc:
+        raise CliError(f"{exc}: give a larger --budget") from None
     except (ValueError, TypeError, RuntimeError) as exc:
         raise CliError(str(exc)) from None
     except NotImplementedError as exc:
@@ -110,7 +135,8 @@ def run(args) -> int:
             "query": args.query,
             "corpus": str(args.corpus),
             "doc_ids": doc_ids,
-            "budget": dict(result.budget),
+            # as 'longctx retrieve': {"k": N} or {"token_budget": N, "unit": ...}
+            "budget": _budget_out(size, result),
             "timings": {k: round(float(v), 6) for k, v in timings.items()},
             "trace": [dict(t) for t in result.trace],
             "passages": [{**p.to_dict(), "doc_id": doc_ids[p.source]} for p in result.hits],
@@ -129,3 +155,12 @@ def run(args) -> int:
         print(p.text)
         print()
     return 0
+
+
+def _budget_out(size: dict, result) -> dict:
+    """The JSON ``budget``, as ``longctx retrieve``'s: ``{"k": N}`` or ``{"token_budget": N,
+    "unit": ...}`` (the default counter in retrieve's words; another one by the core's name)."""
+    if "k" in size:
+        return {"k": size["k"]}
+    unit = result.budget.get("unit")
+    return {**size, "unit": BUDGET_UNIT if unit in (None, "count_tokens") else str(unit)}

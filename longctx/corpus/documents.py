@@ -120,8 +120,9 @@ def _read_jsonl(path: Path, id_field: str, text_field: str) -> Iterator[tuple[st
     for n, line in _jsonl_lines(path, where):
         if not line.strip():
             continue
-        try:
-            rec = loads_strict(line)
+        try:  # without its line ending: an error's column is the line's own (the newline
+            # was reported as "Invalid control character" past the end of an open string)
+            rec = loads_strict(line.rstrip("\r\n"))
         except JSONTextError as exc:  # not JSON, nested too deeply, a key twice
             raise InputError(f"{where} line {n}: {exc}") from None
         if not isinstance(rec, dict) or id_field not in rec or text_field not in rec:

@@ -330,8 +330,8 @@ def parse_json(raw: bytes | str, where: str, *, max_depth: int | None = None) ->
 
 class JSONTextError(ValueError):
     """What makes a JSON text unreadable, not naming where it came from: ``str(exc)`` is the
-    wording for the user's own input (``"not JSON: Expecting value: line 1 column 1 (char
-    0)"``, ``"the key 'id' appears twice in one object"``, ``"nested deeper than 64
+    wording for the user's own input (``"not JSON: Expecting value: column 1"`` for a text of
+    one line, json's ``line L column C (char N)`` for several, ``"the key 'id' appears twice in one object"``, ``"nested deeper than 64
     levels"``), :attr:`as_saved` the wording that follows a saved file's name (``" is damaged
     or truncated: ..."``, ``": the key ... (damaged or forged)"``)."""
 
@@ -348,7 +348,8 @@ def loads_strict(text: str, *, max_depth: int | None = None, _counted: bool = Fa
     Raises
     ------
     JSONTextError
-        Not JSON, nested deeper than ``max_depth`` (default :data:`MAX_JSON_DEPTH`), ``NaN`` /
+        Not JSON (for a text of one line, the place as ``column N``, 1-based, not json's
+        ``line 1 column N (char N-1)``), nested deeper than ``max_depth`` (default :data:`MAX_JSON_DEPTH`), ``NaN`` /
         ``Infinity``, a number beyond the float range, an integer of more than 4300 digits, an
         object with a key twice, or more than :data:`MAX_JSON_VALUES` values (refused before
         parsing).
@@ -369,6 +370,9 @@ def loads_strict(text: str, *, max_depth: int | None = None, _counted: bool = Fa
         raise JSONTextError(str(exc), f": {exc} (damaged or forged)") from None
     except ValueError as exc:  # JSONDecodeError, and the hooks' refusals
         why = str(exc)[:200]
+        if isinstance(exc, json.JSONDecodeError) and "\n" not in text and "\r" not in text:
+            # one line (a JSONL record): its column, not "line 1 column N (char N-1)"
+            why = f"{exc.msg[:160]}: column {exc.colno}"
         raise JSONTextError(f"not JSON: {why}", f" is damaged or truncated: {why}") from None
     limit = MAX_JSON_DEPTH if max_depth is None else max_depth
     if _deeper_than(data, limit):

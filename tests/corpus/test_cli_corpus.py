@@ -153,3 +153,51 @@ def test_local_sharded_corpus_is_searched_without_ray(tmp_path, capsys):
         (p["doc_id"], p["start"], p["end"]) for p in b
     ]
     assert [p["score"] for p in a] == pytest.approx([p["score"] for p in b])
+
+
+def test_search_takes_a_token_budget_as_retrieve_does(tmp_path, capsys):
+    """``longctx search --budget T``: the core's token budget (one of --k / --budget), the
+    JSON ``budget`` as retrieve's; a budget under every unit is one error line."""
+    src = _jsonl(tmp_path)
+    out = tmp_path / "c"
+    assert main(["index", str(src), "--method", "mixpr", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    argv = ["search", str(out), "-q", QUESTION, "--format", "json"]
+    assert main([*argv, "--budget", "60"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["budget"] == {
+        "token_budget": 60,
+        "unit": "longctx.tokens.count_tokens (SmolLM2 tokens)",
+    }
+    from longctx.tokens import count_tokens
+
+    assert got["passages"] and sum(count_tokens(p["text"]) for p in got["passages"]) <= 60
+    py = MixPRIndex.from_texts(PASSAGES, ids=IDS).search(QUESTION, token_budget=60)
+    assert [(p["start"], p["end"]) for p in got["passages"]] == [(h.start, h.end) for h in py.hits]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["budget"] == {"k": 10}
+    assert main([*argv, "--budget", "1"]) == 2
+    assert "give a larger --budget" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--budget", "5", "--k", "2"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_help_of_search_bench_and_quiet_everywhere(capsys):
+    """search's examples one a line (they ran into one), bench's --help without "(default:
+    None)", and --quiet on every subcommand (index and ask lacked it)."""
+    from longctx.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        main(["search", "--help"])
+    text = capsys.readouterr().out
+    assert "examples:\n  longctx index books/ --method mixpr --out corpus\n  longctx search" in text
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = capsys.readouterr().out
+    assert "(default: None)" not in text and "--conditions" in text
+    parser = build_parser()
+    for argv in (["index", "f.txt", "--out", "o"], ["ask", "f.txt", "--graph", "g", "-q", "x"],
+                 ["search", "c", "-q", "x"], ["retrieve", "f.txt", "-q", "x"]):  # fmt: skip
+        assert parser.parse_args([*argv, "--quiet"]).quiet is True
+        assert parser.parse_args(argv).quiet is False

@@ -48,19 +48,27 @@ def test_a_folder_of_hidden_files_only_says_what_it_skipped(tmp_path):
 
 
 def test_cli_index_says_in_one_line_what_it_passed_over(tmp_path, capsys):
+    """A note on stderr (it went to stdout, among the results), naming the guide's section, not
+    a path of the repository a pip user does not have; ``--quiet`` hides it."""
     books = _folder(tmp_path)
     out = tmp_path / "corpus"
     assert main(["index", str(books), "--method", "mixpr", "--out", str(out)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    said = [x for x in lines if x.startswith("skipped ")]
+    got = capsys.readouterr()
+    assert "skipped" not in got.out and "hidden" not in got.out
+    said = [x for x in got.err.splitlines() if "hidden" in x]
     assert said == [
-        f"skipped 2 hidden files, 1 hidden folder and 1 link to a folder under {books}/ "
-        "(see docs/guide/cli.md)"
+        f"longctx: note: skipped 2 hidden files, 1 hidden folder and 1 link to a folder under "
+        f"{books}/ (see the CLI guide: hidden files and links)"
     ]
-    assert (
-        main(["index", str(books), "--method", "mixpr", "--out", str(out), "--format", "json"]) == 0
-    )
-    got = json.loads(capsys.readouterr().out)
+    argv = ["index", str(books), "--method", "mixpr", "--out", str(out), "--format", "json"]
+    assert main(argv) == 0
+    got = capsys.readouterr()
+    assert "hidden" in got.err  # the note, beside the JSON
+    got = json.loads(got.out)
     assert got["passed_over"] == [
         {"folder": str(books), "hidden_files": 2, "hidden_folders": 1, "folder_links": 1}
     ]
+    assert got["skipped"] == ["a.txt", "sub/b.txt"]  # the documents already indexed, unchanged
+    assert main([*argv, "--quiet"]) == 0
+    got = capsys.readouterr()
+    assert got.err == "" and json.loads(got.out)["passed_over"]

@@ -39,6 +39,33 @@ def test_every_jsonl_error_is_file_line_what(tmp_path, line, what):
     assert not re.search(r"damaged|forged|truncated|documents\[", msg)
 
 
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_a_parse_error_names_the_column_of_the_line_itself(tmp_path, ending):
+    """An unterminated string on line 3 read ``not JSON: Invalid control character at: line 1
+    column 34 (char 33)``: column 34 was the line's own newline, and "line 1" / "char" the
+    parser's view of one line. The line is parsed without its ending, and its column given."""
+    path = tmp_path / "notjson.jsonl"
+    bad = '{"id": "c", "text": "unterminated'
+    two = GOOD + GOOD.replace('"a"', '"b"')
+    path.write_bytes((two + bad + ending).replace("\n", ending).encode())
+    with pytest.raises(ValueError) as info:
+        read_documents(path)
+    assert str(info.value) == (
+        f"{str(path)!r} line 3: not JSON: Unterminated string starting at: column 21"
+    )
+    path.write_text(GOOD + '{"id": "b" "text": "x"}\n', "utf-8")
+    with pytest.raises(ValueError) as info:
+        read_documents(path)
+    assert str(info.value).endswith("line 2: not JSON: Expecting ',' delimiter: column 12")
+
+
+def test_a_saved_file_of_several_lines_keeps_the_line_and_column():
+    from longctx.persist import JSONTextError, loads_strict
+
+    with pytest.raises(JSONTextError, match=r"line 2 column 5 \(char 10\)"):
+        loads_strict('{"a":\n  1 2}')
+
+
 def test_benchmark_jsonl_errors_take_the_same_form(tmp_path):
     """``longctx bench``'s JSONL data (``--data``) named the line as ``'file line 2' is damaged
     or truncated``, the wording of saved files."""

@@ -415,3 +415,57 @@ def test_the_struct_is_serialized_once_at_build_and_at_load(kit, tmp_path, monke
     }  # the settings in force, in the store
     calls.clear()
     assert type(load_index_from_storage(sc, **run)).__name__ == "GarlicIndex" and len(calls) == 1
+
+
+def test_a_misspelt_keyword_is_refused_before_any_model_loads(monkeypatch):
+    """``from_documents(docs, stop_patiance=3)`` built for 41 s with the setting ignored, and
+    ``as_retriever(stop_patiance=2)`` took it too: a ``TypeError`` naming the keyword and the
+    accepted ones now, before the encoder or the model is resolved and before the docstore is
+    touched (LangChain's ``GarlicRetriever`` refuses it as well)."""
+    import llamaindex_longctx._embed as embed
+    from llamaindex_longctx import GarlicIndex
+
+    def no_model(*a, **k):
+        raise AssertionError("a model was resolved before the keywords were checked")
+
+    monkeypatch.setattr(embed, "app_encoder", no_model)
+    storage = StorageContext.from_defaults()
+    for call, where in (
+        (lambda: GarlicIndex.from_documents(_docs(), stop_patiance=3, storage_context=storage),
+         "GarlicIndex.from_documents"),
+        (lambda: GarlicIndex(nodes=[], stop_patiance=3), "GarlicIndex"),
+    ):  # fmt: skip
+        with pytest.raises(TypeError, match=rf"{where} got an unexpected keyword argument "
+                           r"'stop_patiance'; it takes: .*stop_patience.*storage_context"):  # fmt: skip
+            call()
+    assert storage.docstore.docs == {} and storage.docstore.get_all_document_hashes() == {}
+
+
+def test_framework_keywords_stay_accepted_and_retriever_keywords_are_checked(kit):
+    """LlamaIndex's own ``BaseIndex.from_documents`` keywords (``storage_context``,
+    ``show_progress``, ``callback_manager``, ``transformations``, ``in_place``) still pass;
+    ``as_retriever`` / ``as_query_engine`` refuse an unknown keyword and a bad setting at once."""
+    from llama_index.core.callbacks import CallbackManager
+
+    from llamaindex_longctx import GarlicIndex
+    from llamaindex_longctx._garlic_keywords import FRAMEWORK_KEYWORDS
+
+    assert {"storage_context", "show_progress", "callback_manager", "transformations",
+            "objects"} <= FRAMEWORK_KEYWORDS  # fmt: skip
+    storage = StorageContext.from_defaults()
+    index = GarlicIndex.from_documents(
+        _docs()[:1], storage_context=storage, show_progress=False, in_place=True,
+        callback_manager=CallbackManager([]), **kit,
+    )  # fmt: skip
+    assert [n.ref_doc_id for n in storage.docstore.docs.values()] == ["tabitha"]
+    for call, where in (
+        (lambda: index.as_retriever(stop_patiance=2), "as_retriever"),
+        (lambda: index.as_query_engine(max_context_token=300), "as_query_engine"),
+        (lambda: index.as_query_engine(llm=None, stop_patiance=2), "as_query_engine"),
+    ):  # fmt: skip
+        with pytest.raises(TypeError, match=rf"GarlicIndex\.{where} got an unexpected keyword"):
+            call()
+    with pytest.raises(ValueError, match="stop_patience"):
+        index.as_retriever(stop_patience=0)
+    r = index.as_retriever(stop_patience=50, max_context_tokens=320, callback_manager=None)
+    assert r.retrieve(QUESTION)

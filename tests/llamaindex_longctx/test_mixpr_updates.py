@@ -171,13 +171,50 @@ def test_delete_from_docstore_through_a_followed_index_is_refused(tmp_path):
         "whale",
     }
     assert all(n.node.ref_doc_id != "hound" for n in r.retrieve("What did Sir Henry lose?"))
-    r.delete_ref_doc("pride")  # the retriever only: allowed, the index keeps it
-    assert len(index.as_retriever(similarity_top_k=9).retrieve("x")) == 2
+    index.delete_ref_doc("pride", delete_from_docstore=True)  # the documented way
+    assert len(index.as_retriever(similarity_top_k=9).retrieve("x")) == 1
     assert "pride" not in {n.node.ref_doc_id for n in r.retrieve("Mr. Darcy and Elizabeth")}
     r.persist(tmp_path / "r")  # reloaded following the index: refused the same way
     again = MixPRRetriever.from_persist_dir(tmp_path / "r", index=index)
     with pytest.raises(ValueError, match="delete_from_docstore=True"):
         again.delete_ref_doc("whale", True)
+    with pytest.raises(ValueError, match=r"delete_ref_doc: .*follows an index"):
+        again.delete_ref_doc("whale")
+
+
+def test_a_retriever_only_delete_on_a_followed_index_is_refused(tmp_path):
+    """A retriever following an index has the index's docstore as its source of truth. A
+    retriever-only ``delete_ref_doc(id)`` used to pass silently: the index still returned the
+    document, the retriever never showed it again (not even after ``index.insert``) though the
+    docstore held it, and a persist + reload brought it back. Refused now, naming the index's
+    delete; a retriever that owns its nodes or its docstore still deletes."""
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    index = VectorStoreIndex.from_documents(
+        book_docs([0, 1, 2]), embed_model=MockEmbedding(embed_dim=8)
+    )
+    r = MixPRRetriever.from_defaults(index=index, similarity_top_k=9)
+    held = {n.node.ref_doc_id for n in r.retrieve("Mr. Darcy and Elizabeth")}
+    assert "pride" in held
+    for call in (lambda: r.delete_ref_doc("pride"), lambda: r.delete_ref_doc("pride", False),
+                 lambda: r.delete_ref_doc("nobody", raise_error=True)):  # fmt: skip
+        with pytest.raises(ValueError, match=r"index\.delete_ref_doc\('(pride|nobody)', "
+                           r"delete_from_docstore=True\)"):  # fmt: skip
+            call()
+    index.insert(book_docs([3])[0])
+    assert {n.node.ref_doc_id for n in r.retrieve("Mr. Darcy and Elizabeth")} == held | {"gem"}
+    r.persist(tmp_path / "r")
+    again = MixPRRetriever.from_persist_dir(tmp_path / "r", index=index)
+    assert _view(again, "Mr. Darcy") == _view(r, "Mr. Darcy")
+    # owners keep deleting: built from documents, or from a docstore given alone
+    own = MixPRRetriever.from_documents(book_docs([0, 1]), similarity_top_k=9)
+    own.delete_ref_doc("pride")
+    assert {n.node.ref_doc_id for n in own.retrieve("Mr. Darcy")} == {"hound"}
+    store = SimpleDocumentStore()
+    store.add_documents(book_docs([0, 1]), store_text=True)
+    by_store = MixPRRetriever.from_defaults(docstore=store, similarity_top_k=9)
+    by_store.delete_ref_doc("pride")
+    assert {n.node.ref_doc_id for n in by_store.retrieve("Mr. Darcy")} == {"hound"}
 
 
 def test_delete_from_docstore_after_a_retriever_only_delete():
