@@ -9,13 +9,17 @@ import os
 import threading
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 
-from llamaindex_longctx._embed import app_embed_model
+from llamaindex_longctx._mixpr_persist import (  # noqa: F401  (PERSIST_SUBDIR: a public name here)
+    PERSIST_SUBDIR,
+    check_persist_dir,
+    read_saved,
+    write_saved,
+)
 from llamaindex_longctx._nodes import (
     QueryMemo,
     docstore_collections,
@@ -29,15 +33,12 @@ from llamaindex_longctx._nodes import (
     with_unique_ids,
 )
 from longctx.checks import check_choice, check_int, check_text
-from longctx.embeddings import require_query_encoder
 from longctx.explain import check_explain
 from longctx.filters import compile_filter
-from longctx.filters_persist import filter_from_json, filter_to_json
+from longctx.filters_persist import filter_to_json
 from longctx.mixpr import MODES, MixPR, MixPRIndex
-from longctx.persist import PersistError, check_json_metadata, write_dir
-from longctx.persist.fs import MANIFEST
-from longctx.persist.marks import check_outside_corpus, is_url
-from longctx.persist.reader import open_index_dir, retry_on_concurrent_save
+from longctx.persist import PersistError
+from longctx.persist.reader import retry_on_concurrent_save
 from longctx.selection import check_size
 from longctx.types import check_order
 
@@ -614,11 +615,7 @@ class MixPRRetriever(BaseRetriever):
             ``bytes``, ``NaN``, a key that is not a ``str``...): the message names the node
             (position and id) and the key. Nothing is written then.
         """
-        from llama_index.core.storage.docstore.utils import doc_to_json
-
-        from longctx.persist import text_digest
-
-        _check_persist_dir(persist_dir)
+        check_persist_dir(persist_dir)
         self._sync_docstore()
         saved_filters = filter_to_json(self.filters)
         if saved_filters is None and self.filters is not None:
@@ -630,28 +627,15 @@ class MixPRRetriever(BaseRetriever):
         with self._lock:  # one version: the nodes and the index as they are now, together
             nodes = list(self._nodes)
             index = self._index.snapshot() if self._index is not None else None
-        for j, n in enumerate(nodes):
-            check_json_metadata(n.metadata, f"nodes[{j}] (id {n.node_id!r})")
-        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
-        write_dir(
-            Path(persist_dir) / PERSIST_SUBDIR,
-            kind=_PERSIST_KIND,
-            version=1,
-            json_files={
-                "retriever": {
-                    "similarity_top_k": self.similarity_top_k,
-                    "token_budget": self.token_budget,
-                    "mode": self.mode,
-                    "chunk_nodes": self.chunk_nodes,
-                    "order": self.order,
-                    "filters": saved_filters,
-                    "node_ids": [n.node_id for n in nodes],
-                    "text_sha256": [text_digest(t) for t in texts],
-                },
-                "nodes": [doc_to_json(n) for n in nodes],
-            },
-            subdirs={"index": index.save} if index is not None else {},
-        )
+        settings = {
+            "similarity_top_k": self.similarity_top_k,
+            "token_budget": self.token_budget,
+            "mode": self.mode,
+            "chunk_nodes": self.chunk_nodes,
+            "order": self.order,
+            "filters": saved_filters,
+        }
+        write_saved(persist_dir, settings, nodes, index)
 
     @classmethod
     @retry_on_concurrent_save("persist_dir")
@@ -689,96 +673,9 @@ class MixPRRetriever(BaseRetriever):
             ``Settings.embed_model``, and not the packaged default), or a model of another
             dimension.
         """
-        from llama_index.core.storage.docstore.utils import json_to_doc
-
-        from longctx.persist import text_digest
-
-        d = Path(persist_dir)
-        inside = not (d / MANIFEST).is_file()  # a persist_dir (the usual case): the index is
-        if inside:  # in its subfolder, absent only while a save swaps it (retried)
-            d = d / PERSIST_SUBDIR
-        # the subfolder never through a link (followed before session 20; persist refuses),
-        # refused in its one open: a check before it let a link put there in between through
-        r = open_index_dir(d, kind=_PERSIST_KIND, versions=(1,), follow=not inside)
-        rpath, npath = d / "retriever.json", d / "nodes.json"
-        settings = r.json("retriever.json")
-        if not isinstance(settings, dict):
-            raise PersistError(f"{str(rpath)!r} must hold an object")
-        settings = dict(settings)
-        ids, digests = settings.pop("node_ids", None), settings.pop("text_sha256", None)
-        saved_filters = filter_from_json(settings.pop("filters", None), str(rpath))
-        if saved_filters is not None:
-            settings["filters"] = saved_filters
-        unknown = set(settings) - {
-            "similarity_top_k",
-            "token_budget",
-            "mode",
-            "chunk_nodes",
-            "order",
-            "filters",
-        }
-        if unknown:
-            raise PersistError(f"{str(rpath)!r}: unknown field(s) {sorted(unknown)[:5]}")
-        types = {
-            "similarity_top_k": int,
-            "token_budget": (int, type(None)),
-            "mode": str,
-            "order": str,
-        }
-        for key, kind in {**types, "chunk_nodes": bool}.items():
-            v = settings.get(key)
-            bad = not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool)
-            if key in settings and bad:
-                raise PersistError(f"{str(rpath)!r}: field {key!r} has a bad type")
-        raw = r.json("nodes.json")
-        if not isinstance(raw, list):
-            raise PersistError(f"{str(npath)!r} must hold a list of nodes")
-        try:
-            nodes = [json_to_doc(x) for x in raw]
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise PersistError(f"{str(npath)!r} is damaged: {str(exc)[:200]}") from None
-        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
-        if ids is not None or digests is not None:
-            if ids != [n.node_id for n in nodes]:
-                raise PersistError(
-                    f"{str(npath)!r}: field 'id_': the node ids differ from those saved in "
-                    "retriever.json (reordered or edited)"
-                )
-            if digests != [text_digest(t) for t in texts]:
-                raise PersistError(
-                    f"{str(npath)!r}: field 'text': a node text differs from the one saved "
-                    "(edited or forged)"
-                )
-        mixpr_index = None
-        if r.has("index") or r.has_unlisted_subdir("index"):  # unlisted: longctx 0.1
-            model = app_embed_model(embed_model)
-            mixpr_index = MixPRIndex.load(
-                r.subdir("index", unlisted=True), router=router, encoder=model
-            )
-            require_query_encoder(
-                mixpr_index.encoder_identity,
-                model,
-                where=str(d),
-                argument="embed_model (or set Settings.embed_model)",
-            )
-        keys = node_keys(nodes)
-        want = [(k, t) for k, t in zip(keys, texts) if k is not None and t.strip()]
-        have = list(zip(mixpr_index.doc_ids, mixpr_index.texts)) if mixpr_index is not None else []
-        if have != want:
-            raise PersistError(
-                f"{str(npath)!r}: the nodes' texts are not the texts of the saved index "
-                f"{str(d / 'index')!r} (reordered or edited)"
-            )
-        if mixpr_index is not None and not settings.get("chunk_nodes", True):
-            whole = (
-                mixpr_index.n_units == len(want)
-                and not mixpr_index.starts.any()
-                and [int(e) for e in mixpr_index.ends] == [len(t) for _, t in want]
-            )
-            if not whole:
-                raise PersistError(
-                    f"{str(rpath)!r}: field 'chunk_nodes' is false but the saved index is chunked"
-                )
+        settings, nodes, mixpr_index, rpath = read_saved(
+            persist_dir, router=router, embed_model=embed_model
+        )
         if index is not None and docstore is not None:
             raise ValueError("give at most one of index and docstore")
         follow = index.docstore if index is not None else docstore
@@ -791,34 +688,3 @@ class MixPRRetriever(BaseRetriever):
             if kwargs:
                 raise
             raise PersistError(f"{str(rpath)!r}: {str(exc)[:200]}") from None
-
-
-#: Sub-folder of a persist folder that holds the retriever (the framework's files stay beside it).
-PERSIST_SUBDIR = "longctx_mixpr"
-_PERSIST_KIND = "llamaindex.mixpr_retriever"
-
-
-def _check_persist_dir(persist_dir: str | os.PathLike) -> None:
-    """Refuse a ``persist_dir`` whose retriever folder (``persist_dir/longctx_mixpr``, its real
-    path: symbolic links and ``..`` resolved) is inside a corpus's index root, at any depth
-    (:func:`longctx.persist.marks.check_outside_corpus`: a folder ``indexes`` beside a corpus's
-    ``corpus.json``). A ``longctx index`` run that changes the corpus's documents replaces its
-    index folders whole (``indexes/mixpr``, a shard, a document's index), and a retriever saved
-    inside one would be lost without a word; another folder there (``indexes/backup``), which a
-    rebuild leaves alone, is written only by the corpus's builds and the saves of an index
-    loaded from it, under its build lock, which a retriever's persist does not take. The
-    message says which case applies.
-
-    A URL (``memory://...``) is refused: the retriever is written to a local folder (inside a
-    corpus at that URL, with the message of a local corpus).
-
-    Raises
-    ------
-    longctx.persist.SaveTargetError
-        Naming ``persist_dir``, the corpus and what to do instead; nothing is written.
-    """
-    if is_url(persist_dir):  # a URL: checked as one
-        folder = f"{persist_dir.rstrip('/')}/{PERSIST_SUBDIR}"
-    else:
-        folder = Path(persist_dir) / PERSIST_SUBDIR
-    check_outside_corpus(folder, "persist_dir", name=persist_dir)

@@ -435,7 +435,7 @@ def test_a_llamaindex_index_subfolder_linked_after_the_check_is_refused(tmp_path
     link is swapped in just before the folder is opened; it is opened without following one."""
     from llama_index.core.schema import Document
 
-    import llamaindex_longctx.mixpr_retriever as mod
+    import llamaindex_longctx._mixpr_persist as mod
     from llamaindex_longctx import MixPRRetriever
 
     docs = [Document(text=t, id_=d) for d, t in DOCS]
