@@ -17,16 +17,22 @@ def _framework_keywords() -> frozenset:
     """The keywords LlamaIndex's ``BaseIndex.__init__`` and ``BaseIndex.from_documents`` take,
     and those ``from_documents`` passes on to its ``run_transformations`` (then to the
     constructor): read from the installed llama-index-core, so a version that adds one keeps
-    working."""
-    from llama_index.core.ingestion.pipeline import run_transformations
-
+    working. A version whose ``run_transformations`` moved or cannot be read falls back to
+    the keywords of llama-index-core 0.14 (the adapter still imports)."""
+    fns = [BaseIndex.__init__, BaseIndex.from_documents.__func__]
     names = set()
-    for fn in (BaseIndex.__init__, BaseIndex.from_documents.__func__, run_transformations):
-        names |= {
-            p.name
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-        }
+    try:
+        from llama_index.core.ingestion.pipeline import run_transformations
+
+        fns.append(run_transformations)
+    except ImportError:
+        names |= {"in_place", "cache", "cache_collection"}
+    for fn in fns:
+        try:
+            params = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):  # a signature that cannot be read
+            continue
+        names |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
     return frozenset(names - {"self", "cls", "documents", "nodes", "index_struct"})
 
 

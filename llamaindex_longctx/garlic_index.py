@@ -659,6 +659,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         }
         engine_kw = {k: v for k, v in kwargs.items() if k in engine_args}
         search_kw = {k: v for k, v in kwargs.items() if k not in engine_args}
+        # named as the caller's method, with the engine's own arguments in the list
+        checked_search_kwargs(search_kw, "GarlicIndex.as_query_engine", also=engine_args)
         return RetrieverQueryEngine.from_args(self.as_retriever(**search_kw), llm=llm, **engine_kw)
 
 

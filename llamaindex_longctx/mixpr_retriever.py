@@ -45,14 +45,16 @@ from longctx.types import check_order
 logger = logging.getLogger(__name__)
 
 
-def _following_refusal(what: str, ref_doc_id: str) -> ValueError:
-    """The error of a delete on a retriever following an index: the index's docstore is its
-    source of truth, so the delete goes through the index (the retriever follows it)."""
+def _following_refusal(what: str, through: str) -> ValueError:
+    """The error of a change (insert, delete, update) made to a retriever following an index:
+    the index's docstore is its source of truth, so the change goes through the index
+    (``through``: the index's own call), and the retriever follows it. A change to the
+    retriever alone was never reconciled: a deleted node stayed hidden while the index
+    returned it, an inserted one stayed while the index lacked it, until a reload."""
     return ValueError(
         f"{what}: this retriever follows an index (from_defaults(index=...)), whose docstore "
-        "is its source of truth and which it does not own; delete through the index: "
-        f"index.delete_ref_doc({ref_doc_id!r}, delete_from_docstore=True) "
-        "(the retriever follows it on its next query)"
+        "is its source of truth and which it does not own; change it through the index: "
+        f"{through} (the retriever follows it on its next query)"
     )
 
 
@@ -326,8 +328,15 @@ class MixPRRetriever(BaseRetriever):
         ------
         TypeError, ValueError
             A non-node; a node whose id the retriever already holds (use
-            :meth:`update_ref_doc`).
+            :meth:`update_ref_doc`); a retriever following an index (``from_defaults(index=
+            ...)``): insert through the index (``index.insert_nodes(nodes)``), which the
+            retriever follows.
         """
+        if self._follows_index:
+            raise _following_refusal("insert_nodes", "index.insert_nodes(nodes)")
+        self._insert_nodes(nodes)
+
+    def _insert_nodes(self, nodes) -> None:
         nodes = list(nodes)
         for i, node in enumerate(nodes):
             if not isinstance(node, BaseNode):
@@ -354,8 +363,11 @@ class MixPRRetriever(BaseRetriever):
             self._by_key = {**self._by_key, **{k: n for k, n in zip(keys, nodes) if k is not None}}
 
     def insert(self, document: BaseNode) -> None:
-        """Add one document (see :meth:`insert_nodes`)."""
-        self.insert_nodes([document])
+        """Add one document (see :meth:`insert_nodes`; refused on a retriever following an
+        index: ``index.insert(document)``)."""
+        if self._follows_index:
+            raise _following_refusal("insert", "index.insert(document)")
+        self._insert_nodes([document])
 
     def delete_ref_doc(
         self, ref_doc_id: str, delete_from_docstore: bool = False, *, raise_error: bool = False
@@ -405,7 +417,7 @@ class MixPRRetriever(BaseRetriever):
         if self._follows_index:
             raise _following_refusal(
                 "delete_from_docstore=True" if delete_from_docstore else "delete_ref_doc",
-                ref_doc_id,
+                f"index.delete_ref_doc({ref_doc_id!r}, delete_from_docstore=True)",
             )
         store = self._docstore if delete_from_docstore else None
         with self._lock:
@@ -437,7 +449,22 @@ class MixPRRetriever(BaseRetriever):
         ]
 
     def delete_nodes(self, node_ids: Sequence[str]) -> None:
-        """Remove nodes by their own id (unknown ids are ignored)."""
+        """Remove nodes by their own id (unknown ids are ignored).
+
+        Raises
+        ------
+        ValueError
+            A retriever following an index (``from_defaults(index=...)``): delete through the
+            index (``index.delete_nodes(node_ids, delete_from_docstore=True)``), which the
+            retriever follows.
+        """
+        if self._follows_index:
+            raise _following_refusal(
+                "delete_nodes", "index.delete_nodes(node_ids, delete_from_docstore=True)"
+            )
+        self._delete_nodes(node_ids)
+
+    def _delete_nodes(self, node_ids) -> None:
         with self._lock:
             ids = set(node_ids)
             self._remove([j for j, n in enumerate(self._nodes) if n.node_id in ids])
@@ -463,10 +490,19 @@ class MixPRRetriever(BaseRetriever):
 
     def update_ref_doc(self, document: BaseNode) -> None:
         """Replace document ``document.node_id``: its nodes are deleted and ``document`` is
-        inserted (LlamaIndex's ``BaseIndex.update_ref_doc``)."""
+        inserted (LlamaIndex's ``BaseIndex.update_ref_doc``).
+
+        Raises
+        ------
+        ValueError
+            A retriever following an index (``from_defaults(index=...)``): update through the
+            index (``index.update_ref_doc(document)``), which the retriever follows.
+        """
+        if self._follows_index:
+            raise _following_refusal("update_ref_doc", "index.update_ref_doc(document)")
         with self._lock:
             self._remove(self._doc_positions(document.node_id))  # a new one: nothing, no log
-            self.insert_nodes([document])
+            self._insert_nodes([document])
 
     def refresh(self) -> None:
         """Follow the docstore now (:meth:`from_defaults` with ``index=`` / ``docstore=``):
@@ -512,11 +548,11 @@ class MixPRRetriever(BaseRetriever):
                 self._defer(gone, changed, new)
                 return
             if gone or changed:
-                self.delete_nodes(gone + changed)
+                self._delete_nodes(gone + changed)
             fresh = store.get_nodes(changed + new, raise_error=False)
             fresh = [n for n in fresh if n is not None]
             if fresh:
-                self.insert_nodes(fresh)
+                self._insert_nodes(fresh)
             self._seen = {n.node_id: n.hash for n in self._nodes}
             self._pending_warned = False
 
@@ -524,7 +560,7 @@ class MixPRRetriever(BaseRetriever):
         """A search of a retriever that embeds: delete the ``gone`` nodes (no embedding) and
         leave ``changed`` and ``new`` to :meth:`refresh`, logged (the first time, warned)."""
         if gone:
-            self.delete_nodes(gone)
+            self._delete_nodes(gone)
             drop = set(gone)
             self._seen = {i: h for i, h in self._seen.items() if i not in drop}
         if not (changed or new):

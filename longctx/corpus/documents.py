@@ -86,7 +86,9 @@ def _is_glob(s: str) -> bool:
 def _jsonl_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
     """``(number, line)`` of each line of the file ``path``, as text mode numbers them (a line
     ends at ``\\n``, ``\\r\\n`` or ``\\r``), each read as bytes (at most
-    :data:`MAX_JSONL_LINE_BYTES` up to its ``\\n``) and decoded on its own."""
+    :data:`MAX_JSONL_LINE_BYTES` up to its ``\\n``) and decoded on its own; a byte order mark
+    opening the file (``EF BB BF``, written by Notepad and PowerShell) is dropped (json refused
+    it with advice for Python programmers)."""
     n = 0
     with open_regular_file(path)[0] as f:  # a FIFO put there since the check: refused
         for raw in iter(lambda: f.readline(MAX_JSONL_LINE_BYTES + 1), b""):
@@ -102,6 +104,8 @@ def _jsonl_lines(path: Path, where: str) -> Iterator[tuple[int, str]]:
                     f"{raw[exc.start : exc.start + 1]!r}): a JSONL file is UTF-8"
                 ) from None
             raw = b""  # not held while the line is parsed (a 100 MB line: 244 MB peak, not 336)
+            if n == 0 and text.startswith("\ufeff"):  # a UTF-8 byte order mark (Notepad,
+                text = text[1:]  # PowerShell): not JSON, and not the user's text
             for line in io.StringIO(text, newline=None) if "\r" in text else (text,):
                 n += 1
                 yield n, line

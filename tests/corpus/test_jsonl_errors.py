@@ -101,3 +101,11 @@ def test_a_jsonl_line_of_too_many_values_is_refused_before_parsing(tmp_path, mon
     prose = '{"id": "b", "text": "' + "word " * 100 + '"}'  # long, few values: read
     path.write_text(GOOD + prose + "\n", "utf-8")
     assert [d[0] for d in read_documents(path)] == ["a", "b"]
+
+
+def test_a_byte_order_mark_opening_a_jsonl_file_is_dropped(tmp_path):
+    """Notepad and PowerShell write a UTF-8 byte order mark: line 1 was refused with "Unexpected
+    UTF-8 BOM (decode using utf-8-sig)", advice for Python programmers."""
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD.encode() + b'{"id": "b", "text": "\xef\xbb\xbfkept"}\n')
+    assert list(read_documents(path)) == [("a", "The cat sat on the mat."), ("b", "\ufeffkept")]

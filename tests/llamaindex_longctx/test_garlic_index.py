@@ -465,6 +465,12 @@ def test_framework_keywords_stay_accepted_and_retriever_keywords_are_checked(kit
     ):  # fmt: skip
         with pytest.raises(TypeError, match=rf"GarlicIndex\.{where} got an unexpected keyword"):
             call()
+    from llama_index.core.llms import MockLLM
+
+    # with an llm: named as the method called (it said as_retriever), the engine's own listed
+    with pytest.raises(TypeError, match=r"GarlicIndex\.as_query_engine got an unexpected "
+                       r"keyword argument 'respons_mode'; it takes: .*response_mode"):  # fmt: skip
+        index.as_query_engine(llm=MockLLM(), respons_mode="compact")
     with pytest.raises(ValueError, match="stop_patience"):
         index.as_retriever(stop_patience=0)
     r = index.as_retriever(stop_patience=50, max_context_tokens=320, callback_manager=None)

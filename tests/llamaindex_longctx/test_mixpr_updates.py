@@ -217,6 +217,43 @@ def test_a_retriever_only_delete_on_a_followed_index_is_refused(tmp_path):
     assert {n.node.ref_doc_id for n in by_store.retrieve("Mr. Darcy")} == {"hound"}
 
 
+def test_every_retriever_only_change_on_a_followed_index_is_refused():
+    """``delete_ref_doc`` was refused on a retriever following an index, but ``insert``,
+    ``insert_nodes``, ``delete_nodes`` and ``update_ref_doc`` still changed the retriever alone
+    and were never reconciled (session 21's review: a deleted node hidden while the index
+    returned it; an inserted one kept while the index lacked it; an update's text kept while the
+    index held the old). Each is refused now, naming the index's own call, and that call is
+    followed; the docstore sync, which uses the same work inside, still follows."""
+    index = VectorStoreIndex.from_documents(
+        book_docs([0, 1, 2]), embed_model=MockEmbedding(embed_dim=8)
+    )
+    r = MixPRRetriever.from_defaults(index=index, similarity_top_k=9)
+    before = _view(r, "Mr. Darcy and Elizabeth")
+    hound_node = next(iter(index.docstore.get_ref_doc_info("hound").node_ids))
+    extra = book_docs([3])[0]
+    for call, through in (
+        (lambda: r.insert(extra), r"index\.insert\(document\)"),
+        (lambda: r.insert_nodes([extra]), r"index\.insert_nodes\(nodes\)"),
+        (lambda: r.delete_nodes([hound_node]), r"index\.delete_nodes\(node_ids, "),
+        (lambda: r.update_ref_doc(extra), r"index\.update_ref_doc\(document\)"),
+    ):
+        with pytest.raises(ValueError, match=r"follows an index.*" + through):
+            call()
+    assert _view(r, "Mr. Darcy and Elizabeth") == before  # nothing changed
+    index.insert(extra)  # the app's way: followed
+    assert "gem" in {n.node.ref_doc_id for n in r.retrieve("the blue carbuncle")}
+    index.delete_ref_doc("hound", delete_from_docstore=True)
+    assert "hound" not in {n.node.ref_doc_id for n in r.retrieve("What did Sir Henry lose?")}
+    # a retriever that owns its nodes still takes every change
+    first = book_docs([0])[0]
+    own = MixPRRetriever.from_documents([first], similarity_top_k=9)
+    own.insert(extra)
+    own.update_ref_doc(extra)
+    assert {n.node.ref_doc_id for n in own.retrieve("the blue carbuncle")} >= {"gem"}
+    own.delete_nodes(["gem"])
+    assert {n.node_id for n in own.nodes} == {first.node_id}
+
+
 def test_delete_from_docstore_after_a_retriever_only_delete():
     """LlamaIndex looks the document up in the docstore: deleted from the retriever first
     (``False``), then with ``True``, it goes from the docstore (it returned "not found")."""
