@@ -17,16 +17,15 @@ def _framework_keywords() -> frozenset:
     """The keywords LlamaIndex's ``BaseIndex.__init__`` and ``BaseIndex.from_documents`` take,
     and those ``from_documents`` passes on to its ``run_transformations`` (then to the
     constructor): read from the installed llama-index-core, so a version that adds one keeps
-    working. A version whose ``run_transformations`` moved or cannot be read falls back to
-    the keywords of llama-index-core 0.14 (the adapter still imports)."""
-    fns = [BaseIndex.__init__, BaseIndex.from_documents.__func__]
-    names = set()
-    try:
-        from llama_index.core.ingestion.pipeline import run_transformations
+    working (the very ``run_transformations`` ``BaseIndex``'s module calls; a version without
+    one there falls back to the keywords of llama-index-core 0.14, and the adapter still
+    imports)."""
+    from llama_index.core.indices import base
 
-        fns.append(run_transformations)
-    except ImportError:
-        names |= {"in_place", "cache", "cache_collection"}
+    fns = [BaseIndex.__init__, BaseIndex.from_documents.__func__]
+    run = getattr(base, "run_transformations", None)
+    names = {"in_place", "cache", "cache_collection"} if run is None else set()
+    fns += [run] if run is not None else []
     for fn in fns:
         try:
             params = inspect.signature(fn).parameters.values()

@@ -24,6 +24,14 @@ from longctx.persist.reader import open_index_dir
 #: Sub-folder of a persist folder that holds the retriever (the framework's files stay beside it).
 PERSIST_SUBDIR = "longctx_mixpr"
 _PERSIST_KIND = "llamaindex.mixpr_retriever"
+#: the retriever's settings saved in ``retriever.json`` (besides ``filters``) and their types
+SETTING_TYPES = {
+    "similarity_top_k": int,
+    "token_budget": (int, type(None)),
+    "mode": str,
+    "chunk_nodes": bool,
+    "order": str,
+}
 
 
 def check_persist_dir(persist_dir: str | os.PathLike) -> None:
@@ -127,23 +135,10 @@ def read_saved(
     saved_filters = filter_from_json(settings.pop("filters", None), str(rpath))
     if saved_filters is not None:
         settings["filters"] = saved_filters
-    unknown = set(settings) - {
-        "similarity_top_k",
-        "token_budget",
-        "mode",
-        "chunk_nodes",
-        "order",
-        "filters",
-    }
+    unknown = set(settings) - {*SETTING_TYPES, "filters"}
     if unknown:
         raise PersistError(f"{str(rpath)!r}: unknown field(s) {sorted(unknown)[:5]}")
-    types = {
-        "similarity_top_k": int,
-        "token_budget": (int, type(None)),
-        "mode": str,
-        "order": str,
-    }
-    for key, kind in {**types, "chunk_nodes": bool}.items():
+    for key, kind in SETTING_TYPES.items():
         v = settings.get(key)
         bad = not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool)
         if key in settings and bad:

@@ -648,8 +648,6 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         if llm is None:
             kwargs = checked_search_kwargs(kwargs, "GarlicIndex.as_query_engine")
             return GarlicQueryEngine(index=self, search_kwargs=kwargs)
-        import inspect
-
         from llama_index.core.query_engine import RetrieverQueryEngine
 
         engine_args = set(inspect.signature(RetrieverQueryEngine.from_args).parameters) - {

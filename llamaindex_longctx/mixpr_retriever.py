@@ -709,11 +709,11 @@ class MixPRRetriever(BaseRetriever):
             ``Settings.embed_model``, and not the packaged default), or a model of another
             dimension.
         """
+        if index is not None and docstore is not None:  # before any file is read
+            raise ValueError("give at most one of index and docstore")
         settings, nodes, mixpr_index, rpath = read_saved(
             persist_dir, router=router, embed_model=embed_model
         )
-        if index is not None and docstore is not None:
-            raise ValueError("give at most one of index and docstore")
         follow = index.docstore if index is not None else docstore
         if follow is not None:
             kwargs["docstore"] = follow

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+#: the unit a CLI budget counts in, as `retrieve` and `search` print it in their JSON
+BUDGET_UNIT = "longctx.tokens.count_tokens (SmolLM2 tokens)"
+
 
 # ----------------------------------------------------------------------------------- parsing
 class _Parser(argparse.ArgumentParser):

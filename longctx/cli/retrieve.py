@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from longctx.cli.console import _first_line, _setup_third_party
 from longctx.cli.errors import CliError
-from longctx.cli.parsing import _add_output_options, _HelpFormatter, _positive_int
+from longctx.cli.parsing import BUDGET_UNIT, _add_output_options, _HelpFormatter, _positive_int
 from longctx.explain import explanation_text
 from longctx.io import MAX_FILE_BYTES, InputError, read_text_file, sample_text
 from longctx.selection import BudgetTooSmallError, check_budget_fits
@@ -221,9 +221,7 @@ def _budget(args) -> dict:
     if args.budget is None:
         return {"k": args.k}
     unit = (
-        f"tokens of {args.model or DEFAULT_MODEL_NAME}"
-        if args.method == "youra"
-        else "longctx.tokens.count_tokens (SmolLM2 tokens)"
+        f"tokens of {args.model or DEFAULT_MODEL_NAME}" if args.method == "youra" else BUDGET_UNIT
     )
     return {"token_budget": args.budget, "unit": unit}
 

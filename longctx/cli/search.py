@@ -12,12 +12,11 @@ import json
 import sys
 import time
 
-from longctx.cli.parsing import _HelpFormatter
+from longctx.cli.parsing import BUDGET_UNIT, _HelpFormatter
 
 #: passages printed when neither ``--k`` nor ``--budget`` is given
 DEFAULT_K = 10
 #: the unit of ``--budget`` (a MixPR corpus counts its units' tokens with the default counter)
-BUDGET_UNIT = "longctx.tokens.count_tokens (SmolLM2 tokens)"
 
 
 def add_parser(sub, positive_int, add_output_options) -> None:

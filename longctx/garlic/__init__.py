@@ -23,33 +23,40 @@ __all__ = [
 
 
 _SUBMODULES = ("build", "graph", "options", "prompts", "search")
+#: each public name's submodule
+_HOME = {
+    "build_hwdag": "build",
+    "build_hwdags": "build",
+    "chunk_text": "build",
+    "HWDAG": "graph",
+    "Node": "graph",
+    "parse_ips": "prompts",
+    "GarlicSearcher": "search",
+}
+
+
+def _submodule(name: str):
+    # literal imports (each an edge of the import-layer test), made on first access; `import
+    # a.b as m`, not `from a import b`: that one asks this module's __getattr__ for `b` first
+    if name == "build":
+        import longctx.garlic.build as module
+    elif name == "graph":
+        import longctx.garlic.graph as module
+    elif name == "options":
+        import longctx.garlic.options as module
+    elif name == "prompts":
+        import longctx.garlic.prompts as module
+    else:
+        import longctx.garlic.search as module
+    return module
 
 
 def __getattr__(name: str):
-    # literal imports (each an edge of the import-layer test), made on first access
-    if name in ("build_hwdag", "build_hwdags", "chunk_text"):
-        import longctx.garlic.build as module
-    elif name in ("HWDAG", "Node"):
-        import longctx.garlic.graph as module
-    elif name == "parse_ips":
-        import longctx.garlic.prompts as module
-    elif name == "GarlicSearcher":
-        import longctx.garlic.search as module
-    elif name in _SUBMODULES:  # `import longctx.garlic; longctx.garlic.search.X`, as before
-        if name == "build":
-            import longctx.garlic.build as module
-        elif name == "graph":
-            import longctx.garlic.graph as module
-        elif name == "options":
-            import longctx.garlic.options as module
-        elif name == "prompts":
-            import longctx.garlic.prompts as module
-        else:
-            import longctx.garlic.search as module
-        return module
-    else:
+    if name in _SUBMODULES:  # `import longctx.garlic; longctx.garlic.search.X`, as before
+        return _submodule(name)
+    if name not in _HOME:
         raise AttributeError(f"module 'longctx.garlic' has no attribute {name!r}")
-    value = getattr(module, name)
+    value = getattr(_submodule(_HOME[name]), name)
     globals()[name] = value  # found directly from now on
     return value
 

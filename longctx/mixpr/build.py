@@ -84,9 +84,9 @@ def spliced(
     # made from the old ids and the new units' texts when the old state made its ids here
     # (it holds their hashes: never a load's, which the new state makes again when asked)
     text_ids = hashes = None
-    held = st._ids  # (ids, hashes, unchecked): read once
-    if held is not None and held[1] is not None:
-        text_ids, hashes = spliced_ids(st, held[:2], lo, hi, unit_texts)
+    held = st.hashed_text_ids()
+    if held is not None:
+        text_ids, hashes = spliced_ids(st, held, lo, hi, unit_texts)
     positions = None
     if n_old == 0 and at == len(st.doc_ids):  # an append: the old ids keep their places
         positions = dict(st.positions)

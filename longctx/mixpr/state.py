@@ -311,6 +311,13 @@ class _State:
                     held = self._ids = (held[0], held[1], None)
         return held[:2]
 
+    def hashed_text_ids(self):
+        """``(ids, hashes)`` when this snapshot made its ids here or had them from a change
+        (it holds their hashes), else ``None`` (a load's ids: no hashes): what an insert's
+        :func:`~longctx.mixpr.text_ids.spliced_ids` splices. Read once (one attribute)."""
+        held = self._ids
+        return None if held is None or held[1] is None else held[:2]
+
     def checked_text_ids(self):
         """``(ids, hashes)`` as :meth:`held_text_ids` when this snapshot holds ids already
         checked (made here, by a change, or a read load's), else ``None``: what a delete

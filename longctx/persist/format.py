@@ -177,8 +177,8 @@ def _object_without_repeats(pairs: list) -> dict:
 #: search never starts again at each later ``"`` (an open string before a million ``\\"`` took
 #: time quadratic in them: 3.5 s for 48 KB, found by session 21's review). Such a text is not
 #: JSON; its parser stops at the open string, having built only the values before it.
-_STRING_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _STRING_S = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_STRING_B = re.compile(_STRING_S.pattern.encode(), re.DOTALL)
 
 
 def _count_marks(raw: bytes | str) -> int:
